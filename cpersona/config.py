@@ -1,0 +1,223 @@
+"""Every setting the server reads, in one typed place.
+
+Settings come from environment variables named as in SPEC.md. They are read
+once (``Settings.from_env``) and passed down; nothing else in the package reads
+``os.environ`` for configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "cpersona"
+
+
+class ConfigError(ValueError):
+    """An environment variable holds a value that cannot be used."""
+
+
+def default_data_dir() -> Path:
+    """Per-user data directory (e.g. ``~/.local/share/cpersona`` on Linux)."""
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def _get(env: Mapping[str, str], *names: str) -> str | None:
+    # The first name is the canonical CPERSONA_ one; later names are aliases it overrides.
+    for name in names:
+        value = env.get(name)
+        if value is not None and value.strip() != "":
+            return value.strip()
+    return None
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _get(env, name)
+    if raw is None:
+        return default
+    lowered = raw.lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a boolean (use true/false)")
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int | None = None) -> int:
+    raw = _get(env, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={raw!r} is not an integer") from exc
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name}={value} must be >= {minimum}")
+    return value
+
+
+def _opt_int(env: Mapping[str, str], name: str) -> int | None:
+    raw = _get(env, name)
+    if raw is None:
+        return None
+    return _int(env, name, 0, minimum=1)
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = _get(env, name)
+    if raw is None:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={raw!r} is not a number") from exc
+
+
+def _choice(env: Mapping[str, str], names: tuple[str, ...], default: str, allowed: set[str]) -> str:
+    raw = _get(env, *names)
+    if raw is None:
+        return default
+    value = raw.lower()
+    if value not in allowed:
+        raise ConfigError(f"{names[0]}={raw!r}: expected one of {', '.join(sorted(allowed))}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Typed configuration. Field comments name the environment variable."""
+
+    # Storage
+    db_path: Path = field(default_factory=lambda: default_data_dir() / "memory.db")  # CPERSONA_DB_PATH
+    export_dir: Path | None = None  # CPERSONA_EXPORT_DIR (default: beside the DB)
+
+    # Retrieval
+    max_memories: int = 10000  # CPERSONA_MAX_MEMORIES: vector scan window per table
+    recall_mode: str = "rrf"  # CPERSONA_RECALL_MODE: rrf | rsf | cascade
+    rrf_k: int = 60  # CPERSONA_RRF_K
+    episode_penalty_enabled: bool = True  # CPERSONA_EPISODE_PENALTY_ENABLED
+    episode_decay_rate: float = 0.01  # CPERSONA_EPISODE_DECAY_RATE (per hour)
+    episode_decay_floor: float = 0.5  # CPERSONA_EPISODE_DECAY_FLOOR
+    recent_recall_window_min: float = 5.0  # CPERSONA_RECENT_RECALL_WINDOW_MIN
+    recent_recall_penalty: float = 0.7  # CPERSONA_RECENT_RECALL_PENALTY
+    fused_gate_enabled: bool = True  # CPERSONA_FUSED_GATE_ENABLED (gate arrives with calibration)
+    confidence_enabled: bool = False  # CPERSONA_CONFIDENCE_ENABLED
+    autocut_min_results: int = 3  # CPERSONA_AUTOCUT_MIN_RESULTS
+    recall_preview_chars: int = 500  # CPERSONA_RECALL_PREVIEW_CHARS
+
+    # Content caps
+    max_content_length: int = 16000  # CPERSONA_MAX_CONTENT_LENGTH
+    max_profile_length: int = 2000  # CPERSONA_MAX_PROFILE_LENGTH
+    max_metadata_bytes: int = 8192  # CPERSONA_MAX_METADATA_BYTES: source/metadata JSON cap (refused, not cut)
+
+    # Embeddings
+    embedding_mode: str = "onnx"  # CPERSONA_EMBEDDING_MODE (alias EMBEDDING_MODE): onnx | http | none
+    embedding_model: str = "jina-v5-nano"  # CPERSONA_EMBEDDING_MODEL
+    models_dir: Path = field(default_factory=lambda: default_data_dir() / "models")  # CPERSONA_MODELS_DIR
+    embedding_dim: int | None = None  # CPERSONA_EMBEDDING_DIM: Matryoshka truncation
+    embed_max_tokens: int | None = None  # CPERSONA_EMBED_MAX_TOKENS (default: the manifest's)
+    embed_threads: int | None = None  # CPERSONA_EMBED_THREADS: ONNX intra-op threads (default: min(4, cores))
+    embed_batch_size: int = 16  # CPERSONA_EMBED_BATCH_SIZE: small batches bound the ONNX arena
+    embedding_url: str | None = None  # CPERSONA_EMBEDDING_URL (alias EMBEDDING_HTTP_URL)
+    embedding_timeout: float = 30.0  # CPERSONA_EMBEDDING_TIMEOUT: seconds per HTTP request
+    auto_fetch_model: bool = True  # CPERSONA_AUTO_FETCH_MODEL: serve fetches a missing default model
+    degraded_advisory: bool = True  # CPERSONA_DEGRADED_ADVISORY
+
+    # Queue
+    task_retry_delay: float = 30.0  # CPERSONA_TASK_RETRY_DELAY (seconds)
+    task_max_attempts: int = 5  # CPERSONA_TASK_MAX_ATTEMPTS
+
+    # Transport
+    transport: str = "stdio"  # CPERSONA_TRANSPORT: stdio | streamable-http
+    http_host: str = "127.0.0.1"  # CPERSONA_HTTP_HOST
+    http_port: int = 8402  # CPERSONA_HTTP_PORT
+    auth_token: str | None = None  # CPERSONA_AUTH_TOKEN
+    acl_file: Path | None = None  # CPERSONA_ACL_FILE
+    allow_unauthenticated_http: bool = False  # CPERSONA_ALLOW_UNAUTHENTICATED_HTTP
+
+    # Operator context, updates, calibration
+    operating_context: bool = True  # CPERSONA_OPERATING_CONTEXT=off disables
+    operating_context_path: Path = field(
+        default_factory=lambda: Path.home() / ".cpersona" / "operating-context.toml"
+    )  # CPERSONA_OPERATING_CONTEXT_PATH
+    update_check: bool = True  # CPERSONA_UPDATE_CHECK
+    recall_precision: str = "balanced"  # CPERSONA_RECALL_PRECISION
+    auto_calibrate: bool = False  # CPERSONA_AUTO_CALIBRATE
+
+    @property
+    def effective_export_dir(self) -> Path:
+        """Directory export/import paths are confined to."""
+        return self.export_dir if self.export_dir is not None else self.db_path.parent / "exports"
+
+    def with_overrides(self, **changes: object) -> Settings:
+        """A copy with some fields replaced (tests, benchmarks, CLI flags)."""
+        return replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read settings from ``env`` (default ``os.environ``); raise ConfigError on bad values."""
+        e = os.environ if env is None else env
+        base = cls()
+        db_raw = _get(e, "CPERSONA_DB_PATH")
+        models_raw = _get(e, "CPERSONA_MODELS_DIR")
+        export_raw = _get(e, "CPERSONA_EXPORT_DIR")
+        acl_raw = _get(e, "CPERSONA_ACL_FILE")
+        ctx_path_raw = _get(e, "CPERSONA_OPERATING_CONTEXT_PATH")
+        ctx_raw = _get(e, "CPERSONA_OPERATING_CONTEXT")
+        settings = cls(
+            db_path=Path(db_raw).expanduser() if db_raw else base.db_path,
+            export_dir=Path(export_raw).expanduser() if export_raw else None,
+            max_memories=_int(e, "CPERSONA_MAX_MEMORIES", base.max_memories, minimum=1),
+            recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),
+            rrf_k=_int(e, "CPERSONA_RRF_K", base.rrf_k, minimum=1),
+            episode_penalty_enabled=_bool(e, "CPERSONA_EPISODE_PENALTY_ENABLED", base.episode_penalty_enabled),
+            episode_decay_rate=_float(e, "CPERSONA_EPISODE_DECAY_RATE", base.episode_decay_rate),
+            episode_decay_floor=_float(e, "CPERSONA_EPISODE_DECAY_FLOOR", base.episode_decay_floor),
+            recent_recall_window_min=_float(e, "CPERSONA_RECENT_RECALL_WINDOW_MIN", base.recent_recall_window_min),
+            recent_recall_penalty=_float(e, "CPERSONA_RECENT_RECALL_PENALTY", base.recent_recall_penalty),
+            fused_gate_enabled=_bool(e, "CPERSONA_FUSED_GATE_ENABLED", base.fused_gate_enabled),
+            confidence_enabled=_bool(e, "CPERSONA_CONFIDENCE_ENABLED", base.confidence_enabled),
+            autocut_min_results=_int(e, "CPERSONA_AUTOCUT_MIN_RESULTS", base.autocut_min_results, minimum=1),
+            recall_preview_chars=_int(e, "CPERSONA_RECALL_PREVIEW_CHARS", base.recall_preview_chars, minimum=1),
+            max_content_length=_int(e, "CPERSONA_MAX_CONTENT_LENGTH", base.max_content_length, minimum=1),
+            max_profile_length=_int(e, "CPERSONA_MAX_PROFILE_LENGTH", base.max_profile_length, minimum=1),
+            max_metadata_bytes=_int(e, "CPERSONA_MAX_METADATA_BYTES", base.max_metadata_bytes, minimum=2),
+            embedding_mode=_choice(
+                e, ("CPERSONA_EMBEDDING_MODE", "EMBEDDING_MODE"), base.embedding_mode, {"onnx", "http", "none"}
+            ),
+            embedding_model=_get(e, "CPERSONA_EMBEDDING_MODEL") or base.embedding_model,
+            models_dir=Path(models_raw).expanduser() if models_raw else base.models_dir,
+            embedding_dim=_opt_int(e, "CPERSONA_EMBEDDING_DIM"),
+            embed_max_tokens=_opt_int(e, "CPERSONA_EMBED_MAX_TOKENS"),
+            embed_threads=_opt_int(e, "CPERSONA_EMBED_THREADS"),
+            embed_batch_size=_int(e, "CPERSONA_EMBED_BATCH_SIZE", base.embed_batch_size, minimum=1),
+            embedding_url=_get(e, "CPERSONA_EMBEDDING_URL", "EMBEDDING_HTTP_URL"),
+            embedding_timeout=_float(e, "CPERSONA_EMBEDDING_TIMEOUT", base.embedding_timeout),
+            auto_fetch_model=_bool(e, "CPERSONA_AUTO_FETCH_MODEL", base.auto_fetch_model),
+            degraded_advisory=_bool(e, "CPERSONA_DEGRADED_ADVISORY", base.degraded_advisory),
+            task_retry_delay=_float(e, "CPERSONA_TASK_RETRY_DELAY", base.task_retry_delay),
+            task_max_attempts=_int(e, "CPERSONA_TASK_MAX_ATTEMPTS", base.task_max_attempts, minimum=1),
+            transport=_choice(e, ("CPERSONA_TRANSPORT",), base.transport, {"stdio", "streamable-http"}),
+            http_host=_get(e, "CPERSONA_HTTP_HOST") or base.http_host,
+            http_port=_int(e, "CPERSONA_HTTP_PORT", base.http_port, minimum=0),
+            auth_token=_get(e, "CPERSONA_AUTH_TOKEN"),
+            acl_file=Path(acl_raw).expanduser() if acl_raw else None,
+            allow_unauthenticated_http=_bool(e, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", False),
+            operating_context=(ctx_raw or "on").lower() not in {"off", "false", "0", "no"},
+            operating_context_path=Path(ctx_path_raw).expanduser() if ctx_path_raw else base.operating_context_path,
+            update_check=_bool(e, "CPERSONA_UPDATE_CHECK", base.update_check),
+            recall_precision=_choice(
+                e, ("CPERSONA_RECALL_PRECISION",), base.recall_precision, {"strict", "balanced", "lenient"}
+            ),
+            auto_calibrate=_bool(e, "CPERSONA_AUTO_CALIBRATE", base.auto_calibrate),
+        )
+        return settings
+
+
+def setting_names() -> list[str]:
+    """Field names of Settings (used by the docs test to check the configuration table)."""
+    return [f.name for f in fields(Settings)]

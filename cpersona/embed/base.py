@@ -1,0 +1,90 @@
+"""The interface every embedding backend implements.
+
+A backend turns text into L2-normalised float32 vectors. It is constructed
+cheaply (no I/O) and does its slow work in ``load()``, which the embedding
+service runs in a background thread so the MCP handshake never waits for it.
+Failures are raised as ``EmbeddingFault`` carrying the evidence and the fix a
+person needs; the health state machine turns them into advisories.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class FaultKind:
+    """Stable identifiers for why an embedding backend is not usable."""
+
+    MODEL_MISSING = "model_missing"
+    HASH_MISMATCH = "hash_mismatch"
+    CORRUPT_MODEL = "corrupt_model"
+    IMPORT_ERROR = "import_error"
+    SESSION_ERROR = "session_error"
+    INFERENCE_ERROR = "inference_error"
+    DIMENSION_MISMATCH = "dimension_mismatch"
+    ENDPOINT_UNREACHABLE = "endpoint_unreachable"
+    MISCONFIGURED = "misconfigured"
+
+
+@dataclass
+class EmbeddingFault(Exception):
+    """A backend cannot embed. ``evidence`` is what was observed; ``runbook`` is what to do."""
+
+    kind: str
+    reason: str
+    evidence: str
+    runbook: str
+
+    def __str__(self) -> str:
+        return f"{self.reason} ({self.evidence}). Fix: {self.runbook}"
+
+
+class EmbeddingBackend(ABC):
+    """One embedding model behind one of the modes ``onnx``, ``http`` or ``none``."""
+
+    #: Mode name as in CPERSONA_EMBEDDING_MODE.
+    mode: str = ""
+
+    @abstractmethod
+    def load(self) -> None:
+        """Do the slow work (open files, create the session, probe the endpoint).
+
+        Raises EmbeddingFault when the backend cannot work. Safe to call again
+        after a failure (that is how recovery is attempted).
+        """
+
+    @property
+    @abstractmethod
+    def model_id(self) -> str:
+        """Identifier recorded beside each stored vector, e.g. ``all-minilm-l6-v2``.
+
+        Vectors with a different model id or dimension are never compared.
+        """
+
+    @property
+    @abstractmethod
+    def dimension(self) -> int:
+        """Length of the vectors this backend returns (after any Matryoshka cut)."""
+
+    @abstractmethod
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed stored content; returns float32 array (len(texts), dimension), rows unit length."""
+
+    @abstractmethod
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a recall query (query prompt applied when the model has one); shape (dimension,)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (sessions, connections)."""
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    """Scale each row to unit length (zero rows stay zero); returns float32."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32, copy=False)
