@@ -1,0 +1,111 @@
+"""Normalisation of agent-supplied text and timestamps (documented in docs/input-rules.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from datetime import UTC, datetime
+from typing import Any
+
+from cpersona.errors import InvalidInput
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def clean_text(text: str) -> str:
+    """Drop NUL bytes and replace lone surrogates with U+FFFD so the text is storable UTF-8."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def cap_text(text: str, limit: int) -> tuple[str, bool]:
+    """Cut ``text`` to ``limit`` characters; returns (text, truncated)."""
+    if len(text) <= limit:
+        return text, False
+    return text[:limit], True
+
+
+def comparison_key(text: str) -> str:
+    """Case-folded, NFKC, whitespace-collapsed form used by exclude_contents matching."""
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def format_ts(moment: datetime) -> str:
+    """Fixed-width ISO-8601 UTC with microseconds, so stored timestamps sort as text."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_ts(value: str) -> datetime:
+    """Parse a stored timestamp (always written by ``format_ts``)."""
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def normalise_timestamp(value: Any, field: str = "timestamp") -> str:
+    """Accept an ISO-8601 string or a Unix epoch number; return the stored UTC form.
+
+    Offsets are converted to UTC. A naive timestamp (no offset) is taken as UTC;
+    that rule is documented because agents often omit the zone.
+    """
+    if isinstance(value, bool):
+        raise InvalidInput(f"{field} must be an ISO-8601 string or a Unix time, not a boolean")
+    if isinstance(value, int | float):
+        try:
+            return format_ts(datetime.fromtimestamp(float(value), UTC))
+        except (OverflowError, OSError, ValueError) as exc:
+            raise InvalidInput(f"{field} {value!r} is out of range") from exc
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be an ISO-8601 string")
+    raw = value.strip()
+    if raw.endswith(("Z", "z")):
+        raw = raw[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{field} {value[:60]!r} is not ISO-8601 (e.g. 2026-01-31T09:30:00Z)") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return format_ts(moment)
+    except (OverflowError, ValueError) as exc:
+        raise InvalidInput(f"{field} {value[:60]!r} is out of range") from exc
+
+
+def json_field(value: Any, field: str, max_bytes: int) -> str | None:
+    """Serialise a source/metadata value to JSON; refuse (never cut) when over ``max_bytes``.
+
+    Strings are parsed as JSON so agents may pass either an object or its text.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{field} is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{field} must be a JSON object")
+    try:
+        text = json.dumps(_clean_json(value), ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except ValueError as exc:
+        raise InvalidInput(f"{field} holds a value JSON cannot carry ({exc})") from exc
+    if len(text.encode("utf-8")) > max_bytes:
+        raise InvalidInput(f"{field} is {len(text.encode('utf-8'))} bytes; the cap is {max_bytes} bytes")
+    return text
+
+
+def _clean_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): _clean_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_json(v) for v in value]
+    return value
