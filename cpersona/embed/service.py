@@ -1,0 +1,189 @@
+"""The embedding service: one backend, loaded in the background, watched for faults.
+
+Callers never wait for the model and never see an exception from it:
+``embed_documents`` / ``embed_query`` return ``None`` while the model is
+loading or broken, and the caller stores rows with ``embedded: false`` (the
+queue back-fills them) or recalls keyword-only. Every failure moves the
+``HealthState``; two consecutive inference errors make a fault; a periodic
+re-load attempt while faulted lets a fixed model return to healthy.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.health.state import FAULT, HEALTHY, HINT, Condition, HealthState
+
+log = logging.getLogger(__name__)
+
+INFERENCE_ERRORS_FOR_FAULT = 2
+
+
+class EmbeddingService:
+    """Owns the backend and reports its health."""
+
+    def __init__(
+        self,
+        backend: EmbeddingBackend,
+        health: HealthState,
+        *,
+        retry_seconds: float = 30.0,
+        corpus_check: Callable[[EmbeddingBackend], EmbeddingFault | None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.health = health
+        self.retry_seconds = retry_seconds
+        self._corpus_check = corpus_check
+        self._ready = threading.Event()
+        self._settled = threading.Event()  # first load attempt finished (either way)
+        self._stop = threading.Event()
+        self._load_lock = threading.Lock()
+        self._consecutive_errors = 0
+        self._listeners: list[Callable[[], None]] = []
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+    def on_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from a background thread) each time the model becomes usable."""
+        self._listeners.append(callback)
+
+    def start(self) -> None:
+        """Load in a daemon thread; keep retrying every ``retry_seconds`` while faulted."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="cpersona-embed-load", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self.try_load()
+        while not self._stop.wait(self.retry_seconds):
+            if self.health.state == FAULT:
+                self.try_load()
+
+    def try_load(self) -> bool:
+        """Attempt to (re)load now; returns True when the model is usable afterwards."""
+        with self._load_lock:
+            if self.backend.mode == "none":
+                self.health.set(
+                    Condition(
+                        HINT,
+                        kind="embeddings_off",
+                        reason="embeddings are off (CPERSONA_EMBEDDING_MODE=none): recall is keyword-only",
+                        evidence="CPERSONA_EMBEDDING_MODE=none",
+                        runbook="set CPERSONA_EMBEDDING_MODE=onnx (and `cpersona fetch-model`) for vector recall",
+                    )
+                )
+                self._settled.set()
+                return False
+            try:
+                self.backend.load()
+                fault = self._corpus_check(self.backend) if self._corpus_check else None
+                if fault is not None:
+                    raise fault
+            except EmbeddingFault as fault:
+                self._fault(fault)
+                self._settled.set()
+                return False
+            except Exception as exc:  # a backend bug must not kill the server
+                log.exception("embedding backend failed to load")
+                self._fault(
+                    EmbeddingFault(
+                        FaultKind.SESSION_ERROR,
+                        "the embedding backend failed to load",
+                        f"{type(exc).__name__}: {exc}",
+                        "check the model files (`cpersona models`) and the server log",
+                    )
+                )
+                self._settled.set()
+                return False
+            self._consecutive_errors = 0
+            self._mark_healthy()
+            self._settled.set()
+            return True
+
+    def stop(self) -> None:
+        """Stop the retry loop and release the backend."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.backend.close()
+
+    def wait_settled(self, timeout: float) -> bool:
+        """Wait for the first load attempt; True when the model is usable."""
+        self._settled.wait(timeout)
+        return self._ready.is_set()
+
+    # -- state -----------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """True when embeddings can be computed now."""
+        return self._ready.is_set()
+
+    @property
+    def model_id(self) -> str:
+        """Active model id ('' until loaded)."""
+        return self.backend.model_id if self.ready else ""
+
+    @property
+    def dimension(self) -> int:
+        """Active dimension (0 until loaded)."""
+        return self.backend.dimension if self.ready else 0
+
+    def _fault(self, fault: EmbeddingFault) -> None:
+        self._ready.clear()
+        log.warning("embedding fault: %s", fault)
+        self.health.set(Condition(FAULT, fault.kind, fault.reason, fault.evidence, fault.runbook))
+
+    def _mark_healthy(self) -> None:
+        self._ready.set()
+        self.health.set(Condition(HEALTHY))
+        for callback in list(self._listeners):
+            try:
+                callback()
+            except Exception:  # a listener failure must not block the others
+                log.exception("embedding ready listener failed")
+
+    def report_fault(self, fault: EmbeddingFault) -> None:
+        """Enter fault from outside (e.g. a dimension check that needed the database)."""
+        self._fault(fault)
+
+    # -- embedding -------------------------------------------------------------------
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Vectors for stored content, or None when the model is not usable right now."""
+        if not self.ready or not texts:
+            return None
+        return self._guarded(lambda: self.backend.embed_documents(list(texts)))
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """Vector for a recall query, or None (recall then runs keyword-only)."""
+        if not self.ready:
+            return None
+        return self._guarded(lambda: self.backend.embed_query(text))
+
+    def _guarded(self, call: Callable[[], np.ndarray]) -> np.ndarray | None:
+        try:
+            vectors = call()
+        except Exception as exc:
+            fault = exc if isinstance(exc, EmbeddingFault) else None
+            with self._load_lock:
+                self._consecutive_errors += 1
+                count = self._consecutive_errors
+            log.warning("embedding inference failed (%d in a row): %s", count, exc)
+            if count >= INFERENCE_ERRORS_FOR_FAULT:
+                self._fault(
+                    EmbeddingFault(
+                        FaultKind.INFERENCE_ERROR,
+                        f"embedding inference failed {count} times in a row",
+                        fault.evidence if fault else f"{type(exc).__name__}: {exc}",
+                        "check the model files (`cpersona models`); the server retries loading every "
+                        f"{int(self.retry_seconds)} s",
+                    )
+                )
+            return None
+        self._consecutive_errors = 0
+        return vectors

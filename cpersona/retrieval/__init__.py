@@ -1,0 +1,1 @@
+"""Recall: retrievers (vector, FTS memories, FTS episodes), fusion, penalties, ordering."""

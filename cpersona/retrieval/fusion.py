@@ -1,0 +1,101 @@
+"""Fusing ranked channels into one score per candidate (``rrf``, ``rsf``, ``cascade``).
+
+Input: for each channel, a best-first list of (ref, raw score) where higher
+raw scores are better (cosine; negated bm25; LIKE hit counts). Output: one
+``Fused`` per ref. Channels are always visited in the fixed order given, so
+floating-point sums are reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+VECTOR = "vector"
+FTS_MEMORIES = "fts_memories"
+FTS_EPISODES = "fts_episodes"
+CHANNEL_ORDER = (VECTOR, FTS_MEMORIES, FTS_EPISODES)
+
+
+@dataclass
+class Fused:
+    """A candidate's fused score and the per-channel evidence behind it."""
+
+    ref: str
+    score: float
+    signal: str
+    cosine: float | None = None
+    rrf: float | None = None
+    rsf: float | None = None
+    channels: dict[str, float] = field(default_factory=dict)
+
+
+def _cosines(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, float]:
+    return {ref: score for ref, score in channels.get(VECTOR, ())}
+
+
+def rrf(channels: Mapping[str, Sequence[tuple[str, float]]], k: int = 60) -> dict[str, Fused]:
+    """Reciprocal rank fusion: sum over channels of 1 / (k + rank), rank starting at 1."""
+    cosines = _cosines(channels)
+    fused: dict[str, Fused] = {}
+    for name in CHANNEL_ORDER:
+        for rank, (ref, raw) in enumerate(channels.get(name, ()), start=1):
+            entry = fused.setdefault(ref, Fused(ref, 0.0, "rrf", cosine=cosines.get(ref)))
+            entry.score += 1.0 / (k + rank)
+            entry.channels[name] = raw
+    for entry in fused.values():
+        entry.rrf = entry.score
+    return fused
+
+
+def rsf(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, Fused]:
+    """Relative score fusion: min-max normalise each channel's raw scores per query, then sum.
+
+    A channel whose scores are all equal contributes 1.0 to each of its rows
+    (they are all its best).
+    """
+    cosines = _cosines(channels)
+    fused: dict[str, Fused] = {}
+    for name in CHANNEL_ORDER:
+        hits = channels.get(name, ())
+        if not hits:
+            continue
+        values = [raw for _, raw in hits]
+        low, high = min(values), max(values)
+        span = high - low
+        for ref, raw in hits:
+            entry = fused.setdefault(ref, Fused(ref, 0.0, "rsf", cosine=cosines.get(ref)))
+            entry.score += (raw - low) / span if span > 0 else 1.0
+            entry.channels[name] = raw
+    for entry in fused.values():
+        entry.rsf = entry.score
+    return fused
+
+
+def cascade(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, Fused]:
+    """Legacy sequential fill: all vector hits, then FTS memories, then FTS episodes.
+
+    The score only encodes that order (1 / (1 + position)); its signal is "cascade".
+    """
+    cosines = _cosines(channels)
+    fused: dict[str, Fused] = {}
+    position = 0
+    for name in CHANNEL_ORDER:
+        for ref, raw in channels.get(name, ()):
+            if ref in fused:
+                fused[ref].channels[name] = raw
+                continue
+            fused[ref] = Fused(ref, 1.0 / (1 + position), "cascade", cosine=cosines.get(ref), channels={name: raw})
+            position += 1
+    return fused
+
+
+def fuse(mode: str, channels: Mapping[str, Sequence[tuple[str, float]]], *, rrf_k: int = 60) -> dict[str, Fused]:
+    """Dispatch on CPERSONA_RECALL_MODE."""
+    if mode == "rrf":
+        return rrf(channels, rrf_k)
+    if mode == "rsf":
+        return rsf(channels)
+    if mode == "cascade":
+        return cascade(channels)
+    raise ValueError(f"unknown recall mode {mode!r}")

@@ -1,0 +1,76 @@
+"""Turning free text into safe FTS5 trigram MATCH expressions.
+
+A query is never passed to MATCH as written: it is split into word tokens,
+each emitted as a double-quoted phrase and OR'ed, so quotes, ``*``, ``:``,
+parentheses and words like NEAR/AND/OR are plain text. Trigram FTS matches
+substrings, which we exploit twice: English words are cut to a light stem
+("painting" → "paint" also finds "painted"), and CJK runs, which have no
+spaces, are split into overlapping 3-character pieces so a long Japanese
+question still finds the rows sharing part of it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_TERMS = 48  # a 100 KB query must not become a 100 KB MATCH expression
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_SUFFIXES = ("ing", "ed", "es", "s", "ly")
+
+# Function words that match nearly every row and only dilute bm25 on English text.
+STOPWORDS = frozenset(
+    ["a", "about", "above", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves"]
+)
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """Terms of a query: ``match`` feeds FTS (≥ 3 chars); ``like`` feeds the LIKE fallback."""
+
+    match: tuple[str, ...]
+    like: tuple[str, ...]
+
+    def match_expression(self) -> str | None:
+        """The MATCH string, or None when no term is long enough for trigrams."""
+        if not self.match:
+            return None
+        return " OR ".join('"' + term.replace('"', '""') + '"' for term in self.match)
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def _cjk_pieces(token: str) -> list[str]:
+    if len(token) <= 3:
+        return [token]
+    return [token[i : i + 3] for i in range(len(token) - 2)]
+
+
+def query_terms(query: str) -> QueryTerms:
+    """Split ``query`` into MATCH terms and LIKE terms (deduplicated, order kept)."""
+    tokens = [t.lower() for t in _TOKEN.findall(query)]
+    content = [t for t in tokens if t not in STOPWORDS] or tokens
+    match: list[str] = []
+    like: list[str] = []
+    for token in content:
+        pieces = _cjk_pieces(token) if _CJK.search(token) else [_stem(token)]
+        for piece in pieces:
+            if len(piece) >= 3 and piece not in match:
+                match.append(piece)
+        if token not in like:
+            like.append(token)
+        if len(match) >= MAX_TERMS:
+            break
+    return QueryTerms(tuple(match[:MAX_TERMS]), tuple(like[:MAX_TERMS]))
+
+
+def like_pattern(term: str) -> str:
+    """``%term%`` with LIKE's wildcards escaped (use with ESCAPE '\\')."""
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"

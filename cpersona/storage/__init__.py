@@ -1,0 +1,1 @@
+"""SQLite storage: connections, migrations, row repositories, the task queue."""

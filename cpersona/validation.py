@@ -1,0 +1,80 @@
+"""Argument checks shared by the Python API (the MCP layer adds JSON-schema checks on top)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cpersona.errors import InvalidInput
+from cpersona.text import clean_text
+
+
+def optional_str(value: Any, name: str, max_len: int = 512) -> str | None:
+    """None or a cleaned string no longer than ``max_len``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    value = clean_text(value)
+    if len(value) > max_len:
+        raise InvalidInput(f"{name} is {len(value)} characters; at most {max_len} allowed")
+    return value
+
+
+def required_str(value: Any, name: str, max_len: int = 512) -> str:
+    """A cleaned string (empty allowed) no longer than ``max_len``."""
+    if value is None:
+        raise InvalidInput(f"{name} is required")
+    result = optional_str(value, name, max_len)
+    assert result is not None
+    return result
+
+
+def bounded_int(value: Any, name: str, low: int, high: int) -> int:
+    """An integer within [low, high] (booleans refused: JSON true is not 1 here)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise InvalidInput(f"{name} must be an integer between {low} and {high}")
+    if not low <= value <= high:
+        raise InvalidInput(f"{name} must be between {low} and {high} (got {value})")
+    return value
+
+
+def row_id(value: Any, name: str, prefix: str) -> int:
+    """A positive row id given as an integer or as its ref (``mem:12`` / ``ep:3``)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith(prefix + ":"):
+            text = text[len(prefix) + 1 :]
+        if text.isdigit():
+            value = int(text)
+        else:
+            raise InvalidInput(f"{name} must be an integer id or a '{prefix}:<id>' ref (got {value[:40]!r})")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value > 2**63 - 1:
+        raise InvalidInput(f"{name} must be a positive integer id")
+    return value
+
+
+def string_list(value: Any, name: str, max_items: int = 100, max_len: int = 20000) -> tuple[str, ...]:
+    """A list of strings (None → empty)."""
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInput(f"{name} must be a list of strings")
+    if len(value) > max_items:
+        raise InvalidInput(f"{name} has {len(value)} items; at most {max_items} allowed")
+    out = []
+    for item in value:
+        if not isinstance(item, str):
+            raise InvalidInput(f"{name} must contain only strings")
+        out.append(clean_text(item)[:max_len])
+    return tuple(out)
+
+
+def boolean(value: Any, name: str) -> bool:
+    """A real boolean."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be true or false")
+    return value
