@@ -8,7 +8,6 @@ full rows (no preview trimming); shaping for MCP responses lives in
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,8 +18,8 @@ from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.service import EmbeddingService
 from cpersona.errors import InvalidInput, LockedRow, NotFound
 from cpersona.health.state import HEALTHY, HINT, HealthState
-from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-from cpersona.retrieval.vector_index import VectorIndex
+from cpersona.recaller import Recaller
+from cpersona.retrieval.pipeline import RecallPipeline
 from cpersona.storage import episodes as episode_rows
 from cpersona.storage import memories as memory_rows
 from cpersona.storage import profiles as profile_rows
@@ -32,10 +31,7 @@ from cpersona.storage.vectors import to_blob
 from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, utc_now
 from cpersona.validation import boolean, bounded_int, optional_str, required_str, row_id, string_list
 
-PROFILE_INJECTION_MIN_POOL = 50
-PROFILE_INJECTION_ROWS = 3
 MAX_LIST_LIMIT = 1000
-MAX_QUERY_CHARS = 8000  # longer queries are cut: no model or trigram search gains from more
 
 
 def _default_backend(settings: Settings) -> EmbeddingBackend:
@@ -72,9 +68,7 @@ class Memory:
             corpus_check=self._corpus_dimension_check,
         )
         self.worker = BackfillWorker(self.db, self.embeddings, retry_delay=self.settings.task_retry_delay)
-        self.pipeline = RecallPipeline(self.settings)
-        self._indexes: dict[str, VectorIndex] = {}
-        self._index_lock = threading.Lock()
+        self.recaller = Recaller(self.db, self.embeddings, self.health, RecallPipeline(self.settings))
         self.embeddings.on_ready(self._on_model_ready)
         if start_background:
             self.worker.start()
@@ -151,17 +145,6 @@ class Memory:
             return {"ok": False, "error": self.health.condition.reason, "queued": queued}
         handled = self.drain_queue()
         return {"ok": True, "queued": queued, "processed": handled}
-
-    def _index(self, table: str) -> VectorIndex | None:
-        if not self.embeddings.ready:
-            return None
-        model_id, dim = self.embeddings.model_id, self.embeddings.dimension
-        with self._index_lock:
-            index = self._indexes.get(table)
-            if index is None or index.model_id != model_id or index.dimension != dim:
-                index = VectorIndex(table, model_id, dim)
-                self._indexes[table] = index
-            return index
 
     def _embed_document(self, text: str) -> tuple[bytes | None, str | None, int | None]:
         vectors = self.embeddings.embed_documents([text])
@@ -263,55 +246,16 @@ class Memory:
         source_id: str | None = None,
     ) -> dict[str, Any]:
         """Hybrid recall; ``results`` ordered worst → best (the last element is the best match)."""
-        request = RecallRequest(
-            scope=Scope(
-                optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), optional_str(channel, "channel")
-            ),
-            query=clean_text(optional_str(query, "query", max_len=10**9) or "")[:MAX_QUERY_CHARS],
-            limit=bounded_int(limit, "limit", 0, 100),
-            deep=boolean(deep, "deep"),
-            exclude_contents=string_list(exclude_contents, "exclude_contents"),
-            source_id=optional_str(source_id, "source_id"),
+        return self.recaller.recall(
+            agent_id,
+            query,
+            limit=limit,
+            deep=deep,
+            channel=channel,
+            project_id=project_id,
+            exclude_contents=exclude_contents,
+            source_id=source_id,
         )
-        response: dict[str, Any] = {"ok": True, "results": [], "count": 0, "mode": self.settings.recall_mode}
-        advisory = self.health.advisory()
-        if advisory is not None:
-            response["advisory"] = advisory
-        if request.limit == 0:
-            return response
-        query_vector = self.embeddings.embed_query(request.query) if request.query.strip() else None
-        now = utc_now()
-        with self.db.read() as conn:
-            mem_index = self._index("memories") if query_vector is not None else None
-            ep_index = self._index("episodes") if query_vector is not None else None
-            for index in (mem_index, ep_index):
-                if index is not None:
-                    index.sync(conn)
-            outcome = self.pipeline.run(
-                conn, request, query_vector=query_vector, memory_index=mem_index, episode_index=ep_index, now=now
-            )
-            rows = outcome.rows
-            if len(rows) < request.limit:
-                rows = rows + self._profiles_for(conn, request.scope)[: request.limit - len(rows)]
-        recalled = [r["id"] for r in rows if r.get("type") == "memory"]
-        if recalled:
-            with self.db.write() as wconn:
-                memory_rows.mark_recalled(wconn, recalled, format_ts(now))
-        rows.reverse()  # worst → best: the last element is the best match
-        response.update(
-            results=rows,
-            count=len(rows),
-            search={"vector": outcome.vector_used, "keyword": outcome.keyword_method},
-        )
-        return response
-
-    def _profiles_for(self, conn: sqlite3.Connection, scope: Scope) -> list[dict[str, Any]]:
-        if scope.agent_id is None:
-            return []
-        pool = memory_rows.count(conn, scope) + episode_rows.count(conn, scope)
-        if pool < PROFILE_INJECTION_MIN_POOL:
-            return []
-        return [profile_rows.row_to_dict(r) for r in profile_rows.newest_in_scope(conn, scope, PROFILE_INJECTION_ROWS)]
 
     def recall_with_context(
         self,
@@ -329,21 +273,9 @@ class Memory:
         Every entry's content filters the recall (the agent already has it);
         only user/assistant entries are merged into the output.
         """
-        entries = context_merge.validate_entries(external_context)
-        recalled = self.recall(
-            agent_id,
-            query,
-            limit=limit,
-            deep=deep,
-            channel=channel,
-            project_id=project_id,
-            exclude_contents=[e["content"] for e in entries if e["content"].strip()],
+        return self.recaller.recall_with_context(
+            agent_id, query, external_context, limit=limit, deep=deep, channel=channel, project_id=project_id
         )
-        merged = context_merge.merge_chronologically(recalled["results"], entries)
-        response = {"ok": True, **merged, "count": len(merged["items"]), "mode": recalled["mode"]}
-        if "advisory" in recalled:
-            response["advisory"] = recalled["advisory"]
-        return response
 
     def get_contents(self, agent_id: str, refs: Sequence[str]) -> dict[str, Any]:
         """Full rows for ``mem:<id>`` / ``ep:<id>`` refs, in request order: ``{ok, items, missing}``.

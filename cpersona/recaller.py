@@ -1,0 +1,146 @@
+"""Recall as a service: query embedding, vector-index bookkeeping, pipeline, advisory, bookkeeping writes."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from cpersona import context_merge
+from cpersona.embed.service import EmbeddingService
+from cpersona.health.state import HealthState
+from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
+from cpersona.retrieval.vector_index import VectorIndex
+from cpersona.storage import episodes as episode_rows
+from cpersona.storage import memories as memory_rows
+from cpersona.storage import profiles as profile_rows
+from cpersona.storage.db import Database
+from cpersona.storage.scope import Scope
+from cpersona.text import clean_text, format_ts, utc_now
+from cpersona.validation import boolean, bounded_int, optional_str, string_list
+
+PROFILE_INJECTION_MIN_POOL = 50
+PROFILE_INJECTION_ROWS = 3
+MAX_QUERY_CHARS = 8000  # longer queries are cut: no model or trigram search gains from more
+
+
+class Recaller:
+    """Runs recall for a ``Memory``; owns the in-memory vector indexes."""
+
+    def __init__(
+        self, db: Database, embeddings: EmbeddingService, health: HealthState, pipeline: RecallPipeline
+    ) -> None:
+        self.db = db
+        self.embeddings = embeddings
+        self.health = health
+        self.pipeline = pipeline
+        self.settings = pipeline.settings
+        self._indexes: dict[str, VectorIndex] = {}
+        self._index_lock = threading.Lock()
+
+    def _index(self, table: str) -> VectorIndex | None:
+        if not self.embeddings.ready:
+            return None
+        model_id, dim = self.embeddings.model_id, self.embeddings.dimension
+        with self._index_lock:
+            index = self._indexes.get(table)
+            if index is None or index.model_id != model_id or index.dimension != dim:
+                index = VectorIndex(table, model_id, dim)
+                self._indexes[table] = index
+            return index
+
+    def recall(
+        self,
+        agent_id: str | None,
+        query: str = "",
+        *,
+        limit: int = 10,
+        deep: bool = False,
+        channel: str | None = None,
+        project_id: str | None = None,
+        exclude_contents: Sequence[str] | None = None,
+        source_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Hybrid recall; ``results`` ordered worst → best (the last element is the best match)."""
+        request = RecallRequest(
+            scope=Scope(
+                optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), optional_str(channel, "channel")
+            ),
+            query=clean_text(optional_str(query, "query", max_len=10**9) or "")[:MAX_QUERY_CHARS],
+            limit=bounded_int(limit, "limit", 0, 100),
+            deep=boolean(deep, "deep"),
+            exclude_contents=string_list(exclude_contents, "exclude_contents"),
+            source_id=optional_str(source_id, "source_id"),
+        )
+        response: dict[str, Any] = {"ok": True, "results": [], "count": 0, "mode": self.settings.recall_mode}
+        advisory = self.health.advisory()
+        if advisory is not None:
+            response["advisory"] = advisory
+        if request.limit == 0:
+            return response
+        query_vector = self.embeddings.embed_query(request.query) if request.query.strip() else None
+        now = utc_now()
+        with self.db.read() as conn:
+            mem_index = self._index("memories") if query_vector is not None else None
+            ep_index = self._index("episodes") if query_vector is not None else None
+            for index in (mem_index, ep_index):
+                if index is not None:
+                    index.sync(conn)
+            outcome = self.pipeline.run(
+                conn, request, query_vector=query_vector, memory_index=mem_index, episode_index=ep_index, now=now
+            )
+            rows = outcome.rows
+            if len(rows) < request.limit:
+                rows = rows + self._profiles_for(conn, request.scope)[: request.limit - len(rows)]
+        recalled = [r["id"] for r in rows if r.get("type") == "memory"]
+        if recalled:
+            with self.db.write() as wconn:
+                memory_rows.mark_recalled(wconn, recalled, format_ts(now))
+        rows.reverse()  # worst → best: the last element is the best match
+        response.update(
+            results=rows,
+            count=len(rows),
+            search={"vector": outcome.vector_used, "keyword": outcome.keyword_method},
+        )
+        return response
+
+    def _profiles_for(self, conn: sqlite3.Connection, scope: Scope) -> list[dict[str, Any]]:
+        if scope.agent_id is None:
+            return []
+        pool = memory_rows.count(conn, scope) + episode_rows.count(conn, scope)
+        if pool < PROFILE_INJECTION_MIN_POOL:
+            return []
+        return [profile_rows.row_to_dict(r) for r in profile_rows.newest_in_scope(conn, scope, PROFILE_INJECTION_ROWS)]
+
+    def recall_with_context(
+        self,
+        agent_id: str,
+        query: str,
+        external_context: Sequence[dict[str, Any]],
+        *,
+        limit: int = 10,
+        deep: bool = False,
+        channel: str | None = None,
+        project_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Recall merged with conversation entries, deduplicated, in chronological order.
+
+        Every entry's content filters the recall (the agent already has it);
+        only user/assistant entries are merged into the output.
+        """
+        entries = context_merge.validate_entries(external_context)
+        recalled = self.recall(
+            agent_id,
+            query,
+            limit=limit,
+            deep=deep,
+            channel=channel,
+            project_id=project_id,
+            exclude_contents=[e["content"] for e in entries if e["content"].strip()],
+        )
+        merged = context_merge.merge_chronologically(recalled["results"], entries)
+        response = {"ok": True, **merged, "count": len(merged["items"]), "mode": recalled["mode"]}
+        if "advisory" in recalled:
+            response["advisory"] = recalled["advisory"]
+        return response
