@@ -1,0 +1,121 @@
+"""Recall ordering: best match last, determinism, penalties, profile injection, limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cpersona.config import Settings
+from cpersona.embed.none_backend import NoEmbeddings
+from cpersona.memory import Memory
+
+CORPUS = [
+    "the deploy pipeline failed on the staging cluster",
+    "deploy notes: staging uses blue green deploys",
+    "lunch was ramen with the team",
+    "the production deploy pipeline is green again",
+    "remember to rotate the staging database password",
+    "pipeline flakiness traced to a slow DNS resolver",
+]
+
+
+def test_last_element_is_best_match(memory: Memory) -> None:
+    for text in CORPUS:
+        memory.store("a", text)
+    results = memory.recall("a", "staging deploy pipeline failed")["results"]
+    assert len(results) >= 3
+    assert results[-1]["content"] == "the deploy pipeline failed on the staging cluster"
+    scores = [r["match_reason"]["score"] for r in results]
+    assert scores == sorted(scores)
+    assert all(r["match_reason"]["signal"] == "rrf" for r in results)
+
+
+def test_limit_cuts_worst_first(settings: Settings) -> None:
+    with Memory(settings.with_overrides(recent_recall_penalty=1.0), backend=NoEmbeddings()) as mem:
+        for text in CORPUS:
+            mem.store("a", text)
+        full = mem.recall("a", "deploy pipeline staging", limit=10)["results"]
+        two = mem.recall("a", "deploy pipeline staging", limit=2)["results"]
+        assert len(full) > 2
+        assert [r["id"] for r in two] == [r["id"] for r in full[-2:]]
+        assert mem.recall("a", "deploy", limit=0)["results"] == []
+
+
+def _build(path: Path, mode: str) -> Memory:
+    settings = Settings(db_path=path, embedding_mode="none", recall_mode=mode, recent_recall_penalty=1.0)
+    mem = Memory(settings, backend=NoEmbeddings())
+    for i, text in enumerate(CORPUS * 3):
+        mem.store("a", f"{text} #{i % 7}")
+    return mem
+
+
+def test_same_corpus_and_query_give_identical_rows(tmp_path: Path) -> None:
+    for mode in ("rrf", "rsf", "cascade"):
+        one = _build(tmp_path / f"one-{mode}.db", mode)
+        two = _build(tmp_path / f"two-{mode}.db", mode)
+        for query in ("deploy pipeline", "staging", "ramen team", "zz"):
+            first = [(r["id"], r["match_reason"]) for r in one.recall("a", query)["results"]]
+            again = [(r["id"], r["match_reason"]) for r in one.recall("a", query)["results"]]
+            other = [(r["id"], r["match_reason"]) for r in two.recall("a", query)["results"]]
+            assert first == again == other
+        one.close()
+        two.close()
+
+
+def test_recent_recall_penalty_applies_within_window(memory: Memory) -> None:
+    memory.store("a", "alpha beta gamma")
+    first = memory.recall("a", "alpha")["results"][-1]["match_reason"]["score"]
+    second = memory.recall("a", "alpha")["results"][-1]["match_reason"]["score"]
+    assert abs(second - first * 0.7) < 1e-6
+    row = memory.list_memories("a")["items"][0]
+    assert row["recall_count"] == 2 and row["last_recalled_at"]
+
+
+def test_episode_boundary_penalty_scores_older_memories_down(settings: Settings) -> None:
+    with Memory(settings.with_overrides(recent_recall_penalty=1.0), backend=NoEmbeddings()) as mem:
+        old = mem.store("a", "old note on kiwi fruit")
+        conn = mem.db.connection()
+        conn.execute("UPDATE memories SET created_at = '2020-01-01T00:00:00.000000Z' WHERE id = ?", (old["id"],))
+        before = mem.recall("a", "kiwi fruit", deep=True)["results"][-1]["match_reason"]["score"]
+        mem.archive_episode("a", "session about something else")
+        after = mem.recall("a", "kiwi fruit")["results"][-1]["match_reason"]["score"]
+        deep = mem.recall("a", "kiwi fruit", deep=True)["results"][-1]["match_reason"]["score"]
+        assert abs(after - before * 0.5) < 1e-6  # years before the boundary: the 0.5 floor
+        assert deep == before
+
+
+def test_profiles_injected_only_with_fifty_rows_and_sort_last(memory: Memory) -> None:
+    memory.update_profile("a", "prefers concise answers")
+    for i in range(48):
+        memory.store("a", f"filler note number {i} about apples")
+    assert all(r["type"] != "profile" for r in memory.recall("a", "apples", limit=100)["results"])
+    memory.store("a", "note 49 about apples")
+    memory.store("a", "note 50 about apples")
+    results = memory.recall("a", "apples", limit=100)["results"]
+    assert results[0]["type"] == "profile" and "match_reason" not in results[0]
+    assert results[-1]["type"] == "memory"
+    cut = memory.recall("a", "apples", limit=5)["results"]
+    assert all(r["type"] == "memory" for r in cut)
+
+
+def test_empty_query_returns_most_recent_last(memory: Memory) -> None:
+    for text in ("first", "second", "third"):
+        memory.store("a", text)
+    assert [r["content"] for r in memory.recall("a", "")["results"]] == ["first", "second", "third"]
+
+
+def test_exclude_contents_and_source_id(memory: Memory) -> None:
+    memory.store("a", "pasta recipe with basil", source={"type": "chat", "id": "session-1/turn-3"})
+    memory.store("a", "pasta shopping list", source={"type": "chat", "id": "session-2/turn-1"})
+    only_one = memory.recall("a", "pasta", source_id="session-1")["results"]
+    assert [r["content"] for r in only_one] == ["pasta recipe with basil"]
+    excluded = memory.recall("a", "pasta", exclude_contents=["PASTA recipe"])["results"]
+    assert [r["content"] for r in excluded] == ["pasta shopping list"]
+
+
+def test_fts_syntax_is_plain_text(memory: Memory) -> None:
+    memory.store("a", 'error: "NEAR" AND (x*) failed')
+    for query in ['"', "*", ":", "(", "NEAR", "AND", 'NEAR("a" "b")', "a OR", "^x", "'"]:
+        out = memory.recall("a", query)
+        assert out["ok"] is True
+    assert memory.recall("a", "NEAR AND failed")["count"] == 1
+    assert memory.recall("a", "q" * 100_000)["ok"] is True
