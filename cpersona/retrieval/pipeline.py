@@ -88,9 +88,16 @@ class RecallOutcome:
 class RecallPipeline:
     """Stateless recall over a connection snapshot, configured by Settings."""
 
-    def __init__(self, settings: Settings, gate: GateStage | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        gate: GateStage | None = None,
+        channels: frozenset[str] = frozenset(fusion.CHANNEL_ORDER),
+    ) -> None:
         self.settings = settings
         self.gate: GateStage = gate or NoGate()
+        # Which retrievers run: all three in production; benchmarks measure each arm alone.
+        self.channels = channels
 
     def run(
         self,
@@ -110,7 +117,7 @@ class RecallPipeline:
         channels: dict[str, list[tuple[str, float]]] = {}
         include_episodes = request.source_id is None or bool(request.scope.channel)
 
-        vector_used = query_vector is not None and memory_index is not None
+        vector_used = query_vector is not None and memory_index is not None and fusion.VECTOR in self.channels
         if vector_used:
             allowed = self._source_ids(conn, request) if request.source_id is not None else None
             hits = [
@@ -129,9 +136,11 @@ class RecallPipeline:
                 hits.sort(key=lambda h: (-h[1], h[0]))
             channels[fusion.VECTOR] = hits[:depth]
 
-        mem_hits = keyword.search_memories(conn, terms, request.scope, depth, source_id=request.source_id)
-        channels[fusion.FTS_MEMORIES] = [(f"mem:{i}", s) for i, s in mem_hits.hits]
-        if include_episodes:
+        mem_hits = keyword.KeywordHits([], "none")
+        if fusion.FTS_MEMORIES in self.channels:
+            mem_hits = keyword.search_memories(conn, terms, request.scope, depth, source_id=request.source_id)
+            channels[fusion.FTS_MEMORIES] = [(f"mem:{i}", s) for i, s in mem_hits.hits]
+        if include_episodes and fusion.FTS_EPISODES in self.channels:
             ep_hits = keyword.search_episodes(conn, terms, request.scope, depth)
             channels[fusion.FTS_EPISODES] = [(f"ep:{i}", s) for i, s in ep_hits.hits]
 

@@ -1,0 +1,72 @@
+"""Small helpers shared by the benchmark scripts: percentiles, tables, JSON output."""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation."""
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    if len(ordered) == 1:
+        return ordered[0]
+    pos = (len(ordered) - 1) * q / 100.0
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def summary_ms(samples: Sequence[float]) -> dict[str, float]:
+    """p50/p95/mean of second-valued samples, in milliseconds."""
+    return {
+        "p50_ms": round(percentile(samples, 50) * 1000, 3),
+        "p95_ms": round(percentile(samples, 95) * 1000, 3),
+        "mean_ms": round(statistics.fmean(samples) * 1000, 3) if samples else float("nan"),
+        "n": len(samples),
+    }
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (Linux reports KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    import os
+
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()}
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A plain aligned text table on stdout."""
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def write_json(path: str | None, payload: dict[str, Any]) -> None:
+    """Write ``payload`` (plus machine facts) when --json was given."""
+    if not path:
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"machine": machine(), **payload}, indent=2, ensure_ascii=False))
+    print(f"wrote {path}")
