@@ -73,6 +73,7 @@ def test_processes_on_one_file_lose_nothing_and_see_each_other(tmp_path: Path) -
         for proc, (out, err) in zip(procs, outputs, strict=True):
             assert proc.returncode == 0, err
             assert "database is locked" not in err
+            assert out.strip() == "done"
         # the long-lived reader sees every other process's rows on its next recall
         assert watcher.list_memories("shared")["total"] == 3 * 80 + 1
         assert watcher.recall("shared", "worker 2 note 79", limit=100)["count"] > 0

@@ -1,0 +1,118 @@
+"""Memory with the real MiniLM ONNX model: vector recall, back-fill, model change."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cpersona.config import Settings
+from cpersona.memory import Memory
+from cpersona.storage.vectors import from_blob
+
+pytestmark = pytest.mark.slow
+
+
+def _settings(tmp_path: Path, models_dir: Path, **extra: object) -> Settings:
+    return Settings(
+        db_path=tmp_path / "memory.db",
+        embedding_mode="onnx",
+        models_dir=models_dir,
+        embedding_model="all-minilm-l6-v2",
+        recent_recall_penalty=1.0,
+        **extra,
+    )
+
+
+def test_paraphrase_found_through_the_vector_channel(tmp_path: Path, minilm_models_dir: Path) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir)) as mem:
+        assert mem.wait_until_ready(60)
+        target = mem.store("a", "The cat sits on the mat")
+        mem.store("a", "Quarterly revenue grew by eight percent")
+        mem.store("a", "The train to Osaka leaves at noon")
+        assert target["embedded"] is True
+        out = mem.recall("a", "A kitten is resting on a rug")
+        best = out["results"][-1]
+        assert best["id"] == target["id"]
+        assert best["match_reason"]["cosine"] > 0.5
+        assert out["search"]["vector"] is True
+        assert "advisory" not in out
+        blob = mem.db.connection().execute("SELECT embedding FROM memories WHERE id = ?", (target["id"],)).fetchone()[0]
+        assert abs(float(np.linalg.norm(from_blob(blob))) - 1.0) < 1e-5
+
+
+def test_stores_before_the_model_is_ready_are_back_filled(tmp_path: Path, minilm_models_dir: Path) -> None:
+    mem = Memory(_settings(tmp_path, minilm_models_dir), start_background=False)
+    try:
+        early = mem.store("a", "The cat sits on the mat")
+        assert early["embedded"] is False
+        assert mem.get_queue_status()["depth"] == 1
+        loading = mem.recall("a", "kitten on a rug")
+        assert loading["advisory"]["state"] == "unknown" and loading["advisory"]["full"] is True
+        assert mem.embeddings.try_load()
+        assert mem.drain_queue() == 1
+        assert mem.get_queue_status()["depth"] == 0
+        row = mem.list_memories("a")["items"][0]
+        assert row["embedded"] is True and row["embedding_model"] == "all-minilm-l6-v2"
+        ready = mem.recall("a", "A kitten is resting on a rug")
+        assert ready["results"][-1]["id"] == early["id"] and "advisory" not in ready
+    finally:
+        mem.close()
+
+
+def test_back_fill_resumes_after_a_crash(tmp_path: Path, minilm_models_dir: Path) -> None:
+    first = Memory(_settings(tmp_path, minilm_models_dir), start_background=False)
+    for i in range(40):
+        first.store("a", f"note number {i} about gardening")
+    assert first.get_queue_status()["depth"] == 40
+    first.db.close()  # no drain, no orderly stop: what a killed process leaves behind
+
+    with Memory(_settings(tmp_path, minilm_models_dir)) as second:
+        assert second.wait_until_ready(60)
+        second.worker.wake()
+        for _ in range(400):
+            if second.get_queue_status()["depth"] == 0:
+                break
+            time.sleep(0.05)
+        assert second.get_queue_status()["depth"] == 0
+        conn = second.db.connection()
+        assert conn.execute("SELECT COUNT(*) FROM memories WHERE embedding IS NULL").fetchone()[0] == 0
+
+
+def test_model_change_re_embeds_through_the_queue(
+    tmp_path: Path, minilm_models_dir: Path, tiny_jina_models_dir: Path
+) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir)) as mem:
+        assert mem.wait_until_ready(60)
+        for i in range(10):
+            mem.store("a", f"the cat sits on the mat {i}")
+    switched = Settings(
+        db_path=tmp_path / "memory.db",
+        embedding_mode="onnx",
+        models_dir=tiny_jina_models_dir,
+        embedding_model="jina-v5-nano",
+    )
+    mem = Memory(switched, start_background=False)
+    try:
+        assert mem.embeddings.try_load()
+        status = mem.get_queue_status()
+        assert status["depth"] == 10 and status["by_kind"] == {"embed": 10}
+        assert mem.drain_queue() == 10
+        models = {r[0] for r in mem.db.connection().execute("SELECT DISTINCT embedding_model FROM memories")}
+        dims = {r[0] for r in mem.db.connection().execute("SELECT DISTINCT embedding_dim FROM memories")}
+        assert models == {"jina-v5-nano"} and dims == {768}
+        assert mem.recall("a", "the cat")["search"]["vector"] is True
+    finally:
+        mem.close()
+
+
+def test_update_memory_re_embeds(tmp_path: Path, minilm_models_dir: Path) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir)) as mem:
+        assert mem.wait_until_ready(60)
+        stored = mem.store("a", "The cat sits on the mat")
+        mem.store("a", "Stock markets fell sharply today")
+        mem.update_memory(stored["id"], "Interest rates rose again this quarter")
+        best = mem.recall("a", "monetary policy and borrowing costs")["results"][-1]
+        assert best["id"] == stored["id"]

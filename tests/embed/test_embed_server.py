@@ -1,0 +1,72 @@
+"""embed-server: the /embed contract served from the in-process model."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from cpersona.embed.embed_server import EmbedHTTPServer, start_embed_server
+from cpersona.embed.onnx_backend import OnnxBackend
+
+
+@pytest.fixture(scope="module")
+def server(minilm_backend: OnnxBackend) -> Iterator[EmbedHTTPServer]:
+    srv, thread = start_embed_server(minilm_backend, "127.0.0.1", 0)
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+    thread.join(5)
+
+
+def request(url: str, body: bytes | None = None, method: str = "POST") -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_embed_returns_model_vectors(server: EmbedHTTPServer, minilm_backend: OnnxBackend) -> None:
+    texts = ["The cat sits on the mat", "A kitten is resting on a rug"]
+    status, payload = request(server.url + "/embed", json.dumps({"texts": texts}).encode())
+    assert status == 200
+    assert payload["model"] == "all-minilm-l6-v2" and payload["dimension"] == 384
+    np.testing.assert_allclose(
+        np.array(payload["embeddings"]), minilm_backend.embed_documents(texts), atol=1e-6
+    )
+
+
+def test_health(server: EmbedHTTPServer) -> None:
+    status, payload = request(server.url + "/health", method="GET")
+    assert status == 200 and payload == {"status": "ok", "model": "all-minilm-l6-v2", "dimension": 384}
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        (b"{not json", "not valid JSON"),
+        (json.dumps({"texts": ["x"] * 33}).encode(), "at most 32"),
+        (json.dumps({"texts": []}).encode(), "at least one"),
+        (json.dumps({"texts": [1, 2]}).encode(), "texts"),
+        (json.dumps(["a"]).encode(), "texts"),
+    ],
+)
+def test_bad_requests_get_400_json(server: EmbedHTTPServer, body: bytes, fragment: str) -> None:
+    status, payload = request(server.url + "/embed", body)
+    assert status == 400 and fragment in payload["error"]
+
+
+def test_unknown_route_404(server: EmbedHTTPServer) -> None:
+    assert request(server.url + "/nope", b"{}")[0] == 404
+    assert request(server.url + "/nope", method="GET")[0] == 404
+
+
+def test_binds_loopback_by_default(server: EmbedHTTPServer) -> None:
+    assert server.server_address[0] == "127.0.0.1"

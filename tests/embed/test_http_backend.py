@@ -1,0 +1,140 @@
+"""The http backend against the real embed server (MiniLM) and against a closed loopback port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pytest
+from model_fixtures import free_loopback_port
+
+from cpersona.config import Settings
+from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.embed_server import EmbedHTTPServer, start_embed_server
+from cpersona.embed.factory import MisconfiguredBackend, create_backend
+from cpersona.embed.http_backend import HttpBackend, normalise_url
+from cpersona.embed.none_backend import NoEmbeddings
+from cpersona.embed.onnx_backend import OnnxBackend
+
+
+@pytest.fixture(scope="module")
+def minilm_server(minilm_backend: OnnxBackend) -> Iterator[EmbedHTTPServer]:
+    srv, thread = start_embed_server(minilm_backend, "127.0.0.1", 0)
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+    thread.join(5)
+
+
+class ScaledBackend(EmbeddingBackend):
+    """A peer that returns vectors of length 3 (not unit length), to check normalisation."""
+
+    mode = "test"
+
+    def load(self) -> None:
+        return None
+
+    @property
+    def model_id(self) -> str:
+        return "scaled"
+
+    @property
+    def dimension(self) -> int:
+        return 2
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return np.array([[3.0, 0.0] for _ in texts], dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+def test_same_vectors_as_in_process(minilm_server: EmbedHTTPServer, minilm_backend: OnnxBackend) -> None:
+    backend = HttpBackend(minilm_server.url + "/embed", timeout=10)
+    backend.load()
+    assert backend.dimension == 384 and backend.model_id == "http:all-minilm-l6-v2"
+    texts = ["The cat sits on the mat", "A kitten is resting on a rug", "Quarterly revenue"]
+    np.testing.assert_allclose(
+        backend.embed_documents(texts), minilm_backend.embed_documents(texts), atol=1e-5
+    )
+    np.testing.assert_allclose(backend.embed_query("cat"), minilm_backend.embed_query("cat"), atol=1e-5)
+
+
+def test_large_lists_are_split_into_requests_of_32(minilm_server: EmbedHTTPServer) -> None:
+    backend = HttpBackend(minilm_server.url, timeout=10)  # bare base URL: /embed is appended
+    backend.load()
+    sent_before = backend.requests_sent
+    texts = [f"memory number {i}" for i in range(70)]
+    vectors = backend.embed_documents(texts)
+    assert vectors.shape == (70, 384)
+    assert backend.requests_sent - sent_before == 3  # 32 + 32 + 6
+    np.testing.assert_allclose(vectors[65], backend.embed_documents([texts[65]])[0], atol=1e-5)
+
+
+def test_vectors_are_normalised_when_the_server_does_not() -> None:
+    srv, thread = start_embed_server(ScaledBackend(), "127.0.0.1", 0)
+    try:
+        backend = HttpBackend(srv.url + "/embed", timeout=10)
+        vectors = backend.embed_documents(["a", "b"])
+        np.testing.assert_allclose(vectors, [[1.0, 0.0], [1.0, 0.0]])
+        assert vectors.dtype == np.float32 and backend.model_id == "http:scaled"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(5)
+
+
+def test_closed_port_is_endpoint_unreachable() -> None:
+    url = f"http://127.0.0.1:{free_loopback_port()}/embed"
+    backend = HttpBackend(url, timeout=5)
+    with pytest.raises(EmbeddingFault) as info:
+        backend.load()
+    assert info.value.kind == FaultKind.ENDPOINT_UNREACHABLE and url in info.value.evidence
+
+
+def test_wrong_path_is_misconfigured(minilm_server: EmbedHTTPServer) -> None:
+    with pytest.raises(EmbeddingFault) as info:
+        HttpBackend(minilm_server.url + "/v1/other", timeout=5).load()
+    assert info.value.kind == FaultKind.MISCONFIGURED and "404" in info.value.evidence
+
+
+def test_no_url_is_misconfigured() -> None:
+    with pytest.raises(EmbeddingFault) as info:
+        HttpBackend(None).load()
+    assert info.value.kind == FaultKind.MISCONFIGURED and "CPERSONA_EMBEDDING_URL" in info.value.evidence
+
+
+def test_normalise_url() -> None:
+    assert normalise_url("http://127.0.0.1:8403") == "http://127.0.0.1:8403/embed"
+    assert normalise_url("http://127.0.0.1:8403/") == "http://127.0.0.1:8403/embed"
+    assert normalise_url("http://h:1/custom/embed") == "http://h:1/custom/embed"
+
+
+# -- factory -------------------------------------------------------------------------------------
+
+
+def test_factory_modes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert isinstance(create_backend(Settings(embedding_mode="none")), NoEmbeddings)
+    http = create_backend(
+        Settings(embedding_mode="http", embedding_url="http://127.0.0.1:1", embedding_timeout=3)
+    )
+    assert isinstance(http, HttpBackend) and http.timeout == 3
+    onnx = create_backend(
+        Settings(models_dir=tmp_path, embedding_model="all-minilm-l6-v2", embedding_dim=None)
+    )
+    assert isinstance(onnx, OnnxBackend) and onnx.model_path == tmp_path / "all-minilm-l6-v2"
+
+
+def test_factory_unknown_model_faults_on_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    backend = create_backend(Settings(models_dir=tmp_path, embedding_model="no-such-model"))
+    assert isinstance(backend, MisconfiguredBackend) and backend.mode == "onnx"
+    with pytest.raises(EmbeddingFault) as info:
+        backend.load()
+    assert info.value.kind == FaultKind.MISCONFIGURED and "jina-v5-nano" in info.value.runbook
+
+
+def test_factory_onnx_backend_loads_installed_model(minilm_models_dir) -> None:  # type: ignore[no-untyped-def]
+    backend = create_backend(Settings(models_dir=minilm_models_dir, embedding_model="all-minilm-l6-v2"))
+    backend.load()
+    assert backend.embed_query("hello").shape == (384,)
+    backend.close()

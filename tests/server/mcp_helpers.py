@@ -1,0 +1,149 @@
+"""Helpers for the MCP layer tests: real server processes, real MCP clients, real Memory.
+
+Nothing is mocked. Process-level tests launch the installed ``cpersona``
+console script; a blocking portal lets plain (sync) tests drive one async MCP
+client session that lives for the whole module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+
+
+def cpersona_executable() -> str:
+    """The installed console script (beside this interpreter), as a host would launch it."""
+    beside = Path(sys.executable).with_name("cpersona")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("cpersona")
+    if found is None:
+        pytest.fail("the cpersona console script is not installed (pip install -e .)")
+    return found
+
+
+def server_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """Environment for a server on its own DB in ``tmp``: keyword-only, offline, no side files."""
+    env = {
+        "CPERSONA_DB_PATH": str(tmp / "memory.db"),
+        "CPERSONA_MODELS_DIR": str(tmp / "models"),
+        "CPERSONA_EMBEDDING_MODE": "none",
+        "CPERSONA_AUTO_FETCH_MODEL": "false",
+        "CPERSONA_UPDATE_CHECK": "false",
+        "CPERSONA_OPERATING_CONTEXT": "off",
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.update(extra)
+    return env
+
+
+def full_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` over the current environment minus any CPERSONA_ settings of the developer's shell."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
+    base.update(env)
+    return base
+
+
+class McpSession:
+    """A sync facade over one async ``mcp.Client`` running in a blocking portal."""
+
+    def __init__(self, portal: Any, client: Any) -> None:
+        self.portal = portal
+        self.client = client
+
+    def call_raw(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        """The CallToolResult as the MCP client received it."""
+        return self.portal.call(self.client.call_tool, name, arguments or {})
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Call a tool; returns the JSON object after checking text and structured content agree."""
+        result = self.call_raw(name, arguments)
+        assert len(result.content) == 1 and result.content[0].type == "text"
+        payload = json.loads(result.content[0].text)
+        assert payload == result.structured_content
+        assert bool(result.is_error) == (payload.get("ok") is False)
+        return payload
+
+    def list_tools(self) -> Any:
+        return self.portal.call(self.client.list_tools)
+
+
+@contextmanager
+def mcp_session(target: Any) -> Iterator[McpSession]:
+    """Open an MCP client on ``target`` (StdioServerParameters, Transport or URL) in a portal thread."""
+    from mcp import Client
+
+    with start_blocking_portal() as portal:
+        client = Client(target, read_timeout_seconds=60)
+        with portal.wrap_async_context_manager(client) as entered:
+            yield McpSession(portal, entered)
+
+
+def stdio_target(env: dict[str, str]) -> Any:
+    """StdioServerParameters launching ``cpersona serve`` with ``env``."""
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(command=cpersona_executable(), args=["serve"], env=env)
+
+
+def free_port() -> int:
+    """A currently free loopback port (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def http_server(tmp: Path, **env_extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run ``cpersona serve --transport streamable-http`` on a free loopback port; yield (url, process)."""
+    port = free_port()
+    env = full_env(server_env(tmp, **env_extra))
+    log_path = tmp / "server.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [cpersona_executable(), "serve", "--transport", "streamable-http", "--host", "127.0.0.1",
+             "--port", str(port)],
+            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_for_port(port, proc, log_path)
+            yield f"http://127.0.0.1:{port}/mcp", proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log_path: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"server exited with {proc.returncode}: {log_path.read_text(errors='replace')}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"server did not listen on {port} within {timeout}s: {log_path.read_text(errors='replace')}")
+
+
+def unique(prefix: str) -> Callable[[], str]:
+    """A generator of distinct agent ids so tests sharing one server never see each other's rows."""
+    counter = iter(range(1_000_000))
+    return lambda: f"{prefix}-{next(counter)}"

@@ -1,0 +1,115 @@
+"""Streamable HTTP: a real server process on a loopback port, real MCP clients with a bearer token."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_helpers import cpersona_executable, full_env, http_server, mcp_session, server_env
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "s3cret-token-for-tests"
+
+
+def authed_transport(url: str, token: str = TOKEN) -> Any:
+    """A streamable-HTTP transport whose every request carries the bearer token."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return streamable_http_client(url, http_client=http)
+
+
+def test_store_and_recall_over_http_with_token(tmp_path: Path) -> None:
+    with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc), mcp_session(authed_transport(url)) as session:
+        tools = session.list_tools().tools
+        assert len(tools) == 16
+        stored = session.call("store", {"agent_id": "web", "message": {"content": "HTTP works: port check"}})
+        assert stored["result"] == "stored", stored
+        recalled = session.call("recall", {"agent_id": "web", "query": "port check"})
+        assert recalled["results"][-1]["id"] == stored["id"]
+
+
+def test_missing_or_wrong_token_is_401(tmp_path: Path) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc):
+        for auth in (None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer", TOKEN):
+            sent = dict(headers) if auth is None else {**headers, "Authorization": auth}
+            response = httpx2.post(url, json=body, headers=sent, timeout=10)
+            assert response.status_code == 401, (auth, response.status_code)
+            payload = response.json()
+            assert payload["ok"] is False and "unauthorized" in payload["error"]
+            assert response.headers["www-authenticate"].startswith("Bearer")
+        # The right token reaches the MCP endpoint (whatever it then says about a bare ping).
+        ok = httpx2.post(url, json=body, headers={**headers, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
+        assert ok.status_code != 401
+        # A real MCP client with the wrong token cannot open a session.
+        with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the HTTP 401 in its own error group
+            anyio.run(_connect_with_token, url, "wrong-token")
+
+
+async def _connect_with_token(url: str, token: str) -> None:
+    async with Client(authed_transport(url, token), read_timeout_seconds=10):
+        pass
+
+
+def test_refuses_to_start_without_auth(tmp_path: Path) -> None:
+    env = full_env(server_env(tmp_path))
+    done = subprocess.run(
+        [cpersona_executable(), "serve", "--transport", "streamable-http", "--port", "1"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2
+    assert "CPERSONA_AUTH_TOKEN" in done.stderr and "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP" in done.stderr
+    assert done.stdout == ""
+    assert not (tmp_path / "memory.db").exists()  # refused before touching the database
+
+
+def test_acl_file_is_refused_honestly(tmp_path: Path) -> None:
+    env = full_env(server_env(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN, CPERSONA_ACL_FILE=str(tmp_path / "acl.toml")))
+    done = subprocess.run(
+        [cpersona_executable(), "serve", "--transport", "streamable-http", "--port", "1"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2
+    assert "not supported yet" in done.stderr
+
+
+def test_two_clients_storing_concurrently_lose_nothing(tmp_path: Path) -> None:
+    per_client = 50
+
+    async def client_run(url: str, name: str, responses: list[dict[str, Any]]) -> None:
+        async with Client(authed_transport(url), read_timeout_seconds=60) as client:
+            async def one(i: int) -> None:
+                result = await client.call_tool(
+                    "store", {"agent_id": "shared", "message": {"content": f"{name} concurrent note {i}"}}
+                )
+                responses.append(result.structured_content)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(per_client):
+                    tg.start_soon(one, i)
+
+    async def both(url: str) -> list[dict[str, Any]]:
+        responses: list[dict[str, Any]] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client_run, url, "left", responses)
+            tg.start_soon(client_run, url, "right", responses)
+        return responses
+
+    with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc):
+        responses = anyio.run(both, url)
+        assert len(responses) == 2 * per_client
+        failures = [r for r in responses if r.get("result") != "stored"]
+        assert failures == []
+        assert not any("locked" in str(r) for r in responses)
+        with mcp_session(authed_transport(url)) as session:
+            listed = session.call("list_memories", {"agent_id": "shared", "limit": 1000})
+            assert listed["total"] == 2 * per_client
+            assert len({row["content"] for row in listed["items"]}) == 2 * per_client

@@ -1,0 +1,253 @@
+"""Property-based tests of the tool layer, called in-process exactly as the MCP handler calls it.
+
+Real Memory on a real SQLite file (keyword-only). For any JSON-ish arguments
+(NUL bytes, lone surrogates, FTS syntax, huge or negative numbers, malformed
+ids, metadata and timestamps) every response is a dict with a boolean ``ok``,
+a failure carries a non-empty ``error``, nothing escapes as an exception, the
+response always encodes as strict JSON in UTF-8, and a failing call leaves
+the database exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cpersona.config import Settings
+from cpersona.memory import Memory
+from cpersona.server.dispatch import dispatch_tool
+from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME
+
+TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks")
+FTS_BITS = ['"', "*", ":", "(", ")", "NEAR", "AND", "OR", "NOT", "^", "-", "+", "{", "}", "NEAR/3", "'", "\\"]
+NASTY_BITS = [*FTS_BITS, "\x00", "\ud800", "\udfff", "\ufeff", "ｚｅｂｒａ", "記憶", " ", "\n", "mem:1", "%", "_"]
+
+nasty_text = st.one_of(
+    st.text(max_size=40),
+    st.lists(st.sampled_from(NASTY_BITS), max_size=10).map(" ".join),
+    st.lists(st.one_of(st.sampled_from(NASTY_BITS), st.characters(categories=["Cs"])), max_size=10).map("".join),
+)
+json_scalar = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False), nasty_text,
+)
+json_value = st.recursive(
+    json_scalar,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(nasty_text, inner, max_size=3),
+    max_leaves=8,
+)
+ids = st.one_of(
+    st.integers(min_value=1, max_value=8), st.integers(min_value=1, max_value=8).map(lambda i: f"mem:{i}"),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False), st.booleans(), nasty_text,
+    st.sampled_from(["mem:1", "ep:1", "mem:2", "mem:0", "ep:99999999999999999999", "1", "mem:-1"]),
+)
+timestamps = st.one_of(
+    st.sampled_from([
+        "2026-01-31T09:30:00", "2026-01-31T09:30:00+09:00", "2026-01-31T09:30:00Z", "2026-01-31",
+        "9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+14:00", "yesterday", "",
+    ]),
+    st.integers(min_value=-(2**62), max_value=2**62), st.floats(), nasty_text,
+)
+metadata = st.one_of(
+    st.dictionaries(nasty_text, json_value, max_size=3),
+    st.sampled_from(['{"a": 1}', '{"a": ', "[1, 2]", "null", "{}", '{"x": NaN}']),
+    nasty_text,
+)
+scope_text = st.one_of(st.sampled_from(["", "X", "Y"]), nasty_text)
+agents = st.one_of(st.sampled_from(["a", "b", ""]), nasty_text)
+entries = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {"role": st.sampled_from(["user", "assistant", "system", "tool", ""]), "content": nasty_text},
+            optional={"timestamp": timestamps, "name": nasty_text, "user_id": nasty_text},
+        ),
+        json_value,
+    ),
+    max_size=4,
+)
+
+PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
+    "agent_id": agents,
+    "query": nasty_text,
+    "content": nasty_text,
+    "summary": nasty_text,
+    "profile": nasty_text,
+    "limit": st.one_of(
+        st.integers(min_value=0, max_value=100), st.integers(min_value=-(2**40), max_value=2**40), st.just(101)
+    ),
+    "deep": st.booleans(),
+    "resolved": st.booleans(),
+    "full_content": st.booleans(),
+    "channel": scope_text,
+    "project_id": scope_text,
+    "user_id": scope_text,
+    "source_id": scope_text,
+    "exclude_contents": st.one_of(st.lists(nasty_text, max_size=3), nasty_text),
+    "keywords": st.one_of(st.lists(nasty_text, max_size=3), nasty_text),
+    "memory_id": ids,
+    "episode_id": ids,
+    "refs": st.one_of(
+        st.lists(st.sampled_from(["mem:1", "ep:1", "mem:2", "ep:2", "mem:5", "ep:99"]), min_size=1, max_size=21),
+        st.lists(st.one_of(st.sampled_from(["mem:1", "ep:1"]), nasty_text), max_size=24),
+    ),
+    "external_context": entries,
+    "history": entries,
+    "message": st.fixed_dictionaries(
+        {"content": nasty_text},
+        optional={
+            "id": st.one_of(nasty_text, st.integers()),
+            "source": st.one_of(
+                st.fixed_dictionaries({}, optional={"type": nasty_text, "id": nasty_text, "name": nasty_text}),
+                metadata,
+            ),
+            "timestamp": timestamps,
+            "metadata": metadata,
+        },
+    ),
+}
+
+
+def arguments_for(tool: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Mostly plausible arguments (so calls reach Memory), sometimes wrong-typed or with extra keys."""
+    schema = TOOLS_BY_NAME[tool].input_schema
+    props, required = schema["properties"], set(schema.get("required", ()))
+    plausible = st.fixed_dictionaries(
+        {name: PLAUSIBLE.get(name, json_value) for name in props if name in required},
+        optional={name: PLAUSIBLE.get(name, json_value) for name in props if name not in required},
+    )
+    anything = st.fixed_dictionaries({}, optional={name: json_value for name in props})
+    extra = st.dictionaries(nasty_text, json_value, min_size=1, max_size=2)
+    return st.one_of(plausible, plausible, plausible, anything, st.builds(lambda a, b: {**b, **a}, plausible, extra))
+
+
+def snapshot(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every data table, read through a separate read-only connection."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in TABLES}
+    finally:
+        conn.close()
+
+
+def check_response(response: Any) -> None:
+    assert isinstance(response, dict)
+    assert isinstance(response.get("ok"), bool), response
+    if response["ok"]:
+        assert "error" not in response, response
+    else:
+        assert isinstance(response.get("error"), str) and response["error"].strip(), response
+    # Strict JSON that encodes as UTF-8: no NaN, no lone surrogates.
+    json.dumps(response, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One Memory for the module with a few rows of agents 'a' and 'b' to aim ids at."""
+    tmp = tmp_path_factory.mktemp("props")
+    cfg = Settings(
+        db_path=tmp / "memory.db", models_dir=tmp / "models", embedding_mode="none",
+        update_check=False, auto_fetch_model=False,
+    )
+    with Memory(cfg) as memory:
+        memory.wait_until_ready(5)
+        for agent in ("a", "b"):
+            for i in range(3):
+                memory.store(agent, f"seed {agent} {i} zebra migration notes", msg_id=f"{agent}-{i}")
+            memory.archive_episode(agent, f"seed episode of {agent}", keywords=["seed"])
+        yield memory, cfg
+
+
+def _run(seeded: Any, tool: str, arguments: Any) -> None:
+    memory, cfg = seeded
+    before = snapshot(cfg.db_path)
+    response = dispatch_tool(memory, cfg, tool, arguments)
+    check_response(response)
+    if not response["ok"]:
+        assert snapshot(cfg.db_path) == before, (tool, arguments, response)
+
+
+PROPERTY_SETTINGS = settings(
+    max_examples=60, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+
+
+@pytest.mark.parametrize("tool", [spec.name for spec in TOOLS])
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_any_arguments_answer_cleanly(seeded: Any, tool: str, data: st.DataObject) -> None:
+    _run(seeded, tool, data.draw(arguments_for(tool)))
+
+
+@PROPERTY_SETTINGS
+@given(name=st.one_of(nasty_text, st.sampled_from([s.name for s in TOOLS])), arguments=json_value)
+def test_any_name_and_any_json_answer_cleanly(seeded: Any, name: str, arguments: Any) -> None:
+    memory, cfg = seeded
+    before = snapshot(cfg.db_path)
+    response = dispatch_tool(memory, cfg, name, arguments)
+    check_response(response)
+    if name not in TOOLS_BY_NAME:
+        assert response["ok"] is False and response["error_code"] == "unknown_tool"
+    if not response["ok"]:
+        assert snapshot(cfg.db_path) == before
+
+
+@pytest.mark.parametrize("query", [
+    "x" * 100_000,
+    ('"zebra" AND (migration OR NEAR/2 "notes") * : ^ ' * 2_500)[:100_000],
+    "記憶" * 50_000,
+    "\x00\ud800" * 50_000,
+])
+def test_huge_queries_are_answered(seeded: Any, query: str) -> None:
+    memory, cfg = seeded
+    response = dispatch_tool(memory, cfg, "recall", {"agent_id": "a", "query": query, "limit": 100})
+    check_response(response)
+
+
+@pytest.mark.parametrize("query", FTS_BITS + ['zebra"', '"zebra', "zebra*", "NEAR(zebra migration)", "a:b", "(("])
+def test_fts_syntax_never_errors(seeded: Any, query: str) -> None:
+    memory, cfg = seeded
+    response = dispatch_tool(memory, cfg, "recall", {"agent_id": "a", "query": query})
+    check_response(response)
+    assert response["ok"] is True, response
+
+
+def test_text_hygiene_and_timestamps(tool_memory: Any) -> None:
+    memory, cfg = tool_memory
+    stored = dispatch_tool(memory, cfg, "store", {
+        "agent_id": "h", "message": {"content": "nul\x00 byte and lone \ud800 surrogate", "timestamp": "2026-01-31T09:30:00+09:00"},
+    })
+    assert stored["result"] == "stored", stored
+    naive = dispatch_tool(memory, cfg, "store", {
+        "agent_id": "h", "message": {"content": "naive time", "timestamp": "2026-01-31T09:30:00"},
+    })
+    assert naive["result"] == "stored"
+    rows = {r["id"]: r for r in dispatch_tool(memory, cfg, "list_memories", {"agent_id": "h"})["items"]}
+    assert rows[stored["id"]]["content"] == "nul byte and lone \ufffd surrogate"
+    assert rows[stored["id"]]["timestamp"].startswith("2026-01-31T00:30:00")
+    assert rows[naive["id"]]["timestamp"].startswith("2026-01-31T09:30:00")
+
+    before = snapshot(cfg.db_path)
+    for bad in ('{"a": ', "[1, 2]", "not json"):
+        rejected = dispatch_tool(memory, cfg, "store", {"agent_id": "h", "message": {"content": "m", "metadata": bad}})
+        assert rejected["ok"] is False and rejected["result"] == "rejected" and "metadata" in rejected["error"]
+    assert snapshot(cfg.db_path) == before
+
+
+def test_null_optional_arguments_count_as_omitted(tool_memory: Any) -> None:
+    memory, cfg = tool_memory
+    stored = dispatch_tool(memory, cfg, "store", {
+        "agent_id": "n", "message": {"content": "null scope"}, "channel": None, "project_id": None,
+    })
+    assert stored["result"] == "stored", stored
+    recalled = dispatch_tool(memory, cfg, "recall", {"agent_id": "n", "query": "null scope", "limit": None})
+    assert recalled["ok"] is True and recalled["results"][-1]["id"] == stored["id"]
+    missing = dispatch_tool(memory, cfg, "recall", {"agent_id": None, "query": "x"})
+    assert missing["ok"] is False and "agent_id" in missing["error"]
