@@ -8,7 +8,7 @@ full rows (no preview trimming); shaping for MCP responses lives in
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cpersona import context_merge
@@ -46,7 +46,9 @@ class Memory:
     ``Memory(settings)`` opens (and migrates) the database and starts loading
     the embedding model in the background, so construction is fast. Pass
     ``backend=`` to choose the embedding backend explicitly (tests,
-    benchmarks). Use as a context manager or call ``close()``.
+    benchmarks). ``prepare_model`` runs once in the background before the
+    first load (the server passes the automatic model fetch). Use as a context
+    manager or call ``close()``.
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class Memory:
         backend: EmbeddingBackend | None = None,
         start_background: bool = True,
         model_retry_seconds: float = 30.0,
+        prepare_model: Callable[[], str | None] | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.db = Database(self.settings.db_path)
@@ -66,6 +69,7 @@ class Memory:
             self.health,
             retry_seconds=model_retry_seconds,
             corpus_check=self._corpus_dimension_check,
+            prepare=prepare_model,
         )
         self.worker = BackfillWorker(self.db, self.embeddings, retry_delay=self.settings.task_retry_delay)
         self.recaller = Recaller(self.db, self.embeddings, self.health, RecallPipeline(self.settings))

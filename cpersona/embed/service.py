@@ -34,11 +34,16 @@ class EmbeddingService:
         *,
         retry_seconds: float = 30.0,
         corpus_check: Callable[[EmbeddingBackend], EmbeddingFault | None] | None = None,
+        prepare: Callable[[], str | None] | None = None,
     ) -> None:
         self.backend = backend
         self.health = health
         self.retry_seconds = retry_seconds
         self._corpus_check = corpus_check
+        # Runs once in the background before the first load (e.g. fetching a missing model),
+        # so neither a download nor a load ever delays the MCP handshake.
+        self._prepare = prepare
+        self._prepare_error: str | None = None
         self._ready = threading.Event()
         self._settled = threading.Event()  # first load attempt finished (either way)
         self._stop = threading.Event()
@@ -60,6 +65,11 @@ class EmbeddingService:
         self._thread.start()
 
     def _run(self) -> None:
+        if self._prepare is not None:
+            try:
+                self._prepare_error = self._prepare()
+            except Exception as exc:  # the load below reports the consequence
+                self._prepare_error = f"{type(exc).__name__}: {exc}"
         self.try_load()
         while not self._stop.wait(self.retry_seconds):
             if self.health.state == FAULT:
@@ -135,6 +145,10 @@ class EmbeddingService:
         return self.backend.dimension if self.ready else 0
 
     def _fault(self, fault: EmbeddingFault) -> None:
+        if self._prepare_error and fault.kind == FaultKind.MODEL_MISSING:
+            fault = EmbeddingFault(
+                fault.kind, fault.reason, f"{fault.evidence}; automatic fetch failed: {self._prepare_error}", fault.runbook
+            )
         self._ready.clear()
         log.warning("embedding fault: %s", fault)
         self.health.set(Condition(FAULT, fault.kind, fault.reason, fault.evidence, fault.runbook))
