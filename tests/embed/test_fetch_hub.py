@@ -132,7 +132,10 @@ def test_hub_download_installs_verified_model(fake_hub: FakeHub, tmp_path: Path)
     assert record.source["kind"] == "hub" and record.source["revision"] == COMMIT
     assert record.files["onnx/model.onnx"].sha256 == fake_hub.etag("onnx/model.onnx")
     assert not (target / ".cache").exists()  # huggingface_hub's bookkeeping is not part of the install
-    assert sorted(p.name for p in models.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == []
+    assert (
+        sorted(p.name for p in models.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock"))
+        == []
+    )
     assert "Apache-2.0" in stream.getvalue()
     OnnxBackend(load_manifest("all-minilm-l6-v2"), target).load()
 

@@ -1,0 +1,84 @@
+"""Choose and build the embedding backend the settings ask for."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from cpersona.config import Settings
+from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.http_backend import HttpBackend
+from cpersona.embed.none_backend import NoEmbeddings
+from cpersona.embed.registry import ManifestError, known_model_names, load_manifest
+
+
+class MisconfiguredBackend(EmbeddingBackend):
+    """Stands in for a backend that cannot even be built; ``load()`` reports why.
+
+    Construction never raises, so a bad setting becomes a health fault with a
+    runbook instead of a crash at startup.
+    """
+
+    def __init__(self, mode: str, fault: EmbeddingFault) -> None:
+        """Remember the mode it replaces and the fault to report."""
+        self.mode = mode
+        self.fault = fault
+
+    def load(self) -> None:
+        """Always raises the stored fault."""
+        raise self.fault
+
+    @property
+    def model_id(self) -> str:
+        """Empty: there is no model."""
+        return ""
+
+    @property
+    def dimension(self) -> int:
+        """Zero: there is no model."""
+        return 0
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Always raises the stored fault."""
+        raise self.fault
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Always raises the stored fault."""
+        raise self.fault
+
+
+def create_backend(settings: Settings) -> EmbeddingBackend:
+    """The backend for ``settings.embedding_mode`` (onnx | http | none); never raises for bad settings."""
+    mode = settings.embedding_mode
+    if mode == "none":
+        return NoEmbeddings()
+    if mode == "http":
+        return HttpBackend.from_settings(settings)
+    if mode != "onnx":
+        return MisconfiguredBackend(
+            mode,
+            EmbeddingFault(
+                FaultKind.MISCONFIGURED,
+                f"unknown embedding mode {mode!r}",
+                f"CPERSONA_EMBEDDING_MODE={mode}",
+                "set CPERSONA_EMBEDDING_MODE to onnx, http or none",
+            ),
+        )
+    try:
+        manifest = load_manifest(settings.embedding_model)
+    except ManifestError as exc:
+        known = ", ".join(known_model_names())
+        return MisconfiguredBackend(
+            "onnx",
+            EmbeddingFault(
+                FaultKind.MISCONFIGURED,
+                f"unknown embedding model {settings.embedding_model!r}",
+                str(exc),
+                f"set CPERSONA_EMBEDDING_MODEL to one of: {known} (see `cpersona models`)",
+            ),
+        )
+    # Imported here so that merely choosing a backend never pulls numpy-heavy ONNX code paths early.
+    from cpersona.embed.onnx_backend import OnnxBackend
+
+    return OnnxBackend.from_settings(manifest, settings)

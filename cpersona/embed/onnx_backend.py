@@ -1,0 +1,423 @@
+"""The default backend: an ONNX Runtime session and a ``tokenizers`` tokenizer, in process.
+
+``load()`` checks, in order: configuration (Matryoshka dimension), the
+runtime imports, the model files, their integrity against install.json, the
+tokenizer, the ONNX session, the graph's inputs and outputs, and finally
+embeds a probe sentence to learn the real output dimension. Each failure is an
+``EmbeddingFault`` with evidence and the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.integrity import read_record, verify_against_record, write_record
+from cpersona.embed.pooling import pool, truncate_and_normalise
+from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
+
+if TYPE_CHECKING:
+    from cpersona.config import Settings
+
+log = logging.getLogger(__name__)
+
+VERIFY_MODES = ("quick", "full", "off")
+_PIP_RUNBOOK = "pip install 'onnxruntime>=1.18' 'tokenizers>=0.19' (or reinstall cpersona-embedded)"
+_PROBE_TEXT = "cpersona dimension probe"
+# ONNX element types the backend can produce for integer inputs.
+_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+
+
+def default_threads() -> int:
+    """Default intra-op thread count: min(4, cores), because more threads rarely pay off for small batches."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def fetch_command(name: str, models_dir: Path) -> str:
+    """The exact shell command that installs ``name`` into ``models_dir``."""
+    return f"cpersona fetch-model {shlex.quote(name)} --dir {shlex.quote(str(models_dir))}"
+
+
+def fetch_runbook(name: str, models_dir: Path) -> str:
+    """Runbook text for a missing or damaged model."""
+    return (
+        f"run `{fetch_command(name, models_dir)}`; offline, add `--from PATH` "
+        "(a directory or .tar.gz/.zip holding the model files)"
+    )
+
+
+class OnnxBackend(EmbeddingBackend):
+    """Embeds with an ONNX model described by a manifest, installed in ``model_dir``."""
+
+    mode = "onnx"
+
+    def __init__(
+        self,
+        manifest: ModelManifest,
+        model_dir: str | Path,
+        *,
+        max_tokens: int | None = None,
+        embedding_dim: int | None = None,
+        threads: int | None = None,
+        batch_size: int = 16,
+        verify: str = "quick",
+    ) -> None:
+        """Record the configuration only; all I/O happens in ``load()``.
+
+        ``verify``: "quick" (sizes always, sha256 when mtime changed), "full"
+        (always re-hash) or "off" (used by fetch-model on a staging copy).
+        """
+        if verify not in VERIFY_MODES:
+            raise ValueError(f"verify must be one of {VERIFY_MODES}")
+        self.manifest = manifest
+        self.model_path = Path(model_dir)
+        self.max_tokens = max_tokens or manifest.max_tokens
+        self.embedding_dim = embedding_dim
+        self.threads = threads or default_threads()
+        self.batch_size = max(1, int(batch_size))
+        self.verify = verify
+        self._load_lock = threading.Lock()
+        # The Rust tokenizer is shared; a lock keeps concurrent callers from racing on it.
+        self._tok_lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_plan: list[tuple[str, Any]] = []
+        self._pad_id = 0
+        self._model_dim = manifest.dimension
+
+    @classmethod
+    def from_settings(cls, manifest: ModelManifest, settings: Settings, verify: str = "quick") -> OnnxBackend:
+        """Build from Settings: models_dir/<name>, max tokens, Matryoshka dim, threads, batch size."""
+        return cls(
+            manifest,
+            Path(settings.models_dir).expanduser() / manifest.name,
+            max_tokens=settings.embed_max_tokens,
+            embedding_dim=settings.embedding_dim,
+            threads=settings.embed_threads,
+            batch_size=settings.embed_batch_size,
+            verify=verify,
+        )
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def truncated(self) -> bool:
+        """True when vectors are cut to a Matryoshka dimension below the model's."""
+        return self.embedding_dim is not None and self.embedding_dim < self._model_dim
+
+    @property
+    def model_id(self) -> str:
+        """The manifest name, with ``@<dim>`` when truncated so different cuts never mix."""
+        if self.truncated:
+            return f"{self.manifest.name}@{self.embedding_dim}"
+        return self.manifest.name
+
+    @property
+    def dimension(self) -> int:
+        """Length of returned vectors."""
+        return self.embedding_dim if self.truncated else self._model_dim  # type: ignore[return-value]
+
+    @property
+    def input_names(self) -> list[str]:
+        """Names of the inputs the loaded ONNX graph declares (empty before ``load()``)."""
+        return [name for name, _ in self._input_plan]
+
+    @property
+    def loaded(self) -> bool:
+        """Whether ``load()`` has succeeded."""
+        return self._session is not None
+
+    def _fault(self, kind: str, reason: str, evidence: str, runbook: str | None = None) -> EmbeddingFault:
+        return EmbeddingFault(
+            kind, reason, evidence, runbook or fetch_runbook(self.manifest.name, self.model_path.parent)
+        )
+
+    # -- load ------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Open and verify the model; raise EmbeddingFault describing the first problem found."""
+        with self._load_lock:
+            if self._session is not None:
+                return
+            self._check_config()
+            ort, tokenizers = self._import_runtime()
+            self._check_files()
+            if self.verify != "off":
+                self._check_integrity()
+            tokenizer = self._open_tokenizer(tokenizers)
+            session = self._open_session(ort)
+            self._tokenizer, self._input_plan = tokenizer, self._plan_io(session)
+            self._session = session
+            try:
+                # A real embed proves the graph runs and yields the manifest's dimension.
+                self._run([_PROBE_TEXT], "")
+            except EmbeddingFault:
+                self._session = None
+                raise
+
+    def _check_config(self) -> None:
+        dim = self.embedding_dim
+        if dim is None:
+            return
+        full = self.manifest.dimension
+        runbook = "unset CPERSONA_EMBEDDING_DIM or set it to one of: " + (
+            ", ".join(str(d) for d in self.manifest.matryoshka_dims) or str(full)
+        )
+        if dim > full:
+            raise self._fault(
+                FaultKind.MISCONFIGURED,
+                "embedding dimension larger than the model's",
+                f"CPERSONA_EMBEDDING_DIM={dim} > {self.manifest.name} dimension {full}",
+                runbook,
+            )
+        # A model not trained for Matryoshka loses quality when cut, so only listed cuts are allowed.
+        if dim != full and dim not in self.manifest.matryoshka_dims:
+            raise self._fault(
+                FaultKind.MISCONFIGURED,
+                "embedding dimension not supported by the model",
+                f"CPERSONA_EMBEDDING_DIM={dim}; {self.manifest.name} supports "
+                f"{list(self.manifest.matryoshka_dims) or [full]}",
+                runbook,
+            )
+
+    def _import_runtime(self) -> tuple[Any, Any]:
+        try:
+            import onnxruntime
+            import tokenizers
+        except (ImportError, OSError) as exc:  # OSError: a native library that fails to load
+            raise EmbeddingFault(
+                FaultKind.IMPORT_ERROR,
+                "ONNX runtime or tokenizers cannot be imported",
+                repr(exc),
+                _PIP_RUNBOOK,
+            ) from exc
+        return onnxruntime, tokenizers
+
+    def _check_files(self) -> None:
+        if not self.model_path.is_dir():
+            raise self._fault(
+                FaultKind.MODEL_MISSING,
+                f"model {self.manifest.name} is not installed",
+                f"{self.model_path} does not exist",
+            )
+        missing = [f.path for f in self.manifest.required_files if not (self.model_path / f.path).is_file()]
+        if missing:
+            raise self._fault(
+                FaultKind.MODEL_MISSING,
+                f"model {self.manifest.name} is incomplete",
+                f"missing in {self.model_path}: {', '.join(missing)}",
+            )
+        for entry in self.manifest.required_files:
+            if entry.size is not None:
+                actual = (self.model_path / entry.path).stat().st_size
+                if actual != entry.size:
+                    raise self._fault(
+                        FaultKind.HASH_MISMATCH,
+                        f"model {self.manifest.name} file has the wrong size",
+                        f"{entry.path}: {actual} bytes, manifest says {entry.size}",
+                    )
+
+    def _check_integrity(self) -> None:
+        record = read_record(self.model_path)
+        if record is None:
+            # Files placed by hand: nothing to compare with. fetch-model --from would record them.
+            log.warning("%s has no install.json; integrity not verified", self.model_path)
+            return
+        if record.manifest and record.manifest != self.manifest.name:
+            raise self._fault(
+                FaultKind.MODEL_MISSING,
+                f"{self.model_path} holds a different model",
+                f"install.json names {record.manifest!r}, expected {self.manifest.name!r}",
+            )
+        mismatches, refreshed = verify_against_record(self.model_path, record, full=self.verify == "full")
+        if mismatches:
+            raise self._fault(
+                FaultKind.HASH_MISMATCH,
+                f"model {self.manifest.name} files changed since install (corrupt or tampered)",
+                "; ".join(m.describe() for m in mismatches),
+            )
+        if refreshed:
+            # Hashes still match after an mtime change (copy, restore): remember the new mtimes.
+            try:
+                write_record(self.model_path, record)
+            except OSError as exc:
+                log.info("could not refresh %s/install.json: %s", self.model_path, exc)
+
+    def _open_tokenizer(self, tokenizers: Any) -> Any:
+        path = self.model_path / self.manifest.tokenizer_file
+        try:
+            tokenizer = tokenizers.Tokenizer.from_file(str(path))
+        except Exception as exc:
+            raise self._fault(FaultKind.CORRUPT_MODEL, "tokenizer cannot be read", f"{path}: {exc}") from exc
+        padding = tokenizer.padding
+        if padding and padding.get("pad_id") is not None:
+            self._pad_id = int(padding["pad_id"])
+        # Padding is done per batch here (only to the batch's longest text), so switch the file's off.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=int(self.max_tokens))
+        return tokenizer
+
+    def _session_options(self, ort: Any) -> Any:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = int(self.threads)
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Spinning threads burn a core while the server idles between requests.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        # The arena keeps the peak of the largest batch forever; without it memory follows the batch.
+        opts.enable_cpu_mem_arena = False
+        opts.log_severity_level = 3
+        return opts
+
+    def _open_session(self, ort: Any) -> Any:
+        path = self.model_path / self.manifest.onnx_file
+        try:
+            return ort.InferenceSession(
+                str(path), sess_options=self._session_options(ort), providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            name = type(exc).__name__
+            # Unparseable or invalid graphs mean damaged files; anything else is a runtime problem.
+            corrupt = name in {"InvalidProtobuf", "InvalidGraph", "NoSuchFile", "Fail"} or "protobuf" in str(
+                exc
+            )
+            kind = FaultKind.CORRUPT_MODEL if corrupt else FaultKind.SESSION_ERROR
+            raise self._fault(
+                kind, "ONNX Runtime cannot create a session for the model", f"{path}: {name}: {exc}"[:600]
+            ) from exc
+
+    def _plan_io(self, session: Any) -> list[tuple[str, Any]]:
+        plan: list[tuple[str, Any]] = []
+        for inp in session.get_inputs():
+            if inp.name not in SUPPORTED_INPUTS or inp.type not in _INT_TYPES:
+                raise self._fault(
+                    FaultKind.CORRUPT_MODEL,
+                    "the ONNX graph is not the expected export",
+                    f"input {inp.name} ({inp.type}) cannot be supplied; supported: {', '.join(SUPPORTED_INPUTS)}",
+                )
+            plan.append((inp.name, _INT_TYPES[inp.type]))
+        outputs = {o.name: o for o in session.get_outputs()}
+        out = outputs.get(self.manifest.output_name)
+        if out is None:
+            raise self._fault(
+                FaultKind.CORRUPT_MODEL,
+                "the ONNX graph is not the expected export",
+                f"no output {self.manifest.output_name!r}; outputs: {', '.join(outputs)}",
+            )
+        last = out.shape[-1] if out.shape else None
+        if isinstance(last, int) and last != self.manifest.dimension:
+            raise self._fault(
+                FaultKind.DIMENSION_MISMATCH,
+                "model output dimension differs from its manifest",
+                f"{out.name} has dimension {last}, manifest {self.manifest.name} says {self.manifest.dimension}",
+            )
+        return plan
+
+    # -- inference --------------------------------------------------------------------------
+
+    def _ensure_loaded(self) -> None:
+        if self._session is None:
+            self.load()
+
+    def _prompt(self, role: str) -> str:
+        if role == "query":
+            return self.manifest.query_prompt
+        if role == "document":
+            return self.manifest.document_prompt
+        raise ValueError(f"role must be 'query' or 'document', not {role!r}")
+
+    def _encode(self, tokenizer: Any, texts: Sequence[str], prompt: str) -> list[Any]:
+        inputs = [prompt + t for t in texts] if prompt else list(texts)
+        with self._tok_lock:
+            return tokenizer.encode_batch(inputs)
+
+    def token_ids(self, texts: Sequence[str], role: str = "document") -> list[list[int]]:
+        """The token ids fed to the model for ``texts`` in ``role`` (prompt applied, truncated)."""
+        self._ensure_loaded()
+        return [list(e.ids) for e in self._encode(self._tokenizer, list(texts), self._prompt(role))]
+
+    def _feeds(self, batch: list[Any]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        rows, width = len(batch), max(len(e.ids) for e in batch)
+        ids = np.full((rows, width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((rows, width), dtype=np.int64)
+        types = np.zeros((rows, width), dtype=np.int64)
+        for r, enc in enumerate(batch):
+            n = len(enc.ids)
+            ids[r, :n] = enc.ids
+            mask[r, :n] = 1
+            types[r, :n] = enc.type_ids
+        arrays = {
+            "input_ids": ids,
+            "attention_mask": mask,
+            "token_type_ids": types,
+            "position_ids": np.clip(np.cumsum(mask, axis=1) - 1, 0, None),
+        }
+        return {name: arrays[name].astype(dtype, copy=False) for name, dtype in self._input_plan}, mask
+
+    def _run(self, texts: Sequence[str], prompt: str) -> np.ndarray:
+        count = len(texts)
+        out = np.empty((count, self.dimension), dtype=np.float32)
+        if count == 0:
+            return out
+        # Local references: a concurrent close() must not pull the session from under this call.
+        session, tokenizer = self._session, self._tokenizer
+        try:
+            if session is None or tokenizer is None:
+                raise RuntimeError("the model was closed")
+            encodings = self._encode(tokenizer, texts, prompt)
+            # Sorting by length groups similar texts so each batch pads little.
+            order = sorted(range(count), key=lambda i: len(encodings[i].ids))
+            for start in range(0, count, self.batch_size):
+                idx = order[start : start + self.batch_size]
+                feeds, mask = self._feeds([encodings[i] for i in idx])
+                (hidden,) = session.run([self.manifest.output_name], feeds)
+                pooled = hidden if hidden.ndim == 2 else pool(self.manifest.pooling, hidden, mask)
+                if pooled.shape[-1] != self._model_dim:
+                    raise self._fault(
+                        FaultKind.DIMENSION_MISMATCH,
+                        "model output dimension differs from its manifest",
+                        f"got {pooled.shape[-1]}, manifest {self.manifest.name} says {self._model_dim}",
+                    )
+                out[idx] = truncate_and_normalise(pooled, self.embedding_dim)
+        except EmbeddingFault:
+            raise
+        except Exception as exc:
+            raise EmbeddingFault(
+                FaultKind.INFERENCE_ERROR,
+                "embedding inference failed",
+                f"{type(exc).__name__}: {exc}"[:600],
+                "check the model files (`cpersona models`) and memory; the error repeats if the model is broken",
+            ) from exc
+        return out
+
+    def embed(self, texts: Sequence[str], role: str = "document") -> np.ndarray:
+        """Embed ``texts`` with the prompt of ``role`` ("document" or "query"); float32, unit rows."""
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise TypeError("texts must be a sequence of str")
+        prompt = self._prompt(role)
+        self._ensure_loaded()
+        return self._run(list(texts), prompt)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed stored content (document prompt applied when the model has one)."""
+        return self.embed(texts, "document")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a recall query (query prompt applied when the model has one); shape (dimension,)."""
+        return self.embed([text], "query")[0]
+
+    def close(self) -> None:
+        """Drop the session and tokenizer (memory is freed when no call still uses them)."""
+        with self._load_lock:
+            self._session = None
+            self._tokenizer = None
