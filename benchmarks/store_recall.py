@@ -24,12 +24,7 @@ from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 
-WORDS = (
-    "deploy pipeline staging cluster database password rotate meeting lunch ramen budget report quarterly "
-    "invoice customer ticket bug login oauth token cache latency memory python rust sqlite index query "
-    "vector embedding model laptop offline travel tokyo osaka kyoto garden coffee tea birthday gift "
-    "project roadmap release version migration schema backup restore alert pager incident review"
-).split()
+WORDS = ["deploy", "pipeline", "staging", "cluster", "database", "password", "rotate", "meeting", "lunch", "ramen", "budget", "report", "quarterly", "invoice", "customer", "ticket", "bug", "login", "oauth", "token", "cache", "latency", "memory", "python", "rust", "sqlite", "index", "query", "vector", "embedding", "model", "laptop", "offline", "travel", "tokyo", "osaka", "kyoto", "garden", "coffee", "tea", "birthday", "gift", "project", "roadmap", "release", "version", "migration", "schema", "backup", "restore", "alert", "pager", "incident", "review"]
 
 
 def make_text(rng: random.Random, n_words: int = 24) -> str:

@@ -11,7 +11,6 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_helpers import cpersona_executable, full_env, http_server, mcp_session, server_env
 
 pytestmark = pytest.mark.slow
@@ -21,7 +20,7 @@ TOKEN = "s3cret-token-for-tests"
 
 def authed_transport(url: str, token: str = TOKEN) -> Any:
     """A streamable-HTTP transport whose every request carries the bearer token."""
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300))
     return streamable_http_client(url, http_client=http)
 
 

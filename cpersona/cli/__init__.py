@@ -1,0 +1,1 @@
+"""Command-line interface (``cpersona``); the entry point is ``cpersona.cli.main.main``."""

@@ -1,0 +1,323 @@
+"""The ``cpersona`` command line: ``serve`` (default), ``store``, ``recall``, ``stats`` and the model commands.
+
+Settings are read once from the environment (``Settings.from_env``) and passed
+to every command as ``func(args, settings) -> int``. A bad environment value
+prints one line and exits 2. Heavy imports (MCP, uvicorn) happen only in
+``serve`` so the other commands start quickly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from cpersona import __version__
+from cpersona.config import ConfigError, Settings
+from cpersona.errors import CPersonaError
+
+#: Exit code for configuration problems (bad env value, HTTP without auth).
+EXIT_CONFIG = 2
+#: How long store/recall wait for the embedding model before going keyword-only.
+MODEL_WAIT_SECONDS = 120.0
+#: Characters of content shown per row in human-readable recall output.
+RECALL_SNIPPET_CHARS = 240
+
+Command = Callable[[argparse.Namespace, Settings], int]
+
+try:  # written by another engineer; the CLI works without it until it lands
+    from cpersona.cli.model_commands import add_model_commands
+except ImportError:  # pragma: no cover - depends on the tree's state
+    add_model_commands = None  # type: ignore[assignment]
+
+
+def _open_memory(settings: Settings, *, background: bool) -> Any:
+    from cpersona.memory import Memory
+
+    return Memory(settings, start_background=background)
+
+
+def _print_json(value: Any, stream: TextIO | None = None) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2, default=str), file=stream or sys.stdout)
+
+
+# -- serve -------------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the MCP server (stdio by default, or streamable HTTP)."""
+    overrides: dict[str, Any] = {}
+    if args.transport:
+        overrides["transport"] = args.transport
+    if args.host:
+        overrides["http_host"] = args.host
+    if args.port is not None:
+        overrides["http_port"] = args.port
+    if overrides:
+        settings = settings.with_overrides(**overrides)
+
+    from cpersona.server.transport import EXIT_REFUSED, http_refusal, run_http, run_stdio
+
+    if settings.transport == "streamable-http":
+        refusal = http_refusal(settings)
+        if refusal is not None:
+            print(f"cpersona: {refusal}", file=sys.stderr)
+            return EXIT_REFUSED
+
+    _start_model_fetch(settings)
+    memory = _open_memory(settings, background=True)
+    try:
+        if settings.transport == "streamable-http":
+            return run_http(memory, settings)
+        run_stdio(memory, settings)
+        return 0
+    finally:
+        memory.close()
+
+
+def _start_model_fetch(settings: Settings) -> threading.Thread | None:
+    """Fetch a missing default model in a background thread; the MCP handshake never waits for it.
+
+    The download can take minutes (about 1 GB for jina-v5-nano) and an MCP host
+    times out far sooner, so it runs beside the server: until it finishes the
+    model loader reports MODEL_MISSING and recall is keyword-only; the loader
+    retries periodically and picks the model up once the (atomic) install lands.
+    """
+    if settings.embedding_mode != "onnx" or not settings.auto_fetch_model:
+        return None
+    try:
+        from cpersona.embed.fetch import ensure_default_model
+    except ImportError:  # the fetch module is not in this tree
+        return None
+
+    def work() -> None:
+        try:
+            problem = ensure_default_model(settings, stream=sys.stderr)
+        except Exception as exc:  # never take the server down over a download
+            problem = f"fetching the model failed: {exc}"
+        if problem:
+            print(f"cpersona: {problem}; serving with keyword search only until a model is installed",
+                  file=sys.stderr, flush=True)
+
+    # Daemon: quitting the server mid-download must not hang; the install is atomic, nothing half-written stays.
+    thread = threading.Thread(target=work, name="cpersona-model-fetch", daemon=True)
+    thread.start()
+    return thread
+
+
+# -- store / recall / stats --------------------------------------------------------------------
+
+
+def cmd_store(args: argparse.Namespace, settings: Settings) -> int:
+    """Store one memory from the command line."""
+    content = sys.stdin.read() if args.content == "-" else args.content
+    with _open_memory(settings, background=True) as memory:
+        if settings.embedding_mode != "none":
+            memory.wait_until_ready(timeout=MODEL_WAIT_SECONDS)
+        result = memory.store(
+            args.agent, content, msg_id=args.msg_id, channel=args.channel, project_id=args.project
+        )
+    if args.json:
+        _print_json(result)
+    elif result.get("result") == "stored":
+        extra = " (truncated to the content cap)" if result.get("truncated") else ""
+        embedded = "yes" if result.get("embedded") else "no (keyword search until back-filled)"
+        print(f"stored {result.get('ref') or result.get('id')}{extra}; embedded: {embedded}")
+    elif result.get("result") == "skipped":
+        where = f" (existing {result.get('ref') or result.get('id')})" if result.get("id") is not None else ""
+        print(f"skipped: {result.get('reason', 'duplicate')}{where}")
+    else:
+        print(f"rejected: {result.get('reason') or result.get('error')}", file=sys.stderr)
+    return 0 if result.get("ok") else 1
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
+    """Human-readable recall lines, worst → best, with the best match (the last row) marked."""
+    rows = result.get("results") or []
+    search = result.get("search") if isinstance(result.get("search"), dict) else {}
+    keyword_only = result.get("query_embedded") is False or search.get("vector") is False
+    lines = [
+        f"{len(rows)} result(s), worst to best — the last one (★ best) is the best match"
+        f"{'; keyword-only' if keyword_only else ''}"
+    ]
+    best_index = max((i for i, r in enumerate(rows) if r.get("type") != "profile"), default=None)
+    for index, row in enumerate(rows):
+        marker = "★ best" if index == best_index else "      "
+        reason = row.get("match_reason") or {}
+        if row.get("type") == "profile":
+            head = "profile"
+        else:
+            score = reason.get("score")
+            score_text = f"{score:.4f}" if isinstance(score, int | float) else "-"
+            head = f"{row.get('ref', '?')}  {reason.get('signal', '?')} {score_text}"
+        when = str(row.get("timestamp") or row.get("created_at") or "")[:16].replace("T", " ")
+        content = str(row.get("content", ""))
+        text = " ".join(content.split()) if full else _one_line(content, RECALL_SNIPPET_CHARS)
+        lines.append(f"{marker}  {head}  {when}  {text}".rstrip())
+    return lines
+
+
+def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    """Recall memories and print them worst → best with the best match marked."""
+    with _open_memory(settings, background=True) as memory:
+        if settings.embedding_mode != "none":
+            memory.wait_until_ready(timeout=MODEL_WAIT_SECONDS)
+        result = memory.recall(
+            args.agent, args.query, limit=args.limit, channel=args.channel, project_id=args.project,
+            deep=args.deep,
+        )
+    if args.json:
+        _print_json(result)
+        return 0 if result.get("ok", True) else 1
+    advisory = result.get("advisory")
+    if isinstance(advisory, dict) and advisory.get("reason"):
+        print(f"note: search is degraded: {advisory['reason']}", file=sys.stderr)
+    for line in format_recall(result, full=args.full):
+        print(line)
+    return 0 if result.get("ok", True) else 1
+
+
+def _print_tree(value: Any, indent: int = 0) -> None:
+    pad = "  " * indent
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, dict | list) and item:
+                print(f"{pad}{key}:")
+                _print_tree(item, indent + 1)
+            else:
+                print(f"{pad}{key}: {item if item not in (None, {}, []) else '-'}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict | list):
+                print(f"{pad}-")
+                _print_tree(item, indent + 1)
+            else:
+                print(f"{pad}- {item}")
+    else:
+        print(f"{pad}{value}")
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    """Print database counts, embedding state and queue depth."""
+    with _open_memory(settings, background=True) as memory:
+        # Let the model load attempt settle so the embedding state is a finding, not "loading".
+        memory.wait_until_ready(timeout=MODEL_WAIT_SECONDS)
+        result = memory.stats()
+    if args.json:
+        _print_json(result)
+    else:
+        _print_tree({k: v for k, v in result.items() if k != "ok"})
+    return 0
+
+
+def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
+    """Re-embed rows whose vectors are missing or come from another model/dimension."""
+    with _open_memory(settings, background=False) as memory:
+        result = memory.reembed()
+    if args.json:
+        _print_json(result)
+    elif result.get("ok"):
+        print(f"re-embedded: {result.get('processed', 0)} task(s) processed of {result.get('queued', 0)} queued")
+    else:
+        print(f"cpersona reembed: {result.get('error')}", file=sys.stderr)
+    return 0 if result.get("ok") else 1
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree (also read by tests/test_docs.py to check every command is documented)."""
+    parser = argparse.ArgumentParser(
+        prog="cpersona",
+        description="Persistent memory for AI agents over MCP. Without a command, runs `serve`.",
+    )
+    parser.add_argument("--version", action="version", version=f"cpersona {__version__}")
+    parser.set_defaults(func=None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the MCP server (default command)")
+    serve.add_argument("--transport", choices=["stdio", "streamable-http"],
+                       help="transport (default: CPERSONA_TRANSPORT or stdio)")
+    serve.add_argument("--host", help="HTTP bind address (default: CPERSONA_HTTP_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default: CPERSONA_HTTP_PORT or 8402)")
+    serve.set_defaults(func=cmd_serve)
+
+    store = sub.add_parser("store", help="store one memory")
+    store.add_argument("agent", help="agent id")
+    store.add_argument("content", help="text to remember ('-' reads standard input)")
+    store.add_argument("--msg-id", help="stable message id (a second store with it is skipped)")
+    store.add_argument("--project", help="project id (default: the global pool)")
+    store.add_argument("--channel", help="channel")
+    store.add_argument("--json", action="store_true", help="print the raw JSON result")
+    store.set_defaults(func=cmd_store)
+
+    recall = sub.add_parser("recall", help="search memories; best match printed last, marked ★ best")
+    recall.add_argument("agent", help="agent id")
+    recall.add_argument("query", nargs="?", default="", help="what to look for (empty: most recent)")
+    recall.add_argument("--limit", type=int, default=10, help="maximum results (0..100, default 10)")
+    recall.add_argument("--project", help="project scope (X sees X plus the global pool)")
+    recall.add_argument("--channel", help="channel scope")
+    recall.add_argument("--deep", action="store_true", help="ignore time decay")
+    recall.add_argument("--full", action="store_true", help="print whole contents")
+    recall.add_argument("--json", action="store_true", help="print the raw JSON result")
+    recall.set_defaults(func=cmd_recall)
+
+    stats = sub.add_parser("stats", help="database counts, embedding state, queue depth")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    stats.set_defaults(func=cmd_stats)
+
+    reembed = sub.add_parser("reembed", help="re-embed rows with missing or other-model vectors (blocking)")
+    reembed.add_argument("--json", action="store_true", help="print the raw JSON result")
+    reembed.set_defaults(func=cmd_reembed)
+
+    if add_model_commands is not None:
+        add_model_commands(sub)
+    return parser
+
+
+def command_names(parser: argparse.ArgumentParser | None = None) -> list[str]:
+    """Names of every subcommand the parser knows."""
+    parser = parser or build_parser()
+    for action in parser._actions:  # argparse offers no public accessor for subparsers
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.func is None:  # no command given: serve, as MCP hosts launch plain `cpersona`
+        args = parser.parse_args(["serve"])
+    logging.basicConfig(
+        level=logging.INFO if args.command == "serve" else logging.WARNING,
+        stream=sys.stderr,  # stdout belongs to MCP JSON-RPC in stdio mode
+        format="cpersona: %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        print(f"cpersona: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return int(args.func(args, settings) or 0)
+    except CPersonaError as exc:
+        print(f"cpersona: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""CLI subcommands for models: ``fetch-model``, ``models`` and ``embed-server``.
+
+``add_model_commands(subparsers)`` registers them; each handler takes
+``(args, settings)`` and returns an exit code. Progress, the licence notice
+and errors go to stderr; results a script may read go to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from cpersona.config import Settings
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+def cmd_fetch_model(args: argparse.Namespace, settings: Settings) -> int:
+    """Install a model from the hub or from ``--from PATH``."""
+    from cpersona.embed.fetch import FetchError, fetch_model
+
+    name = args.name or settings.embedding_model
+    models_dir = Path(args.dir).expanduser() if args.dir else settings.models_dir
+    try:
+        target = fetch_model(name, models_dir, source=args.source, stream=sys.stderr, revision=args.revision)
+    except FetchError as exc:
+        print(f"cpersona fetch-model: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(
+            f"cpersona fetch-model: interrupted; nothing was installed at {models_dir / name}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    print(target)
+    if name != settings.embedding_model or models_dir != settings.models_dir:
+        print(
+            f"use it with: CPERSONA_MODELS_DIR={models_dir} CPERSONA_EMBEDDING_MODEL={name}",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
+    """List known models, where they are installed and which one is active."""
+    from cpersona.embed.catalog import format_model_list, list_models
+
+    models_dir = Path(args.dir).expanduser() if args.dir else settings.models_dir
+    rows = list_models(settings, models_dir)
+    if args.json:
+        print(json.dumps([r.to_json() for r in rows], indent=2))
+    else:
+        print(format_model_list(rows, settings))
+    return EXIT_OK
+
+
+def cmd_embed_server(args: argparse.Namespace, settings: Settings) -> int:
+    """Load the configured backend and serve it over the /embed contract."""
+    from cpersona.embed.base import EmbeddingFault
+    from cpersona.embed.embed_server import make_embed_server
+    from cpersona.embed.factory import create_backend
+
+    overrides: dict[str, object] = {}
+    if args.model:
+        overrides["embedding_model"] = args.model
+    if args.dir:
+        overrides["models_dir"] = Path(args.dir).expanduser()
+    if overrides:
+        settings = settings.with_overrides(**overrides)
+    if settings.embedding_mode == "none":
+        print(
+            "cpersona embed-server: CPERSONA_EMBEDDING_MODE=none, there is no model to serve", file=sys.stderr
+        )
+        return EXIT_FAILED
+    backend = create_backend(settings)
+    try:
+        backend.load()
+    except EmbeddingFault as fault:
+        print(f"cpersona embed-server: {fault}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        server = make_embed_server(backend, args.host, args.port)
+    except OSError as exc:
+        print(f"cpersona embed-server: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.host not in ("127.0.0.1", "::1", "localhost"):
+        print(f"warning: /embed has no authentication and listens on {args.host}", file=sys.stderr)
+    print(
+        f"serving {backend.model_id} ({backend.dimension}-d) at {server.url}/embed; Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        backend.close()
+    return EXIT_OK
+
+
+def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``fetch-model``, ``models`` and ``embed-server`` on an argparse subparsers object."""
+    from cpersona.embed.embed_server import DEFAULT_PORT
+
+    fetch = subparsers.add_parser(
+        "fetch-model",
+        help="download a model (or install it from a local copy)",
+        description="Install an embedding model into the models directory (CPERSONA_MODELS_DIR). "
+        "Downloads resume; nothing is installed unless every file verifies.",
+    )
+    fetch.add_argument(
+        "name", nargs="?", help="model name (default: CPERSONA_EMBEDDING_MODEL); see `cpersona models`"
+    )
+    fetch.add_argument(
+        "--from",
+        dest="source",
+        metavar="PATH",
+        help="install from a directory or .tar.gz/.tgz/.tar/.zip instead of the hub (offline machines)",
+    )
+    fetch.add_argument("--dir", metavar="DIR", help="models directory (default: CPERSONA_MODELS_DIR)")
+    fetch.add_argument("--revision", help="hub branch, tag or commit (default: the manifest's)")
+    fetch.set_defaults(func=cmd_fetch_model)
+
+    models = subparsers.add_parser("models", help="list models: installed or not, and which is active")
+    models.add_argument("--dir", metavar="DIR", help="models directory (default: CPERSONA_MODELS_DIR)")
+    models.add_argument("--json", action="store_true", help="machine-readable output")
+    models.set_defaults(func=cmd_models)
+
+    serve = subparsers.add_parser(
+        "embed-server", help="serve the embedding model over HTTP (/embed contract)"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; no auth!)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    serve.add_argument("--model", help="model name (default: CPERSONA_EMBEDDING_MODEL)")
+    serve.add_argument("--dir", metavar="DIR", help="models directory (default: CPERSONA_MODELS_DIR)")
+    serve.set_defaults(func=cmd_embed_server)

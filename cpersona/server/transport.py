@@ -1,0 +1,157 @@
+"""Transports: stdio (default) and streamable HTTP behind a bearer token (SPEC §9).
+
+In stdio mode stdout carries MCP JSON-RPC and nothing else; logs go to stderr.
+HTTP refuses to start unless it is authenticated or the operator explicitly
+allowed unauthenticated access, whatever the bind address.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from cpersona.config import Settings
+from cpersona.memory import Memory
+from cpersona.server.app import build_server
+
+log = logging.getLogger("cpersona.server")
+
+#: Path the MCP endpoint is served on.
+HTTP_PATH = "/mcp"
+#: Process exit code when the configuration forbids starting (same as a ConfigError).
+EXIT_REFUSED = 2
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class TransportRefused(RuntimeError):
+    """The transport must not start with this configuration; the message says why and what to set."""
+
+
+def http_refusal(settings: Settings) -> str | None:
+    """Why streamable HTTP must not start with ``settings``, or None when it may."""
+    if settings.acl_file is not None:
+        return (
+            f"CPERSONA_ACL_FILE is set ({settings.acl_file}) but ACL files are not supported yet in this "
+            "version; refusing to start rather than ignore it. Unset CPERSONA_ACL_FILE and use "
+            "CPERSONA_AUTH_TOKEN instead."
+        )
+    if settings.auth_token is None and not settings.allow_unauthenticated_http:
+        return (
+            "refusing to serve streamable HTTP without authentication: set CPERSONA_AUTH_TOKEN to a secret "
+            "bearer token (clients send 'Authorization: Bearer <token>'), or set "
+            "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true to accept anyone who can reach "
+            f"{settings.http_host}:{settings.http_port}."
+        )
+    return None
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
+
+    The comparison is constant-time (``hmac.compare_digest`` over bytes) so the
+    response time does not reveal how much of a guessed token was right.
+    Lifespan and other non-HTTP scopes pass through untouched.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") == "http" and not self._authorised(scope):
+            await self._reject(send)
+            return
+        await self.app(scope, receive, send)
+
+    def _authorised(self, scope: Scope) -> bool:
+        supplied = b""
+        for key, value in scope.get("headers") or ():
+            if key.lower() == b"authorization":
+                supplied = value.strip()
+                break
+        return hmac.compare_digest(supplied, self._expected)
+
+    @staticmethod
+    async def _reject(send: Send) -> None:
+        body = json.dumps(
+            {"ok": False, "error": "unauthorized: send 'Authorization: Bearer <CPERSONA_AUTH_TOKEN>'",
+             "error_code": "unauthorized"}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="cpersona"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+async def serve_stdio_async(memory: Memory, settings: Settings) -> None:
+    """Serve MCP over this process's stdin/stdout until the client closes stdin."""
+    server = build_server(memory, settings)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run_stdio(memory: Memory, settings: Settings | None = None) -> None:
+    """Blocking stdio server (the default transport)."""
+    anyio.run(serve_stdio_async, memory, settings or Settings())
+
+
+def build_http_app(memory: Memory, settings: Settings) -> ASGIApp:
+    """The streamable-HTTP ASGI app, wrapped in bearer-token auth when a token is configured.
+
+    Raises TransportRefused when ``settings`` forbid serving HTTP.
+    """
+    refusal = http_refusal(settings)
+    if refusal is not None:
+        raise TransportRefused(refusal)
+    server = build_server(memory, settings)
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=settings.http_host)
+    if settings.auth_token is not None:
+        app = BearerTokenMiddleware(app, settings.auth_token)
+    else:
+        log.warning("serving streamable HTTP WITHOUT authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)")
+    return app
+
+
+def run_http(memory: Memory, settings: Settings) -> int:
+    """Blocking streamable-HTTP server on ``settings.http_host:http_port``; returns an exit code.
+
+    Returns EXIT_REFUSED (2) without binding anything when the configuration
+    forbids HTTP (no token and no explicit opt-out, or an ACL file).
+    """
+    try:
+        app = build_http_app(memory, settings)
+    except TransportRefused as exc:
+        log.error("%s", exc)
+        return EXIT_REFUSED
+    log.info("serving MCP over streamable HTTP at http://%s:%d%s", settings.http_host, settings.http_port, HTTP_PATH)
+    config = uvicorn.Config(
+        app,
+        host=settings.http_host,
+        port=settings.http_port,
+        log_level="warning",
+        lifespan="on",
+        # uvicorn's own loggers write to stderr; keep its access log off (tokens never appear, but noise does).
+        access_log=False,
+    )
+    uvicorn.Server(config).run()
+    return 0

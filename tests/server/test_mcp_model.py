@@ -1,0 +1,70 @@
+"""End to end with the real MiniLM ONNX model: the installed server over stdio finds a paraphrase."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from mcp_helpers import McpSession, mcp_session, server_env, stdio_target
+
+pytestmark = pytest.mark.slow
+
+
+def wait_for_model(session: McpSession, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if session.call("get_queue_status")["model_ready"]:
+            return
+        time.sleep(0.2)
+    pytest.fail("the embedding model did not become ready over MCP")
+
+
+def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> None:
+    env = server_env(
+        tmp_path,
+        CPERSONA_EMBEDDING_MODE="onnx",
+        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
+        CPERSONA_MODELS_DIR=str(minilm_models_dir),
+    )
+    with mcp_session(stdio_target(env)) as session:
+        # The handshake did not wait for the model; tools answer while it loads.
+        assert len(session.list_tools().tools) == 16
+        wait_for_model(session)
+        agent = "minilm"
+        target = session.call("store", {"agent_id": agent, "message": {"content": "The cat sits on the mat."}})
+        assert target["result"] == "stored" and target["embedded"] is True, target
+        for text in ("Quarterly revenue grew by eight percent.", "The train to Berlin leaves at noon.",
+                     "Compile the kernel with debug symbols."):
+            stored = session.call("store", {"agent_id": agent, "message": {"content": text}})
+            assert stored["embedded"] is True
+        recalled = session.call("recall", {"agent_id": agent, "query": "A kitten is resting on a rug"})
+        assert recalled["ok"] is True and recalled["results"], recalled
+        best = recalled["results"][-1]
+        assert best["id"] == target["id"], [r["content"] for r in recalled["results"]]
+        assert best["match_reason"].get("cosine") is not None
+        assert "advisory" not in recalled or not recalled["advisory"].get("degraded")
+
+
+def test_missing_model_serves_keyword_only_at_once(tmp_path: Path) -> None:
+    # Default onnx model absent and the hub unreachable (offline): the handshake must not wait for
+    # the fetch attempt, and recall must work keyword-only while saying why.
+    env = server_env(
+        tmp_path, CPERSONA_EMBEDDING_MODE="onnx", CPERSONA_AUTO_FETCH_MODEL="true", HF_HUB_OFFLINE="1"
+    )
+    started = time.monotonic()
+    with mcp_session(stdio_target(env)) as session:
+        assert len(session.list_tools().tools) == 16
+        assert time.monotonic() - started < 30
+        stored = session.call("store", {"agent_id": "offline", "message": {"content": "offline keyword note"}})
+        assert stored["result"] == "stored" and stored["embedded"] is False
+        deadline = time.monotonic() + 30
+        while True:
+            recalled = session.call("recall", {"agent_id": "offline", "query": "keyword note"})
+            advisory = recalled.get("advisory") or {}
+            if advisory.get("state") == "fault" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert recalled["results"][-1]["id"] == stored["id"]
+        assert advisory.get("degraded") is True and advisory.get("state") == "fault", recalled
+        assert "fetch-model" in str(advisory)

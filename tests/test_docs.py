@@ -1,0 +1,35 @@
+"""Every MCP tool and every CLI command is documented (README.md plus docs/*.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cpersona.cli.main import build_parser, command_names
+from cpersona.server.schemas import TOOLS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def documentation() -> str:
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return "\n".join(path.read_text(encoding="utf-8") for path in files if path.exists())
+
+
+@pytest.mark.parametrize("tool", [spec.name for spec in TOOLS])
+def test_tool_is_documented(tool: str) -> None:
+    # A backticked mention anywhere is the minimum; docs/tools.md gives each tool its own section.
+    assert f"`{tool}`" in documentation(), f"tool {tool} is not documented in README.md or docs/*.md"
+
+
+@pytest.mark.parametrize("tool", [spec.name for spec in TOOLS])
+def test_tool_has_a_section_in_tools_md(tool: str) -> None:
+    text = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
+    assert re.search(rf"^#+ `{re.escape(tool)}`", text, flags=re.MULTILINE), f"docs/tools.md lacks a {tool} section"
+
+
+@pytest.mark.parametrize("command", command_names(build_parser()))
+def test_cli_command_is_documented(command: str) -> None:
+    assert f"cpersona {command}" in documentation(), f"`cpersona {command}` is not documented"

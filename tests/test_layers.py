@@ -1,0 +1,100 @@
+"""Import direction between the package's layers, checked by parsing every module's imports with ``ast``.
+
+The core (storage, retrieval, embed, health) must not depend on the MCP or CLI
+layers; storage sits below retrieval; only server/ and cli/ may touch the MCP SDK.
+Function-level (lazy) imports count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "cpersona"
+CORE = ("storage", "retrieval", "embed", "health")
+MCP_MODULES = ("mcp", "mcp_types")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Absolute names of every module ``path`` imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    own = module_name(path)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base)
+                target = f"{prefix}.{node.module}" if node.module else prefix
+            else:
+                target = node.module or ""
+            names.add(target)
+            # `from cpersona import server` imports cpersona.server too.
+            names.update(f"{target}.{alias.name}" for alias in node.names)
+    return names
+
+
+def modules_in(*subpackage: str) -> list[Path]:
+    base = PACKAGE_DIR.joinpath(*subpackage)
+    return sorted(base.rglob("*.py")) if base.is_dir() else []
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+ALL_MODULES = sorted(PACKAGE_DIR.rglob("*.py"))
+
+
+def test_the_package_has_modules() -> None:
+    assert len(ALL_MODULES) > 10
+
+
+@pytest.mark.parametrize("layer", CORE)
+def test_core_layers_never_import_server_or_cli(layer: str) -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(
+            n for n in imported_modules(path) if within(n, "cpersona.server") or within(n, "cpersona.cli")
+        )
+        for path in modules_in(layer)
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_storage_never_imports_retrieval() -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(n for n in imported_modules(path) if within(n, "cpersona.retrieval"))
+        for path in modules_in("storage")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_only_server_and_cli_import_mcp() -> None:
+    allowed = (PACKAGE_DIR / "server", PACKAGE_DIR / "cli")
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(
+            n for n in imported_modules(path) if any(within(n, m) for m in MCP_MODULES)
+        )
+        for path in ALL_MODULES
+        if not any(path.is_relative_to(a) for a in allowed)
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_checker_sees_relative_and_lazy_imports() -> None:
+    # Guard against a checker that silently finds nothing: parse a known sample.
+    sample = PACKAGE_DIR / "server" / "app.py"
+    names = imported_modules(sample)
+    assert "mcp.server.lowlevel" in names and "cpersona.server.dispatch" in names
+    assert any(within(n, "cpersona.server") for n in imported_modules(PACKAGE_DIR / "cli" / "main.py"))
