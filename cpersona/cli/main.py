@@ -12,7 +12,6 @@ import argparse
 import json
 import logging
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -68,8 +67,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             print(f"cpersona: {refusal}", file=sys.stderr)
             return EXIT_REFUSED
 
-    _start_model_fetch(settings)
-    memory = _open_memory(settings, background=True)
+    from cpersona.memory import Memory
+
+    memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
     try:
         if settings.transport == "streamable-http":
             return run_http(memory, settings)
@@ -79,34 +79,27 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         memory.close()
 
 
-def _start_model_fetch(settings: Settings) -> threading.Thread | None:
-    """Fetch a missing default model in a background thread; the MCP handshake never waits for it.
+def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:
+    """The automatic fetch of a missing model, run by Memory's loader thread before its first load.
 
     The download can take minutes (about 1 GB for jina-v5-nano) and an MCP host
-    times out far sooner, so it runs beside the server: until it finishes the
-    model loader reports MODEL_MISSING and recall is keyword-only; the loader
-    retries periodically and picks the model up once the (atomic) install lands.
+    times out far sooner, so it never runs before the handshake: the loader
+    thread runs it, recall says "loading" (keyword-only) meanwhile, and when the
+    fetch fails (offline) the MODEL_MISSING fault carries its error beside the
+    fetch command. Progress goes to stderr only; stdout belongs to MCP.
     """
     if settings.embedding_mode != "onnx" or not settings.auto_fetch_model:
         return None
-    try:
-        from cpersona.embed.fetch import ensure_default_model
-    except ImportError:  # the fetch module is not in this tree
-        return None
+    from cpersona.embed.fetch import ensure_default_model
 
-    def work() -> None:
-        try:
-            problem = ensure_default_model(settings, stream=sys.stderr)
-        except Exception as exc:  # never take the server down over a download
-            problem = f"fetching the model failed: {exc}"
+    def prepare() -> str | None:
+        problem = ensure_default_model(settings, stream=sys.stderr)
         if problem:
             print(f"cpersona: {problem}; serving with keyword search only until a model is installed",
                   file=sys.stderr, flush=True)
+        return problem
 
-    # Daemon: quitting the server mid-download must not hang; the install is atomic, nothing half-written stays.
-    thread = threading.Thread(target=work, name="cpersona-model-fetch", daemon=True)
-    thread.start()
-    return thread
+    return prepare
 
 
 # -- store / recall / stats --------------------------------------------------------------------
