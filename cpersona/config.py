@@ -129,7 +129,6 @@ class Settings:
 
     # Queue
     task_retry_delay: float = 30.0  # CPERSONA_TASK_RETRY_DELAY (seconds)
-    task_max_attempts: int = 5  # CPERSONA_TASK_MAX_ATTEMPTS
 
     # Transport
     transport: str = "stdio"  # CPERSONA_TRANSPORT: stdio | streamable-http
@@ -200,7 +199,6 @@ class Settings:
             auto_fetch_model=_bool(e, "CPERSONA_AUTO_FETCH_MODEL", base.auto_fetch_model),
             degraded_advisory=_bool(e, "CPERSONA_DEGRADED_ADVISORY", base.degraded_advisory),
             task_retry_delay=_float(e, "CPERSONA_TASK_RETRY_DELAY", base.task_retry_delay),
-            task_max_attempts=_int(e, "CPERSONA_TASK_MAX_ATTEMPTS", base.task_max_attempts, minimum=1),
             transport=_choice(e, ("CPERSONA_TRANSPORT",), base.transport, {"stdio", "streamable-http"}),
             http_host=_get(e, "CPERSONA_HTTP_HOST") or base.http_host,
             http_port=_int(e, "CPERSONA_HTTP_PORT", base.http_port, minimum=0),

@@ -1,0 +1,76 @@
+"""The in-memory vector index follows the file: appends, reloads, other connections, scope, window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from cpersona.retrieval.vector_index import VectorIndex
+from cpersona.storage.db import Database
+from cpersona.storage.migrations import migrate
+from cpersona.storage.scope import Scope
+from cpersona.storage.vectors import to_blob
+
+
+def _unit(seed: int, dim: int = 8) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _insert(db: Database, agent: str, seed: int, model: str = "m", project: str = "", channel: str = "") -> int:
+    with db.write() as conn:
+        cur = conn.execute(
+            "INSERT INTO memories(agent_id, project_id, channel, content, timestamp, created_at, embedding, "
+            "embedding_model, embedding_dim) VALUES (?, ?, ?, ?, 't', 't', ?, ?, 8)",
+            (agent, project, channel, f"row {seed} {agent} {project} {channel}", to_blob(_unit(seed)), model),
+        )
+        return int(cur.lastrowid)
+
+
+def test_appends_then_reloads_on_change_from_another_connection(tmp_path: Path) -> None:
+    db = Database(tmp_path / "v.db")
+    migrate(db)
+    other = Database(tmp_path / "v.db")  # a second process, as far as SQLite is concerned
+    index = VectorIndex("memories", "m", 8)
+    first = _insert(db, "a", 1)
+    index.sync(db.connection())
+    assert len(index) == 1 and index.reloads == 1
+    second = _insert(other, "a", 2)
+    _insert(other, "a", 3, model="another-model")  # never mixed in
+    index.sync(db.connection())
+    assert len(index) == 2 and index.reloads == 1  # appended, not reloaded
+    hits = index.search(_unit(2), Scope("a"), 5, window=100)
+    assert hits[0][0] == second and abs(hits[0][1] - 1.0) < 1e-5
+    with other.write() as conn:
+        conn.execute("DELETE FROM memories WHERE id = ?", (second,))
+    index.sync(db.connection())
+    assert index.reloads == 2 and [h[0] for h in index.search(_unit(2), Scope("a"), 5, window=100)] == [first]
+    db.close()
+    other.close()
+
+
+def test_scope_and_window(tmp_path: Path) -> None:
+    db = Database(tmp_path / "v.db")
+    migrate(db)
+    ids = {
+        "a-global": _insert(db, "a", 1),
+        "a-x": _insert(db, "a", 2, project="x"),
+        "a-y": _insert(db, "a", 3, project="y"),
+        "a-slack": _insert(db, "a", 4, channel="slack"),
+        "b": _insert(db, "b", 5),
+    }
+    index = VectorIndex("memories", "m", 8)
+    index.sync(db.connection())
+    q = _unit(9)
+
+    def found(scope: Scope, window: int = 100) -> set[int]:
+        return {i for i, _ in index.search(q, scope, 10, window=window)}
+
+    assert found(Scope("a", "x")) == {ids["a-global"], ids["a-x"], ids["a-slack"]}
+    assert found(Scope("a", "")) == {ids["a-global"], ids["a-slack"]}
+    assert found(Scope("a", None, "slack")) == {ids["a-global"], ids["a-x"], ids["a-y"], ids["a-slack"]}
+    assert found(Scope("a", None, "discord")) == {ids["a-global"], ids["a-x"], ids["a-y"]}
+    assert found(Scope("nobody")) == set()
+    assert found(Scope("a"), window=2) == {ids["a-y"], ids["a-slack"]}  # the two most recent in scope
+    db.close()
