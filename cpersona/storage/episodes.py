@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from cpersona.storage.by_id import fetch_by_ids
 from cpersona.storage.scope import Scope
 
 EPISODE_COLUMNS = (
@@ -81,16 +82,7 @@ def get(conn: sqlite3.Connection, episode_id: int) -> sqlite3.Row | None:
 
 def get_many(conn: sqlite3.Connection, ids: Sequence[int], scope: Scope | None = None) -> dict[int, sqlite3.Row]:
     """Rows by id, restricted to ``scope`` when given."""
-    found: dict[int, sqlite3.Row] = {}
-    where, params = (scope or Scope()).where()
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id IN ({marks}) AND {where}", [*chunk, *params]
-        ):
-            found[int(row["id"])] = row
-    return found
+    return fetch_by_ids(conn, "episodes", EPISODE_COLUMNS, ids, scope)
 
 
 def set_embedding(

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cpersona.storage.by_id import fetch_by_ids
 from cpersona.storage.scope import Scope
 
 MEMORY_COLUMNS = (
@@ -115,16 +116,7 @@ def get(conn: sqlite3.Connection, memory_id: int) -> sqlite3.Row | None:
 
 def get_many(conn: sqlite3.Connection, ids: Sequence[int], scope: Scope | None = None) -> dict[int, sqlite3.Row]:
     """Rows by id, restricted to ``scope`` when given."""
-    found: dict[int, sqlite3.Row] = {}
-    where, params = (scope or Scope()).where()
-    for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks}) AND {where}", [*chunk, *params]
-        ):
-            found[int(row["id"])] = row
-    return found
+    return fetch_by_ids(conn, "memories", MEMORY_COLUMNS, ids, scope)
 
 
 def set_embedding(
