@@ -521,6 +521,24 @@ class Memory:
             status.update(model_id=self.embeddings.model_id, dimension=self.embeddings.dimension)
         return status
 
+    def _rows_outside_window(self, conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+        """Per agent and table, rows with active vectors beyond the scan window (never searched by vector).
+
+        The window applies per recall scope; an agent's whole pool is its widest scope, so
+        this is the most any of its recalls can miss.
+        """
+        model_id = self.embeddings.model_id
+        if not model_id:
+            return {}
+        outside: dict[str, dict[str, int]] = {}
+        for table in ("memories", "episodes"):
+            for agent, n in conn.execute(
+                f"SELECT agent_id, COUNT(*) FROM {table} WHERE embedding_model = ? GROUP BY agent_id HAVING COUNT(*) > ?",
+                (model_id, self.settings.max_memories),
+            ):
+                outside.setdefault(agent, {})[table] = int(n) - self.settings.max_memories
+        return outside
+
     def stats(self) -> dict[str, Any]:
         """Counts, database path and size, embedding status, queue depth, vector window coverage."""
         conn = self.db.connection()
@@ -541,7 +559,10 @@ class Memory:
             "db_bytes": size,
             "counts": counts,
             "memories_with_active_vectors": embedded,
-            "vector_window": self.settings.max_memories,
+            "vector_window": {
+                "size": self.settings.max_memories,
+                "rows_outside": self._rows_outside_window(conn),
+            },
             "recall_mode": self.settings.recall_mode,
             "embedding": self.embedding_status(),
             "queue": tasks.status(conn),

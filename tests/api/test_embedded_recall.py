@@ -116,3 +116,18 @@ def test_update_memory_re_embeds(tmp_path: Path, minilm_models_dir: Path) -> Non
         mem.update_memory(stored["id"], "Interest rates rose again this quarter")
         best = mem.recall("a", "monetary policy and borrowing costs")["results"][-1]
         assert best["id"] == stored["id"]
+
+
+def test_stats_report_rows_outside_the_vector_window(tmp_path: Path, minilm_models_dir: Path) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir, max_memories=3)) as mem:
+        assert mem.wait_until_ready(60)
+        for i in range(5):
+            mem.store("a", f"the cat sits on mat number {i}")
+        mem.store("b", "a single row for bob")
+        window = mem.stats()["vector_window"]
+        assert window == {"size": 3, "rows_outside": {"a": {"memories": 2}}}
+        # The oldest rows are outside the window: vector search cannot see them, keywords still can.
+        vector_only = mem.recall("a", "kitten on a rug", limit=10)["results"]
+        assert {r["content"] for r in vector_only if r["match_reason"].get("cosine") is not None} == {
+            f"the cat sits on mat number {i}" for i in (2, 3, 4)
+        }
