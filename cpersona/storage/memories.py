@@ -67,7 +67,8 @@ def find_duplicate(conn: sqlite3.Connection, new: NewMemory) -> tuple[int, str] 
     """
     if new.msg_id:
         row = conn.execute(
-            "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND msg_id = ?",
+            # "msg_id <> ''" lets SQLite use the partial unique index instead of scanning the scope.
+            "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND msg_id = ? AND msg_id <> ''",
             (new.agent_id, new.project_id, new.msg_id),
         ).fetchone()
         if row:

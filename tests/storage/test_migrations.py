@@ -80,3 +80,24 @@ def test_new_migration_applies_on_existing_file(tmp_path: Path) -> None:
     cols = [r[1] for r in db.connection().execute("PRAGMA table_info(profiles)")]
     assert "note" in cols
     db.close()
+
+
+def test_dedup_probes_use_the_unique_indexes(tmp_path: Path) -> None:
+    from cpersona.storage.memories import NewMemory, find_duplicate
+
+    db = Database(tmp_path / "m.db")
+    migrate(db)
+    conn = db.connection()
+    plans: list[str] = []
+    probe = NewMemory("a", "", "", "m1", "text", None, None, "t", "t")
+    original_execute = conn.execute
+
+    class Spy:
+        def execute(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+            plans.extend(r[3] for r in original_execute("EXPLAIN QUERY PLAN " + sql, params))
+            return original_execute(sql, params)
+
+    find_duplicate(Spy(), probe)  # type: ignore[arg-type]
+    assert any("memories_dedup_msg_id" in p for p in plans), plans
+    assert any("memories_dedup_content" in p for p in plans), plans
+    db.close()
