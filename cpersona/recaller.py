@@ -74,12 +74,14 @@ class Recaller:
             source_id=optional_str(source_id, "source_id"),
         )
         response: dict[str, Any] = {"ok": True, "results": [], "count": 0, "mode": self.settings.recall_mode}
+        wants_vector = request.limit > 0 and bool(request.query.strip())
+        query_vector = self.embeddings.embed_query(request.query) if wants_vector else None
+        # Read the health state after embedding, so a failure of this very query is already counted.
         advisory = self.health.advisory()
         if advisory is not None:
             response["advisory"] = advisory
         if request.limit == 0:
             return response
-        query_vector = self.embeddings.embed_query(request.query) if request.query.strip() else None
         now = utc_now()
         with self.db.read() as conn:
             mem_index = self._index("memories") if query_vector is not None else None
