@@ -26,6 +26,8 @@ MODEL_WAIT_SECONDS = 120.0
 #: Characters of content shown per row in human-readable recall output.
 RECALL_SNIPPET_CHARS = 240
 
+log = logging.getLogger("cpersona.cli")
+
 Command = Callable[[argparse.Namespace, Settings], int]
 
 try:  # written by another engineer; the CLI works without it until it lands
@@ -70,6 +72,15 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from cpersona.memory import Memory
 
     memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
+    model = settings.embedding_model if settings.embedding_mode == "onnx" else settings.embedding_url or ""
+    log.info(
+        "cpersona %s serving MCP over %s; database %s; embeddings %s %s (loading in the background)",
+        __version__,
+        settings.transport,
+        settings.db_path,
+        settings.embedding_mode,
+        model,
+    )
     try:
         if settings.transport == "streamable-http":
             return run_http(memory, settings)

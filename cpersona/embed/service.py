@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -90,6 +91,7 @@ class EmbeddingService:
                 )
                 self._settled.set()
                 return False
+            started = time.perf_counter()
             try:
                 self.backend.load()
                 fault = self._corpus_check(self.backend) if self._corpus_check else None
@@ -112,6 +114,13 @@ class EmbeddingService:
                 self._settled.set()
                 return False
             self._consecutive_errors = 0
+            log.info(
+                "embedding model %s ready (%d-d, %s) in %.2f s",
+                self.backend.model_id,
+                self.backend.dimension,
+                self.backend.mode,
+                time.perf_counter() - started,
+            )
             self._mark_healthy()
             self._settled.set()
             return True
