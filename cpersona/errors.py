@@ -27,6 +27,12 @@ class LockedRow(CPersonaError):
     code = "locked"
 
 
+class DatabaseUnavailable(CPersonaError):
+    """The database file cannot be created or opened (bad path, permissions, not a SQLite file)."""
+
+    code = "database_unavailable"
+
+
 class SchemaTooNew(CPersonaError):
     """The database was written by a newer CPersona; we refuse rather than downgrade it."""
 

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from cpersona.errors import DatabaseUnavailable
+
 BUSY_TIMEOUT_MS = 30_000
 _WRITE_RETRIES = 5
 
@@ -35,15 +37,21 @@ class Database:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
-        first = self.connection()
-        mode = first.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            mode = self.connection().execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except (sqlite3.Error, OSError) as exc:
+            self.close()
+            raise DatabaseUnavailable(
+                f"cannot open the database {self.path}: {exc} (check CPERSONA_DB_PATH and its permissions)"
+            ) from exc
         if str(mode).lower() != "wal":
-            raise RuntimeError(f"could not switch {self.path} to WAL mode (got {mode})")
+            self.close()
+            raise DatabaseUnavailable(f"could not switch {self.path} to WAL mode (got {mode})")
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (created on first use)."""

@@ -76,6 +76,17 @@ def test_bad_environment_value_exits_2_with_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "memory.db").exists()
 
 
+@pytest.mark.parametrize("command", ["stats", "serve"])
+def test_unusable_database_exits_1_with_one_line(tmp_path: Path, command: str) -> None:
+    not_sqlite = tmp_path / "notes.txt"
+    not_sqlite.write_text("a shopping list, not a database")
+    done = run(tmp_path, command, CPERSONA_DB_PATH=str(not_sqlite))
+    assert done.returncode == 1 and done.stdout == ""
+    lines = [line for line in done.stderr.strip().splitlines() if "cannot open the database" in line]
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert not_sqlite.read_text() == "a shopping list, not a database"
+
+
 def test_bare_command_serves_stdio_and_keeps_stdout_clean(tmp_path: Path) -> None:
     # With stdin closed at once, the stdio server must exit cleanly having written nothing to stdout.
     done = run(tmp_path)

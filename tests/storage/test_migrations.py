@@ -101,3 +101,17 @@ def test_dedup_probes_use_the_unique_indexes(tmp_path: Path) -> None:
     assert any("memories_dedup_msg_id" in p for p in plans), plans
     assert any("memories_dedup_content" in p for p in plans), plans
     db.close()
+
+
+def test_unusable_paths_fail_with_one_clear_error(tmp_path: Path) -> None:
+    from cpersona.errors import DatabaseUnavailable
+
+    not_sqlite = tmp_path / "notes.txt"
+    not_sqlite.write_text("this is not a database, but a shopping list")
+    with pytest.raises(DatabaseUnavailable, match="cannot open the database .*notes.txt"):
+        Database(not_sqlite)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(DatabaseUnavailable, match="CPERSONA_DB_PATH"):
+        Database(blocker / "sub" / "memory.db")
+    assert not_sqlite.read_text().startswith("this is not a database")
