@@ -219,11 +219,12 @@ def test_matryoshka_cut_refused_for_model_without_it(minilm_models_dir: Path) ->
     assert info.value.kind == FaultKind.MISCONFIGURED and "CPERSONA_EMBEDDING_DIM" in info.value.evidence
 
 
+@pytest.mark.parametrize("module", ["onnxruntime", "tokenizers"])
 def test_runtime_import_failure_is_import_error(
-    minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
+    minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch, module: str
 ) -> None:
-    # A None entry in sys.modules makes `import onnxruntime` raise ImportError, as if it were absent.
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    # A None entry in sys.modules makes the import raise ImportError, as if the package were absent.
+    monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(EmbeddingFault) as info:
         OnnxBackend(load_manifest(MINILM), minilm_models_dir / MINILM).load()
     assert info.value.kind == FaultKind.IMPORT_ERROR and "pip install" in info.value.runbook
