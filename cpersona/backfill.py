@@ -13,6 +13,8 @@ import threading
 from datetime import timedelta
 
 from cpersona.embed.service import EmbeddingService
+from cpersona.storage import episodes as episode_rows
+from cpersona.storage import memories as memory_rows
 from cpersona.storage import tasks
 from cpersona.storage.db import Database
 from cpersona.storage.vectors import to_blob
@@ -25,6 +27,7 @@ _TEXT_SQL = {
     "memories": "SELECT content FROM memories WHERE id = ?",
     "episodes": "SELECT summary FROM episodes WHERE id = ?",
 }
+_SET_EMBEDDING = {"memories": memory_rows.set_embedding, "episodes": episode_rows.set_embedding}
 
 
 def enqueue_missing(db: Database, model_id: str, dimension: int) -> int:
@@ -112,11 +115,7 @@ class BackfillWorker:
                 current = wconn.execute(_TEXT_SQL[task.target_table], (task.target_id,)).fetchone()
                 if current is None or current[0] != texts[task.id]:
                     continue  # edited meanwhile: the task stays for the next round
-                wconn.execute(
-                    f"UPDATE {task.target_table} SET embedding = ?, embedding_model = ?, embedding_dim = ? "
-                    "WHERE id = ?",
-                    (to_blob(vector), model_id, dimension, task.target_id),
-                )
+                _SET_EMBEDDING[task.target_table](wconn, task.target_id, to_blob(vector), model_id, dimension)
                 tasks.complete(wconn, task.id)
                 self.processed += 1
         return len(due)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import platformdirs
@@ -93,7 +93,7 @@ class Settings:
 
     # Storage
     db_path: Path = field(default_factory=lambda: default_data_dir() / "memory.db")  # CPERSONA_DB_PATH
-    export_dir: Path | None = None  # CPERSONA_EXPORT_DIR (default: beside the DB)
+    export_dir: Path | None = None  # CPERSONA_EXPORT_DIR: reserved for export/import (not built yet)
 
     # Retrieval
     max_memories: int = 10000  # CPERSONA_MAX_MEMORIES: vector scan window per table
@@ -146,11 +146,6 @@ class Settings:
     update_check: bool = True  # CPERSONA_UPDATE_CHECK
     recall_precision: str = "balanced"  # CPERSONA_RECALL_PRECISION
     auto_calibrate: bool = False  # CPERSONA_AUTO_CALIBRATE
-
-    @property
-    def effective_export_dir(self) -> Path:
-        """Directory export/import paths are confined to."""
-        return self.export_dir if self.export_dir is not None else self.db_path.parent / "exports"
 
     def with_overrides(self, **changes: object) -> Settings:
         """A copy with some fields replaced (tests, benchmarks, CLI flags)."""
@@ -215,7 +210,3 @@ class Settings:
         )
         return settings
 
-
-def setting_names() -> list[str]:
-    """Field names of Settings (used by the docs test to check the configuration table)."""
-    return [f.name for f in fields(Settings)]

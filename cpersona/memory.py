@@ -185,7 +185,8 @@ class Memory:
             if isinstance(msg_id, bool) or not isinstance(msg_id, str | int | None):
                 raise InvalidInput("message id must be a string or an integer")
             msg = optional_str(str(msg_id) if msg_id is not None else None, "message id") or ""
-            text, truncated = cap_text(clean_text(content).strip(), s.max_content_length)
+            cleaned = clean_text(content).strip()
+            text, truncated = cap_text(cleaned, s.max_content_length)
             if not text:
                 raise InvalidInput("content is empty")
             now = format_ts(utc_now())
@@ -229,7 +230,7 @@ class Memory:
         }
         if truncated:
             result["truncated"] = True
-            result["original_length"] = len(clean_text(content).strip())
+            result["original_length"] = len(cleaned)
         return result
 
     @staticmethod

@@ -171,10 +171,6 @@ class EmbeddingService:
             except Exception:  # a listener failure must not block the others
                 log.exception("embedding ready listener failed")
 
-    def report_fault(self, fault: EmbeddingFault) -> None:
-        """Enter fault from outside (e.g. a dimension check that needed the database)."""
-        self._fault(fault)
-
     # -- embedding -------------------------------------------------------------------
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray | None:
         """Vectors for stored content, or None when the model is not usable right now."""

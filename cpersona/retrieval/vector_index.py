@@ -112,11 +112,6 @@ class VectorIndex:
             mask &= np.isin(cols.channel, allowed)
         return mask
 
-    def in_scope(self, scope: Scope) -> int:
-        """How many indexed vectors the scope admits."""
-        cols = self._cols
-        return int(self._mask(cols, scope).sum())
-
     def search(
         self,
         query: np.ndarray,

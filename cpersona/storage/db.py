@@ -109,10 +109,6 @@ class Database:
                 time.sleep(delay)
                 delay *= 2
 
-    def data_version(self) -> int:
-        """Changes when another connection commits (SQLite's PRAGMA data_version)."""
-        return int(self.connection().execute("PRAGMA data_version").fetchone()[0])
-
     def close(self) -> None:
         """Close every connection this object opened."""
         with self._all_lock:
