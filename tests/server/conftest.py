@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import model_fixtures
 import pytest
 from mcp_helpers import McpSession, mcp_session, server_env, stdio_target
 
@@ -35,9 +34,3 @@ def tool_memory(tmp_path: Path) -> Iterator[tuple[Memory, Settings]]:
         memory.wait_until_ready(5)
         yield memory, settings
 
-
-if not hasattr(model_fixtures, "minilm_models_dir"):
-    # The shared real-model fixture is not written yet; the one test needing it skips instead of erroring.
-    @pytest.fixture(scope="session")
-    def minilm_models_dir() -> Path:
-        pytest.skip("tests/model_fixtures.py does not provide minilm_models_dir yet")
