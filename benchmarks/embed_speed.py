@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cpersona.embed.assemble import assemble_minilm
-from cpersona.embed.fetch import install_from, is_installed
-from cpersona.embed.onnx_backend import OnnxBackend, default_threads
+from cpersona.embed.install.assemble import assemble_minilm
+from cpersona.embed.install.fetch import install_from, is_installed
 from cpersona.embed.registry import load_manifest
+from cpersona.embed.runtime.onnx_backend import OnnxBackend, default_threads
 
 WORDS = [
     "memory",

@@ -159,8 +159,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         models_dir = args.models_dir
         if models_dir is None:
-            from cpersona.embed.assemble import assemble_minilm
-            from cpersona.embed.fetch import install_from
+            from cpersona.embed.install.assemble import assemble_minilm
+            from cpersona.embed.install.fetch import install_from
 
             source = assemble_minilm(Path(tmp) / "minilm-src")
             models_dir = Path(tmp) / "models"

@@ -59,8 +59,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         models_dir = args.models_dir
         if models_dir is None:
-            from cpersona.embed.assemble import assemble_minilm
-            from cpersona.embed.fetch import install_from
+            from cpersona.embed.install.assemble import assemble_minilm
+            from cpersona.embed.install.fetch import install_from
 
             models_dir = Path(tmp) / "models"
             install_from(assemble_minilm(Path(tmp) / "src"), "all-minilm-l6-v2", models_dir, stream=sys.stderr)

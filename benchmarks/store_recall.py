@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import peak_rss_mb, print_table, summary_ms, write_json  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
-from cpersona.embed.none_backend import NoEmbeddings  # noqa: E402
+from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 
 WORDS = ["deploy", "pipeline", "staging", "cluster", "database", "password", "rotate", "meeting", "lunch", "ramen", "budget", "report", "quarterly", "invoice", "customer", "ticket", "bug", "login", "oauth", "token", "cache", "latency", "memory", "python", "rust", "sqlite", "index", "query", "vector", "embedding", "model", "laptop", "offline", "travel", "tokyo", "osaka", "kyoto", "garden", "coffee", "tea", "birthday", "gift", "project", "roadmap", "release", "version", "migration", "schema", "backup", "restore", "alert", "pager", "incident", "review"]
@@ -74,7 +74,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.models_dir:
-        from cpersona.embed.factory import create_backend
+        from cpersona.embed.runtime.factory import create_backend
 
         kwargs = {"embedding_mode": "onnx", "models_dir": args.models_dir, "embedding_model": args.model}
         factory = create_backend

@@ -12,7 +12,7 @@ import logging
 import threading
 from datetime import timedelta
 
-from cpersona.embed.service import EmbeddingService
+from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.storage import episodes as episode_rows
 from cpersona.storage import memories as memory_rows
 from cpersona.storage import tasks

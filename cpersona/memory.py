@@ -14,8 +14,8 @@ from typing import Any
 from cpersona import context_merge
 from cpersona.backfill import BackfillWorker, enqueue_missing
 from cpersona.config import Settings
-from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
-from cpersona.embed.service import EmbeddingService
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput, LockedRow, NotFound
 from cpersona.health.state import HEALTHY, HINT, HealthState
 from cpersona.recaller import Recaller
@@ -35,7 +35,7 @@ MAX_LIST_LIMIT = 1000
 
 
 def _default_backend(settings: Settings) -> EmbeddingBackend:
-    from cpersona.embed.factory import create_backend
+    from cpersona.embed.runtime.factory import create_backend
 
     return create_backend(settings)
 

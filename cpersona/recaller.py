@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona import context_merge
-from cpersona.embed.service import EmbeddingService
+from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.health.state import HealthState
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.retrieval.vector_index import VectorIndex

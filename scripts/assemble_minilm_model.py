@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cpersona.embed.assemble import AssembleError, assemble_minilm
+from cpersona.embed.install.assemble import AssembleError, assemble_minilm
 
 
 def main(argv: list[str] | None = None) -> int:

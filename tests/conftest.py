@@ -10,7 +10,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 from cpersona.config import Settings
-from cpersona.embed.none_backend import NoEmbeddings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
 
 pytest_plugins = ["model_fixtures"]

@@ -1,7 +1,7 @@
 """Real embedding models for tests, loaded from tests/conftest.py via ``pytest_plugins``.
 
 - ``minilm_source_dir``: all-MiniLM-L6-v2 assembled from the PyPI packages
-  (``cpersona.embed.assemble.assemble_minilm``), hub layout.
+  (``cpersona.embed.install.assemble.assemble_minilm``), hub layout.
 - ``minilm_models_dir``: a models directory where that copy is installed through
   the real ``fetch-model --from`` path (so it has an install.json).
 - ``minilm_backend``: a loaded OnnxBackend on it (session-wide; do not close).
@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cpersona.embed.assemble import assemble_minilm
-from cpersona.embed.fetch import install_from
-from cpersona.embed.onnx_backend import OnnxBackend
+from cpersona.embed.install.assemble import assemble_minilm
+from cpersona.embed.install.fetch import install_from
 from cpersona.embed.registry import load_manifest
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
 MINILM = "all-minilm-l6-v2"
 JINA = "jina-v5-nano"

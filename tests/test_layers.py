@@ -80,6 +80,32 @@ def test_storage_never_imports_retrieval() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def test_embed_runtime_never_imports_install() -> None:
+    # A process that only embeds must not depend on the download/archive code.
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(
+            n for n in imported_modules(path) if within(n, "cpersona.embed.install")
+        )
+        for path in modules_in("embed", "runtime")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+@pytest.mark.parametrize("shared", ["registry.py", "integrity.py"])
+def test_embed_shared_modules_import_neither_side(shared: str) -> None:
+    names = imported_modules(PACKAGE_DIR / "embed" / shared)
+    assert sorted(n for n in names if within(n, "cpersona.embed.runtime") or within(n, "cpersona.embed.install")) == []
+
+
+def test_embed_is_split_into_runtime_and_install() -> None:
+    # Guard against the rule above passing because the sub-packages vanished.
+    assert (PACKAGE_DIR / "embed" / "runtime" / "onnx_backend.py").is_file()
+    assert (PACKAGE_DIR / "embed" / "install" / "fetch.py").is_file()
+    assert sorted(p.name for p in (PACKAGE_DIR / "embed").glob("*.py")) == [
+        "__init__.py", "integrity.py", "registry.py"
+    ]
+
+
 def test_only_server_and_cli_import_mcp() -> None:
     allowed = (PACKAGE_DIR / "server", PACKAGE_DIR / "cli")
     offenders = {

@@ -101,7 +101,7 @@ def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:
     """
     if settings.embedding_mode != "onnx" or not settings.auto_fetch_model:
         return None
-    from cpersona.embed.fetch import ensure_default_model
+    from cpersona.embed.install.fetch import ensure_default_model
 
     def prepare() -> str | None:
         problem = ensure_default_model(settings, stream=sys.stderr)

@@ -21,7 +21,7 @@ EXIT_INTERRUPTED = 130
 
 def cmd_fetch_model(args: argparse.Namespace, settings: Settings) -> int:
     """Install a model from the hub or from ``--from PATH``."""
-    from cpersona.embed.fetch import FetchError, fetch_model
+    from cpersona.embed.install.fetch import FetchError, fetch_model
 
     name = args.name or settings.embedding_model
     models_dir = Path(args.dir).expanduser() if args.dir else settings.models_dir
@@ -47,7 +47,7 @@ def cmd_fetch_model(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
     """List known models, where they are installed and which one is active."""
-    from cpersona.embed.catalog import format_model_list, list_models
+    from cpersona.embed.install.catalog import format_model_list, list_models
 
     models_dir = Path(args.dir).expanduser() if args.dir else settings.models_dir
     rows = list_models(settings, models_dir)
@@ -60,9 +60,9 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_embed_server(args: argparse.Namespace, settings: Settings) -> int:
     """Load the configured backend and serve it over the /embed contract."""
-    from cpersona.embed.base import EmbeddingFault
-    from cpersona.embed.embed_server import make_embed_server
-    from cpersona.embed.factory import create_backend
+    from cpersona.embed.runtime.base import EmbeddingFault
+    from cpersona.embed.runtime.embed_server import make_embed_server
+    from cpersona.embed.runtime.factory import create_backend
 
     overrides: dict[str, object] = {}
     if args.model:
@@ -106,7 +106,7 @@ def cmd_embed_server(args: argparse.Namespace, settings: Settings) -> int:
 
 def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
     """Register ``fetch-model``, ``models`` and ``embed-server`` on an argparse subparsers object."""
-    from cpersona.embed.embed_server import DEFAULT_PORT
+    from cpersona.embed.runtime.embed_server import DEFAULT_PORT
 
     fetch = subparsers.add_parser(
         "fetch-model",

@@ -1,4 +1,8 @@
-"""Embedding backends (onnx, http, none), the model registry and model fetching.
+"""Embedding models: running one (``runtime/``) and installing one (``install/``).
+
+Shared by both sides: ``registry`` (the model manifests, shipped as package data in
+``manifests/``) and ``integrity`` (install records written by the installer and checked by
+the ONNX backend at load). Neither shared module imports ``runtime`` or ``install``.
 
 Nothing heavy is imported here: onnxruntime and tokenizers load lazily in the
 ONNX backend so a missing runtime becomes a reported fault, not a crash.

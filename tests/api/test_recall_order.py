@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cpersona.config import Settings
-from cpersona.embed.none_backend import NoEmbeddings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
 
 CORPUS = [

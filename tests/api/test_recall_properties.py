@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpersona.config import Settings
-from cpersona.embed.none_backend import NoEmbeddings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
 from cpersona.storage.scope import Scope
 

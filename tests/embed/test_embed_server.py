@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from cpersona.embed.embed_server import EmbedHTTPServer, start_embed_server
-from cpersona.embed.onnx_backend import OnnxBackend
+from cpersona.embed.runtime.embed_server import EmbedHTTPServer, start_embed_server
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,18 @@ import pytest
 from model_fixtures import free_loopback_port
 
 from cpersona.config import Settings
-from cpersona.embed import fetch
-from cpersona.embed.base import EmbeddingFault, FaultKind
-from cpersona.embed.fetch import FetchError, ensure_default_model, fetch_from_hub, fetch_model, install_from
+from cpersona.embed.install import fetch
+from cpersona.embed.install.fetch import (
+    FetchError,
+    ensure_default_model,
+    fetch_from_hub,
+    fetch_model,
+    install_from,
+)
 from cpersona.embed.integrity import read_record, sha256_file
-from cpersona.embed.onnx_backend import OnnxBackend
 from cpersona.embed.registry import ModelFile, load_manifest
+from cpersona.embed.runtime.base import EmbeddingFault, FaultKind
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
 MINILM = "all-minilm-l6-v2"
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from cpersona.embed.fetch import FetchError, fetch_from_hub
+from cpersona.embed.install.fetch import FetchError, fetch_from_hub
 from cpersona.embed.integrity import git_blob_sha1, read_record, sha256_file
-from cpersona.embed.onnx_backend import OnnxBackend
 from cpersona.embed.registry import load_manifest
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
 REPO_ID = "sentence-transformers/all-MiniLM-L6-v2"
 COMMIT = "c0ffee" + "0" * 34

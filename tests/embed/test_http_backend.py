@@ -9,12 +9,12 @@ import pytest
 from model_fixtures import free_loopback_port
 
 from cpersona.config import Settings
-from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
-from cpersona.embed.embed_server import EmbedHTTPServer, start_embed_server
-from cpersona.embed.factory import MisconfiguredBackend, create_backend
-from cpersona.embed.http_backend import HttpBackend, normalise_url
-from cpersona.embed.none_backend import NoEmbeddings
-from cpersona.embed.onnx_backend import OnnxBackend
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.embed_server import EmbedHTTPServer, start_embed_server
+from cpersona.embed.runtime.factory import MisconfiguredBackend, create_backend
+from cpersona.embed.runtime.http_backend import HttpBackend, normalise_url
+from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
 
 @pytest.fixture(scope="module")

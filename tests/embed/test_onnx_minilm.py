@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from cpersona.config import Settings
-from cpersona.embed.base import EmbeddingFault, FaultKind
 from cpersona.embed.integrity import read_record
-from cpersona.embed.onnx_backend import OnnxBackend
 from cpersona.embed.registry import load_manifest
+from cpersona.embed.runtime.base import EmbeddingFault, FaultKind
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
 MINILM = "all-minilm-l6-v2"
 PINNED_SENTENCE = "Persistent memory lets an agent recall what happened last week."

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from model_fixtures import TinyJina
 
-from cpersona.embed.base import EmbeddingFault, FaultKind
 from cpersona.embed.integrity import read_record
-from cpersona.embed.onnx_backend import OnnxBackend
-from cpersona.embed.pooling import cls_pool, last_token_pool, mean_pool, pool
 from cpersona.embed.registry import load_manifest
+from cpersona.embed.runtime.base import EmbeddingFault, FaultKind
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
+from cpersona.embed.runtime.pooling import cls_pool, last_token_pool, mean_pool, pool
 
 JINA = "jina-v5-nano"
 

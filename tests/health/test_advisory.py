@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from cpersona.config import Settings
-from cpersona.embed.base import FaultKind
-from cpersona.embed.embed_server import start_embed_server
-from cpersona.embed.fetch import install_from
-from cpersona.embed.http_backend import HttpBackend
-from cpersona.embed.none_backend import NoEmbeddings
+from cpersona.embed.install.fetch import install_from
+from cpersona.embed.runtime.base import FaultKind
+from cpersona.embed.runtime.embed_server import start_embed_server
+from cpersona.embed.runtime.http_backend import HttpBackend
+from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.health.state import FAULT, HEALTHY, HINT, Condition, HealthState
 from cpersona.memory import Memory
 

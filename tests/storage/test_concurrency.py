@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from cpersona.config import Settings
-from cpersona.embed.none_backend import NoEmbeddings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
 
 WRITER = textwrap.dedent(
     """
     import sys
     from cpersona.config import Settings
-    from cpersona.embed.none_backend import NoEmbeddings
+    from cpersona.embed.runtime.none_backend import NoEmbeddings
     from cpersona.memory import Memory
 
     path, worker, count = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -16,7 +16,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from cpersona.embed.base import EmbeddingBackend, EmbeddingFault
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.health.state import FAULT, HEALTHY, HINT, Condition, HealthState
 
 log = logging.getLogger(__name__)

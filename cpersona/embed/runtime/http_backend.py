@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind, l2_normalise
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind, l2_normalise
 
 if TYPE_CHECKING:
     from cpersona.config import Settings

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cpersona.embed.base import l2_normalise
+from cpersona.embed.runtime.base import l2_normalise
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

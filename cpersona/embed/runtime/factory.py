@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from cpersona.config import Settings
-from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
-from cpersona.embed.http_backend import HttpBackend
-from cpersona.embed.none_backend import NoEmbeddings
 from cpersona.embed.registry import ManifestError, known_model_names, load_manifest
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.http_backend import HttpBackend
+from cpersona.embed.runtime.none_backend import NoEmbeddings
 
 
 class MisconfiguredBackend(EmbeddingBackend):
@@ -79,6 +79,6 @@ def create_backend(settings: Settings) -> EmbeddingBackend:
             ),
         )
     # Imported here so that merely choosing a backend never pulls numpy-heavy ONNX code paths early.
-    from cpersona.embed.onnx_backend import OnnxBackend
+    from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
     return OnnxBackend.from_settings(manifest, settings)

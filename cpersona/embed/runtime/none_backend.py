@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 
 
 class NoEmbeddings(EmbeddingBackend):

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.integrity import read_record, verify_against_record, write_record
-from cpersona.embed.pooling import pool, truncate_and_normalise
 from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.pooling import pool, truncate_and_normalise
 
 if TYPE_CHECKING:
     from cpersona.config import Settings

@@ -33,9 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from cpersona.embed.archive import UnsafeArchiveError, extract_archive, is_archive
-from cpersona.embed.base import EmbeddingFault
-from cpersona.embed.hub import (
+from cpersona.embed.install.archive import UnsafeArchiveError, extract_archive, is_archive
+from cpersona.embed.install.hub import (
     HubFile,
     download_file,
     hub_endpoint,
@@ -53,6 +52,7 @@ from cpersona.embed.integrity import (
     write_record,
 )
 from cpersona.embed.registry import ModelManifest, UnknownModelError, load_manifest
+from cpersona.embed.runtime.base import EmbeddingFault
 
 if TYPE_CHECKING:
     from cpersona.config import Settings
@@ -182,7 +182,7 @@ def verify_model_dir(manifest: ModelManifest, path: Path) -> list[str]:
     vector is finite and unit length. Returns the graph's input names; raises
     FetchError kind invalid_model.
     """
-    from cpersona.embed.onnx_backend import OnnxBackend
+    from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
     backend = OnnxBackend(manifest, path, verify="off", batch_size=1)
     try:
