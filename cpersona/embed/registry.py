@@ -3,12 +3,11 @@
 A manifest is data only (hub repo, files, pooling, dimension, prompts,
 licence). Adding a model means adding a manifest file.
 
-Where manifests are found: the repository's ``models/`` directory when the
-package runs from a source checkout or an editable install (so editing or
-adding a file there takes effect at once), otherwise the copies shipped as
-package data in ``cpersona/embed/manifests/`` (a built wheel). The two
-directories are kept identical; ``tests/embed/test_registry.py`` fails when
-they drift.
+The manifests live in one place, ``cpersona/embed/manifests/``, shipped as
+package data (``pyproject.toml``), so a source checkout, an editable install
+and a built wheel all read the same files. ``models/`` in the repository holds
+no manifests (see docs/decisions.md); ``tests/embed/test_registry.py`` fails if
+a second copy appears or a manifest is not packaged.
 """
 
 from __future__ import annotations
@@ -30,10 +29,8 @@ POOLING_MODES = ("last_token", "mean", "cls")
 #: Inputs the ONNX backend knows how to build from a tokenised batch.
 SUPPORTED_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "position_ids")
 
-PACKAGED_MANIFEST_DIR = Path(__file__).resolve().parent / "manifests"
-# cpersona/embed/registry.py -> parents[2] is the checkout root holding models/ and pyproject.toml.
-_CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
-REPO_MANIFEST_DIR = _CHECKOUT_ROOT / "models"
+#: The one directory manifests are read from (package data, so wheels carry it).
+MANIFEST_DIR = Path(__file__).resolve().parent / "manifests"
 
 # Model names become directory names: keep them to one safe path component.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -190,11 +187,8 @@ def load_manifest_file(path: str | Path) -> ModelManifest:
 
 
 def manifest_dir() -> Path:
-    """The directory manifests are read from (checkout ``models/`` first, packaged copy otherwise)."""
-    in_checkout = (_CHECKOUT_ROOT / "pyproject.toml").is_file()
-    if in_checkout and REPO_MANIFEST_DIR.is_dir() and any(REPO_MANIFEST_DIR.glob("*.toml")):
-        return REPO_MANIFEST_DIR
-    return PACKAGED_MANIFEST_DIR
+    """The directory manifests are read from (``cpersona/embed/manifests/``)."""
+    return MANIFEST_DIR
 
 
 def list_manifests() -> list[ModelManifest]:

@@ -1,8 +1,8 @@
-"""Model manifests: contents, lookup, errors, and the packaged copies used by wheels."""
+"""Model manifests: contents, lookup, errors, and the one packaged source wheels carry."""
 
 from __future__ import annotations
 
-import filecmp
+import fnmatch
 import tomllib
 from pathlib import Path
 
@@ -79,30 +79,43 @@ def test_model_dir_from_settings_or_path(tmp_path: Path) -> None:
     ],
 )
 def test_malformed_manifest_is_refused(change: dict, message: str) -> None:
-    data = tomllib.loads((REPO / "models" / "all-minilm-l6-v2.toml").read_text())
+    data = tomllib.loads((registry.MANIFEST_DIR / "all-minilm-l6-v2.toml").read_text())
     data.update(change)
     with pytest.raises(ManifestError, match=message):
         parse_manifest(data)
 
 
-def test_packaged_manifests_match_models_dir() -> None:
-    # Wheels read cpersona/embed/manifests/; a checkout reads models/. They must not drift.
-    repo_files = sorted(p.name for p in (REPO / "models").glob("*.toml"))
-    packaged = sorted(p.name for p in registry.PACKAGED_MANIFEST_DIR.glob("*.toml"))
-    assert repo_files == packaged, "copy models/*.toml to cpersona/embed/manifests/"
-    for name in repo_files:
-        assert filecmp.cmp(REPO / "models" / name, registry.PACKAGED_MANIFEST_DIR / name, shallow=False), name
+def _repo_tomls() -> list[Path]:
+    skip = {".venv", "build", "dist", ".git", "node_modules"}
+    return [
+        p
+        for p in REPO.rglob("*.toml")
+        if not skip.intersection(p.relative_to(REPO).parts) and not any(".egg-info" in x for x in p.parts)
+    ]
 
 
-def test_packaged_manifests_are_package_data() -> None:
+def test_manifests_have_one_source() -> None:
+    # One copy only: any TOML in the repository that looks like a model manifest must be in the package.
+    manifests = sorted(p for p in _repo_tomls() if "hub_repo" in tomllib.loads(p.read_text(encoding="utf-8")))
+    assert manifests, "found no manifests at all"
+    outside = [str(p.relative_to(REPO)) for p in manifests if p.parent != registry.MANIFEST_DIR]
+    assert outside == [], f"a second copy of the manifests: {outside}; keep them in cpersona/embed/manifests/"
+    assert sorted(p.name for p in manifests) == sorted(p.name for p in registry.MANIFEST_DIR.glob("*.toml"))
+
+
+def test_every_manifest_is_package_data() -> None:
+    # What a wheel carries is decided by pyproject's package-data globs (relative to the package).
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["cpersona"]
-    assert "embed/manifests/*.toml" in patterns
+    package_root = REPO / "cpersona"
+    files = sorted(registry.MANIFEST_DIR.glob("*.toml"))
+    assert files
+    for path in files:
+        rel = path.relative_to(package_root).as_posix()
+        assert any(fnmatch.fnmatchcase(rel, pat) for pat in patterns), f"{rel} is not package data"
 
 
-def test_packaged_fallback_is_used_outside_a_checkout(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(registry, "_CHECKOUT_ROOT", tmp_path)
-    assert registry.manifest_dir() == registry.PACKAGED_MANIFEST_DIR
-    assert load_manifest("all-minilm-l6-v2").dimension == 384
+def test_the_registry_reads_the_packaged_directory() -> None:
+    assert registry.manifest_dir() == registry.MANIFEST_DIR
+    assert registry.MANIFEST_DIR.is_relative_to(Path(registry.__file__).resolve().parent)
+    assert {m.source for m in list_manifests()} == set(registry.MANIFEST_DIR.glob("*.toml"))
