@@ -18,6 +18,24 @@ def documentation() -> str:
     return "\n".join(path.read_text(encoding="utf-8") for path in files if path.exists())
 
 
+def documented_commands() -> list[str]:
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    return sorted(set(re.findall(r"`cpersona ([a-z][a-z-]*)", text)))
+
+
+def test_docs_name_the_commands() -> None:
+    # Guard against the parametrised test below silently running on nothing.
+    assert {"serve", "store", "recall", "stats", "fetch-model", "models", "embed-server"} <= set(
+        documented_commands()
+    )
+
+
+@pytest.mark.parametrize("command", documented_commands())
+def test_documented_command_is_registered(command: str) -> None:
+    # The converse of test_cli_command_is_documented: a command docs/cli.md promises must exist.
+    assert command in command_names(build_parser()), f"`cpersona {command}` is documented but not registered"
+
+
 @pytest.mark.parametrize("tool", [spec.name for spec in TOOLS])
 def test_tool_is_documented(tool: str) -> None:
     # A backticked mention anywhere is the minimum; docs/tools.md gives each tool its own section.

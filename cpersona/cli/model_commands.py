@@ -61,7 +61,7 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_embed_server(args: argparse.Namespace, settings: Settings) -> int:
     """Load the configured backend and serve it over the /embed contract."""
     from cpersona.embed.runtime.base import EmbeddingFault
-    from cpersona.embed.runtime.embed_server import make_embed_server
+    from cpersona.embed.runtime.embed_server import make_embed_server, serve_embed
     from cpersona.embed.runtime.factory import create_backend
 
     overrides: dict[str, object] = {}
@@ -95,11 +95,8 @@ def cmd_embed_server(args: argparse.Namespace, settings: Settings) -> int:
         flush=True,
     )
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        serve_embed(server)
     finally:
-        server.server_close()
         backend.close()
     return EXIT_OK
 

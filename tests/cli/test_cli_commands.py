@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cpersona.cli.main import build_parser, command_names
+from cpersona.cli.main import build_parser, command_names, format_recall
 
 pytestmark = pytest.mark.slow
 
@@ -104,3 +104,12 @@ def test_parser_knows_the_commands() -> None:
     assert {"serve", "store", "recall", "stats"} <= set(names)
     args = build_parser().parse_args(["serve", "--transport", "streamable-http", "--port", "9000"])
     assert (args.transport, args.port) == ("streamable-http", 9000)
+
+
+def test_recall_output_says_keyword_only_from_search_vector(tmp_path: Path) -> None:
+    # The header reads what recall returns (search.vector), in a real keyword-only run and both ways.
+    recall = run(tmp_path, "recall", "cli-agent", "anything")
+    assert recall.returncode == 0 and "keyword-only" in recall.stdout.splitlines()[0]
+    vector_ran = {"results": [], "search": {"vector": True, "keyword": "fts"}}
+    assert "keyword-only" not in format_recall(vector_ran)[0]
+    assert "keyword-only" in format_recall({"results": [], "search": {"vector": False, "keyword": "fts"}})[0]

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,3 +76,26 @@ def test_unknown_route_404(server: EmbedHTTPServer) -> None:
 
 def test_binds_loopback_by_default(server: EmbedHTTPServer) -> None:
     assert server.server_address[0] == "127.0.0.1"
+
+
+@pytest.mark.slow
+def test_cli_embed_server_serves_until_ctrl_c(minilm_models_dir: Path) -> None:
+    # The command runs the library's serve_embed: it answers /embed, and SIGINT ends it with exit 0.
+    exe = Path(sys.executable).with_name("cpersona")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
+    env.update(CPERSONA_EMBEDDING_MODE="onnx", CPERSONA_AUTO_FETCH_MODEL="false", CPERSONA_UPDATE_CHECK="false")
+    cmd = [str(exe), "embed-server", "--model", "all-minilm-l6-v2", "--dir", str(minilm_models_dir), "--port", "0"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"at (http://127\.0\.0\.1:\d+)/embed", line)
+        assert match, line
+        status, payload = request(match.group(1) + "/embed", json.dumps({"texts": ["hello"]}).encode())
+        assert status == 200 and payload["dimension"] == 384
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -125,10 +125,15 @@ def start_embed_server(
     return server, thread
 
 
-def serve_embed(backend: EmbeddingBackend, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
-    """Serve ``backend`` over /embed until interrupted (blocking)."""
-    server = make_embed_server(backend, host, port)
+def serve_embed(server: EmbedHTTPServer) -> None:
+    """Serve a bound server (``make_embed_server``) until Ctrl-C, then close its socket.
+
+    Binding is a separate step so the caller can report a busy port before announcing
+    the URL. Ctrl-C ends serving normally rather than as an exception.
+    """
     try:
         server.serve_forever()
+    except KeyboardInterrupt:
+        pass
     finally:
         server.server_close()
