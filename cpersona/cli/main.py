@@ -142,7 +142,8 @@ def _one_line(text: str, limit: int) -> str:
 def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
     """Human-readable recall lines, worst → best, with the best match (the last row) marked."""
     rows = result.get("results") or []
-    search = result.get("search") if isinstance(result.get("search"), dict) else {}
+    raw_search = result.get("search")
+    search: dict[str, Any] = raw_search if isinstance(raw_search, dict) else {}
     # recall reports whether the vector channel ran in search.vector (docs/api-shapes.md).
     keyword_only = search.get("vector") is False
     lines = [

@@ -103,8 +103,9 @@ class EmbedHTTPServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         """Base URL of the bound server, e.g. ``http://127.0.0.1:8403``."""
-        host, port = self.server_address[:2]
-        shown = f"[{host}]" if ":" in str(host) else host
+        raw_host, port = self.server_address[:2]
+        host = raw_host.decode() if isinstance(raw_host, bytes | bytearray) else str(raw_host)
+        shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}"
 
 
