@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from cpersona import __version__
+from cpersona.cli.model_commands import add_model_commands
 from cpersona.config import ConfigError, Settings
 from cpersona.errors import CPersonaError
 
@@ -29,11 +30,6 @@ RECALL_SNIPPET_CHARS = 240
 log = logging.getLogger("cpersona.cli")
 
 Command = Callable[[argparse.Namespace, Settings], int]
-
-try:  # written by another engineer; the CLI works without it until it lands
-    from cpersona.cli.model_commands import add_model_commands
-except ImportError:  # pragma: no cover - depends on the tree's state
-    add_model_commands = None  # type: ignore[assignment]
 
 
 def _open_memory(settings: Settings, *, background: bool) -> Any:
@@ -147,8 +143,8 @@ def _one_line(text: str, limit: int) -> str:
 def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
     """Human-readable recall lines, worst → best, with the best match (the last row) marked."""
     rows = result.get("results") or []
-    search = result.get("search") if isinstance(result.get("search"), dict) else {}
-    keyword_only = result.get("query_embedded") is False or search.get("vector") is False
+    search = result.get("search")
+    keyword_only = isinstance(search, dict) and search.get("vector") is False
     lines = [
         f"{len(rows)} result(s), worst to best — the last one (★ best) is the best match"
         f"{'; keyword-only' if keyword_only else ''}"
@@ -284,8 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     reembed.add_argument("--json", action="store_true", help="print the raw JSON result")
     reembed.set_defaults(func=cmd_reembed)
 
-    if add_model_commands is not None:
-        add_model_commands(sub)
+    add_model_commands(sub)
     return parser
 
 

@@ -104,7 +104,8 @@ class EmbedHTTPServer(ThreadingHTTPServer):
     def url(self) -> str:
         """Base URL of the bound server, e.g. ``http://127.0.0.1:8403``."""
         host, port = self.server_address[:2]
-        shown = f"[{host}]" if ":" in str(host) else host
+        text = host.decode() if isinstance(host, bytes) else str(host)
+        shown = f"[{text}]" if ":" in text else text
         return f"http://{shown}:{port}"
 
 
