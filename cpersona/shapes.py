@@ -22,7 +22,7 @@ class MatchReason(TypedDict):
 
     signal: Annotated[str, "What ranking keyed on: rrf, rsf or cascade."]
     score: Annotated[float, "The final score rows are ordered by (after penalties), rounded to 6 places."]
-    cosine: NotRequired[Annotated[float, "Cosine similarity to the query, when the vector channel found the row."]]
+    cosine: NotRequired[Annotated[float, "Cosine similarity to the query (the vector channel found the row)."]]
     rrf: NotRequired[Annotated[float, "Reciprocal-rank-fusion score before penalties."]]
     rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties."]]
 

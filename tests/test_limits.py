@@ -18,7 +18,8 @@ def props(tool: str) -> dict:
 
 def test_schemas_spell_the_limits_module_numbers() -> None:
     recall_limit = props("recall")["limit"]
-    assert (recall_limit["maximum"], recall_limit["default"]) == (limits.RECALL_LIMIT_MAX, limits.RECALL_LIMIT_DEFAULT)
+    assert recall_limit["maximum"] == limits.RECALL_LIMIT_MAX
+    assert recall_limit["default"] == limits.RECALL_LIMIT_DEFAULT
     assert props("recall_with_context")["limit"]["maximum"] == limits.RECALL_LIMIT_MAX
     assert props("get_contents")["refs"]["maxItems"] == limits.MAX_REFS_PER_CALL
     assert props("list_memories")["limit"]["maximum"] == limits.LIST_LIMIT_MAX
@@ -56,5 +57,5 @@ def test_descriptions_follow_the_settings_not_the_defaults() -> None:
     assert "1,234-character" in tools["recall"].input_schema["properties"]["full_content"]["description"]
     assert "4,321 characters" in tools["update_profile"].description
     assert "1,234-character" in instructions(settings)
-    everything = "".join(spec.description + str(spec.input_schema) for spec in tools.values()) + instructions(settings)
+    everything = instructions(settings) + "".join(spec.description + str(spec.input_schema) for spec in tools.values())
     assert "500" not in everything and "2,000" not in everything

@@ -41,7 +41,8 @@ def problems(value: Any, tp: Any, where: str = "result") -> list[str]:
         if not isinstance(value, dict):
             return [f"{where}: expected {tp.__name__} object, got {type(value).__name__}"]
         hints = get_type_hints(tp, include_extras=True)
-        found = [f"{where}: missing key {k!r} of {tp.__name__}" for k in tp.__required_keys__ if k not in value]
+        required = tp.__required_keys__
+        found = [f"{where}: missing key {k!r} of {tp.__name__}" for k in required if k not in value]
         found += [f"{where}: key {k!r} not in {tp.__name__}" for k in value if k not in hints]
         for key, sub in hints.items():
             if key in value:
@@ -60,7 +61,9 @@ def problems(value: Any, tp: Any, where: str = "result") -> list[str]:
         if not isinstance(value, dict):
             return [f"{where}: expected an object, got {type(value).__name__}"]
         key_type, value_type = get_args(tp)
-        return [p for k, v in value.items() for p in problems(k, key_type, where) + problems(v, value_type, f"{where}.{k}")]
+        return [
+            p for k, v in value.items() for p in problems(k, key_type, where) + problems(v, value_type, f"{where}.{k}")
+        ]
     if tp is float:
         ok = isinstance(value, int | float) and not isinstance(value, bool)
         return [] if ok else [f"{where}: expected a number, got {value!r:.60}"]
@@ -96,7 +99,8 @@ def test_api_shapes_doc_is_generated_from_the_typeddicts() -> None:
     generator = _load_generator()
     current = (ROOT / "docs" / "api-shapes.md").read_text(encoding="utf-8")
     assert generator.BEGIN in current, "docs/api-shapes.md lost its generated section"
-    assert generator.render(current) == current, "docs/api-shapes.md is stale: run python scripts/gen_api_shapes.py"
+    stale = "docs/api-shapes.md is stale: run python scripts/gen_api_shapes.py"
+    assert generator.render(current) == current, stale
     for shape in {s for results in shapes.METHOD_RESULTS.values() for s in results} | set(shapes.ROW_SHAPES):
         for key in get_type_hints(shape):
             assert f"`{key}`" in current, f"{shape.__name__}.{key} is not in docs/api-shapes.md"
@@ -128,11 +132,14 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
     assert_shape("recall", memory.recall("a", ""))
     assert_shape("recall", memory.recall("a", "deploy", limit=0))
     merged = memory.recall_with_context(
-        "a", "deploy vault", [{"role": "user", "content": "what about staging?", "name": "Ana"}, {"role": "system", "content": "x"}],
+        "a",
+        "deploy vault",
+        [{"role": "user", "content": "what about staging?", "name": "Ana"}, {"role": "system", "content": "x"}],
         limit=100,
     )
     assert_shape("recall_with_context", merged)
-    assert {item["origin"] for item in merged["items"]} == {"memory", "context"} and merged["context_filter_only"]
+    assert {item["origin"] for item in merged["items"]} == {"memory", "context"}
+    assert merged["context_filter_only"] == ["system"]
     contents = memory.get_contents("a", [stored["ref"], episode["ref"], "mem:999999"])
     assert_shape("get_contents", contents)
     assert contents["missing"] == ["mem:999999"] and len(contents["items"]) == 2
