@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -147,7 +148,7 @@ class Settings:
     recall_precision: str = "balanced"  # CPERSONA_RECALL_PRECISION
     auto_calibrate: bool = False  # CPERSONA_AUTO_CALIBRATE
 
-    def with_overrides(self, **changes: object) -> Settings:
+    def with_overrides(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (tests, benchmarks, CLI flags)."""
         return replace(self, **changes)
 

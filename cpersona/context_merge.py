@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
+from cpersona.limits import MAX_CONTEXT_ENTRIES
 from cpersona.text import clean_text, comparison_key, normalise_timestamp
 
 MERGED_ROLES = ("user", "assistant")
-MAX_ENTRIES = 200
 
 
 def validate_entries(entries: Any) -> list[dict[str, Any]]:
@@ -18,8 +18,8 @@ def validate_entries(entries: Any) -> list[dict[str, Any]]:
         return []
     if isinstance(entries, str) or not isinstance(entries, Sequence):
         raise InvalidInput("external_context must be a list of {role, content} objects")
-    if len(entries) > MAX_ENTRIES:
-        raise InvalidInput(f"external_context has {len(entries)} entries; at most {MAX_ENTRIES} allowed")
+    if len(entries) > MAX_CONTEXT_ENTRIES:
+        raise InvalidInput(f"external_context has {len(entries)} entries; at most {MAX_CONTEXT_ENTRIES} allowed")
     clean: list[dict[str, Any]] = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):

@@ -18,6 +18,7 @@ from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultK
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput, LockedRow, NotFound
 from cpersona.health.state import HEALTHY, HINT, HealthState
+from cpersona.limits import LIST_LIMIT_MAX, MAX_KEYWORD_CHARS, MAX_REF_CHARS, MAX_REFS_PER_CALL
 from cpersona.recaller import Recaller
 from cpersona.retrieval.pipeline import RecallPipeline
 from cpersona.storage import episodes as episode_rows
@@ -30,8 +31,6 @@ from cpersona.storage.scope import Scope, write_axes
 from cpersona.storage.vectors import to_blob
 from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, utc_now
 from cpersona.validation import boolean, bounded_int, optional_str, required_str, row_id, string_list
-
-MAX_LIST_LIMIT = 1000
 
 
 def _default_backend(settings: Settings) -> EmbeddingBackend:
@@ -289,7 +288,7 @@ class Memory:
         The MCP layer applies the 40,000-character batch budget (``deferred``).
         """
         agent = required_str(agent_id, "agent_id")
-        wanted = string_list(refs, "refs", max_items=20, max_len=64)
+        wanted = string_list(refs, "refs", max_items=MAX_REFS_PER_CALL, max_len=MAX_REF_CHARS)
         scope = Scope(agent_id=agent)
         parsed: list[tuple[str, str, int]] = []
         for ref in wanted:
@@ -330,7 +329,7 @@ class Memory:
             raise InvalidInput("summary is empty")
         if isinstance(keywords, str):
             keywords = [k for k in keywords.split(",")]
-        words = [k.strip() for k in string_list(keywords, "keywords", max_len=200) if k.strip()]
+        words = [k.strip() for k in string_list(keywords, "keywords", max_len=MAX_KEYWORD_CHARS) if k.strip()]
         entries = context_merge.validate_entries(history)
         stamps = sorted(e["timestamp"] for e in entries if "timestamp" in e)
         blob, model_id, dim = self._embed_document(text)
@@ -436,7 +435,7 @@ class Memory:
     ) -> dict[str, Any]:
         """Memories newest first: ``{ok, items, count, total}``."""
         scope = Scope(optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"))
-        n = bounded_int(limit, "limit", 0, MAX_LIST_LIMIT)
+        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.db.read() as conn:
             items = [memory_rows.row_to_dict(r) for r in memory_rows.list_recent(conn, scope, n)]
             total = memory_rows.count(conn, scope)
@@ -447,7 +446,7 @@ class Memory:
     ) -> dict[str, Any]:
         """Episodes newest first: ``{ok, items, count, total}``."""
         scope = Scope(optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"))
-        n = bounded_int(limit, "limit", 0, MAX_LIST_LIMIT)
+        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.db.read() as conn:
             items = [episode_rows.row_to_dict(r) for r in episode_rows.list_recent(conn, scope, n)]
             total = episode_rows.count(conn, scope)

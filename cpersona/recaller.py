@@ -10,6 +10,12 @@ from typing import Any
 from cpersona import context_merge
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.health.state import HealthState
+from cpersona.limits import (
+    MAX_QUERY_CHARS,
+    PROFILE_INJECTION_MIN_POOL,
+    PROFILE_INJECTION_ROWS,
+    RECALL_LIMIT_MAX,
+)
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.retrieval.vector_index import VectorIndex
 from cpersona.storage import episodes as episode_rows
@@ -19,10 +25,6 @@ from cpersona.storage.db import Database
 from cpersona.storage.scope import Scope
 from cpersona.text import clean_text, format_ts, utc_now
 from cpersona.validation import boolean, bounded_int, optional_str, string_list
-
-PROFILE_INJECTION_MIN_POOL = 50
-PROFILE_INJECTION_ROWS = 3
-MAX_QUERY_CHARS = 8000  # longer queries are cut: no model or trigram search gains from more
 
 
 class Recaller:
@@ -68,7 +70,7 @@ class Recaller:
                 optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), optional_str(channel, "channel")
             ),
             query=clean_text(optional_str(query, "query", max_len=10**9) or "")[:MAX_QUERY_CHARS],
-            limit=bounded_int(limit, "limit", 0, 100),
+            limit=bounded_int(limit, "limit", 0, RECALL_LIMIT_MAX),
             deep=boolean(deep, "deep"),
             exclude_contents=string_list(exclude_contents, "exclude_contents"),
             source_id=optional_str(source_id, "source_id"),

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
+from cpersona.limits import MAX_IDENTIFIER_CHARS, MAX_LIST_ITEM_CHARS, MAX_LIST_ITEMS, MAX_ROW_ID
 from cpersona.text import clean_text
 
 
-def optional_str(value: Any, name: str, max_len: int = 512) -> str | None:
+def optional_str(value: Any, name: str, max_len: int = MAX_IDENTIFIER_CHARS) -> str | None:
     """None or a cleaned string no longer than ``max_len``."""
     if value is None:
         return None
@@ -21,7 +22,7 @@ def optional_str(value: Any, name: str, max_len: int = 512) -> str | None:
     return value
 
 
-def required_str(value: Any, name: str, max_len: int = 512) -> str:
+def required_str(value: Any, name: str, max_len: int = MAX_IDENTIFIER_CHARS) -> str:
     """A cleaned string (empty allowed) no longer than ``max_len``."""
     if value is None:
         raise InvalidInput(f"{name} is required")
@@ -52,12 +53,12 @@ def row_id(value: Any, name: str, prefix: str) -> int:
             value = int(text)
         else:
             raise InvalidInput(f"{name} must be an integer id or a '{prefix}:<id>' ref (got {value[:40]!r})")
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value > 2**63 - 1:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value > MAX_ROW_ID:
         raise InvalidInput(f"{name} must be a positive integer id")
     return value
 
 
-def string_list(value: Any, name: str, max_items: int = 100, max_len: int = 20000) -> tuple[str, ...]:
+def string_list(value: Any, name: str, max_items: int = MAX_LIST_ITEMS, max_len: int = MAX_LIST_ITEM_CHARS) -> tuple[str, ...]:
     """A list of strings (None → empty)."""
     if value is None:
         return ()

@@ -19,6 +19,7 @@ from cpersona import __version__
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.config import ConfigError, Settings
 from cpersona.errors import CPersonaError
+from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
 
 #: Exit code for configuration problems (bad env value, HTTP without auth).
 EXIT_CONFIG = 2
@@ -30,6 +31,7 @@ RECALL_SNIPPET_CHARS = 240
 log = logging.getLogger("cpersona.cli")
 
 Command = Callable[[argparse.Namespace, Settings], int]
+
 
 def _open_memory(settings: Settings, *, background: bool) -> Any:
     from cpersona.memory import Memory
@@ -265,7 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
     recall = sub.add_parser("recall", help="search memories; best match printed last, marked ★ best")
     recall.add_argument("agent", help="agent id")
     recall.add_argument("query", nargs="?", default="", help="what to look for (empty: most recent)")
-    recall.add_argument("--limit", type=int, default=10, help="maximum results (0..100, default 10)")
+    recall.add_argument(
+        "--limit",
+        type=int,
+        default=RECALL_LIMIT_DEFAULT,
+        help=f"maximum results (0..{RECALL_LIMIT_MAX}, default {RECALL_LIMIT_DEFAULT})",
+    )
     recall.add_argument("--project", help="project scope (X sees X plus the global pool)")
     recall.add_argument("--channel", help="channel scope")
     recall.add_argument("--deep", action="store_true", help="ignore time decay")

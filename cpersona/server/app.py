@@ -19,17 +19,17 @@ from cpersona import __version__
 from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.server.dispatch import dispatch_tool
-from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME
+from cpersona.server.schemas import ToolSpec, build_tools
 
 SERVER_NAME = "cpersona"
 
 #: How many tool calls may run Memory code at once; more wait their turn instead of piling threads.
 MAX_CONCURRENT_CALLS = 8
 
-INSTRUCTIONS = """\
+_INSTRUCTIONS = """\
 CPersona is your long-term memory across sessions.
 - At the start of a task, call recall with your agent_id and what the task is about. Results are \
-ordered worst to best: the LAST element is the best match. Long texts arrive as 500-character \
+ordered worst to best: the LAST element is the best match. Long texts arrive as {preview}-character \
 previews (content_truncated: true); call get_contents with their refs ('mem:<id>', 'ep:<id>') for \
 the full text.
 - When you learn a durable fact, decision or preference, call store with a self-contained message \
@@ -40,23 +40,22 @@ the full text.
 """
 
 
-def tool_list() -> list[types.Tool]:
-    """The registry as MCP ``Tool`` objects."""
+def instructions(settings: Settings) -> str:
+    """The server's ``instructions`` text, quoting the configured preview size."""
+    return _INSTRUCTIONS.format(preview=f"{settings.recall_preview_chars:,}")
+
+
+def tool_list(specs: tuple[ToolSpec, ...]) -> list[types.Tool]:
+    """The registry as MCP ``Tool`` objects (annotations come from ``ToolSpec.annotations``)."""
     return [
         types.Tool(
             name=spec.name,
             title=spec.title or None,
             description=spec.description,
             input_schema=spec.input_schema,
-            annotations=types.ToolAnnotations(
-                title=spec.title or None,
-                read_only_hint=spec.read_only,
-                destructive_hint=spec.destructive,
-                idempotent_hint=spec.idempotent,
-                open_world_hint=spec.open_world,
-            ),
+            annotations=types.ToolAnnotations.model_validate(spec.annotations()),
         )
-        for spec in TOOLS
+        for spec in specs
     ]
 
 
@@ -76,7 +75,9 @@ def build_server(memory: Memory, settings: Settings) -> Server[Any]:
     Nothing here waits for the embedding model: ``initialize`` and
     ``tools/list`` answer at once while Memory loads the model in the background.
     """
-    tools = tool_list()
+    specs = build_tools(settings)
+    specs_by_name = {spec.name: spec for spec in specs}
+    tools = tool_list(specs)
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -89,13 +90,13 @@ def build_server(memory: Memory, settings: Settings) -> Server[Any]:
         return to_call_result(response)
 
     def input_schema(name: str) -> dict[str, Any] | None:
-        spec = TOOLS_BY_NAME.get(name)
+        spec = specs_by_name.get(name)
         return None if spec is None else spec.input_schema
 
     return Server(
         SERVER_NAME,
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(settings),
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,

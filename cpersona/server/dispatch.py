@@ -17,15 +17,18 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError
+from cpersona.limits import (
+    LIST_EPISODES_LIMIT_DEFAULT,
+    LIST_MEMORIES_LIMIT_DEFAULT,
+    MAX_ERROR_CHARS,
+    RECALL_LIMIT_DEFAULT,
+)
 from cpersona.memory import Memory
 from cpersona.server import shaping
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
 from cpersona.text import clean_text
 
 log = logging.getLogger("cpersona.server")
-
-#: Longest error text echoed back; jsonschema messages quote the offending value, which may be huge.
-MAX_ERROR_CHARS = 400
 
 _VALIDATORS: dict[str, Draft202012Validator] = {
     spec.name: Draft202012Validator(spec.input_schema) for spec in TOOLS
@@ -137,7 +140,7 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, 
     result = memory.recall(
         a["agent_id"],
         a.get("query", ""),
-        limit=a.get("limit", 10),
+        limit=a.get("limit", RECALL_LIMIT_DEFAULT),
         deep=a.get("deep", False),
         channel=a.get("channel"),
         project_id=a.get("project_id"),
@@ -154,7 +157,7 @@ def _recall_with_context(memory: Memory, settings: Settings, a: dict[str, Any]) 
         a["agent_id"],
         a["query"],
         a["external_context"],
-        limit=a.get("limit", 10),
+        limit=a.get("limit", RECALL_LIMIT_DEFAULT),
         deep=a.get("deep", False),
         channel=a.get("channel"),
         project_id=a.get("project_id"),
@@ -193,12 +196,12 @@ def _update_profile(memory: Memory, settings: Settings, a: dict[str, Any]) -> di
 
 
 def _list_memories(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
-    result = memory.list_memories(a.get("agent_id"), limit=a.get("limit", 100), project_id=a.get("project_id"))
+    result = memory.list_memories(a.get("agent_id"), limit=a.get("limit", LIST_MEMORIES_LIMIT_DEFAULT), project_id=a.get("project_id"))
     return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars)
 
 
 def _list_episodes(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
-    result = memory.list_episodes(a.get("agent_id"), limit=a.get("limit", 50), project_id=a.get("project_id"))
+    result = memory.list_episodes(a.get("agent_id"), limit=a.get("limit", LIST_EPISODES_LIMIT_DEFAULT), project_id=a.get("project_id"))
     return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars)
 
 

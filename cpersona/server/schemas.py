@@ -12,14 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# SQLite INTEGER is signed 64-bit; larger ids would overflow the driver instead of "not found".
-MAX_ROW_ID = 2**63 - 1
-#: Largest number of refs one get_contents call accepts (SPEC §5).
-MAX_REFS_PER_CALL = 20
-#: recall ``limit`` range (SPEC §3).
-RECALL_LIMIT_MAX = 100
-#: list_memories / list_episodes ``limit`` ceiling; the response budget bounds the size anyway.
-LIST_LIMIT_MAX = 1000
+from cpersona.config import Settings
+from cpersona.limits import (
+    GET_CONTENTS_BUDGET_CHARS,
+    LIST_BUDGET_CHARS,
+    LIST_EPISODES_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    LIST_MEMORIES_LIMIT_DEFAULT,
+    MAX_REFS_PER_CALL,
+    MAX_ROW_ID,
+    MAX_ROW_ID_DIGITS,
+    RECALL_FULL_CONTENT_BUDGET_CHARS,
+    RECALL_LIMIT_DEFAULT,
+    RECALL_LIMIT_MAX,
+)
 
 
 @dataclass(frozen=True)
@@ -36,9 +42,9 @@ class ToolSpec:
     open_world: bool = False  # the server never reaches outside its own database
 
     def annotations(self) -> dict[str, Any]:
-        """MCP tool annotations as plain camelCase JSON."""
+        """MCP tool annotations as plain camelCase JSON (what tools/list carries)."""
         return {
-            "title": self.title or self.name,
+            "title": self.title or None,
             "readOnlyHint": self.read_only,
             "destructiveHint": self.destructive,
             "idempotentHint": self.idempotent,
@@ -61,13 +67,17 @@ def _bool(description: str, default: bool = False) -> dict[str, Any]:
     return {"type": "boolean", "description": description, "default": default}
 
 
+def _list_limit(default: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 0, "maximum": LIST_LIMIT_MAX, "default": default}
+
+
 def _row_id(kind: str, prefix: str) -> dict[str, Any]:
     # "minimum" only constrains integers and "pattern" only strings, so one schema accepts both forms.
     return {
         "type": ["integer", "string"],
         "minimum": 1,
         "maximum": MAX_ROW_ID,
-        "pattern": f"^{prefix}:[1-9][0-9]{{0,18}}$",
+        "pattern": f"^{prefix}:[1-9][0-9]{{0,{MAX_ROW_ID_DIGITS - 1}}}$",
         "description": f"The {kind} id: an integer, or its ref string '{prefix}:<id>'.",
     }
 
@@ -89,10 +99,16 @@ CHANNEL_READ = _string(
     "Channel scope. Omitted or '': every channel. 'X': channel X plus channel-less rows."
 )
 CHANNEL_WRITE = _string("Channel (e.g. a chat room or tool name) to file the row under; omitted stores ''.")
+USER_ID = _string("Whose profile, when one agent serves several users; default ''.", default="")
 TIMESTAMP = {
     "type": ["string", "number"],
     "description": "When it happened: ISO-8601 (naive times are taken as UTC) or Unix seconds.",
 }
+
+def _n(value: int) -> str:
+    """A number as descriptions spell it (thousands separated by commas)."""
+    return f"{value:,}"
+
 
 _RECALL_SCOPE: dict[str, Any] = {
     "agent_id": AGENT_ID,
@@ -105,8 +121,8 @@ _RECALL_SCOPE: dict[str, Any] = {
         "type": "integer",
         "minimum": 0,
         "maximum": RECALL_LIMIT_MAX,
-        "default": 10,
-        "description": "Maximum rows to return (0..100, default 10).",
+        "default": RECALL_LIMIT_DEFAULT,
+        "description": f"Maximum rows to return (0..{RECALL_LIMIT_MAX}, default {RECALL_LIMIT_DEFAULT}).",
     },
     "deep": _bool("Ignore time decay (search old history as if it were recent)."),
     "channel": CHANNEL_READ,
@@ -127,356 +143,367 @@ _METADATA = {
     "type": ["object", "string"],
 }
 
-_ROW_SHAPE_NOTE = (
-    "Rows carry ref ('mem:<id>' or 'ep:<id>'), type, content, created_at and match_reason "
-    "{signal, score, ...}. Content longer than 500 characters comes back as a prefix with "
-    "content_truncated: true and content_len; pass the ref to get_contents for the full text."
-)
 
-TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(
-        name="store",
-        title="Store a memory",
-        description=(
-            "Save one fact, decision or message to long-term memory. Returns result 'stored' with its "
-            "id and ref, 'skipped' when it is a duplicate (same message.id, or identical content in the "
-            "same agent/project/channel scope; the existing id is echoed), or 'rejected' with a reason "
-            "(e.g. empty content, oversized metadata). There is no upsert: re-storing a message.id with "
-            "new content is skipped; use update_memory to change a memory. Content longer than the cap "
-            "is cut and the response says truncated: true. 'embedded' tells whether a vector was "
-            "computed now (false means keyword search only until the background back-fill runs)."
-        ),
-        input_schema=_obj(
-            {
-                "agent_id": AGENT_ID,
-                "message": _obj(
-                    {
-                        "id": {
-                            "type": ["string", "integer"],
-                            "description": "Your stable message id; a second store with the same id is skipped.",
-                        },
-                        "content": _string("The text to remember. Write it so it stands alone later."),
-                        "source": _SOURCE,
-                        "timestamp": TIMESTAMP,
-                        "metadata": _METADATA,
-                    },
-                    required=["content"],
-                ),
-                "channel": CHANNEL_WRITE,
-                "project_id": PROJECT_ID_WRITE,
-            },
-            required=["agent_id", "message"],
-        ),
-        read_only=False,
-        destructive=False,
-        # Dedup on msg_id/content means repeating the same call adds nothing.
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="recall",
-        title="Recall memories",
-        description=(
-            "Search your memories and session summaries (episodes) with hybrid keyword + meaning search. "
-            "Results are ordered WORST to BEST: the LAST element of 'results' is the best match. "
-            + _ROW_SHAPE_NOTE
-            + " Set full_content: true to get whole texts (bounded by a 200,000-character budget; rows "
-            "past it stay previews). An empty result list means nothing cleared the quality gate, not an "
-            "error. An 'advisory' field means search is degraded (e.g. the embedding model is not "
-            "loaded) and says what to do. Recall records which rows it returned, so rows returned in "
-            "the last few minutes rank slightly lower on an immediate repeat."
-        ),
-        input_schema=_obj(
-            {
-                **_RECALL_SCOPE,
-                "exclude_contents": {
-                    "type": ["array", "string"],
-                    "items": {"type": "string"},
-                    "description": "Texts you already have (e.g. in your context); rows starting with "
-                    "one of them, or that one of them starts with, are left out.",
-                },
-                "source_id": _string(
-                    "Only rows whose source.id starts with this (episodes are skipped unless channel is set)."
-                ),
-                "full_content": _bool("Return full texts instead of 500-character previews."),
-            },
-            required=["agent_id"],
-        ),
-        read_only=False,
-        destructive=False,
-        idempotent=False,
-    ),
-    ToolSpec(
-        name="recall_with_context",
-        title="Recall with conversation context",
-        description=(
-            "Recall memories relevant to a query and merge them with the conversation entries you pass "
-            "(external_context), deduplicated and in CHRONOLOGICAL order (not by score). Every entry's "
-            "content also filters recall (memories you already hold are not repeated). Only user and "
-            "assistant entries are merged into the output; other roles only filter, and the response "
-            "then says context_filter_only. Long memory texts come back as previews with a ref for "
-            "get_contents."
-        ),
-        input_schema=_obj(
-            {
-                **_RECALL_SCOPE,
-                "external_context": {
-                    "type": "array",
-                    "description": "Recent conversation entries.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "role": _string("user, assistant, system, tool, ..."),
-                            "content": {"type": "string"},
-                            "name": {"type": "string"},
-                            "user_id": {"type": "string"},
+def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
+    """The registry for one server: descriptions quote the configured preview size and profile cap."""
+    preview = _n(settings.recall_preview_chars)
+    row_shape_note = (
+        "Rows carry ref ('mem:<id>' or 'ep:<id>'), type, content, created_at and match_reason "
+        f"{{signal, score, ...}}. Content longer than {preview} characters comes back as a prefix with "
+        "content_truncated: true and content_len; pass the ref to get_contents for the full text."
+    )
+    return (
+        ToolSpec(
+            name="store",
+            title="Store a memory",
+            description=(
+                "Save one fact, decision or message to long-term memory. Returns result 'stored' with its "
+                "id and ref, 'skipped' when it is a duplicate (same message.id, or identical content in the "
+                "same agent/project/channel scope; the existing id is echoed), or 'rejected' with a reason "
+                "(e.g. empty content, oversized metadata). There is no upsert: re-storing a message.id with "
+                "new content is skipped; use update_memory to change a memory. Content longer than the cap "
+                "is cut and the response says truncated: true. 'embedded' tells whether a vector was "
+                "computed now (false means keyword search only until the background back-fill runs)."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": AGENT_ID,
+                    "message": _obj(
+                        {
+                            "id": {
+                                "type": ["string", "integer"],
+                                "description": "Your stable message id; a second store with the same id is skipped.",
+                            },
+                            "content": _string("The text to remember. Write it so it stands alone later."),
+                            "source": _SOURCE,
                             "timestamp": TIMESTAMP,
+                            "metadata": _METADATA,
                         },
-                        "required": ["role", "content"],
-                        "additionalProperties": False,
+                        required=["content"],
+                    ),
+                    "channel": CHANNEL_WRITE,
+                    "project_id": PROJECT_ID_WRITE,
+                },
+                required=["agent_id", "message"],
+            ),
+            read_only=False,
+            destructive=False,
+            # Dedup on msg_id/content means repeating the same call adds nothing.
+            idempotent=True,
+        ),
+        ToolSpec(
+            name="recall",
+            title="Recall memories",
+            description=(
+                "Search your memories and session summaries (episodes) with hybrid keyword + meaning search. "
+                "Results are ordered WORST to BEST: the LAST element of 'results' is the best match. "
+                + row_shape_note
+                + " Set full_content: true to get whole texts (bounded by a "
+                f"{_n(RECALL_FULL_CONTENT_BUDGET_CHARS)}-character budget; rows "
+                "past it stay previews). An empty result list means nothing cleared the quality gate, not an "
+                "error. An 'advisory' field means search is degraded (e.g. the embedding model is not "
+                "loaded) and says what to do. Recall records which rows it returned, so rows returned in "
+                "the last few minutes rank slightly lower on an immediate repeat."
+            ),
+            input_schema=_obj(
+                {
+                    **_RECALL_SCOPE,
+                    "exclude_contents": {
+                        "type": ["array", "string"],
+                        "items": {"type": "string"},
+                        "description": "Texts you already have (e.g. in your context); rows starting with "
+                        "one of them, or that one of them starts with, are left out.",
+                    },
+                    "source_id": _string(
+                        "Only rows whose source.id starts with this (episodes are skipped unless channel is set)."
+                    ),
+                    "full_content": _bool(f"Return full texts instead of {preview}-character previews."),
+                },
+                required=["agent_id"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=False,
+        ),
+        ToolSpec(
+            name="recall_with_context",
+            title="Recall with conversation context",
+            description=(
+                "Recall memories relevant to a query and merge them with the conversation entries you pass "
+                "(external_context), deduplicated and in CHRONOLOGICAL order (not by score). Every entry's "
+                "content also filters recall (memories you already hold are not repeated). Only user and "
+                "assistant entries are merged into the output; other roles only filter, and the response "
+                "then says context_filter_only. Long memory texts come back as previews with a ref for "
+                "get_contents."
+            ),
+            input_schema=_obj(
+                {
+                    **_RECALL_SCOPE,
+                    "external_context": {
+                        "type": "array",
+                        "description": "Recent conversation entries.",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "role": _string("user, assistant, system, tool, ..."),
+                                "content": {"type": "string"},
+                                "name": {"type": "string"},
+                                "user_id": {"type": "string"},
+                                "timestamp": TIMESTAMP,
+                            },
+                            "required": ["role", "content"],
+                            "additionalProperties": False,
+                        },
                     },
                 },
-            },
-            required=["agent_id", "query", "external_context"],
+                required=["agent_id", "query", "external_context"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=False,
         ),
-        read_only=False,
-        destructive=False,
-        idempotent=False,
-    ),
-    ToolSpec(
-        name="get_contents",
-        title="Get full contents",
-        description=(
-            "Fetch the full text of rows by ref ('mem:<id>' or 'ep:<id>', as returned by recall or the "
-            "list tools), up to 20 refs per call, in request order. Refs that do not exist or belong to "
-            "another agent are listed in 'missing'. One response carries at most about 40,000 characters: "
-            "refs that did not fit are listed in 'deferred' - call again with those."
-        ),
-        input_schema=_obj(
-            {
-                "agent_id": AGENT_ID,
-                "refs": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "maxItems": MAX_REFS_PER_CALL,
-                    "description": "Refs such as 'mem:12' or 'ep:3' (at most 20).",
+        ToolSpec(
+            name="get_contents",
+            title="Get full contents",
+            description=(
+                "Fetch the full text of rows by ref ('mem:<id>' or 'ep:<id>', as returned by recall or the "
+                f"list tools), up to {MAX_REFS_PER_CALL} refs per call, in request order. Refs that do not "
+                "exist or belong to another agent are listed in 'missing'. One response carries at most about "
+                f"{_n(GET_CONTENTS_BUDGET_CHARS)} characters: "
+                "refs that did not fit are listed in 'deferred' - call again with those."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": AGENT_ID,
+                    "refs": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 1,
+                        "maxItems": MAX_REFS_PER_CALL,
+                        "description": f"Refs such as 'mem:12' or 'ep:3' (at most {MAX_REFS_PER_CALL}).",
+                    },
                 },
-            },
-            required=["agent_id", "refs"],
+                required=["agent_id", "refs"],
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
         ),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="archive_episode",
-        title="Archive a session summary",
-        description=(
-            "Store a summary of a finished session or task (an 'episode'), written by you. It is "
-            "searchable by recall and marks a boundary: memories older than the newest episode in the "
-            "same scope rank gradually lower. Pass the conversation as history to record its start and "
-            "end times. Returns {ok, id, ref, embedded}."
-        ),
-        input_schema=_obj(
-            {
-                "agent_id": AGENT_ID,
-                "summary": _string("What happened, what was decided, what is still open."),
-                "keywords": {
-                    "type": ["array", "string"],
-                    "items": {"type": "string"},
-                    "description": "Search keywords (list, or one comma-separated string).",
+        ToolSpec(
+            name="archive_episode",
+            title="Archive a session summary",
+            description=(
+                "Store a summary of a finished session or task (an 'episode'), written by you. It is "
+                "searchable by recall and marks a boundary: memories older than the newest episode in the "
+                "same scope rank gradually lower. Pass the conversation as history to record its start and "
+                "end times. Returns {ok, id, ref, embedded}."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": AGENT_ID,
+                    "summary": _string("What happened, what was decided, what is still open."),
+                    "keywords": {
+                        "type": ["array", "string"],
+                        "items": {"type": "string"},
+                        "description": "Search keywords (list, or one comma-separated string).",
+                    },
+                    "resolved": _bool("True when the session's issue was resolved."),
+                    "history": {
+                        "type": "array",
+                        "items": {"type": "object"},
+                        "description": "The session's messages ({role, content, timestamp?}); timestamps set start/end.",
+                    },
+                    "project_id": PROJECT_ID_WRITE,
+                    "channel": CHANNEL_WRITE,
                 },
-                "resolved": _bool("True when the session's issue was resolved."),
-                "history": {
-                    "type": "array",
-                    "items": {"type": "object"},
-                    "description": "The session's messages ({role, content, timestamp?}); timestamps set start/end.",
+                required=["agent_id", "summary"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=False,
+        ),
+        ToolSpec(
+            name="update_memory",
+            title="Update a memory",
+            description=(
+                "Replace the content of one of your memories (it is re-embedded). Refused when the memory is "
+                "locked (unlock_memory first) or is not yours. Returns {ok, id, ref, embedded}."
+            ),
+            input_schema=_obj(
+                {
+                    "memory_id": _row_id("memory", "mem"),
+                    "content": _string("The new text (replaces the old one entirely)."),
+                    "agent_id": AGENT_ID_OPTIONAL_OWNER,
                 },
-                "project_id": PROJECT_ID_WRITE,
-                "channel": CHANNEL_WRITE,
-            },
-            required=["agent_id", "summary"],
+                required=["memory_id", "content"],
+            ),
+            read_only=False,
+            destructive=True,
+            idempotent=True,
         ),
-        read_only=False,
-        destructive=False,
-        idempotent=False,
-    ),
-    ToolSpec(
-        name="update_memory",
-        title="Update a memory",
-        description=(
-            "Replace the content of one of your memories (it is re-embedded). Refused when the memory is "
-            "locked (unlock_memory first) or is not yours. Returns {ok, id, ref, embedded}."
+        ToolSpec(
+            name="get_profile",
+            title="Get profile",
+            description=(
+                "Read the agent's profile: a short standing description of the user or the agent's role that "
+                "you maintain with update_profile. Returns profile: null when none is stored."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": AGENT_ID,
+                    "project_id": _string("Profile scope; '' (default) is the global profile.", default=""),
+                    "user_id": USER_ID,
+                },
+                required=["agent_id"],
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
         ),
-        input_schema=_obj(
-            {
-                "memory_id": _row_id("memory", "mem"),
-                "content": _string("The new text (replaces the old one entirely)."),
-                "agent_id": AGENT_ID_OPTIONAL_OWNER,
-            },
-            required=["memory_id", "content"],
+        ToolSpec(
+            name="update_profile",
+            title="Replace profile",
+            description=(
+                f"Replace the agent's profile text entirely (capped at {_n(settings.max_profile_length)} "
+                "characters; the response says "
+                "truncated: true when cut). Read it with get_profile first if you want to amend it."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": AGENT_ID,
+                    "profile": _string("The full new profile text."),
+                    "project_id": _string("Profile scope; '' (default) is the global profile.", default=""),
+                    "user_id": USER_ID,
+                },
+                required=["agent_id", "profile"],
+            ),
+            read_only=False,
+            destructive=True,
+            idempotent=True,
         ),
-        read_only=False,
-        destructive=True,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="get_profile",
-        title="Get profile",
-        description=(
-            "Read the agent's profile: a short standing description of the user or the agent's role that "
-            "you maintain with update_profile. Returns profile: null when none is stored."
+        ToolSpec(
+            name="list_memories",
+            title="List memories",
+            description=(
+                "List stored memories, newest first: {ok, items, count, total}. Omitting agent_id lists every "
+                "agent's memories (operator use); agents should pass their own. Very large listings are bounded: "
+                f"past about {_n(LIST_BUDGET_CHARS)} characters the remaining items come back as previews "
+                "(content_truncated) "
+                "and the response says content_budget_exceeded."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": _string("Only this agent's memories (omit for all agents)."),
+                    "limit": _list_limit(LIST_MEMORIES_LIMIT_DEFAULT),
+                    "project_id": PROJECT_ID_READ,
+                }
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
         ),
-        input_schema=_obj(
-            {
-                "agent_id": AGENT_ID,
-                "project_id": _string("Profile scope; '' (default) is the global profile.", default=""),
-                "user_id": _string("Whose profile, when one agent serves several users; default ''.", default=""),
-            },
-            required=["agent_id"],
+        ToolSpec(
+            name="list_episodes",
+            title="List episodes",
+            description=(
+                "List archived session summaries (episodes), newest first: {ok, items, count, total}. Omitting "
+                "agent_id lists every agent's episodes. Bounded like list_memories."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": _string("Only this agent's episodes (omit for all agents)."),
+                    "limit": _list_limit(LIST_EPISODES_LIMIT_DEFAULT),
+                    "project_id": PROJECT_ID_READ,
+                }
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
         ),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="update_profile",
-        title="Replace profile",
-        description=(
-            "Replace the agent's profile text entirely (capped at 2,000 characters; the response says "
-            "truncated: true when cut). Read it with get_profile first if you want to amend it."
+        ToolSpec(
+            name="get_queue_status",
+            title="Background queue status",
+            description=(
+                "Report the background task queue (embedding back-fill, re-embedding): depth, tasks retrying, "
+                "oldest task, counts by kind. An empty queue is the healthy reading."
+            ),
+            input_schema=_obj({}),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
         ),
-        input_schema=_obj(
-            {
-                "agent_id": AGENT_ID,
-                "profile": _string("The full new profile text."),
-                "project_id": _string("Profile scope; '' (default) is the global profile.", default=""),
-                "user_id": _string("Whose profile, when one agent serves several users; default ''.", default=""),
-            },
-            required=["agent_id", "profile"],
+        ToolSpec(
+            name="lock_memory",
+            title="Lock a memory",
+            description=(
+                "Protect one of your memories from update_memory and delete_memory (protection only; it does "
+                "not change ranking). Locking an already locked memory is harmless."
+            ),
+            input_schema=_obj(
+                {"memory_id": _row_id("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
+                required=["memory_id"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=True,
         ),
-        read_only=False,
-        destructive=True,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="list_memories",
-        title="List memories",
-        description=(
-            "List stored memories, newest first: {ok, items, count, total}. Omitting agent_id lists every "
-            "agent's memories (operator use); agents should pass their own. Very large listings are bounded: "
-            "past about 100,000 characters the remaining items come back as previews (content_truncated) "
-            "and the response says content_budget_exceeded."
+        ToolSpec(
+            name="unlock_memory",
+            title="Unlock a memory",
+            description="Remove the protection set by lock_memory so the memory can be edited or deleted again.",
+            input_schema=_obj(
+                {"memory_id": _row_id("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
+                required=["memory_id"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=True,
         ),
-        input_schema=_obj(
-            {
-                "agent_id": _string("Only this agent's memories (omit for all agents)."),
-                "limit": {"type": "integer", "minimum": 0, "maximum": LIST_LIMIT_MAX, "default": 100},
-                "project_id": PROJECT_ID_READ,
-            }
+        ToolSpec(
+            name="delete_memory",
+            title="Delete a memory",
+            description=(
+                "Permanently delete one of your memories. Refused when it is locked or belongs to another agent "
+                "(reported as not found)."
+            ),
+            input_schema=_obj(
+                {"memory_id": _row_id("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
+                required=["memory_id"],
+            ),
+            read_only=False,
+            destructive=True,
+            idempotent=True,
         ),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="list_episodes",
-        title="List episodes",
-        description=(
-            "List archived session summaries (episodes), newest first: {ok, items, count, total}. Omitting "
-            "agent_id lists every agent's episodes. Bounded like list_memories."
+        ToolSpec(
+            name="delete_episode",
+            title="Delete an episode",
+            description="Permanently delete one of your archived session summaries (episodes).",
+            input_schema=_obj(
+                {"episode_id": _row_id("episode", "ep"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
+                required=["episode_id"],
+            ),
+            read_only=False,
+            destructive=True,
+            idempotent=True,
         ),
-        input_schema=_obj(
-            {
-                "agent_id": _string("Only this agent's episodes (omit for all agents)."),
-                "limit": {"type": "integer", "minimum": 0, "maximum": LIST_LIMIT_MAX, "default": 50},
-                "project_id": PROJECT_ID_READ,
-            }
+        ToolSpec(
+            name="delete_agent_data",
+            title="Delete all data of an agent",
+            description=(
+                "Permanently delete EVERYTHING stored for one agent: memories (locked ones too), episodes, "
+                "profiles, queued tasks and calibration state. Returns the counts deleted. Cannot be undone."
+            ),
+            input_schema=_obj({"agent_id": _string("The agent whose data is erased.")}, required=["agent_id"]),
+            read_only=False,
+            destructive=True,
+            idempotent=True,
         ),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="get_queue_status",
-        title="Background queue status",
-        description=(
-            "Report the background task queue (embedding back-fill, re-embedding): depth, tasks retrying, "
-            "oldest task, counts by kind. An empty queue is the healthy reading."
-        ),
-        input_schema=_obj({}),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="lock_memory",
-        title="Lock a memory",
-        description=(
-            "Protect one of your memories from update_memory and delete_memory (protection only; it does "
-            "not change ranking). Locking an already locked memory is harmless."
-        ),
-        input_schema=_obj(
-            {"memory_id": _row_id("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-            required=["memory_id"],
-        ),
-        read_only=False,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="unlock_memory",
-        title="Unlock a memory",
-        description="Remove the protection set by lock_memory so the memory can be edited or deleted again.",
-        input_schema=_obj(
-            {"memory_id": _row_id("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-            required=["memory_id"],
-        ),
-        read_only=False,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="delete_memory",
-        title="Delete a memory",
-        description=(
-            "Permanently delete one of your memories. Refused when it is locked or belongs to another agent "
-            "(reported as not found)."
-        ),
-        input_schema=_obj(
-            {"memory_id": _row_id("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-            required=["memory_id"],
-        ),
-        read_only=False,
-        destructive=True,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="delete_episode",
-        title="Delete an episode",
-        description="Permanently delete one of your archived session summaries (episodes).",
-        input_schema=_obj(
-            {"episode_id": _row_id("episode", "ep"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-            required=["episode_id"],
-        ),
-        read_only=False,
-        destructive=True,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="delete_agent_data",
-        title="Delete all data of an agent",
-        description=(
-            "Permanently delete EVERYTHING stored for one agent: memories (locked ones too), episodes, "
-            "profiles, queued tasks and calibration state. Returns the counts deleted. Cannot be undone."
-        ),
-        input_schema=_obj({"agent_id": _string("The agent whose data is erased.")}, required=["agent_id"]),
-        read_only=False,
-        destructive=True,
-        idempotent=True,
-    ),
-)
+    )
 
+
+#: The registry with default settings: names and input schemas (descriptions aside) never depend on
+#: settings, so the dispatcher validates against these and tests enumerate them.
+TOOLS: tuple[ToolSpec, ...] = build_tools(Settings())
 TOOLS_BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
 

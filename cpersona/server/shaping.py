@@ -14,12 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: recall with full_content=true: whole texts up to this many characters per response.
-RECALL_FULL_CONTENT_BUDGET_CHARS = 200_000
-#: get_contents: characters of whole rows per batch; refs past it are deferred.
-GET_CONTENTS_BUDGET_CHARS = 40_000
-#: list_memories / list_episodes: whole texts up to this budget, previews after it.
-LIST_BUDGET_CHARS = 100_000
+from cpersona.limits import GET_CONTENTS_BUDGET_CHARS, LIST_BUDGET_CHARS, RECALL_FULL_CONTENT_BUDGET_CHARS
 
 _TEXT_FIELDS = ("content", "summary")
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import McpSession, unique
+from mcp_helpers import McpSession, mcp_session, server_env, stdio_target, unique
 
 from cpersona.server.schemas import tool_names
 
@@ -53,6 +54,19 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
     assert set(tools["store"].input_schema["properties"]["message"]["properties"]) == {
         "id", "content", "source", "timestamp", "metadata",
     }
+
+
+def test_a_configured_preview_size_is_what_descriptions_instructions_and_previews_say(tmp_path: Path) -> None:
+    with mcp_session(stdio_target(server_env(tmp_path, CPERSONA_RECALL_PREVIEW_CHARS="321"))) as session:
+        assert "321-character" in (session.client.instructions or "")
+        assert "500" not in (session.client.instructions or "")
+        tools = {tool.name: tool for tool in session.list_tools().tools}
+        recall_text = tools["recall"].description + str(tools["recall"].input_schema)
+        assert "321 characters" in recall_text and "321-character previews" in recall_text
+        assert "500" not in recall_text
+        stored = store(session, "preview-size", "kestrel " * 100)
+        row = session.call("recall", {"agent_id": "preview-size", "query": "kestrel"})["results"][-1]
+        assert row["id"] == stored["id"] and row["content_truncated"] is True and len(row["content"]) == 321
 
 
 def test_store_then_recall(stdio_session: McpSession) -> None:

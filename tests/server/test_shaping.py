@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cpersona.limits import GET_CONTENTS_BUDGET_CHARS
 from cpersona.server import shaping
 
 
@@ -57,7 +58,7 @@ def test_get_contents_defers_the_tail_but_always_returns_the_first_item() -> Non
 
     fits = shaping.shape_get_contents({"ok": True, "items": [mem(1, 30_000), mem(2, 10_000), mem(3, 1)], "missing": []})
     assert [i["ref"] for i in fits["items"]] == ["mem:1", "mem:2"] and fits["deferred"] == ["mem:3"]
-    assert fits["budget_chars"] == shaping.GET_CONTENTS_BUDGET_CHARS
+    assert fits["budget_chars"] == GET_CONTENTS_BUDGET_CHARS
 
 
 def test_listing_budget_previews_after_the_budget() -> None:

@@ -6,8 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from cpersona.limits import LIST_BUDGET_CHARS, RECALL_FULL_CONTENT_BUDGET_CHARS
 from cpersona.server.dispatch import dispatch_tool
-from cpersona.server.shaping import LIST_BUDGET_CHARS, RECALL_FULL_CONTENT_BUDGET_CHARS
 
 
 def snapshot(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:

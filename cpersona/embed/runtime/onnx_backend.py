@@ -190,7 +190,7 @@ class OnnxBackend(EmbeddingBackend):
 
     def _import_runtime(self) -> tuple[Any, Any]:
         try:
-            import onnxruntime  # type: ignore[import-untyped]  # ships no type information
+            import onnxruntime  # ships no type information
             import tokenizers
         except (ImportError, OSError) as exc:  # OSError: a native library that fails to load
             raise EmbeddingFault(

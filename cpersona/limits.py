@@ -1,0 +1,57 @@
+"""Fixed limits of the public contract, read by both the MCP schemas and the Python API.
+
+Each number here is promised somewhere (SPEC.md, docs/tools.md, a tool schema)
+and must be the same in the JSON schema an agent sees and in the check the API
+applies. Limits an operator can change are NOT here: they are ``Settings`` fields
+(e.g. ``recall_preview_chars``, ``max_content_length``, ``max_profile_length``).
+"""
+
+from __future__ import annotations
+
+# -- row ids and refs ------------------------------------------------------------------------
+#: SQLite INTEGER is signed 64-bit; larger ids would overflow the driver instead of "not found".
+MAX_ROW_ID = 2**63 - 1
+#: Digits of the largest row id (the ref patterns allow at most this many).
+MAX_ROW_ID_DIGITS = len(str(MAX_ROW_ID))
+#: Largest number of refs one get_contents call accepts (SPEC §5).
+MAX_REFS_PER_CALL = 20
+#: Longest ref string get_contents looks at ('mem:' plus a 19-digit id fits easily).
+MAX_REF_CHARS = 64
+
+# -- recall ----------------------------------------------------------------------------------
+#: recall ``limit`` range (SPEC §3) and its default.
+RECALL_LIMIT_MAX = 100
+RECALL_LIMIT_DEFAULT = 10
+#: Longer queries are cut: no model or trigram search gains from more.
+MAX_QUERY_CHARS = 8000
+#: Profiles join recall results only when the scope holds at least this many rows ...
+PROFILE_INJECTION_MIN_POOL = 50
+#: ... and then at most this many of them (newest first).
+PROFILE_INJECTION_ROWS = 3
+#: recall_with_context / archive_episode history: entries accepted per call.
+MAX_CONTEXT_ENTRIES = 200
+
+# -- listings --------------------------------------------------------------------------------
+#: list_memories / list_episodes ``limit`` ceiling; the response budget bounds the size anyway.
+LIST_LIMIT_MAX = 1000
+LIST_MEMORIES_LIMIT_DEFAULT = 100
+LIST_EPISODES_LIMIT_DEFAULT = 50
+
+# -- identifiers and small strings -------------------------------------------------------------
+#: agent_id, project_id, channel, user_id, message id, source_id: at most this many characters.
+MAX_IDENTIFIER_CHARS = 512
+#: One episode keyword.
+MAX_KEYWORD_CHARS = 200
+#: String lists (exclude_contents, keywords): at most this many items, each cut to this many characters.
+MAX_LIST_ITEMS = 100
+MAX_LIST_ITEM_CHARS = 20000
+
+# -- MCP response budgets (characters of row texts) ------------------------------------------------
+#: recall with full_content=true: whole texts up to this many characters per response.
+RECALL_FULL_CONTENT_BUDGET_CHARS = 200_000
+#: get_contents: characters of whole rows per batch; refs past it are deferred.
+GET_CONTENTS_BUDGET_CHARS = 40_000
+#: list_memories / list_episodes: whole texts up to this budget, previews after it.
+LIST_BUDGET_CHARS = 100_000
+#: Longest error text echoed back; jsonschema messages quote the offending value, which may be huge.
+MAX_ERROR_CHARS = 400

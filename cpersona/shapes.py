@@ -1,0 +1,411 @@
+"""Typed result shapes of the Python API (``cpersona.Memory``): one TypedDict per result and row kind.
+
+These are the source of truth for docs/api-shapes.md: its tables are generated
+from this module (``python scripts/gen_api_shapes.py``) and a test fails when
+the committed file differs. Each key carries a one-line meaning in its
+``Annotated`` metadata; ``NotRequired`` marks keys present only sometimes.
+
+The MCP tools return the same dicts after response shaping (previews, budgets),
+which adds keys such as ``content_truncated`` or ``deferred``; docs/tools.md
+describes those.
+"""
+
+# No ``from __future__ import annotations`` here: with string annotations Python 3.11 cannot see
+# NotRequired at runtime, and the doc generator reads __optional_keys__.
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+# -- rows -------------------------------------------------------------------------------------------
+
+
+class MatchReason(TypedDict):
+    """Why a scored row was returned (only rows recall ranked carry it)."""
+
+    signal: Annotated[str, "What ranking keyed on: rrf, rsf or cascade."]
+    score: Annotated[float, "The final score rows are ordered by (after penalties), rounded to 6 places."]
+    cosine: NotRequired[Annotated[float, "Cosine similarity to the query (the vector channel found the row)."]]
+    rrf: NotRequired[Annotated[float, "Reciprocal-rank-fusion score before penalties."]]
+    rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties."]]
+
+
+class MemoryRow(TypedDict):
+    """One stored memory."""
+
+    ref: Annotated[str, "'mem:<id>', the handle get_contents takes."]
+    type: Annotated[Literal["memory"], "Row kind."]
+    id: Annotated[int, "Row id."]
+    agent_id: Annotated[str, "Owner agent."]
+    project_id: Annotated[str, "Project scope ('' = global pool)."]
+    channel: Annotated[str, "Channel ('' = none)."]
+    msg_id: Annotated[str, "The caller's message id ('' when none was given)."]
+    content: Annotated[str, "The full text (the API never trims)."]
+    source: Annotated[dict[str, Any] | None, "Who said it ({type, id, name}), as stored."]
+    metadata: Annotated[dict[str, Any] | None, "Free-form JSON object, as stored."]
+    timestamp: Annotated[str, "When it happened (UTC ISO-8601)."]
+    created_at: Annotated[str, "When it was stored (UTC ISO-8601)."]
+    locked: Annotated[bool, "Protected from update and delete."]
+    recall_count: Annotated[int, "How often recall returned it."]
+    last_recalled_at: Annotated[str | None, "When recall last returned it."]
+    embedded: Annotated[bool, "A vector is stored for it."]
+    embedding_model: Annotated[str | None, "The model the stored vector came from."]
+    match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
+
+
+class EpisodeRow(TypedDict):
+    """One archived session summary."""
+
+    ref: Annotated[str, "'ep:<id>', the handle get_contents takes."]
+    type: Annotated[Literal["episode"], "Row kind."]
+    id: Annotated[int, "Row id."]
+    agent_id: Annotated[str, "Owner agent."]
+    project_id: Annotated[str, "Project scope ('' = global pool)."]
+    channel: Annotated[str, "Channel ('' = none)."]
+    content: Annotated[str, "The summary (same as summary, so every row has content)."]
+    summary: Annotated[str, "The summary text."]
+    keywords: Annotated[list[str], "Search keywords."]
+    start_time: Annotated[str | None, "Earliest history timestamp."]
+    end_time: Annotated[str | None, "Latest history timestamp."]
+    resolved: Annotated[bool, "The session's issue was resolved."]
+    created_at: Annotated[str, "When it was archived (UTC ISO-8601)."]
+    embedded: Annotated[bool, "A vector is stored for it."]
+    embedding_model: Annotated[str | None, "The model the stored vector came from."]
+    match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
+
+
+class ProfileRow(TypedDict):
+    """A profile as recall injects it (scope pool of at least 50 rows); never scored."""
+
+    type: Annotated[Literal["profile"], "Row kind."]
+    agent_id: Annotated[str, "Owner agent."]
+    project_id: Annotated[str, "Profile scope ('' = global)."]
+    user_id: Annotated[str, "Whose profile ('' = default)."]
+    content: Annotated[str, "The profile text."]
+    updated_at: Annotated[str, "Last replaced (UTC ISO-8601)."]
+
+
+RecallRow = MemoryRow | EpisodeRow | ProfileRow
+StoredRow = MemoryRow | EpisodeRow
+
+
+# -- store -------------------------------------------------------------------------------------------
+
+
+class StoreStored(TypedDict):
+    """store: a new memory was written."""
+
+    ok: Annotated[Literal[True], "Success."]
+    result: Annotated[Literal["stored"], "Outcome."]
+    id: Annotated[int, "The new row's id."]
+    ref: Annotated[str, "'mem:<id>'."]
+    embedded: Annotated[bool, "A vector was computed now (false: keyword-only until back-fill)."]
+    truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+    original_length: NotRequired[Annotated[int, "Characters before the cut (with truncated)."]]
+
+
+class StoreSkipped(TypedDict):
+    """store: a duplicate (same msg_id, or identical content in the same scope); nothing written."""
+
+    ok: Annotated[Literal[True], "Success (a duplicate is not an error)."]
+    result: Annotated[Literal["skipped"], "Outcome."]
+    id: Annotated[int, "The existing row's id."]
+    ref: Annotated[str, "'mem:<id>' of the existing row."]
+    reason: Annotated[str, "Which dedup rule matched."]
+
+
+class StoreRejected(TypedDict):
+    """store: refused input (empty content, oversized metadata, bad ids ...)."""
+
+    ok: Annotated[Literal[False], "Failure."]
+    result: Annotated[Literal["rejected"], "Outcome."]
+    reason: Annotated[str, "Why (the MCP layer mirrors it into error)."]
+
+
+StoreResult = StoreStored | StoreSkipped | StoreRejected
+
+
+# -- recall --------------------------------------------------------------------------------------------
+
+
+class RecallSearch(TypedDict):
+    """Which channels a recall used."""
+
+    vector: Annotated[bool, "The query was embedded and the vector channel ran."]
+    keyword: Annotated[str, "Keyword method: 'fts', 'like' or 'none'."]
+
+
+class Advisory(TypedDict):
+    """Present on recall while search is degraded (SPEC §7)."""
+
+    degraded: Annotated[bool, "Always true when present."]
+    severity: Annotated[str, "'info' (loading, embeddings off) or 'critical' (fault)."]
+    state: Annotated[str, "Health state: unknown, hint or fault."]
+    kind: Annotated[str, "Machine-readable cause."]
+    reason: Annotated[str, "What is wrong."]
+    full: Annotated[bool, "True on the first degraded recall of an outage (evidence and runbook included)."]
+    evidence: NotRequired[Annotated[str, "What was observed (full advisories)."]]
+    runbook: NotRequired[Annotated[str, "How to fix it (full advisories)."]]
+    reminder: NotRequired[Annotated[str, "Short text on later recalls of the same outage."]]
+
+
+class RecallResult(TypedDict):
+    """recall: rows ordered worst to best; the LAST element is the best match."""
+
+    ok: Annotated[Literal[True], "Success."]
+    results: Annotated[list[RecallRow], "Memory, episode and profile rows, worst to best."]
+    count: Annotated[int, "len(results)."]
+    mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
+    search: NotRequired[Annotated[RecallSearch, "Channels used (absent when limit is 0)."]]
+    advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
+
+
+class RecalledMemory(MemoryRow):
+    """A memory row in recall_with_context output."""
+
+    origin: Annotated[Literal["memory"], "Came from recall."]
+
+
+class RecalledEpisode(EpisodeRow):
+    """An episode row in recall_with_context output."""
+
+    origin: Annotated[Literal["memory"], "Came from recall."]
+
+
+class RecalledProfile(ProfileRow):
+    """A profile row in recall_with_context output."""
+
+    origin: Annotated[Literal["memory"], "Came from recall."]
+
+
+class ContextEntry(TypedDict):
+    """One of the caller's own user/assistant entries in recall_with_context output."""
+
+    origin: Annotated[Literal["context"], "Came from external_context."]
+    role: Annotated[str, "'user' or 'assistant'."]
+    content: Annotated[str, "The entry's text."]
+    name: NotRequired[Annotated[str, "As given."]]
+    user_id: NotRequired[Annotated[str, "As given."]]
+    timestamp: NotRequired[Annotated[str, "As given, normalised to UTC ISO-8601."]]
+
+
+MergedItem = RecalledMemory | RecalledEpisode | RecalledProfile | ContextEntry
+
+
+class RecallWithContextResult(TypedDict):
+    """recall_with_context: recalled rows and conversation entries, deduplicated, oldest first."""
+
+    ok: Annotated[Literal[True], "Success."]
+    items: Annotated[list[MergedItem], "Chronological; undated entries last, in the order given."]
+    count: Annotated[int, "len(items)."]
+    mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
+    context_filter_only: NotRequired[Annotated[list[str], "Roles that only filtered (not merged)."]]
+    advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
+
+
+class GetContentsResult(TypedDict):
+    """get_contents: full rows in request order (the MCP layer adds the batch budget: deferred)."""
+
+    ok: Annotated[Literal[True], "Success."]
+    items: Annotated[list[StoredRow], "Found rows, in request order."]
+    missing: Annotated[list[str], "Refs that do not exist or belong to another agent."]
+
+
+# -- writes ----------------------------------------------------------------------------------------------
+
+
+class ArchiveEpisodeResult(TypedDict):
+    """archive_episode: the new episode."""
+
+    ok: Annotated[Literal[True], "Success."]
+    id: Annotated[int, "The new episode's id."]
+    ref: Annotated[str, "'ep:<id>'."]
+    embedded: Annotated[bool, "A vector was computed now."]
+    start_time: Annotated[str | None, "Earliest history timestamp."]
+    end_time: Annotated[str | None, "Latest history timestamp."]
+    truncated: NotRequired[Annotated[bool, "The summary was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+
+
+class UpdateMemoryResult(TypedDict):
+    """update_memory: the memory now holds the new text."""
+
+    ok: Annotated[Literal[True], "Success."]
+    id: Annotated[int, "The memory's id."]
+    ref: Annotated[str, "'mem:<id>'."]
+    embedded: Annotated[bool, "The new text was embedded now."]
+    truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+
+
+class GetProfileResult(TypedDict):
+    """get_profile."""
+
+    ok: Annotated[Literal[True], "Success."]
+    agent_id: Annotated[str, "The agent asked about."]
+    profile: Annotated[str | None, "The profile text; null when none is stored."]
+    updated_at: Annotated[str | None, "Last replaced; null when none is stored."]
+
+
+class UpdateProfileResult(TypedDict):
+    """update_profile: the profile was replaced."""
+
+    ok: Annotated[Literal[True], "Success."]
+    agent_id: Annotated[str, "The agent."]
+    updated_at: Annotated[str, "Now (UTC ISO-8601)."]
+    length: Annotated[int, "Characters stored."]
+    truncated: NotRequired[Annotated[bool, "The text was cut to CPERSONA_MAX_PROFILE_LENGTH."]]
+
+
+# -- browsing --------------------------------------------------------------------------------------------
+
+
+class ListMemoriesResult(TypedDict):
+    """list_memories: newest first."""
+
+    ok: Annotated[Literal[True], "Success."]
+    items: Annotated[list[MemoryRow], "Up to limit rows."]
+    count: Annotated[int, "len(items)."]
+    total: Annotated[int, "Rows in the scope."]
+
+
+class ListEpisodesResult(TypedDict):
+    """list_episodes: newest first."""
+
+    ok: Annotated[Literal[True], "Success."]
+    items: Annotated[list[EpisodeRow], "Up to limit rows."]
+    count: Annotated[int, "len(items)."]
+    total: Annotated[int, "Rows in the scope."]
+
+
+class QueueStatus(TypedDict):
+    """The background task queue."""
+
+    depth: Annotated[int, "Tasks waiting."]
+    retrying: Annotated[int, "Tasks that failed at least once."]
+    oldest_task: Annotated[str | None, "created_at of the oldest task."]
+    by_kind: Annotated[dict[str, int], "Depth per task kind."]
+    last_error: Annotated[str | None, "The newest recorded task error."]
+
+
+class QueueStatusResult(QueueStatus):
+    """get_queue_status: the queue plus the worker's view."""
+
+    ok: Annotated[Literal[True], "Success."]
+    model_ready: Annotated[bool, "The embedding model is loaded."]
+    processed: Annotated[int, "Tasks this process has handled."]
+
+
+# -- protection and deletion ---------------------------------------------------------------------------
+
+
+class LockResult(TypedDict):
+    """lock_memory / unlock_memory."""
+
+    ok: Annotated[Literal[True], "Success."]
+    id: Annotated[int, "The memory's id."]
+    ref: Annotated[str, "'mem:<id>'."]
+    locked: Annotated[bool, "The new lock state."]
+
+
+class DeleteResult(TypedDict):
+    """delete_memory / delete_episode."""
+
+    ok: Annotated[Literal[True], "Success."]
+    id: Annotated[int, "The deleted row's id."]
+    ref: Annotated[str, "'mem:<id>' or 'ep:<id>'."]
+    deleted: Annotated[Literal[True], "Always true."]
+
+
+class TableCounts(TypedDict):
+    """Rows per table."""
+
+    memories: Annotated[int, "Memories."]
+    episodes: Annotated[int, "Episodes."]
+    profiles: Annotated[int, "Profiles."]
+
+
+class DeleteAgentDataResult(TypedDict):
+    """delete_agent_data: everything of one agent is gone."""
+
+    ok: Annotated[Literal[True], "Success."]
+    agent_id: Annotated[str, "The agent erased."]
+    deleted: Annotated[TableCounts, "Rows deleted per table."]
+
+
+# -- health and administration -------------------------------------------------------------------------
+
+
+class EmbeddingStatus(TypedDict):
+    """embedding_status: the degradation state (no ok key)."""
+
+    state: Annotated[str, "unknown, healthy, hint or fault."]
+    mode: Annotated[str, "CPERSONA_EMBEDDING_MODE: onnx, http or none."]
+    kind: NotRequired[Annotated[str, "Cause (not healthy)."]]
+    reason: NotRequired[Annotated[str, "What is wrong (not healthy)."]]
+    evidence: NotRequired[Annotated[str, "What was observed (not healthy)."]]
+    runbook: NotRequired[Annotated[str, "How to fix it (not healthy)."]]
+    model_id: NotRequired[Annotated[str, "The loaded model (healthy)."]]
+    dimension: NotRequired[Annotated[int, "Its vector dimension (healthy)."]]
+
+
+class VectorWindow(TypedDict):
+    """How much of the corpus the vector scan window covers."""
+
+    size: Annotated[int, "CPERSONA_MAX_MEMORIES: rows scanned per table and scope."]
+    rows_outside: Annotated[dict[str, dict[str, int]], "Per agent and table, vector rows past the window."]
+
+
+class StatsResult(TypedDict):
+    """stats: counts, file, embedding and queue state."""
+
+    ok: Annotated[Literal[True], "Success."]
+    db_path: Annotated[str, "The database file."]
+    db_bytes: Annotated[int, "Size of the file plus its WAL/SHM side files."]
+    counts: Annotated[TableCounts, "Rows per table."]
+    memories_with_active_vectors: Annotated[int, "Memories with a vector from the active model."]
+    vector_window: Annotated[VectorWindow, "Vector window coverage."]
+    recall_mode: Annotated[str, "CPERSONA_RECALL_MODE."]
+    embedding: Annotated[EmbeddingStatus, "As embedding_status."]
+    queue: Annotated[QueueStatus, "The background queue."]
+
+
+class ReembedDone(TypedDict):
+    """reembed: stale vectors cleared, queue drained."""
+
+    ok: Annotated[Literal[True], "Success."]
+    queued: Annotated[int, "Rows queued for embedding."]
+    processed: Annotated[int, "Tasks handled in this call."]
+
+
+class ReembedFailed(TypedDict):
+    """reembed: the model could not be loaded; rows stay queued."""
+
+    ok: Annotated[Literal[False], "Failure."]
+    error: Annotated[str, "Why the model did not load."]
+    queued: Annotated[int, "Rows queued for embedding."]
+
+
+ReembedResult = ReembedDone | ReembedFailed
+
+
+#: Every public ``Memory`` method that returns a result dict, with the shapes it may return.
+METHOD_RESULTS: dict[str, tuple[type, ...]] = {
+    "store": (StoreStored, StoreSkipped, StoreRejected),
+    "recall": (RecallResult,),
+    "recall_with_context": (RecallWithContextResult,),
+    "get_contents": (GetContentsResult,),
+    "archive_episode": (ArchiveEpisodeResult,),
+    "update_memory": (UpdateMemoryResult,),
+    "get_profile": (GetProfileResult,),
+    "update_profile": (UpdateProfileResult,),
+    "list_memories": (ListMemoriesResult,),
+    "list_episodes": (ListEpisodesResult,),
+    "get_queue_status": (QueueStatusResult,),
+    "lock_memory": (LockResult,),
+    "unlock_memory": (LockResult,),
+    "delete_memory": (DeleteResult,),
+    "delete_episode": (DeleteResult,),
+    "delete_agent_data": (DeleteAgentDataResult,),
+    "embedding_status": (EmbeddingStatus,),
+    "stats": (StatsResult,),
+    "reembed": (ReembedDone, ReembedFailed),
+}
+
+#: Row shapes, documented before the results.
+ROW_SHAPES: tuple[type, ...] = (MemoryRow, EpisodeRow, ProfileRow, MatchReason)
