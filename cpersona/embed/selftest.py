@@ -129,7 +129,7 @@ class PairOutcome:
         """One line naming the pair and its cosines."""
         lang = f" [{self.pair.lang}]" if self.pair.lang else ""
         return (
-            f"pair {self.index + 1}{lang} at {self.dimension}-d: query {_short(self.pair.query)!r} → "
+            f"pair {self.index + 1}{lang} at {self.dimension}-d: query {_short(self.pair.query)!r} -> "
             f"own document cos {self.own:.3f}, best other cos {self.rival:.3f} "
             f"({_short(self.rival_text)!r}), margin {self.margin:+.3f}"
         )
@@ -180,7 +180,7 @@ class SelfTestResult:
         tail = f"worst margin {worst.margin:+.3f} (pair {worst.index + 1}, {worst.dimension}-d)" if worst else ""
         return (
             f"self-test {verdict}: {self.pairs_passed}/{self.pair_count} pairs at {dims}-d, "
-            f"{tail}, required ≥ {self.min_margin:.3f}"
+            f"{tail}, required >= {self.min_margin:.3f}"
         )
 
     def evidence(self, limit: int = 3) -> str:
@@ -335,3 +335,35 @@ def load_check(backend: EmbeddingBackend) -> EmbeddingFault | None:
         "test; restart the server (or check_health fix) after the fix"
     )
     return self_test_fault(result, runbook)
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """One row of ``cpersona models --check``."""
+
+    name: str
+    passed: bool
+    summary: str
+    evidence: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return {"name": self.name, "passed": self.passed, "summary": self.summary, "evidence": self.evidence}
+
+
+def check_installed_model(manifest: Any, path: Any, threads: int | None = None) -> ModelCheck:
+    """Load the model installed at ``path`` (integrity verified) and self-test it at every allowed cut."""
+    from cpersona.embed.onnx_backend import OnnxBackend
+
+    backend = OnnxBackend(manifest, path, threads=threads, verify="quick")
+    try:
+        backend.load()
+        result = run_self_test(backend, all_cuts=True)
+    except EmbeddingFault as fault:
+        return ModelCheck(manifest.name, False, f"does not load: {fault.reason}", fault.evidence)
+    finally:
+        backend.close()
+    if result is None:
+        return ModelCheck(manifest.name, False, "no self-test pairs in its manifest", "add [self_test] pairs")
+    evidence = "" if result.passed else result.evidence()
+    return ModelCheck(manifest.name, result.passed, f"{result.summary()} ({result.seconds:.2f} s)", evidence)
