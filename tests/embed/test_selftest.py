@@ -224,6 +224,16 @@ def test_prompts_declared_but_not_applied_fail(minilm_models_dir: Path) -> None:
     assert "prompts are not applied" in result.evidence()
 
 
+def test_swapped_prompts_fail_for_this_prompt_pair(minilm_models_dir: Path) -> None:
+    # MiniLM was not trained with prompts, so this catch depends on the prompts' wording, not on a
+    # principle (docs/models.md): measured +0.099 in the right order, -0.044 (pair 4) swapped.
+    right = replace(load_manifest(MINILM), query_prompt="query: ", document_prompt="passage: ")
+    swapped = replace(right, query_prompt=right.document_prompt, document_prompt=right.query_prompt)
+    assert run_self_test(_backend(minilm_models_dir, right)).passed  # type: ignore[union-attr]
+    result = run_self_test(_backend(minilm_models_dir, swapped))
+    assert result is not None and not result.passed and "pair 4 [en]" in result.evidence()
+
+
 def test_a_matryoshka_cut_the_model_was_not_trained_for_fails(minilm_source_dir: Path, tmp_path: Path) -> None:
     variant = replace(load_manifest(MINILM), matryoshka_dims=(32,))
     models = tmp_path / "models"
