@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +25,7 @@ import pytest
 
 from cpersona.embed.install.assemble import assemble_minilm
 from cpersona.embed.install.fetch import install_from
-from cpersona.embed.registry import load_manifest
+from cpersona.embed.registry import ModelManifest, load_manifest
 from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
 MINILM = "all-minilm-l6-v2"
@@ -218,11 +218,22 @@ def tiny_jina(tmp_path_factory: pytest.TempPathFactory) -> TinyJina:
     return build_tiny_jina(tmp_path_factory.mktemp("tiny-jina-src"))
 
 
+def tiny_jina_manifest() -> ModelManifest:
+    """The jina-v5-nano manifest without its self-test, for the tiny graph.
+
+    The tiny graph has jina's shape but random weights: it cannot rank the
+    manifest's multilingual pairs (it is not a language model), so it would
+    fail the semantic self-test by design. Everything else in the manifest
+    (pooling, prompts, Matryoshka cuts, files) is the production one.
+    """
+    return replace(load_manifest(JINA), self_test=None)
+
+
 @pytest.fixture(scope="session")
 def tiny_jina_models_dir(tiny_jina: TinyJina, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A models dir with the tiny model installed as ``jina-v5-nano`` through ``--from``."""
+    """A models dir with the tiny model installed as ``jina-v5-nano`` through ``--from`` (no self-test)."""
     models = tmp_path_factory.mktemp("jina-models")
-    install_from(tiny_jina.source_dir, JINA, models, stream=io.StringIO())
+    install_from(tiny_jina.source_dir, tiny_jina_manifest(), models, stream=io.StringIO())
     return models
 
 

@@ -91,7 +91,7 @@ def test_embed_runtime_never_imports_install() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-@pytest.mark.parametrize("shared", ["registry.py", "integrity.py"])
+@pytest.mark.parametrize("shared", ["registry.py", "integrity.py", "selftest_spec.py"])
 def test_embed_shared_modules_import_neither_side(shared: str) -> None:
     names = imported_modules(PACKAGE_DIR / "embed" / shared)
     assert sorted(n for n in names if within(n, "cpersona.embed.runtime") or within(n, "cpersona.embed.install")) == []
@@ -102,7 +102,7 @@ def test_embed_is_split_into_runtime_and_install() -> None:
     assert (PACKAGE_DIR / "embed" / "runtime" / "onnx_backend.py").is_file()
     assert (PACKAGE_DIR / "embed" / "install" / "fetch.py").is_file()
     assert sorted(p.name for p in (PACKAGE_DIR / "embed").glob("*.py")) == [
-        "__init__.py", "integrity.py", "registry.py"
+        "__init__.py", "integrity.py", "registry.py", "selftest_spec.py"
     ]
 
 

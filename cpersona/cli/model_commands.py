@@ -51,11 +51,33 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
 
     models_dir = Path(args.dir).expanduser() if args.dir else settings.models_dir
     rows = list_models(settings, models_dir)
+    if args.check:
+        return _check_models(args, settings, models_dir)
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=2))
     else:
         print(format_model_list(rows, settings))
     return EXIT_OK
+
+
+def _check_models(args: argparse.Namespace, settings: Settings, models_dir: Path) -> int:
+    """``models --check``: self-test every installed model; non-zero exit when one fails."""
+    from cpersona.embed.install.fetch import is_installed
+    from cpersona.embed.registry import list_manifests
+    from cpersona.embed.runtime.selftest import check_installed_model
+
+    installed = [m for m in list_manifests() if is_installed(m, models_dir)]
+    checks = [check_installed_model(m, models_dir / m.name, settings.embed_threads) for m in installed]
+    if args.json:
+        print(json.dumps([c.to_json() for c in checks], indent=2))
+    elif not checks:
+        print(f"no installed models in {models_dir}; install one with `cpersona fetch-model`")
+    else:
+        for check in checks:
+            print(f"{'ok  ' if check.passed else 'FAIL'} {check.name:<20} {check.summary}")
+            if check.evidence:
+                print(f"     {'':<20} {check.evidence}")
+    return EXIT_OK if all(c.passed for c in checks) else EXIT_FAILED
 
 
 def cmd_embed_server(args: argparse.Namespace, settings: Settings) -> int:
@@ -127,6 +149,11 @@ def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
     models = subparsers.add_parser("models", help="list models: installed or not, and which is active")
     models.add_argument("--dir", metavar="DIR", help="models directory (default: CPERSONA_MODELS_DIR)")
     models.add_argument("--json", action="store_true", help="machine-readable output")
+    models.add_argument(
+        "--check",
+        action="store_true",
+        help="run the semantic self-test of every installed model (exit 1 when one fails)",
+    )
     models.set_defaults(func=cmd_models)
 
     serve = subparsers.add_parser(

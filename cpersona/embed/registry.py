@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cpersona.embed.selftest_spec import SelfTestSpec, SelfTestSpecError, parse_self_test
+
 if TYPE_CHECKING:
     from cpersona.config import Settings
 
@@ -80,6 +82,7 @@ class ModelManifest:
     output_name: str = "last_hidden_state"
     inputs: tuple[str, ...] = ("input_ids", "attention_mask")
     tokenizer_file: str = "tokenizer.json"
+    self_test: SelfTestSpec | None = None
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -153,6 +156,11 @@ def parse_manifest(data: dict[str, Any], source: Path | None = None) -> ModelMan
         if needed not in listed:
             raise ManifestError(f"{where}: {needed!r} must be listed under [[files]]")
 
+    try:
+        self_test = parse_self_test(data.get("self_test"))
+    except SelfTestSpecError as exc:
+        raise ManifestError(f"{where}: {exc}") from exc
+
     return ModelManifest(
         name=name,
         hub_repo=str(need("hub_repo")),
@@ -171,6 +179,7 @@ def parse_manifest(data: dict[str, Any], source: Path | None = None) -> ModelMan
         output_name=str(data.get("output_name", "last_hidden_state")),
         inputs=inputs,
         tokenizer_file=tokenizer_file,
+        self_test=self_test,
         source=source,
     )
 

@@ -65,7 +65,7 @@ class FetchError(Exception):
     """A model could not be installed. ``str()`` is a one-line message for people; ``kind`` is stable.
 
     Kinds: no_network, unknown_model, not_found, disk_full, hash_mismatch,
-    missing_files, invalid_model, bad_source.
+    missing_files, invalid_model, self_test_failed, bad_source.
     """
 
     def __init__(self, message: str, kind: str = "error") -> None:
@@ -175,14 +175,17 @@ def _hash_and_check(
     return hashes
 
 
-def verify_model_dir(manifest: ModelManifest, path: Path) -> list[str]:
-    """Load the model in ``path`` with the real backend and embed a test sentence.
+def verify_model_dir(manifest: ModelManifest, path: Path, stream: TextIO | None = None) -> list[str]:
+    """Load the model in ``path`` with the real backend, embed a test sentence and run the self-test.
 
-    Checks the graph's inputs and output against the manifest and that the
-    vector is finite and unit length. Returns the graph's input names; raises
-    FetchError kind invalid_model.
+    Checks the graph's inputs and output against the manifest, that the
+    vector is finite and unit length, and that the manifest's self-test passes
+    at every allowed Matryoshka cut (its result is printed to ``stream``).
+    Returns the graph's input names; raises FetchError kind invalid_model or
+    self_test_failed.
     """
     from cpersona.embed.runtime.onnx_backend import OnnxBackend
+    from cpersona.embed.runtime.selftest import run_self_test
 
     backend = OnnxBackend(manifest, path, verify="off", batch_size=1)
     try:
@@ -195,6 +198,7 @@ def verify_model_dir(manifest: ModelManifest, path: Path) -> list[str]:
                 "invalid_model",
             )
         vector = backend.embed_documents([TEST_SENTENCE])[0]
+        result = run_self_test(backend, all_cuts=True)
     except EmbeddingFault as fault:
         raise FetchError(
             f"{manifest.name} does not load: {fault.reason} ({fault.evidence})", "invalid_model"
@@ -208,6 +212,15 @@ def verify_model_dir(manifest: ModelManifest, path: Path) -> list[str]:
             f"expected ({manifest.dimension},) unit length",
             "invalid_model",
         )
+    if result is not None:
+        print(f"{manifest.name}: {result.summary()} ({result.seconds:.2f} s)", file=stream or sys.stderr, flush=True)
+        if not result.passed:
+            raise FetchError(
+                f"{manifest.name} failed its self-test, so it was not installed: {result.evidence()} "
+                f"({result.summary()}); the files do not match the manifest's pooling, prompts, tokenizer "
+                "or dimension (see docs/models.md, 'Self-test')",
+                "self_test_failed",
+            )
     return inputs
 
 
@@ -217,10 +230,11 @@ def _finish_install(
     models_dir: Path,
     source: dict[str, str],
     hub: dict[str, HubFile] | None = None,
+    stream: TextIO | None = None,
 ) -> Path:
-    """Verify a staged model, write install.json and rename it into place."""
+    """Verify a staged model (hashes, load, self-test), write install.json and rename it into place."""
     hashes = _hash_and_check(manifest, model_stage, hub)
-    verify_model_dir(manifest, model_stage)
+    verify_model_dir(manifest, model_stage, stream)
     # Hash first, record after loading: loading reads but never writes, so mtimes stay valid.
     files = {rel: record_file(model_stage, rel, sha) for rel, sha in hashes.items()}
     write_record(model_stage, InstallRecord(manifest.name, files, source, now_iso()))
@@ -292,7 +306,7 @@ def install_from(
                     print(f"copying {rel} ({path.stat().st_size / 1e6:.1f} MB)", file=out, flush=True)
                     shutil.copy2(path, dest)
                 target = _finish_install(
-                    manifest, model_stage, base, {"kind": "from", "path": str(src.resolve())}
+                    manifest, model_stage, base, {"kind": "from", "path": str(src.resolve())}, stream=out
                 )
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -415,7 +429,7 @@ def fetch_from_hub(
                     "endpoint": endpoint or "",
                 }
                 try:
-                    target = _finish_install(manifest, model_stage, base, source, meta)
+                    target = _finish_install(manifest, model_stage, base, source, meta, out)
                 except FetchError:
                     # Bad bytes must not be resumed from: drop the partial download as well.
                     shutil.rmtree(partial, ignore_errors=True)

@@ -28,6 +28,7 @@ class FaultKind:
     DIMENSION_MISMATCH = "dimension_mismatch"
     ENDPOINT_UNREACHABLE = "endpoint_unreachable"
     MISCONFIGURED = "misconfigured"
+    SELF_TEST_FAILED = "self_test_failed"
 
 
 @dataclass

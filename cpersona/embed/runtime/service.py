@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.selftest import load_check
 from cpersona.health.state import FAULT, HEALTHY, HINT, Condition, HealthState
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,10 @@ class EmbeddingService:
                 self._prepare_error = f"{type(exc).__name__}: {exc}"
         self.try_load()
         while not self._stop.wait(self.retry_seconds):
-            if self.health.state == FAULT:
+            # A failed self-test is deterministic for the same files: re-running it (a full reload
+            # for a 1 GB model) every few seconds would only burn CPU. Restart or check_health(fix).
+            condition = self.health.condition
+            if condition.state == FAULT and condition.kind != FaultKind.SELF_TEST_FAILED:
                 self.try_load()
 
     def try_load(self) -> bool:
@@ -94,7 +98,9 @@ class EmbeddingService:
             started = time.perf_counter()
             try:
                 self.backend.load()
-                fault = self._corpus_check(self.backend) if self._corpus_check else None
+                fault = self._self_test()
+                if fault is None and self._corpus_check:
+                    fault = self._corpus_check(self.backend)
                 if fault is not None:
                     raise fault
             except EmbeddingFault as fault:
@@ -124,6 +130,14 @@ class EmbeddingService:
             self._mark_healthy()
             self._settled.set()
             return True
+
+    def _self_test(self) -> EmbeddingFault | None:
+        # SPEC §14: a model that loads but ranks known pairs wrongly must not hand out vectors.
+        fault = load_check(self.backend)
+        if fault is not None:
+            # Drop the session so the next explicit load reads the (possibly reinstalled) files again.
+            self.backend.close()
+        return fault
 
     def stop(self) -> None:
         """Stop the retry loop and release the backend."""
