@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from cpersona import __version__
 from cpersona.config import ConfigError, Settings
-from cpersona.errors import CPersonaError
+from cpersona.errors import CPersonaError, Rejected
 
 #: Exit code for configuration problems (bad env value, HTTP without auth).
 EXIT_CONFIG = 2
@@ -122,9 +122,12 @@ def cmd_store(args: argparse.Namespace, settings: Settings) -> int:
     with _open_memory(settings, background=True) as memory:
         if settings.embedding_mode != "none":
             memory.wait_until_ready(timeout=MODEL_WAIT_SECONDS)
-        result = memory.store(
-            args.agent, content, msg_id=args.msg_id, channel=args.channel, project_id=args.project
-        )
+        try:
+            result = memory.store(
+                args.agent, content, msg_id=args.msg_id, channel=args.channel, project_id=args.project
+            )
+        except Rejected as exc:
+            result = {"ok": False, **exc.details()}
     if args.json:
         _print_json(result)
     elif result.get("result") == "stored":
