@@ -40,6 +40,7 @@ from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
+from cpersona.storage.scope import Scope  # noqa: E402
 
 ARMS = {
     "vector": ("rrf", frozenset({fusion.VECTOR})),
@@ -123,7 +124,8 @@ def run(data_dir: Path, models_dir: Path, model: str, penalty: float) -> dict[st
                     if out["result"] != "stored":
                         print(f"  note: {path.name} {dia_id} {out['result']}: {out.get('reason')}", file=sys.stderr)
                 timing["ingest_s"].append(time.perf_counter() - start)
-                id_to_dia = {r[0]: r[1] for r in mem.db.connection().execute("SELECT id, msg_id FROM memories")}
+                rows = mem.storage.session().memories.list_recent(Scope("locomo"), 10**9)
+                id_to_dia = {r["id"]: r["msg_id"] for r in rows}
                 for arm, (mode, channels) in ARMS.items():
                     mem.recaller.pipeline = RecallPipeline(settings.with_overrides(recall_mode=mode), channels=channels)
                     for qa in data["qa"]:

@@ -8,11 +8,25 @@ class CPersonaError(Exception):
 
     code = "error"
 
+    def details(self) -> dict[str, object]:
+        """Extra fields this refusal adds to a failure response (besides ``error`` and ``error_code``)."""
+        return {}
+
 
 class InvalidInput(CPersonaError, ValueError):
     """An argument has the wrong type, range or shape."""
 
     code = "invalid_input"
+
+
+class Rejected(InvalidInput):
+    """``store`` refused the message (empty content, bad metadata, bad timestamp, ...)."""
+
+    code = "rejected"
+
+    def details(self) -> dict[str, object]:
+        """``store`` failures also say ``result: "rejected"`` and repeat the message as ``reason``."""
+        return {"result": "rejected", "reason": str(self)}
 
 
 class NotFound(CPersonaError, LookupError):
@@ -39,7 +53,7 @@ class SchemaTooNew(CPersonaError):
     code = "schema_too_new"
 
 
-class PersistencePaused(CPersonaError):
-    """Writes are paused for this process (pause_persistence)."""
+class DuplicateRow(CPersonaError):
+    """A write would duplicate a row a unique rule protects (storage reports it; services decide)."""
 
-    code = "persistence_paused"
+    code = "duplicate"

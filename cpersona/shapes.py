@@ -111,15 +111,7 @@ class StoreSkipped(TypedDict):
     reason: Annotated[str, "Which dedup rule matched."]
 
 
-class StoreRejected(TypedDict):
-    """store: refused input (empty content, oversized metadata, bad ids ...)."""
-
-    ok: Annotated[Literal[False], "Failure."]
-    result: Annotated[Literal["rejected"], "Outcome."]
-    reason: Annotated[str, "Why (the MCP layer mirrors it into error)."]
-
-
-StoreResult = StoreStored | StoreSkipped | StoreRejected
+StoreResult = StoreStored | StoreSkipped
 
 
 # -- recall --------------------------------------------------------------------------------------------
@@ -386,7 +378,7 @@ ReembedResult = ReembedDone | ReembedFailed
 
 #: Every public ``Memory`` method that returns a result dict, with the shapes it may return.
 METHOD_RESULTS: dict[str, tuple[type, ...]] = {
-    "store": (StoreStored, StoreSkipped, StoreRejected),
+    "store": (StoreStored, StoreSkipped),
     "recall": (RecallResult,),
     "recall_with_context": (RecallWithContextResult,),
     "get_contents": (GetContentsResult,),

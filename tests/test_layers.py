@@ -124,3 +124,32 @@ def test_the_checker_sees_relative_and_lazy_imports() -> None:
     names = imported_modules(sample)
     assert "mcp.server.lowlevel" in names and "cpersona.server.dispatch" in names
     assert any(within(n, "cpersona.server") for n in imported_modules(PACKAGE_DIR / "cli" / "main.py"))
+
+
+def test_only_storage_speaks_sqlite() -> None:
+    # Stronger than an import check: not even a comment outside storage/ names the driver,
+    # matching `grep -rl sqlite3 cpersona | grep -v storage/` printing nothing.
+    storage = PACKAGE_DIR / "storage"
+    importers = sorted(
+        str(path.relative_to(PACKAGE_DIR))
+        for path in ALL_MODULES
+        if not path.is_relative_to(storage) and any(within(n, "sqlite3") for n in imported_modules(path))
+    )
+    mentions = sorted(
+        str(path.relative_to(PACKAGE_DIR))
+        for path in ALL_MODULES
+        if not path.is_relative_to(storage) and "sqlite3" in path.read_text(encoding="utf-8")
+    )
+    assert importers == [] and mentions == []
+    assert any(within(n, "sqlite3") for n in imported_modules(storage / "db.py"))  # the checker sees it
+
+
+@pytest.mark.parametrize(
+    "upper", ["cpersona.embed", "cpersona.retrieval", "cpersona.memory", "cpersona.recaller", "cpersona.services"]
+)
+def test_storage_never_imports_upper_layers(upper: str) -> None:
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(n for n in imported_modules(path) if within(n, upper))
+        for path in modules_in("storage")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}

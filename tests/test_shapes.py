@@ -12,6 +12,7 @@ from typing import Any, Literal, NotRequired, Required, get_args, get_origin, ge
 import pytest
 
 from cpersona import shapes
+from cpersona.errors import Rejected
 from cpersona.config import Settings
 from cpersona.memory import Memory
 
@@ -110,7 +111,9 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
     stored = memory.store("a", "Deploy key for staging lives in vault", msg_id="m1", source={"id": "u1"})
     assert_shape("store", stored, shapes.StoreStored)
     assert_shape("store", memory.store("a", "other text", msg_id="m1"), shapes.StoreSkipped)
-    assert_shape("store", memory.store("a", "   "), shapes.StoreRejected)
+    with pytest.raises(Rejected) as refused:  # refusals raise; the MCP layer adds result/reason from details()
+        memory.store("a", "   ")
+    assert refused.value.details() == {"result": "rejected", "reason": "content is empty"}
     long = memory.store("a", "y" * (memory.settings.max_content_length + 5))
     assert_shape("store", long, shapes.StoreStored)
     assert long["truncated"] is True

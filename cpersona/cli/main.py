@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from cpersona import __version__
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.config import ConfigError, Settings
-from cpersona.errors import CPersonaError
+from cpersona.errors import CPersonaError, Rejected
 from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
 
 #: Exit code for configuration problems (bad env value, HTTP without auth).
@@ -119,9 +119,12 @@ def cmd_store(args: argparse.Namespace, settings: Settings) -> int:
     with _open_memory(settings, background=True) as memory:
         if settings.embedding_mode != "none":
             memory.wait_until_ready(timeout=MODEL_WAIT_SECONDS)
-        result = memory.store(
-            args.agent, content, msg_id=args.msg_id, channel=args.channel, project_id=args.project
-        )
+        try:
+            result = memory.store(
+                args.agent, content, msg_id=args.msg_id, channel=args.channel, project_id=args.project
+            )
+        except Rejected as exc:
+            result = {"ok": False, **exc.details()}
     if args.json:
         _print_json(result)
     elif result.get("result") == "stored":

@@ -1,8 +1,8 @@
-"""Turning free text into safe FTS5 trigram MATCH expressions.
+"""Turning free text into engine-neutral search terms (``QueryTerms``).
 
-A query is never passed to MATCH as written: it is split into word tokens,
-each emitted as a double-quoted phrase and OR'ed, so quotes, ``*``, ``:``,
-parentheses and words like NEAR/AND/OR are plain text. Trigram FTS matches
+A query is split into word tokens; the storage engine turns the terms into
+its own full-text syntax (for SQLite, quoted FTS5 phrases OR'ed: see
+``cpersona.storage.keyword``), so no query text reaches it as syntax. Trigram FTS matches
 substrings, which we exploit twice: English words are cut to a light stem
 ("painting" → "paint" also finds "painted"), and CJK runs, which have no
 spaces, are split into overlapping 3-character pieces so a long Japanese
@@ -12,7 +12,8 @@ question still finds the rows sharing part of it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from cpersona.storage.interface import QueryTerms
 
 MAX_TERMS = 48  # a 100 KB query must not become a 100 KB MATCH expression
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -23,20 +24,6 @@ _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 STOPWORDS = frozenset(
     ["a", "about", "above", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves"]
 )
-
-
-@dataclass(frozen=True)
-class QueryTerms:
-    """Terms of a query: ``match`` feeds FTS (≥ 3 chars); ``like`` feeds the LIKE fallback."""
-
-    match: tuple[str, ...]
-    like: tuple[str, ...]
-
-    def match_expression(self) -> str | None:
-        """The MATCH string, or None when no term is long enough for trigrams."""
-        if not self.match:
-            return None
-        return " OR ".join('"' + term.replace('"', '""') + '"' for term in self.match)
 
 
 def _stem(word: str) -> str:
@@ -68,9 +55,3 @@ def query_terms(query: str) -> QueryTerms:
         if len(match) >= MAX_TERMS:
             break
     return QueryTerms(tuple(match[:MAX_TERMS]), tuple(like[:MAX_TERMS]))
-
-
-def like_pattern(term: str) -> str:
-    """``%term%`` with LIKE's wildcards escaped (use with ESCAPE '\\')."""
-    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"

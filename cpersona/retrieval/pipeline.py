@@ -7,20 +7,18 @@ bookkeeping, profile injection, the final reversal).
 
 from __future__ import annotations
 
-import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
 from cpersona.config import Settings
-from cpersona.retrieval import fusion, keyword
+from cpersona.retrieval import fusion
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.retrieval.vector_index import VectorIndex
-from cpersona.storage import episodes as episode_rows
-from cpersona.storage import memories as memory_rows
+from cpersona.storage.interface import KeywordHits, Session
 from cpersona.storage.scope import Scope
 from cpersona.text import comparison_key, parse_ts
 
@@ -82,11 +80,10 @@ class RecallOutcome:
     rows: list[dict[str, Any]]
     keyword_method: str
     vector_used: bool
-    channels: dict[str, int] = field(default_factory=dict)
 
 
 class RecallPipeline:
-    """Stateless recall over a connection snapshot, configured by Settings."""
+    """Stateless recall over a storage session (one read snapshot), configured by Settings."""
 
     def __init__(
         self,
@@ -101,7 +98,7 @@ class RecallPipeline:
 
     def run(
         self,
-        conn: sqlite3.Connection,
+        session: Session,
         request: RecallRequest,
         *,
         query_vector: np.ndarray | None,
@@ -111,15 +108,15 @@ class RecallPipeline:
     ) -> RecallOutcome:
         """Run the pipeline; ``query_vector`` None means keyword-only."""
         if not request.query.strip():
-            return self._most_recent(conn, request)
+            return self._most_recent(session, request)
         depth = request.limit + len(request.exclude_contents)
         terms = query_terms(request.query)
         channels: dict[str, list[tuple[str, float]]] = {}
         include_episodes = request.source_id is None or bool(request.scope.channel)
 
         vector_used = query_vector is not None and memory_index is not None and fusion.VECTOR in self.channels
-        if vector_used:
-            allowed = self._source_ids(conn, request) if request.source_id is not None else None
+        if query_vector is not None and memory_index is not None and vector_used:
+            allowed = self._source_ids(session, request) if request.source_id is not None else None
             hits = [
                 (f"mem:{i}", s)
                 for i, s in memory_index.search(
@@ -136,17 +133,17 @@ class RecallPipeline:
                 hits.sort(key=lambda h: (-h[1], h[0]))
             channels[fusion.VECTOR] = hits[:depth]
 
-        mem_hits = keyword.KeywordHits([], "none")
+        mem_hits = KeywordHits([], "none")
         if fusion.FTS_MEMORIES in self.channels:
-            mem_hits = keyword.search_memories(conn, terms, request.scope, depth, source_id=request.source_id)
+            mem_hits = session.keyword.memories(terms, request.scope, depth, source_id=request.source_id)
             channels[fusion.FTS_MEMORIES] = [(f"mem:{i}", s) for i, s in mem_hits.hits]
         if include_episodes and fusion.FTS_EPISODES in self.channels:
-            ep_hits = keyword.search_episodes(conn, terms, request.scope, depth)
+            ep_hits = session.keyword.episodes(terms, request.scope, depth)
             channels[fusion.FTS_EPISODES] = [(f"ep:{i}", s) for i, s in ep_hits.hits]
 
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
-        scored = self._hydrate(conn, request, fused)
-        scored = self._penalise(conn, request, scored, now)
+        scored = self._hydrate(session, request, fused)
+        scored = self._penalise(session, request, scored, now)
         scored.sort(key=ScoredRow.sort_key)
         scored = self.gate.apply(scored, request)
         rows = []
@@ -154,29 +151,18 @@ class RecallPipeline:
             row = dict(item.row)
             row["match_reason"] = item.match_reason()
             rows.append(row)
-        return RecallOutcome(
-            rows=rows,
-            keyword_method=mem_hits.method,
-            vector_used=vector_used,
-            channels={name: len(hits) for name, hits in channels.items()},
-        )
+        return RecallOutcome(rows=rows, keyword_method=mem_hits.method, vector_used=vector_used)
 
     # -- stages ---------------------------------------------------------------------
-    def _most_recent(self, conn: sqlite3.Connection, request: RecallRequest) -> RecallOutcome:
-        rows = [memory_rows.row_to_dict(r) for r in memory_rows.list_recent(conn, request.scope, request.limit * 2 + 50)]
+    def _most_recent(self, session: Session, request: RecallRequest) -> RecallOutcome:
+        rows = session.memories.list_recent(request.scope, request.limit * 2 + 50)
         rows = [r for r in rows if self._keep(r, request)]
         return RecallOutcome(rows=rows[: request.limit], keyword_method="none", vector_used=False)
 
     @staticmethod
-    def _source_ids(conn: sqlite3.Connection, request: RecallRequest) -> np.ndarray:
-        where, params = request.scope.where()
-        source_id = request.source_id or ""
-        ids = conn.execute(
-            f"SELECT id FROM memories WHERE {where} AND "
-            "substr(COALESCE(json_extract(source, '$.id'), ''), 1, ?) = ?",
-            [*params, len(source_id), source_id],
-        ).fetchall()
-        return np.fromiter((r[0] for r in ids), dtype=np.int64, count=len(ids))
+    def _source_ids(session: Session, request: RecallRequest) -> np.ndarray:
+        ids = session.memories.ids_with_source(request.scope, request.source_id or "")
+        return np.fromiter(ids, dtype=np.int64, count=len(ids))
 
     def _keep(self, row: dict[str, Any], request: RecallRequest) -> bool:
         if request.source_id is not None and row["type"] == "memory":
@@ -192,15 +178,15 @@ class RecallPipeline:
         return True
 
     def _hydrate(
-        self, conn: sqlite3.Connection, request: RecallRequest, fused: dict[str, fusion.Fused]
+        self, session: Session, request: RecallRequest, fused: dict[str, fusion.Fused]
     ) -> list[ScoredRow]:
         mem_ids = [int(ref[4:]) for ref in fused if ref.startswith("mem:")]
         ep_ids = [int(ref[3:]) for ref in fused if ref.startswith("ep:")]
         found: dict[str, dict[str, Any]] = {}
-        for rid, row in memory_rows.get_many(conn, mem_ids, request.scope).items():
-            found[f"mem:{rid}"] = memory_rows.row_to_dict(row)
-        for rid, row in episode_rows.get_many(conn, ep_ids, request.scope).items():
-            found[f"ep:{rid}"] = episode_rows.row_to_dict(row)
+        for rid, mem in session.memories.get_many(mem_ids, request.scope).items():
+            found[f"mem:{rid}"] = mem
+        for rid, ep in session.episodes.get_many(ep_ids, request.scope).items():
+            found[f"ep:{rid}"] = ep
         scored = []
         for ref, entry in fused.items():
             row = found.get(ref)
@@ -209,12 +195,12 @@ class RecallPipeline:
         return scored
 
     def _penalise(
-        self, conn: sqlite3.Connection, request: RecallRequest, scored: list[ScoredRow], now: datetime
+        self, session: Session, request: RecallRequest, scored: list[ScoredRow], now: datetime
     ) -> list[ScoredRow]:
         s = self.settings
         boundary_text = None
         if s.episode_penalty_enabled and not request.deep:
-            boundary_text = episode_rows.newest_boundary(conn, request.scope)
+            boundary_text = session.episodes.newest_boundary(request.scope)
         boundary = parse_ts(boundary_text) if boundary_text else None
         for item in scored:
             if item.row["type"] != "memory":

@@ -3,7 +3,7 @@
 Every recall first calls ``sync``: rows with a higher id than any seen are
 appended (the common case: new stores), and any change to existing vectors
 (back-fill, re-embedding, delete, a move between agents) bumps a generation
-counter kept in the database by triggers, which triggers a full reload. Both
+counter the store keeps, which triggers a full reload. Both
 signals live in the file, so writes by other processes on the same file are
 seen on the next recall. Only vectors of the active model id and dimension
 are loaded: vectors of different models are never compared.
@@ -11,12 +11,12 @@ are loaded: vectors of different models are never compared.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from cpersona.storage.interface import VECTOR_TABLES, VectorFeed
 from cpersona.storage.scope import Scope
 
 
@@ -33,7 +33,7 @@ class VectorIndex:
     """Vectors of ``table`` ('memories' or 'episodes') for one model id and dimension."""
 
     def __init__(self, table: str, model_id: str, dimension: int) -> None:
-        if table not in ("memories", "episodes"):
+        if table not in VECTOR_TABLES:
             raise ValueError(f"no vector index for table {table!r}")
         self.table = table
         self.model_id = model_id
@@ -55,20 +55,17 @@ class VectorIndex:
             self._codes[value] = code
         return code
 
-    def sync(self, conn: sqlite3.Connection) -> None:
-        """Bring the index up to date with the file (call inside one read snapshot)."""
-        generation = int(
-            conn.execute("SELECT generation FROM index_state WHERE name = ?", (self.table,)).fetchone()[0]
-        )
-        max_id = int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {self.table}").fetchone()[0])
+    def sync(self, feed: VectorFeed) -> None:
+        """Bring the index up to date with the store (call inside one read snapshot)."""
+        generation, max_id = feed.state(self.table)
         with self._lock:
             if generation != self._generation:
-                self._cols = self._load(conn, 0)
+                self._cols = self._load(feed, 0)
                 self._generation = generation
                 self._max_seen_id = max_id
                 self.reloads += 1
             elif max_id > self._max_seen_id:
-                fresh = self._load(conn, self._max_seen_id)
+                fresh = self._load(feed, self._max_seen_id)
                 self._max_seen_id = max_id
                 if fresh.ids.size:
                     old = self._cols
@@ -80,12 +77,8 @@ class VectorIndex:
                         channel=np.concatenate([old.channel, fresh.channel]),
                     )
 
-    def _load(self, conn: sqlite3.Connection, after_id: int) -> _Columns:
-        rows = conn.execute(
-            f"SELECT id, agent_id, project_id, channel, embedding FROM {self.table} "
-            "WHERE id > ? AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ? ORDER BY id",
-            (after_id, self.model_id, self.dimension),
-        ).fetchall()
+    def _load(self, feed: VectorFeed, after_id: int) -> _Columns:
+        rows = feed.rows_after(self.table, after_id, self.model_id, self.dimension)
         if not rows:
             return _Columns(vectors=np.zeros((0, self.dimension), dtype=np.float32))
         vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype="<f4").reshape(len(rows), self.dimension)
@@ -126,7 +119,7 @@ class VectorIndex:
         Ties break on the higher (newer) id so results are deterministic.
         """
         cols = self._cols  # a consistent snapshot: sync replaces, never mutates
-        if limit <= 0 or cols.ids.size == 0:
+        if limit <= 0 or cols.ids.size == 0 or cols.vectors is None:
             return []
         mask = self._mask(cols, scope)
         if allowed_ids is not None:

@@ -260,9 +260,8 @@ def _finish(name: str, result: Any) -> dict[str, Any]:
         out = dict(result)
         out["ok"] = False
         if not (isinstance(out.get("error"), str) and out["error"].strip()):
-            # store explains itself in "reason"; mirror it so "carries error" always means failure.
-            out["error"] = str(out.get("reason") or f"{name} failed")
-        out.setdefault("error_code", "rejected" if out.get("result") == "rejected" else "error")
+            out["error"] = f"{name} failed"
+        out.setdefault("error_code", "error")
         return out
     if "ok" not in result:
         result = {"ok": True, **result}
@@ -274,19 +273,17 @@ def dispatch_tool(memory: Memory, settings: Settings, name: str, arguments: Any)
 
     Order: look up the tool, validate ``arguments`` against its schema, call
     ``Memory``, shape the result (previews, budgets). Failures are
-    ``{"ok": false, "error", "error_code"}``; ``store`` failures also keep
-    ``result: "rejected"`` and ``reason``.
+    ``{"ok": false, "error", "error_code"}`` plus whatever fields the refusal
+    itself carries (``CPersonaError.details``: ``store``'s ``Rejected`` adds
+    ``result: "rejected"`` and ``reason``).
     """
     try:
         response = _dispatch(memory, settings, name, arguments)
     except CPersonaError as exc:
-        response = failure(str(exc) or exc.code, exc.code)
+        response = failure(str(exc) or exc.code, exc.code, **exc.details())
     except Exception as exc:  # the server must keep answering whatever Memory raises
         log.exception("tool %s failed with an unexpected exception", clean_text(str(name))[:80])
         response = failure(f"internal error: {type(exc).__name__}: {exc}", "internal")
-    if name == "store" and response.get("ok") is False:
-        response.setdefault("result", "rejected")
-        response.setdefault("reason", response["error"])
     return json_safe(response)
 
 

@@ -41,7 +41,7 @@ def test_paraphrase_found_through_the_vector_channel(tmp_path: Path, minilm_mode
         assert best["match_reason"]["cosine"] > 0.5
         assert out["search"]["vector"] is True
         assert "advisory" not in out
-        blob = mem.db.connection().execute("SELECT embedding FROM memories WHERE id = ?", (target["id"],)).fetchone()[0]
+        blob = mem.storage.db.connection().execute("SELECT embedding FROM memories WHERE id = ?", (target["id"],)).fetchone()[0]
         assert abs(float(np.linalg.norm(from_blob(blob))) - 1.0) < 1e-5
 
 
@@ -69,7 +69,7 @@ def test_back_fill_resumes_after_a_crash(tmp_path: Path, minilm_models_dir: Path
     for i in range(40):
         first.store("a", f"note number {i} about gardening")
     assert first.get_queue_status()["depth"] == 40
-    first.db.close()  # no drain, no orderly stop: what a killed process leaves behind
+    first.storage.close()  # no drain, no orderly stop: what a killed process leaves behind
 
     with Memory(_settings(tmp_path, minilm_models_dir)) as second:
         assert second.wait_until_ready(60)
@@ -79,7 +79,7 @@ def test_back_fill_resumes_after_a_crash(tmp_path: Path, minilm_models_dir: Path
                 break
             time.sleep(0.05)
         assert second.get_queue_status()["depth"] == 0
-        conn = second.db.connection()
+        conn = second.storage.db.connection()
         assert conn.execute("SELECT COUNT(*) FROM memories WHERE embedding IS NULL").fetchone()[0] == 0
 
 
@@ -104,8 +104,8 @@ def test_model_change_re_embeds_through_the_queue(
         status = mem.get_queue_status()
         assert status["depth"] == 10 and status["by_kind"] == {"embed": 10}
         assert mem.drain_queue() == 10
-        models = {r[0] for r in mem.db.connection().execute("SELECT DISTINCT embedding_model FROM memories")}
-        dims = {r[0] for r in mem.db.connection().execute("SELECT DISTINCT embedding_dim FROM memories")}
+        models = {r[0] for r in mem.storage.db.connection().execute("SELECT DISTINCT embedding_model FROM memories")}
+        dims = {r[0] for r in mem.storage.db.connection().execute("SELECT DISTINCT embedding_dim FROM memories")}
         assert models == {"jina-v5-nano"} and dims == {768}
         assert mem.recall("a", "the cat")["search"]["vector"] is True
     finally:

@@ -64,12 +64,11 @@ def test_channel_sees_itself_plus_channel_less(memory: Memory) -> None:
 def test_episode_boundary_is_scoped(memory: Memory) -> None:
     memory.store("a", "an old fact about tea")
     memory.archive_episode("b", "bob's session about tea")
-    conn = memory.db.connection()
-    from cpersona.storage.episodes import newest_boundary
+    episodes = memory.storage.session().episodes
     from cpersona.storage.scope import Scope
 
-    assert newest_boundary(conn, Scope("a")) is None
-    assert newest_boundary(conn, Scope("b")) is not None
+    assert episodes.newest_boundary(Scope("a")) is None
+    assert episodes.newest_boundary(Scope("b")) is not None
 
 
 def test_delete_agent_data_removes_only_that_agent(memory: Memory) -> None:

@@ -73,7 +73,7 @@ def test_recent_recall_penalty_applies_within_window(memory: Memory) -> None:
 def test_episode_boundary_penalty_scores_older_memories_down(settings: Settings) -> None:
     with Memory(settings.with_overrides(recent_recall_penalty=1.0), backend=NoEmbeddings()) as mem:
         old = mem.store("a", "old note on kiwi fruit")
-        conn = mem.db.connection()
+        conn = mem.storage.db.connection()
         conn.execute("UPDATE memories SET created_at = '2020-01-01T00:00:00.000000Z' WHERE id = ?", (old["id"],))
         before = mem.recall("a", "kiwi fruit", deep=True)["results"][-1]["match_reason"]["score"]
         mem.archive_episode("a", "session about something else")

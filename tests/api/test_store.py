@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
+from cpersona.errors import InvalidInput, Rejected
 from cpersona.memory import Memory
+
+
+def _refusal(memory: Memory, *args: object, **kwargs: object) -> dict[str, object]:
+    """What a refused store reports: the Rejected error's extra fields."""
+    with pytest.raises(Rejected) as caught:
+        memory.store(*args, **kwargs)  # type: ignore[arg-type]
+    assert isinstance(caught.value, InvalidInput) and caught.value.code == "rejected"
+    return {"ok": False, **caught.value.details()}
 
 
 def test_msg_id_dedup_skips_with_existing_id_and_never_upserts(memory: Memory) -> None:
@@ -24,7 +35,7 @@ def test_content_dedup_is_scoped(memory: Memory) -> None:
 
 def test_empty_and_whitespace_content_rejected(memory: Memory) -> None:
     for content in ["", "   ", "\n\t", "\x00\x00"]:
-        out = memory.store("a", content)
+        out = _refusal(memory, "a", content)
         assert out["ok"] is False and out["result"] == "rejected" and out["reason"]
     assert memory.list_memories("a")["total"] == 0
 
@@ -37,8 +48,8 @@ def test_oversize_content_truncated_and_says_so(memory: Memory) -> None:
 
 
 def test_oversize_or_invalid_metadata_refused_not_truncated(memory: Memory) -> None:
-    big = memory.store("a", "fine", metadata={"blob": "y" * 10000})
-    bad = memory.store("a", "fine", metadata="{not json")
+    big = _refusal(memory, "a", "fine", metadata={"blob": "y" * 10000})
+    bad = _refusal(memory, "a", "fine", metadata="{not json")
     assert big["result"] == "rejected" and "cap" in big["reason"]
     assert bad["result"] == "rejected" and "JSON" in bad["reason"]
     assert memory.list_memories("a")["total"] == 0
@@ -53,7 +64,7 @@ def test_nul_bytes_and_lone_surrogates_are_normalised(memory: Memory) -> None:
 def test_timestamps_normalised_to_utc(memory: Memory) -> None:
     aware = memory.store("a", "one", timestamp="2026-01-31T10:00:00+09:00")
     naive = memory.store("a", "two", timestamp="2026-01-31T10:00:00")
-    bad = memory.store("a", "three", timestamp="yesterday")
+    bad = _refusal(memory, "a", "three", timestamp="yesterday")
     rows = {r["content"]: r for r in memory.list_memories("a")["items"]}
     assert rows["one"]["timestamp"] == "2026-01-31T01:00:00.000000Z"
     assert rows["two"]["timestamp"] == "2026-01-31T10:00:00.000000Z"

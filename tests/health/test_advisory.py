@@ -133,7 +133,7 @@ def test_dimension_drift_is_a_fault_and_reembed_repairs_it(tmp_path: Path, minil
         assert mem.embeddings.try_load()
         mem.store("a", "The cat sits on the mat")
         # A corpus written by a same-named model of another width (e.g. a different export).
-        mem.db.connection().execute("UPDATE memories SET embedding_dim = 768")
+        mem.storage.db.connection().execute("UPDATE memories SET embedding_dim = 768")
     with Memory(settings, start_background=False) as mem:
         assert not mem.embeddings.try_load()
         assert mem.health.condition.kind == FaultKind.DIMENSION_MISMATCH

@@ -7,7 +7,8 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpersona.retrieval.match_query import MAX_TERMS, like_pattern, query_terms
+from cpersona.retrieval.match_query import MAX_TERMS, query_terms
+from cpersona.storage.keyword import like_pattern, match_expression
 
 
 def test_function_words_dropped_and_words_stemmed() -> None:
@@ -25,7 +26,7 @@ def test_cjk_runs_become_overlapping_trigrams() -> None:
 
 def test_short_words_go_to_like_only() -> None:
     terms = query_terms("Go")
-    assert terms.match == () and terms.like == ("go",) and terms.match_expression() is None
+    assert terms.match == () and terms.like == ("go",) and match_expression(terms) is None
 
 
 def test_term_count_is_capped() -> None:
@@ -43,6 +44,6 @@ def test_any_text_is_a_valid_match_expression(text: str) -> None:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='trigram')")
     conn.execute("INSERT INTO t(body) VALUES ('some stored text 東京タワー NEAR(x) \"quoted\"')")
-    expression = query_terms(text.replace("\x00", "")).match_expression()
+    expression = match_expression(query_terms(text.replace("\x00", "")))
     if expression is not None:
         conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()

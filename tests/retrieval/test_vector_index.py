@@ -10,6 +10,7 @@ from cpersona.retrieval.vector_index import VectorIndex
 from cpersona.storage.db import Database
 from cpersona.storage.migrations import migrate
 from cpersona.storage.scope import Scope
+from cpersona.storage.vector_feed import SqliteVectorFeed
 from cpersona.storage.vectors import to_blob
 
 
@@ -34,17 +35,17 @@ def test_appends_then_reloads_on_change_from_another_connection(tmp_path: Path) 
     other = Database(tmp_path / "v.db")  # a second process, as far as SQLite is concerned
     index = VectorIndex("memories", "m", 8)
     first = _insert(db, "a", 1)
-    index.sync(db.connection())
+    index.sync(SqliteVectorFeed(db.connection()))
     assert len(index) == 1 and index.reloads == 1
     second = _insert(other, "a", 2)
     _insert(other, "a", 3, model="another-model")  # never mixed in
-    index.sync(db.connection())
+    index.sync(SqliteVectorFeed(db.connection()))
     assert len(index) == 2 and index.reloads == 1  # appended, not reloaded
     hits = index.search(_unit(2), Scope("a"), 5, window=100)
     assert hits[0][0] == second and abs(hits[0][1] - 1.0) < 1e-5
     with other.write() as conn:
         conn.execute("DELETE FROM memories WHERE id = ?", (second,))
-    index.sync(db.connection())
+    index.sync(SqliteVectorFeed(db.connection()))
     assert index.reloads == 2 and [h[0] for h in index.search(_unit(2), Scope("a"), 5, window=100)] == [first]
     db.close()
     other.close()
@@ -61,7 +62,7 @@ def test_scope_and_window(tmp_path: Path) -> None:
         "b": _insert(db, "b", 5),
     }
     index = VectorIndex("memories", "m", 8)
-    index.sync(db.connection())
+    index.sync(SqliteVectorFeed(db.connection()))
     q = _unit(9)
 
     def found(scope: Scope, window: int = 100) -> set[int]:

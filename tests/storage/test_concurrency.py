@@ -77,5 +77,5 @@ def test_processes_on_one_file_lose_nothing_and_see_each_other(tmp_path: Path) -
         # the long-lived reader sees every other process's rows on its next recall
         assert watcher.list_memories("shared")["total"] == 3 * 80 + 1
         assert watcher.recall("shared", "worker 2 note 79", limit=100)["count"] > 0
-        conn = watcher.db.connection()
+        conn = watcher.storage.db.connection()
         assert conn.execute("SELECT COUNT(*) FROM memories WHERE msg_id = 'contended'").fetchone()[0] == 1

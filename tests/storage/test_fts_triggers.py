@@ -6,7 +6,7 @@ from cpersona.memory import Memory
 
 
 def _fts_ids(memory: Memory, text: str) -> list[int]:
-    conn = memory.db.connection()
+    conn = memory.storage.db.connection()
     return [r[0] for r in conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f'"{text}"',))]
 
 
@@ -19,13 +19,13 @@ def test_update_and_delete_keep_fts_in_step(memory: Memory) -> None:
     assert _fts_ids(memory, "annual budget") == [rid]
     memory.delete_memory(rid)
     assert _fts_ids(memory, "annual") == []
-    conn = memory.db.connection()
+    conn = memory.storage.db.connection()
     conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
 
 
 def test_episode_fts_covers_summary_and_keywords(memory: Memory) -> None:
     ep = memory.archive_episode("a", "we fixed the login bug", keywords=["authentication", "oauth"])
-    conn = memory.db.connection()
+    conn = memory.storage.db.connection()
     hits = [r[0] for r in conn.execute("SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH '\"oauth\"'")]
     assert hits == [ep["id"]]
     memory.delete_episode(ep["id"])

@@ -83,7 +83,7 @@ def test_new_migration_applies_on_existing_file(tmp_path: Path) -> None:
 
 
 def test_dedup_probes_use_the_unique_indexes(tmp_path: Path) -> None:
-    from cpersona.storage.memories import NewMemory, find_duplicate
+    from cpersona.storage.memories import NewMemory, SqliteMemories
 
     db = Database(tmp_path / "m.db")
     migrate(db)
@@ -97,7 +97,7 @@ def test_dedup_probes_use_the_unique_indexes(tmp_path: Path) -> None:
             plans.extend(r[3] for r in original_execute("EXPLAIN QUERY PLAN " + sql, params))
             return original_execute(sql, params)
 
-    find_duplicate(Spy(), probe)  # type: ignore[arg-type]
+    SqliteMemories(Spy()).find_duplicate(probe)  # type: ignore[arg-type]
     assert any("memories_dedup_msg_id" in p for p in plans), plans
     assert any("memories_dedup_content" in p for p in plans), plans
     db.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -18,10 +17,7 @@ from cpersona.limits import (
 )
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.retrieval.vector_index import VectorIndex
-from cpersona.storage import episodes as episode_rows
-from cpersona.storage import memories as memory_rows
-from cpersona.storage import profiles as profile_rows
-from cpersona.storage.db import Database
+from cpersona.storage.interface import Session, Store
 from cpersona.storage.scope import Scope
 from cpersona.text import clean_text, format_ts, utc_now
 from cpersona.validation import boolean, bounded_int, optional_str, string_list
@@ -31,9 +27,9 @@ class Recaller:
     """Runs recall for a ``Memory``; owns the in-memory vector indexes."""
 
     def __init__(
-        self, db: Database, embeddings: EmbeddingService, health: HealthState, pipeline: RecallPipeline
+        self, store: Store, embeddings: EmbeddingService, health: HealthState, pipeline: RecallPipeline
     ) -> None:
-        self.db = db
+        self.store = store
         self.embeddings = embeddings
         self.health = health
         self.pipeline = pipeline
@@ -85,22 +81,22 @@ class Recaller:
         if request.limit == 0:
             return response
         now = utc_now()
-        with self.db.read() as conn:
+        with self.store.read() as session:
             mem_index = self._index("memories") if query_vector is not None else None
             ep_index = self._index("episodes") if query_vector is not None else None
             for index in (mem_index, ep_index):
                 if index is not None:
-                    index.sync(conn)
+                    index.sync(session.vectors)
             outcome = self.pipeline.run(
-                conn, request, query_vector=query_vector, memory_index=mem_index, episode_index=ep_index, now=now
+                session, request, query_vector=query_vector, memory_index=mem_index, episode_index=ep_index, now=now
             )
             rows = outcome.rows
             if len(rows) < request.limit:
-                rows = rows + self._profiles_for(conn, request.scope)[: request.limit - len(rows)]
+                rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
         if recalled:
-            with self.db.write() as wconn:
-                memory_rows.mark_recalled(wconn, recalled, format_ts(now))
+            with self.store.write() as ws:
+                ws.memories.mark_recalled(recalled, format_ts(now))
         rows.reverse()  # worst → best: the last element is the best match
         response.update(
             results=rows,
@@ -109,13 +105,13 @@ class Recaller:
         )
         return response
 
-    def _profiles_for(self, conn: sqlite3.Connection, scope: Scope) -> list[dict[str, Any]]:
+    def _profiles_for(self, session: Session, scope: Scope) -> list[dict[str, Any]]:
         if scope.agent_id is None:
             return []
-        pool = memory_rows.count(conn, scope) + episode_rows.count(conn, scope)
+        pool = session.memories.count(scope) + session.episodes.count(scope)
         if pool < PROFILE_INJECTION_MIN_POOL:
             return []
-        return [profile_rows.row_to_dict(r) for r in profile_rows.newest_in_scope(conn, scope, PROFILE_INJECTION_ROWS)]
+        return session.profiles.newest_in_scope(scope, PROFILE_INJECTION_ROWS)
 
     def recall_with_context(
         self,

@@ -13,44 +13,32 @@ import threading
 from datetime import timedelta
 
 from cpersona.embed.runtime.service import EmbeddingService
-from cpersona.storage import episodes as episode_rows
-from cpersona.storage import memories as memory_rows
-from cpersona.storage import tasks
-from cpersona.storage.db import Database
+from cpersona.storage.interface import EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
+from cpersona.storage.tasks import EMBED
 from cpersona.storage.vectors import to_blob
 from cpersona.text import format_ts, utc_now
 
 log = logging.getLogger(__name__)
 
 BATCH = 32
-_TEXT_SQL = {
-    "memories": "SELECT content FROM memories WHERE id = ?",
-    "episodes": "SELECT summary FROM episodes WHERE id = ?",
-}
-_SET_EMBEDDING = {"memories": memory_rows.set_embedding, "episodes": episode_rows.set_embedding}
 
 
-def enqueue_missing(db: Database, model_id: str, dimension: int) -> int:
+def _rows(session: Session, table: str) -> MemoryRows | EpisodeRows | None:
+    # A task naming an unknown table has nothing left to embed: it is completed like a deleted row's.
+    return session.memories if table == MEMORIES else session.episodes if table == EPISODES else None
+
+
+def enqueue_missing(store: Store, model_id: str, dimension: int) -> int:
     """Queue every row without a vector of the active model (startup, model change)."""
-    now = format_ts(utc_now())
-    queued = 0
-    with db.write() as conn:
-        for table in ("memories", "episodes"):
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO pending_memory_tasks(kind, target_table, target_id, not_before, created_at) "
-                f"SELECT ?, ?, id, ?, ? FROM {table} WHERE embedding IS NULL "
-                "OR embedding_model IS NOT ? OR embedding_dim IS NOT ? ORDER BY id",
-                (tasks.EMBED, table, now, now, model_id, dimension),
-            )
-            queued += cursor.rowcount
-    return queued
+    with store.write() as session:
+        return session.tasks.enqueue_missing(EMBED, model_id, dimension, format_ts(utc_now()))
 
 
 class BackfillWorker:
     """A daemon thread draining the embedding tasks whenever the model is usable."""
 
-    def __init__(self, db: Database, embeddings: EmbeddingService, *, retry_delay: float, poll: float = 5.0) -> None:
-        self.db = db
+    def __init__(self, store: Store, embeddings: EmbeddingService, *, retry_delay: float, poll: float = 5.0) -> None:
+        self.store = store
         self.embeddings = embeddings
         self.retry_delay = retry_delay
         self.poll = poll
@@ -86,36 +74,47 @@ class BackfillWorker:
             except Exception:  # keep the thread alive; the tasks stay queued
                 log.exception("back-fill round failed")
 
+    def drain(self, max_rounds: int = 10_000) -> int:
+        """Process due tasks in this thread until none is left (CLI, tests); returns tasks handled."""
+        handled = 0
+        for _ in range(max_rounds):
+            n = self.drain_once()
+            if n == 0:
+                break
+            handled += n
+        return handled
+
     def drain_once(self, limit: int = BATCH) -> int:
         """Process one batch of due tasks; returns how many were handled (0 = nothing to do)."""
         if not self.embeddings.ready:
             return 0
         model_id, dimension = self.embeddings.model_id, self.embeddings.dimension
-        conn = self.db.connection()
-        due = tasks.due(conn, format_ts(utc_now()), limit)
+        session = self.store.session()
+        due = session.tasks.due(format_ts(utc_now()), limit)
         if not due:
             return 0
         texts: dict[int, str] = {}
         for task in due:
-            row = conn.execute(_TEXT_SQL.get(task.target_table, "SELECT NULL WHERE 0"), (task.target_id,)).fetchone()
-            if row is not None:
-                texts[task.id] = row[0]
+            rows = _rows(session, task.target_table)
+            text = rows.text_of(task.target_id) if rows is not None else None
+            if text is not None:
+                texts[task.id] = text
         order = [t for t in due if t.id in texts]
         vectors = self.embeddings.embed_documents([texts[t.id] for t in order]) if order else None
         retry_at = format_ts(utc_now() + timedelta(seconds=self.retry_delay))
-        with self.db.write() as wconn:
+        with self.store.write() as ws:
             for task in due:
                 if task.id not in texts:  # the row was deleted: nothing left to do
-                    tasks.complete(wconn, task.id)
+                    ws.tasks.complete(task.id)
             if order and vectors is None:
                 for task in order:
-                    tasks.retry_later(wconn, task.id, "embedding model unavailable or inference failed", retry_at)
+                    ws.tasks.retry_later(task.id, "embedding model unavailable or inference failed", retry_at)
                 return len(due)
             for task, vector in zip(order, vectors if vectors is not None else [], strict=False):
-                current = wconn.execute(_TEXT_SQL[task.target_table], (task.target_id,)).fetchone()
-                if current is None or current[0] != texts[task.id]:
+                target = _rows(ws, task.target_table)
+                if target is None or target.text_of(task.target_id) != texts[task.id]:
                     continue  # edited meanwhile: the task stays for the next round
-                _SET_EMBEDDING[task.target_table](wconn, task.target_id, to_blob(vector), model_id, dimension)
-                tasks.complete(wconn, task.id)
+                target.set_embedding(task.target_id, to_blob(vector), model_id, dimension)
+                ws.tasks.complete(task.id)
                 self.processed += 1
         return len(due)

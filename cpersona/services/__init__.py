@@ -1,0 +1,1 @@
+"""The services ``Memory`` is a facade over, one job each: writing, reading, recall, administration, back-fill."""

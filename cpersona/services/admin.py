@@ -1,0 +1,110 @@
+"""Administration: stats, embedding status, the queue, re-embedding, deleting an agent's data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpersona.config import Settings
+from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.service import EmbeddingService
+from cpersona.errors import InvalidInput
+from cpersona.health.state import HEALTHY, HealthState
+from cpersona.services.backfill import BackfillWorker, enqueue_missing
+from cpersona.storage.interface import Store
+from cpersona.validation import required_str
+
+
+class Admin:
+    """Whole-store operations and the embedding model's bookkeeping."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        embeddings: EmbeddingService,
+        health: HealthState,
+        worker: BackfillWorker,
+    ) -> None:
+        self.storage = store
+        self.settings = settings
+        self.embeddings = embeddings
+        self.health = health
+        self.worker = worker
+
+    def on_model_ready(self) -> None:
+        """Queue every row lacking a vector of the model that just loaded, and start back-filling."""
+        enqueue_missing(self.storage, self.embeddings.backend.model_id, self.embeddings.backend.dimension)
+        self.worker.wake()
+
+    def corpus_dimension_check(self, backend: EmbeddingBackend) -> EmbeddingFault | None:
+        """A fault when the corpus holds vectors of this model id with another dimension."""
+        stored = sorted(self.storage.session().vectors.dimensions(backend.model_id) - {backend.dimension})
+        if not stored:
+            return None
+        return EmbeddingFault(
+            FaultKind.DIMENSION_MISMATCH,
+            f"model {backend.model_id} now gives {backend.dimension}-d vectors but the corpus holds "
+            f"{', '.join(map(str, stored))}-d vectors from it",
+            f"{self.settings.db_path}: embedding_dim {stored} for model {backend.model_id}",
+            "restore the model files that built the corpus, or run `cpersona reembed` to re-embed the "
+            "corpus with the installed model",
+        )
+
+    def reembed(self) -> dict[str, Any]:
+        """Re-embed every row whose vector is missing or from another model/dimension (blocking)."""
+        backend = self.embeddings.backend
+        if backend.mode == "none":
+            raise InvalidInput("embeddings are off (CPERSONA_EMBEDDING_MODE=none): nothing to re-embed with")
+        backend.load()
+        with self.storage.write() as session:
+            session.vectors.invalidate(backend.model_id, backend.dimension)
+        queued = enqueue_missing(self.storage, backend.model_id, backend.dimension)
+        if not self.embeddings.try_load():
+            return {"ok": False, "error": self.health.condition.reason, "queued": queued}
+        handled = self.worker.drain()
+        return {"ok": True, "queued": queued, "processed": handled}
+
+    def get_queue_status(self) -> dict[str, Any]:
+        """Background queue: depth, retrying, oldest task, per-kind depth, model readiness."""
+        status = self.storage.session().tasks.status()
+        return {"ok": True, **status, "model_ready": self.embeddings.ready, "processed": self.worker.processed}
+
+    def delete_agent_data(self, agent_id: str) -> dict[str, Any]:
+        """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks."""
+        agent = required_str(agent_id, "agent_id")
+        with self.storage.write() as session:
+            counts = session.admin.delete_agent(agent)
+        return {"ok": True, "agent_id": agent, "deleted": counts}
+
+    def embedding_status(self) -> dict[str, Any]:
+        """The degradation state: ``{state: unknown|healthy|hint|fault, kind?, reason?, evidence?, runbook?}``."""
+        status = self.health.condition.as_dict()
+        status.update(mode=self.embeddings.backend.mode)
+        if self.health.state == HEALTHY:
+            status.update(model_id=self.embeddings.model_id, dimension=self.embeddings.dimension)
+        return status
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, database path and size, embedding status, queue depth, vector window coverage.
+
+        ``rows_outside``: per agent and table, rows with active vectors beyond the scan window
+        (never searched by vector). The window applies per recall scope; an agent's whole pool
+        is its widest scope, so this is the most any of its recalls can miss.
+        """
+        session = self.storage.session()
+        model_id = self.embeddings.model_id
+        window = self.settings.max_memories
+        return {
+            "ok": True,
+            "db_path": str(self.storage.path),
+            "db_bytes": self.storage.size_bytes(),
+            "counts": session.admin.row_counts(),
+            "memories_with_active_vectors": session.admin.active_vector_count(model_id or None),
+            "vector_window": {
+                "size": window,
+                "rows_outside": session.admin.rows_beyond_window(model_id, window) if model_id else {},
+            },
+            "recall_mode": self.settings.recall_mode,
+            "embedding": self.embedding_status(),
+            "queue": session.tasks.status(),
+        }

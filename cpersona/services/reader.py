@@ -1,0 +1,82 @@
+"""Reading rows as they are: fetch by ref, the profile, newest-first listings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cpersona.errors import InvalidInput
+from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL
+from cpersona.storage.interface import Store
+from cpersona.storage.scope import Scope
+from cpersona.validation import bounded_int, optional_str, required_str, string_list
+
+
+class Reader:
+    """Read-only access that needs no model: refs, profiles, listings."""
+
+    def __init__(self, store: Store) -> None:
+        self.storage = store
+
+    def get_contents(self, agent_id: str, refs: Sequence[str]) -> dict[str, Any]:
+        """Full rows for ``mem:<id>`` / ``ep:<id>`` refs, in request order: ``{ok, items, missing}``.
+
+        Unknown refs and other agents' refs are listed in ``missing`` (never revealed).
+        The MCP layer applies the 40,000-character batch budget (``deferred``).
+        """
+        agent = required_str(agent_id, "agent_id")
+        wanted = string_list(refs, "refs", max_items=MAX_REFS_PER_CALL, max_len=MAX_REF_CHARS)
+        scope = Scope(agent_id=agent)
+        parsed: list[tuple[str, str, int]] = []
+        for ref in wanted:
+            kind, _, digits = ref.strip().partition(":")
+            if kind not in ("mem", "ep") or not digits.isdigit():
+                raise InvalidInput(f"ref {ref!r} is not of the form mem:<id> or ep:<id>")
+            parsed.append((ref, kind, int(digits)))
+        with self.storage.read() as session:
+            mems = session.memories.get_many([n for _, k, n in parsed if k == "mem"], scope)
+            eps = session.episodes.get_many([n for _, k, n in parsed if k == "ep"], scope)
+        items: list[dict[str, Any]] = []
+        missing: list[str] = []
+        for ref, kind, number in parsed:
+            row = (mems if kind == "mem" else eps).get(number)
+            if row is None:
+                missing.append(ref)
+            else:
+                items.append(row)
+        return {"ok": True, "items": items, "missing": missing}
+
+    def get_profile(self, agent_id: str, *, project_id: str = "", user_id: str = "") -> dict[str, Any]:
+        """The agent's profile text (``profile: None`` when none is stored)."""
+        agent = required_str(agent_id, "agent_id")
+        row = self.storage.session().profiles.get(
+            agent, required_str(project_id, "project_id"), required_str(user_id, "user_id")
+        )
+        return {
+            "ok": True,
+            "agent_id": agent,
+            "profile": row["content"] if row else None,
+            "updated_at": row["updated_at"] if row else None,
+        }
+
+    def list_memories(
+        self, agent_id: str | None = None, *, limit: int = 100, project_id: str | None = None
+    ) -> dict[str, Any]:
+        """Memories newest first: ``{ok, items, count, total}``."""
+        scope = Scope(optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"))
+        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
+        with self.storage.read() as session:
+            items = session.memories.list_recent(scope, n)
+            total = session.memories.count(scope)
+        return {"ok": True, "items": items, "count": len(items), "total": total}
+
+    def list_episodes(
+        self, agent_id: str | None = None, *, limit: int = 50, project_id: str | None = None
+    ) -> dict[str, Any]:
+        """Episodes newest first: ``{ok, items, count, total}``."""
+        scope = Scope(optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"))
+        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
+        with self.storage.read() as session:
+            items = session.episodes.list_recent(scope, n)
+            total = session.episodes.count(scope)
+        return {"ok": True, "items": items, "count": len(items), "total": total}

@@ -1,0 +1,288 @@
+"""Writing: store, archive, edit, lock, delete, profile replacement.
+
+Embeddings are computed outside the write transaction (a slow model never
+holds the write lock); a row that could not be embedded is queued for the
+back-fill worker in the same transaction that writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cpersona import context_merge
+from cpersona.config import Settings
+from cpersona.embed.runtime.service import EmbeddingService
+from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected
+from cpersona.health.state import HINT, HealthState
+from cpersona.limits import MAX_KEYWORD_CHARS
+from cpersona.storage.interface import EPISODES, MEMORIES, NewMemory, Row, Session, Store
+from cpersona.storage.scope import write_axes
+from cpersona.storage.tasks import EMBED
+from cpersona.storage.vectors import to_blob
+from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, utc_now
+from cpersona.validation import boolean, optional_str, required_str, row_id, string_list
+
+
+def _skipped(existing_id: int, why: str) -> dict[str, Any]:
+    reason = "same msg_id already stored in this scope" if why == "msg_id" else "identical content already stored"
+    return {"ok": True, "result": "skipped", "id": existing_id, "ref": f"mem:{existing_id}", "reason": reason}
+
+
+class Writer:
+    """Every write a client can ask for, validated, deduplicated and embedded."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        embeddings: EmbeddingService,
+        health: HealthState,
+        wake_worker: Callable[[], None],
+    ) -> None:
+        self.storage = store
+        self.settings = settings
+        self.embeddings = embeddings
+        self.health = health
+        self.wake_worker = wake_worker
+
+    def _embed_document(self, text: str) -> tuple[bytes | None, str | None, int | None]:
+        vectors = self.embeddings.embed_documents([text])
+        if vectors is None:
+            return None, None, None
+        return to_blob(vectors[0]), self.embeddings.model_id, self.embeddings.dimension
+
+    def _queue_if_unembedded(self, session: Session, table: str, target_id: int, embedded: bool) -> None:
+        # In mode none there is no model to back-fill with; rows are queued when one is configured.
+        if not embedded and self.health.state != HINT:
+            session.tasks.enqueue(EMBED, table, target_id, format_ts(utc_now()))
+            self.wake_worker()
+
+    def _validated_memory(
+        self,
+        agent_id: str,
+        content: str,
+        msg_id: str | int | None,
+        source: dict[str, Any] | str | None,
+        timestamp: str | float | None,
+        metadata: dict[str, Any] | str | None,
+        channel: str | None,
+        project_id: str | None,
+    ) -> tuple[NewMemory, bool, str]:
+        s = self.settings
+        agent = required_str(agent_id, "agent_id")
+        project, chan = write_axes(optional_str(project_id, "project_id"), optional_str(channel, "channel"))
+        if not isinstance(content, str):
+            raise InvalidInput("content must be a string")
+        if isinstance(msg_id, bool) or not isinstance(msg_id, str | int | None):
+            raise InvalidInput("message id must be a string or an integer")
+        msg = optional_str(str(msg_id) if msg_id is not None else None, "message id") or ""
+        cleaned = clean_text(content).strip()
+        text, truncated = cap_text(cleaned, s.max_content_length)
+        if not text:
+            raise InvalidInput("content is empty")
+        now = format_ts(utc_now())
+        new = NewMemory(
+            agent_id=agent,
+            project_id=project,
+            channel=chan,
+            msg_id=msg.strip(),
+            content=text,
+            source=json_field(source, "source", s.max_metadata_bytes),
+            metadata=json_field(metadata, "metadata", s.max_metadata_bytes),
+            timestamp=normalise_timestamp(timestamp) if timestamp is not None else now,
+            created_at=now,
+        )
+        return new, truncated, cleaned
+
+    def store(
+        self,
+        agent_id: str,
+        content: str,
+        *,
+        msg_id: str | int | None = None,
+        source: dict[str, Any] | str | None = None,
+        timestamp: str | float | None = None,
+        metadata: dict[str, Any] | str | None = None,
+        channel: str | None = None,
+        project_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Store one memory. Returns ``result`` stored | skipped; raises ``Rejected`` for unusable input."""
+        try:
+            new, truncated, cleaned = self._validated_memory(
+                agent_id, content, msg_id, source, timestamp, metadata, channel, project_id
+            )
+        except InvalidInput as exc:
+            raise Rejected(str(exc)) from exc
+
+        duplicate = self.storage.session().memories.find_duplicate(new)
+        if duplicate is not None:
+            return _skipped(*duplicate)
+        blob, model_id, dim = self._embed_document(new.content)
+        new = NewMemory(**{**new.__dict__, "embedding": blob, "embedding_model": model_id, "embedding_dim": dim})
+        try:
+            with self.storage.write() as session:
+                duplicate = session.memories.find_duplicate(new)
+                if duplicate is not None:
+                    return _skipped(*duplicate)
+                new_id = session.memories.insert(new)
+                self._queue_if_unembedded(session, MEMORIES, new_id, blob is not None)
+        except DuplicateRow:  # another process won the race past our probe
+            duplicate = self.storage.session().memories.find_duplicate(new)
+            if duplicate is None:
+                raise
+            return _skipped(*duplicate)
+        result: dict[str, Any] = {
+            "ok": True,
+            "result": "stored",
+            "id": new_id,
+            "ref": f"mem:{new_id}",
+            "embedded": blob is not None,
+        }
+        if truncated:
+            result["truncated"] = True
+            result["original_length"] = len(cleaned)
+        return result
+
+    def archive_episode(
+        self,
+        agent_id: str,
+        summary: str,
+        *,
+        keywords: Sequence[str] | str | None = None,
+        resolved: bool = False,
+        history: Sequence[dict[str, Any]] | None = None,
+        project_id: str | None = None,
+        channel: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a session summary; it becomes the newest episode boundary of its scope."""
+        agent = required_str(agent_id, "agent_id")
+        project, chan = write_axes(optional_str(project_id, "project_id"), optional_str(channel, "channel"))
+        if not isinstance(summary, str):
+            raise InvalidInput("summary must be a string")
+        text, truncated = cap_text(clean_text(summary).strip(), self.settings.max_content_length)
+        if not text:
+            raise InvalidInput("summary is empty")
+        if isinstance(keywords, str):
+            keywords = [k for k in keywords.split(",")]
+        words = [k.strip() for k in string_list(keywords, "keywords", max_len=MAX_KEYWORD_CHARS) if k.strip()]
+        entries = context_merge.validate_entries(history)
+        stamps = sorted(e["timestamp"] for e in entries if "timestamp" in e)
+        blob, model_id, dim = self._embed_document(text)
+        now = format_ts(utc_now())
+        with self.storage.write() as session:
+            new_id = session.episodes.insert(
+                agent_id=agent,
+                project_id=project,
+                channel=chan,
+                summary=text,
+                keywords=words,
+                start_time=stamps[0] if stamps else None,
+                end_time=stamps[-1] if stamps else None,
+                resolved=boolean(resolved, "resolved"),
+                created_at=now,
+                embedding=blob,
+                embedding_model=model_id,
+                embedding_dim=dim,
+            )
+            self._queue_if_unembedded(session, EPISODES, new_id, blob is not None)
+        result = {
+            "ok": True,
+            "id": new_id,
+            "ref": f"ep:{new_id}",
+            "embedded": blob is not None,
+            "start_time": stamps[0] if stamps else None,
+            "end_time": stamps[-1] if stamps else None,
+        }
+        if truncated:
+            result["truncated"] = True
+        return result
+
+    def update_memory(self, memory_id: int | str, content: str, *, agent_id: str | None = None) -> dict[str, Any]:
+        """Replace a memory's content and re-embed it; refused when locked or not owned."""
+        rid = row_id(memory_id, "memory_id", "mem")
+        agent = optional_str(agent_id, "agent_id")
+        if not isinstance(content, str):
+            raise InvalidInput("content must be a string")
+        text, truncated = cap_text(clean_text(content).strip(), self.settings.max_content_length)
+        if not text:
+            raise InvalidInput("content is empty")
+        _owned_memory(self.storage.session(), rid, agent, for_change=True)
+        blob, model_id, dim = self._embed_document(text)
+        try:
+            with self.storage.write() as session:
+                _owned_memory(session, rid, agent, for_change=True)
+                session.memories.update_content(rid, text)
+                if blob is not None:
+                    session.memories.set_embedding(rid, blob, model_id, dim)
+                self._queue_if_unembedded(session, MEMORIES, rid, blob is not None)
+        except DuplicateRow as exc:
+            raise InvalidInput("another memory in the same scope already has this content") from exc
+        result: dict[str, Any] = {"ok": True, "id": rid, "ref": f"mem:{rid}", "embedded": blob is not None}
+        if truncated:
+            result["truncated"] = True
+        return result
+
+    def update_profile(self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = "") -> dict[str, Any]:
+        """Replace the profile (capped at CPERSONA_MAX_PROFILE_LENGTH, says ``truncated``)."""
+        agent = required_str(agent_id, "agent_id")
+        project, user = required_str(project_id, "project_id"), required_str(user_id, "user_id")
+        if not isinstance(profile, str):
+            raise InvalidInput("profile must be a string")
+        text, truncated = cap_text(clean_text(profile).strip(), self.settings.max_profile_length)
+        if not text:
+            raise InvalidInput("profile is empty")
+        now = format_ts(utc_now())
+        with self.storage.write() as session:
+            session.profiles.upsert(agent, project, user, text, now)
+        result: dict[str, Any] = {"ok": True, "agent_id": agent, "updated_at": now, "length": len(text)}
+        if truncated:
+            result["truncated"] = True
+        return result
+
+    def _set_lock(self, memory_id: int | str, agent_id: str | None, locked: bool) -> dict[str, Any]:
+        rid = row_id(memory_id, "memory_id", "mem")
+        agent = optional_str(agent_id, "agent_id")
+        with self.storage.write() as session:
+            _owned_memory(session, rid, agent, for_change=False)
+            session.memories.set_locked(rid, locked)
+        return {"ok": True, "id": rid, "ref": f"mem:{rid}", "locked": locked}
+
+    def lock_memory(self, memory_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
+        """Protect a memory from edit and delete."""
+        return self._set_lock(memory_id, agent_id, True)
+
+    def unlock_memory(self, memory_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
+        """Remove the protection."""
+        return self._set_lock(memory_id, agent_id, False)
+
+    def delete_memory(self, memory_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
+        """Delete one memory (refused when locked or owned by another agent)."""
+        rid = row_id(memory_id, "memory_id", "mem")
+        agent = optional_str(agent_id, "agent_id")
+        with self.storage.write() as session:
+            _owned_memory(session, rid, agent, for_change=True)
+            session.memories.delete(rid)
+            session.tasks.remove_for_target(MEMORIES, rid)
+        return {"ok": True, "id": rid, "ref": f"mem:{rid}", "deleted": True}
+
+    def delete_episode(self, episode_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
+        """Delete one episode (ownership enforced when agent_id is given)."""
+        rid = row_id(episode_id, "episode_id", "ep")
+        agent = optional_str(agent_id, "agent_id")
+        with self.storage.write() as session:
+            row = session.episodes.get(rid)
+            if row is None or (agent is not None and row["agent_id"] != agent):
+                raise NotFound(f"episode {rid} not found" + (f" for agent {agent!r}" if agent is not None else ""))
+            session.episodes.delete(rid)
+            session.tasks.remove_for_target(EPISODES, rid)
+        return {"ok": True, "id": rid, "ref": f"ep:{rid}", "deleted": True}
+
+
+def _owned_memory(session: Session, rid: int, agent: str | None, *, for_change: bool) -> Row:
+    row = session.memories.get(rid)
+    if row is None or (agent is not None and row["agent_id"] != agent):
+        raise NotFound(f"memory {rid} not found" + (f" for agent {agent!r}" if agent is not None else ""))
+    if for_change and row["locked"]:
+        raise LockedRow(f"memory {rid} is locked; unlock_memory it first")
+    return row

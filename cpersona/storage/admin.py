@@ -1,0 +1,55 @@
+"""Whole-database counts and deletions in SQLite (stats, delete_agent_data)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from cpersona.storage.interface import VECTOR_TABLES
+
+_COUNTED = ("memories", "episodes", "profiles")
+
+
+class SqliteAdmin:
+    """``AdminQueries`` over one SQLite connection."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per table: memories, episodes, profiles."""
+        return {t: int(self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in _COUNTED}
+
+    def active_vector_count(self, model_id: str | None) -> int:
+        """Memories holding a vector of ``model_id``."""
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model IS ?", (model_id,)
+            ).fetchone()[0]
+        )
+
+    def rows_beyond_window(self, model_id: str, window: int) -> dict[str, dict[str, int]]:
+        """Per agent and table, rows with vectors of ``model_id`` beyond the ``window`` most recent."""
+        outside: dict[str, dict[str, int]] = {}
+        for table in VECTOR_TABLES:
+            for agent, n in self.conn.execute(
+                f"SELECT agent_id, COUNT(*) FROM {table} WHERE embedding_model = ? "
+                "GROUP BY agent_id HAVING COUNT(*) > ?",
+                (model_id, window),
+            ):
+                outside.setdefault(agent, {})[table] = int(n) - window
+        return outside
+
+    def delete_agent(self, agent_id: str) -> dict[str, int]:
+        """Delete every memory (locked ones too), episode, profile and queued task of one agent."""
+        for table in VECTOR_TABLES:
+            self.conn.execute(
+                f"DELETE FROM pending_memory_tasks WHERE target_table = '{table}' AND target_id IN "
+                f"(SELECT id FROM {table} WHERE agent_id = ?)",
+                (agent_id,),
+            )
+        return {
+            table: self.conn.execute(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,)).rowcount
+            for table in _COUNTED
+        }

@@ -1,0 +1,338 @@
+"""What the layers above storage may ask of it: engine-neutral protocols and value types.
+
+Services, recall and the server see only these names. The SQLite engine
+(``cpersona.storage.sqlite``) implements them; another engine (PostgreSQL)
+would implement the same protocols in its own modules and be chosen in
+``cpersona.storage.open_store``. Rows cross this boundary as plain dicts in
+the public shapes of docs/api-shapes.md; vectors as float32 bytes
+(``cpersona.storage.vectors``). A duplicate is reported as
+``cpersona.errors.DuplicateRow``, never as an engine exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from cpersona.storage.scope import Scope
+
+MEMORIES = "memories"
+EPISODES = "episodes"
+VECTOR_TABLES = (MEMORIES, EPISODES)
+
+Row = dict[str, Any]
+#: One stored vector with its isolation axes: (id, agent_id, project_id, channel, float32 bytes).
+VectorRow = tuple[int, str, str, str, bytes]
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """Terms of a query: ``match`` feeds full-text search (≥ 3 chars); ``like`` feeds substring search."""
+
+    match: tuple[str, ...]
+    like: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KeywordHits:
+    """Ranked (id, score) pairs, higher is better, and the method that produced them ("fts" | "like" | "none")."""
+
+    hits: list[tuple[int, float]]
+    method: str
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A validated memory ready to insert (axes already normalised to '' when omitted)."""
+
+    agent_id: str
+    project_id: str
+    channel: str
+    msg_id: str
+    content: str
+    source: str | None
+    metadata: str | None
+    timestamp: str
+    created_at: str
+    embedding: bytes | None = None
+    embedding_model: str | None = None
+    embedding_dim: int | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    """One queued unit of work."""
+
+    id: int
+    kind: str
+    target_table: str
+    target_id: int
+    attempts: int
+
+
+class MemoryRows(Protocol):
+    """The ``memories`` table: insert with dedup, fetch, edit, lock, delete, list."""
+
+    def find_duplicate(self, new: NewMemory) -> tuple[int, str] | None:
+        """An existing row ``new`` duplicates: (id, 'msg_id' | 'content'), or None."""
+        ...
+
+    def insert(self, new: NewMemory) -> int:
+        """Insert and return the new id; raises DuplicateRow when a unique rule refuses it."""
+        ...
+
+    def get(self, memory_id: int) -> Row | None:
+        """One row by id, whoever owns it (callers check ownership)."""
+        ...
+
+    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
+        """Rows by id, restricted to ``scope`` when given."""
+        ...
+
+    def text_of(self, memory_id: int) -> str | None:
+        """The text an embedding is computed from (None when the row is gone)."""
+        ...
+
+    def set_embedding(self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+        """Record (or clear) the vector of one row."""
+        ...
+
+    def update_content(self, memory_id: int, content: str) -> None:
+        """Replace content and drop the stale vector; raises DuplicateRow on a content clash."""
+        ...
+
+    def set_locked(self, memory_id: int, locked: bool) -> None:
+        """Lock or unlock one row."""
+        ...
+
+    def delete(self, memory_id: int) -> None:
+        """Delete one row."""
+        ...
+
+    def mark_recalled(self, ids: Iterable[int], when: str) -> None:
+        """Bump recall_count and last_recalled_at of the rows a recall returned."""
+        ...
+
+    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
+        """Newest first."""
+        ...
+
+    def count(self, scope: Scope) -> int:
+        """Rows in scope."""
+        ...
+
+    def ids_with_source(self, scope: Scope, source_id: str) -> list[int]:
+        """Ids in scope whose ``source.id`` starts with ``source_id``."""
+        ...
+
+
+class EpisodeRows(Protocol):
+    """The ``episodes`` table (session summaries)."""
+
+    def insert(
+        self,
+        *,
+        agent_id: str,
+        project_id: str,
+        channel: str,
+        summary: str,
+        keywords: Sequence[str],
+        start_time: str | None,
+        end_time: str | None,
+        resolved: bool,
+        created_at: str,
+        embedding: bytes | None = None,
+        embedding_model: str | None = None,
+        embedding_dim: int | None = None,
+    ) -> int:
+        """Insert one episode and return its id."""
+        ...
+
+    def get(self, episode_id: int) -> Row | None:
+        """One row by id, whoever owns it."""
+        ...
+
+    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
+        """Rows by id, restricted to ``scope`` when given."""
+        ...
+
+    def text_of(self, episode_id: int) -> str | None:
+        """The text an embedding is computed from (None when the row is gone)."""
+        ...
+
+    def set_embedding(self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+        """Record (or clear) the vector of one episode."""
+        ...
+
+    def delete(self, episode_id: int) -> None:
+        """Delete one episode."""
+        ...
+
+    def newest_boundary(self, scope: Scope) -> str | None:
+        """created_at of the newest episode in scope: the episode boundary."""
+        ...
+
+    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
+        """Newest first."""
+        ...
+
+    def count(self, scope: Scope) -> int:
+        """Rows in scope."""
+        ...
+
+
+class ProfileRows(Protocol):
+    """The ``profiles`` table: one text per (agent, project, user)."""
+
+    def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
+        """The profile for exactly this key."""
+        ...
+
+    def upsert(self, agent_id: str, project_id: str, user_id: str, content: str, when: str) -> None:
+        """Replace the profile text."""
+        ...
+
+    def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
+        """Up to ``limit`` profiles in scope, newest first."""
+        ...
+
+
+class TaskQueue(Protocol):
+    """The durable task queue; a task is deleted in the transaction that records its result."""
+
+    def enqueue(self, kind: str, table: str, target_id: int, when: str) -> None:
+        """Queue a task once (an identical pending task is kept as it is)."""
+        ...
+
+    def enqueue_missing(self, kind: str, model_id: str, dimension: int, when: str) -> int:
+        """Queue every row without a vector of this model and dimension; returns how many were queued."""
+        ...
+
+    def due(self, now: str, limit: int) -> list[Task]:
+        """Tasks whose retry time has come, oldest first."""
+        ...
+
+    def complete(self, task_id: int) -> None:
+        """Remove a finished task."""
+        ...
+
+    def retry_later(self, task_id: int, error: str, not_before: str) -> None:
+        """Record a failure and when to try again."""
+        ...
+
+    def remove_for_target(self, table: str, target_id: int) -> None:
+        """Drop tasks of a row that no longer exists."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """Depth, retrying, oldest task, depth per kind, last error."""
+        ...
+
+
+class KeywordSearch(Protocol):
+    """Full-text search; how it ranks (FTS5 bm25, tsvector, ...) is the engine's business."""
+
+    def memories(self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None) -> KeywordHits:
+        """Ranked memory ids; a substring pass stands in when full-text search cannot run or finds nothing."""
+        ...
+
+    def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
+        """Ranked episode ids over summary + keywords."""
+        ...
+
+
+class VectorFeed(Protocol):
+    """Stored vectors for the in-memory indexes, and corpus-wide vector bookkeeping."""
+
+    def state(self, table: str) -> tuple[int, int]:
+        """(generation, highest id) of ``table``; the generation moves whenever stored vectors change."""
+        ...
+
+    def rows_after(self, table: str, after_id: int, model_id: str, dimension: int) -> list[VectorRow]:
+        """Vectors of this model and dimension with id > ``after_id``, in id order."""
+        ...
+
+    def dimensions(self, model_id: str) -> set[int]:
+        """Every dimension stored for ``model_id`` in memories and episodes."""
+        ...
+
+    def invalidate(self, model_id: str, dimension: int) -> None:
+        """Clear vectors of ``model_id`` whose dimension differs (so they are queued again)."""
+        ...
+
+
+class AdminQueries(Protocol):
+    """Whole-database counts and deletions."""
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per table: memories, episodes, profiles."""
+        ...
+
+    def active_vector_count(self, model_id: str | None) -> int:
+        """Memories holding a vector of ``model_id``."""
+        ...
+
+    def rows_beyond_window(self, model_id: str, window: int) -> dict[str, dict[str, int]]:
+        """Per agent and table, how many rows with vectors of ``model_id`` lie beyond ``window``."""
+        ...
+
+    def delete_agent(self, agent_id: str) -> dict[str, int]:
+        """Delete every memory, episode, profile and queued task of one agent; rows deleted per table."""
+        ...
+
+
+class Session(Protocol):
+    """One unit of work on the store (a transaction, a snapshot, or autocommit)."""
+
+    @property
+    def memories(self) -> MemoryRows: ...
+
+    @property
+    def episodes(self) -> EpisodeRows: ...
+
+    @property
+    def profiles(self) -> ProfileRows: ...
+
+    @property
+    def tasks(self) -> TaskQueue: ...
+
+    @property
+    def keyword(self) -> KeywordSearch: ...
+
+    @property
+    def vectors(self) -> VectorFeed: ...
+
+    @property
+    def admin(self) -> AdminQueries: ...
+
+
+class Store(Protocol):
+    """A database: hands out sessions. One per ``Memory``."""
+
+    @property
+    def path(self) -> Path:
+        """Where the data lives (shown by stats)."""
+        ...
+
+    def session(self) -> Session:
+        """Autocommit access for single statements outside a transaction."""
+        ...
+
+    def read(self) -> AbstractContextManager[Session]:
+        """A consistent snapshot for several reads."""
+        ...
+
+    def write(self) -> AbstractContextManager[Session]:
+        """One write transaction: all of it lands or none of it does (nested use joins the outer one)."""
+        ...
+
+    def size_bytes(self) -> int:
+        """Bytes the store occupies on disk."""
+        ...
+
+    def close(self) -> None:
+        """Close every connection."""
+        ...

@@ -1,0 +1,76 @@
+"""The SQLite engine behind the storage protocols: ``SqliteStore`` hands out ``SqliteSession``s."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cpersona.storage.admin import SqliteAdmin
+from cpersona.storage.db import Database
+from cpersona.storage.episodes import SqliteEpisodes
+from cpersona.storage.keyword import SqliteKeywordSearch
+from cpersona.storage.memories import SqliteMemories
+from cpersona.storage.migrations import migrate
+from cpersona.storage.profiles import SqliteProfiles
+from cpersona.storage.tasks import SqliteTasks
+from cpersona.storage.vector_feed import SqliteVectorFeed
+
+
+class SqliteSession:
+    """Every repository of the ``Session`` protocol, bound to one connection."""
+
+    __slots__ = ("conn", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "admin")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.memories = SqliteMemories(conn)
+        self.episodes = SqliteEpisodes(conn)
+        self.profiles = SqliteProfiles(conn)
+        self.tasks = SqliteTasks(conn)
+        self.keyword = SqliteKeywordSearch(conn)
+        self.vectors = SqliteVectorFeed(conn)
+        self.admin = SqliteAdmin(conn)
+
+
+class SqliteStore:
+    """The ``Store`` protocol over one SQLite file (WAL; see ``Database``). Migrates on open."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.db = Database(path)
+        try:
+            migrate(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self.db.path
+
+    def session(self) -> SqliteSession:
+        """This thread's connection in autocommit mode."""
+        return SqliteSession(self.db.connection())
+
+    @contextmanager
+    def read(self) -> Iterator[SqliteSession]:
+        """A consistent snapshot for several SELECTs."""
+        with self.db.read() as conn:
+            yield SqliteSession(conn)
+
+    @contextmanager
+    def write(self) -> Iterator[SqliteSession]:
+        """One write transaction (serialised in-process, ``BEGIN IMMEDIATE`` across processes)."""
+        with self.db.write() as conn:
+            yield SqliteSession(conn)
+
+    def size_bytes(self) -> int:
+        """The file plus its WAL and shared-memory companions."""
+        path = self.db.path
+        return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
+
+    def close(self) -> None:
+        """Close every connection."""
+        self.db.close()
