@@ -17,6 +17,7 @@ from cpersona.config import Settings
 from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.service import EmbeddingService
 from cpersona.errors import InvalidInput, LockedRow, NotFound
+from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HINT, HealthState
 from cpersona.recaller import Recaller
 from cpersona.retrieval.pipeline import RecallPipeline
@@ -133,6 +134,7 @@ class Memory:
 
     def reembed(self) -> dict[str, Any]:
         """Re-embed every row whose vector is missing or from another model/dimension (blocking)."""
+        persistence.check_writable("reembed")
         backend = self.embeddings.backend
         if backend.mode == "none":
             raise InvalidInput("embeddings are off (CPERSONA_EMBEDDING_MODE=none): nothing to re-embed with")
@@ -203,6 +205,8 @@ class Memory:
             )
         except InvalidInput as exc:
             return {"ok": False, "result": "rejected", "reason": str(exc)}
+        if persistence.is_paused():  # SPEC §5: skipped, persisted: false, nothing written
+            return persistence.PROCESS.store_skipped()
 
         duplicate = memory_rows.find_duplicate(self.db.connection(), new)
         if duplicate is not None:
@@ -321,6 +325,7 @@ class Memory:
         channel: str | None = None,
     ) -> dict[str, Any]:
         """Store a session summary; it becomes the newest episode boundary of its scope."""
+        persistence.check_writable("archive_episode")
         agent = required_str(agent_id, "agent_id")
         project, chan = write_axes(optional_str(project_id, "project_id"), optional_str(channel, "channel"))
         if not isinstance(summary, str):
@@ -366,6 +371,7 @@ class Memory:
 
     def update_memory(self, memory_id: int | str, content: str, *, agent_id: str | None = None) -> dict[str, Any]:
         """Replace a memory's content and re-embed it; refused when locked or not owned."""
+        persistence.check_writable("update_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
         if not isinstance(content, str):
@@ -415,6 +421,7 @@ class Memory:
 
     def update_profile(self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = "") -> dict[str, Any]:
         """Replace the profile (capped at CPERSONA_MAX_PROFILE_LENGTH, says ``truncated``)."""
+        persistence.check_writable("update_profile")
         agent = required_str(agent_id, "agent_id")
         project, user = required_str(project_id, "project_id"), required_str(user_id, "user_id")
         if not isinstance(profile, str):
@@ -460,6 +467,7 @@ class Memory:
 
     # -- protection and deletion -------------------------------------------------------
     def _set_lock(self, memory_id: int | str, agent_id: str | None, locked: bool) -> dict[str, Any]:
+        persistence.check_writable("lock_memory" if locked else "unlock_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
         with self.db.write() as conn:
@@ -477,6 +485,7 @@ class Memory:
 
     def delete_memory(self, memory_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
         """Delete one memory (refused when locked or owned by another agent)."""
+        persistence.check_writable("delete_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
         with self.db.write() as conn:
@@ -487,6 +496,7 @@ class Memory:
 
     def delete_episode(self, episode_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
         """Delete one episode (ownership enforced when agent_id is given)."""
+        persistence.check_writable("delete_episode")
         rid = row_id(episode_id, "episode_id", "ep")
         agent = optional_str(agent_id, "agent_id")
         with self.db.write() as conn:
@@ -499,6 +509,7 @@ class Memory:
 
     def delete_agent_data(self, agent_id: str) -> dict[str, Any]:
         """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks."""
+        persistence.check_writable("delete_agent_data")
         agent = required_str(agent_id, "agent_id")
         with self.db.write() as conn:
             for table in ("memories", "episodes"):

@@ -9,6 +9,7 @@ from typing import Any
 
 from cpersona import context_merge
 from cpersona.embed.service import EmbeddingService
+from cpersona.health import persistence
 from cpersona.health.state import HealthState
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.retrieval.vector_index import VectorIndex
@@ -96,7 +97,7 @@ class Recaller:
             if len(rows) < request.limit:
                 rows = rows + self._profiles_for(conn, request.scope)[: request.limit - len(rows)]
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
-        if recalled:
+        if recalled and not persistence.is_paused():  # bookkeeping is a write too (SPEC §5 pause)
             with self.db.write() as wconn:
                 memory_rows.mark_recalled(wconn, recalled, format_ts(now))
         rows.reverse()  # worst → best: the last element is the best match

@@ -15,7 +15,7 @@ import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from cpersona import __version__
+from cpersona import __version__, operating_context
 from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.server.dispatch import dispatch_tool
@@ -38,6 +38,15 @@ the full text.
 - Keep a short standing profile with get_profile / update_profile.
 - Always pass the same agent_id; rows are isolated per agent. Any response with "error" is a failure.\
 """
+
+
+def instructions(settings: Settings) -> str:
+    """The ``initialize`` instructions: the fixed guidance plus the operator's context file, if any.
+
+    The file is read once here, at start-up; ``get_operating_context`` re-reads it per call.
+    """
+    block = operating_context.instructions_block(settings)
+    return INSTRUCTIONS if block is None else f"{INSTRUCTIONS}\n\n{block}"
 
 
 def tool_list() -> list[types.Tool]:
@@ -95,7 +104,7 @@ def build_server(memory: Memory, settings: Settings) -> Server[Any]:
     return Server(
         SERVER_NAME,
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(settings),
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,

@@ -15,12 +15,15 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
+from cpersona import operating_context
 from cpersona.config import Settings
-from cpersona.errors import CPersonaError
+from cpersona.errors import CPersonaError, PersistencePaused
+from cpersona.health import persistence
 from cpersona.memory import Memory
 from cpersona.server import shaping
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
 from cpersona.text import clean_text
+from cpersona.update_check import UpdateChecker
 
 log = logging.getLogger("cpersona.server")
 
@@ -209,6 +212,11 @@ def _row_call(method: str, id_arg: str) -> Handler:
     return handler
 
 
+def _check_update(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+    checker = UpdateChecker(settings)
+    return checker.apply() if a.get("apply", False) else checker.report()
+
+
 HANDLERS: dict[str, Handler] = {
     "store": _store,
     "recall": _recall,
@@ -226,6 +234,11 @@ HANDLERS: dict[str, Handler] = {
     "delete_memory": _row_call("delete_memory", "memory_id"),
     "delete_episode": _row_call("delete_episode", "episode_id"),
     "delete_agent_data": lambda memory, settings, a: memory.delete_agent_data(a["agent_id"]),
+    "pause_persistence": lambda memory, settings, a: persistence.PROCESS.pause(a["ttl_seconds"]),
+    "resume_persistence": lambda memory, settings, a: persistence.PROCESS.resume(),
+    "persistence_status": lambda memory, settings, a: persistence.PROCESS.status(),
+    "get_operating_context": lambda memory, settings, a: operating_context.get(settings, a.get("section")),
+    "check_update": _check_update,
 }
 
 if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time
@@ -276,6 +289,8 @@ def dispatch_tool(memory: Memory, settings: Settings, name: str, arguments: Any)
     """
     try:
         response = _dispatch(memory, settings, name, arguments)
+    except PersistencePaused as exc:
+        response = failure(str(exc), exc.code, persisted=False)
     except CPersonaError as exc:
         response = failure(str(exc) or exc.code, exc.code)
     except Exception as exc:  # the server must keep answering whatever Memory raises
