@@ -89,7 +89,8 @@ def load(settings: Settings) -> ContextFile:
         line, column = (int(match[1]), int(match[2])) if match else (None, None)
         if line is None and "end of document" in str(exc):
             line = text.count("\n") + 1
-        return ContextFile(BROKEN, path, text=text, error=f"invalid TOML in {path}: {exc}", line=line, column=column)
+        error = f"invalid TOML in {path}: {exc}"
+        return ContextFile(BROKEN, path, text=text, error=error, line=line, column=column)
     return ContextFile(LOADED, path, data=_jsonable(data), text=text)
 
 
@@ -154,7 +155,7 @@ def instructions_block(settings: Settings) -> str | None:
         return None
     text = (found.text or "").strip()
     if len(text) > MAX_INSTRUCTION_CHARS:
-        text = text[:MAX_INSTRUCTION_CHARS] + "\n# … cut here; call get_operating_context for the whole file"
+        text = text[:MAX_INSTRUCTION_CHARS] + "\n# … cut here; get_operating_context has the whole file"
     return (
         "Operating context from the operator of this server (TOML; also served by get_operating_context, "
         "which shows edits made since start-up):\n" + text

@@ -101,12 +101,14 @@ def parse_releases(payload: Any) -> tuple[str | None, list[str]]:
     return (str(max(pool)) if pool else None), sorted(yanked, key=lambda v: _parse(v) or Version("0"))
 
 
-def fetch_releases(base_url: str, distribution: str, current: str, timeout: float) -> tuple[str | None, list[str]]:
+def fetch_releases(
+    base_url: str, distribution: str, current: str, timeout: float
+) -> tuple[str | None, list[str]]:
     """One GET of ``<base_url>/<distribution>/json``; raise UpdateCheckFailed on any problem."""
     url = f"{base_url.rstrip('/')}/{distribution}/json"
     request = urllib.request.Request(url, headers={"User-Agent": f"{distribution}/{current}"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (http/https base only)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             body = response.read(MAX_RESPONSE_BYTES + 1)
     except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, bad URL
         raise UpdateCheckFailed(f"{url}: {exc}") from exc
@@ -184,9 +186,8 @@ class UpdateChecker:
         except UpdateCheckFailed as exc:
             record.update(last_ok=False, last_error=str(exc))
         else:
-            record.update(
-                last_ok=True, last_error=None, latest=latest, yanked=yanked, succeeded_at=now, succeeded_at_iso=_iso(now)
-            )
+            record.update(last_ok=True, last_error=None, latest=latest, yanked=yanked)
+            record.update(succeeded_at=now, succeeded_at_iso=_iso(now))
         try:
             write_cache(self.path, record)
         except OSError as exc:
@@ -225,7 +226,7 @@ class UpdateChecker:
 
     # -- the tool -------------------------------------------------------------------------
     def report(self) -> dict[str, Any]:
-        """``check_update(apply=false)``: current / latest / newer_available / current_yanked / checked_at / cached.
+        """The ``check_update(apply=false)`` answer: current, latest, newer_available, current_yanked, cached.
 
         Uses the cache when a check succeeded in the last 24 h; otherwise asks the
         index now (the caller asked explicitly). A failed request is ``ok: false``.
@@ -279,7 +280,8 @@ class UpdateChecker:
         if not self.settings.update_check:
             return {
                 "ok": False,
-                "error": "update checks are disabled (CPERSONA_UPDATE_CHECK=false); enable them to apply updates",
+                "error": "update checks are disabled (CPERSONA_UPDATE_CHECK=false); "
+                "enable them to apply updates",
                 "error_code": "update_check_disabled",
                 "current": self.current,
             }
@@ -287,10 +289,11 @@ class UpdateChecker:
         if not report["ok"]:
             return report
         if not report["newer_available"]:
-            return {**report, "applied": False, "note": "nothing to install: no newer release than the running one"}
-        command = [sys.executable, "-m", "pip", "install", "--upgrade", f"{self.distribution}=={report['latest']}"]
+            return {**report, "applied": False, "note": "nothing to install: no release newer than this one"}
+        requirement = f"{self.distribution}=={report['latest']}"
+        command = [sys.executable, "-m", "pip", "install", "--upgrade", requirement]
         try:
-            done = subprocess.run(  # noqa: S603 (fixed argv, no shell)
+            done = subprocess.run(  # a fixed argv, never a shell
                 command, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -312,6 +315,7 @@ class UpdateChecker:
         }
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            return {**result, "ok": False, "error": f"pip exited with {done.returncode}: {last}", "error_code": "update_failed"}
+            error = f"pip exited with {done.returncode}: {last}"
+            return {**result, "ok": False, "error": error, "error_code": "update_failed"}
         result["note"] = f"installed {self.distribution} {report['latest']}; restart the server to run it"
         return result

@@ -89,7 +89,8 @@ class PersistenceSwitch:
         remaining = self._deadline - self._clock()
         return PauseState(
             True,
-            remaining_seconds=max(1, int(remaining + 0.999)),  # round up: "0 s left" while paused would mislead
+            # Round up: "0 s left" while still paused would mislead.
+            remaining_seconds=max(1, int(remaining + 0.999)),
             since=_iso(self._since_wall),
             until=_iso(self._since_wall + self._ttl),
             ttl_seconds=self._ttl,
@@ -131,7 +132,8 @@ class PersistenceSwitch:
         """The sentence every paused write carries."""
         state = self.state()
         until = f" until {state.until}" if state.until else ""
-        return f"persistence paused{until} ({state.remaining_seconds}s left); call resume_persistence to resume"
+        left = f"{state.remaining_seconds}s left"
+        return f"persistence paused{until} ({left}); call resume_persistence to resume"
 
     def check_writable(self, action: str) -> None:
         """Raise PersistencePaused (``persisted: false``) when paused; the guard at the top of each write."""
