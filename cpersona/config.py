@@ -145,6 +145,7 @@ class Settings:
         default_factory=lambda: Path.home() / ".cpersona" / "operating-context.toml"
     )  # CPERSONA_OPERATING_CONTEXT_PATH
     update_check: bool = True  # CPERSONA_UPDATE_CHECK
+    update_index_url: str = "https://pypi.org/pypi"  # CPERSONA_UPDATE_INDEX_URL: JSON API base (tests: loopback)
     recall_precision: str = "balanced"  # CPERSONA_RECALL_PRECISION
     auto_calibrate: bool = False  # CPERSONA_AUTO_CALIBRATE
 
@@ -162,7 +163,6 @@ class Settings:
         export_raw = _get(e, "CPERSONA_EXPORT_DIR")
         acl_raw = _get(e, "CPERSONA_ACL_FILE")
         ctx_path_raw = _get(e, "CPERSONA_OPERATING_CONTEXT_PATH")
-        ctx_raw = _get(e, "CPERSONA_OPERATING_CONTEXT")
         settings = cls(
             db_path=Path(db_raw).expanduser() if db_raw else base.db_path,
             export_dir=Path(export_raw).expanduser() if export_raw else None,
@@ -201,9 +201,10 @@ class Settings:
             auth_token=_get(e, "CPERSONA_AUTH_TOKEN"),
             acl_file=Path(acl_raw).expanduser() if acl_raw else None,
             allow_unauthenticated_http=_bool(e, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", False),
-            operating_context=(ctx_raw or "on").lower() not in {"off", "false", "0", "no"},
+            operating_context=_bool(e, "CPERSONA_OPERATING_CONTEXT", base.operating_context),
             operating_context_path=Path(ctx_path_raw).expanduser() if ctx_path_raw else base.operating_context_path,
             update_check=_bool(e, "CPERSONA_UPDATE_CHECK", base.update_check),
+            update_index_url=(_get(e, "CPERSONA_UPDATE_INDEX_URL") or base.update_index_url).rstrip("/"),
             recall_precision=_choice(
                 e, ("CPERSONA_RECALL_PRECISION",), base.recall_precision, {"strict", "balanced", "lenient"}
             ),

@@ -57,3 +57,13 @@ class DuplicateRow(CPersonaError):
     """A write would duplicate a row a unique rule protects (storage reports it; services decide)."""
 
     code = "duplicate"
+
+
+class PersistencePaused(CPersonaError):
+    """Writes are paused for this process (pause_persistence); nothing was written."""
+
+    code = "persistence_paused"
+
+    def details(self) -> dict[str, object]:
+        """A paused write says ``persisted: false`` like a paused ``store`` does."""
+        return {"persisted": False}

@@ -111,7 +111,16 @@ class StoreSkipped(TypedDict):
     reason: Annotated[str, "Which dedup rule matched."]
 
 
-StoreResult = StoreStored | StoreSkipped
+class StorePaused(TypedDict):
+    """store while persistence is paused (pause_persistence): nothing written."""
+
+    ok: Annotated[Literal[True], "Success (the pause is not an error)."]
+    result: Annotated[Literal["skipped"], "Outcome."]
+    persisted: Annotated[Literal[False], "Nothing was written."]
+    reason: Annotated[str, "That persistence is paused, and until when."]
+
+
+StoreResult = StoreStored | StoreSkipped | StorePaused
 
 
 # -- recall --------------------------------------------------------------------------------------------
@@ -378,7 +387,7 @@ ReembedResult = ReembedDone | ReembedFailed
 
 #: Every public ``Memory`` method that returns a result dict, with the shapes it may return.
 METHOD_RESULTS: dict[str, tuple[type, ...]] = {
-    "store": (StoreStored, StoreSkipped),
+    "store": (StoreStored, StoreSkipped, StorePaused),
     "recall": (RecallResult,),
     "recall_with_context": (RecallWithContextResult,),
     "get_contents": (GetContentsResult,),

@@ -11,6 +11,7 @@ from hypothesis import settings as hypothesis_settings
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.health import persistence
 from cpersona.memory import Memory
 
 pytest_plugins = ["model_fixtures"]
@@ -22,6 +23,14 @@ if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 
 
+@pytest.fixture(autouse=True)
+def _persistence_resumed() -> Iterator[None]:
+    """The pause switch is process-wide: no test may leave the next one paused."""
+    persistence.PROCESS.resume()
+    yield
+    persistence.PROCESS.resume()
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Settings on a fresh database file, keyword-only, no background network use."""
@@ -31,6 +40,7 @@ def settings(tmp_path: Path) -> Settings:
         embedding_mode="none",
         update_check=False,
         auto_fetch_model=False,
+        operating_context_path=tmp_path / "operating-context.toml",
     )
 
 

@@ -12,8 +12,8 @@ from typing import Any, Literal, NotRequired, Required, get_args, get_origin, ge
 import pytest
 
 from cpersona import shapes
-from cpersona.errors import Rejected
 from cpersona.config import Settings
+from cpersona.errors import Rejected
 from cpersona.memory import Memory
 
 ROOT = Path(__file__).resolve().parents[1]

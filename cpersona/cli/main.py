@@ -69,6 +69,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from cpersona.memory import Memory
 
     memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
+    from cpersona.update_check import UpdateChecker
+
+    UpdateChecker(settings).start_background()  # daemon thread; start-up never waits for the index
     model = settings.embedding_model if settings.embedding_mode == "onnx" else settings.embedding_url or ""
     log.info(
         "cpersona %s serving MCP over %s; database %s; embeddings %s %s (loading in the background)",

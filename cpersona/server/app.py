@@ -15,7 +15,7 @@ import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
 
-from cpersona import __version__
+from cpersona import __version__, operating_context
 from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.server.dispatch import dispatch_tool
@@ -40,9 +40,20 @@ the full text.
 """
 
 
-def instructions(settings: Settings) -> str:
-    """The server's ``instructions`` text, quoting the configured preview size."""
+def base_instructions(settings: Settings) -> str:
+    """The fixed guidance every client gets, quoting the configured preview size."""
     return _INSTRUCTIONS.format(preview=f"{settings.recall_preview_chars:,}")
+
+
+def instructions(settings: Settings) -> str:
+    """The ``initialize`` instructions: the fixed guidance (quoting the configured preview size) plus
+    the operator's context file, if any.
+
+    The file is read once here, at start-up; ``get_operating_context`` re-reads it per call.
+    """
+    base = base_instructions(settings)
+    block = operating_context.instructions_block(settings)
+    return base if block is None else f"{base}\n\n{block}"
 
 
 def tool_list(specs: tuple[ToolSpec, ...]) -> list[types.Tool]:

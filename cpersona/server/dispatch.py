@@ -15,8 +15,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
+from cpersona import operating_context
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError
+from cpersona.health import persistence
 from cpersona.limits import (
     LIST_EPISODES_LIMIT_DEFAULT,
     LIST_MEMORIES_LIMIT_DEFAULT,
@@ -27,6 +29,7 @@ from cpersona.memory import Memory
 from cpersona.server import shaping
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
 from cpersona.text import clean_text
+from cpersona.update_check import UpdateChecker
 
 log = logging.getLogger("cpersona.server")
 
@@ -212,6 +215,11 @@ def _row_call(method: str, id_arg: str) -> Handler:
     return handler
 
 
+def _check_update(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+    checker = UpdateChecker(settings)
+    return checker.apply() if a.get("apply", False) else checker.report()
+
+
 HANDLERS: dict[str, Handler] = {
     "store": _store,
     "recall": _recall,
@@ -229,6 +237,11 @@ HANDLERS: dict[str, Handler] = {
     "delete_memory": _row_call("delete_memory", "memory_id"),
     "delete_episode": _row_call("delete_episode", "episode_id"),
     "delete_agent_data": lambda memory, settings, a: memory.delete_agent_data(a["agent_id"]),
+    "pause_persistence": lambda memory, settings, a: persistence.PROCESS.pause(a["ttl_seconds"]),
+    "resume_persistence": lambda memory, settings, a: persistence.PROCESS.resume(),
+    "persistence_status": lambda memory, settings, a: persistence.PROCESS.status(),
+    "get_operating_context": lambda memory, settings, a: operating_context.get(settings, a.get("section")),
+    "check_update": _check_update,
 }
 
 if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time

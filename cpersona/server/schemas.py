@@ -498,6 +498,92 @@ def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
             destructive=True,
             idempotent=True,
         ),
+        ToolSpec(
+            name="pause_persistence",
+            title="Pause persistence",
+            description=(
+                "Stop this server process from writing anything for ttl_seconds (1 to 86400, i.e. at most 24 h), "
+                "e.g. for an off-the-record session. While paused: store answers result 'skipped' with "
+                "persisted: false and saves nothing; other writes (archive_episode, update_memory, update_profile, "
+                "lock/unlock, deletes) fail with error_code 'persistence_paused' and persisted: false; recall "
+                "works but records nothing. The pause ends by itself when the TTL runs out, or with "
+                "resume_persistence. Pausing again replaces the window. Affects every client of this process."
+            ),
+            input_schema=_obj(
+                {
+                    "ttl_seconds": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 86400,
+                        "description": "How long the pause lasts, in seconds (1 to 86400).",
+                    }
+                },
+                required=["ttl_seconds"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=False,
+        ),
+        ToolSpec(
+            name="resume_persistence",
+            title="Resume persistence",
+            description=(
+                "End a pause set by pause_persistence now, so writes are saved again. Harmless when not paused "
+                "(was_paused tells you whether a pause was in force)."
+            ),
+            input_schema=_obj({}),
+            read_only=False,
+            destructive=False,
+            idempotent=True,
+        ),
+        ToolSpec(
+            name="persistence_status",
+            title="Persistence status",
+            description=(
+                "Whether writes are paused in this server process: paused, remaining_seconds, since and until "
+                "(UTC ISO-8601), ttl_seconds. Check it when a store came back with persisted: false."
+            ),
+            input_schema=_obj({}),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+        ),
+        ToolSpec(
+            name="get_operating_context",
+            title="Operating context",
+            description=(
+                "Read the operator's context file (TOML, owned by whoever runs this server): house rules, "
+                "conventions, who you work for. Returns context (the parsed file, or one top-level section when "
+                "section is given) and the list of sections. context is null when the operator wrote none (hint "
+                "says where it goes) or turned it off. A malformed file fails with the TOML error and line. "
+                "Read-only: agents cannot change it. Re-read on every call, so operator edits show at once."
+            ),
+            input_schema=_obj(
+                {"section": _string("One top-level table of the file (e.g. 'rules'); omit for the whole file.")}
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+        ),
+        ToolSpec(
+            name="check_update",
+            title="Check for updates",
+            description=(
+                "Ask the package index (PyPI) whether a newer cpersona-embedded is released and whether the "
+                "running version was withdrawn (yanked). Returns current, latest, newer_available, "
+                "current_yanked, checked_at and cached (the index is asked at most once per 24 h; the answer is "
+                "cached). With apply=true, and only then, it installs the latest release with pip into the "
+                "server's Python environment and reports the command, exit code and output; the server must be "
+                "restarted to run it. Ask the user before calling with apply=true."
+            ),
+            input_schema=_obj(
+                {"apply": _bool("Install the latest release with pip when it is newer. Default false: report only.")}
+            ),
+            read_only=False,  # apply=true installs software
+            destructive=True,  # an upgrade replaces the installed package in place
+            idempotent=True,  # a second apply finds nothing newer and installs nothing
+            open_world=True,  # reaches the package index on the internet
+        ),
     )
 
 

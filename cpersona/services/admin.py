@@ -8,6 +8,7 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput
+from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.storage.interface import Store
@@ -52,6 +53,7 @@ class Admin:
 
     def reembed(self) -> dict[str, Any]:
         """Re-embed every row whose vector is missing or from another model/dimension (blocking)."""
+        persistence.check_writable("reembed")
         backend = self.embeddings.backend
         if backend.mode == "none":
             raise InvalidInput("embeddings are off (CPERSONA_EMBEDDING_MODE=none): nothing to re-embed with")
@@ -71,6 +73,7 @@ class Admin:
 
     def delete_agent_data(self, agent_id: str) -> dict[str, Any]:
         """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks."""
+        persistence.check_writable("delete_agent_data")
         agent = required_str(agent_id, "agent_id")
         with self.storage.write() as session:
             counts = session.admin.delete_agent(agent)

@@ -8,6 +8,7 @@ from typing import Any
 
 from cpersona import context_merge
 from cpersona.embed.runtime.service import EmbeddingService
+from cpersona.health import persistence
 from cpersona.health.state import HealthState
 from cpersona.limits import (
     MAX_QUERY_CHARS,
@@ -94,7 +95,7 @@ class Recaller:
             if len(rows) < request.limit:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
-        if recalled:
+        if recalled and not persistence.is_paused():  # bookkeeping is a write too (SPEC §5 pause)
             with self.store.write() as ws:
                 ws.memories.mark_recalled(recalled, format_ts(now))
         rows.reverse()  # worst → best: the last element is the best match

@@ -14,6 +14,7 @@ from cpersona import context_merge
 from cpersona.config import Settings
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected
+from cpersona.health import persistence
 from cpersona.health.state import HINT, HealthState
 from cpersona.limits import MAX_KEYWORD_CHARS
 from cpersona.storage.interface import EPISODES, MEMORIES, NewMemory, Row, Session, Store
@@ -114,6 +115,8 @@ class Writer:
             )
         except InvalidInput as exc:
             raise Rejected(str(exc)) from exc
+        if persistence.is_paused():  # SPEC §5: skipped, persisted: false, nothing written
+            return persistence.PROCESS.store_skipped()
 
         duplicate = self.storage.session().memories.find_duplicate(new)
         if duplicate is not None:
@@ -156,6 +159,7 @@ class Writer:
         channel: str | None = None,
     ) -> dict[str, Any]:
         """Store a session summary; it becomes the newest episode boundary of its scope."""
+        persistence.check_writable("archive_episode")
         agent = required_str(agent_id, "agent_id")
         project, chan = write_axes(optional_str(project_id, "project_id"), optional_str(channel, "channel"))
         if not isinstance(summary, str):
@@ -200,6 +204,7 @@ class Writer:
 
     def update_memory(self, memory_id: int | str, content: str, *, agent_id: str | None = None) -> dict[str, Any]:
         """Replace a memory's content and re-embed it; refused when locked or not owned."""
+        persistence.check_writable("update_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
         if not isinstance(content, str):
@@ -225,6 +230,7 @@ class Writer:
 
     def update_profile(self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = "") -> dict[str, Any]:
         """Replace the profile (capped at CPERSONA_MAX_PROFILE_LENGTH, says ``truncated``)."""
+        persistence.check_writable("update_profile")
         agent = required_str(agent_id, "agent_id")
         project, user = required_str(project_id, "project_id"), required_str(user_id, "user_id")
         if not isinstance(profile, str):
@@ -241,6 +247,7 @@ class Writer:
         return result
 
     def _set_lock(self, memory_id: int | str, agent_id: str | None, locked: bool) -> dict[str, Any]:
+        persistence.check_writable("lock_memory" if locked else "unlock_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
         with self.storage.write() as session:
@@ -258,6 +265,7 @@ class Writer:
 
     def delete_memory(self, memory_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
         """Delete one memory (refused when locked or owned by another agent)."""
+        persistence.check_writable("delete_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
         with self.storage.write() as session:
@@ -268,6 +276,7 @@ class Writer:
 
     def delete_episode(self, episode_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
         """Delete one episode (ownership enforced when agent_id is given)."""
+        persistence.check_writable("delete_episode")
         rid = row_id(episode_id, "episode_id", "ep")
         agent = optional_str(agent_id, "agent_id")
         with self.storage.write() as session:

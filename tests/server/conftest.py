@@ -29,6 +29,7 @@ def tool_memory(tmp_path: Path) -> Iterator[tuple[Memory, Settings]]:
         embedding_mode="none",
         update_check=False,
         auto_fetch_model=False,
+        operating_context_path=tmp_path / "operating-context.toml",
     )
     with Memory(settings) as memory:
         memory.wait_until_ready(5)

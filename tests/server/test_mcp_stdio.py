@@ -34,7 +34,7 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
     assert "recall" in (client.instructions or "")
     tools = {tool.name: tool for tool in stdio_session.list_tools().tools}
     assert sorted(tools) == sorted(tool_names())
-    assert len(tools) == 16
+    assert len(tools) == 21
     for tool in tools.values():
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name
@@ -43,7 +43,8 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
         assert hints is not None, tool.name
         for hint in (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint):
             assert isinstance(hint, bool), tool.name
-        assert hints.open_world_hint is False
+        # Only check_update reaches outside the database (the package index).
+        assert hints.open_world_hint is (tool.name == "check_update"), tool.name
     limit = tools["recall"].input_schema["properties"]["limit"]
     assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 0, 100)
     assert "LAST" in tools["recall"].description
