@@ -17,6 +17,7 @@ from cpersona.config import Settings
 from cpersona.embed.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.service import EmbeddingService
 from cpersona.errors import InvalidInput, LockedRow, NotFound
+from cpersona.health.checks import HealthContext
 from cpersona.health.state import HEALTHY, HINT, HealthState
 from cpersona.recaller import Recaller
 from cpersona.retrieval.pipeline import RecallPipeline
@@ -539,6 +540,59 @@ class Memory:
             ):
                 outside.setdefault(agent, {})[table] = int(n) - self.settings.max_memories
         return outside
+
+    def _health_context(self, agent_id: str | None, fix: bool) -> HealthContext:
+        return HealthContext(
+            db=self.db,
+            settings=self.settings,
+            agent_id=agent_id,
+            fix=fix,
+            embedding_mode=self.embeddings.backend.mode,
+            condition=self.health.condition,
+            model_id=self.embeddings.model_id,
+            dimension=self.embeddings.dimension,
+            on_queued=self.worker.wake,
+        )
+
+    def check_health(
+        self,
+        agent_id: str | None = None,
+        *,
+        fix: bool = False,
+        checks: Sequence[str] | None = None,
+        fix_allowed: bool = True,
+    ) -> dict[str, Any]:
+        """Run the health-check registry (docs/health.md); ``fix`` repairs, bounded, never locked rows.
+
+        ``fix_allowed=False`` downgrades fix to report-only (``fix_downgraded: true``):
+        the one place a process-wide persistence pause turns repairs off.
+        """
+        from cpersona.health.checks import check_names, run_checks
+
+        agent = optional_str(agent_id, "agent_id")
+        wanted = boolean(fix, "fix")
+        try:
+            return run_checks(self._health_context(agent, wanted and fix_allowed), checks, fix_requested=wanted)
+        except InvalidInput as exc:
+            return {"ok": False, "error": str(exc), "error_code": "invalid_input", "valid_checks": check_names()}
+
+    def deep_check(
+        self,
+        agent_id: str,
+        *,
+        fix: bool = False,
+        checks: Sequence[str] | None = None,
+        fix_allowed: bool = True,
+    ) -> dict[str, Any]:
+        """Semantic pass over one agent's memories (docs/health.md); every deep check reports only."""
+        from cpersona.health.deep_checks import deep_check_names, run_deep_checks
+
+        agent = required_str(agent_id, "agent_id")
+        wanted = boolean(fix, "fix")
+        try:
+            return run_deep_checks(self._health_context(agent, wanted and fix_allowed), checks)
+        except InvalidInput as exc:
+            return {"ok": False, "error": str(exc), "error_code": "invalid_input", "valid_checks": deep_check_names()}
 
     def stats(self) -> dict[str, Any]:
         """Counts, database path and size, embedding status, queue depth, vector window coverage."""
