@@ -163,8 +163,8 @@ class VectorReport:
 def _needs_vector_sql(table: str, model_id: str | None) -> tuple[str, list[Any]]:
     if model_id:
         return (
-            f"(t.embedding IS NULL OR t.embedding_model IS NOT ? OR t.embedding_dim IS NOT ? "
-            f"OR length(t.embedding) IS NOT t.embedding_dim * 4)",
+            "(t.embedding IS NULL OR t.embedding_model IS NOT ? OR t.embedding_dim IS NOT ? "
+            "OR length(t.embedding) IS NOT t.embedding_dim * 4)",
             [model_id],
         )
     return "(t.embedding IS NULL)", []
