@@ -226,6 +226,12 @@ HANDLERS: dict[str, Handler] = {
     "delete_memory": _row_call("delete_memory", "memory_id"),
     "delete_episode": _row_call("delete_episode", "episode_id"),
     "delete_agent_data": lambda memory, settings, a: memory.delete_agent_data(a["agent_id"]),
+    "check_health": lambda memory, settings, a: memory.check_health(
+        a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks")
+    ),
+    "deep_check": lambda memory, settings, a: memory.deep_check(
+        a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
+    ),
 }
 
 if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time

@@ -12,6 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cpersona.health.checks import check_names
+from cpersona.health.deep_checks import deep_check_names
+
+#: Names accepted by check_health / deep_check ``checks`` (their registries are the source).
+HEALTH_CHECKS = tuple(check_names())
+DEEP_CHECKS = tuple(deep_check_names())
 # SQLite INTEGER is signed 64-bit; larger ids would overflow the driver instead of "not found".
 MAX_ROW_ID = 2**63 - 1
 #: Largest number of refs one get_contents call accepts (SPEC §5).
@@ -473,6 +479,62 @@ TOOLS: tuple[ToolSpec, ...] = (
         input_schema=_obj({"agent_id": _string("The agent whose data is erased.")}, required=["agent_id"]),
         read_only=False,
         destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="check_health",
+        title="Check and repair the store",
+        description=(
+            "Run named health checks over the database and return {status: healthy|degraded|unhealthy, findings "
+            "[{check, severity critical|warn|info, message, count, refs, fix}], checks_run, repairs, stats}. "
+            "Info findings never degrade the status. With agent_id, row checks only look at (and repair) that "
+            "agent's rows. fix=true repairs, never touching locked rows and at most 1000 rows per check per run "
+            "(repairs.<check>.remaining says what is left): schema recreates missing triggers/indexes, fts "
+            "rebuilds the keyword index, vectors queues rows for (re-)embedding, duplicates deletes newer "
+            "unlocked copies, oversized cuts to the caps, invalid_json wraps the text as {invalid_json: ...}, "
+            "timestamps normalises to UTC, tasks removes orphaned tasks. integrity, embedding, empty_content, "
+            "dimensions and vector_window only report. Unknown check names fail with the valid names."
+        ),
+        input_schema=_obj(
+            {
+                "agent_id": _string("Only check (and repair) this agent's rows; omit for the whole file."),
+                "fix": _bool("Repair what can be repaired mechanically (bounded, never locked rows)."),
+                "checks": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(HEALTH_CHECKS)},
+                    "description": "Run only these checks (default: all).",
+                },
+            }
+        ),
+        read_only=False,
+        destructive=True,  # fix=true deletes duplicate copies and cuts oversized rows
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="deep_check",
+        title="Semantic review of an agent's memories",
+        description=(
+            "A slower, semantic pass over one agent's memories, reporting {status, findings, checks}: "
+            "anonymous_sources (no source id/name), short_content (under 12 characters), stale_profile (not "
+            "updated for 30 days while 20+ memories arrived), orphaned_episodes (no memory in the episode's "
+            "scope and time range), near_duplicates (pairs with cosine >= 0.95 among the newest 2000 vectors, "
+            "as merge candidates with both refs). Every deep check only reports: fix is accepted and changes "
+            "nothing; act on the refs with update_memory / delete_memory / update_profile."
+        ),
+        input_schema=_obj(
+            {
+                "agent_id": AGENT_ID,
+                "fix": _bool("Accepted for symmetry with check_health; deep checks never modify anything."),
+                "checks": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(DEEP_CHECKS)},
+                    "description": "Run only these deep checks (default: all).",
+                },
+            },
+            required=["agent_id"],
+        ),
+        read_only=True,
+        destructive=False,
         idempotent=True,
     ),
 )
