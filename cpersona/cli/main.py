@@ -286,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     if add_model_commands is not None:
         add_model_commands(sub)
+    from cpersona.cli.health_commands import add_health_commands
+
+    add_health_commands(sub)
     return parser
 
 

@@ -40,7 +40,11 @@ class ReadOnlyDatabase(Database):
         """This thread's read-only connection."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+            # Without a -wal file no connection has the database open in WAL mode, and mode=ro alone
+            # would create empty -wal/-shm files; immutable=1 reads the main file and creates nothing.
+            wal = self.path.with_name(self.path.name + "-wal")
+            flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+            uri = f"file:{quote(str(self.path.resolve()))}?{flags}"
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                    check_same_thread=False)
             conn.row_factory = sqlite3.Row
