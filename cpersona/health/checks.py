@@ -369,9 +369,9 @@ def _oversized(ctx: HealthContext) -> Outcome:
         if fixed and ctx.on_queued is not None:
             ctx.on_queued()
     if n_mem:
-        locked = sum(1 for m in mems if m[2])
+        n_locked = sum(1 for m in mems if m[2])
         out.findings.append(Finding("oversized", WARN, f"{n_mem} memor(ies) longer than CPERSONA_MAX_CONTENT_LENGTH "
-                                    f"({cap})" + (f"; {locked} locked (never cut)" if locked else ""), count=n_mem,
+                                    f"({cap})" + (f"; {n_locked} locked (never cut)" if n_locked else ""), count=n_mem,
                                     refs=[f"mem:{m[0]}" for m in mems][:SAMPLE_REFS],
                                     fix="fix=true cuts unlocked ones to the cap and re-embeds them"))
     if n_prof:

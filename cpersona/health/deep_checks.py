@@ -108,7 +108,7 @@ def _near_duplicates(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]
     upper = np.triu(sims >= NEAR_DUPLICATE_COSINE, k=1)
     a_idx, b_idx = np.nonzero(upper)
     order = np.argsort(-sims[a_idx, b_idx], kind="stable")
-    pairs = [
+    pairs: list[dict[str, Any]] = [
         {"refs": [f"mem:{int(ids[b_idx[k]])}", f"mem:{int(ids[a_idx[k]])}"], "cosine": round(float(sims[a_idx[k], b_idx[k]]), 4)}
         for k in order[:NEAR_DUPLICATE_PAIRS]
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
+from typing import Any
 
 from cpersona.storage import tasks
 from cpersona.storage.health_queries import FTS_TABLES, SchemaObject
@@ -81,10 +82,10 @@ def wrap_invalid_json(conn: sqlite3.Connection, rid: int, column: str, raw: str)
     return bool(n)
 
 
-def set_timestamp(conn: sqlite3.Connection, table: str, key: object, column: str, old: str, new: str) -> bool:
+def set_timestamp(conn: sqlite3.Connection, table: str, key: Any, column: str, old: str, new: str) -> bool:
     """Rewrite one timestamp in the stored form (only if it still holds ``old``)."""
     if table == "profiles":
-        agent, project, user = key  # type: ignore[misc]
+        agent, project, user = key
         sql = (f"UPDATE profiles SET {column} = ? WHERE agent_id = ? AND project_id = ? AND user_id = ? "
                f"AND {column} = ?")
         return bool(conn.execute(sql, (new, agent, project, user, old)).rowcount)
