@@ -24,6 +24,7 @@ from cpersona.health.state import HealthState
 from cpersona.retrieval.pipeline import RecallPipeline
 from cpersona.services.admin import Admin
 from cpersona.services.backfill import BackfillWorker
+from cpersona.services.maintenance import Maintenance
 from cpersona.services.reader import Reader
 from cpersona.services.recaller import Recaller
 from cpersona.services.writer import Writer
@@ -85,6 +86,9 @@ class Memory:
         self.reader = Reader(self.storage)
         self.recaller = Recaller(self.storage, self.embeddings, self.health, RecallPipeline(self.settings))
         self.admin = Admin(self.storage, self.settings, self.embeddings, self.health, self.worker)
+        self.maintenance = Maintenance(
+            self.storage.maintenance_db(), self.settings, self.embeddings, self.health, self.worker.wake
+        )
         self.embeddings.on_ready(self.admin.on_model_ready)
         if start_background:
             self.worker.start()
@@ -137,3 +141,5 @@ class Memory:
     embedding_status = _via("admin", Admin.embedding_status)
     stats = _via("admin", Admin.stats)
     reembed = _via("admin", Admin.reembed)
+    check_health = _via("maintenance", Maintenance.check_health)
+    deep_check = _via("maintenance", Maintenance.deep_check)

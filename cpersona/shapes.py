@@ -385,6 +385,53 @@ class ReembedFailed(TypedDict):
 ReembedResult = ReembedDone | ReembedFailed
 
 
+# -- health ---------------------------------------------------------------------------------------------
+
+
+class HealthFinding(TypedDict):
+    """One issue a health check found (docs/health.md)."""
+
+    check: Annotated[str, "The check's registry name."]
+    severity: Annotated[Literal["critical", "warn", "info"], "info never degrades the verdict."]
+    message: Annotated[str, "What is wrong, for a person."]
+    count: NotRequired[Annotated[int, "How many rows are affected."]]
+    refs: NotRequired[Annotated[list[str], "Some affected rows ('mem:<id>', 'ep:<id>')."]]
+    fix: NotRequired[Annotated[str, "What fix=true does, or the command to run."]]
+
+
+class CheckHealthResult(TypedDict):
+    """check_health: the verdict, findings and repairs of the selected checks."""
+
+    ok: Annotated[Literal[True], "Success (an unhealthy store is a result, not an error)."]
+    status: Annotated[Literal["healthy", "degraded", "unhealthy"], "Worst severity found (info never degrades)."]
+    agent_id: Annotated[str | None, "The agent the row checks were scoped to (None: every agent)."]
+    fix: Annotated[bool, "Whether repairs ran."]
+    checks_run: Annotated[list[str], "The checks that ran, in registry order."]
+    counts: Annotated[dict[str, int], "Findings per severity."]
+    findings: Annotated[list[HealthFinding], "Every finding."]
+    checks: Annotated[dict[str, Any], "Per check: status, findings and the check's own details."]
+    repairs: Annotated[dict[str, Any], "Per check: what fix=true repaired and what remains."]
+    max_repairs_per_check: Annotated[int, "The bound on repairs per check per run."]
+    stats: Annotated[dict[str, Any], "Rows per agent/project/channel, database and WAL size, queue depth."]
+    fix_downgraded: NotRequired[Annotated[Literal[True], "fix=true ran report-only (persistence is paused)."]]
+    note: NotRequired[Annotated[str, "Why fix was downgraded."]]
+
+
+class DeepCheckResult(TypedDict):
+    """deep_check: the semantic review of one agent (every deep check reports only)."""
+
+    ok: Annotated[Literal[True], "Success."]
+    status: Annotated[Literal["healthy", "degraded", "unhealthy"], "Worst severity found."]
+    agent_id: Annotated[str, "The agent reviewed."]
+    fix: Annotated[bool, "Whether fix was requested and allowed (deep checks never change rows)."]
+    fixed: Annotated[int, "Always 0: deep checks report only."]
+    checks_run: Annotated[list[str], "The checks that ran."]
+    counts: Annotated[dict[str, int], "Findings per severity."]
+    findings: Annotated[list[HealthFinding], "Every finding (near-duplicates carry both refs)."]
+    checks: Annotated[dict[str, Any], "Per check: status, findings and details."]
+    note: NotRequired[Annotated[str, "Why fix was downgraded (persistence paused)."]]
+
+
 #: Every public ``Memory`` method that returns a result dict, with the shapes it may return.
 METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "store": (StoreStored, StoreSkipped, StorePaused),
@@ -406,6 +453,8 @@ METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "embedding_status": (EmbeddingStatus,),
     "stats": (StatsResult,),
     "reembed": (ReembedDone, ReembedFailed),
+    "check_health": (CheckHealthResult,),
+    "deep_check": (DeepCheckResult,),
 }
 
 #: Row shapes, documented before the results.

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from cpersona import __version__
+from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.config import ConfigError, Settings
 from cpersona.errors import CPersonaError, Rejected
@@ -295,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     reembed.set_defaults(func=cmd_reembed)
 
     add_model_commands(sub)
+    add_health_commands(sub)
     return parser
 
 

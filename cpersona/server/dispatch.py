@@ -242,6 +242,13 @@ HANDLERS: dict[str, Handler] = {
     "persistence_status": lambda memory, settings, a: persistence.PROCESS.status(),
     "get_operating_context": lambda memory, settings, a: operating_context.get(settings, a.get("section")),
     "check_update": _check_update,
+
+    "check_health": lambda memory, settings, a: memory.check_health(
+        a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks")
+    ),
+    "deep_check": lambda memory, settings, a: memory.deep_check(
+        a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
+    ),
 }
 
 if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpersona.config import Settings
+from cpersona.health.checks import check_names
+from cpersona.health.deep_checks import deep_check_names
 from cpersona.limits import (
     GET_CONTENTS_BUDGET_CHARS,
     LIST_BUDGET_CHARS,
@@ -26,6 +28,10 @@ from cpersona.limits import (
     RECALL_LIMIT_DEFAULT,
     RECALL_LIMIT_MAX,
 )
+
+#: Names accepted by check_health / deep_check ``checks`` (their registries are the source).
+HEALTH_CHECKS = tuple(check_names())
+DEEP_CHECKS = tuple(deep_check_names())
 
 
 @dataclass(frozen=True)
@@ -583,6 +589,62 @@ def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
             destructive=True,  # an upgrade replaces the installed package in place
             idempotent=True,  # a second apply finds nothing newer and installs nothing
             open_world=True,  # reaches the package index on the internet
+        ),
+        ToolSpec(
+            name="check_health",
+            title="Check and repair the store",
+            description=(
+                "Run named health checks over the database and return {status: healthy|degraded|unhealthy, findings "
+                "[{check, severity critical|warn|info, message, count, refs, fix}], checks_run, repairs, stats}. "
+                "Info findings never degrade the status. With agent_id, row checks only look at (and repair) that "
+                "agent's rows. fix=true repairs, never touching locked rows and at most 1000 rows per check per run "
+                "(repairs.<check>.remaining says what is left): schema recreates missing triggers/indexes, fts "
+                "rebuilds the keyword index, vectors queues rows for (re-)embedding, duplicates deletes newer "
+                "unlocked copies, oversized cuts to the caps, invalid_json wraps the text as {invalid_json: ...}, "
+                "timestamps normalises to UTC, tasks removes orphaned tasks. integrity, embedding, empty_content, "
+                "dimensions and vector_window only report. Unknown check names fail with the valid names."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": _string("Only check (and repair) this agent's rows; omit for the whole file."),
+                    "fix": _bool("Repair what can be repaired mechanically (bounded, never locked rows)."),
+                    "checks": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": list(HEALTH_CHECKS)},
+                        "description": "Run only these checks (default: all).",
+                    },
+                }
+            ),
+            read_only=False,
+            destructive=True,  # fix=true deletes duplicate copies and cuts oversized rows
+            idempotent=True,
+        ),
+        ToolSpec(
+            name="deep_check",
+            title="Semantic review of an agent's memories",
+            description=(
+                "A slower, semantic pass over one agent's memories, reporting {status, findings, checks}: "
+                "anonymous_sources (no source id/name), short_content (under 12 characters), stale_profile (not "
+                "updated for 30 days while 20+ memories arrived), orphaned_episodes (no memory in the episode's "
+                "scope and time range), near_duplicates (pairs with cosine >= 0.95 among the newest 2000 vectors, "
+                "as merge candidates with both refs). Every deep check only reports: fix is accepted and changes "
+                "nothing; act on the refs with update_memory / delete_memory / update_profile."
+            ),
+            input_schema=_obj(
+                {
+                    "agent_id": AGENT_ID,
+                    "fix": _bool("Accepted for symmetry with check_health; deep checks never modify anything."),
+                    "checks": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": list(DEEP_CHECKS)},
+                        "description": "Run only these deep checks (default: all).",
+                    },
+                },
+                required=["agent_id"],
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
         ),
     )
 

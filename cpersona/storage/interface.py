@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from cpersona.storage.db import Database
 from cpersona.storage.scope import Scope
 
 MEMORIES = "memories"
@@ -331,6 +332,15 @@ class Store(Protocol):
 
     def size_bytes(self) -> int:
         """Bytes the store occupies on disk."""
+        ...
+
+    def maintenance_db(self) -> Database:
+        """The engine handle the health checks, repairs and portability queries run on.
+
+        Those queries are engine-specific (integrity pragmas, FTS5 rebuilds, schema DDL), so
+        today they take the SQLite ``Database``; a second engine brings its own set behind
+        this method (see docs/architecture.md).
+        """
         ...
 
     def close(self) -> None:

@@ -50,6 +50,10 @@ class SqliteStore:
         """The database file."""
         return self.db.path
 
+    def maintenance_db(self) -> Database:
+        """The SQLite file the health checks, repairs and portability queries run on."""
+        return self.db
+
     def session(self) -> SqliteSession:
         """This thread's connection in autocommit mode."""
         return SqliteSession(self.db.connection())

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from mcp_helpers import mcp_session, server_env, stdio_target
 
+from cpersona.server.schemas import tool_names
+
 pytestmark = pytest.mark.slow
 
 
@@ -42,7 +44,7 @@ def test_initialize_and_recall_answer_while_the_model_is_still_loading(tmp_path:
         started = time.monotonic()
         with mcp_session(stdio_target(env)) as session:
             initialized = time.monotonic() - started
-            assert len(session.list_tools().tools) == 21
+            assert len(session.list_tools().tools) == len(tool_names())
             stored = session.call("store", {"agent_id": "a", "message": {"content": "stored while loading"}})
             assert stored["result"] == "stored" and stored["embedded"] is False
             recalled = session.call("recall", {"agent_id": "a", "query": "while loading"})

@@ -1,0 +1,126 @@
+"""``cpersona checkup`` (the health-check registry, for people and cron) and ``cpersona doctor``.
+
+Exit codes of checkup: 0 healthy, 3 degraded (warnings), 1 unhealthy (or the
+database cannot be opened), 2 usage or configuration error. A run without
+``--fix`` opens the file read-only and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from cpersona.config import Settings
+from cpersona.errors import InvalidInput
+
+EXIT_HEALTHY = 0
+EXIT_UNHEALTHY = 1
+EXIT_USAGE = 2
+EXIT_DEGRADED = 3
+#: Seconds checkup --fix waits for the model before back-filling the queued rows.
+MODEL_WAIT_SECONDS = 120.0
+
+_EXIT = {"healthy": EXIT_HEALTHY, "degraded": EXIT_DEGRADED, "unhealthy": EXIT_UNHEALTHY}
+
+
+def _run_fix(settings: Settings, agent: str | None, checks: list[str] | None) -> dict[str, Any]:
+    from cpersona.memory import Memory
+
+    with Memory(settings, start_background=False) as memory:
+        if settings.embedding_mode != "none":
+            memory.embeddings.try_load()
+        result = memory.check_health(agent, fix=True, checks=checks)
+        if result.get("ok") and memory.embeddings.ready:
+            result["backfilled"] = memory.drain_queue()
+    return result
+
+
+def cmd_checkup(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the health checks; report-only unless --fix."""
+    checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else None
+    if args.fix:
+        result = _run_fix(settings, args.agent, checks)
+    else:
+        from cpersona.health.checks import check_names
+        from cpersona.health.standalone import report_only
+
+        try:
+            result = report_only(settings, args.agent, checks)
+        except InvalidInput as exc:
+            result = {"ok": False, "error": str(exc), "valid_checks": check_names()}
+    if not result.get("ok"):
+        print(f"cpersona checkup: {result.get('error')}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+    else:
+        _print_checkup(result)
+    return _EXIT[result["status"]]
+
+
+def _print_checkup(result: dict[str, Any]) -> None:
+    scope = f" (agent {result['agent_id']!r})" if result.get("agent_id") is not None else ""
+    print(f"status: {result['status']}{scope}; checks: {', '.join(result['checks_run'])}")
+    for f in result["findings"]:
+        refs = f" [{', '.join(f['refs'][:5])}{', …' if len(f['refs']) > 5 else ''}]" if f.get("refs") else ""
+        print(f"  {f['severity']:8} {f['check']}: {f['message']}{refs}")
+        if f.get("fix"):
+            print(f"           fix: {f['fix']}")
+    for name, repaired in result.get("repairs", {}).items():
+        print(f"  repaired {name}: " + ", ".join(f"{k} {v}" for k, v in repaired.items()))
+    if result.get("backfilled"):
+        print(f"  back-filled {result['backfilled']} embedding task(s)")
+    stats = result.get("stats", {})
+    print(f"database: {stats.get('db_path')} ({stats.get('db_bytes', 0)} bytes, WAL {stats.get('wal_bytes', 0)} bytes); "
+          f"queue depth {stats.get('queue_depth', 0)}")
+    if result["status"] != "healthy" and not result.get("fix"):
+        print("run `cpersona checkup --fix` to repair what can be repaired")
+
+
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    """One screen: the database, the model, the transport, and what to do next."""
+    from cpersona.health.standalone import doctor_report
+
+    report = doctor_report(settings)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2, default=str))
+        return 0
+    db, emb, tr = report["database"], report["embedding"], report["transport"]
+    print(f"database   {report['db_path']}")
+    if db.get("exists"):
+        print(f"           {db['bytes']} bytes (+ WAL {db['wal_bytes']}), schema {db['schema_version']}"
+              f"/{db['latest_schema_version']}, queue depth {db['queue_depth']}")
+    else:
+        print("           not created yet")
+    model = emb.get("model") or emb.get("url") or ""
+    print(f"embedding  mode {emb['mode']} {model}".rstrip())
+    if "installed" in emb:
+        print(f"           installed: {'yes' if emb['installed'] else 'no'} ({emb.get('model_dir', '-')})")
+    print(f"           loaded: {'yes' if emb['loaded'] else 'no'} (state {emb['state']})"
+          + (f", {emb['dimension']}-d" if emb.get("dimension") else ""))
+    if emb.get("problem"):
+        print(f"           problem: {emb['problem']}")
+        print(f"           fix: {emb['fix']}")
+    print(f"transport  {tr['transport']}; http {tr['http']}; auth token {tr['auth_token']}; "
+          f"unauthenticated http {'allowed' if tr['allow_unauthenticated_http'] else 'refused'}"
+          + (f"; ACL {tr['acl_file']}" if tr["acl_file"] else ""))
+    print("next")
+    for step in report["next_steps"]:
+        print(f"  - {step}")
+    return 0
+
+
+def add_health_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``checkup`` and ``doctor`` on the main parser."""
+    checkup = subparsers.add_parser(
+        "checkup", help="run the health checks (exit 0 healthy, 3 degraded, 1 unhealthy); --fix repairs")
+    checkup.add_argument("--fix", action="store_true", help="repair what can be repaired (never locked rows)")
+    checkup.add_argument("--agent", help="only check this agent's rows")
+    checkup.add_argument("--checks", help="comma-separated check names (default: all)")
+    checkup.add_argument("--json", action="store_true", help="print the JSON report")
+    checkup.set_defaults(func=cmd_checkup)
+    doctor = subparsers.add_parser("doctor", help="what is configured, what works, what to do next")
+    doctor.add_argument("--json", action="store_true", help="print JSON")
+    doctor.set_defaults(func=cmd_doctor)

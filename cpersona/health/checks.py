@@ -1,0 +1,552 @@
+"""The ``check_health`` registry: named checks, their findings, bounded repairs and the verdict.
+
+No SQL here: the checks read through cpersona/storage/health_queries.py and
+repair through cpersona/storage/repair.py. Each check detects, repairs when
+``fix`` is on (never a locked row, at most ``MAX_REPAIRS_PER_CHECK`` rows per
+run), then detects again, so its findings describe what is left. The list of
+checks with their severities and repairs is documented in docs/health.md.
+
+Severities: ``critical`` (the file or the model is broken: recall or writes
+are wrong) → status ``unhealthy``; ``warn`` (some rows are wrong or
+unsearchable) → ``degraded``; ``info`` never changes the status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from cpersona.config import Settings
+from cpersona.errors import InvalidInput
+from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
+from cpersona.storage import health_queries as q
+from cpersona.storage import repair
+from cpersona.storage.db import Database
+from cpersona.storage.migrations import LATEST_VERSION
+from cpersona.text import format_ts, normalise_timestamp, utc_now
+
+CRITICAL, WARN, INFO = "critical", "warn", "info"
+#: At most this many rows (or objects) are repaired per check per run; the rest is reported as ``remaining``.
+MAX_REPAIRS_PER_CHECK = 1000
+#: Row refs listed per finding (the count is always complete).
+SAMPLE_REFS = 20
+#: A task that failed this many times, or waits longer than STALE_TASK_HOURS, is reported as stale.
+STALE_TASK_ATTEMPTS = 5
+STALE_TASK_HOURS = 24
+
+
+@dataclass(frozen=True)
+class HealthContext:
+    """What a check may look at: the file, the settings and the embedding state.
+
+    ``model_id`` / ``dimension`` are the active model's (empty / 0 while no model
+    is usable); ``on_queued`` is called after embedding tasks were queued.
+    """
+
+    db: Database
+    settings: Settings
+    agent_id: str | None
+    fix: bool
+    embedding_mode: str
+    condition: Condition
+    model_id: str = ""
+    dimension: int = 0
+    on_queued: Callable[[], None] | None = None
+
+
+@dataclass
+class Finding:
+    """One problem found by a check."""
+
+    check: str
+    severity: str
+    message: str
+    count: int = 0
+    refs: list[str] = field(default_factory=list)
+    fix: str = ""  # what fix=true does about it, or how a person fixes it
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"check": self.check, "severity": self.severity, "message": self.message}
+        if self.count:
+            data["count"] = self.count
+        if self.refs:
+            data["refs"] = self.refs
+        if self.fix:
+            data["fix"] = self.fix
+        return data
+
+
+@dataclass
+class Outcome:
+    """A check's findings (after any repair) and what its repair did."""
+
+    findings: list[Finding] = field(default_factory=list)
+    repaired: dict[str, int] = field(default_factory=dict)  # fixed, remaining, queued, ...
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A registered check: ``run(ctx)`` returns its Outcome; ``repairs`` says what fix=true does."""
+
+    name: str
+    description: str
+    run: Callable[[HealthContext], Outcome]
+    repairs: str = "report only"
+    row_level: bool = True  # scoped to agent_id when one is given
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+def register(check: Check) -> Check:
+    """Add a check to the registry (in run order).
+
+    This is the hook later features use: calibration registers a
+    ``stale_calibration`` check here once the calibration sidecar exists.
+    """
+    if check.name in REGISTRY:
+        raise ValueError(f"health check {check.name!r} registered twice")
+    REGISTRY[check.name] = check
+    return check
+
+
+def check_names() -> list[str]:
+    """Every registered check name, in run order."""
+    return list(REGISTRY)
+
+
+def select_checks(names: Sequence[str] | None, registry: Mapping[str, Any] | None = None) -> list[str]:
+    """Validate requested names (None or empty = all); InvalidInput names the valid ones."""
+    reg = REGISTRY if registry is None else registry
+    if names is None or len(names) == 0:
+        return list(reg)
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise InvalidInput("checks must be a list of check names")
+    unknown = [n for n in names if n not in reg]
+    if unknown:
+        raise InvalidInput(f"unknown check(s) {', '.join(map(repr, unknown))}; valid checks: {', '.join(reg)}")
+    wanted = set(names)
+    return [n for n in reg if n in wanted]  # registry order: repairs depend on it
+
+
+def verdict(findings: Sequence[Finding]) -> str:
+    """healthy | degraded | unhealthy (info never degrades)."""
+    severities = {f.severity for f in findings}
+    if CRITICAL in severities:
+        return "unhealthy"
+    if WARN in severities:
+        return "degraded"
+    return "healthy"
+
+
+def _now() -> str:
+    return format_ts(utc_now())
+
+
+def _bounded(items: list[Any]) -> list[Any]:
+    return items[:MAX_REPAIRS_PER_CHECK]
+
+
+# -- file-level checks ------------------------------------------------------------------------
+
+
+def _integrity(ctx: HealthContext) -> Outcome:
+    errors = q.integrity_errors(ctx.db.connection())
+    if not errors:
+        return Outcome()
+    return Outcome([Finding("integrity", CRITICAL, "SQLite integrity_check failed: " + "; ".join(errors[:5]),
+                            count=len(errors), fix="restore from a backup; fix=true does not repair this")])
+
+
+def _schema(ctx: HealthContext) -> Outcome:
+    conn = ctx.db.connection()
+    out = Outcome()
+    version = q.schema_version(conn)
+    out.details["schema_version"] = version
+    out.details["latest_version"] = LATEST_VERSION
+    if version < LATEST_VERSION:
+        out.findings.append(Finding("schema", CRITICAL, f"schema version {version} is older than {LATEST_VERSION}",
+                                    fix="start CPersona once (e.g. `cpersona stats`) to migrate the file"))
+        return out
+    if version > LATEST_VERSION:
+        out.findings.append(Finding("schema", CRITICAL, f"schema version {version} is newer than this CPersona "
+                                    f"knows ({LATEST_VERSION})", fix="pip install -U cpersona-embedded"))
+        return out
+
+    def missing() -> list[q.SchemaObject]:
+        present = q.present_objects(conn)
+        return [o for o in q.expected_objects() if (o.kind, o.name) not in present]
+
+    gone = missing()
+    failed: list[str] = []
+    if gone and ctx.fix:
+        for obj in _bounded(gone):
+            try:
+                with ctx.db.write() as wconn:
+                    repair.recreate(wconn, obj)
+            except Exception as exc:  # e.g. a unique index cannot be rebuilt while duplicates remain
+                failed.append(f"{obj.name}: {exc}")
+        fixed = len(gone) - len(missing())
+        gone = missing()
+        out.repaired = {"fixed": fixed, "remaining": len(gone)}
+    for obj in gone:
+        severity = CRITICAL if obj.kind == "trigger" or obj.unique else WARN
+        why = {"trigger": "the FTS index or vector generation is no longer kept in step",
+               "index": "duplicates can slip in" if obj.unique else "queries are slower"}[obj.kind]
+        note = next((f for f in failed if f.startswith(obj.name + ":")), "")
+        out.findings.append(Finding("schema", severity, f"missing {obj.kind} {obj.name}: {why}" +
+                                    (f" (recreate failed: {note})" if note else ""),
+                                    fix="fix=true recreates it from the migration DDL"))
+    return out
+
+
+def _fts(ctx: HealthContext) -> Outcome:
+    def detect() -> list[q.FtsReport]:
+        with ctx.db.read() as conn:
+            return [q.fts_report(conn, t, ctx.agent_id, SAMPLE_REFS) for t in q.ROW_TABLES]
+
+    reports = detect()
+    bad = [r for r in reports if r.missing or r.extra or r.mismatched]
+    out = Outcome()
+    if bad and ctx.fix:
+        for r in bad:
+            with ctx.db.write() as conn:
+                repair.rebuild_fts(conn, r.table)
+        reports = detect()
+        still = [r for r in reports if r.missing or r.extra or r.mismatched]
+        out.repaired = {"fixed": len(bad) - len(still), "remaining": len(still)}
+        bad = still
+    for r in bad:
+        prefix = "mem" if r.table == "memories" else "ep"
+        out.findings.append(Finding(
+            "fts", WARN,
+            f"{FTS_NAME[r.table]} is out of step with {r.table}: {r.missing} row(s) not indexed, "
+            f"{r.mismatched} indexed with old text, {r.extra} stale entr(ies); keyword search misses them",
+            count=r.missing + r.mismatched + r.extra, refs=[f"{prefix}:{i}" for i in r.sample or []],
+            fix="fix=true rebuilds the index (FTS5 'rebuild')"))
+    return out
+
+
+FTS_NAME = {t: v[0] for t, v in q.FTS_TABLES.items()}
+
+
+def _embedding(ctx: HealthContext) -> Outcome:
+    c = ctx.condition
+    out = Outcome(details={"state": c.state, "mode": ctx.embedding_mode})
+    if c.state == HEALTHY:
+        return out
+    severity = {FAULT: CRITICAL, UNKNOWN: INFO, HINT: INFO}.get(c.state, WARN)
+    text = f"embedding state {c.state}" + (f" ({c.kind})" if c.kind else "") + f": {c.reason}"
+    if c.evidence:
+        text += f" [evidence: {c.evidence}]"
+    out.findings.append(Finding("embedding", severity, text, fix=c.runbook))
+    return out
+
+
+# -- row-level checks ---------------------------------------------------------------------------
+
+
+def _vectors(ctx: HealthContext) -> Outcome:
+    model = ctx.model_id or None
+    dim = ctx.dimension or None
+    out = Outcome()
+    # Queuing needs a configured model; in mode none rows are queued when one is configured.
+    can_queue = ctx.embedding_mode != "none" and ctx.condition.state != HINT
+    if ctx.fix and can_queue:
+        queued = 0
+        budget = MAX_REPAIRS_PER_CHECK
+        with ctx.db.write() as conn:
+            for table in q.ROW_TABLES:
+                ids = q.unqueued_vector_rows(conn, table, ctx.agent_id, model, dim, budget)
+                queued += repair.queue_embeddings(conn, table, ids, _now())
+                budget -= len(ids)
+        remaining = sum(len(q.unqueued_vector_rows(ctx.db.connection(), t, ctx.agent_id, model, dim, 1))
+                        for t in q.ROW_TABLES)
+        out.repaired = {"queued": queued, "fixed": queued, "remaining": remaining}
+        if queued and ctx.on_queued is not None:
+            ctx.on_queued()
+    with ctx.db.read() as conn:
+        reports = [q.vector_report(conn, t, ctx.agent_id, model, dim) for t in q.ROW_TABLES]
+    out.details = {r.table: {"missing": r.missing, "other_model": r.other_model, "queued": r.queued} for r in reports}
+    total = sum(r.missing + r.other_model for r in reports)
+    queued_total = sum(r.queued for r in reports)
+    if not total:
+        return out
+    if not can_queue:
+        out.findings.append(Finding("vectors", INFO, f"{total} row(s) have no vector: embeddings are off, "
+                                    "recall is keyword-only", count=total,
+                                    fix="configure a model (CPERSONA_EMBEDDING_MODE=onnx); rows are then back-filled"))
+        return out
+    unqueued = total - queued_total
+    if unqueued:
+        which = "without a vector or with another model's/dimension's vector" if model else "without a vector"
+        out.findings.append(Finding("vectors", WARN, f"{unqueued} row(s) {which} and not queued for embedding; "
+                                    "vector search cannot find them", count=unqueued,
+                                    fix="fix=true queues them for re-embedding"))
+    if queued_total:
+        out.findings.append(Finding("vectors", INFO, f"{queued_total} row(s) are queued for embedding "
+                                    "(back-filled when the model is ready)", count=queued_total))
+    return out
+
+
+def _dimensions(ctx: HealthContext) -> Outcome:
+    with ctx.db.read() as conn:
+        shapes = q.vector_shapes(conn, ctx.agent_id)
+    out = Outcome(details={"vectors": shapes})
+    by_model: dict[str | None, set[int | None]] = {}
+    for s in shapes:
+        by_model.setdefault(s["model"], set()).add(s["dimension"])
+    bad_length = sum(s["bad_length"] for s in shapes)
+    fix = "run the vectors check with fix=true (or `cpersona reembed`) to re-embed them with the active model"
+    if bad_length:
+        out.findings.append(Finding("dimensions", WARN, f"{bad_length} stored vector(s) have a byte length that "
+                                    "does not match their dimension", count=bad_length, fix=fix))
+    for model, dims in by_model.items():
+        if len(dims) > 1:
+            out.findings.append(Finding("dimensions", WARN, f"model {model} has vectors of several dimensions "
+                                        f"({', '.join(str(d) for d in sorted(d or 0 for d in dims))})", fix=fix))
+    if ctx.model_id:
+        drift = sum(s["rows"] for s in shapes if s["model"] == ctx.model_id and s["dimension"] != ctx.dimension)
+        if drift:
+            out.findings.append(Finding("dimensions", WARN, f"{drift} vector(s) of the active model {ctx.model_id} "
+                                        f"are not {ctx.dimension}-d", count=drift, fix=fix))
+    return out
+
+
+def _duplicates(ctx: HealthContext) -> Outcome:
+    def detect() -> tuple[int, list[list[tuple[int, bool]]]]:
+        with ctx.db.read() as conn:
+            return q.duplicate_groups(conn, ctx.agent_id, MAX_REPAIRS_PER_CHECK)
+
+    total, groups = detect()
+    out = Outcome()
+    if total and ctx.fix:
+        doomed: list[int] = []
+        for group in groups:
+            # Keep the oldest locked copy if any, else the oldest; delete the other unlocked copies.
+            keep = next((i for i, locked in group if locked), group[0][0])
+            doomed += [i for i, locked in group if i != keep and not locked]
+        with ctx.db.write() as conn:
+            deleted = repair.delete_unlocked_memories(conn, _bounded(doomed))
+        total, groups = detect()
+        out.repaired = {"fixed": deleted, "remaining": total}
+    if total:
+        refs = [f"mem:{i}" for g in groups for i, _ in g][:SAMPLE_REFS]
+        out.findings.append(Finding("duplicates", WARN, f"{total} group(s) of identical memories in one scope "
+                                    "(the unique index was missing when they were written)", count=total, refs=refs,
+                                    fix="fix=true deletes the newer unlocked copies (locked copies are kept)"))
+    return out
+
+
+def _oversized(ctx: HealthContext) -> Outcome:
+    cap, pcap = ctx.settings.max_content_length, ctx.settings.max_profile_length
+
+    def detect() -> tuple[int, list[tuple[int, int, bool]], int, list[tuple[str, str, str, int]]]:
+        with ctx.db.read() as conn:
+            return (*q.oversized_memories(conn, ctx.agent_id, cap, MAX_REPAIRS_PER_CHECK),
+                    *q.oversized_profiles(conn, ctx.agent_id, pcap, MAX_REPAIRS_PER_CHECK))
+
+    n_mem, mems, n_prof, profs = detect()
+    out = Outcome()
+    if (n_mem or n_prof) and ctx.fix:
+        fixed = 0
+        with ctx.db.write() as conn:
+            cut: list[int] = []
+            for rid, _, locked in mems:
+                if not locked and repair.cut_memory(conn, rid, cap):
+                    cut.append(rid)
+            fixed += len(cut)
+            if ctx.embedding_mode != "none":
+                repair.queue_embeddings(conn, "memories", cut, _now())
+            for key in profs[: max(0, MAX_REPAIRS_PER_CHECK - fixed)]:
+                fixed += repair.cut_profile(conn, *key[:3], pcap)
+        n_mem, mems, n_prof, profs = detect()
+        out.repaired = {"fixed": fixed, "remaining": n_mem + n_prof}
+        if fixed and ctx.on_queued is not None:
+            ctx.on_queued()
+    if n_mem:
+        n_locked = sum(1 for m in mems if m[2])
+        out.findings.append(Finding("oversized", WARN, f"{n_mem} memor(ies) longer than CPERSONA_MAX_CONTENT_LENGTH "
+                                    f"({cap})" + (f"; {n_locked} locked (never cut)" if n_locked else ""), count=n_mem,
+                                    refs=[f"mem:{m[0]}" for m in mems][:SAMPLE_REFS],
+                                    fix="fix=true cuts unlocked ones to the cap and re-embeds them"))
+    if n_prof:
+        out.findings.append(Finding("oversized", WARN, f"{n_prof} profile(s) longer than CPERSONA_MAX_PROFILE_LENGTH "
+                                    f"({pcap})", count=n_prof, refs=[f"profile:{p[0]}/{p[1]}/{p[2]}" for p in profs][:SAMPLE_REFS],
+                                    fix="fix=true cuts them to the cap"))
+    return out
+
+
+def _empty(ctx: HealthContext) -> Outcome:
+    with ctx.db.read() as conn:
+        count, refs = q.empty_rows(conn, ctx.agent_id, SAMPLE_REFS)
+    if not count:
+        return Outcome()
+    return Outcome([Finding("empty_content", WARN, f"{count} memor(ies)/episode(s) with empty text", count=count,
+                            refs=refs, fix="report only: review and delete them with delete_memory / delete_episode")])
+
+
+def _invalid_json(ctx: HealthContext) -> Outcome:
+    def detect() -> tuple[int, list[tuple[int, str, str, bool]]]:
+        with ctx.db.read() as conn:
+            return q.invalid_json_rows(conn, ctx.agent_id, MAX_REPAIRS_PER_CHECK)
+
+    count, rows = detect()
+    out = Outcome()
+    if count and ctx.fix:
+        with ctx.db.write() as conn:
+            fixed = sum(repair.wrap_invalid_json(conn, rid, col, raw) for rid, col, raw, locked in rows if not locked)
+        count, rows = detect()
+        out.repaired = {"fixed": fixed, "remaining": count}
+    if count:
+        out.findings.append(Finding("invalid_json", WARN, f"{count} source/metadata value(s) are not a JSON object "
+                                    "(reading those rows fails)", count=count,
+                                    refs=sorted({f"mem:{r[0]}" for r in rows})[:SAMPLE_REFS],
+                                    fix='fix=true replaces each with {"invalid_json": "<the original text>"} '
+                                        "(locked rows are left alone)"))
+    return out
+
+
+def _timestamps(ctx: HealthContext) -> Outcome:
+    def detect() -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
+        with ctx.db.read() as conn:
+            return q.malformed_timestamps(conn, ctx.agent_id, MAX_REPAIRS_PER_CHECK)
+
+    count, rows = detect()
+    out = Outcome()
+    if count and ctx.fix:
+        fixed = 0
+        with ctx.db.write() as conn:
+            for table, key, column, value, locked in rows:
+                if locked:
+                    continue
+                try:
+                    new = normalise_timestamp(value)
+                except InvalidInput:
+                    continue  # not a time at all: left for a person (reported below)
+                fixed += repair.set_timestamp(conn, table, key, column, value, new)
+        count, rows = detect()
+        out.repaired = {"fixed": fixed, "remaining": count}
+    if count:
+        refs = sorted({f"{'mem' if t == 'memories' else 'ep'}:{k}" for t, k, *_ in rows if t != "profiles"})
+        out.findings.append(Finding("timestamps", WARN, f"{count} timestamp(s) not in the stored UTC form "
+                                    "(they sort and compare wrongly)", count=count, refs=refs[:SAMPLE_REFS],
+                                    fix="fix=true rewrites parseable ones as UTC (no zone = UTC); locked rows "
+                                        "and unparseable values are left for a person"))
+    return out
+
+
+def _window(ctx: HealthContext) -> Outcome:
+    window = ctx.settings.max_memories
+    with ctx.db.read() as conn:
+        outside = q.rows_outside_window(conn, ctx.agent_id, ctx.model_id or None, window)
+    out = Outcome(details={"window": window, "rows_outside": outside})
+    total = sum(n for tables in outside.values() for n in tables.values())
+    if total:
+        out.findings.append(Finding("vector_window", INFO, f"{total} vector row(s) fall outside the "
+                                    f"CPERSONA_MAX_MEMORIES={window} scan window (keyword search still finds them)",
+                                    count=total, fix="raise CPERSONA_MAX_MEMORIES to search them by vector"))
+    return out
+
+
+def _tasks(ctx: HealthContext) -> Outcome:
+    before = format_ts(utc_now() - timedelta(hours=STALE_TASK_HOURS))
+    out = Outcome()
+
+    def detect() -> tuple[int, list[int], int, list[dict[str, Any]]]:
+        with ctx.db.read() as conn:
+            n_orphans, orphans = (0, []) if ctx.agent_id is not None else q.orphan_tasks(conn, MAX_REPAIRS_PER_CHECK)
+            return (n_orphans, orphans,
+                    *q.failing_tasks(conn, ctx.agent_id, STALE_TASK_ATTEMPTS, before, SAMPLE_REFS))
+
+    n_orphans, orphans, n_failing, failing = detect()
+    if n_orphans and ctx.fix:
+        with ctx.db.write() as conn:
+            fixed = repair.delete_tasks(conn, orphans)
+        n_orphans, orphans, n_failing, failing = detect()
+        out.repaired = {"fixed": fixed, "remaining": n_orphans}
+    if n_orphans:
+        out.findings.append(Finding("tasks", WARN, f"{n_orphans} queued task(s) target rows that no longer exist",
+                                    count=n_orphans, fix="fix=true removes them"))
+    if n_failing:
+        last = next((t["last_error"] for t in failing if t.get("last_error")), None)
+        out.findings.append(Finding("tasks", WARN, f"{n_failing} task(s) failed {STALE_TASK_ATTEMPTS}+ times or "
+                                    f"wait for more than {STALE_TASK_HOURS} h" + (f"; last error: {last}" if last else ""),
+                                    count=n_failing,
+                                    refs=[f"{'mem' if t['table'] == 'memories' else 'ep'}:{t['target_id']}" for t in failing],
+                                    fix="report only: fix the embedding model (see the embedding check); the "
+                                        "worker retries them"))
+    return out
+
+
+for _check in (
+    Check("integrity", "SQLite PRAGMA integrity_check", _integrity, row_level=False),
+    Check("embedding", "the embedding model's state (a fault carries its fix)", _embedding, row_level=False),
+    Check("duplicates", "identical memories in one scope", _duplicates, "deletes newer unlocked copies"),
+    Check("schema", "schema version, triggers and indexes", _schema, "recreates missing triggers and indexes",
+          row_level=False),
+    Check("oversized", "content / profile over the caps", _oversized, "cuts unlocked rows to the cap"),
+    Check("empty_content", "memories or episodes with empty text", _empty),
+    Check("invalid_json", "source/metadata that is not a JSON object", _invalid_json,
+          'wraps the text as {"invalid_json": ...}'),
+    Check("timestamps", "timestamps not in the stored UTC form", _timestamps, "normalises parseable ones"),
+    Check("fts", "trigram indexes vs their tables (count and text)", _fts, "rebuilds the index", row_level=False),
+    Check("vectors", "rows without a vector of the active model", _vectors, "queues them for embedding"),
+    Check("dimensions", "vector dimension drift and malformed vectors", _dimensions),
+    Check("vector_window", "rows beyond the CPERSONA_MAX_MEMORIES scan window", _window),
+    Check("tasks", "orphaned and long-failing queue tasks", _tasks, "removes orphaned tasks"),
+):
+    register(_check)
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def storage_stats(ctx: HealthContext) -> dict[str, Any]:
+    """Rows per agent, project and channel, plus the file sizes (database and WAL)."""
+    path = Path(ctx.db.path)
+
+    def size(p: Path) -> int:
+        return p.stat().st_size if p.is_file() else 0
+
+    with ctx.db.read() as conn:
+        stats = q.distributions(conn, ctx.agent_id)
+        stats.update(q.file_pages(conn))
+        stats["queue_depth"] = q.queue_depth(conn)
+    stats.update(db_path=str(path), db_bytes=size(path), wal_bytes=size(path.with_name(path.name + "-wal")))
+    return stats
+
+
+def run_checks(ctx: HealthContext, names: Sequence[str] | None = None, *, fix_requested: bool | None = None) -> dict[str, Any]:
+    """Run the selected checks; the response shape is documented in docs/health.md."""
+    selected = select_checks(names)
+    findings: list[Finding] = []
+    per_check: dict[str, Any] = {}
+    repairs: dict[str, Any] = {}
+    for name in selected:
+        outcome = REGISTRY[name].run(ctx)
+        findings += outcome.findings
+        per_check[name] = {"status": verdict(outcome.findings), "findings": len(outcome.findings), **outcome.details}
+        if outcome.repaired:
+            repairs[name] = outcome.repaired
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in (CRITICAL, WARN, INFO)}
+    result: dict[str, Any] = {
+        "ok": True,
+        "status": verdict(findings),
+        "agent_id": ctx.agent_id,
+        "fix": ctx.fix,
+        "checks_run": selected,
+        "counts": counts,
+        "findings": [f.as_dict() for f in findings],
+        "checks": per_check,
+        "repairs": repairs,
+        "max_repairs_per_check": MAX_REPAIRS_PER_CHECK,
+        "stats": storage_stats(ctx),
+    }
+    if fix_requested and not ctx.fix:
+        result["fix_downgraded"] = True
+    return result

@@ -1,0 +1,135 @@
+"""Health checks without a ``Memory``: report-only on a read-only view of the file, and the doctor summary.
+
+A ``Memory`` migrates the file and starts background threads (writes), so the
+report-only ``cpersona checkup`` never builds one: it opens the database with
+``mode=ro`` + ``query_only`` (ReadOnlyDatabase) and tries to load the model in
+this thread (that reads model files, never the database).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cpersona.config import Settings
+from cpersona.embed.runtime.base import EmbeddingBackend
+from cpersona.health.checks import HealthContext, run_checks, select_checks
+from cpersona.health.state import HealthState
+from cpersona.storage import health_queries as q
+from cpersona.storage.migrations import LATEST_VERSION
+from cpersona.storage.readonly import ReadOnlyDatabase
+
+#: Checks that need the embedding model's state (others run without loading it).
+MODEL_CHECKS = {"embedding", "vectors", "dimensions", "vector_window"}
+
+
+def probe_model(settings: Settings) -> tuple[EmbeddingBackend, HealthState, bool]:
+    """Try to load the configured model once, in this thread; returns (backend, state, usable)."""
+    from cpersona.embed.runtime.factory import create_backend
+    from cpersona.embed.runtime.service import EmbeddingService
+
+    health = HealthState(advisory_enabled=False)
+    backend = create_backend(settings)
+    service = EmbeddingService(backend, health)
+    usable = service.try_load()
+    return backend, health, usable
+
+
+def report_only(settings: Settings, agent_id: str | None = None, checks: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the registry without writing anything (raises InvalidInput for unknown check names)."""
+    selected = select_checks(checks)
+    db = ReadOnlyDatabase(settings.db_path)
+    backend: EmbeddingBackend | None = None
+    try:
+        health = HealthState(advisory_enabled=False)
+        usable = False
+        if MODEL_CHECKS & set(selected):
+            backend, health, usable = probe_model(settings)
+        ctx = HealthContext(
+            db=db,
+            settings=settings,
+            agent_id=agent_id,
+            fix=False,
+            embedding_mode=settings.embedding_mode,
+            condition=health.condition,
+            model_id=backend.model_id if backend is not None and usable else "",
+            dimension=backend.dimension if backend is not None and usable else 0,
+        )
+        return run_checks(ctx, selected)
+    finally:
+        if backend is not None:
+            backend.close()
+        db.close()
+
+
+def doctor_report(settings: Settings) -> dict[str, Any]:
+    """What is configured, what works and what to do next (never includes the auth token)."""
+    out: dict[str, Any] = {"db_path": str(settings.db_path)}
+    next_steps: list[str] = []
+    if settings.db_path.is_file():
+        db = ReadOnlyDatabase(settings.db_path)
+        try:
+            conn = db.connection()
+            version = q.schema_version(conn)
+            pages = q.file_pages(conn)
+            out["database"] = {
+                "exists": True,
+                "bytes": settings.db_path.stat().st_size,
+                "wal_bytes": _size(settings.db_path.with_name(settings.db_path.name + "-wal")),
+                "schema_version": version,
+                "latest_schema_version": LATEST_VERSION,
+                "free_pages": pages["freelist_count"],
+                "queue_depth": q.queue_depth(conn),
+            }
+        finally:
+            db.close()
+        if version < LATEST_VERSION:
+            next_steps.append("the schema is old: start CPersona once (`cpersona stats`) to migrate it")
+    else:
+        out["database"] = {"exists": False}
+        next_steps.append("no database yet: it is created on the first `cpersona serve` or `cpersona store`")
+
+    backend, health, usable = probe_model(settings)
+    condition = health.condition
+    try:
+        embedding: dict[str, Any] = {"mode": settings.embedding_mode}
+        if settings.embedding_mode == "onnx":
+            from cpersona.embed.registry import ManifestError, model_dir
+
+            embedding["model"] = settings.embedding_model
+            try:
+                installed_at = model_dir(settings, settings.embedding_model)
+                embedding["installed"] = installed_at.is_dir()
+                embedding["model_dir"] = str(installed_at)
+            except ManifestError:
+                embedding["installed"] = False
+        elif settings.embedding_mode == "http":
+            embedding["url"] = settings.embedding_url
+        embedding["loaded"] = usable
+        embedding["state"] = condition.state
+        if usable:
+            embedding.update(model_id=backend.model_id, dimension=backend.dimension)
+        elif condition.reason:
+            embedding.update(problem=condition.reason, evidence=condition.evidence, fix=condition.runbook)
+            next_steps.append(condition.runbook)
+    finally:
+        backend.close()
+    out["embedding"] = embedding
+    out["transport"] = {
+        "transport": settings.transport,
+        "http": f"{settings.http_host}:{settings.http_port}",
+        "auth_token": "set" if settings.auth_token else "not set",
+        "allow_unauthenticated_http": settings.allow_unauthenticated_http,
+        "acl_file": str(settings.acl_file) if settings.acl_file else None,
+    }
+    if settings.transport == "streamable-http" and not settings.auth_token and not settings.allow_unauthenticated_http:
+        next_steps.append("HTTP refuses to start without CPERSONA_AUTH_TOKEN (or CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)")
+    if out["database"].get("queue_depth"):
+        next_steps.append("tasks are queued: they drain while the server runs with a working model")
+    next_steps.append("run `cpersona checkup` for the full health check (`--fix` repairs)")
+    out["next_steps"] = next_steps
+    return out
+
+
+def _size(path: Any) -> int:
+    return path.stat().st_size if path.is_file() else 0

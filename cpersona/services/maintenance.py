@@ -1,0 +1,98 @@
+"""Health checks and repairs as a service: ``check_health`` and ``deep_check`` (docs/health.md).
+
+The checks themselves live in ``cpersona.health.checks`` / ``deep_checks`` (registry, verdict)
+with their SQL in ``cpersona.storage``. This service binds them to the running process: the
+embedding state, the back-fill worker to wake after queueing, and the persistence pause,
+which turns ``fix=true`` into a report-only run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cpersona.config import Settings
+from cpersona.embed.runtime.service import EmbeddingService
+from cpersona.errors import InvalidInput
+from cpersona.health import persistence
+from cpersona.health.checks import HealthContext, check_names, run_checks
+from cpersona.health.deep_checks import deep_check_names, run_deep_checks
+from cpersona.health.state import HealthState
+from cpersona.storage.db import Database
+from cpersona.validation import boolean, optional_str, required_str
+
+
+class UnknownCheck(InvalidInput):
+    """A check name outside the registry; the failure lists the valid names."""
+
+    def __init__(self, message: str, valid: list[str]) -> None:
+        super().__init__(message)
+        self.valid = valid
+
+    def details(self) -> dict[str, object]:
+        """The failure response names every valid check."""
+        return {"valid_checks": self.valid}
+
+
+class Maintenance:
+    """Runs the health-check registries for one ``Memory``."""
+
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        embeddings: EmbeddingService,
+        health: HealthState,
+        on_queued: Callable[[], None],
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.embeddings = embeddings
+        self.health = health
+        self.on_queued = on_queued
+
+    def _context(self, agent_id: str | None, fix: bool) -> HealthContext:
+        return HealthContext(
+            db=self.db,
+            settings=self.settings,
+            agent_id=agent_id,
+            fix=fix,
+            embedding_mode=self.embeddings.backend.mode,
+            condition=self.health.condition,
+            model_id=self.embeddings.model_id,
+            dimension=self.embeddings.dimension,
+            on_queued=self.on_queued,
+        )
+
+    def check_health(
+        self, agent_id: str | None = None, *, fix: bool = False, checks: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Run the health-check registry (docs/health.md); ``fix`` repairs, bounded, never locked rows.
+
+        While persistence is paused, ``fix=true`` runs report-only and says so (``fix_downgraded``).
+        """
+        agent = optional_str(agent_id, "agent_id")
+        wanted = boolean(fix, "fix")
+        allowed, note = persistence.effective_fix(wanted)
+        try:
+            result = run_checks(self._context(agent, allowed), checks, fix_requested=wanted)
+        except InvalidInput as exc:
+            raise UnknownCheck(str(exc), check_names()) from exc
+        if note:
+            result["note"] = note
+        return result
+
+    def deep_check(
+        self, agent_id: str, *, fix: bool = False, checks: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Semantic pass over one agent's memories (docs/health.md); every deep check reports only."""
+        agent = required_str(agent_id, "agent_id")
+        wanted = boolean(fix, "fix")
+        allowed, note = persistence.effective_fix(wanted)
+        try:
+            result = run_deep_checks(self._context(agent, allowed), checks)
+        except InvalidInput as exc:
+            raise UnknownCheck(str(exc), deep_check_names()) from exc
+        if note:
+            result["note"] = note
+        return result
