@@ -569,3 +569,67 @@ class Memory:
             "queue": tasks.status(conn),
         }
 
+
+    # -- portability (export / import / merge / channel-axis repair) ---------------------
+    def _portability(self) -> Any:
+        from cpersona.portability.service import Portability
+
+        def active_model() -> tuple[str, int] | None:
+            ready = self.embeddings.ready and self.embeddings.model_id and self.embeddings.dimension
+            return (self.embeddings.model_id, self.embeddings.dimension) if ready else None
+
+        return Portability(
+            self.db,
+            self.settings,
+            queue_backfill=lambda: self.health.state != HINT,
+            active_model=active_model,
+            wake=self.worker.wake,
+        )
+
+    def export_memories(
+        self,
+        agent_id: str | None,
+        output_path: str,
+        include_embeddings: bool = False,
+        *,
+        overwrite: bool = False,
+        confined: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Export one agent's memories, episodes and profiles (every agent's when None) as JSONL.
+
+        ``output_path`` is confined to the export directory unless ``confined=False``
+        (the operator CLI). The file is written atomically and never replaces an
+        existing file unless ``overwrite``. Format: docs/tools.md "export_memories".
+        """
+        return self._portability().export_memories(
+            agent_id, output_path, include_embeddings, overwrite=overwrite, confined=confined, progress=progress
+        )
+
+    def import_memories(
+        self,
+        input_path: str,
+        target_agent_id: str | None = None,
+        dry_run: bool = False,
+        *,
+        confined: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Import an export file: idempotent, bad lines reported by number, rows without vectors queued."""
+        return self._portability().import_memories(
+            input_path, target_agent_id, dry_run, confined=confined, progress=progress
+        )
+
+    def merge_memories(
+        self, source_agent_id: str, target_agent_id: str, strategy: str = "skip", mode: str = "copy",
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Copy or move every row of one agent into another in one transaction, skipping duplicates."""
+        return self._portability().merge_memories(source_agent_id, target_agent_id, strategy, mode, dry_run)
+
+    def migrate_channel_axis(
+        self, agent_id: str | None = None, dry_run: bool = True, globalize_unrecoverable: bool = False,
+        bridge_channels: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """One-time repair: move rows off bridge channels onto the channel named in their session id."""
+        return self._portability().migrate_channel_axis(agent_id, dry_run, globalize_unrecoverable, bridge_channels)
