@@ -581,7 +581,7 @@ class Memory:
         return Portability(
             self.db,
             self.settings,
-            queue_backfill=lambda: self.health.state != HINT,
+            queue_backfill=lambda: self.embeddings.backend.mode != "none",
             active_model=active_model,
             wake=self.worker.wake,
         )

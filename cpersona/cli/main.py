@@ -286,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     if add_model_commands is not None:
         add_model_commands(sub)
+    from cpersona.cli.port_commands import add_port_commands
+
+    add_port_commands(sub)
     return parser
 
 

@@ -41,7 +41,7 @@ def export_file(
     partial file behind. Returns the path, bytes written and per-type counts.
     """
     if target.exists() and not overwrite:
-        raise InvalidInput(f"{target} already exists; choose another name or pass overwrite=true")
+        raise InvalidInput(f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)")
     if target.is_dir():
         raise InvalidInput(f"{target} is a directory")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def export_file(
             out.flush()
             os.fsync(out.fileno())
         if target.exists() and not overwrite:  # appeared while we were writing
-            raise InvalidInput(f"{target} already exists; choose another name or pass overwrite=true")
+            raise InvalidInput(f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)")
         os.replace(temp, target)
     finally:
         if temp.exists():

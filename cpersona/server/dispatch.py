@@ -226,6 +226,19 @@ HANDLERS: dict[str, Handler] = {
     "delete_memory": _row_call("delete_memory", "memory_id"),
     "delete_episode": _row_call("delete_episode", "episode_id"),
     "delete_agent_data": lambda memory, settings, a: memory.delete_agent_data(a["agent_id"]),
+    "export_memories": lambda memory, settings, a: memory.export_memories(
+        a["agent_id"], a["output_path"], a.get("include_embeddings", False), overwrite=a.get("overwrite", False)
+    ),
+    "import_memories": lambda memory, settings, a: memory.import_memories(
+        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False)
+    ),
+    "merge_memories": lambda memory, settings, a: memory.merge_memories(
+        a["source_agent_id"], a["target_agent_id"], a.get("strategy", "skip"), a.get("mode", "copy"),
+        a.get("dry_run", False),
+    ),
+    "migrate_channel_axis": lambda memory, settings, a: memory.migrate_channel_axis(
+        a.get("agent_id"), a.get("dry_run", True), a.get("globalize_unrecoverable", False), a.get("bridge_channels")
+    ),
 }
 
 if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time

@@ -27,7 +27,7 @@ def authed_transport(url: str, token: str = TOKEN) -> Any:
 def test_store_and_recall_over_http_with_token(tmp_path: Path) -> None:
     with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc), mcp_session(authed_transport(url)) as session:
         tools = session.list_tools().tools
-        assert len(tools) == 16
+        assert len(tools) == 20
         stored = session.call("store", {"agent_id": "web", "message": {"content": "HTTP works: port check"}})
         assert stored["result"] == "stored", stored
         recalled = session.call("recall", {"agent_id": "web", "query": "port check"})

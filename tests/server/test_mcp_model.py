@@ -29,7 +29,7 @@ def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path
     )
     with mcp_session(stdio_target(env)) as session:
         # The handshake did not wait for the model; tools answer while it loads.
-        assert len(session.list_tools().tools) == 16
+        assert len(session.list_tools().tools) == 20
         wait_for_model(session)
         agent = "minilm"
         target = session.call("store", {"agent_id": agent, "message": {"content": "The cat sits on the mat."}})
@@ -54,7 +54,7 @@ def test_missing_model_serves_keyword_only_at_once(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     with mcp_session(stdio_target(env)) as session:
-        assert len(session.list_tools().tools) == 16
+        assert len(session.list_tools().tools) == 20
         assert time.monotonic() - started < 30
         stored = session.call("store", {"agent_id": "offline", "message": {"content": "offline keyword note"}})
         assert stored["result"] == "stored" and stored["embedded"] is False

@@ -33,7 +33,7 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
     assert "recall" in (client.instructions or "")
     tools = {tool.name: tool for tool in stdio_session.list_tools().tools}
     assert sorted(tools) == sorted(tool_names())
-    assert len(tools) == 16
+    assert len(tools) == 20
     for tool in tools.values():
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name

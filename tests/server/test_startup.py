@@ -42,7 +42,7 @@ def test_initialize_and_recall_answer_while_the_model_is_still_loading(tmp_path:
         started = time.monotonic()
         with mcp_session(stdio_target(env)) as session:
             initialized = time.monotonic() - started
-            assert len(session.list_tools().tools) == 16
+            assert len(session.list_tools().tools) == 20
             stored = session.call("store", {"agent_id": "a", "message": {"content": "stored while loading"}})
             assert stored["result"] == "stored" and stored["embedded"] is False
             recalled = session.call("recall", {"agent_id": "a", "query": "while loading"})
