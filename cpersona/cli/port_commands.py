@@ -24,7 +24,7 @@ def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Callable[[int, int],
     if not enabled:
         yield None
         return
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     bar = tqdm(total=0, unit=unit, unit_scale=scale, file=sys.stderr, dynamic_ncols=True, leave=False)
 

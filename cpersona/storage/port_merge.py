@@ -106,7 +106,7 @@ def _merge_memories(
         )
         result["copied"] += 1
         if not has_vector and queued_at is not None:
-            tasks.enqueue(conn, tasks.EMBED, "memories", int(cursor.lastrowid), queued_at)
+            tasks.enqueue(conn, tasks.EMBED, "memories", int(cursor.lastrowid or 0), queued_at)
     return result
 
 
@@ -139,7 +139,7 @@ def _merge_episodes(
         )
         result["copied"] += 1
         if not has_vector and queued_at is not None:
-            tasks.enqueue(conn, tasks.EMBED, "episodes", int(cursor.lastrowid), queued_at)
+            tasks.enqueue(conn, tasks.EMBED, "episodes", int(cursor.lastrowid or 0), queued_at)
     return result
 
 

@@ -10,7 +10,7 @@ summary for episodes) so a second import of the same file changes nothing.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +91,7 @@ class PortabilityRows:
     # -- export -----------------------------------------------------------------------
     def stream(
         self, agent_id: str | None, *, include_vectors: bool, chunk: int = EXPORT_CHUNK
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
         """Yield ``("counts", {...})`` then every row as ``(type, columns)`` in one consistent snapshot.
 
         Memories come first, then episodes, then profiles, each in id (or key) order.
@@ -230,7 +230,7 @@ def _write_memory(
     except sqlite3.IntegrityError:  # the unique indexes refuse what the probe could not see
         return DUPLICATE, None, False, None
     model = _model(new.embedding_model, new.embedding_dim, new.embedding)
-    return INSERTED, int(cursor.lastrowid), new.embedding is not None, model
+    return INSERTED, int(cursor.lastrowid or 0), new.embedding is not None, model
 
 
 def _write_episode(
@@ -247,4 +247,4 @@ def _write_episode(
         ),
     )
     model = _model(ep.embedding_model, ep.embedding_dim, ep.embedding)
-    return INSERTED, int(cursor.lastrowid), ep.embedding is not None, model
+    return INSERTED, int(cursor.lastrowid or 0), ep.embedding is not None, model
