@@ -94,7 +94,7 @@ class Settings:
 
     # Storage
     db_path: Path = field(default_factory=lambda: default_data_dir() / "memory.db")  # CPERSONA_DB_PATH
-    export_dir: Path | None = None  # CPERSONA_EXPORT_DIR: reserved for export/import (not built yet)
+    export_dir: Path | None = None  # CPERSONA_EXPORT_DIR: MCP export/import confinement (default <db dir>/exports)
 
     # Retrieval
     max_memories: int = 10000  # CPERSONA_MAX_MEMORIES: vector scan window per table

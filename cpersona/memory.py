@@ -21,6 +21,7 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.base import EmbeddingBackend
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.health.state import HealthState
+from cpersona.portability.service import Portability
 from cpersona.retrieval.pipeline import RecallPipeline
 from cpersona.services.admin import Admin
 from cpersona.services.backfill import BackfillWorker
@@ -89,6 +90,13 @@ class Memory:
         self.maintenance = Maintenance(
             self.storage.maintenance_db(), self.settings, self.embeddings, self.health, self.worker.wake
         )
+        self.portability = Portability(
+            self.storage.maintenance_db(),
+            self.settings,
+            queue_backfill=lambda: self.embeddings.backend.mode != "none",
+            active_model=self._active_model,
+            wake=self.worker.wake,
+        )
         self.embeddings.on_ready(self.admin.on_model_ready)
         if start_background:
             self.worker.start()
@@ -106,6 +114,10 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _active_model(self) -> tuple[str, int] | None:
+        ready = self.embeddings.ready and self.embeddings.model_id and self.embeddings.dimension
+        return (self.embeddings.model_id, self.embeddings.dimension) if ready else None
 
     def wait_until_ready(self, timeout: float = 60.0) -> bool:
         """Block until the first model load attempt settles; True when embeddings work."""
@@ -143,3 +155,9 @@ class Memory:
     reembed = _via("admin", Admin.reembed)
     check_health = _via("maintenance", Maintenance.check_health)
     deep_check = _via("maintenance", Maintenance.deep_check)
+
+    # -- portability -------------------------------------------------------------------
+    export_memories = _via("portability", Portability.export_memories)
+    import_memories = _via("portability", Portability.import_memories)
+    merge_memories = _via("portability", Portability.merge_memories)
+    migrate_channel_axis = _via("portability", Portability.migrate_channel_axis)

@@ -432,6 +432,66 @@ class DeepCheckResult(TypedDict):
     note: NotRequired[Annotated[str, "Why fix was downgraded (persistence paused)."]]
 
 
+# -- portability ------------------------------------------------------------------------------------------
+
+
+class ExportResult(TypedDict):
+    """export_memories: the JSONL file written (format: docs/tools.md)."""
+
+    ok: Annotated[Literal[True], "Success."]
+    path: Annotated[str, "The file written (atomically)."]
+    bytes: Annotated[int, "Its size."]
+    agent_id: Annotated[str | None, "The agent exported (None: every agent, CLI only)."]
+    include_embeddings: Annotated[bool, "Whether vectors were written (base64 float32 with model id)."]
+    counts: Annotated[dict[str, int], "Records written per type."]
+
+
+class ImportResult(TypedDict):
+    """import_memories: what was (or, with dry_run, would be) imported."""
+
+    ok: Annotated[Literal[True], "Success (bad lines are reported, not fatal)."]
+    dry_run: Annotated[bool, "Nothing was written."]
+    path: Annotated[str, "The file read."]
+    target_agent_id: Annotated[str | None, "The agent rows were rewritten to, if any."]
+    header: Annotated[dict[str, Any], "The file's header fields."]
+    lines: Annotated[int, "Lines read."]
+    counts: Annotated[dict[str, dict[str, int]], "Per type: inserted / duplicate / ... counts."]
+    truncated: Annotated[int, "Records whose text was cut to the caps."]
+    queued_for_embedding: Annotated[int, "Rows queued for back-fill."]
+    error_count: Annotated[int, "Bad lines (skipped)."]
+    errors: Annotated[list[dict[str, Any]], "The first bad lines: line number and why."]
+
+
+class MergeResult(TypedDict):
+    """merge_memories: copy or move one agent's rows into another, in one transaction."""
+
+    ok: Annotated[Literal[True], "Success."]
+    dry_run: Annotated[bool, "The transaction was rolled back."]
+    source_agent_id: Annotated[str, "Rows came from here."]
+    target_agent_id: Annotated[str, "Rows went here."]
+    mode: Annotated[Literal["copy", "move"], "move empties the source agent."]
+    strategy: Annotated[Literal["skip"], "Duplicates in the target are skipped."]
+    counts: Annotated[dict[str, dict[str, int]], "Per table: copied / moved / skipped."]
+
+
+class MigrateChannelAxisResult(TypedDict):
+    """migrate_channel_axis: rows moved off bridge channels (docs/decisions.md "Portability")."""
+
+    ok: Annotated[Literal[True], "Success."]
+    dry_run: Annotated[bool, "Nothing was changed."]
+    agent_id: Annotated[str | None, "The agent repaired (None: every agent)."]
+    bridge_channels: Annotated[list[str], "Channel names treated as bridges."]
+    scanned: Annotated[int, "Rows on bridge channels."]
+    moved: Annotated[int, "Rows moved to the channel named in their session id."]
+    globalized: Annotated[int, "Unrecoverable rows moved to channel '' (globalize_unrecoverable)."]
+    unrecoverable: Annotated[int, "Rows whose channel could not be recovered."]
+    collisions: Annotated[int, "Moves refused because the target already holds the row."]
+    locked: Annotated[int, "Locked rows left alone."]
+    targets: Annotated[dict[str, int], "Rows per target channel."]
+    examples: Annotated[list[dict[str, Any]], "A few moves, for review."]
+    note: NotRequired[Annotated[str, "Why dry_run was forced (persistence paused)."]]
+
+
 #: Every public ``Memory`` method that returns a result dict, with the shapes it may return.
 METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "store": (StoreStored, StoreSkipped, StorePaused),
@@ -455,6 +515,10 @@ METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "reembed": (ReembedDone, ReembedFailed),
     "check_health": (CheckHealthResult,),
     "deep_check": (DeepCheckResult,),
+    "export_memories": (ExportResult,),
+    "import_memories": (ImportResult,),
+    "merge_memories": (MergeResult,),
+    "migrate_channel_axis": (MigrateChannelAxisResult,),
 }
 
 #: Row shapes, documented before the results.

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from cpersona import __version__
 from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
+from cpersona.cli.port_commands import add_port_commands
 from cpersona.config import ConfigError, Settings
 from cpersona.errors import CPersonaError, Rejected
 from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
@@ -297,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_model_commands(sub)
     add_health_commands(sub)
+    add_port_commands(sub)
     return parser
 
 

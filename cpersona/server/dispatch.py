@@ -242,12 +242,24 @@ HANDLERS: dict[str, Handler] = {
     "persistence_status": lambda memory, settings, a: persistence.PROCESS.status(),
     "get_operating_context": lambda memory, settings, a: operating_context.get(settings, a.get("section")),
     "check_update": _check_update,
-
     "check_health": lambda memory, settings, a: memory.check_health(
         a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks")
     ),
     "deep_check": lambda memory, settings, a: memory.deep_check(
         a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
+    ),
+    "export_memories": lambda memory, settings, a: memory.export_memories(
+        a["agent_id"], a["output_path"], a.get("include_embeddings", False), overwrite=a.get("overwrite", False)
+    ),
+    "import_memories": lambda memory, settings, a: memory.import_memories(
+        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False)
+    ),
+    "merge_memories": lambda memory, settings, a: memory.merge_memories(
+        a["source_agent_id"], a["target_agent_id"], a.get("strategy", "skip"), a.get("mode", "copy"),
+        a.get("dry_run", False),
+    ),
+    "migrate_channel_axis": lambda memory, settings, a: memory.migrate_channel_axis(
+        a.get("agent_id"), a.get("dry_run", True), a.get("globalize_unrecoverable", False), a.get("bridge_channels")
     ),
 }
 

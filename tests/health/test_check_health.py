@@ -11,9 +11,9 @@ from health_damage import CAP, damage_file, damage_rows, row, seed
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.health import persistence
 from cpersona.health.checks import MAX_REPAIRS_PER_CHECK, Finding, check_names, verdict
 from cpersona.memory import Memory
-from cpersona.health import persistence
 from cpersona.services.maintenance import UnknownCheck
 
 

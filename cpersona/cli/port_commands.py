@@ -1,0 +1,105 @@
+"""``cpersona export`` / ``cpersona import``: the operator's portability commands.
+
+These are operator commands: the path is used as given (relative to the
+current directory), not confined to CPERSONA_EXPORT_DIR as the MCP tools are.
+Progress bars go to stderr; the summary goes to stdout (``--json`` for the raw
+result). Embeddings are not needed to export or import, so the model is never
+loaded here; rows without a vector are queued and the server back-fills them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from cpersona.config import Settings
+
+
+@contextmanager
+def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    bar = tqdm(total=0, unit=unit, unit_scale=scale, file=sys.stderr, dynamic_ncols=True, leave=False)
+
+    def update(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
+def _memory(settings: Settings) -> Any:
+    from cpersona.memory import Memory
+
+    # No model is loaded to move rows: rows without a vector are queued and the server back-fills them.
+    return Memory(settings, start_background=False)
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """Export memories, episodes and profiles (one agent with --agent, else all) to a JSONL file."""
+    with _memory(settings) as memory, _bar("rows", False, not args.quiet) as progress:
+        result = memory.export_memories(
+            args.agent, args.path, args.include_embeddings, overwrite=args.force, confined=False, progress=progress
+        )
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        c = result["counts"]
+        print(f"exported {c['memories']} memories, {c['episodes']} episodes, {c['profiles']} profiles "
+              f"to {result['path']} ({result['bytes']} bytes)")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    """Import an export file; prints counts, truncations and the first bad lines."""
+    with _memory(settings) as memory, _bar("B", True, not args.quiet) as progress:
+        result = memory.import_memories(args.path, args.agent, args.dry_run, confined=False, progress=progress)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        return 0 if not result["error_count"] else 1
+    c = result["counts"]
+    verb = "would import" if result["dry_run"] else "imported"
+    print(f"{verb}: {c['memories']['inserted']} memories, {c['episodes']['inserted']} episodes, "
+          f"{c['profiles']['inserted'] + c['profiles']['updated']} profiles")
+    print(f"already present (skipped): {c['memories']['duplicates']} memories, {c['episodes']['duplicates']} "
+          f"episodes, {c['profiles']['kept']} profiles")
+    if result["truncated"]:
+        print(f"truncated to the content cap: {result['truncated']}")
+    if result["queued_for_embedding"]:
+        print(f"queued for embedding: {result['queued_for_embedding']} (the server back-fills them)")
+    if result["error_count"]:
+        print(f"bad lines skipped: {result['error_count']}", file=sys.stderr)
+        for error in result["errors"]:
+            print(f"  line {error['line']}: {error['error']}", file=sys.stderr)
+    return 0 if not result["error_count"] else 1
+
+
+def add_port_commands(sub: Any) -> None:
+    """Register ``export`` and ``import`` on the main parser's subcommands."""
+    export = sub.add_parser("export", help="export memories, episodes and profiles to a JSONL file")
+    export.add_argument("path", help="file to write (any path; refused if it exists unless --force)")
+    export.add_argument("--agent", help="export only this agent (default: every agent)")
+    export.add_argument("--include-embeddings", action="store_true", help="also write vectors (base64)")
+    export.add_argument("--force", action="store_true", help="replace an existing file")
+    export.add_argument("--quiet", action="store_true", help="no progress bar")
+    export.add_argument("--json", action="store_true", help="print the raw JSON result")
+    export.set_defaults(func=cmd_export)
+
+    imp = sub.add_parser("import", help="import a JSONL export (idempotent; bad lines reported)")
+    imp.add_argument("path", help="export file to read")
+    imp.add_argument("--agent", help="store every row under this agent id")
+    imp.add_argument("--dry-run", action="store_true", help="report what would be imported; write nothing")
+    imp.add_argument("--quiet", action="store_true", help="no progress bar")
+    imp.add_argument("--json", action="store_true", help="print the raw JSON result")
+    imp.set_defaults(func=cmd_import)

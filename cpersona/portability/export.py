@@ -1,0 +1,89 @@
+"""Export: stream an agent's (or every agent's) rows to a JSONL file, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from cpersona.errors import InvalidInput
+from cpersona.portability import records
+from cpersona.storage.port_rows import PortabilityRows
+from cpersona.text import format_ts, utc_now
+
+#: ``progress(rows_written, rows_total)`` after each row.
+Progress = Callable[[int, int], None]
+
+_LINE_BUILDERS: dict[str, Callable[[dict[str, Any], bool], dict[str, Any]]] = {
+    "memory": records.memory_line,
+    "episode": records.episode_line,
+    "profile": lambda cols, _vectors: records.profile_line(cols),
+}
+_PLURAL = {"memory": "memories", "episode": "episodes", "profile": "profiles"}
+
+
+def export_file(
+    rows: PortabilityRows,
+    target: Path,
+    *,
+    agent_id: str | None,
+    include_embeddings: bool,
+    model: tuple[str, int] | None,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Write the export to ``target``: a temporary file beside it, fsynced, then renamed into place.
+
+    An existing ``target`` is refused unless ``overwrite``. A failure leaves no
+    partial file behind. Returns the path, bytes written and per-type counts.
+    """
+    if target.exists() and not overwrite:
+        raise InvalidInput(f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)")
+    if target.is_dir():
+        raise InvalidInput(f"{target} is a directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    written = {"memories": 0, "episodes": 0, "profiles": 0}
+    try:
+        stream = rows.stream(agent_id, include_vectors=include_embeddings)
+        with closing(stream), open(temp, "w", encoding="utf-8", newline="\n") as out:
+            _, counts = next(stream)
+            total = counts["memories"] + counts["episodes"] + counts["profiles"]
+            head = records.header(
+                exported_at=format_ts(utc_now()),
+                schema_version=counts["schema_version"],
+                agent_id=agent_id,
+                include_embeddings=include_embeddings,
+                model=model if include_embeddings else None,
+                counts={k: counts[k] for k in written},
+            )
+            out.write(_dump(head))
+            for done, (kind, cols) in enumerate(stream, start=1):
+                out.write(_dump(_LINE_BUILDERS[kind](cols, include_embeddings)))
+                written[_PLURAL[kind]] += 1
+                if progress is not None:
+                    progress(done, total)
+            out.flush()
+            os.fsync(out.fileno())
+        if target.exists() and not overwrite:  # appeared while we were writing
+            raise InvalidInput(f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)")
+        os.replace(temp, target)
+    finally:
+        if temp.exists():
+            temp.unlink()
+    return {
+        "ok": True,
+        "path": str(target),
+        "bytes": target.stat().st_size,
+        "agent_id": agent_id,
+        "include_embeddings": include_embeddings,
+        "counts": written,
+    }
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    # ensure_ascii=False keeps the file readable; separators keep it small.
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -1,0 +1,216 @@
+"""Import: read an export file line by line and write its records in bounded batches.
+
+Memory stays bounded whatever the file size: one line is read at a time (a
+line over ``MAX_LINE_BYTES`` is reported and skipped without being held), and
+records are written ``BATCH`` per transaction. Each record is validated whole
+before anything is written, and a record is one INSERT, so it lands whole or
+not at all. A bad line is reported by number and skipped; the rest goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from cpersona.config import Settings
+from cpersona.errors import CPersonaError, InvalidInput
+from cpersona.portability import records
+from cpersona.storage.port_rows import (
+    DUPLICATE,
+    INSERTED,
+    KEPT,
+    UPDATED,
+    ImportedEpisode,
+    ImportedMemory,
+    ImportRecord,
+    PortabilityRows,
+)
+from cpersona.text import format_ts, utc_now
+
+#: Longest line read; longer ones are reported and skipped (a capped record is far smaller).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+#: Records written per transaction.
+BATCH = 500
+#: Line errors listed in the result (``error_count`` counts them all).
+MAX_LISTED_ERRORS = 20
+
+#: ``progress(bytes_read, bytes_total)`` after each batch.
+Progress = Callable[[int, int], None]
+
+
+class InvalidExportFile(CPersonaError):
+    """The file is not a CPersona export (missing or unreadable header)."""
+
+    code = "invalid_file"
+
+
+@dataclass
+class _Tally:
+    lines: int = 0
+    truncated: int = 0
+    queued: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    error_count: int = 0
+    counts: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {
+            "memories": {INSERTED: 0, "duplicates": 0},
+            "episodes": {INSERTED: 0, "duplicates": 0},
+            "profiles": {INSERTED: 0, UPDATED: 0, KEPT: 0},
+        }
+    )
+
+    def error(self, line: int, message: str) -> None:
+        self.error_count += 1
+        if len(self.errors) < MAX_LISTED_ERRORS:
+            self.errors.append({"line": line, "error": message[:300]})
+
+    def outcome(self, record: ImportRecord, outcome: str) -> None:
+        table = _table(record)
+        key = "duplicates" if outcome == DUPLICATE else outcome
+        self.counts[table][key] += 1
+
+
+def _table(record: ImportRecord) -> str:
+    if isinstance(record, ImportedMemory):
+        return "memories"
+    return "episodes" if isinstance(record, ImportedEpisode) else "profiles"
+
+
+def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) per line; bytes None for a line longer than MAX_LINE_BYTES."""
+    number = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):  # skip the rest of the oversize line
+                raw = handle.readline(MAX_LINE_BYTES)
+            yield number, None
+            continue
+        yield number, raw
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"not UTF-8 text (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not valid JSON: {exc.msg} at column {exc.colno}") from exc
+
+
+class _DryRunKeys:
+    """Dedup keys of the records a dry run would insert, so in-file repeats count as duplicates.
+
+    Only 16-byte digests are kept (about 100 bytes per record, the one thing a
+    dry run holds in memory that a real import does not).
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[bytes] = set()
+
+    @staticmethod
+    def _digest(*parts: str) -> bytes:
+        return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def check(self, record: ImportRecord) -> bool:
+        """True when an earlier record of this run has the same dedup key; otherwise remember it."""
+        if isinstance(record, ImportedMemory):
+            r = record.row
+            keys = [self._digest("c", r.agent_id, r.project_id, r.channel, r.content)]
+            if r.msg_id:
+                keys.append(self._digest("m", r.agent_id, r.project_id, r.msg_id))
+        elif isinstance(record, ImportedEpisode):
+            keys = [self._digest("e", record.agent_id, record.project_id, record.channel, record.summary)]
+        else:
+            keys = [self._digest("p", record.agent_id, record.project_id, record.user_id)]
+        if any(k in self.seen for k in keys):
+            return True
+        self.seen.update(keys)
+        return False
+
+
+def import_file(
+    rows: PortabilityRows,
+    settings: Settings,
+    source: Path,
+    *,
+    target_agent: str | None,
+    dry_run: bool,
+    queue_backfill: bool,
+    active_model: tuple[str, int] | None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Import ``source``; returns counts per table, truncations, line errors and rows queued for embedding."""
+    if not source.is_file():
+        raise InvalidExportFile(f"{source} does not exist or is not a file")
+    total = source.stat().st_size
+    tally = _Tally()
+    keys = _DryRunKeys() if dry_run else None
+    head: dict[str, Any] | None = None
+    batch: list[ImportRecord] = []
+    now = format_ts(utc_now())
+
+    def flush(position: int) -> None:
+        if not batch:
+            return
+        if keys is not None:
+            outcomes = [DUPLICATE if keys.check(r) else o for r, o in zip(batch, rows.probe_batch(batch), strict=True)]
+        else:
+            outcomes, queued = rows.write_batch(batch, queued_at=now if queue_backfill else None,
+                                                active_model=active_model)
+            tally.queued += queued
+        for record, outcome in zip(batch, outcomes, strict=True):
+            tally.outcome(record, outcome)
+        batch.clear()
+        if progress is not None:
+            progress(position, total)
+
+    with open(source, "rb") as handle:
+        for number, raw in _lines(handle):
+            tally.lines = number
+            if raw is None:
+                tally.error(number, f"line longer than {MAX_LINE_BYTES} bytes")
+                continue
+            if not raw.strip():
+                continue
+            try:
+                obj = _decode(raw)
+                if head is None:
+                    head = records.check_header(obj)
+                    continue
+                if isinstance(obj, dict) and obj.get("type") == "header":
+                    raise InvalidInput("a second header line")
+                record, cut = records.parse_record(obj, target_agent=target_agent, settings=settings, now=now)
+            except InvalidInput as exc:
+                if head is None:
+                    raise InvalidExportFile(f"{source.name}: {exc}") from exc
+                tally.error(number, str(exc))
+                continue
+            tally.truncated += int(cut)
+            batch.append(record)
+            if len(batch) >= BATCH:
+                flush(handle.tell())
+        flush(handle.tell())
+    if head is None:
+        raise InvalidExportFile(f"{source.name} is empty")
+    return {
+        "ok": True,
+        "dry_run": dry_run,
+        "path": str(source),
+        "target_agent_id": target_agent,
+        "header": {k: head.get(k) for k in ("version", "exported_at", "source_schema_version", "agent_id",
+                                              "include_embeddings", "embedding_model", "embedding_dim")},
+        "lines": tally.lines,
+        "counts": tally.counts,
+        "truncated": tally.truncated,
+        "queued_for_embedding": tally.queued,
+        "error_count": tally.error_count,
+        "errors": tally.errors,
+    }

@@ -1,0 +1,237 @@
+"""The JSONL export format: one header line, then one JSON object per memory, episode or profile.
+
+Field names are explicit and independent of the schema version (see
+docs/tools.md "export_memories" for the full format). Records are validated
+on import with the same rules as ``store`` / ``archive_episode`` /
+``update_profile``: text cleaned and capped (a cut is counted, not refused),
+source/metadata must be JSON objects within the byte cap, timestamps are
+normalised to the stored UTC form.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+import numpy as np
+
+from cpersona.config import Settings
+from cpersona.errors import InvalidInput
+from cpersona.storage.interface import NewMemory
+from cpersona.storage.port_rows import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
+from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
+from cpersona.validation import optional_str
+
+FORMAT = "cpersona-export"
+VERSION = 1
+RECORD_TYPES = ("memory", "episode", "profile")
+
+
+def header(
+    *, exported_at: str, schema_version: int, agent_id: str | None, include_embeddings: bool,
+    model: tuple[str, int] | None, counts: dict[str, int],
+) -> dict[str, Any]:
+    """The first line of every export file."""
+    return {
+        "type": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": exported_at,
+        "source_schema_version": schema_version,
+        "agent_id": agent_id,
+        "include_embeddings": include_embeddings,
+        "embedding_model": model[0] if model else None,
+        "embedding_dim": model[1] if model else None,
+        "counts": counts,
+    }
+
+
+def check_header(obj: Any) -> dict[str, Any]:
+    """Accept the first line only when it is a header of a format version this code reads."""
+    if not isinstance(obj, dict) or obj.get("type") != "header" or obj.get("format") != FORMAT:
+        raise InvalidInput(f"line 1 is not a {FORMAT} header; is this file an export from cpersona export?")
+    version = obj.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= VERSION:
+        raise InvalidInput(f"export format version {version!r} is not supported (this CPersona reads 1..{VERSION})")
+    return obj
+
+
+def _json_value(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # exported as stored; the import reports it as invalid
+
+
+def _vector_fields(cols: dict[str, Any]) -> dict[str, Any]:
+    blob = cols.get("embedding")
+    if blob is None:
+        return {"embedding": None, "embedding_model": None, "embedding_dim": None}
+    return {
+        "embedding": base64.b64encode(blob).decode("ascii"),
+        "embedding_model": cols["embedding_model"],
+        "embedding_dim": cols["embedding_dim"],
+    }
+
+
+def memory_line(cols: dict[str, Any], include_embeddings: bool) -> dict[str, Any]:
+    """A memory row as an export record."""
+    out = {
+        "type": "memory",
+        "source_id": cols["id"],
+        "agent_id": cols["agent_id"],
+        "project_id": cols["project_id"],
+        "channel": cols["channel"],
+        "msg_id": cols["msg_id"],
+        "content": cols["content"],
+        "source": _json_value(cols["source"]),
+        "metadata": _json_value(cols["metadata"]),
+        "timestamp": cols["timestamp"],
+        "created_at": cols["created_at"],
+        "recall_count": cols["recall_count"],
+        "last_recalled_at": cols["last_recalled_at"],
+        "locked": bool(cols["locked"]),
+    }
+    if include_embeddings:
+        out.update(_vector_fields(cols))
+    return out
+
+
+def episode_line(cols: dict[str, Any], include_embeddings: bool) -> dict[str, Any]:
+    """An episode row as an export record (keywords as a list)."""
+    out = {
+        "type": "episode",
+        "source_id": cols["id"],
+        "agent_id": cols["agent_id"],
+        "project_id": cols["project_id"],
+        "channel": cols["channel"],
+        "summary": cols["summary"],
+        "keywords": [k for k in (cols["keywords"] or "").split("\n") if k],
+        "start_time": cols["start_time"],
+        "end_time": cols["end_time"],
+        "resolved": bool(cols["resolved"]),
+        "created_at": cols["created_at"],
+    }
+    if include_embeddings:
+        out.update(_vector_fields(cols))
+    return out
+
+
+def profile_line(cols: dict[str, Any]) -> dict[str, Any]:
+    """A profile row as an export record."""
+    return {"type": "profile", **{k: cols[k] for k in ("agent_id", "project_id", "user_id", "content", "updated_at")}}
+
+
+# -- import-side validation -----------------------------------------------------------------
+
+
+def _text(obj: dict[str, Any], name: str, cap: int) -> tuple[str, bool]:
+    value = obj.get(name)
+    if not isinstance(value, str):
+        raise InvalidInput(f"'{name}' must be a string" if name in obj else f"'{name}' is missing")
+    text, cut = cap_text(clean_text(value).strip(), cap)
+    if not text:
+        raise InvalidInput(f"'{name}' is empty")
+    return text, cut
+
+
+def _axis(obj: dict[str, Any], name: str) -> str:
+    return optional_str(obj.get(name), name) or ""
+
+
+def _agent(obj: dict[str, Any], target: str | None) -> str:
+    if target is not None:
+        return target
+    value = obj.get("agent_id")
+    if not isinstance(value, str):
+        raise InvalidInput("'agent_id' must be a string (or pass target_agent_id)")
+    return optional_str(value, "agent_id") or ""
+
+
+def _stamp(obj: dict[str, Any], name: str, default: str | None) -> str | None:
+    value = obj.get(name)
+    return default if value is None else normalise_timestamp(value, name)
+
+
+def _flag(obj: dict[str, Any], name: str) -> bool:
+    value = obj.get(name, False)
+    if not isinstance(value, bool):
+        raise InvalidInput(f"'{name}' must be true or false")
+    return value
+
+
+def _vector(obj: dict[str, Any]) -> tuple[bytes | None, str | None, int | None]:
+    encoded = obj.get("embedding")
+    if encoded is None:
+        return None, None, None
+    model, dim = obj.get("embedding_model"), obj.get("embedding_dim")
+    if not isinstance(encoded, str) or not isinstance(model, str) or not model:
+        raise InvalidInput("'embedding' must be base64 text with a non-empty 'embedding_model'")
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 65536:
+        raise InvalidInput("'embedding_dim' must be a positive integer")
+    try:
+        blob = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidInput("'embedding' is not valid base64") from exc
+    if len(blob) != 4 * dim:
+        raise InvalidInput(f"'embedding' holds {len(blob)} bytes; {dim} float32 values need {4 * dim}")
+    if not np.isfinite(np.frombuffer(blob, dtype="<f4")).all():
+        raise InvalidInput("'embedding' holds NaN or infinite values")
+    return blob, model, dim
+
+
+def _count(obj: dict[str, Any], name: str) -> int:
+    value = obj.get(name, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**62:
+        raise InvalidInput(f"'{name}' must be a non-negative integer")
+    return value
+
+
+def parse_record(
+    obj: Any, *, target_agent: str | None, settings: Settings, now: str
+) -> tuple[ImportRecord, bool]:
+    """Validate one non-header line; returns (record, truncated). Raises InvalidInput with the reason."""
+    if not isinstance(obj, dict):
+        raise InvalidInput("a record must be a JSON object")
+    kind = obj.get("type")
+    if kind not in RECORD_TYPES:
+        raise InvalidInput(f"unknown record type {str(kind)[:40]!r}; expected one of {', '.join(RECORD_TYPES)}")
+    agent = _agent(obj, target_agent)
+    if kind == "profile":
+        text, cut = _text(obj, "content", settings.max_profile_length)
+        updated = _stamp(obj, "updated_at", now) or now
+        return ImportedProfile(agent, _axis(obj, "project_id"), _axis(obj, "user_id"), text, updated), cut
+    blob, model, dim = _vector(obj)
+    created = _stamp(obj, "created_at", now) or now
+    if kind == "episode":
+        text, cut = _text(obj, "summary", settings.max_content_length)
+        words = obj.get("keywords") or []
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise InvalidInput("'keywords' must be a list of strings")
+        clean_words = [k for k in (clean_text(w).strip()[:200] for w in words) if k and "\n" not in k]
+        episode = ImportedEpisode(
+            agent_id=agent, project_id=_axis(obj, "project_id"), channel=_axis(obj, "channel"), summary=text,
+            keywords="\n".join(clean_words), start_time=_stamp(obj, "start_time", None),
+            end_time=_stamp(obj, "end_time", None), resolved=_flag(obj, "resolved"), created_at=created,
+            embedding=blob, embedding_model=model, embedding_dim=dim,
+        )
+        return episode, cut
+    text, cut = _text(obj, "content", settings.max_content_length)
+    msg = obj.get("msg_id")
+    if isinstance(msg, int) and not isinstance(msg, bool):
+        msg = str(msg)
+    row = NewMemory(
+        agent_id=agent, project_id=_axis(obj, "project_id"), channel=_axis(obj, "channel"),
+        msg_id=(optional_str(msg, "msg_id") or "").strip(), content=text,
+        source=json_field(obj.get("source"), "source", settings.max_metadata_bytes),
+        metadata=json_field(obj.get("metadata"), "metadata", settings.max_metadata_bytes),
+        timestamp=_stamp(obj, "timestamp", created) or created, created_at=created,
+        embedding=blob, embedding_model=model, embedding_dim=dim,
+    )
+    last = _stamp(obj, "last_recalled_at", None)
+    return ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked")), cut
+

@@ -1,0 +1,118 @@
+"""The portability operations as ``Memory`` exposes them: argument checks, paths, queueing.
+
+``Memory`` builds one ``Portability`` over its database and passes how to
+reach the back-fill queue: whether rows without vectors are queued (not when
+embeddings are off: the start-up sweep queues them once a model is
+configured), the active model, and how to wake the worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cpersona.config import Settings
+from cpersona.errors import InvalidInput
+from cpersona.health import persistence
+from cpersona.portability import channel_axis, export, importer, merge
+from cpersona.portability.paths import resolve_path
+from cpersona.storage.db import Database
+from cpersona.storage.port_rows import PortabilityRows
+from cpersona.text import format_ts, utc_now
+from cpersona.validation import boolean, optional_str, required_str
+
+#: ``progress(done, total)``: rows for export, bytes for import.
+Progress = Callable[[int, int], None]
+
+
+class Portability:
+    """Export, import, merge and channel-axis repair over one database."""
+
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        *,
+        queue_backfill: Callable[[], bool],
+        active_model: Callable[[], tuple[str, int] | None],
+        wake: Callable[[], None],
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.rows = PortabilityRows(db)
+        self._queue_backfill = queue_backfill
+        self._active_model = active_model
+        self._wake = wake
+
+    def export_memories(
+        self,
+        agent_id: str | None,
+        output_path: str,
+        include_embeddings: bool = False,
+        *,
+        overwrite: bool = False,
+        confined: bool = True,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md."""
+        agent = optional_str(agent_id, "agent_id")
+        target = resolve_path(self.settings, output_path, confined=confined)
+        return export.export_file(
+            self.rows, target, agent_id=agent, include_embeddings=boolean(include_embeddings, "include_embeddings"),
+            model=self._active_model(), overwrite=boolean(overwrite, "overwrite"), progress=progress,
+        )
+
+    def import_memories(
+        self,
+        input_path: str,
+        target_agent_id: str | None = None,
+        dry_run: bool = False,
+        *,
+        confined: bool = True,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Read an export file into this database, idempotently; see docs/tools.md."""
+        target = optional_str(target_agent_id, "target_agent_id")
+        source = resolve_path(self.settings, input_path, confined=confined)
+        dry = boolean(dry_run, "dry_run")
+        if not dry:
+            persistence.check_writable("import_memories")
+        result = importer.import_file(
+            self.rows, self.settings, source, target_agent=target, dry_run=dry,
+            queue_backfill=self._queue_backfill(), active_model=self._active_model(), progress=progress,
+        )
+        if result["queued_for_embedding"]:
+            self._wake()
+        return result
+
+    def merge_memories(
+        self, source_agent_id: str, target_agent_id: str, strategy: str = "skip", mode: str = "copy",
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Copy or move one agent's rows to another in one transaction, skipping duplicates."""
+        if not boolean(dry_run, "dry_run"):
+            persistence.check_writable("merge_memories")
+        queued_at = format_ts(utc_now()) if self._queue_backfill() else None
+        result = merge.merge(
+            self.db, required_str(source_agent_id, "source_agent_id"), required_str(target_agent_id, "target_agent_id"),
+            strategy=strategy, mode=mode, dry_run=dry_run, queued_at=queued_at,
+        )
+        if queued_at is not None and not dry_run:
+            self._wake()
+        return result
+
+    def migrate_channel_axis(
+        self, agent_id: str | None = None, dry_run: bool = True, globalize_unrecoverable: bool = False,
+        bridge_channels: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Move rows off bridge channels onto the channel in their session id; see channel_axis.py."""
+        if isinstance(bridge_channels, str):
+            raise InvalidInput("bridge_channels must be a list of channel names")
+        dry, note = persistence.effective_dry_run(boolean(dry_run, "dry_run"))  # SPEC §5: forced while paused
+        result = channel_axis.migrate(
+            self.db, agent_id=agent_id, dry_run=dry, globalize_unrecoverable=globalize_unrecoverable,
+            bridge_channels=bridge_channels,
+        )
+        if note:
+            result["note"] = note
+        return result
