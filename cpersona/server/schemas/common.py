@@ -1,0 +1,143 @@
+"""The building blocks of the tool registry: ``ToolSpec``, JSON-Schema helpers, shared argument schemas.
+
+Descriptions are written for the calling agent: they say what the tool does,
+what it returns and how to use the result. Schemas are what the dispatcher
+validates arguments against, so they must stay accurate. Annotations must be
+truthful (SPEC §5): e.g. ``recall`` is *not* read-only because it records that
+rows were returned, which demotes them for a few minutes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cpersona.health.checks import check_names
+from cpersona.health.deep_checks import deep_check_names
+from cpersona.limits import (
+    LIST_LIMIT_MAX,
+    MAX_ROW_ID,
+    MAX_ROW_ID_DIGITS,
+    RECALL_LIMIT_DEFAULT,
+    RECALL_LIMIT_MAX,
+)
+
+#: Names accepted by check_health / deep_check ``checks`` (their registries are the source).
+HEALTH_CHECKS = tuple(check_names())
+DEEP_CHECKS = tuple(deep_check_names())
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool: what hosts see in tools/list and what the dispatcher validates against."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    title: str = ""
+    open_world: bool = False  # the server never reaches outside its own database
+
+    def annotations(self) -> dict[str, Any]:
+        """MCP tool annotations as plain camelCase JSON (what tools/list carries)."""
+        return {
+            "title": self.title or None,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+def object_schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def string_schema(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **extra}
+
+
+def bool_schema(description: str, default: bool = False) -> dict[str, Any]:
+    return {"type": "boolean", "description": description, "default": default}
+
+
+def list_limit_schema(default: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 0, "maximum": LIST_LIMIT_MAX, "default": default}
+
+
+def row_id_schema(kind: str, prefix: str) -> dict[str, Any]:
+    # "minimum" only constrains integers and "pattern" only strings, so one schema accepts both forms.
+    return {
+        "type": ["integer", "string"],
+        "minimum": 1,
+        "maximum": MAX_ROW_ID,
+        "pattern": f"^{prefix}:[1-9][0-9]{{0,{MAX_ROW_ID_DIGITS - 1}}}$",
+        "description": f"The {kind} id: an integer, or its ref string '{prefix}:<id>'.",
+    }
+
+
+AGENT_ID = string_schema(
+    "Your agent identifier. Rows are isolated per agent: you only ever see, edit or delete rows "
+    "stored under the same agent_id. The empty string is a valid (distinct) agent."
+)
+AGENT_ID_OPTIONAL_OWNER = string_schema(
+    "Your agent identifier. When given, the row must belong to this agent or the call fails as "
+    "not found (other agents' rows are never revealed). Always pass it."
+)
+PROJECT_ID_READ = string_schema(
+    "Project scope. Omitted: every project. '' : only the global (project-less) pool. "
+    "'X': project X plus the global pool."
+)
+PROJECT_ID_WRITE = string_schema("Project to file the row under; omitted or '' stores it in the global pool.")
+CHANNEL_READ = string_schema(
+    "Channel scope. Omitted or '': every channel. 'X': channel X plus channel-less rows."
+)
+CHANNEL_WRITE = string_schema("Channel (e.g. a chat room or tool name) to file the row under; omitted stores ''.")
+USER_ID = string_schema("Whose profile, when one agent serves several users; default ''.", default="")
+TIMESTAMP = {
+    "type": ["string", "number"],
+    "description": "When it happened: ISO-8601 (naive times are taken as UTC) or Unix seconds.",
+}
+
+def thousands(value: int) -> str:
+    """A number as descriptions spell it (thousands separated by commas)."""
+    return f"{value:,}"
+
+
+RECALL_SCOPE: dict[str, Any] = {
+    "agent_id": AGENT_ID,
+    "query": string_schema(
+        "What to look for, in natural language or exact terms (names, identifiers, error strings, "
+        "CJK text all work). Empty returns the most recent memories.",
+        default="",
+    ),
+    "limit": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": RECALL_LIMIT_MAX,
+        "default": RECALL_LIMIT_DEFAULT,
+        "description": f"Maximum rows to return (0..{RECALL_LIMIT_MAX}, default {RECALL_LIMIT_DEFAULT}).",
+    },
+    "deep": bool_schema("Ignore time decay (search old history as if it were recent)."),
+    "channel": CHANNEL_READ,
+    "project_id": PROJECT_ID_READ,
+}
+
+SOURCE_SCHEMA = {
+    "description": "Who said it: {type, id, name} (e.g. {type: 'user', id: 'U123', name: 'Ana'}) or that object as JSON text.",
+    "type": ["object", "string"],
+    "properties": {
+        "type": {"type": "string"},
+        "id": {"type": ["string", "integer"]},
+        "name": {"type": "string"},
+    },
+}
+METADATA_SCHEMA = {
+    "description": "Free-form JSON object (or its JSON text) kept with the memory; size-capped, refused when too big.",
+    "type": ["object", "string"],
+}
