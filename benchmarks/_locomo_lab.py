@@ -84,6 +84,7 @@ class Corpus:
     questions: list[Question]
     df: Counter[str] = field(default_factory=Counter)
     calibration: Calibration | None = None
+    centred: np.ndarray | None = None
 
     def cosine(self, qvec: np.ndarray) -> np.ndarray:
         return self.vectors @ qvec
@@ -207,7 +208,8 @@ class Config:
     words_replace_trigram: bool = False  # words channel replaces trigram for queries with ≥3-char words
     gate: str = "off"  # off | topcos | rowcos | evidence
     precision: str = "balanced"
-    calibration_method: str = "separation"  # separation | percentile | zscore
+    calibration_method: str = "percentile"  # separation | percentile | zscore
+    kappa: float | None = None  # lexical-coverage rescue level; None = gate.KAPPA[precision]; > 1 disables
 
     def weight(self, channel: str) -> float:
         return dict(self.weights).get(channel, 1.0)
@@ -230,6 +232,8 @@ class Config:
             parts.append("replace")
         if self.gate != "off":
             parts.append(f"gate={self.gate}/{self.precision}/{self.calibration_method}")
+            if self.kappa is not None:
+                parts.append(f"kappa={self.kappa:g}")
         return " ".join(parts)
 
 
@@ -377,7 +381,10 @@ class Lab:
         if cfg.gate == "off":
             return [rid for rid, _ in fused], info
         assert q.vector is not None and corpus.calibration is not None
-        cos_all = corpus.cosine(q.vector)
+        cal = corpus.calibration
+        if corpus.centred is None:
+            corpus.centred = cal.centred(corpus.vectors)
+        cos_all = corpus.centred @ cal.centred(q.vector)
         pos = {int(i): n for n, i in enumerate(corpus.ids)}
         rows = [
             GateInput(
@@ -388,8 +395,8 @@ class Lab:
             for rid, _ in fused
         ]
         kept, info2 = apply_gate(
-            cfg.gate, rows, q.text, corpus.calibration, cfg.precision, cfg.calibration_method, corpus.df, len(corpus.ids),
-            query_cosines=cos_all,
+            cfg.gate, rows, q.text, cal, cfg.precision, cfg.calibration_method, corpus.df, len(corpus.ids),
+            query_cosines=cos_all, kappa=cfg.kappa,
         )
         info.update(info2)
         return kept, info

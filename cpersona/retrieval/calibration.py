@@ -33,6 +33,15 @@ class Calibration:
     null: np.ndarray  # sorted sample of null cosines
     positives: np.ndarray  # sorted sample of positive cosines
     positive_source: str  # "adjacent" | "nearest"
+    centre: np.ndarray | None = None  # corpus mean vector; cosines are measured after removing it
+
+    def centred(self, vectors: np.ndarray) -> np.ndarray:
+        """``vectors`` (one or many) minus the corpus mean, re-normalised: the scale the thresholds are on."""
+        if self.centre is None:
+            return vectors
+        shifted = vectors - self.centre
+        norms = np.linalg.norm(shifted, axis=-1, keepdims=True)
+        return shifted / np.where(norms > 0, norms, 1.0)
 
     @property
     def null_mean(self) -> float:
@@ -66,8 +75,20 @@ class Calibration:
         return (cosine - self.null_mean) / self.null_sd
 
 
-def calibrate(vectors: np.ndarray, sessions: np.ndarray, sample_size: int = 2000, seed: int = 0) -> Calibration:
-    """Null and positive samples from one agent's rows (``sessions[i]`` = row i's session key, id order)."""
+def calibrate(
+    vectors: np.ndarray, sessions: np.ndarray, sample_size: int = 2000, seed: int = 0, *, centre: bool = True
+) -> Calibration:
+    """Null and positive samples from one agent's rows (``sessions[i]`` = row i's session key, id order).
+
+    With ``centre`` the corpus mean vector is removed first. Rows of one agent share a template (a date
+    prefix, speaker names, a house style) that lifts every row-row cosine (MiniLM on LoCoMo: random pairs
+    average 0.55) while a question shares none of it, so raw row-row thresholds do not transfer to
+    query-row cosines; after centring the null sits at 0 on both scales.
+    """
+    mean_vector = vectors.mean(axis=0) if centre else None
+    if mean_vector is not None:
+        shifted = vectors - mean_vector
+        vectors = shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
     n = vectors.shape[0]
     if n < 3:
         raise ValueError("calibration needs at least 3 rows")
@@ -87,4 +108,4 @@ def calibrate(vectors: np.ndarray, sessions: np.ndarray, sample_size: int = 2000
         sims[np.arange(pick.size), pick] = -np.inf
         positives = sims.max(axis=1)
         source = "nearest"
-    return Calibration(np.sort(null), np.sort(positives), source)
+    return Calibration(np.sort(null), np.sort(positives), source, mean_vector)

@@ -1,8 +1,7 @@
 """Quality-gate variants keyed on evidence with magnitude (PROTOTYPE, issue 8 research).
 
 The gate answers "does anything here answer the query at all?". Rank-based fused scores (RRF) cannot: an
-irrelevant top row gets the same 1/(k+1) as a perfect one. So every variant keys on cosine (on the scale the
-calibration measured) and/or on lexical coverage, never on the fused score:
+irrelevant top row gets the same 1/(k+1) as a perfect one. So every variant keys on cosine (centred: the corpus mean vector removed, the scale the calibration measured) and/or on lexical coverage, never on the fused score:
 
 - ``topcos``: the query passes when its best cosine in the corpus reaches the calibrated threshold; a
   passing query keeps its whole fused list, a failing one keeps only exact lexical matches;
@@ -95,10 +94,11 @@ def apply_gate(
     n_rows: int,
     *,
     query_cosines: np.ndarray,
+    kappa: float | None = None,
 ) -> tuple[list[int], dict[str, Any]]:
     """Row ids that pass (best first, order kept) and the evidence the decision keyed on."""
     threshold = cal.threshold(method, precision)
-    kappa = KAPPA[precision]
+    kappa = KAPPA[precision] if kappa is None else kappa
     exact = {r.row_id for r in rows if exact_match(query, r.content)}
     cov = {r.row_id: coverage(query, r.content, df, n_rows) for r in rows}
     top_cos = float(query_cosines.max()) if query_cosines.size else -1.0
