@@ -98,6 +98,7 @@ def main() -> int:
     parser.add_argument("--calibration-method", default="percentile", choices=["separation", "percentile", "zscore"])
     parser.add_argument("--kappa", type=float, help="lexical-coverage rescue level (>1 disables)")
     parser.add_argument("--gate-curve", action="store_true", help="gate levels + negative questions")
+    parser.add_argument("--probe-gate", action="store_true", help="probe-calibrated top-cosine gate (≥ 3 conversations)")
     parser.add_argument("--rotate", action="store_true", help="choose on one conversation, confirm on the rest")
     parser.add_argument("--json", help="write the full report here")
     args = parser.parse_args()
@@ -154,6 +155,9 @@ def main() -> int:
         print_table(["level", "db", "recall@10", "ndcg@10", "real empty", "negative empty", "n negative"], grows)
         report["gate_curve"] = curve
 
+    if args.probe_gate:
+        report["probe_gate"] = probe_gate(the_lab, cfg, names)
+
     if args.rotate:
         grid = rotation_grid(cfg)
         per = {c.label(): {n: the_lab.evaluate(c, [n]) for n in names} for c in grid}
@@ -176,6 +180,49 @@ def main() -> int:
         report["rotation"] = rot
     write_json(args.json, report)
     return 0
+
+
+PROBE_PERCENTILE = {"strict": 90.0, "balanced": 75.0, "lenient": 50.0}
+
+
+def probe_gate(the_lab: lab.Lab, cfg: lab.Config, names: list[str]) -> list[dict[str, Any]]:
+    """Gate on the query's top (raw) cosine, threshold = a percentile of the top cosines that PROBE questions
+    (those of another conversation) reach in the database; evaluated on the database's real questions and on
+    the negatives from the THIRD conversation, so probes and evaluated negatives never overlap."""
+    import numpy as np
+
+    def tops(db: str, source: str) -> np.ndarray:
+        corpus = the_lab.corpora[db]
+        return np.array([corpus.cosine(q.vector).max() for q in the_lab.corpora[source].questions if q.category != 5])
+
+    off_cfg = lab.with_(cfg, gate="off")
+    out, rows = [], []
+    for level, pct in PROBE_PERCENTILE.items():
+        for db in names:
+            others = [n for n in names if n != db]
+            for probe, held in ([(others[0], others[1]), (others[1], others[0])] if len(others) >= 2 else []):
+                corpus = the_lab.corpora[db]
+                threshold = float(np.percentile(tops(db, probe), pct))
+                scored, base = [], []
+                for q in corpus.questions:
+                    if q.category == 5:
+                        continue
+                    ranked, _ = the_lab.ranked(corpus, q, off_cfg)
+                    base.append(lab.score_question([corpus.dia[r] for r in ranked], q.evidence))
+                    if corpus.cosine(q.vector).max() < threshold:
+                        ranked = []
+                    scored.append(lab.score_question([corpus.dia[r] for r in ranked], q.evidence))
+                real, real_off = lab.mean(scored), lab.mean(base)
+                neg_empty = float((tops(db, held) < threshold).mean())
+                entry = {"level": level, "percentile": pct, "db": db, "probes": probe, "negatives": held,
+                         "threshold": threshold, "recall@10": real["recall@10"], "recall@10_off": real_off["recall@10"],
+                         "ndcg@10": real["ndcg@10"], "real_empty": real["empty"], "negative_empty": neg_empty}
+                out.append(entry)
+                rows.append([level, db, probe, held, threshold, real["recall@10"] - real_off["recall@10"],
+                             real["ndcg@10"], real["empty"], neg_empty])
+    print("\nProbe-calibrated gate (top cosine ≥ percentile of probe questions' top cosine):")
+    print_table(["level", "db", "probes", "negatives", "threshold", "Δrecall@10", "ndcg@10", "real empty", "neg empty"], rows)
+    return out
 
 
 def negatives_into(the_lab: lab.Lab, cfg: lab.Config, names: list[str], target: str) -> dict[str, Any]:
