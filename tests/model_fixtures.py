@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import io
+import json
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -243,3 +244,40 @@ def no_hub_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_loopback_port()}")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+def shuffled_tokenizer(source: Path, dest: Path, seed: int = 3) -> None:
+    """A WordPiece tokenizer.json whose ordinary-token ids are permuted: it loads, but not for this graph."""
+    from tokenizers import Tokenizer
+
+    data = json.loads(source.read_text(encoding="utf-8"))
+    vocab: dict[str, int] = data["model"]["vocab"]
+    # Keep [PAD], [UNK], [CLS], [SEP], [MASK] and the unused slots; shuffle the real words.
+    words = [t for t, i in vocab.items() if i >= 1000]
+    ids = [vocab[t] for t in words]
+    np.random.default_rng(seed).shuffle(ids)
+    vocab.update(zip(words, ids, strict=True))
+    text = json.dumps(data, ensure_ascii=False)
+    Tokenizer.from_str(text)  # still a valid tokenizer
+    dest.write_text(text, encoding="utf-8")
+
+
+def install_with_mismatched_tokenizer(installed_models: Path, dest_models: Path) -> Path:
+    """Copy an installed MiniLM and swap in a shuffled tokenizer, recorded as installed.
+
+    This is an install from before the self-test existed (or a tokenizer edited by hand):
+    the integrity record matches the files, the graph loads, and only the self-test sees
+    that the pieces do not fit. Returns the models directory.
+    """
+    import shutil
+
+    from cpersona.embed.integrity import read_record, record_file, sha256_file, write_record
+
+    shutil.copytree(installed_models / MINILM, dest_models / MINILM)
+    target = dest_models / MINILM
+    shuffled_tokenizer(target / "tokenizer.json", target / "tokenizer.json")
+    record = read_record(target)
+    assert record is not None
+    record.files["tokenizer.json"] = record_file(target, "tokenizer.json", sha256_file(target / "tokenizer.json"))
+    write_record(target, record)
+    return dest_models

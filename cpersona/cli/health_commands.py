@@ -102,6 +102,8 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
           + (f", {emb['dimension']}-d" if emb.get("dimension") else ""))
     if emb.get("problem"):
         print(f"           problem: {emb['problem']}")
+        if emb.get("evidence"):  # e.g. the self-test's failing pair and its cosines
+            print(f"           evidence: {emb['evidence']}")
         print(f"           fix: {emb['fix']}")
     print(f"transport  {tr['transport']}; http {tr['http']}; auth token {tr['auth_token']}; "
           f"unauthenticated http {'allowed' if tr['allow_unauthenticated_http'] else 'refused'}"

@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from cpersona import operating_context
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
@@ -244,6 +245,18 @@ def _embedding(ctx: HealthContext) -> Outcome:
     if c.evidence:
         text += f" [evidence: {c.evidence}]"
     out.findings.append(Finding("embedding", severity, text, fix=c.runbook))
+    return out
+
+
+def _operating_context(ctx: HealthContext) -> Outcome:
+    # The file is served to every client; a broken one silently drops the operator's rules (SPEC §5).
+    problem = operating_context.problem(ctx.settings)
+    out = Outcome(details={"path": str(ctx.settings.operating_context_path),
+                           "enabled": ctx.settings.operating_context})
+    if problem:
+        out.findings.append(Finding("operating_context", WARN, f"operating context not served: {problem}",
+                                    fix="report only: correct the TOML file (get_operating_context shows the "
+                                        "error and line), or set CPERSONA_OPERATING_CONTEXT=off"))
     return out
 
 
@@ -501,6 +514,8 @@ for _check in (
     Check("tasks", "orphaned and long-failing queue tasks", _tasks, "removes orphaned tasks"),
 ):
     register(_check)
+register(Check("operating_context", "the operator's context file parses (SPEC §5)", _operating_context,
+               row_level=False))
 
 
 # -- running ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cpersona import operating_context
 from cpersona.config import Settings
 from cpersona.embed.runtime.base import EmbeddingBackend
 from cpersona.health.checks import HealthContext, run_checks, select_checks
@@ -124,6 +125,11 @@ def doctor_report(settings: Settings) -> dict[str, Any]:
     }
     if settings.transport == "streamable-http" and not settings.auth_token and not settings.allow_unauthenticated_http:
         next_steps.append("HTTP refuses to start without CPERSONA_AUTH_TOKEN (or CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)")
+    context_problem = operating_context.problem(settings)
+    out["operating_context"] = {"path": str(settings.operating_context_path), "enabled": settings.operating_context,
+                                "problem": context_problem}
+    if context_problem:
+        next_steps.append(f"the operating context is not served: {context_problem}")
     if out["database"].get("queue_depth"):
         next_steps.append("tasks are queued: they drain while the server runs with a working model")
     next_steps.append("run `cpersona checkup` for the full health check (`--fix` repairs)")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from health_damage import CAP, damage_file, damage_rows, row, seed
+from model_fixtures import MINILM, install_with_mismatched_tokenizer
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
@@ -151,3 +152,41 @@ def test_doctor_shows_one_screen_and_never_the_token(tmp_path: Path) -> None:
     assert "cpersona checkup" in out
     as_json = json.loads(run(env_for(tmp_path), "doctor", "--json").stdout)
     assert as_json["embedding"]["mode"] == "none" and as_json["database"]["exists"] is True
+
+
+@pytest.mark.slow
+def test_a_model_failing_its_self_test_is_shown_by_doctor_checkup_and_recall(
+    tmp_path: Path, minilm_models_dir: Path
+) -> None:
+    # Issue 13: the real MiniLM graph with a tokenizer that does not fit it, recorded as installed.
+    models = install_with_mismatched_tokenizer(minilm_models_dir, tmp_path / "models")
+    db = tmp_path / "memory.db"
+    create(db)
+    env = env_for(tmp_path, CPERSONA_EMBEDDING_MODE="onnx", CPERSONA_EMBEDDING_MODEL=MINILM)
+
+    doctor = run(env, "doctor")
+    assert doctor.returncode == 0, doctor.stderr
+    out = doctor.stdout
+    assert "installed: yes" in out and "loaded: no (state fault)" in out
+    evidence_line = next(line for line in out.splitlines() if line.strip().startswith("evidence:"))
+    assert "pair " in evidence_line and "own document cos" in evidence_line and "best other cos" in evidence_line
+    assert f"fix: reinstall the model (`cpersona fetch-model {MINILM}`" in out
+    as_json = json.loads(run(env, "doctor", "--json").stdout)
+    report = as_json["embedding"]
+    assert report["evidence"] == evidence_line.strip().removeprefix("evidence: ")
+    assert report["fix"] in as_json["next_steps"]
+
+    checkup = run(env, "checkup", "--checks", "embedding")
+    assert checkup.returncode == 1, checkup.stdout + checkup.stderr  # a model fault is critical
+    assert report["evidence"] in checkup.stdout and "models --check" in checkup.stdout
+
+    # The server's recall answers keyword-only and its advisory names the same pair and fix.
+    settings = Settings(db_path=db, models_dir=models, embedding_mode="onnx", embedding_model=MINILM,
+                        auto_fetch_model=False, update_check=False)
+    with Memory(settings, start_background=False) as mem:
+        assert not mem.embeddings.try_load()
+        out_recall = mem.recall("seed", "file exists")
+        assert out_recall["count"] == 1 and out_recall["search"]["vector"] is False
+        advisory = out_recall["advisory"]
+        assert advisory["state"] == "fault" and advisory["evidence"] == report["evidence"]
+        assert advisory["runbook"] == report["fix"]

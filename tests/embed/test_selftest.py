@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from model_fixtures import shuffled_tokenizer
 
 import cpersona.embed.runtime.onnx_backend as onnx_backend
 from cpersona.embed.install.fetch import FetchError, install_from
@@ -243,22 +244,6 @@ def test_a_matryoshka_cut_in_use_fails_at_load(minilm_models_dir: Path) -> None:
     fault = load_check(_backend(minilm_models_dir, variant, embedding_dim=32))
     assert fault is not None and fault.kind == FaultKind.SELF_TEST_FAILED
     assert "at 32-d" in fault.evidence and "CPERSONA_EMBEDDING_DIM" in fault.runbook
-
-
-def shuffled_tokenizer(source: Path, dest: Path, seed: int = 3) -> None:
-    """A WordPiece tokenizer.json whose ordinary-token ids are permuted: it loads, but not for this graph."""
-    from tokenizers import Tokenizer
-
-    data = json.loads(source.read_text(encoding="utf-8"))
-    vocab: dict[str, int] = data["model"]["vocab"]
-    # Keep [PAD], [UNK], [CLS], [SEP], [MASK] and the unused slots; shuffle the real words.
-    words = [t for t, i in vocab.items() if i >= 1000]
-    ids = [vocab[t] for t in words]
-    np.random.default_rng(seed).shuffle(ids)
-    vocab.update(zip(words, ids, strict=True))
-    text = json.dumps(data, ensure_ascii=False)
-    Tokenizer.from_str(text)  # still a valid tokenizer
-    dest.write_text(text, encoding="utf-8")
 
 
 def test_a_tokenizer_that_does_not_match_the_graph_is_not_installed(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from cpersona.services.maintenance import UnknownCheck
 @pytest.fixture
 def mem(tmp_path: Path) -> Iterator[Memory]:
     settings = Settings(db_path=tmp_path / "memory.db", models_dir=tmp_path / "models", embedding_mode="none",
-                        update_check=False, auto_fetch_model=False, max_content_length=CAP)
+                        update_check=False, auto_fetch_model=False, max_content_length=CAP,
+                        operating_context_path=tmp_path / "operating-context.toml")
     with Memory(settings, backend=NoEmbeddings()) as memory:
         memory.wait_until_ready(5)
         yield memory
@@ -195,6 +197,26 @@ def test_oversized_profiles_are_cut(mem: Memory) -> None:
     mem.check_health("pr", fix=True)
     assert len(mem.get_profile("pr")["profile"]) == cap
     assert mem.check_health("pr")["status"] == "healthy"
+
+
+def test_a_malformed_operating_context_is_a_warning_and_off_is_silent(mem: Memory) -> None:
+    path = mem.settings.operating_context_path
+    assert "operating_context" not in by_check(mem.check_health(), ("critical", "warn", "info"))  # missing: normal
+    path.write_text('[rules]\nlanguage = "English"\n', encoding="utf-8")
+    assert mem.check_health()["status"] == "healthy"
+    path.write_text('[rules]\nlanguage = "English"\ntone = \n', encoding="utf-8")  # no value on line 3
+    report = mem.check_health(fix=True)
+    assert report["status"] == "degraded"
+    (finding,) = by_check(report)["operating_context"]
+    assert finding["severity"] == "warn" and "line 3" in finding["message"] and str(path) in finding["message"]
+    assert "report only" in finding["fix"] and "operating_context" not in report["repairs"]
+    assert path.read_text(encoding="utf-8").endswith("tone = \n")  # fix=true never touches the operator's file
+    # Scoped to an agent it still runs (the file is not an agent's), and checks=[...] can ask for it alone.
+    assert report["checks"]["operating_context"]["status"] == "degraded"
+    assert mem.check_health("someone", checks=["operating_context"])["status"] == "degraded"
+    off = replace(mem.settings, operating_context=False)
+    with Memory(off, backend=NoEmbeddings()) as other:
+        assert other.check_health(checks=["operating_context"])["status"] == "healthy"
 
 
 def test_verdict_rules() -> None:

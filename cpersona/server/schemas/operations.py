@@ -115,7 +115,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             "rebuilds the keyword index, vectors queues rows for (re-)embedding, duplicates deletes newer "
             "unlocked copies, oversized cuts to the caps, invalid_json wraps the text as {invalid_json: ...}, "
             "timestamps normalises to UTC, tasks removes orphaned tasks. integrity, embedding, empty_content, "
-            "dimensions and vector_window only report. Unknown check names fail with the valid names."
+            "dimensions, vector_window and operating_context (a malformed operator context file) only report. Unknown check names fail with the valid names."
         ),
         input_schema=object_schema(
             {
