@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from index_standin import index_standin, release
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import cpersona_executable, full_env, http_server, mcp_session, server_env
@@ -114,3 +115,52 @@ def test_two_clients_storing_concurrently_lose_nothing(tmp_path: Path) -> None:
             listed = session.call("list_memories", {"agent_id": "shared", "limit": 1000})
             assert listed["total"] == 2 * per_client
             assert len({row["content"] for row in listed["items"]}) == 2 * per_client
+
+
+def test_operations_tools_over_http(tmp_path: Path) -> None:
+    """Issue 7's tools through a real MCP client over streamable HTTP (stdio has its own tests)."""
+    ctx = tmp_path / "operating-context.toml"
+    ctx.write_text('[rules]\nlanguage = "English"\n', encoding="utf-8")
+    exports = tmp_path / "exports"
+    with index_standin({"0.1.0": release(), "9.9.9": release()}) as index, http_server(
+        tmp_path, CPERSONA_AUTH_TOKEN=TOKEN, CPERSONA_EXPORT_DIR=str(exports), CPERSONA_OPERATING_CONTEXT="on",
+        CPERSONA_OPERATING_CONTEXT_PATH=str(ctx), CPERSONA_UPDATE_CHECK="false", CPERSONA_UPDATE_INDEX_URL=index.url,
+    ) as (url, _proc), mcp_session(authed_transport(url)) as session:
+        for i in range(3):
+            assert session.call("store", {"agent_id": "src", "message": {"content": f"http portable fact {i}"}})["ok"]
+
+        health = session.call("check_health", {"agent_id": "src"})
+        assert health["status"] == "healthy" and "operating_context" in health["checks_run"]
+        assert health["stats"]["rows_per_agent"]["src"]["memories"] == 3
+        deep = session.call("deep_check", {"agent_id": "src"})
+        assert deep["ok"] is True and deep["fixed"] == 0
+
+        out = session.call("export_memories", {"agent_id": "src", "output_path": "src.jsonl"})
+        assert out["counts"] == {"memories": 3, "episodes": 0, "profiles": 0}
+        assert (exports / "src.jsonl").is_file()
+        imported = session.call("import_memories", {"input_path": "src.jsonl", "target_agent_id": "dst"})
+        assert imported["counts"]["memories"] == {"inserted": 3, "duplicates": 0}
+        listed = session.call("list_memories", {"agent_id": "dst"})["items"]
+        assert sorted(r["content"] for r in listed) == [f"http portable fact {i}" for i in range(3)]
+        escape = session.call("export_memories", {"agent_id": "src", "output_path": "../out.jsonl"})
+        assert escape["ok"] is False and not (tmp_path / "out.jsonl").exists()
+
+        assert session.call("pause_persistence", {"ttl_seconds": 120})["paused"] is True
+        assert session.call("persistence_status")["paused"] is True
+        skipped = session.call("store", {"agent_id": "dst", "message": {"content": "not while paused"}})
+        assert skipped["ok"] is True and skipped["persisted"] is False
+        assert session.call("resume_persistence")["was_paused"] is True
+        assert session.call("persistence_status")["paused"] is False
+        assert session.call("list_memories", {"agent_id": "dst"})["total"] == 3  # the paused store wrote nothing
+
+        context = session.call("get_operating_context", {"section": "rules"})
+        assert context["ok"] is True and context["context"] == {"language": "English"}
+
+        # Disabled: a plain answer that says so, and neither the index nor the cache file is touched.
+        report = session.call("check_update")
+        assert report["ok"] is True and report["enabled"] is False and report["latest"] is None
+        assert report["current"] and "CPERSONA_UPDATE_CHECK=false" in report["note"]
+        applied = session.call("check_update", {"apply": True})
+        assert applied["ok"] is False and applied["error_code"] == "update_check_disabled"
+        assert index.seen == []
+        assert not (tmp_path / "update-check.json").exists()
