@@ -35,7 +35,7 @@ from _common import peak_rss_mb, print_table, write_json  # noqa: E402
 from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
-from cpersona.storage import memories as memory_rows  # noqa: E402
+from cpersona.storage.interface import NewMemory  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
 
@@ -55,14 +55,14 @@ def build(mem: Memory, size: int, dim: int | None) -> None:
     nrng = np.random.default_rng(size)
     now = format_ts(utc_now())
     for start in range(0, size, 1000):
-        with mem.db.write() as conn:
+        with mem.storage.write() as session:
             for i in range(start, min(size, start + 1000)):
                 blob = None
                 if dim:
                     v = nrng.standard_normal(dim).astype(np.float32)
                     blob = to_blob(v / np.linalg.norm(v))
                 text = " ".join(rng.choice(WORDS) for _ in range(30)) + f" #{i}"
-                memory_rows.insert(conn, memory_rows.NewMemory(
+                session.memories.insert(NewMemory(
                     agent_id=f"agent-{i % AGENTS}", project_id=("", "proj")[i % 2], channel=("", "a", "b")[i % 3],
                     msg_id=f"m{i}" if i % 4 == 0 else "", content=text, source='{"id": "U1", "type": "user"}',
                     metadata=None, timestamp=now, created_at=now, embedding=blob,
@@ -76,7 +76,7 @@ def build(mem: Memory, size: int, dim: int | None) -> None:
 
 
 def census(mem: Memory) -> dict[str, Any]:
-    conn = mem.db.connection()
+    conn = mem.storage.maintenance_db().connection()  # counted behind the API's back, on purpose
     return {
         "counts": {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("memories", "episodes", "profiles")},
         "contents": Counter(conn.execute("SELECT agent_id, project_id, channel, content FROM memories").fetchall()),
