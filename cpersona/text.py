@@ -43,6 +43,12 @@ def format_ts(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def iso_seconds(epoch: float | None = None) -> str:
+    """ISO-8601 UTC to the second (``2026-01-31T09:30:00Z``) for people and side files; now when None."""
+    moment = utc_now() if epoch is None else datetime.fromtimestamp(epoch, UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def parse_ts(value: str) -> datetime:
     """Parse a stored timestamp (always written by ``format_ts``)."""
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

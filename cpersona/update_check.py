@@ -16,23 +16,22 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from cpersona.atomic import write_json
 from cpersona.config import Settings
+from cpersona.text import iso_seconds
 
 log = logging.getLogger("cpersona.update_check")
 
@@ -65,10 +64,6 @@ def current_version(distribution: str = DISTRIBUTION) -> str:
 def cache_path(settings: Settings) -> Path:
     """``update-check.json`` beside the database file."""
     return settings.db_path.parent / CACHE_NAME
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _parse(raw: str) -> Version | None:
@@ -131,16 +126,8 @@ def read_cache(path: Path) -> dict[str, Any] | None:
 
 
 def write_cache(path: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` atomically (temp file in the same directory + os.replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".update-check.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=2, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``record`` atomically (cpersona.atomic)."""
+    write_json(path, record)
 
 
 def _within(record: dict[str, Any] | None, key: str, now: float) -> bool:
@@ -175,7 +162,7 @@ class UpdateChecker:
         record: dict[str, Any] = dict(previous or {})
         record.update(
             checked_at=now,
-            checked_at_iso=_iso(now),
+            checked_at_iso=iso_seconds(now),
             index_url=self.settings.update_index_url,
             distribution=self.distribution,
         )
@@ -187,7 +174,7 @@ class UpdateChecker:
             record.update(last_ok=False, last_error=str(exc))
         else:
             record.update(last_ok=True, last_error=None, latest=latest, yanked=yanked)
-            record.update(succeeded_at=now, succeeded_at_iso=_iso(now))
+            record.update(succeeded_at=now, succeeded_at_iso=iso_seconds(now))
         try:
             write_cache(self.path, record)
         except OSError as exc:

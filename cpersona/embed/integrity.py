@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from cpersona.atomic import write_json
+from cpersona.text import iso_seconds
 
 RECORD_NAME = "install.json"
 RECORD_FORMAT = 1
@@ -84,23 +84,14 @@ def record_file(model_dir: Path, rel_path: str, sha256: str | None = None) -> Fi
 
 def now_iso() -> str:
     """Current UTC time as ISO 8601 (seconds)."""
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return iso_seconds()
 
 
 def write_record(model_dir: Path, record: InstallRecord) -> Path:
-    """Write install.json atomically (temp file + rename) so a crash never leaves half a record."""
+    """Write install.json atomically (cpersona.atomic) so a crash never leaves half a record."""
     target = model_dir / RECORD_NAME
-    fd, tmp = tempfile.mkstemp(dir=model_dir, prefix=".install-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(record.to_json(), fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        # mkstemp creates 0600; the record is as public as the model files beside it.
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # The record is as public as the model files beside it (a temp file starts 0600).
+    write_json(target, record.to_json(), mode=0o644)
     return target
 
 

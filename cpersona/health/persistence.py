@@ -19,17 +19,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from cpersona.errors import InvalidInput, PersistencePaused
+from cpersona.text import iso_seconds
 
 #: Longest pause one call may set (24 h): long enough for a working day, short enough to be noticed.
 MAX_TTL_SECONDS = 24 * 60 * 60
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def validate_ttl(ttl_seconds: Any) -> int:
@@ -91,8 +87,8 @@ class PersistenceSwitch:
             True,
             # Round up: "0 s left" while still paused would mislead.
             remaining_seconds=max(1, int(remaining + 0.999)),
-            since=_iso(self._since_wall),
-            until=_iso(self._since_wall + self._ttl),
+            since=iso_seconds(self._since_wall),
+            until=iso_seconds(self._since_wall + self._ttl),
             ttl_seconds=self._ttl,
         )
 

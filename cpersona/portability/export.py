@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from cpersona.atomic import atomic_text
 from cpersona.errors import InvalidInput
 from cpersona.portability import records
 from cpersona.storage.port_rows import PortabilityRows
@@ -44,36 +44,27 @@ def export_file(
         raise InvalidInput(f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)")
     if target.is_dir():
         raise InvalidInput(f"{target} is a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.partial")
     written = {"memories": 0, "episodes": 0, "profiles": 0}
-    try:
-        stream = rows.stream(agent_id, include_vectors=include_embeddings)
-        with closing(stream), open(temp, "w", encoding="utf-8", newline="\n") as out:
-            _, counts = next(stream)
-            total = counts["memories"] + counts["episodes"] + counts["profiles"]
-            head = records.header(
-                exported_at=format_ts(utc_now()),
-                schema_version=counts["schema_version"],
-                agent_id=agent_id,
-                include_embeddings=include_embeddings,
-                model=model if include_embeddings else None,
-                counts={k: counts[k] for k in written},
-            )
-            out.write(_dump(head))
-            for done, (kind, cols) in enumerate(stream, start=1):
-                out.write(_dump(_LINE_BUILDERS[kind](cols, include_embeddings)))
-                written[_PLURAL[kind]] += 1
-                if progress is not None:
-                    progress(done, total)
-            out.flush()
-            os.fsync(out.fileno())
-        if target.exists() and not overwrite:  # appeared while we were writing
+    stream = rows.stream(agent_id, include_vectors=include_embeddings)
+    with closing(stream), atomic_text(target) as out:
+        _, counts = next(stream)
+        total = counts["memories"] + counts["episodes"] + counts["profiles"]
+        head = records.header(
+            exported_at=format_ts(utc_now()),
+            schema_version=counts["schema_version"],
+            agent_id=agent_id,
+            include_embeddings=include_embeddings,
+            model=model if include_embeddings else None,
+            counts={k: counts[k] for k in written},
+        )
+        out.write(_dump(head))
+        for done, (kind, cols) in enumerate(stream, start=1):
+            out.write(_dump(_LINE_BUILDERS[kind](cols, include_embeddings)))
+            written[_PLURAL[kind]] += 1
+            if progress is not None:
+                progress(done, total)
+        if target.exists() and not overwrite:  # appeared while we were writing: raising keeps it as it is
             raise InvalidInput(f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)")
-        os.replace(temp, target)
-    finally:
-        if temp.exists():
-            temp.unlink()
     return {
         "ok": True,
         "path": str(target),

@@ -247,6 +247,7 @@ def test_export_refuses_to_overwrite_and_is_atomic(tmp_path: Path) -> None:
         populate(mem, "ana")
         mem.export_memories("ana", "a.jsonl")
         first = (tmp_path / "exports" / "a.jsonl").read_bytes()
+        assert (tmp_path / "exports" / "a.jsonl").stat().st_mode & 0o777 == 0o600  # private: docs/decisions.md
         with pytest.raises(Exception, match="already exists"):
             mem.export_memories("ana", "a.jsonl")
         assert (tmp_path / "exports" / "a.jsonl").read_bytes() == first
