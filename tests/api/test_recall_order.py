@@ -26,7 +26,7 @@ def test_last_element_is_best_match(memory: Memory) -> None:
     assert results[-1]["content"] == "the deploy pipeline failed on the staging cluster"
     scores = [r["match_reason"]["score"] for r in results]
     assert scores == sorted(scores)
-    assert all(r["match_reason"]["signal"] == "rrf" for r in results)
+    assert all(r["match_reason"]["signal"] == "rsf" for r in results)  # the default fusion
 
 
 def test_limit_cuts_worst_first(settings: Settings) -> None:
