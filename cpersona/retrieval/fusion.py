@@ -12,9 +12,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 VECTOR = "vector"
-FTS_MEMORIES = "fts_memories"
+FTS_MEMORIES = "fts_memories"  # trigram index over memories (+ its LIKE stand-in)
+FTS_WORDS = "fts_words"  # word-level (porter) index over memories
 FTS_EPISODES = "fts_episodes"
-CHANNEL_ORDER = (VECTOR, FTS_MEMORIES, FTS_EPISODES)
+CHANNEL_ORDER = (VECTOR, FTS_MEMORIES, FTS_WORDS, FTS_EPISODES)
+
+#: rsf reads each channel this deep at least (measured: docs/retrieval.md, docs/decisions.md).
+RSF_MIN_DEPTH = 30
+
+
+def channel_depth(mode: str, limit: int) -> int:
+    """How many candidates each retriever returns before fusion.
+
+    rsf min-max normalises each channel, so a longer list puts the floor at a
+    genuinely irrelevant row and the magnitudes mean more; rrf only gains
+    vector-only tail rows from depth, so it keeps ``limit`` (SPEC §3).
+    """
+    if mode == "rsf":
+        return max(limit, RSF_MIN_DEPTH)
+    return limit
 
 
 @dataclass
@@ -73,7 +89,7 @@ def rsf(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, Fused]
 
 
 def cascade(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, Fused]:
-    """Legacy sequential fill: all vector hits, then FTS memories, then FTS episodes.
+    """Legacy sequential fill: all vector hits, then FTS memories (trigram, then words), then FTS episodes.
 
     The score only encodes that order (1 / (1 + position)); its signal is "cascade".
     """

@@ -6,7 +6,9 @@ its own full-text syntax (for SQLite, quoted FTS5 phrases OR'ed: see
 substrings, which we exploit twice: English words are cut to a light stem
 ("painting" → "paint" also finds "painted"), and CJK runs, which have no
 spaces, are split into overlapping 3-character pieces so a long Japanese
-question still finds the rows sharing part of it.
+question still finds the rows sharing part of it. The word-level index gets the
+same content words whole: its porter tokenizer stems them ("running" ~ "runs"),
+which the substring stem cannot.
 """
 
 from __future__ import annotations
@@ -40,11 +42,12 @@ def _cjk_pieces(token: str) -> list[str]:
 
 
 def query_terms(query: str) -> QueryTerms:
-    """Split ``query`` into MATCH terms and LIKE terms (deduplicated, order kept)."""
+    """Split ``query`` into trigram MATCH terms, LIKE terms and word-index terms (deduplicated, order kept)."""
     tokens = [t.lower() for t in _TOKEN.findall(query)]
     content = [t for t in tokens if t not in STOPWORDS] or tokens
     match: list[str] = []
     like: list[str] = []
+    words = tuple(dict.fromkeys(content))[:MAX_TERMS]
     for token in content:
         pieces = _cjk_pieces(token) if _CJK.search(token) else [_stem(token)]
         for piece in pieces:
@@ -54,4 +57,4 @@ def query_terms(query: str) -> QueryTerms:
             like.append(token)
         if len(match) >= MAX_TERMS:
             break
-    return QueryTerms(tuple(match[:MAX_TERMS]), tuple(like[:MAX_TERMS]))
+    return QueryTerms(tuple(match[:MAX_TERMS]), tuple(like[:MAX_TERMS]), words)

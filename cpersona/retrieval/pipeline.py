@@ -7,7 +7,7 @@ bookkeeping, profile injection, the final reversal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -80,6 +80,7 @@ class RecallOutcome:
     rows: list[dict[str, Any]]
     keyword_method: str
     vector_used: bool
+    keyword_methods: dict[str, str] = field(default_factory=dict)  # channel → "fts" | "like" | "none"
 
 
 class RecallPipeline:
@@ -93,7 +94,7 @@ class RecallPipeline:
     ) -> None:
         self.settings = settings
         self.gate: GateStage = gate or NoGate()
-        # Which retrievers run: all three in production; benchmarks measure each arm alone.
+        # Which retrievers run: all four in production; benchmarks measure each arm alone.
         self.channels = channels
 
     def run(
@@ -109,7 +110,7 @@ class RecallPipeline:
         """Run the pipeline; ``query_vector`` None means keyword-only."""
         if not request.query.strip():
             return self._most_recent(session, request)
-        depth = request.limit + len(request.exclude_contents)
+        depth = fusion.channel_depth(self.settings.recall_mode, request.limit) + len(request.exclude_contents)
         terms = query_terms(request.query)
         channels: dict[str, list[tuple[str, float]]] = {}
         include_episodes = request.source_id is None or bool(request.scope.channel)
@@ -133,13 +134,20 @@ class RecallPipeline:
                 hits.sort(key=lambda h: (-h[1], h[0]))
             channels[fusion.VECTOR] = hits[:depth]
 
+        methods: dict[str, str] = {}
         mem_hits = KeywordHits([], "none")
         if fusion.FTS_MEMORIES in self.channels:
             mem_hits = session.keyword.memories(terms, request.scope, depth, source_id=request.source_id)
             channels[fusion.FTS_MEMORIES] = [(f"mem:{i}", s) for i, s in mem_hits.hits]
+            methods[fusion.FTS_MEMORIES] = mem_hits.method
+        if fusion.FTS_WORDS in self.channels:
+            word_hits = session.keyword.memories_words(terms, request.scope, depth, source_id=request.source_id)
+            channels[fusion.FTS_WORDS] = [(f"mem:{i}", s) for i, s in word_hits.hits]
+            methods[fusion.FTS_WORDS] = word_hits.method
         if include_episodes and fusion.FTS_EPISODES in self.channels:
             ep_hits = session.keyword.episodes(terms, request.scope, depth)
             channels[fusion.FTS_EPISODES] = [(f"ep:{i}", s) for i, s in ep_hits.hits]
+            methods[fusion.FTS_EPISODES] = ep_hits.method
 
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
         scored = self._hydrate(session, request, fused)
@@ -151,7 +159,9 @@ class RecallPipeline:
             row = dict(item.row)
             row["match_reason"] = item.match_reason()
             rows.append(row)
-        return RecallOutcome(rows=rows, keyword_method=mem_hits.method, vector_used=vector_used)
+        return RecallOutcome(
+            rows=rows, keyword_method=mem_hits.method, vector_used=vector_used, keyword_methods=methods
+        )
 
     # -- stages ---------------------------------------------------------------------
     def _most_recent(self, session: Session, request: RecallRequest) -> RecallOutcome:

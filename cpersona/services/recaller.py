@@ -102,7 +102,11 @@ class Recaller:
         response.update(
             results=rows,
             count=len(rows),
-            search={"vector": outcome.vector_used, "keyword": outcome.keyword_method},
+            search={
+                "vector": outcome.vector_used,
+                "keyword": outcome.keyword_method,
+                "keyword_channels": outcome.keyword_methods,
+            },
         )
         return response
 

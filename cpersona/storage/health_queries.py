@@ -13,12 +13,29 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from cpersona.storage.migrations import _V1, _split_statements, current_version
+from cpersona.storage.migrations import SCHEMA_SCRIPTS, _split_statements, current_version
 
 #: Row tables checked by the row-level checks (profiles are handled separately).
 ROW_TABLES = ("memories", "episodes")
-#: FTS5 index per row table, with the columns it indexes.
-FTS_TABLES = {"memories": ("memories_fts", ("content",)), "episodes": ("episodes_fts", ("summary", "keywords"))}
+
+
+@dataclass(frozen=True)
+class FtsIndex:
+    """An FTS5 index kept in step with a row table by triggers."""
+
+    name: str
+    table: str
+    columns: tuple[str, ...]
+    tokenizer: str  # "trigram" | "words"
+
+
+#: Every FTS5 index, in check order.
+FTS_INDEXES = (
+    FtsIndex("memories_fts", "memories", ("content",), "trigram"),
+    FtsIndex("memories_words", "memories", ("content",), "words"),
+    FtsIndex("episodes_fts", "episodes", ("summary", "keywords"), "trigram"),
+)
+FTS_BY_NAME = {index.name: index for index in FTS_INDEXES}
 #: Timestamp columns written by ``format_ts`` (nullable ones may be NULL).
 TIMESTAMP_COLUMNS = {
     "memories": ("timestamp", "created_at", "last_recalled_at"),
@@ -62,7 +79,7 @@ class SchemaObject:
 def expected_objects() -> list[SchemaObject]:
     """Every index and trigger the migrations' DDL creates (taken from that DDL, not restated)."""
     objects = []
-    for statement in _split_statements(_V1):
+    for statement in (s for script in SCHEMA_SCRIPTS for s in _split_statements(script)):
         match = _CREATE.match(statement)
         if match:
             objects.append(SchemaObject(match.group(2).lower(), match.group(3), bool(match.group(1)), statement))
@@ -107,6 +124,7 @@ class FtsReport:
     """How one FTS index differs from its table."""
 
     table: str
+    index: str = ""
     rows: int = 0
     missing: int = 0  # rows with no index entry
     extra: int = 0  # index entries whose row is gone (counted only for the whole file)
@@ -114,21 +132,38 @@ class FtsReport:
     sample: list[int] | None = None
 
 
-def fts_report(conn: sqlite3.Connection, table: str, agent: str | None, sample: int = 20) -> FtsReport:
-    """Compare a table with its trigram index, read-only.
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _expected_sizes(index: FtsIndex, texts: tuple[Any, ...]) -> list[int] | None:
+    """Tokens the index must record per column for ``texts``; None when this cannot be known here.
+
+    Trigram: max(0, characters - 2). Words (unicode61): the runs of letters and digits. Its
+    character classes follow SQLite's own Unicode tables, which Python's may not match outside
+    ASCII, so non-ASCII text is only checked for presence, never called mismatched on a guess.
+    """
+    if index.tokenizer == "trigram":
+        return [max(0, len(t or "") - 2) for t in texts]
+    if not all((t or "").isascii() for t in texts):
+        return None
+    return [len(_ASCII_WORD.findall(t or "")) for t in texts]
+
+
+def fts_report(conn: sqlite3.Connection, index_name: str, agent: str | None, sample: int = 20) -> FtsReport:
+    """Compare a table with one of its FTS indexes, read-only.
 
     FTS5's own 'integrity-check' command is a write statement, so this reads the
     index's docsize shadow table instead: each row must have an entry, and the
-    trigram count recorded there must equal max(0, characters - 2) of the row's
-    current text per column (a text changed behind the index's back shows up here).
+    token count recorded there must equal what the row's current text gives per
+    column (a text changed behind the index's back shows up here).
     """
-    fts, columns = FTS_TABLES[table]
+    index = FTS_BY_NAME[index_name]
     where, params = _scope(agent)
-    lengths = ", ".join(f"length({c})" for c in columns)
-    report = FtsReport(table, sample=[])
-    sizes = {int(r[0]): bytes(r[1] or b"") for r in conn.execute(f"SELECT id, sz FROM {fts}_docsize")}
+    report = FtsReport(index.table, index=index.name, sample=[])
+    sizes = {int(r[0]): bytes(r[1] or b"") for r in conn.execute(f"SELECT id, sz FROM {index.name}_docsize")}
     seen: set[int] = set()
-    for row in conn.execute(f"SELECT id, {lengths} FROM {table} WHERE 1{where}", params):
+    columns = ", ".join(index.columns)
+    for row in conn.execute(f"SELECT id, {columns} FROM {index.table} WHERE 1{where}", params):
         rid = int(row[0])
         seen.add(rid)
         report.rows += 1
@@ -137,9 +172,11 @@ def fts_report(conn: sqlite3.Connection, table: str, agent: str | None, sample: 
         if blob is None:
             report.missing += 1
             problem = True
-        elif _varints(blob) != [max(0, int(n or 0) - 2) for n in row[1:]]:
-            report.mismatched += 1
-            problem = True
+        else:
+            expected = _expected_sizes(index, tuple(row[1:]))
+            if expected is not None and _varints(blob) != expected:
+                report.mismatched += 1
+                problem = True
         if problem and report.sample is not None and len(report.sample) < sample:
             report.sample.append(rid)
     if agent is None:

@@ -31,10 +31,12 @@ VectorRow = tuple[int, str, str, str, bytes]
 
 @dataclass(frozen=True)
 class QueryTerms:
-    """Terms of a query: ``match`` feeds full-text search (≥ 3 chars); ``like`` feeds substring search."""
+    """Terms of a query: ``match`` feeds trigram full-text search (≥ 3 chars), ``like`` substring
+    search, ``words`` the word-level index (whole words, unstemmed: the index stems them itself)."""
 
     match: tuple[str, ...]
     like: tuple[str, ...]
+    words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -242,6 +244,12 @@ class KeywordSearch(Protocol):
 
     def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
         """Ranked episode ids over summary + keywords."""
+        ...
+
+    def memories_words(
+        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+    ) -> KeywordHits:
+        """Ranked memory ids from the word-level index (stemmed whole words, any of ``terms.words``)."""
         ...
 
 

@@ -1,4 +1,4 @@
-"""Keyword search in SQLite: FTS5 trigram MATCH ranked by bm25, with a LIKE stand-in.
+"""Keyword search in SQLite: FTS5 trigram and word-level MATCH ranked by bm25, with a LIKE stand-in.
 
 Scores are "higher is better": bm25 is negated; the LIKE pass scores by how
 many query terms a row contains. The LIKE pass replaces the FTS memories
@@ -21,6 +21,13 @@ def match_expression(terms: QueryTerms) -> str | None:
     if not terms.match:
         return None
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms.match)
+
+
+def words_expression(terms: QueryTerms) -> str | None:
+    """The MATCH string for the word index: each word a quoted phrase, OR'ed (any word may match)."""
+    if not terms.words:
+        return None
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in terms.words)
 
 
 def like_pattern(term: str) -> str:
@@ -70,6 +77,23 @@ class SqliteKeywordSearch:
             [*patterns, *patterns, *params, *source_params, limit],
         ).fetchall()
         return KeywordHits([(int(r[0]), float(r[1])) for r in rows], "like")
+
+    def memories_words(
+        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+    ) -> KeywordHits:
+        """FTS5 word-level MATCH (porter stems) ranked by bm25; no LIKE stand-in (the trigram channel has it)."""
+        expression = words_expression(terms)
+        if limit <= 0 or expression is None:
+            return KeywordHits([], "none")
+        where, params = scope.where("m")
+        source_sql, source_params = _source_clause(source_id, "m")
+        rows = self.conn.execute(
+            "SELECT m.id, bm25(memories_words) AS rank FROM memories_words "
+            "JOIN memories m ON m.id = memories_words.rowid "
+            f"WHERE memories_words MATCH ? AND {where}{source_sql} ORDER BY rank, m.id DESC LIMIT ?",
+            [expression, *params, *source_params, limit],
+        ).fetchall()
+        return KeywordHits([(int(r[0]), -float(r[1])) for r in rows], "fts")
 
     def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
         """FTS5 over episode summary + keywords (LIKE over both when no term has 3 characters)."""

@@ -125,6 +125,31 @@ END;
 """
 
 
+# Word-level index beside the trigram one: porter stems ("runs" ~ "running"), which substring
+# matching cannot do. Memories only: episodes keep their trigram index (docs/decisions.md).
+_V2 = """
+CREATE VIRTUAL TABLE memories_words USING fts5(
+    content, content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER memories_words_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER memories_words_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER memories_words_update AFTER UPDATE OF content ON memories BEGIN
+    INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
+END;
+
+INSERT INTO memories_words(memories_words) VALUES ('rebuild');
+"""
+
+#: Every migration's DDL, oldest first (health checks find the expected triggers and indexes here).
+SCHEMA_SCRIPTS = (_V1, _V2)
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step. ``apply`` runs inside the migration's transaction."""
@@ -160,6 +185,7 @@ def _split_statements(sql: str) -> list[str]:
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue, trigram FTS with triggers", _script(_V1)),
+    Migration(2, "word-level FTS over memories (porter unicode61), back-filled", _script(_V2)),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from cpersona.storage.health_queries import FTS_TABLES, SchemaObject
+from cpersona.storage.health_queries import FTS_BY_NAME, SchemaObject
 from cpersona.storage.tasks import EMBED, SqliteTasks
 
 
@@ -20,9 +20,9 @@ def recreate(conn: sqlite3.Connection, obj: SchemaObject) -> None:
     conn.execute(obj.ddl)
 
 
-def rebuild_fts(conn: sqlite3.Connection, table: str) -> None:
-    """Rebuild a trigram index from its content table (FTS5 'rebuild')."""
-    fts = FTS_TABLES[table][0]
+def rebuild_fts(conn: sqlite3.Connection, index_name: str) -> None:
+    """Rebuild an FTS index (trigram or words) from its content table (FTS5 'rebuild')."""
+    fts = FTS_BY_NAME[index_name].name
     conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
 
 

@@ -26,7 +26,7 @@ def test_last_element_is_best_match(memory: Memory) -> None:
     assert results[-1]["content"] == "the deploy pipeline failed on the staging cluster"
     scores = [r["match_reason"]["score"] for r in results]
     assert scores == sorted(scores)
-    assert all(r["match_reason"]["signal"] == "rrf" for r in results)
+    assert all(r["match_reason"]["signal"] == "rsf" for r in results)  # the default fusion
 
 
 def test_limit_cuts_worst_first(settings: Settings) -> None:
@@ -119,3 +119,27 @@ def test_fts_syntax_is_plain_text(memory: Memory) -> None:
         assert out["ok"] is True
     assert memory.recall("a", "NEAR AND failed")["count"] == 1
     assert memory.recall("a", "q" * 100_000)["ok"] is True
+
+
+def _ranked_corpus(path: Path, mode: str) -> Memory:
+    settings = Settings(db_path=path, embedding_mode="none", recall_mode=mode, recent_recall_penalty=1.0)
+    mem = Memory(settings, backend=NoEmbeddings())
+    # bm25 falls as the word gets rarer in a longer row: twelve distinct keyword scores.
+    for i in range(12):
+        mem.store("a", "kiwi " * (12 - i) + "filler " * (3 * i) + f"row {i}")
+    return mem
+
+
+def test_rsf_reads_each_channel_deeper_than_limit(tmp_path: Path) -> None:
+    # With depth = limit = 2, the second row of each channel would be its min-max floor (score 0);
+    # rsf reads 30 deep, so the floor is the weakest of all twelve and the second row keeps a score.
+    rsf = _ranked_corpus(tmp_path / "rsf.db", "rsf")
+    two = rsf.recall("a", "kiwi", limit=2)["results"]
+    assert len(two) == 2 and two[-1]["content"].startswith("kiwi " * 12)
+    assert 0.0 < two[0]["match_reason"]["rsf"] < two[-1]["match_reason"]["rsf"]
+    full = rsf.recall("a", "kiwi", limit=12)["results"]
+    assert [r["id"] for r in full[-2:]] == [r["id"] for r in two]  # deeper lists, same head
+    rsf.close()
+    rrf = _ranked_corpus(tmp_path / "rrf.db", "rrf")
+    assert len(rrf.recall("a", "kiwi", limit=2)["results"]) == 2
+    rrf.close()

@@ -57,7 +57,7 @@ def test_store_recall_stats(tmp_path: Path) -> None:
     assert "best match" in lines[0]
     assert lines[-1].startswith("★ best") and "Serengeti" in lines[-1]
     assert sum(line.startswith("★ best") for line in lines) == 1
-    assert "rrf" in lines[-1]  # the signal and score are shown
+    assert "rsf" in lines[-1]  # the signal (default fusion) and score are shown
 
     as_json = json.loads(run(tmp_path, "recall", "cli-agent", "zebra", "--json").stdout)
     assert as_json["ok"] is True and as_json["results"]

@@ -53,3 +53,21 @@ def test_recent_recall_factor_window() -> None:
     assert recent_recall_factor(None, now, 5, 0.7) == 1.0
     assert recent_recall_factor(now - timedelta(minutes=4), now, 5, 0.7) == 0.7
     assert recent_recall_factor(now - timedelta(minutes=6), now, 5, 0.7) == 1.0
+
+
+def test_channel_depth_is_deeper_for_rsf_only() -> None:
+    assert fusion.channel_depth("rsf", 10) == fusion.RSF_MIN_DEPTH == 30
+    assert fusion.channel_depth("rsf", 50) == 50
+    assert fusion.channel_depth("rsf", 0) == 30
+    assert fusion.channel_depth("rrf", 10) == 10
+    assert fusion.channel_depth("cascade", 7) == 7
+
+
+def test_word_channel_is_fused_like_any_other() -> None:
+    channels = {**CHANNELS, fusion.FTS_WORDS: [("mem:3", 9.0), ("mem:5", 1.0)]}
+    fused = fusion.rsf(channels)
+    assert math.isclose(fused["mem:3"].score, 0.0 + 1.0) and fused["mem:3"].channels[fusion.FTS_WORDS] == 9.0
+    assert math.isclose(fused["mem:5"].score, 0.0)
+    assert fusion.CHANNEL_ORDER.index(fusion.FTS_WORDS) == fusion.CHANNEL_ORDER.index(fusion.FTS_MEMORIES) + 1
+    order = sorted(fusion.cascade(channels).values(), key=lambda f: -f.score)
+    assert [f.ref for f in order][-2:] == ["mem:5", "ep:1"]  # words after trigram, before episodes

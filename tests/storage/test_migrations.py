@@ -18,7 +18,7 @@ def test_fresh_file_gets_every_table_in_wal(tmp_path: Path) -> None:
     conn = db.connection()
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     for table in ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_version",
-                  "memories_fts", "episodes_fts"):
+                  "memories_fts", "memories_words", "episodes_fts"):
         assert table in names
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
