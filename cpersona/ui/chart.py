@@ -14,15 +14,18 @@ from typing import Any
 from cpersona.ui.html import esc
 
 MAX_BARS = 120
+#: The chart always spans at least this many days (ending on the newest), so one busy day has context.
+MIN_DAYS = 14
 WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 720, 220, 44, 28, 12
 
 
 def buckets(days: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:
-    """(first day, last day, stored, embedded) per bar, contiguous from the first day with rows."""
+    """(first day, last day, stored, embedded) per bar, contiguous up to the newest day with rows."""
     if not days:
         return []
     counts = {d["day"]: (int(d["stored"]), int(d["embedded"])) for d in days}
-    first, last = date.fromisoformat(days[0]["day"]), date.fromisoformat(days[-1]["day"])
+    last = date.fromisoformat(days[-1]["day"])
+    first = min(date.fromisoformat(days[0]["day"]), last - timedelta(days=MIN_DAYS - 1))
     span = (last - first).days + 1
     width = max(1, math.ceil(span / MAX_BARS))
     bars: list[tuple[str, str, int, int]] = []
