@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cpersona.errors import InvalidInput
 from cpersona.memory import Memory
@@ -79,3 +81,28 @@ def test_recall_without_record_leaves_bookkeeping_alone(memory: Memory) -> None:
     assert memory.get_contents("ana", [stored["ref"]])["items"][0]["recall_count"] == 0
     memory.recall("ana", "kestrel")
     assert memory.get_contents("ana", [stored["ref"]])["items"][0]["recall_count"] == 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    agent=st.one_of(st.none(), st.text(max_size=40)), project=st.one_of(st.none(), st.text(max_size=40)),
+    channel=st.one_of(st.none(), st.text(max_size=40)), locked=st.one_of(st.none(), st.booleans()),
+    embedded=st.one_of(st.none(), st.booleans()), offset=st.integers(-5, 50), limit=st.integers(-5, 600),
+)
+def test_browse_answers_any_filter_with_rows_or_invalid_input(
+    memory: Memory, agent: str | None, project: str | None, channel: str | None, locked: bool | None,
+    embedded: bool | None, offset: int, limit: int,
+) -> None:
+    if memory.list_agents()["count"] == 0:
+        _fill(memory)
+    try:
+        result = memory.browse_memories(agent, project_id=project, channel=channel, locked=locked,
+                                        embedded=embedded, offset=offset, limit=limit)
+    except InvalidInput:
+        return
+    every = memory.browse_memories(limit=1000)["items"]
+    expected = [r for r in every if (agent is None or r["agent_id"] == agent)
+                and (project is None or r["project_id"] == project) and (channel is None or r["channel"] == channel)
+                and (locked is None or r["locked"] == locked) and (embedded is None or r["embedded"] == embedded)]
+    assert result["total"] == len(expected)
+    assert [r["id"] for r in result["items"]] == [r["id"] for r in expected][offset:offset + limit]

@@ -195,3 +195,30 @@ def test_guard_rules_in_process() -> None:
     assert guard.origin_ok("http://127.0.0.1:8403") and guard.origin_ok("http://localhost:8403")
     for origin in ("https://127.0.0.1:8403", "http://127.0.0.1:8404", "null", "http://evil.example:8403"):
         assert not guard.origin_ok(origin), origin
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/memory?agent=ana&id=abc", "/memory?id=1", "/memory?agent=ana&id=999999", "/memories?offset=-5&size=x",
+        "/memories?agent=%00&project=%27%3B--", "/episodes?embedded=maybe", "/profile", "/search?q=%00&limit=-1",
+        "/search?q=" + "x" * 5000, "/memory/delete?agent=ana&id=", "/episode/delete?agent=ana&id=ep:oops",
+        "/static/../../pyproject.toml", "/static/nope.js", "/nowhere",
+    ],
+)
+def test_odd_requests_get_an_answer_never_a_server_error(seeded: tuple[UiServer, Path, list[int]], path: str) -> None:
+    server, _, _ = seeded
+    response = httpx2.get(server.base + path)
+    assert response.status_code < 500, response.text
+    assert "Traceback" not in response.text
+
+
+def test_an_odd_change_is_refused_cleanly(seeded: tuple[UiServer, Path, list[int]]) -> None:
+    server, _, ids = seeded
+    with httpx2.Client(base_url=server.base) as client:
+        csrf = _csrf(client.get("/memories").text)
+        for form in ({"agent": "ana", "id": "mem:x"}, {"agent": "bo", "id": str(ids[2])}, {"id": str(ids[2])},
+                     {"agent": "ana", "id": str(ids[2]), "content": "", "confirmed": "1"}):
+            response = client.post("/memory/edit", data={"csrf": csrf, **form})
+            assert 400 <= response.status_code < 500, (form, response.text)
+            assert 'data-testid="error"' in response.text
