@@ -139,6 +139,10 @@ class Settings:
     acl_file: Path | None = None  # CPERSONA_ACL_FILE
     allow_unauthenticated_http: bool = False  # CPERSONA_ALLOW_UNAUTHENTICATED_HTTP
 
+    # The browser view (cpersona ui)
+    ui_host: str = "127.0.0.1"  # CPERSONA_UI_HOST
+    ui_port: int = 8403  # CPERSONA_UI_PORT
+
     # Operator context, updates, calibration
     operating_context: bool = True  # CPERSONA_OPERATING_CONTEXT=off disables
     operating_context_path: Path = field(
@@ -201,6 +205,8 @@ class Settings:
             auth_token=_get(e, "CPERSONA_AUTH_TOKEN"),
             acl_file=Path(acl_raw).expanduser() if acl_raw else None,
             allow_unauthenticated_http=_bool(e, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", False),
+            ui_host=_get(e, "CPERSONA_UI_HOST") or base.ui_host,
+            ui_port=_int(e, "CPERSONA_UI_PORT", base.ui_port, minimum=0),
             operating_context=_bool(e, "CPERSONA_OPERATING_CONTEXT", base.operating_context),
             operating_context_path=Path(ctx_path_raw).expanduser() if ctx_path_raw else base.operating_context_path,
             update_check=_bool(e, "CPERSONA_UPDATE_CHECK", base.update_check),

@@ -25,6 +25,7 @@ from cpersona.portability.service import Portability
 from cpersona.retrieval.pipeline import RecallPipeline
 from cpersona.services.admin import Admin
 from cpersona.services.backfill import BackfillWorker
+from cpersona.services.browser import Browser
 from cpersona.services.maintenance import Maintenance
 from cpersona.services.reader import Reader
 from cpersona.services.recaller import Recaller
@@ -85,6 +86,7 @@ class Memory:
         self.worker = BackfillWorker(self.storage, self.embeddings, retry_delay=self.settings.task_retry_delay)
         self.writer = Writer(self.storage, self.settings, self.embeddings, self.health, self.worker.wake)
         self.reader = Reader(self.storage)
+        self.browser = Browser(self.storage)
         self.recaller = Recaller(self.storage, self.embeddings, self.health, RecallPipeline(self.settings))
         self.admin = Admin(self.storage, self.settings, self.embeddings, self.health, self.worker)
         self.maintenance = Maintenance(
@@ -140,6 +142,11 @@ class Memory:
     # -- browsing --------------------------------------------------------------------
     list_memories = _via("reader", Reader.list_memories)
     list_episodes = _via("reader", Reader.list_episodes)
+    list_agents = _via("browser", Browser.list_agents)
+    browse_memories = _via("browser", Browser.browse_memories)
+    browse_episodes = _via("browser", Browser.browse_episodes)
+    list_profiles = _via("browser", Browser.list_profiles)
+    memory_timeline = _via("browser", Browser.memory_timeline)
 
     # -- protection and deletion -------------------------------------------------------
     lock_memory = _via("writer", Writer.lock_memory)

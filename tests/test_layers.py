@@ -153,3 +153,20 @@ def test_storage_never_imports_upper_layers(upper: str) -> None:
         for path in modules_in("storage")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_browser_view_goes_through_memory_never_storage() -> None:
+    # cpersona.ui is a client of the public API like the CLI: Memory, config, health, errors and the
+    # result shapes; never the storage layer (no SQL in the view) nor the MCP server.
+    allowed = ("cpersona.ui", "cpersona.memory", "cpersona.config", "cpersona.health", "cpersona.errors",
+               "cpersona.shapes", "cpersona.limits")
+    modules = modules_in("ui")
+    assert len(modules) >= 5, "the browser view package vanished"
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(
+            n for n in imported_modules(path)
+            if within(n, "cpersona") and n != "cpersona" and not any(within(n, a) for a in allowed)
+        )
+        for path in modules
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}

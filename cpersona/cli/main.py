@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -19,6 +20,7 @@ from cpersona import __version__
 from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.cli.port_commands import add_port_commands
+from cpersona.cli.ui_command import add_ui_command
 from cpersona.config import ConfigError, Settings
 from cpersona.errors import CPersonaError, Rejected
 from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
@@ -29,6 +31,17 @@ EXIT_CONFIG = 2
 MODEL_WAIT_SECONDS = 120.0
 #: Characters of content shown per row in human-readable recall output.
 RECALL_SNIPPET_CHARS = 240
+
+def terminal_hint(program: str) -> str:
+    """The paragraph `cpersona serve` (stdio) says on stderr when started from a terminal, not by an MCP host."""
+    return (
+        "cpersona: this is an MCP server: it speaks JSON-RPC on stdin/stdout and is now waiting for an MCP "
+        "host (Claude Desktop, Claude Code, Cursor, ...) to talk to it, so typing here does nothing useful. "
+        f"Register it with your host instead, e.g. `claude mcp add cpersona -- {program} serve` (README: "
+        "\"Register with an MCP host\"). To see what is stored, run `cpersona ui`; to check the set-up, "
+        "`cpersona doctor`. Stop this server with Ctrl-C (or Ctrl-D to close its input)."
+    )
+
 
 log = logging.getLogger("cpersona.cli")
 
@@ -86,6 +99,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if settings.transport == "streamable-http":
             return run_http(memory, settings)
+        if sys.stdin.isatty():  # a person started it; an MCP host always connects a pipe
+            print(terminal_hint(os.path.abspath(sys.argv[0])), file=sys.stderr, flush=True)
         run_stdio(memory, settings)
         return 0
     finally:
@@ -299,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_commands(sub)
     add_health_commands(sub)
     add_port_commands(sub)
+    add_ui_command(sub)
     return parser
 
 

@@ -60,8 +60,13 @@ class Recaller:
         project_id: str | None = None,
         exclude_contents: Sequence[str] | None = None,
         source_id: str | None = None,
+        record: bool = True,
     ) -> dict[str, Any]:
-        """Hybrid recall; ``results`` ordered worst → best (the last element is the best match)."""
+        """Hybrid recall; ``results`` ordered worst → best (the last element is the best match).
+
+        ``record=False`` leaves recall_count / last_recalled_at alone (a person previewing
+        what recall returns, e.g. in ``cpersona ui``, must not feed the recent-recall penalty).
+        """
         request = RecallRequest(
             scope=Scope(
                 optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), optional_str(channel, "channel")
@@ -95,7 +100,7 @@ class Recaller:
             if len(rows) < request.limit:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
-        if recalled and not persistence.is_paused():  # bookkeeping is a write too (SPEC §5 pause)
+        if record and recalled and not persistence.is_paused():  # bookkeeping is a write too (SPEC §5 pause)
             with self.store.write() as ws:
                 ws.memories.mark_recalled(recalled, format_ts(now))
         rows.reverse()  # worst → best: the last element is the best match

@@ -66,6 +66,17 @@ class NewMemory:
 
 
 @dataclass(frozen=True)
+class BrowseFilter:
+    """Exact-value filters for browsing (None = any); ``locked`` applies to memories only."""
+
+    agent_id: str | None = None
+    project_id: str | None = None
+    channel: str | None = None
+    locked: bool | None = None
+    embedded: bool | None = None
+
+
+@dataclass(frozen=True)
 class Task:
     """One queued unit of work."""
 
@@ -293,6 +304,34 @@ class AdminQueries(Protocol):
         ...
 
 
+class BrowseQueries(Protocol):
+    """What a person browsing the store asks for (the ``cpersona ui`` pages)."""
+
+    def axes(self) -> list[Row]:
+        """Per (agent, project, channel): memories, episodes, embedded_memories, locked_memories."""
+        ...
+
+    def profile_counts(self) -> dict[str, int]:
+        """Profiles per agent."""
+        ...
+
+    def memories(self, f: BrowseFilter, offset: int, limit: int) -> tuple[list[Row], int]:
+        """One page of memories newest first, and how many match in all."""
+        ...
+
+    def episodes(self, f: BrowseFilter, offset: int, limit: int) -> tuple[list[Row], int]:
+        """One page of episodes newest first, and how many match in all."""
+        ...
+
+    def profiles(self, agent_id: str) -> list[Row]:
+        """Every profile of one agent, newest first."""
+        ...
+
+    def daily(self, agent_id: str | None) -> list[Row]:
+        """Per UTC day (oldest first): {day, stored, embedded} memories."""
+        ...
+
+
 class Session(Protocol):
     """One unit of work on the store (a transaction, a snapshot, or autocommit)."""
 
@@ -316,6 +355,9 @@ class Session(Protocol):
 
     @property
     def admin(self) -> AdminQueries: ...
+
+    @property
+    def browse(self) -> BrowseQueries: ...
 
 
 class Store(Protocol):

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cpersona.storage.admin import SqliteAdmin
+from cpersona.storage.browse import SqliteBrowse
 from cpersona.storage.db import Database
 from cpersona.storage.episodes import SqliteEpisodes
 from cpersona.storage.keyword import SqliteKeywordSearch
@@ -21,7 +22,7 @@ from cpersona.storage.vector_feed import SqliteVectorFeed
 class SqliteSession:
     """Every repository of the ``Session`` protocol, bound to one connection."""
 
-    __slots__ = ("conn", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "admin")
+    __slots__ = ("conn", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "admin", "browse")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -32,6 +33,7 @@ class SqliteSession:
         self.keyword = SqliteKeywordSearch(conn)
         self.vectors = SqliteVectorFeed(conn)
         self.admin = SqliteAdmin(conn)
+        self.browse = SqliteBrowse(conn)
 
 
 class SqliteStore:

@@ -1,0 +1,124 @@
+"""Browsing the store as a person would: agents and their axes, filtered pages, profiles, a timeline.
+
+Read-only and model-free; the ``cpersona ui`` pages are built on these. Axis
+filters here are exact values (the rows of one project or one channel), not
+recall's scopes (where project X also sees the global pool).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpersona.errors import InvalidInput
+from cpersona.limits import LIST_LIMIT_MAX
+from cpersona.storage.interface import BrowseFilter, Store
+from cpersona.validation import bounded_int, optional_str, required_str
+
+#: Deepest offset a page may start at (keeps OFFSET scans bounded).
+BROWSE_OFFSET_MAX = 10_000_000
+
+
+def _tristate(value: Any, name: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise InvalidInput(f"{name} must be true, false or null")
+
+
+class Browser:
+    """Read-only listings for people: what is stored, per agent, project and channel."""
+
+    def __init__(self, store: Store) -> None:
+        self.storage = store
+
+    def list_agents(self) -> dict[str, Any]:
+        """Every agent with its counts and its (project, channel) axes: ``{ok, agents, count}``."""
+        with self.storage.read() as session:
+            axes = session.browse.axes()
+            profiles = session.browse.profile_counts()
+        agents: dict[str, dict[str, Any]] = {}
+        for row in axes:
+            agent = agents.setdefault(
+                row["agent_id"],
+                {"agent_id": row["agent_id"], "memories": 0, "episodes": 0, "embedded_memories": 0,
+                 "locked_memories": 0, "profiles": profiles.get(row["agent_id"], 0), "axes": []},
+            )
+            for key in ("memories", "episodes", "embedded_memories", "locked_memories"):
+                agent[key] += row[key]
+            agent["axes"].append({k: row[k] for k in ("project_id", "channel", "memories", "episodes")})
+        for name, n in profiles.items():  # an agent may hold only a profile
+            agents.setdefault(
+                name,
+                {"agent_id": name, "memories": 0, "episodes": 0, "embedded_memories": 0, "locked_memories": 0,
+                 "profiles": n, "axes": []},
+            )
+        listed = [agents[k] for k in sorted(agents)]
+        return {"ok": True, "agents": listed, "count": len(listed)}
+
+    def _filter(
+        self, agent_id: Any, project_id: Any, channel: Any, embedded: Any, locked: Any = None
+    ) -> BrowseFilter:
+        return BrowseFilter(
+            agent_id=optional_str(agent_id, "agent_id"),
+            project_id=optional_str(project_id, "project_id"),
+            channel=optional_str(channel, "channel"),
+            embedded=_tristate(embedded, "embedded"),
+            locked=_tristate(locked, "locked"),
+        )
+
+    def browse_memories(
+        self,
+        agent_id: str | None = None,
+        *,
+        project_id: str | None = None,
+        channel: str | None = None,
+        locked: bool | None = None,
+        embedded: bool | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        """One page of memories newest first, filtered by exact axis values, lock and vector state.
+
+        Returns ``{ok, items, count, total, offset}``; ``None`` filters match anything.
+        """
+        where = self._filter(agent_id, project_id, channel, embedded, locked)
+        start = bounded_int(offset, "offset", 0, BROWSE_OFFSET_MAX)
+        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
+        with self.storage.read() as session:
+            items, total = session.browse.memories(where, start, n)
+        return {"ok": True, "items": items, "count": len(items), "total": total, "offset": start}
+
+    def browse_episodes(
+        self,
+        agent_id: str | None = None,
+        *,
+        project_id: str | None = None,
+        channel: str | None = None,
+        embedded: bool | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        """One page of episodes newest first: ``{ok, items, count, total, offset}``."""
+        where = self._filter(agent_id, project_id, channel, embedded)
+        start = bounded_int(offset, "offset", 0, BROWSE_OFFSET_MAX)
+        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
+        with self.storage.read() as session:
+            items, total = session.browse.episodes(where, start, n)
+        return {"ok": True, "items": items, "count": len(items), "total": total, "offset": start}
+
+    def list_profiles(self, agent_id: str) -> dict[str, Any]:
+        """Every profile of one agent (per project and user), newest first: ``{ok, agent_id, items, count}``."""
+        agent = required_str(agent_id, "agent_id")
+        items = self.storage.session().browse.profiles(agent)
+        return {"ok": True, "agent_id": agent, "items": items, "count": len(items)}
+
+    def memory_timeline(self, agent_id: str | None = None) -> dict[str, Any]:
+        """Memories stored per UTC day and how many hold a vector: ``{ok, agent_id, days, stored, embedded}``."""
+        agent = optional_str(agent_id, "agent_id")
+        days = self.storage.session().browse.daily(agent)
+        return {
+            "ok": True,
+            "agent_id": agent,
+            "days": days,
+            "stored": sum(d["stored"] for d in days),
+            "embedded": sum(d["embedded"] for d in days),
+        }

@@ -1,0 +1,346 @@
+"""The browser view's ASGI app (Starlette): routes, request parsing, and calls into ``Memory``.
+
+Every read and every change goes through the public ``Memory`` API (the same rules as the
+MCP tools: locked rows refuse edits, ownership is checked by agent). Pages are rendered on
+the server; ``static/`` holds one stylesheet and one small script. ``GuardMiddleware``
+(security.py) has already checked Host, Origin and authentication when a handler runs;
+handlers check the CSRF token of every POST and refuse changes under ``read_only``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import anyio
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from cpersona.errors import CPersonaError, DuplicateRow, LockedRow, NotFound, PersistencePaused
+from cpersona.memory import Memory
+from cpersona.ui import insight, pages
+from cpersona.ui.access import Action, grants_for_request
+from cpersona.ui.html import layout, url
+from cpersona.ui.security import Guard, GuardMiddleware
+
+_STATUS = {NotFound: 404, LockedRow: 409, DuplicateRow: 409, PersistencePaused: 503}
+_STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
+#: Headers on every page: no framing, no inline script, nothing loaded from elsewhere.
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "cache-control": "no-store",
+}
+
+
+class Forbidden(Exception):
+    """A request the view refuses (CSRF, read-only, grants): status and message."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+
+
+def _status(exc: CPersonaError) -> int:
+    return next((code for kind, code in _STATUS.items() if isinstance(exc, kind)), 400)
+
+
+def _opt(value: str | None) -> str | None:
+    return None if value is None or value == pages.ANY else value
+
+
+def _tri(value: str | None) -> bool | None:
+    return {"yes": True, "no": False}.get(value or "")
+
+
+def _int(value: str | None, default: int, low: int, high: int) -> int:
+    try:
+        return min(high, max(low, int(value or default)))
+    except ValueError:
+        return default
+
+
+class UiApp:
+    """Handlers bound to one ``Memory`` and the view's settings."""
+
+    def __init__(self, memory: Memory, guard: Guard, *, read_only: bool) -> None:
+        self.memory = memory
+        self.guard = guard
+        self.read_only = read_only
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _view(self, request: Request) -> pages.View:
+        return pages.View(csrf=request.state.csrf, read_only=self.read_only)
+
+    def _page(self, request: Request, title: str, body: str, active: str, status: int = 200) -> HTMLResponse:
+        html = layout(title, body, active=active, csrf=request.state.csrf, read_only=self.read_only,
+                      authenticated_by_login=self.guard.token is not None)
+        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+    def _error(self, request: Request, exc: CPersonaError | Forbidden, back: str | None = None) -> HTMLResponse:
+        code = exc.status if isinstance(exc, Forbidden) else _status(exc)
+        kind = getattr(exc, "code", "forbidden")
+        link = f'<p><a href="{pages.esc(back)}">Back</a></p>' if back else ""
+        body = pages.message_box(f"{exc} ({kind})") + link
+        return self._page(request, "Refused" if code in (401, 403) else "Not done", body, "", status=code)
+
+    def _allow(self, request: Request, action: Action, agent: str | None) -> None:
+        if not grants_for_request(request.state).allows(action, agent):
+            raise Forbidden(403, f"your grants do not allow {action} on {agent or 'the whole store'}")
+
+    async def _form(self, request: Request, *, change: bool = True) -> dict[str, str]:
+        """The urlencoded body after the CSRF check (and the read-only check for changes)."""
+        raw = (await request.body()).decode("utf-8", errors="replace")
+        form = {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
+        supplied = form.get("csrf") or request.headers.get("x-csrf-token", "")
+        if not self.guard.csrf_ok(request.state.sid, supplied):
+            raise Forbidden(403, "missing or wrong CSRF token: reload the page and try again")
+        if change and self.read_only:
+            raise Forbidden(403, "this view was started with --read-only: changes are refused")
+        return form
+
+    async def _run(self, fn: Callable[[], Any]) -> Any:
+        return await anyio.to_thread.run_sync(fn)
+
+    def _agents(self, request: Request) -> list[dict[str, Any]]:
+        grants = grants_for_request(request.state)
+        return [a for a in self.memory.list_agents()["agents"] if grants.allows("read", a["agent_id"])]
+
+    def _filters(self, request: Request) -> pages.Filters:
+        q = request.query_params
+        return pages.Filters(
+            agent=_opt(q.get("agent")), project=_opt(q.get("project")), channel=_opt(q.get("channel")),
+            locked=_tri(q.get("locked")), embedded=_tri(q.get("embedded")),
+            offset=_int(q.get("offset"), 0, 0, 10_000_000), size=_int(q.get("size"), 25, 1, 200),
+        )
+
+    # -- pages -------------------------------------------------------------------------------
+    def agents(self, request: Request) -> Response:
+        """GET /: every agent with counts and axes."""
+        return self._page(request, "Agents", pages.agents_page(self._agents(request)), "/")
+
+    def memories(self, request: Request) -> Response:
+        """GET /memories: filtered, paged, newest first."""
+        f = self._filters(request)
+        try:
+            self._allow(request, "read", f.agent)
+            result = self.memory.browse_memories(
+                f.agent, project_id=f.project, channel=f.channel, locked=f.locked, embedded=f.embedded,
+                offset=f.offset, limit=f.size,
+            )
+        except (CPersonaError, Forbidden) as exc:
+            return self._error(request, exc, "/")
+        body = pages.memories_page(result, f, self._agents(request), self._view(request))
+        done = pages.done_box(request.query_params.get("done"))
+        return self._page(request, "Memories", done + body, "/memories")
+
+    def _memory_row(self, agent: str, memory_id: str) -> dict[str, Any]:
+        found = self.memory.get_contents(agent, [f"mem:{memory_id}"])
+        if not found["items"]:
+            raise NotFound(f"no memory mem:{memory_id} for agent {agent!r}")
+        row: dict[str, Any] = found["items"][0]
+        return row
+
+    def memory_detail(self, request: Request) -> Response:
+        """GET /memory?agent=&id=: one memory in full, with the edit form."""
+        agent, mid = request.query_params.get("agent", ""), request.query_params.get("id", "")
+        try:
+            self._allow(request, "read", agent)
+            row = self._memory_row(agent, mid)
+        except (CPersonaError, Forbidden) as exc:
+            return self._error(request, exc, "/memories")
+        return self._page(request, f"Memory {row['ref']}", pages.memory_page(row, self._view(request)), "/memories")
+
+    def episodes(self, request: Request) -> Response:
+        """GET /episodes: filtered, paged, newest first."""
+        f = self._filters(request)
+        try:
+            self._allow(request, "read", f.agent)
+            result = self.memory.browse_episodes(
+                f.agent, project_id=f.project, channel=f.channel, embedded=f.embedded, offset=f.offset, limit=f.size
+            )
+        except (CPersonaError, Forbidden) as exc:
+            return self._error(request, exc, "/")
+        body = pages.episodes_page(result, f, self._agents(request), self._view(request))
+        done = pages.done_box(request.query_params.get("done"))
+        return self._page(request, "Episodes", done + body, "/episodes")
+
+    def profile(self, request: Request) -> Response:
+        """GET /profile?agent=: the agent's profiles."""
+        agent = request.query_params.get("agent", "")
+        try:
+            self._allow(request, "read", agent)
+            result = self.memory.list_profiles(agent)
+        except (CPersonaError, Forbidden) as exc:
+            return self._error(request, exc, "/")
+        return self._page(request, f"Profile of {agent}", pages.profiles_page(agent, result), "/")
+
+    def search(self, request: Request) -> Response:
+        """GET /search?q=&agent=: the real recall, best first, with match_reason."""
+        q = request.query_params
+        agent, query = _opt(q.get("agent")), q.get("q", "")
+        project, channel = q.get("project") or None, q.get("channel") or None
+        limit = _int(q.get("limit"), 10, 1, 100)
+        body = insight.search_form(self._agents(request), agent, query, project, channel, limit)
+        if "q" in q:
+            try:
+                self._allow(request, "read", agent)
+                result = self.memory.recall(agent, query, limit=limit, project_id=project, channel=channel,
+                                            record=False)
+            except (CPersonaError, Forbidden) as exc:
+                return self._error(request, exc, "/search")
+            body += insight.search_results(result, self._view(request))
+        return self._page(request, "Search", body, "/search")
+
+    def health(self, request: Request) -> Response:
+        """GET /health: verdict, findings, embeddings with the fix, queue, the store over time."""
+        try:
+            self._allow(request, "admin", None)
+            body = insight.health_page(self.memory.check_health(), self.memory.stats(), self.memory.memory_timeline())
+        except (CPersonaError, Forbidden) as exc:
+            return self._error(request, exc, "/")
+        return self._page(request, "Health", body, "/health")
+
+    # -- changes -----------------------------------------------------------------------------
+    async def _change(self, request: Request, kind: str) -> Response:
+        back = "/memories"
+        try:
+            form = await self._form(request)
+            agent, rid = form.get("agent", ""), form.get("id", "")
+            back = f"/memory?{_qs(agent=agent, id=rid)}" if kind != "delete_episode" else f"/episodes?{_qs(agent=agent)}"
+            self._allow(request, "write", agent)
+            return await self._run(lambda: self._apply(request, kind, form, agent, rid))
+        except (CPersonaError, Forbidden) as exc:
+            return self._error(request, exc, back)
+
+    def _apply(self, request: Request, kind: str, form: dict[str, str], agent: str, rid: str) -> Response:
+        view = self._view(request)
+        confirmed = form.get("confirmed") == "1"
+        key = {"agent": agent, "id": rid}
+        if kind == "lock":
+            self.memory.lock_memory(rid, agent_id=agent)
+        elif kind == "unlock":
+            self.memory.unlock_memory(rid, agent_id=agent)
+        elif kind == "edit":
+            content = form.get("content", "")
+            if not confirmed:
+                row = self._memory_row(agent, rid)
+                preview = (f'<h2>Before</h2><pre class="content">{pages.esc(row["content"])}</pre>'
+                           f'<h2>After</h2><pre class="content" data-testid="after">{pages.esc(content)}</pre>')
+                body = pages.confirm_page(f"Save this change to mem:{rid}?", preview, "/memory/edit",
+                                          {**key, "content": content}, view, url("/memory", **key))
+                return self._page(request, "Confirm edit", body, "/memories")
+            self.memory.update_memory(rid, content, agent_id=agent)
+        elif kind in ("delete", "delete_episode"):
+            episode = kind == "delete_episode"
+            if not confirmed:
+                if episode:
+                    items = self.memory.get_contents(agent, [f"ep:{rid}"])["items"]
+                    if not items:
+                        raise NotFound(f"no episode ep:{rid} for agent {agent!r}")
+                    text = items[0]["summary"]
+                else:
+                    text = self._memory_row(agent, rid)["content"]
+                ref = f"{'ep' if episode else 'mem'}:{rid}"
+                body = pages.confirm_page(
+                    f"Delete {ref} of {agent}? This cannot be undone.",
+                    f'<pre class="content">{pages.esc(text)}</pre>',
+                    "/episode/delete" if episode else "/memory/delete", key, view,
+                    url("/episodes", agent=agent) if episode else url("/memory", **key),
+                )
+                return self._page(request, "Confirm delete", body, "/episodes" if episode else "/memories")
+            if episode:
+                self.memory.delete_episode(rid, agent_id=agent)
+                return RedirectResponse(f"/episodes?{_qs(agent=agent, done=f'deleted ep:{rid}')}", status_code=303)
+            self.memory.delete_memory(rid, agent_id=agent)
+            return RedirectResponse(f"/memories?{_qs(agent=agent, done=f'deleted mem:{rid}')}", status_code=303)
+        return RedirectResponse(f"/memory?{_qs(**key)}", status_code=303)
+
+    async def delete_confirm(self, request: Request) -> Response:
+        """GET /memory/delete or /episode/delete: the confirmation page (nothing changes yet)."""
+        if self.read_only:
+            return self._error(request, Forbidden(403, "this view was started with --read-only"), "/")
+        episode = request.url.path.startswith("/episode")
+        agent, rid = request.query_params.get("agent", ""), request.query_params.get("id", "")
+        try:
+            self._allow(request, "write", agent)
+            return await self._run(lambda: self._apply(
+                request, "delete_episode" if episode else "delete", {}, agent, rid))
+        except (CPersonaError, Forbidden) as exc:
+            return self._error(request, exc, "/")
+
+    # -- login -------------------------------------------------------------------------------
+    def login_form(self, request: Request) -> Response:
+        """GET /login."""
+        return self._page(request, "Log in", pages.login_page(request.state.csrf, None), "")
+
+    async def login(self, request: Request) -> Response:
+        """POST /login: check the token, start an authenticated session."""
+        try:
+            form = await self._form(request, change=False)
+        except Forbidden as exc:
+            return self._error(request, exc, "/login")
+        if not self.guard.token_ok(form.get("token", "")):
+            body = pages.login_page(request.state.csrf, "wrong token")
+            return self._page(request, "Log in", body, "", status=401)
+        _, cookie = self.guard.new_cookie(True)  # a fresh session id: no fixation
+        response = RedirectResponse("/", status_code=303)
+        response.raw_headers.append((b"set-cookie", self.guard.cookie_header(cookie)))
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        """POST /logout: forget the session cookie."""
+        try:
+            await self._form(request, change=False)
+        except Forbidden as exc:
+            return self._error(request, exc, "/")
+        response = RedirectResponse("/login", status_code=303)
+        response.raw_headers.append((b"set-cookie", self.guard.cookie_header("", clear=True)))
+        return response
+
+    def static(self, request: Request) -> Response:
+        """GET /static/<name>: the packaged stylesheet and script."""
+        name = request.path_params["name"]
+        if name not in _STATIC:
+            return PlainTextResponse("not found", status_code=404)
+        text = resources.files("cpersona.ui").joinpath("static", name).read_text(encoding="utf-8")
+        return Response(text, media_type=_STATIC[name], headers={"x-content-type-options": "nosniff"})
+
+
+def _qs(**params: str) -> str:
+    return urlencode(params)
+
+
+def build_app(memory: Memory, guard: Guard, *, read_only: bool = False) -> Starlette:
+    """The view as an ASGI app (tests run it under uvicorn on 127.0.0.1)."""
+    ui = UiApp(memory, guard, read_only=read_only)
+
+    def change(kind: str) -> Callable[[Request], Any]:
+        async def handler(request: Request) -> Response:
+            return await ui._change(request, kind)
+
+        return handler
+
+    routes = [
+        Route("/", ui.agents), Route("/memories", ui.memories), Route("/memory", ui.memory_detail),
+        Route("/episodes", ui.episodes), Route("/profile", ui.profile), Route("/search", ui.search),
+        Route("/health", ui.health), Route("/login", ui.login_form, methods=["GET"]),
+        Route("/login", ui.login, methods=["POST"]), Route("/logout", ui.logout, methods=["POST"]),
+        Route("/static/{name}", ui.static),
+        Route("/memory/edit", change("edit"), methods=["POST"]),
+        Route("/memory/lock", change("lock"), methods=["POST"]),
+        Route("/memory/unlock", change("unlock"), methods=["POST"]),
+        Route("/memory/delete", ui.delete_confirm, methods=["GET"]),
+        Route("/memory/delete", change("delete"), methods=["POST"]),
+        Route("/episode/delete", ui.delete_confirm, methods=["GET"]),
+        Route("/episode/delete", change("delete_episode"), methods=["POST"]),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=guard)])

@@ -1,0 +1,213 @@
+"""The browser view's guard: Host / Origin checks, the token login, session cookies and CSRF tokens.
+
+Rules (docs/cli.md "cpersona ui", docs/decisions.md):
+
+- The Host header must name the address the view was started on or a loopback name, with
+  its port (DNS-rebinding defence). A request carrying an ``Origin`` (or ``Sec-Fetch-Site:
+  cross-site``) from anywhere else is refused on every method.
+- With ``CPERSONA_AUTH_TOKEN`` set every page needs the token: once through the login form
+  (which sets an HttpOnly SameSite=Strict session cookie) or on each request as
+  ``Authorization: Bearer <token>``. Binding beyond loopback without a token is refused.
+- Every state-changing request (POST) must carry the session's CSRF token (hidden ``csrf``
+  field or ``X-CSRF-Token`` header); the token is an HMAC of the session id, so it cannot be
+  forged without the process's secret and differs per session.
+
+The session cookie is ``<sid>.<authenticated 0|1>.<hmac>``, signed with a per-process random
+secret: restarting the view logs everyone out, and nothing is stored server-side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+COOKIE = "cpersona_ui"
+#: Paths reachable without logging in (the login form itself and its stylesheet).
+PUBLIC_PATHS = ("/login", "/static/ui.css")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and 'localhost'."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def ui_refusal(host: str, token: str | None) -> str | None:
+    """Why the view must not start on ``host``, or None when it may."""
+    if token is not None and len(token) < 16:
+        return "CPERSONA_AUTH_TOKEN must be at least 16 characters"
+    if not is_loopback(host) and token is None:
+        return (
+            f"refusing to serve the browser view on {host} (beyond loopback) without a token: set "
+            "CPERSONA_AUTH_TOKEN (people log in with it), or bind to 127.0.0.1"
+        )
+    return None
+
+
+@dataclass
+class Guard:
+    """Checks every request; signs and verifies session cookies and CSRF tokens."""
+
+    host: str
+    port: int
+    token: str | None
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+
+    # -- hosts and origins -----------------------------------------------------------------
+    def allowed_hosts(self) -> set[str]:
+        """Host header values accepted: the bind address and loopback names, with the port."""
+        names = {"127.0.0.1", "localhost", "[::1]"}
+        bind = self.host.strip("[]")
+        if bind not in ("0.0.0.0", "::", ""):
+            names.add(f"[{bind}]" if ":" in bind else bind)
+        return {f"{n}:{self.port}".lower() for n in names}
+
+    def host_ok(self, host_header: str) -> bool:
+        """The Host header names this server."""
+        return host_header.strip().lower() in self.allowed_hosts()
+
+    def origin_ok(self, origin: str) -> bool:
+        """An Origin header names this server (http only: the view serves no TLS)."""
+        parts = urlsplit(origin.strip())
+        return parts.scheme == "http" and parts.netloc.lower() in self.allowed_hosts() and not parts.path
+
+    # -- sessions --------------------------------------------------------------------------
+    def _mac(self, text: str) -> str:
+        return hmac.new(self.secret, text.encode(), hashlib.sha256).hexdigest()
+
+    def new_cookie(self, authenticated: bool) -> tuple[str, str]:
+        """A fresh session: (sid, cookie value)."""
+        sid = secrets.token_urlsafe(24)
+        body = f"{sid}.{1 if authenticated else 0}"
+        return sid, f"{body}.{self._mac('session:' + body)}"
+
+    def read_cookie(self, value: str) -> tuple[str, bool] | None:
+        """(sid, authenticated) from a cookie this process signed, else None."""
+        sid, _, rest = value.partition(".")
+        flag, _, mac = rest.partition(".")
+        body = f"{sid}.{flag}"
+        if not sid or flag not in ("0", "1") or not hmac.compare_digest(mac, self._mac("session:" + body)):
+            return None
+        return sid, flag == "1"
+
+    def csrf_token(self, sid: str) -> str:
+        """The CSRF token of one session."""
+        return self._mac("csrf:" + sid)
+
+    def csrf_ok(self, sid: str, supplied: str) -> bool:
+        """Constant-time check of a submitted CSRF token."""
+        return bool(supplied) and hmac.compare_digest(supplied.encode(), self.csrf_token(sid).encode())
+
+    def token_ok(self, supplied: str) -> bool:
+        """Constant-time check of the auth token (False when no token is configured)."""
+        return self.token is not None and hmac.compare_digest(supplied.encode(), self.token.encode())
+
+    @staticmethod
+    def cookie_header(value: str, *, clear: bool = False) -> bytes:
+        """Set-Cookie for the session (HttpOnly, SameSite=Strict, whole site)."""
+        age = "; Max-Age=0" if clear else ""
+        return f"{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict{age}".encode()
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or ()}
+
+
+def _cookie(headers: dict[str, str]) -> str:
+    for part in headers.get("cookie", "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE:
+            return value
+    return ""
+
+
+class GuardMiddleware:
+    """ASGI middleware applying ``Guard`` to every HTTP request.
+
+    On success the session id, whether the request is authenticated and its CSRF token
+    are put in ``scope['state']`` (``request.state.sid`` / ``.csrf`` in handlers); a
+    request without a valid cookie gets a fresh unauthenticated session cookie.
+    """
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        g = self.guard
+        if not g.host_ok(headers.get("host", "")):
+            await _plain(send, 403, "forbidden: unexpected Host header")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not g.origin_ok(origin):
+            await _plain(send, 403, "forbidden: cross-origin request")
+            return
+        if headers.get("sec-fetch-site") == "cross-site":
+            await _plain(send, 403, "forbidden: cross-site request")
+            return
+        session = g.read_cookie(_cookie(headers))
+        set_cookie: bytes | None = None
+        if session is None:
+            sid, value = g.new_cookie(False)
+            session = (sid, False)
+            set_cookie = g.cookie_header(value)
+        sid, authenticated = session
+        bearer = headers.get("authorization", "")
+        if bearer.startswith("Bearer ") and g.token_ok(bearer[7:].strip()):
+            authenticated = True
+        if g.token is None:
+            authenticated = True  # loopback without a token: the bind address is the boundary
+        state = scope.setdefault("state", {})
+        state.update(sid=sid, authenticated=authenticated, csrf=g.csrf_token(sid), guard=g)
+        if not authenticated and scope.get("path") not in PUBLIC_PATHS:
+            if scope.get("method") == "GET":
+                await _redirect(send, "/login", set_cookie)
+            else:
+                await _plain(send, 401, "unauthorized: log in or send 'Authorization: Bearer <token>'", set_cookie)
+            return
+
+        async def send_with_cookie(message: Message) -> None:
+            if set_cookie is not None and message.get("type") == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"set-cookie", set_cookie)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+
+async def _plain(send: Send, status: int, text: str, cookie: bytes | None = None) -> None:
+    body = text.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    if cookie is not None:
+        headers.append((b"set-cookie", cookie))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _redirect(send: Send, location: str, cookie: bytes | None) -> None:
+    headers = [(b"location", location.encode()), (b"content-length", b"0")]
+    if cookie is not None:
+        headers.append((b"set-cookie", cookie))
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
