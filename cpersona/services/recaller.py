@@ -49,6 +49,14 @@ class Recaller:
                 self._indexes[table] = index
             return index
 
+    def synced_index(self, table: str) -> VectorIndex | None:
+        """The active model's index of ``table`` ('memories' / 'episodes'), brought up to date; None without a model."""
+        index = self._index(table)
+        if index is not None:
+            with self.store.read() as session:
+                index.sync(session.vectors)
+        return index
+
     def recall(
         self,
         agent_id: str | None,
@@ -80,6 +88,8 @@ class Recaller:
         if advisory is not None:
             response["advisory"] = advisory
         if request.limit == 0:
+            response["gate"] = {"kind": "off", "level": None, "beta": None, "threshold": None, "top_cosine": None,
+                                "passed": True, "keyed_on": None, "reason": "limit 0: nothing to gate"}
             return response
         now = utc_now()
         with self.store.read() as session:
@@ -103,6 +113,7 @@ class Recaller:
             results=rows,
             count=len(rows),
             search={"vector": outcome.vector_used, "keyword": outcome.keyword_method},
+            gate=outcome.gate,
         )
         return response
 
