@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _proto_calibration import Calibration, calibrate
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
-from _proto_calibration import Calibration, calibrate
 from cpersona.retrieval.match_query import _CJK, _TOKEN, STOPWORDS, QueryTerms, _cjk_pieces, _stem
 from cpersona.storage.keyword import SqliteKeywordSearch
 from cpersona.storage.scope import Scope

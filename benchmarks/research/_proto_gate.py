@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from _proto_calibration import Calibration
+
 from cpersona.retrieval.match_query import _TOKEN, STOPWORDS, _stem
 
 KAPPA = {"strict": 0.75, "balanced": 0.6, "lenient": 0.45}

@@ -152,7 +152,7 @@ class Recaller:
             exclude_contents=[e["content"] for e in entries if e["content"].strip()],
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
-        response = {"ok": True, **merged, "count": len(merged["items"]), "mode": recalled["mode"]}
+        response = {"ok": True, **merged, "count": len(merged["items"]), "mode": recalled["mode"], "gate": recalled["gate"]}
         if "advisory" in recalled:
             response["advisory"] = recalled["advisory"]
         return response
