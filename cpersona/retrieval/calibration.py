@@ -9,8 +9,9 @@ Two calibrations, both from the agent's own data, no labels:
   the null. Reported and persisted; it does not set the recall gate, because rows of one agent share a
   template (dates, speaker names) that lifts every row-row cosine while a question shares none of it
   (docs/research/retrieval-quality.md §2).
-- **Probe questions (the query gate).** ``probes.txt`` holds short everyday questions about unrelated
-  topics. Each is embedded as a query and its best cosine in the agent's corpus recorded: that is what a
+- **Probe questions (the query gate).** ``probes.txt`` holds questions of the kind an agent asks its
+  memory (people, plans, work, places) about invented people and things, plus a few everyday ones:
+  questions no corpus answers. Each is embedded as a query and its best cosine in the agent's corpus recorded: that is what a
   question about "something else" reaches here, on the very scale the gate compares a real query's top
   cosine against. The gate threshold is a percentile of that distribution chosen by the precision.
 
@@ -35,8 +36,8 @@ BETA = {"strict": 2.0, "balanced": 1.0, "lenient": 0.5}
 #: Row-pair vector threshold: default null percentile and z per level.
 ROW_PERCENTILE = {"strict": 99.0, "balanced": 95.0, "lenient": 90.0}
 ROW_Z = {"strict": 3.0, "balanced": 2.0, "lenient": 1.5}
-#: Query gate: default z per level on the probe distribution (μ + zσ ≈ p90 / p75 / p50 of a normal).
-GATE_Z = {"strict": 1.28, "balanced": 0.67, "lenient": 0.0}
+#: Query gate: default z per level on the probe distribution (μ + zσ ≈ p95 / p90 / p75 of a normal).
+GATE_Z = {"strict": 1.645, "balanced": 1.28, "lenient": 0.67}
 #: Adjacent same-session rows must lie within this many seconds of each other.
 SESSION_GAP_SECONDS = 3600.0
 #: Fewer adjacent pairs than this and positives fall back to nearest neighbours.
@@ -62,13 +63,13 @@ def level_for_beta(beta: float) -> str:
 
 
 def gate_percentile(beta: float) -> float:
-    """The probe percentile the query gate cuts at for ``beta``: 90 / 75 / 50 at β = 2 / 1 / 0.5.
+    """The probe percentile the query gate cuts at for ``beta``: 95 / 90 / 75 at β = 2 / 1 / 0.5.
 
-    Piecewise linear in log2 β (75 + 15·log2 β above 1, 75 + 25·log2 β below), clamped to 1..99, so a
-    raw β between the levels lands between their operating points.
+    Piecewise linear in log2 β (90 + 5·log2 β above 1, 90 + 15·log2 β below), clamped to 1..99, so a
+    raw β between the levels lands between their operating points. Measured in docs/retrieval.md.
     """
     step = math.log2(beta)
-    q = 75.0 + (15.0 if step >= 0 else 25.0) * step
+    q = 90.0 + (5.0 if step >= 0 else 15.0) * step
     return min(99.0, max(1.0, q))
 
 

@@ -79,7 +79,7 @@ def test_gate_thresholds_order_strict_balanced_lenient() -> None:
     tops = np.linspace(0.1, 0.5, 80)
     cuts = [cal.gate_threshold(tops, "separation", cal.BETA[level], level) for level in cal.LEVELS]
     assert cuts == sorted(cuts, reverse=True) and cuts[0] > cuts[2]
-    assert cuts[1] == pytest.approx(np.percentile(tops, 75))
+    assert cuts[1] == pytest.approx(np.percentile(tops, 90))
     assert cal.gate_threshold(tops, "percentile", 1.0, "balanced", percentile=10) == pytest.approx(
         np.percentile(tops, 10)
     )
@@ -103,6 +103,7 @@ def test_bad_beta_is_refused(bad: Any) -> None:
 def test_the_probe_set_ships_with_the_package() -> None:
     probes = cal.probe_questions()
     assert 60 <= len(probes) <= 100 and all(p.endswith("?") for p in probes)
+    assert cal.gate_percentile(2.0) == 95 and cal.gate_percentile(1.0) == 90 and cal.gate_percentile(0.5) == 75
 
 
 @pytest.mark.parametrize(
