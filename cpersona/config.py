@@ -105,7 +105,7 @@ class Settings:
     episode_decay_floor: float = 0.5  # CPERSONA_EPISODE_DECAY_FLOOR
     recent_recall_window_min: float = 5.0  # CPERSONA_RECENT_RECALL_WINDOW_MIN
     recent_recall_penalty: float = 0.7  # CPERSONA_RECENT_RECALL_PENALTY
-    fused_gate_enabled: bool = True  # CPERSONA_FUSED_GATE_ENABLED (gate arrives with calibration)
+    fused_gate_enabled: bool = True  # CPERSONA_FUSED_GATE_ENABLED: the per-query quality gate
     confidence_enabled: bool = False  # CPERSONA_CONFIDENCE_ENABLED
     autocut_min_results: int = 3  # CPERSONA_AUTOCUT_MIN_RESULTS
     recall_preview_chars: int = 500  # CPERSONA_RECALL_PREVIEW_CHARS

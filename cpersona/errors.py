@@ -67,3 +67,9 @@ class PersistencePaused(CPersonaError):
     def details(self) -> dict[str, object]:
         """A paused write says ``persisted: false`` like a paused ``store`` does."""
         return {"persisted": False}
+
+
+class CalibrationUnavailable(CPersonaError):
+    """Calibration cannot run now: no embedding model is ready, or the agent has too few rows with vectors."""
+
+    code = "calibration_unavailable"

@@ -26,6 +26,7 @@ from cpersona.retrieval.pipeline import RecallPipeline
 from cpersona.services.admin import Admin
 from cpersona.services.backfill import BackfillWorker
 from cpersona.services.browser import Browser
+from cpersona.services.calibration import Calibrator
 from cpersona.services.maintenance import Maintenance
 from cpersona.services.reader import Reader
 from cpersona.services.recaller import Recaller
@@ -87,8 +88,16 @@ class Memory:
         self.writer = Writer(self.storage, self.settings, self.embeddings, self.health, self.worker.wake)
         self.reader = Reader(self.storage)
         self.browser = Browser(self.storage)
-        self.recaller = Recaller(self.storage, self.embeddings, self.health, RecallPipeline(self.settings))
-        self.admin = Admin(self.storage, self.settings, self.embeddings, self.health, self.worker)
+        self.calibration = Calibrator(
+            self.storage, self.settings, self.embeddings, indexes=lambda table: self.recaller.synced_index(table)
+        )
+        self.recaller = Recaller(
+            self.storage, self.embeddings, self.health, RecallPipeline(self.settings, gate=self.calibration.gate())
+        )
+        self.admin = Admin(
+            self.storage, self.settings, self.embeddings, self.health, self.worker,
+            discard_calibration=self.calibration.discard,
+        )
         self.maintenance = Maintenance(
             self.storage.maintenance_db(), self.settings, self.embeddings, self.health, self.worker.wake
         )
@@ -100,6 +109,7 @@ class Memory:
             wake=self.worker.wake,
         )
         self.embeddings.on_ready(self.admin.on_model_ready)
+        self.embeddings.on_ready(self.calibration.on_model_ready)
         if start_background:
             self.worker.start()
             self.embeddings.start()
@@ -108,6 +118,7 @@ class Memory:
     def close(self) -> None:
         """Stop background work and close connections."""
         self.worker.stop()
+        self.calibration.stop()
         self.embeddings.stop()
         self.storage.close()
 
@@ -162,6 +173,11 @@ class Memory:
     reembed = _via("admin", Admin.reembed)
     check_health = _via("maintenance", Maintenance.check_health)
     deep_check = _via("maintenance", Maintenance.deep_check)
+
+    # -- retrieval quality -----------------------------------------------------------------
+    calibrate_threshold = _via("calibration", Calibrator.calibrate_threshold)
+    set_recall_precision = _via("calibration", Calibrator.set_recall_precision)
+    get_recall_precision = _via("calibration", Calibrator.get_recall_precision)
 
     # -- portability -------------------------------------------------------------------
     export_memories = _via("portability", Portability.export_memories)

@@ -20,11 +20,17 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 class MatchReason(TypedDict):
     """Why a scored row was returned (only rows recall ranked carry it)."""
 
-    signal: Annotated[str, "What ranking keyed on: rrf, rsf or cascade."]
+    signal: Annotated[
+        str, "What ranking keyed on (priority confidence > rsf > cosine > rrf): confidence, rsf, cosine (a list "
+        "ranked by cosine alone), rrf or cascade."
+    ]
     score: Annotated[float, "The final score rows are ordered by (after penalties), rounded to 6 places."]
+    confidence: NotRequired[Annotated[float, "Confidence before penalties (CPERSONA_CONFIDENCE_ENABLED)."]]
     cosine: NotRequired[Annotated[float, "Cosine similarity to the query (the vector channel found the row)."]]
     rrf: NotRequired[Annotated[float, "Reciprocal-rank-fusion score before penalties."]]
     rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties."]]
+    gate: NotRequired[Annotated[str, "'exact_match': the row holds an identifier-like query token or the whole "
+                                     "query verbatim, so the gate never cuts it."]]
 
 
 class MemoryRow(TypedDict):
@@ -48,6 +54,8 @@ class MemoryRow(TypedDict):
     embedded: Annotated[bool, "A vector is stored for it."]
     embedding_model: Annotated[str | None, "The model the stored vector came from."]
     match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
+    gate_fallback: NotRequired[Annotated[Literal[True], "Below the gate, returned as a lexical match because "
+                                         "every row was below it (only with confidence scoring on)."]]
 
 
 class EpisodeRow(TypedDict):
@@ -69,6 +77,8 @@ class EpisodeRow(TypedDict):
     embedded: Annotated[bool, "A vector is stored for it."]
     embedding_model: Annotated[str | None, "The model the stored vector came from."]
     match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
+    gate_fallback: NotRequired[Annotated[Literal[True], "Below the gate, returned as a lexical match because "
+                                         "every row was below it (only with confidence scoring on)."]]
 
 
 class ProfileRow(TypedDict):
@@ -151,6 +161,23 @@ class Advisory(TypedDict):
     reminder: NotRequired[Annotated[str, "Short text on later recalls of the same outage."]]
 
 
+class RecallGate(TypedDict):
+    """Which quality gate was in force for a recall, and its verdict (docs/retrieval.md)."""
+
+    kind: Annotated[str, "'calibrated' (this agent's corpus), 'heuristic' (uncalibrated or stale: a fixed low "
+                         "floor) or 'off' (disabled, keyword-only recall, empty query, limit 0)."]
+    level: Annotated[str | None, "Precision level: strict, balanced or lenient (null when off)."]
+    beta: Annotated[float | None, "Effective β (null when off)."]
+    threshold: Annotated[float | None, "The cut on the cosine scale (null when off)."]
+    top_cosine: Annotated[float | None, "The query's best cosine in scope (null without a query vector)."]
+    passed: Annotated[bool, "The query passed (false: only exact lexical matches or fallbacks were kept)."]
+    keyed_on: Annotated[str | None, "'top_cosine' (per query) or 'confidence' (per row); null when off."]
+    reason: NotRequired[Annotated[str, "Why the gate is off or heuristic."]]
+    stale: NotRequired[Annotated[bool, "The stored calibration is for another model/dimension/scoring version."]]
+    cut: NotRequired[Annotated[int, "Candidate rows the gate removed."]]
+    autocut: NotRequired[Annotated[int, "Rows removed by largest-gap autocut (similarity-scale lists only)."]]
+
+
 class RecallResult(TypedDict):
     """recall: rows ordered worst to best; the LAST element is the best match."""
 
@@ -159,6 +186,7 @@ class RecallResult(TypedDict):
     count: Annotated[int, "len(results)."]
     mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
     search: NotRequired[Annotated[RecallSearch, "Channels used (absent when limit is 0)."]]
+    gate: Annotated[RecallGate, "Which quality gate was in force and whether the query passed."]
     advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
 
 
@@ -202,6 +230,7 @@ class RecallWithContextResult(TypedDict):
     count: Annotated[int, "len(items)."]
     mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
     context_filter_only: NotRequired[Annotated[list[str], "Roles that only filtered (not merged)."]]
+    gate: Annotated[RecallGate, "The recall's quality gate (as in recall)."]
     advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
 
 
@@ -331,6 +360,7 @@ class DeleteAgentDataResult(TypedDict):
     ok: Annotated[Literal[True], "Success."]
     agent_id: Annotated[str, "The agent erased."]
     deleted: Annotated[TableCounts, "Rows deleted per table."]
+    calibration_discarded: Annotated[bool, "The agent had a calibration or precision setting, now removed."]
 
 
 # -- health and administration -------------------------------------------------------------------------
@@ -585,6 +615,104 @@ class MemoryTimelineResult(TypedDict):
     stored: Annotated[int, "Sum of stored."]
     embedded: Annotated[int, "Sum of embedded."]
 
+# -- retrieval quality ------------------------------------------------------------------------------------
+
+
+class VectorCalibration(TypedDict):
+    """The row-pair calibration: random pairs (null) against adjacent same-session pairs (positives)."""
+
+    threshold: Annotated[float, "The vector threshold the method chose (reported; the gate uses the probes)."]
+    null_mean: Annotated[float, "Mean cosine of random row pairs."]
+    null_sd: Annotated[float, "Their standard deviation."]
+    positive_mean: Annotated[float, "Mean cosine of the positive pairs."]
+    positive_sd: Annotated[float, "Their standard deviation."]
+    null_pairs: Annotated[int, "Random pairs sampled."]
+    positive_pairs: Annotated[int, "Positive pairs used."]
+    positive_source: Annotated[str, "'adjacent' (same session) or 'nearest' (nearest-neighbour fallback)."]
+
+
+class GateCalibration(TypedDict):
+    """The query gate's calibration from the probe questions."""
+
+    enabled: Annotated[bool, "CPERSONA_FUSED_GATE_ENABLED."]
+    kind: NotRequired[Annotated[str, "'query_top_cosine'."]]
+    probes: NotRequired[Annotated[int, "Probe questions embedded."]]
+    threshold: NotRequired[Annotated[float, "The gate's top-cosine cut at the agent's effective precision."]]
+    thresholds: NotRequired[Annotated[dict[str, float], "The cut at strict, balanced and lenient."]]
+    probe_top_cosine: NotRequired[Annotated[dict[str, float], "p50 / p75 / p90 of the probes' top cosines."]]
+
+
+class Fingerprint(TypedDict):
+    """What a calibration is valid for; a change triggers background recalibration."""
+
+    scoring_version: Annotated[int, "Version of the gate's scoring."]
+    model_id: Annotated[str, "Embedding model id."]
+    dimension: Annotated[int, "Vector dimension."]
+
+
+class PrecisionSetting(TypedDict):
+    """An agent's effective precision."""
+
+    level: Annotated[str, "strict, balanced or lenient."]
+    beta: Annotated[float, "Effective β."]
+    overridden: Annotated[bool, "Set for this agent (else the global CPERSONA_RECALL_PRECISION)."]
+
+
+class CalibrateThresholdResult(TypedDict):
+    """calibrate_threshold: the agent's thresholds, persisted to the sidecar."""
+
+    ok: Annotated[Literal[True], "Success."]
+    agent_id: Annotated[str, "The agent calibrated."]
+    method: Annotated[str, "separation, percentile or zscore."]
+    sample_size: Annotated[int, "Random pairs sampled."]
+    rows: Annotated[int, "The agent's memories with vectors of the active model."]
+    vector: Annotated[VectorCalibration, "Row-pair calibration."]
+    gate: Annotated[GateCalibration, "Query-gate calibration (probes)."]
+    precision: Annotated[PrecisionSetting, "The precision the thresholds were computed for."]
+    fingerprint: Annotated[Fingerprint, "Scoring version, model id, dimension."]
+    created_at: Annotated[str, "When (UTC ISO-8601)."]
+    sidecar: Annotated[str, "Path of <db>.calibration.json."]
+
+
+class GlobalPrecision(TypedDict):
+    """CPERSONA_RECALL_PRECISION."""
+
+    level: Annotated[str, "strict, balanced or lenient."]
+    beta: Annotated[float, "Its β."]
+
+
+class CalibrationState(TypedDict):
+    """What recall would use for the agent now."""
+
+    calibrated: Annotated[bool, "A calibration is stored."]
+    gate: Annotated[str, "calibrated, heuristic or off."]
+    threshold: NotRequired[Annotated[float, "The gate's cut now (absent when off)."]]
+    stale: NotRequired[Annotated[bool, "The stored calibration is for another fingerprint (recalibration pending)."]]
+    fingerprint: NotRequired[Annotated[Fingerprint, "Of the stored calibration."]]
+    created_at: NotRequired[Annotated[str | None, "When it was made."]]
+    method: NotRequired[Annotated[str | None, "Its method."]]
+    rows: NotRequired[Annotated[int | None, "Rows it saw."]]
+
+
+# Functional form: the key "global" is a Python keyword.
+RecallPrecisionResult = TypedDict(
+    "RecallPrecisionResult",
+    {
+        "ok": Annotated[Literal[True], "Success."],
+        "agent_id": Annotated[str, "The agent."],
+        "level": Annotated[str, "Effective level."],
+        "beta": Annotated[float, "Effective β (a raw β when one was set)."],
+        "overridden": Annotated[bool, "Set for this agent (else the global one applies)."],
+        "global": Annotated[GlobalPrecision, "CPERSONA_RECALL_PRECISION and its β."],
+        "calibration": Annotated[CalibrationState, "The agent's calibration state."],
+        "recalibrated": NotRequired[Annotated[bool, "set_recall_precision: the thresholds were recomputed now."]],
+        "note": NotRequired[
+            Annotated[str, "set_recall_precision: why it was not recalibrated (no model, too few rows)."]
+        ],
+    },
+)
+RecallPrecisionResult.__doc__ = "get_recall_precision / set_recall_precision: the agent's effective precision."
+
 
 #: Every public ``Memory`` method that returns a result dict, with the shapes it may return.
 METHOD_RESULTS: dict[str, tuple[type, ...]] = {
@@ -618,6 +746,9 @@ METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "import_memories": (ImportResult,),
     "merge_memories": (MergeResult,),
     "migrate_channel_axis": (MigrateChannelAxisResult,),
+    "calibrate_threshold": (CalibrateThresholdResult,),
+    "set_recall_precision": (RecallPrecisionResult,),
+    "get_recall_precision": (RecallPrecisionResult,),
 }
 
 #: Row shapes, documented before the results.

@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _proto_calibration import Calibration, calibrate
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
-from cpersona.retrieval.calibration import Calibration, calibrate
 from cpersona.retrieval.match_query import _CJK, _TOKEN, STOPWORDS, QueryTerms, _cjk_pieces, _stem
 from cpersona.storage.keyword import SqliteKeywordSearch
 from cpersona.storage.scope import Scope
@@ -373,7 +373,7 @@ class Lab:
 
     def ranked(self, corpus: Corpus, q: Question, cfg: Config) -> tuple[list[int], dict[str, Any]]:
         """Top-``LIMIT`` row ids after fusion and gate, and the gate's evidence."""
-        from cpersona.retrieval.gate import GateInput, apply_gate
+        from _proto_gate import GateInput, apply_gate
 
         channels = self.retriever.channels(corpus, q, cfg)
         fused = fuse(cfg, channels, corpus.calibration)[:LIMIT]

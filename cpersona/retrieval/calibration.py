@@ -1,97 +1,154 @@
-"""Label-free calibration of the cosine scale of one agent's corpus (PROTOTYPE, issue 8 research).
+"""Label-free calibration of one agent's corpus (SPEC §5 ``calibrate_threshold``, §6; docs/retrieval.md).
 
-Two populations drawn from the agent's own rows, no labels needed:
-- null: cosines of random pairs of rows (almost always unrelated);
-- positives: cosines of temporally adjacent rows of the same session (usually about the same thing),
-  falling back to each sampled row's nearest neighbour when the corpus has too few such pairs.
+Two calibrations, both from the agent's own data, no labels:
 
-A threshold is then chosen on the cosine scale by one of three methods:
-- ``separation``: maximise sensitivity(t) + β·specificity(t) (β = 2.0 / 1.0 / 0.5 for strict / balanced /
-  lenient), where sensitivity = P(positive ≥ t) and specificity = P(null < t);
-- ``percentile``: the p-th percentile of the null (99 / 95 / 90);
-- ``zscore``: null mean + z·null sd (3.0 / 2.0 / 1.5).
-The statistics are per model by construction: a stronger model gets its own null and positives.
-No SQL here; the caller passes vectors (L2-normalised, rows in id order) and each row's session key.
+- **Row pairs (the vector threshold).** null = cosines of random pairs of rows; positives = cosines of
+  temporally adjacent rows of the same session (same project and channel, timestamps within
+  ``SESSION_GAP_SECONDS``), or each sampled row's nearest neighbour when there are too few such pairs.
+  ``separation`` picks the cut maximising sensitivity + β·specificity; ``percentile`` and ``zscore`` cut
+  the null. Reported and persisted; it does not set the recall gate, because rows of one agent share a
+  template (dates, speaker names) that lifts every row-row cosine while a question shares none of it
+  (docs/research/retrieval-quality.md §2).
+- **Probe questions (the query gate).** ``probes.txt`` holds questions of the kind an agent asks its
+  memory (people, plans, work, places) about invented people and things, plus a few everyday ones:
+  questions no corpus answers. Each is embedded as a query and its best cosine in the agent's corpus recorded: that is what a
+  question about "something else" reaches here, on the very scale the gate compares a real query's top
+  cosine against. The gate threshold is a percentile of that distribution chosen by the precision.
+
+No SQL and no model here: callers pass vectors (L2-normalised) and session keys.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 
+from cpersona.errors import InvalidInput
+from cpersona.text import parse_ts
+
+LEVELS = ("strict", "balanced", "lenient")
+METHODS = ("separation", "percentile", "zscore")
+#: β of sensitivity + β·specificity per precision level (SPEC §5).
 BETA = {"strict": 2.0, "balanced": 1.0, "lenient": 0.5}
-PERCENTILE = {"strict": 99.0, "balanced": 95.0, "lenient": 90.0}
-Z_FACTOR = {"strict": 3.0, "balanced": 2.0, "lenient": 1.5}
+#: Row-pair vector threshold: default null percentile and z per level.
+ROW_PERCENTILE = {"strict": 99.0, "balanced": 95.0, "lenient": 90.0}
+ROW_Z = {"strict": 3.0, "balanced": 2.0, "lenient": 1.5}
+#: Query gate: default z per level on the probe distribution (μ + zσ ≈ p95 / p90 / p75 of a normal).
+GATE_Z = {"strict": 1.645, "balanced": 1.28, "lenient": 0.67}
+#: Adjacent same-session rows must lie within this many seconds of each other.
+SESSION_GAP_SECONDS = 3600.0
+#: Fewer adjacent pairs than this and positives fall back to nearest neighbours.
 MIN_ADJACENT_PAIRS = 30
+#: Calibration needs at least this many rows with vectors of the active model.
+MIN_ROWS = 10
+DEFAULT_SAMPLE_SIZE = 2000
+MAX_SAMPLE_SIZE = 100_000
+#: Bump when what the gate compares (or how its threshold is derived) changes: stored calibrations
+#: then no longer match and are redone in the background.
+SCORING_VERSION = 1
+
+
+def probe_questions() -> list[str]:
+    """The shipped probe set (cpersona/retrieval/probes.txt), comments and blank lines dropped."""
+    text = resources.files("cpersona.retrieval").joinpath("probes.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def level_for_beta(beta: float) -> str:
+    """The named level nearest to ``beta`` on a log scale (what a raw β is reported as)."""
+    return min(LEVELS, key=lambda level: abs(math.log2(beta) - math.log2(BETA[level])))
+
+
+def gate_percentile(beta: float) -> float:
+    """The probe percentile the query gate cuts at for ``beta``: 95 / 90 / 75 at β = 2 / 1 / 0.5.
+
+    Piecewise linear in log2 β (90 + 5·log2 β above 1, 90 + 15·log2 β below), clamped to 1..99, so a
+    raw β between the levels lands between their operating points. Measured in docs/retrieval.md.
+    """
+    step = math.log2(beta)
+    q = 90.0 + (5.0 if step >= 0 else 15.0) * step
+    return min(99.0, max(1.0, q))
+
+
+def validate_beta(beta: object) -> float:
+    """A raw β: a finite number in 0.05..20 (outside that the objective is all one term)."""
+    if isinstance(beta, bool) or not isinstance(beta, int | float) or not math.isfinite(beta):
+        raise InvalidInput("beta must be a number")
+    if not 0.05 <= float(beta) <= 20.0:
+        raise InvalidInput(f"beta must be between 0.05 and 20, got {beta}")
+    return float(beta)
 
 
 @dataclass(frozen=True)
-class Calibration:
-    """Summary of the two populations; ``threshold`` turns it into a cosine cut."""
+class RowPairs:
+    """Sorted null and positive cosine samples of one agent's rows."""
 
-    null: np.ndarray  # sorted sample of null cosines
-    positives: np.ndarray  # sorted sample of positive cosines
+    null: np.ndarray
+    positives: np.ndarray
     positive_source: str  # "adjacent" | "nearest"
-    centre: np.ndarray | None = None  # corpus mean vector; cosines are measured after removing it
-
-    def centred(self, vectors: np.ndarray) -> np.ndarray:
-        """``vectors`` (one or many) minus the corpus mean, re-normalised: the scale the thresholds are on."""
-        if self.centre is None:
-            return vectors
-        shifted = vectors - self.centre
-        norms = np.linalg.norm(shifted, axis=-1, keepdims=True)
-        return shifted / np.where(norms > 0, norms, 1.0)
-
-    @property
-    def null_mean(self) -> float:
-        return float(self.null.mean())
-
-    @property
-    def null_sd(self) -> float:
-        return float(self.null.std()) or 1e-6
 
     def threshold(
-        self, method: str = "separation", precision: str = "balanced", *, beta: float | None = None,
-        percentile: float | None = None, z_factor: float | None = None,
+        self, method: str, beta: float, level: str, *, percentile: float | None = None, z_factor: float | None = None
     ) -> float:
-        """The cosine threshold for ``method`` at ``precision`` (explicit beta/percentile/z override it)."""
+        """The cosine cut for ``method`` (explicit ``percentile`` / ``z_factor`` override the level's)."""
         if method == "percentile":
-            return float(np.percentile(self.null, percentile if percentile is not None else PERCENTILE[precision]))
+            return float(np.percentile(self.null, percentile if percentile is not None else ROW_PERCENTILE[level]))
         if method == "zscore":
-            z = z_factor if z_factor is not None else Z_FACTOR[precision]
-            return self.null_mean + z * self.null_sd
-        if method != "separation":
-            raise ValueError(f"unknown calibration method {method!r}")
-        b = beta if beta is not None else BETA[precision]
-        candidates = np.unique(np.concatenate([self.null, self.positives]))
-        sens = 1.0 - np.searchsorted(self.positives, candidates, side="left") / self.positives.size
-        spec = np.searchsorted(self.null, candidates, side="left") / self.null.size
-        objective = sens + b * spec
-        return float(candidates[int(np.argmax(objective))])
+            z = z_factor if z_factor is not None else ROW_Z[level]
+            return float(self.null.mean() + z * self.null.std())
+        return separation_threshold(self.null, self.positives, beta)
 
-    def z(self, cosine: float) -> float:
-        """How many null standard deviations ``cosine`` lies above the null mean."""
-        return (cosine - self.null_mean) / self.null_sd
+    def summary(self) -> dict[str, float | int | str]:
+        """Means, spreads and sizes (what the sidecar keeps)."""
+        return {
+            "null_mean": round(float(self.null.mean()), 6),
+            "null_sd": round(float(self.null.std()), 6),
+            "positive_mean": round(float(self.positives.mean()), 6),
+            "positive_sd": round(float(self.positives.std()), 6),
+            "null_pairs": int(self.null.size),
+            "positive_pairs": int(self.positives.size),
+            "positive_source": self.positive_source,
+        }
 
 
-def calibrate(
-    vectors: np.ndarray, sessions: np.ndarray, sample_size: int = 2000, seed: int = 0, *, centre: bool = True
-) -> Calibration:
-    """Null and positive samples from one agent's rows (``sessions[i]`` = row i's session key, id order).
+def separation_threshold(null: np.ndarray, positives: np.ndarray, beta: float) -> float:
+    """The cut t maximising P(positive ≥ t) + β·P(null < t) over every observed value (ties: lowest t)."""
+    null = np.sort(null)
+    positives = np.sort(positives)
+    candidates = np.unique(np.concatenate([null, positives]))
+    sensitivity = 1.0 - np.searchsorted(positives, candidates, side="left") / positives.size
+    specificity = np.searchsorted(null, candidates, side="left") / null.size
+    return float(candidates[int(np.argmax(sensitivity + beta * specificity))])
 
-    With ``centre`` the corpus mean vector is removed first. Rows of one agent share a template (a date
-    prefix, speaker names, a house style) that lifts every row-row cosine (MiniLM on LoCoMo: random pairs
-    average 0.55) while a question shares none of it, so raw row-row thresholds do not transfer to
-    query-row cosines; after centring the null sits at 0 on both scales.
-    """
-    mean_vector = vectors.mean(axis=0) if centre else None
-    if mean_vector is not None:
-        shifted = vectors - mean_vector
-        vectors = shifted / np.maximum(np.linalg.norm(shifted, axis=1, keepdims=True), 1e-12)
+
+def session_keys(timeline: list[tuple[int, str, str, str]]) -> np.ndarray:
+    """Per row (in the given order) a session number: a new one at a scope change or a time gap."""
+    keys = np.zeros(len(timeline), dtype=np.int64)
+    session = 0
+    previous: tuple[str, str, float] | None = None
+    for i, (_, when, project, channel) in enumerate(timeline):
+        try:
+            seconds = parse_ts(when).timestamp() if when else math.nan
+        except (ValueError, TypeError):
+            seconds = math.nan
+        if previous is not None:
+            same_scope = previous[0] == project and previous[1] == channel
+            close = abs(seconds - previous[2]) <= SESSION_GAP_SECONDS if math.isfinite(seconds + previous[2]) else False
+            if not (same_scope and close):
+                session += 1
+        keys[i] = session
+        previous = (project, channel, seconds)
+    return keys
+
+
+def row_pairs(vectors: np.ndarray, sessions: np.ndarray, sample_size: int, seed: int = 0) -> RowPairs:
+    """Null and positive samples from one agent's rows (``sessions[i]`` = row i's session, id order)."""
     n = vectors.shape[0]
     if n < 3:
-        raise ValueError("calibration needs at least 3 rows")
+        raise InvalidInput("calibration needs at least 3 rows with vectors")
     rng = np.random.default_rng(seed)
     a = rng.integers(0, n, sample_size)
     b = rng.integers(0, n - 1, sample_size)
@@ -108,4 +165,30 @@ def calibrate(
         sims[np.arange(pick.size), pick] = -np.inf
         positives = sims.max(axis=1)
         source = "nearest"
-    return Calibration(np.sort(null), np.sort(positives), source, mean_vector)
+    return RowPairs(np.sort(null), np.sort(positives), source)
+
+
+def gate_threshold(
+    probe_tops: list[float] | np.ndarray,
+    method: str,
+    beta: float,
+    level: str,
+    *,
+    percentile: float | None = None,
+    z_factor: float | None = None,
+) -> float:
+    """The query gate's top-cosine threshold from the probes' top cosines in this corpus.
+
+    ``separation`` and ``percentile`` (without an explicit percentile) cut at ``gate_percentile(β)``;
+    an explicit ``percentile`` cuts there; ``zscore`` cuts at μ + z·σ (``z_factor`` or the level's).
+    Label-free positives on the query scale do not exist (row-row positives do not transfer), so
+    separation's β moves the percentile instead of weighing a positive population.
+    """
+    tops = np.asarray(probe_tops, dtype=np.float64)
+    if tops.size == 0:
+        raise InvalidInput("no probe cosines: the corpus has no vectors")
+    if method == "zscore":
+        z = z_factor if z_factor is not None else GATE_Z[level]
+        return float(tops.mean() + z * tops.std())
+    q = percentile if (method == "percentile" and percentile is not None) else gate_percentile(beta)
+    return float(np.percentile(tops, q))

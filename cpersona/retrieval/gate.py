@@ -1,124 +1,181 @@
-"""Quality-gate variants keyed on evidence with magnitude (PROTOTYPE, issue 8 research).
+"""The quality gate (SPEC §3 steps 3–4, §6; design and measurements in docs/retrieval.md).
 
-The gate answers "does anything here answer the query at all?". Rank-based fused scores (RRF) cannot: an
-irrelevant top row gets the same 1/(k+1) as a perfect one. So every variant keys on cosine (centred: the corpus mean vector removed, the scale the calibration measured) and/or on lexical coverage, never on the fused score:
+The gate answers one question per query: does anything in this scope answer it at all? It keys on
+evidence with magnitude — the query's best cosine in the scope — never on a rank-fused score (an
+irrelevant top row gets the same reciprocal-rank score as a perfect one).
 
-- ``topcos``: the query passes when its best cosine in the corpus reaches the calibrated threshold; a
-  passing query keeps its whole fused list, a failing one keeps only exact lexical matches;
-- ``rowcos``: per row: keep rows whose own cosine reaches the threshold, or whose lexical coverage reaches κ;
-- ``evidence``: query-level like ``topcos`` but a query also passes on lexical evidence (best coverage ≥ κ);
-- ``zq``: query-level on the query's own cosine distribution: (top − mean) / sd over the corpus must reach
-  the calibrated z* = (threshold − null mean) / null sd (the top must stand out from this query's null).
-
-Lexical coverage of a row = the IDF mass of the query's content words found in the row / the IDF mass of
-all of them (words absent from the corpus carry the largest IDF, so a question about people and things the
-corpus never mentions has low coverage everywhere). An exact lexical match (the row contains an
-identifier-like query token verbatim, or the whole query) is never cut, by any variant.
+- Confidence off (default): **per query**. ``top_cosine ≥ threshold`` passes the whole fused list
+  untouched; otherwise only exact lexical matches survive (``match_reason.gate = "exact_match"``), and
+  with none the result is empty. Thinning a passing list row by row costs recall (rows found by keyword
+  often have a low cosine), so it is never done.
+- Confidence on: **per row** on the confidence score (cosine scale): rows below the threshold are
+  dropped; when every row is below it, the below-gate lexical matches come back marked
+  ``gate_fallback: true``.
+- Exact lexical matches (an identifier-like query token verbatim, or the whole query as a substring)
+  are never cut, in any scope, by the gate or by autocut.
+- Autocut: largest-gap truncation, never below ``CPERSONA_AUTOCUT_MIN_RESULTS``, only on
+  similarity-scale lists (confidence, or a list ranked purely by cosine), never on rrf/rsf scores.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    from cpersona.retrieval.pipeline import RecallRequest, ScoredRow
 
-from cpersona.retrieval.calibration import Calibration
-from cpersona.retrieval.match_query import _TOKEN, STOPWORDS, _stem
-
-KAPPA = {"strict": 0.75, "balanced": 0.6, "lenient": 0.45}
+#: Uncalibrated agents: a query whose best cosine is below this is cut. Deliberately low — it only
+#: removes queries nothing in the corpus resembles at all, whatever the model (docs/retrieval.md).
+HEURISTIC_TOP_COSINE = 0.15
+#: Autocut fires when the largest gap is at least this (cosine units) ...
+AUTOCUT_MIN_GAP = 0.08
+#: ... and at least this many times the mean gap of the list.
+AUTOCUT_GAP_RATIO = 2.0
 _IDENTIFIER = re.compile(r"[0-9_./:#@-]")
+_STRIP = "\"'`,;()[]{}!?"
+#: Channels that count as lexical evidence (a keyword index found the row).
+LEXICAL_CHANNELS = ("fts_memories", "fts_episodes", "fts_words")
 
 
 @dataclass(frozen=True)
-class GateInput:
-    """A fused candidate: its row id, its own cosine to the query, and its text."""
+class GatePolicy:
+    """Which gate is in force for one recall, and its threshold on the cosine scale."""
 
-    row_id: int
-    cosine: float
-    content: str
+    kind: str  # "calibrated" | "heuristic" | "off"
+    level: str | None = None
+    beta: float | None = None
+    threshold: float | None = None
+    reason: str | None = None
+    stale: bool = False
 
 
-def _words(text: str) -> list[str]:
-    return [_stem(t.lower()) for t in _TOKEN.findall(text)]
+@dataclass(frozen=True)
+class GateEvidence:
+    """What the pipeline measured for the gate: the query's best cosine in scope (None: no vector)."""
+
+    top_cosine: float | None
+
+
+@dataclass
+class GateDecision:
+    """The rows that survive (best first) and what the response says about the gate."""
+
+    rows: list[ScoredRow]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+PolicyProvider = Callable[[str | None], GatePolicy]
 
 
 def identifier_tokens(query: str) -> list[str]:
-    """Query tokens that look like identifiers (digits, _ . / : # @ -, or inner capitals), as written."""
+    """Query tokens that look like identifiers (digits, ``_ . / : # @ -`` or inner capitals), as written."""
     out = []
-    for raw in re.findall(r"\S+", query):
-        token = raw.strip("\"'`,;()[]{}!?")
+    for raw in query.split():
+        token = raw.strip(_STRIP).rstrip(".:")
         if len(token) < 3:
             continue
         inner_caps = any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)
-        if _IDENTIFIER.search(token.rstrip(".:")) or inner_caps:
-            out.append(token.rstrip(".:"))
+        if _IDENTIFIER.search(token) or inner_caps:
+            out.append(token)
     return out
 
 
-def exact_match(query: str, content: str) -> bool:
-    """True when ``content`` holds an identifier-like query token verbatim, or the whole query (≥ 3 chars)."""
-    lowered = content.lower()
-    q = " ".join(query.split()).lower()
-    if len(q) >= 3 and q in " ".join(lowered.split()):
+def exact_match(query: str, text: str) -> bool:
+    """True when ``text`` holds an identifier-like query token verbatim, or the whole query (≥ 3 chars)."""
+    lowered = " ".join(text.split()).lower()
+    whole = " ".join(query.split()).lower()
+    if len(whole) >= 3 and whole in lowered:
         return True
     return any(token.lower() in lowered for token in identifier_tokens(query))
 
 
-def coverage(query: str, content: str, df: Mapping[str, int], n_rows: int) -> float:
-    """IDF-weighted share of the query's content words present in ``content`` (0..1)."""
-    terms = [t for t in dict.fromkeys(_words(query)) if t not in STOPWORDS]
-    if not terms:
-        return 0.0
-    present = set(_words(content))
-
-    def idf(t: str) -> float:
-        d = df.get(t, 0)
-        return math.log(1 + (n_rows - d + 0.5) / (d + 0.5))
-
-    total = sum(idf(t) for t in terms)
-    return sum(idf(t) for t in terms if t in present) / total if total else 0.0
+def row_text(row: dict[str, Any]) -> str:
+    """The text a row is matched on (memories: content; episodes: summary and keywords)."""
+    parts = [row.get("content"), row.get("summary"), row.get("keywords")]
+    return "\n".join(p for p in parts if isinstance(p, str))
 
 
-def apply_gate(
-    mode: str,
-    rows: Sequence[GateInput],
-    query: str,
-    cal: Calibration,
-    precision: str,
-    method: str,
-    df: Mapping[str, int],
-    n_rows: int,
-    *,
-    query_cosines: np.ndarray,
-    kappa: float | None = None,
-) -> tuple[list[int], dict[str, Any]]:
-    """Row ids that pass (best first, order kept) and the evidence the decision keyed on."""
-    threshold = cal.threshold(method, precision)
-    kappa = KAPPA[precision] if kappa is None else kappa
-    exact = {r.row_id for r in rows if exact_match(query, r.content)}
-    cov = {r.row_id: coverage(query, r.content, df, n_rows) for r in rows}
-    top_cos = float(query_cosines.max()) if query_cosines.size else -1.0
-    best_cov = max(cov.values(), default=0.0)
-    info: dict[str, Any] = {"threshold": threshold, "top_cosine": top_cos, "best_coverage": best_cov}
-    if mode == "topcos":
-        passed = top_cos >= threshold
-    elif mode == "evidence":
-        passed = top_cos >= threshold or best_cov >= kappa
-    elif mode == "zq":
-        sd = float(query_cosines.std()) or 1e-6
-        z_top = (top_cos - float(query_cosines.mean())) / sd
-        info["z_top"] = z_top
-        passed = z_top >= cal.z(threshold)
-    elif mode == "rowcos":
-        kept = [r.row_id for r in rows if r.cosine >= threshold or cov[r.row_id] >= kappa or r.row_id in exact]
-        return kept, info
-    else:
-        raise ValueError(f"unknown gate {mode!r}")
-    info["passed"] = passed
-    if passed:
-        return [r.row_id for r in rows], info
-    return [r.row_id for r in rows if r.row_id in exact], info
+def autocut(values: list[float], min_results: int) -> int:
+    """How many leading rows to keep: cut at the largest gap when it stands out, never below ``min_results``.
+
+    ``values`` are best-first similarity-scale scores. The largest gap after position ``min_results``
+    counts when it is ≥ AUTOCUT_MIN_GAP and ≥ AUTOCUT_GAP_RATIO × the mean gap of the whole list.
+    """
+    n = len(values)
+    if n <= min_results:
+        return n
+    gaps = [values[i] - values[i + 1] for i in range(n - 1)]
+    mean_gap = sum(gaps) / len(gaps)
+    best = max(range(min_results - 1, n - 1), key=lambda i: (gaps[i], -i))
+    if gaps[best] >= AUTOCUT_MIN_GAP and gaps[best] >= AUTOCUT_GAP_RATIO * mean_gap:
+        return best + 1
+    return n
+
+
+class QualityGate:
+    """The gate stage of ``RecallPipeline`` (see the module docstring)."""
+
+    def __init__(self, policy_for: PolicyProvider, autocut_min_results: int = 3) -> None:
+        self.policy_for = policy_for
+        self.autocut_min_results = autocut_min_results
+
+    def apply(self, rows: list[ScoredRow], request: RecallRequest, evidence: GateEvidence) -> GateDecision:
+        """Gate ``rows`` (best first) for ``request``."""
+        policy = self.policy_for(request.scope.agent_id)
+        info: dict[str, Any] = {"kind": policy.kind, "level": policy.level, "beta": policy.beta}
+        if policy.stale:
+            info["stale"] = True
+        if policy.reason:
+            info["reason"] = policy.reason
+        top = evidence.top_cosine
+        info["top_cosine"] = None if top is None else round(top, 6)
+        if policy.kind == "off" or policy.threshold is None:
+            info.update(kind="off", threshold=None, passed=True, keyed_on=None)
+            return GateDecision(rows, info)
+        threshold = policy.threshold
+        info["threshold"] = round(threshold, 6)
+        exact = {id(r) for r in rows if exact_match(request.query, row_text(r.row))}
+        for r in rows:
+            if id(r) in exact:
+                r.gate = "exact_match"
+        confident = [r for r in rows if r.confidence is not None]
+        if confident and len(confident) == len(rows):
+            kept, passed = self._per_row(rows, threshold, exact)
+            info["keyed_on"] = "confidence"
+        else:
+            if top is None:
+                info.update(kind="off", threshold=None, passed=True, keyed_on=None,
+                            reason="keyword-only recall: no query vector to measure")
+                return GateDecision(rows, info)
+            passed = top >= threshold
+            kept = rows if passed else [r for r in rows if id(r) in exact]
+            info["keyed_on"] = "top_cosine"
+        info["passed"] = passed
+        info["cut"] = len(rows) - len(kept)
+        kept, trimmed = self._autocut(kept, exact)
+        if trimmed:
+            info["autocut"] = trimmed
+        return GateDecision(kept, info)
+
+    @staticmethod
+    def _per_row(rows: list[ScoredRow], threshold: float, exact: set[int]) -> tuple[list[ScoredRow], bool]:
+        above = [r for r in rows if (r.confidence or 0.0) >= threshold or id(r) in exact]
+        if any((r.confidence or 0.0) >= threshold for r in rows):
+            return above, True
+        fallback = [r for r in rows if id(r) in exact or any(c in r.fused.channels for c in LEXICAL_CHANNELS)]
+        for r in fallback:
+            r.gate_fallback = True
+        return fallback, False
+
+    def _autocut(self, rows: list[ScoredRow], exact: set[int]) -> tuple[list[ScoredRow], int]:
+        values = [r.similarity() for r in rows]
+        if not rows or any(v is None for v in values):
+            return rows, 0
+        keep = autocut([float(v) for v in values if v is not None], self.autocut_min_results)
+        if keep >= len(rows):
+            return rows, 0
+        kept = rows[:keep] + [r for r in rows[keep:] if id(r) in exact]
+        return kept, len(rows) - len(kept)

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from cpersona.config import Settings
-from cpersona.retrieval import fusion
+from cpersona.retrieval import confidence, fusion
+from cpersona.retrieval.gate import GateDecision, GateEvidence
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.retrieval.vector_index import VectorIndex
@@ -42,45 +43,72 @@ class ScoredRow:
     row: dict[str, Any]
     fused: fusion.Fused
     score: float
+    confidence: float | None = None  # set by the confidence stage (CPERSONA_CONFIDENCE_ENABLED)
+    cosine_keyed: bool = False  # the whole list was ranked by cosine alone (no keyword evidence)
+    gate: str | None = None  # "exact_match" when the gate's exact-match rule applies to the row
+    gate_fallback: bool = False  # a below-gate lexical match returned under confidence
 
     def sort_key(self) -> tuple[float, int, int]:
         # Stable tie-break: memories before episodes, then newer ids first.
         return (-self.score, 0 if self.row["type"] == "memory" else 1, -int(self.row["id"]))
 
+    def signal(self) -> str:
+        """What ranking keyed on, by the SPEC's priority confidence > rsf > cosine > rrf."""
+        if self.confidence is not None:
+            return "confidence"
+        if self.cosine_keyed and self.fused.signal == "rrf":
+            return "cosine"
+        return self.fused.signal
+
+    def similarity(self) -> float | None:
+        """The score on a similarity scale (confidence or cosine-keyed), or None (rrf/rsf/cascade)."""
+        return self.score if self.signal() in ("confidence", "cosine") else None
+
     def match_reason(self) -> dict[str, Any]:
-        reason: dict[str, Any] = {"signal": self.fused.signal, "score": round(self.score, 6)}
+        reason: dict[str, Any] = {"signal": self.signal(), "score": round(self.score, 6)}
+        if self.confidence is not None:
+            reason["confidence"] = round(self.confidence, 6)
         if self.fused.cosine is not None:
             reason["cosine"] = round(self.fused.cosine, 6)
         if self.fused.rrf is not None:
             reason["rrf"] = round(self.fused.rrf, 6)
         if self.fused.rsf is not None:
             reason["rsf"] = round(self.fused.rsf, 6)
+        if self.gate is not None:
+            reason["gate"] = self.gate
         return reason
 
 
 class GateStage(Protocol):
-    """The quality-gate seam (SPEC §3 step 3–4). Calibration plugs a real gate in here."""
+    """The quality-gate seam (SPEC §3 steps 3–4): ``cpersona.retrieval.gate.QualityGate`` in production."""
 
-    def apply(self, rows: list[ScoredRow], request: RecallRequest) -> list[ScoredRow]:
-        """Return the rows that pass, best first."""
+    def apply(self, rows: list[ScoredRow], request: RecallRequest, evidence: GateEvidence) -> GateDecision:
+        """Return the rows that pass (best first) and what the response says about the gate."""
         ...
 
 
 class NoGate:
-    """Passes every row. The calibrated fused gate is not built yet (see docs/retrieval.md)."""
+    """Passes every row (CPERSONA_FUSED_GATE_ENABLED=false, and benchmarks measuring gate-off)."""
 
-    def apply(self, rows: list[ScoredRow], request: RecallRequest) -> list[ScoredRow]:
-        return rows
+    def __init__(self, reason: str = "the quality gate is disabled (CPERSONA_FUSED_GATE_ENABLED=false)") -> None:
+        self.reason = reason
+
+    def apply(self, rows: list[ScoredRow], request: RecallRequest, evidence: GateEvidence) -> GateDecision:
+        top = None if evidence.top_cosine is None else round(evidence.top_cosine, 6)
+        info = {"kind": "off", "level": None, "beta": None, "threshold": None, "top_cosine": top,
+                "passed": True, "keyed_on": None, "reason": self.reason}
+        return GateDecision(rows, info)
 
 
 @dataclass
 class RecallOutcome:
-    """Best-first rows (already cut to ``limit``) and how they were found."""
+    """Best-first rows (already cut to ``limit``), how they were found and the gate's verdict."""
 
     rows: list[dict[str, Any]]
     keyword_method: str
     vector_used: bool
     keyword_methods: dict[str, str] = field(default_factory=dict)  # channel → "fts" | "like" | "none"
+    gate: dict[str, Any] = field(default_factory=dict)
 
 
 class RecallPipeline:
@@ -152,22 +180,36 @@ class RecallPipeline:
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
         scored = self._hydrate(session, request, fused)
         scored = self._penalise(session, request, scored, now)
+        if self.settings.confidence_enabled and query_vector is not None and memory_index is not None:
+            confidence.apply(scored, query_vector, memory_index, episode_index, now, deep=request.deep)
+        else:
+            confidence.key_on_cosine(scored)
         scored.sort(key=ScoredRow.sort_key)
-        scored = self.gate.apply(scored, request)
+        vector_hits = channels.get(fusion.VECTOR)
+        evidence = GateEvidence(top_cosine=max(s for _, s in vector_hits) if vector_hits else None)
+        decision = self.gate.apply(scored, request, evidence)
         rows = []
-        for item in scored[: request.limit]:
+        for item in decision.rows[: request.limit]:
             row = dict(item.row)
             row["match_reason"] = item.match_reason()
+            if item.gate_fallback:
+                row["gate_fallback"] = True
             rows.append(row)
         return RecallOutcome(
-            rows=rows, keyword_method=mem_hits.method, vector_used=vector_used, keyword_methods=methods
+            rows=rows,
+            keyword_method=mem_hits.method,
+            vector_used=vector_used,
+            keyword_methods=methods,
+            gate=decision.info,
         )
 
     # -- stages ---------------------------------------------------------------------
     def _most_recent(self, session: Session, request: RecallRequest) -> RecallOutcome:
         rows = session.memories.list_recent(request.scope, request.limit * 2 + 50)
         rows = [r for r in rows if self._keep(r, request)]
-        return RecallOutcome(rows=rows[: request.limit], keyword_method="none", vector_used=False)
+        gate = {"kind": "off", "level": None, "beta": None, "threshold": None, "top_cosine": None,
+                "passed": True, "keyed_on": None, "reason": "empty query: the most recent memories, ungated"}
+        return RecallOutcome(rows=rows[: request.limit], keyword_method="none", vector_used=False, gate=gate)
 
     @staticmethod
     def _source_ids(session: Session, request: RecallRequest) -> np.ndarray:

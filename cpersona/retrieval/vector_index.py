@@ -133,3 +133,22 @@ class VectorIndex:
         ids = cols.ids[positions]
         order = np.lexsort((-ids, -scores))[:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
+
+    def cosines(self, query: np.ndarray, ids: list[int]) -> dict[int, float]:
+        """Cosine of ``query`` with each of ``ids`` that holds a vector of this index's model."""
+        cols = self._cols
+        if not ids or cols.ids.size == 0 or cols.vectors is None:
+            return {}
+        positions = np.flatnonzero(np.isin(cols.ids, np.asarray(ids, dtype=np.int64)))
+        scores = cols.vectors[positions] @ np.asarray(query, dtype=np.float32)
+        return {int(cols.ids[p]): float(s) for p, s in zip(positions, scores, strict=True)}
+
+    def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, vectors) of one agent's rows in id order (copies; empty arrays when none)."""
+        cols = self._cols
+        code = self._codes.get(agent_id)
+        if code is None or cols.vectors is None or cols.ids.size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
+        positions = np.flatnonzero(cols.agent == code)
+        order = positions[np.argsort(cols.ids[positions], kind="stable")]
+        return cols.ids[order].copy(), cols.vectors[order].copy()

@@ -248,6 +248,13 @@ HANDLERS: dict[str, Handler] = {
     "deep_check": lambda memory, settings, a: memory.deep_check(
         a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
     ),
+    "calibrate_threshold": lambda memory, settings, a: memory.calibrate_threshold(
+        a["agent_id"], a.get("sample_size"), a.get("method", "separation"), a.get("z_factor"), a.get("percentile")
+    ),
+    "set_recall_precision": lambda memory, settings, a: memory.set_recall_precision(
+        a["agent_id"], a.get("precision"), a.get("beta")
+    ),
+    "get_recall_precision": lambda memory, settings, a: memory.get_recall_precision(a["agent_id"]),
     "export_memories": lambda memory, settings, a: memory.export_memories(
         a["agent_id"], a["output_path"], a.get("include_embeddings", False), overwrite=a.get("overwrite", False)
     ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cpersona.config import Settings
@@ -25,8 +26,10 @@ class Admin:
         embeddings: EmbeddingService,
         health: HealthState,
         worker: BackfillWorker,
+        discard_calibration: Callable[[str], bool] | None = None,
     ) -> None:
         self.storage = store
+        self.discard_calibration = discard_calibration
         self.settings = settings
         self.embeddings = embeddings
         self.health = health
@@ -72,12 +75,14 @@ class Admin:
         return {"ok": True, **status, "model_ready": self.embeddings.ready, "processed": self.worker.processed}
 
     def delete_agent_data(self, agent_id: str) -> dict[str, Any]:
-        """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks."""
+        """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks,
+        and its calibration and precision (the sidecar entry)."""
         persistence.check_writable("delete_agent_data")
         agent = required_str(agent_id, "agent_id")
         with self.storage.write() as session:
             counts = session.admin.delete_agent(agent)
-        return {"ok": True, "agent_id": agent, "deleted": counts}
+        discarded = self.discard_calibration(agent) if self.discard_calibration is not None else False
+        return {"ok": True, "agent_id": agent, "deleted": counts, "calibration_discarded": discarded}
 
     def embedding_status(self) -> dict[str, Any]:
         """The degradation state: ``{state: unknown|healthy|hint|fault, kind?, reason?, evidence?, runbook?}``."""

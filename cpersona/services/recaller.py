@@ -49,6 +49,14 @@ class Recaller:
                 self._indexes[table] = index
             return index
 
+    def synced_index(self, table: str) -> VectorIndex | None:
+        """The active model's index of ``table`` ('memories' / 'episodes'), brought up to date; None without a model."""
+        index = self._index(table)
+        if index is not None:
+            with self.store.read() as session:
+                index.sync(session.vectors)
+        return index
+
     def recall(
         self,
         agent_id: str | None,
@@ -85,6 +93,8 @@ class Recaller:
         if advisory is not None:
             response["advisory"] = advisory
         if request.limit == 0:
+            response["gate"] = {"kind": "off", "level": None, "beta": None, "threshold": None, "top_cosine": None,
+                                "passed": True, "keyed_on": None, "reason": "limit 0: nothing to gate"}
             return response
         now = utc_now()
         with self.store.read() as session:
@@ -112,6 +122,7 @@ class Recaller:
                 "keyword": outcome.keyword_method,
                 "keyword_channels": outcome.keyword_methods,
             },
+            gate=outcome.gate,
         )
         return response
 
@@ -150,7 +161,7 @@ class Recaller:
             exclude_contents=[e["content"] for e in entries if e["content"].strip()],
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
-        response = {"ok": True, **merged, "count": len(merged["items"]), "mode": recalled["mode"]}
+        response = {"ok": True, **merged, "count": len(merged["items"]), "mode": recalled["mode"], "gate": recalled["gate"]}
         if "advisory" in recalled:
             response["advisory"] = recalled["advisory"]
         return response

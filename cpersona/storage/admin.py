@@ -41,6 +41,13 @@ class SqliteAdmin:
                 outside.setdefault(agent, {})[table] = int(n) - window
         return outside
 
+    def agent_ids(self) -> list[str]:
+        """Every agent id owning at least one memory or episode, sorted."""
+        rows = self.conn.execute(
+            "SELECT agent_id FROM memories UNION SELECT agent_id FROM episodes ORDER BY 1"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def delete_agent(self, agent_id: str) -> dict[str, int]:
         """Delete every memory (locked ones too), episode, profile and queued task of one agent."""
         for table in VECTOR_TABLES:

@@ -142,6 +142,10 @@ class MemoryRows(Protocol):
         """Ids in scope whose ``source.id`` starts with ``source_id``."""
         ...
 
+    def timeline(self, agent_id: str) -> list[tuple[int, str, str, str]]:
+        """(id, timestamp, project_id, channel) of one agent's memories, in id (insertion) order."""
+        ...
+
 
 class EpisodeRows(Protocol):
     """The ``episodes`` table (session summaries)."""
@@ -297,6 +301,10 @@ class AdminQueries(Protocol):
 
     def rows_beyond_window(self, model_id: str, window: int) -> dict[str, dict[str, int]]:
         """Per agent and table, how many rows with vectors of ``model_id`` lie beyond ``window``."""
+        ...
+
+    def agent_ids(self) -> list[str]:
+        """Every agent id owning at least one memory or episode, sorted."""
         ...
 
     def delete_agent(self, agent_id: str) -> dict[str, int]:

@@ -172,6 +172,15 @@ class SqliteMemories:
         where, params = scope.where()
         return int(self.conn.execute(f"SELECT COUNT(*) FROM memories WHERE {where}", params).fetchone()[0])
 
+    def timeline(self, agent_id: str) -> list[tuple[int, str, str, str]]:
+        """(id, timestamp, project_id, channel) of one agent's memories, in id (insertion) order."""
+        rows = self.conn.execute(
+            "SELECT id, COALESCE(timestamp, created_at), project_id, channel FROM memories "
+            "WHERE agent_id = ? ORDER BY id",
+            (agent_id,),
+        ).fetchall()
+        return [(int(r[0]), str(r[1] or ""), str(r[2]), str(r[3])) for r in rows]
+
     def ids_with_source(self, scope: Scope, source_id: str) -> list[int]:
         """Ids in scope whose ``source.id`` starts with ``source_id``."""
         where, params = scope.where()

@@ -12,9 +12,7 @@ import pytest
 from index_standin import index_standin, release
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import cpersona_executable, full_env, http_server, mcp_session, server_env
-
-from cpersona.server.schemas import tool_names
+from mcp_helpers import SPEC_TOOL_NAMES, cpersona_executable, full_env, http_server, mcp_session, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +28,7 @@ def authed_transport(url: str, token: str = TOKEN) -> Any:
 def test_store_and_recall_over_http_with_token(tmp_path: Path) -> None:
     with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc), mcp_session(authed_transport(url)) as session:
         tools = session.list_tools().tools
-        assert len(tools) == len(tool_names())
+        assert sorted(t.name for t in tools) == sorted(SPEC_TOOL_NAMES)
         stored = session.call("store", {"agent_id": "web", "message": {"content": "HTTP works: port check"}})
         assert stored["result"] == "stored", stored
         recalled = session.call("recall", {"agent_id": "web", "query": "port check"})

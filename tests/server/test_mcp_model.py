@@ -6,9 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import McpSession, mcp_session, server_env, stdio_target
-
-from cpersona.server.schemas import tool_names
+from mcp_helpers import SPEC_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +29,7 @@ def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path
     )
     with mcp_session(stdio_target(env)) as session:
         # The handshake did not wait for the model; tools answer while it loads.
-        assert len(session.list_tools().tools) == len(tool_names())
+        assert sorted(t.name for t in session.list_tools().tools) == sorted(SPEC_TOOL_NAMES)
         wait_for_model(session)
         agent = "minilm"
         target = session.call("store", {"agent_id": agent, "message": {"content": "The cat sits on the mat."}})
@@ -56,7 +54,7 @@ def test_missing_model_serves_keyword_only_at_once(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     with mcp_session(stdio_target(env)) as session:
-        assert len(session.list_tools().tools) == len(tool_names())
+        assert sorted(t.name for t in session.list_tools().tools) == sorted(SPEC_TOOL_NAMES)
         assert time.monotonic() - started < 30
         stored = session.call("store", {"agent_id": "offline", "message": {"content": "offline keyword note"}})
         assert stored["result"] == "stored" and stored["embedded"] is False

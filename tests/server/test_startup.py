@@ -8,9 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import mcp_session, server_env, stdio_target
-
-from cpersona.server.schemas import tool_names
+from mcp_helpers import SPEC_TOOL_NAMES, mcp_session, server_env, stdio_target
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +42,7 @@ def test_initialize_and_recall_answer_while_the_model_is_still_loading(tmp_path:
         started = time.monotonic()
         with mcp_session(stdio_target(env)) as session:
             initialized = time.monotonic() - started
-            assert len(session.list_tools().tools) == len(tool_names())
+            assert sorted(t.name for t in session.list_tools().tools) == sorted(SPEC_TOOL_NAMES)
             stored = session.call("store", {"agent_id": "a", "message": {"content": "stored while loading"}})
             assert stored["result"] == "stored" and stored["embedded"] is False
             recalled = session.call("recall", {"agent_id": "a", "query": "while loading"})
