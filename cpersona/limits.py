@@ -46,6 +46,11 @@ MAX_KEYWORD_CHARS = 200
 MAX_LIST_ITEMS = 100
 MAX_LIST_ITEM_CHARS = 20000
 
+# -- structured values -------------------------------------------------------------------------
+#: source / metadata: deepest nesting of objects and lists accepted (the top object is level 1).
+#: Deeper values are refused, never flattened; real metadata is a few levels deep.
+MAX_JSON_DEPTH = 32
+
 # -- MCP response budgets (characters of row texts) ------------------------------------------------
 #: recall with full_content=true: whole texts up to this many characters per response.
 RECALL_FULL_CONTENT_BUDGET_CHARS = 200_000

@@ -66,7 +66,7 @@ class Recaller:
             scope=Scope(
                 optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), optional_str(channel, "channel")
             ),
-            query=clean_text(optional_str(query, "query", max_len=10**9) or "")[:MAX_QUERY_CHARS],
+            query=clean_text(optional_str(query, "query", max_len=10**9, free_text=True) or "")[:MAX_QUERY_CHARS],
             limit=bounded_int(limit, "limit", 0, RECALL_LIMIT_MAX),
             deep=boolean(deep, "deep"),
             exclude_contents=string_list(exclude_contents, "exclude_contents"),
