@@ -156,6 +156,9 @@ class RecallResult(TypedDict):
     mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
     search: NotRequired[Annotated[RecallSearch, "Channels used (absent when limit is 0)."]]
     advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
+    storage: NotRequired[
+        Annotated[str, "Present when the database could not record recall statistics (read_only / storage_full)."]
+    ]
 
 
 class RecalledMemory(MemoryRow):
