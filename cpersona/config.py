@@ -78,6 +78,12 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"{name}={raw!r} is not a number") from exc
 
 
+def _csv(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """A comma-separated list (blank items dropped; unset → empty)."""
+    raw = _get(env, name) or ""
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
 def _choice(env: Mapping[str, str], names: tuple[str, ...], default: str, allowed: set[str]) -> str:
     raw = _get(env, *names)
     if raw is None:
@@ -138,6 +144,9 @@ class Settings:
     auth_token: str | None = None  # CPERSONA_AUTH_TOKEN
     acl_file: Path | None = None  # CPERSONA_ACL_FILE
     allow_unauthenticated_http: bool = False  # CPERSONA_ALLOW_UNAUTHENTICATED_HTTP
+    # Host / Origin headers accepted besides the loopback names and the bound host (DNS-rebinding guard).
+    http_allowed_hosts: tuple[str, ...] = ()  # CPERSONA_HTTP_ALLOWED_HOSTS (comma-separated)
+    http_allowed_origins: tuple[str, ...] = ()  # CPERSONA_HTTP_ALLOWED_ORIGINS (comma-separated)
 
     # The browser view (cpersona ui)
     ui_host: str = "127.0.0.1"  # CPERSONA_UI_HOST
@@ -207,6 +216,9 @@ class Settings:
             allow_unauthenticated_http=_bool(e, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", False),
             ui_host=_get(e, "CPERSONA_UI_HOST") or base.ui_host,
             ui_port=_int(e, "CPERSONA_UI_PORT", base.ui_port, minimum=0),
+
+            http_allowed_hosts=_csv(e, "CPERSONA_HTTP_ALLOWED_HOSTS"),
+            http_allowed_origins=_csv(e, "CPERSONA_HTTP_ALLOWED_ORIGINS"),
             operating_context=_bool(e, "CPERSONA_OPERATING_CONTEXT", base.operating_context),
             operating_context_path=Path(ctx_path_raw).expanduser() if ctx_path_raw else base.operating_context_path,
             update_check=_bool(e, "CPERSONA_UPDATE_CHECK", base.update_check),

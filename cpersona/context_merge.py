@@ -12,31 +12,35 @@ from cpersona.text import clean_text, comparison_key, normalise_timestamp
 MERGED_ROLES = ("user", "assistant")
 
 
-def validate_entries(entries: Any) -> list[dict[str, Any]]:
-    """Check and normalise ``external_context`` entries ({role, content, name?, user_id?, timestamp?})."""
+def validate_entries(entries: Any, field: str = "external_context") -> list[dict[str, Any]]:
+    """Check and normalise conversation entries ({role, content, name?, user_id?, timestamp?}).
+
+    ``field`` is the argument's name in the caller's tool (``history`` for archive_episode), so an
+    error names what the caller actually sent.
+    """
     if entries is None:
         return []
     if isinstance(entries, str) or not isinstance(entries, Sequence):
-        raise InvalidInput("external_context must be a list of {role, content} objects")
+        raise InvalidInput(f"{field} must be a list of {{role, content}} objects")
     if len(entries) > MAX_CONTEXT_ENTRIES:
-        raise InvalidInput(f"external_context has {len(entries)} entries; at most {MAX_CONTEXT_ENTRIES} allowed")
+        raise InvalidInput(f"{field} has {len(entries)} entries; at most {MAX_CONTEXT_ENTRIES} allowed")
     clean: list[dict[str, Any]] = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise InvalidInput(f"external_context[{index}] must be an object")
+            raise InvalidInput(f"{field}[{index}] must be an object")
         role, content = entry.get("role"), entry.get("content")
         if not isinstance(role, str) or not role.strip():
-            raise InvalidInput(f"external_context[{index}].role must be a non-empty string")
+            raise InvalidInput(f"{field}[{index}].role must be a non-empty string")
         if not isinstance(content, str):
-            raise InvalidInput(f"external_context[{index}].content must be a string")
+            raise InvalidInput(f"{field}[{index}].content must be a string")
         item: dict[str, Any] = {"role": clean_text(role.strip()), "content": clean_text(content)}
         for key in ("name", "user_id"):
             if entry.get(key) is not None:
                 if not isinstance(entry[key], str):
-                    raise InvalidInput(f"external_context[{index}].{key} must be a string")
+                    raise InvalidInput(f"{field}[{index}].{key} must be a string")
                 item[key] = clean_text(entry[key])
         if entry.get("timestamp") is not None:
-            item["timestamp"] = normalise_timestamp(entry["timestamp"], f"external_context[{index}].timestamp")
+            item["timestamp"] = normalise_timestamp(entry["timestamp"], f"{field}[{index}].timestamp")
         clean.append(item)
     return clean
 

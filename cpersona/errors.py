@@ -73,3 +73,28 @@ class CalibrationUnavailable(CPersonaError):
     """Calibration cannot run now: no embedding model is ready, or the agent has too few rows with vectors."""
 
     code = "calibration_unavailable"
+
+class StorageFault(CPersonaError):
+    """The database file refused a write for a reason outside the request (nothing was written)."""
+
+    code = "storage_fault"
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def details(self) -> dict[str, object]:
+        """Storage faults name the file and say nothing was persisted."""
+        return {"persisted": False, "db_path": self.path}
+
+
+class ReadOnlyStorage(StorageFault):
+    """The database is read-only for this process (permissions, immutable flag, read-only mount)."""
+
+    code = "read_only"
+
+
+class StorageFull(StorageFault):
+    """The disk (or SQLite's page limit) holding the database is full."""
+
+    code = "storage_full"

@@ -46,6 +46,11 @@ MAX_KEYWORD_CHARS = 200
 MAX_LIST_ITEMS = 100
 MAX_LIST_ITEM_CHARS = 20000
 
+# -- structured values -------------------------------------------------------------------------
+#: source / metadata: deepest nesting of objects and lists accepted (the top object is level 1).
+#: Deeper values are refused, never flattened; real metadata is a few levels deep.
+MAX_JSON_DEPTH = 32
+
 # -- MCP response budgets (characters of row texts) ------------------------------------------------
 #: recall with full_content=true: whole texts up to this many characters per response.
 RECALL_FULL_CONTENT_BUDGET_CHARS = 200_000
@@ -55,3 +60,15 @@ GET_CONTENTS_BUDGET_CHARS = 40_000
 LIST_BUDGET_CHARS = 100_000
 #: Longest error text echoed back; jsonschema messages quote the offending value, which may be huge.
 MAX_ERROR_CHARS = 400
+
+# -- the JSON-RPC wire ---------------------------------------------------------------------------
+#: Deepest nesting of one JSON-RPC message (envelope included) either transport accepts. The SDK's
+#: own parser gives up near 200 levels and used to drop such a line without a reply; we answer
+#: instead. Tool arguments are checked against MAX_JSON_DEPTH later, so this only needs headroom.
+MAX_MESSAGE_DEPTH = 128
+
+# -- HTTP ------------------------------------------------------------------------------------------
+#: Shortest bearer token HTTP starts with (SPEC §9); shorter secrets are guessable.
+MIN_TOKEN_CHARS = 16
+#: Largest POST body the wire screen buffers to check (the SDK's own request limit is the same 4 MiB).
+MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024

@@ -14,6 +14,7 @@ service this ``Memory`` owns.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -32,6 +33,8 @@ from cpersona.services.reader import Reader
 from cpersona.services.recaller import Recaller
 from cpersona.services.writer import Writer
 from cpersona.storage import open_store
+
+log = logging.getLogger("cpersona.memory")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -76,6 +79,11 @@ class Memory:
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.storage = open_store(self.settings.db_path)
+        if self.storage.read_only():
+            log.warning(
+                "the database %s is read-only for this process: recall and reads work (recall statistics "
+                "are skipped); every write answers error_code read_only", self.settings.db_path,
+            )
         self.health = HealthState(self.settings.degraded_advisory)
         self.embeddings = EmbeddingService(
             backend or _default_backend(self.settings),

@@ -188,6 +188,9 @@ class RecallResult(TypedDict):
     search: NotRequired[Annotated[RecallSearch, "Channels used (absent when limit is 0)."]]
     gate: Annotated[RecallGate, "Which quality gate was in force and whether the query passed."]
     advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
+    storage: NotRequired[
+        Annotated[str, "Present when the database could not record recall statistics (read_only / storage_full)."]
+    ]
 
 
 class RecalledMemory(MemoryRow):

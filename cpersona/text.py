@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cpersona.errors import InvalidInput
+from cpersona.limits import MAX_JSON_DEPTH
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _WHITESPACE = re.compile(r"\s+")
@@ -91,13 +92,19 @@ def json_field(value: Any, field: str, max_bytes: int) -> str | None:
     """
     if value is None:
         return None
+    too_deep = f"{field} is nested deeper than {MAX_JSON_DEPTH} levels; flatten it"
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{field} is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+        except RecursionError as exc:
+            # The decoder gives up near the interpreter's recursion limit, far past MAX_JSON_DEPTH.
+            raise InvalidInput(too_deep) from exc
     if not isinstance(value, dict):
         raise InvalidInput(f"{field} must be a JSON object")
+    if json_depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise InvalidInput(too_deep)
     try:
         text = json.dumps(_clean_json(value), ensure_ascii=False, sort_keys=True, allow_nan=False)
     except ValueError as exc:
@@ -105,6 +112,28 @@ def json_field(value: Any, field: str, max_bytes: int) -> str | None:
     if len(text.encode("utf-8")) > max_bytes:
         raise InvalidInput(f"{field} is {len(text.encode('utf-8'))} bytes; the cap is {max_bytes} bytes")
     return text
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """Nesting depth of dicts/lists in ``value`` (a scalar is 0), counting no further than ``limit + 1``.
+
+    Iterative, so a value nested thousands of levels deep costs no recursion.
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _clean_json(value: Any) -> Any:

@@ -6,16 +6,29 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
-from cpersona.limits import MAX_IDENTIFIER_CHARS, MAX_LIST_ITEM_CHARS, MAX_LIST_ITEMS, MAX_ROW_ID
+from cpersona.limits import (
+    MAX_IDENTIFIER_CHARS,
+    MAX_LIST_ITEM_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_ROW_ID,
+    MAX_ROW_ID_DIGITS,
+)
 from cpersona.text import clean_text
 
 
-def optional_str(value: Any, name: str, max_len: int = MAX_IDENTIFIER_CHARS) -> str | None:
-    """None or a cleaned string no longer than ``max_len``."""
+def optional_str(value: Any, name: str, max_len: int = MAX_IDENTIFIER_CHARS, *, free_text: bool = False) -> str | None:
+    """None or a cleaned string no longer than ``max_len``.
+
+    Identifiers (the default) are keys: a NUL byte is refused rather than stripped, because
+    stripping would make ``"ag\\0nt"`` silently share ``"agnt"``'s rows. ``free_text`` strings
+    (queries) have NUL bytes removed like any content.
+    """
     if value is None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string")
+    if not free_text and "\x00" in value:
+        raise InvalidInput(f"{name} contains a NUL byte; identifiers are keys and must not")
     value = clean_text(value)
     if len(value) > max_len:
         raise InvalidInput(f"{name} is {len(value)} characters; at most {max_len} allowed")
@@ -49,7 +62,7 @@ def row_id(value: Any, name: str, prefix: str) -> int:
         text = value.strip()
         if text.startswith(prefix + ":"):
             text = text[len(prefix) + 1 :]
-        if text.isdigit():
+        if text.isascii() and text.isdigit() and len(text) <= MAX_ROW_ID_DIGITS:
             value = int(text)
         else:
             raise InvalidInput(f"{name} must be an integer id or a '{prefix}:<id>' ref (got {value[:40]!r})")

@@ -327,6 +327,20 @@ def command_names(parser: argparse.ArgumentParser | None = None) -> list[str]:
     return []
 
 
+#: Exit code when the reader of stdout closed it early (`cpersona stats | head -3`): 128 + SIGPIPE,
+#: what a command killed by SIGPIPE reports.
+EXIT_BROKEN_PIPE = 141
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed the pipe: exit quietly, with no traceback and no exit-time flush error."""
+    # Python flushes stdout again at exit; point it at /dev/null so that flush has nowhere to fail.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns the process exit code."""
     parser = build_parser()
@@ -344,7 +358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cpersona: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        return int(args.func(args, settings) or 0)
+        code = int(args.func(args, settings) or 0)
+        sys.stdout.flush()  # surface a closed pipe here, not in the interpreter's exit-time flush
+        return code
+    except BrokenPipeError:
+        return _reader_went_away()
     except CPersonaError as exc:
         print(f"cpersona: {exc}", file=sys.stderr)
         return 1

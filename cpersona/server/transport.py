@@ -15,11 +15,13 @@ from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.stdio import stdio_server
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.server.app import build_server
+from cpersona.server.http_guard import bearer_token, bind_warning, token_refusal, transport_security
+from cpersona.server.stdio import guarded_stdio
+from cpersona.server.wire_http import WireScreenMiddleware
 
 log = logging.getLogger("cpersona.server")
 
@@ -47,6 +49,9 @@ def http_refusal(settings: Settings) -> str | None:
             "version; refusing to start rather than ignore it. Unset CPERSONA_ACL_FILE and use "
             "CPERSONA_AUTH_TOKEN instead."
         )
+    weak = token_refusal(settings)
+    if weak is not None:
+        return weak
     if settings.auth_token is None and not settings.allow_unauthenticated_http:
         return (
             "refusing to serve streamable HTTP without authentication: set CPERSONA_AUTH_TOKEN to a secret "
@@ -67,7 +72,7 @@ class BearerTokenMiddleware:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") == "http" and not self._authorised(scope):
@@ -76,12 +81,7 @@ class BearerTokenMiddleware:
         await self.app(scope, receive, send)
 
     def _authorised(self, scope: Scope) -> bool:
-        supplied = b""
-        for key, value in scope.get("headers") or ():
-            if key.lower() == b"authorization":
-                supplied = value.strip()
-                break
-        return hmac.compare_digest(supplied, self._expected)
+        return hmac.compare_digest(bearer_token(scope) or b"", self._expected)
 
     @staticmethod
     async def _reject(send: Send) -> None:
@@ -106,7 +106,7 @@ class BearerTokenMiddleware:
 async def serve_stdio_async(memory: Memory, settings: Settings) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes stdin."""
     server = build_server(memory, settings)
-    async with stdio_server() as (read_stream, write_stream):
+    async with guarded_stdio() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -124,7 +124,10 @@ def build_http_app(memory: Memory, settings: Settings) -> ASGIApp:
     if refusal is not None:
         raise TransportRefused(refusal)
     server = build_server(memory, settings)
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=settings.http_host)
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, host=settings.http_host, transport_security=transport_security(settings)
+    )
+    app = WireScreenMiddleware(app, HTTP_PATH)
     if settings.auth_token is not None:
         app = BearerTokenMiddleware(app, settings.auth_token)
     else:
@@ -143,6 +146,9 @@ def run_http(memory: Memory, settings: Settings) -> int:
     except TransportRefused as exc:
         log.error("%s", exc)
         return EXIT_REFUSED
+    warning = bind_warning(settings)
+    if warning is not None:
+        log.warning("%s", warning)
     log.info("serving MCP over streamable HTTP at http://%s:%d%s", settings.http_host, settings.http_port, HTTP_PATH)
     config = uvicorn.Config(
         app,

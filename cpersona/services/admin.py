@@ -8,7 +8,7 @@ from typing import Any
 from cpersona.config import Settings
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.service import EmbeddingService
-from cpersona.errors import InvalidInput
+from cpersona.errors import InvalidInput, StorageFault
 from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
@@ -36,8 +36,14 @@ class Admin:
         self.worker = worker
 
     def on_model_ready(self) -> None:
-        """Queue every row lacking a vector of the model that just loaded, and start back-filling."""
-        enqueue_missing(self.storage, self.embeddings.backend.model_id, self.embeddings.backend.dimension)
+        """Queue every row lacking a vector of the model that just loaded, and start back-filling.
+
+        On a read-only or full database there is nothing to queue into: storage has said so once.
+        """
+        try:
+            enqueue_missing(self.storage, self.embeddings.backend.model_id, self.embeddings.backend.dimension)
+        except StorageFault:
+            return
         self.worker.wake()
 
     def corpus_dimension_check(self, backend: EmbeddingBackend) -> EmbeddingFault | None:

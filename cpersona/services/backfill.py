@@ -13,6 +13,7 @@ import threading
 from datetime import timedelta
 
 from cpersona.embed.runtime.service import EmbeddingService
+from cpersona.errors import StorageFault
 from cpersona.storage.interface import EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
 from cpersona.storage.tasks import EMBED
 from cpersona.storage.vectors import to_blob
@@ -71,6 +72,8 @@ class BackfillWorker:
             try:
                 while not self._stop.is_set() and self.drain_once() > 0:
                     pass
+            except StorageFault:  # already logged once by storage; retried on the next wake
+                pass
             except Exception:  # keep the thread alive; the tasks stay queued
                 log.exception("back-fill round failed")
 

@@ -6,10 +6,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
-from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL
+from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL, MAX_ROW_ID, MAX_ROW_ID_DIGITS
 from cpersona.storage.interface import Store
 from cpersona.storage.scope import Scope
 from cpersona.validation import bounded_int, optional_str, required_str, string_list
+
+
+def _storable(row_id: int) -> bool:
+    """Whether ``row_id`` can name a row at all (SQLite ids are positive signed 64-bit)."""
+    return 0 < row_id <= MAX_ROW_ID
 
 
 class Reader:
@@ -30,12 +35,13 @@ class Reader:
         parsed: list[tuple[str, str, int]] = []
         for ref in wanted:
             kind, _, digits = ref.strip().partition(":")
-            if kind not in ("mem", "ep") or not digits.isdigit():
+            if kind not in ("mem", "ep") or not (digits.isascii() and digits.isdigit()):
                 raise InvalidInput(f"ref {ref!r} is not of the form mem:<id> or ep:<id>")
-            parsed.append((ref, kind, int(digits)))
+            # An id SQLite cannot hold names no row: report it missing like any unknown ref.
+            parsed.append((ref, kind, int(digits) if len(digits) <= MAX_ROW_ID_DIGITS else 0))
         with self.storage.read() as session:
-            mems = session.memories.get_many([n for _, k, n in parsed if k == "mem"], scope)
-            eps = session.episodes.get_many([n for _, k, n in parsed if k == "ep"], scope)
+            mems = session.memories.get_many([n for _, k, n in parsed if k == "mem" and _storable(n)], scope)
+            eps = session.episodes.get_many([n for _, k, n in parsed if k == "ep" and _storable(n)], scope)
         items: list[dict[str, Any]] = []
         missing: list[str] = []
         for ref, kind, number in parsed:

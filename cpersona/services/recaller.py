@@ -8,6 +8,7 @@ from typing import Any
 
 from cpersona import context_merge
 from cpersona.embed.runtime.service import EmbeddingService
+from cpersona.errors import StorageFault
 from cpersona.health import persistence
 from cpersona.health.state import HealthState
 from cpersona.limits import (
@@ -79,7 +80,7 @@ class Recaller:
             scope=Scope(
                 optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), optional_str(channel, "channel")
             ),
-            query=clean_text(optional_str(query, "query", max_len=10**9) or "")[:MAX_QUERY_CHARS],
+            query=clean_text(optional_str(query, "query", max_len=10**9, free_text=True) or "")[:MAX_QUERY_CHARS],
             limit=bounded_int(limit, "limit", 0, RECALL_LIMIT_MAX),
             deep=boolean(deep, "deep"),
             exclude_contents=string_list(exclude_contents, "exclude_contents"),
@@ -111,8 +112,11 @@ class Recaller:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
         if record and recalled and not persistence.is_paused():  # bookkeeping is a write too (SPEC §5 pause)
-            with self.store.write() as ws:
-                ws.memories.mark_recalled(recalled, format_ts(now))
+            try:
+                with self.store.write() as ws:
+                    ws.memories.mark_recalled(recalled, format_ts(now))
+            except StorageFault as fault:  # a read-only or full file must not cost the reader its results
+                response["storage"] = f"{fault.code}: recall statistics were not recorded ({fault.path})"
         rows.reverse()  # worst → best: the last element is the best match
         response.update(
             results=rows,

@@ -170,7 +170,7 @@ class Writer:
         if isinstance(keywords, str):
             keywords = [k for k in keywords.split(",")]
         words = [k.strip() for k in string_list(keywords, "keywords", max_len=MAX_KEYWORD_CHARS) if k.strip()]
-        entries = context_merge.validate_entries(history)
+        entries = context_merge.validate_entries(history, "history")
         stamps = sorted(e["timestamp"] for e in entries if "timestamp" in e)
         blob, model_id, dim = self._embed_document(text)
         now = format_ts(utc_now())

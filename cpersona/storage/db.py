@@ -10,6 +10,8 @@ timeout) is retried with back-off, never surfaced to a client.
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -17,10 +19,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from cpersona.errors import DatabaseUnavailable
+from cpersona.errors import DatabaseUnavailable, ReadOnlyStorage, StorageFault, StorageFull
 
 BUSY_TIMEOUT_MS = 30_000
 _WRITE_RETRIES = 5
+# Primary SQLite result codes (extended codes carry them in the low byte).
+_SQLITE_READONLY = 8
+_SQLITE_FULL = 13
+
+log = logging.getLogger("cpersona.storage")
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -41,6 +48,7 @@ class Database:
         self._write_lock = threading.RLock()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
+        self._faults_seen: dict[str, int] = {}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             mode = self.connection().execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -79,20 +87,61 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: all of it lands or none of it does."""
+        """One write transaction: all of it lands or none of it does.
+
+        A read-only file or a full disk raises ``ReadOnlyStorage`` / ``StorageFull`` (stable codes,
+        nothing written) instead of the driver's OperationalError.
+        """
         with self._write_lock:
             conn = self.connection()
             if conn.in_transaction:  # nested use inside an outer write: join it
                 yield conn
                 return
-            self._begin_immediate(conn)
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
+                self._begin_immediate(conn)
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:  # SQLITE_FULL may already have rolled it back
+                        with suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                fault = self.storage_fault(exc)
+                if fault is None:
+                    raise
+                raise fault from exc
+
+    def read_only(self) -> bool:
+        """Whether this process may not write the file (permissions, immutable flag, read-only mount)."""
+        return self.path.exists() and not os.access(self.path, os.W_OK)
+
+    def storage_fault(self, exc: sqlite3.Error) -> StorageFault | None:
+        """The domain error for a read-only or full database, logged once per kind; None for others."""
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        fault: StorageFault
+        if code == _SQLITE_READONLY:
+            fault = ReadOnlyStorage(
+                f"the database {self.path} is read-only for this process (file permissions, an immutable "
+                "flag or a read-only mount); nothing was written. Reads and recall still work.",
+                str(self.path),
+            )
+        elif code == _SQLITE_FULL:
+            fault = StorageFull(
+                f"no space left for the database {self.path} (the disk or its size limit is full); nothing "
+                "was written and everything stored before is intact. Free space, then retry.",
+                str(self.path),
+            )
+        else:
+            return None
+        seen = self._faults_seen.get(fault.code, 0)
+        self._faults_seen[fault.code] = seen + 1
+        if seen == 0:
+            log.warning("%s (%s; later occurrences are logged at debug level)", fault, exc)
+        else:
+            log.debug("%s again (%d times so far)", fault.code, seen + 1)
+        return fault
 
     @staticmethod
     def _begin_immediate(conn: sqlite3.Connection) -> None:

@@ -392,6 +392,10 @@ class Store(Protocol):
         """Bytes the store occupies on disk."""
         ...
 
+    def read_only(self) -> bool:
+        """Whether this process cannot write the store (writes would raise ``ReadOnlyStorage``)."""
+        ...
+
     def maintenance_db(self) -> Database:
         """The engine handle the health checks, repairs and portability queries run on.
 

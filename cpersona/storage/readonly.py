@@ -28,6 +28,7 @@ class ReadOnlyDatabase(Database):
         self._write_lock = threading.RLock()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
+        self._faults_seen: dict[str, int] = {}
         if not self.path.is_file():
             raise DatabaseUnavailable(f"no database at {self.path} (check CPERSONA_DB_PATH)")
         try:

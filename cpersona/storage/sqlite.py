@@ -72,6 +72,10 @@ class SqliteStore:
         with self.db.write() as conn:
             yield SqliteSession(conn)
 
+    def read_only(self) -> bool:
+        """Whether this process cannot write the file (writes raise ``ReadOnlyStorage``)."""
+        return self.db.read_only()
+
     def size_bytes(self) -> int:
         """The file plus its WAL and shared-memory companions."""
         path = self.db.path

@@ -120,14 +120,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(tmp: Path, **env_extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Run ``cpersona serve --transport streamable-http`` on a free loopback port; yield (url, process)."""
+def http_server(
+    tmp: Path, bind: str = "127.0.0.1", **env_extra: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run ``cpersona serve --transport streamable-http`` on a free port; yield (url, process).
+
+    ``bind`` is the address served on; requests always go to 127.0.0.1 (never beyond loopback).
+    """
     port = free_port()
     env = full_env(server_env(tmp, **env_extra))
     log_path = tmp / "server.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [cpersona_executable(), "serve", "--transport", "streamable-http", "--host", "127.0.0.1",
+            [cpersona_executable(), "serve", "--transport", "streamable-http", "--host", bind,
              "--port", str(port)],
             env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
         )

@@ -51,6 +51,8 @@ class EmbeddingService:
         self._stop = threading.Event()
         self._load_lock = threading.Lock()
         self._consecutive_errors = 0
+        self._last_fault: str | None = None
+        self._fault_repeats = 0
         self._listeners: list[Callable[[], None]] = []
         self._thread: threading.Thread | None = None
 
@@ -173,10 +175,20 @@ class EmbeddingService:
                 fault.kind, fault.reason, f"{fault.evidence}; automatic fetch failed: {self._prepare_error}", fault.runbook
             )
         self._ready.clear()
-        log.warning("embedding fault: %s", fault)
+        # The loader retries every retry_seconds: a fault that persists (offline, model missing) is
+        # said once at WARNING; the repeats go to DEBUG with a counter instead of flooding the log.
+        text = str(fault)
+        if text == self._last_fault:
+            self._fault_repeats += 1
+            log.debug("embedding fault persists (attempt %d): %s", self._fault_repeats + 1, text)
+        else:
+            self._last_fault, self._fault_repeats = text, 0
+            log.warning("embedding fault: %s (retrying every %d s; repeats logged at debug)", text,
+                        int(self.retry_seconds))
         self.health.set(Condition(FAULT, fault.kind, fault.reason, fault.evidence, fault.runbook))
 
     def _mark_healthy(self) -> None:
+        self._last_fault, self._fault_repeats = None, 0
         self._ready.set()
         self.health.set(Condition(HEALTHY))
         for callback in list(self._listeners):

@@ -1,0 +1,152 @@
+"""Screening one raw JSON-RPC message before the MCP SDK sees it (SPEC §9: every request gets a reply).
+
+The SDK's parser silently drops what it cannot read (a lone surrogate escape, nesting past its
+recursion limit, text that is not JSON): over stdio the client then waits forever. Both transports
+run each message through ``screen`` first, which either hands back a validated message (lone
+surrogates replaced by U+FFFD, as docs/input-rules.md says for any text) or the JSON-RPC error to
+answer with - carrying the request's id whenever it can be recovered, ``null`` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from pydantic import ValidationError
+
+from cpersona.limits import MAX_MESSAGE_DEPTH
+from cpersona.text import clean_text, json_depth
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+RequestId = int | str | None
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Tokens of a JSON text, enough to find the top-level "id" of a message the decoder refused.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+@dataclass(frozen=True)
+class Screened:
+    """What to do with one message: forward ``message`` (its JSON is ``text``) or answer ``reply``.
+
+    ``notification`` marks a refused message that had a method but no id: JSON-RPC forbids
+    answering notifications, so stream transports only log it.
+    """
+
+    message: types.JSONRPCMessage | None = None
+    text: str = ""
+    reply: types.JSONRPCError | None = None
+    notification: bool = False
+
+
+def error_reply(request_id: RequestId, code: int, message: str) -> types.JSONRPCError:
+    """A JSON-RPC error object for ``request_id`` (None when it could not be recovered)."""
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+
+
+def screen(text: str) -> Screened:
+    """Parse, bound and validate one JSON-RPC message; never raises."""
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        return _refused(recover_id(text), INVALID_REQUEST, _too_deep(), notification=False)
+    except ValueError as exc:
+        return _refused(recover_id(text), PARSE_ERROR, f"Parse error: {str(exc)[:200]}", notification=False)
+    request_id = _top_level_id(obj)
+    notification = isinstance(obj, dict) and "id" not in obj and isinstance(obj.get("method"), str)
+    if json_depth(obj, MAX_MESSAGE_DEPTH) > MAX_MESSAGE_DEPTH:
+        return _refused(request_id, INVALID_REQUEST, _too_deep(), notification)
+    if _has_lone_surrogate(obj):
+        obj = _clean(obj)
+        text = json.dumps(obj, ensure_ascii=False)
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except (ValidationError, ValueError) as exc:
+        detail = str(exc).splitlines()[0][:200]
+        return _refused(request_id, INVALID_REQUEST, f"Invalid Request: not a JSON-RPC 2.0 message ({detail})",
+                        notification)
+    return Screened(message=message, text=text)
+
+
+def recover_id(text: str) -> RequestId:
+    """The top-level ``"id"`` of a message the decoder refused, or None.
+
+    A tokenizer that only tracks nesting, so keys named ``id`` inside ``params`` (a stored
+    message's id) are not mistaken for the request's.
+    """
+    depth = 0
+    expecting: str | None = None  # "colon" after a top-level "id" key, then "value"
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if expecting == "colon":
+            expecting = "value" if token == ":" else None
+            continue
+        if expecting == "value":
+            return _id_value(token)
+        if token in "{[":
+            depth += 1
+        elif token in "}]":
+            depth -= 1
+        elif depth == 1 and token == '"id"':
+            expecting = "colon"
+    return None
+
+
+def _id_value(token: str) -> RequestId:
+    if re.fullmatch(r"-?\d{1,19}", token):
+        return int(token)
+    if token.startswith('"'):
+        try:
+            value = json.loads(token)
+        except ValueError:
+            return None
+        return clean_text(value) if isinstance(value, str) else None
+    return None
+
+
+def _top_level_id(obj: Any) -> RequestId:
+    if not isinstance(obj, dict):
+        return None
+    value = obj.get("id")
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    return clean_text(value) if isinstance(value, str) else value
+
+
+def _refused(request_id: RequestId, code: int, message: str, notification: bool) -> Screened:
+    return Screened(reply=error_reply(request_id, code, message), notification=notification and request_id is None)
+
+
+def _too_deep() -> str:
+    return f"Invalid Request: the message is nested deeper than {MAX_MESSAGE_DEPTH} levels"
+
+
+def _has_lone_surrogate(obj: Any) -> bool:
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _clean(obj: Any) -> Any:
+    # Depth is already bounded by MAX_MESSAGE_DEPTH, so recursion is safe here.
+    if isinstance(obj, str):
+        return clean_text(obj)
+    if isinstance(obj, dict):
+        return {clean_text(key): _clean(value) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [_clean(value) for value in obj]
+    return obj
