@@ -15,6 +15,7 @@ from health_damage import CAP, damage_file, damage_rows, row, seed
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
+from cpersona.storage.migrations import LATEST_VERSION
 
 
 def cpersona() -> str:
@@ -146,7 +147,7 @@ def test_doctor_shows_one_screen_and_never_the_token(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert secret not in out and secret not in result.stderr
-    assert str(db) in out and "schema 1/1" in out and "auth token set" in out
+    assert str(db) in out and f"schema {LATEST_VERSION}/{LATEST_VERSION}" in out and "auth token set" in out
     assert "installed: no" in out and "fetch-model" in out  # the fault carries its fix command
     assert "cpersona checkup" in out
     as_json = json.loads(run(env_for(tmp_path), "doctor", "--json").stdout)
