@@ -68,12 +68,18 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             print(f"cpersona: {refusal}", file=sys.stderr)
             return EXIT_REFUSED
 
-    from cpersona.memory import Memory
+    from cpersona.server.app import PendingMemory
 
-    memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
-    from cpersona.update_check import UpdateChecker
+    def open_memory() -> Any:
+        # Runs beside the handshake: numpy, the database and the model runtime load here.
+        from cpersona.memory import Memory
+        from cpersona.update_check import UpdateChecker
 
-    UpdateChecker(settings).start_background()  # daemon thread; start-up never waits for the index
+        memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
+        UpdateChecker(settings).start_background()  # daemon thread; start-up never waits for the index
+        return memory
+
+    pending = PendingMemory(open_memory)
     model = settings.embedding_model if settings.embedding_mode == "onnx" else settings.embedding_url or ""
     log.info(
         "cpersona %s serving MCP over %s; database %s; embeddings %s %s (loading in the background)",
@@ -85,11 +91,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     try:
         if settings.transport == "streamable-http":
-            return run_http(memory, settings)
-        run_stdio(memory, settings)
+            return run_http(pending.start(), settings)
+        run_stdio(pending.start(), settings)
         return 0
     finally:
-        memory.close()
+        pending.close()
 
 
 def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:
