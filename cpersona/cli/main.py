@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -79,7 +80,13 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         UpdateChecker(settings).start_background()  # daemon thread; start-up never waits for the index
         return memory
 
-    pending = PendingMemory(open_memory)
+    def unusable(exc: BaseException) -> None:
+        # Without its database the server cannot do anything: exit 1 with one line, as
+        # before the handshake was decoupled from opening (stdout stays clean for MCP).
+        print(f"cpersona: {exc}", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    pending = PendingMemory(open_memory, on_error=unusable)
     model = settings.embedding_model if settings.embedding_mode == "onnx" else settings.embedding_url or ""
     log.info(
         "cpersona %s serving MCP over %s; database %s; embeddings %s %s (loading in the background)",

@@ -98,8 +98,11 @@ class PendingMemory:
     for every call, so a database that cannot be opened is reported per call.
     """
 
-    def __init__(self, factory: Callable[[], Memory]) -> None:
+    def __init__(
+        self, factory: Callable[[], Memory], on_error: Callable[[BaseException], None] | None = None
+    ) -> None:
         self._factory = factory
+        self._on_error = on_error
         self._done = threading.Event()
         self._memory: Memory | None = None
         self._error: BaseException | None = None
@@ -113,9 +116,12 @@ class PendingMemory:
     def _open(self) -> None:
         try:
             self._memory = self._factory()
-        except BaseException as exc:  # reported by every get(), logged once here
-            log.error("the memory database could not be opened: %s", exc)
+        except BaseException as exc:  # reported by every get(), and once here
             self._error = exc
+            if self._on_error is not None:
+                self._on_error(exc)
+            else:
+                log.error("the memory database could not be opened: %s", exc)
         finally:
             self._done.set()
 

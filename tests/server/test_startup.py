@@ -115,6 +115,9 @@ def test_the_handshake_waits_on_no_heavy_import(tmp_path: Path) -> None:
         assert len(session.list_tools().tools) == len(tool_names())
         assert not out.exists()
         gate.touch()
+        deadline = time.monotonic() + 30
+        while not out.exists() and time.monotonic() < deadline:  # the snapshot precedes any tools/call
+            time.sleep(0.01)
         stored = session.call("store", {"agent_id": "a", "message": {"content": "after the gate"}})
         assert stored["ok"] is True
     assert json.loads(out.read_text()) == []  # no numpy, jsonschema, model runtime before the handshake
