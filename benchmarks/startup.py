@@ -4,7 +4,10 @@
 
 A real MCP client (the ``mcp`` package over stdio) launches ``cpersona serve``
 each run and measures: spawn → initialize answered; spawn → tools/list;
-spawn → first recall without a loading advisory (model ready). Scenarios:
+spawn → first recall without a loading advisory (model ready). The baseline,
+``python -c "import mcp"`` (spawn → exit), runs interleaved with the servers so a
+noisy machine affects both alike; the table shows each initialize p50 minus it.
+Scenarios:
 keyword-only (mode none) and the all-MiniLM-L6-v2 ONNX model loading in the
 background (assembled from its PyPI packages unless --models-dir is given).
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +53,13 @@ async def one_run(env: dict[str, str]) -> dict[str, float]:
     return {"initialize": initialized, "tools_list": listed, "model_ready": ready}
 
 
+def sdk_import() -> float:
+    """Seconds for a fresh interpreter to import the MCP SDK and exit."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import mcp"], check=True)
+    return time.perf_counter() - started
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
@@ -75,20 +86,27 @@ def main() -> int:
             "onnx all-minilm-l6-v2": {"CPERSONA_EMBEDDING_MODE": "onnx", "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2"},
         }
         results: dict[str, dict[str, dict[str, float]]] = {}
-        for name, extra in scenarios.items():
-            runs = []
-            for i in range(args.runs):
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in scenarios}
+        baseline: list[float] = []
+        for i in range(args.runs):  # interleaved: every scenario sees the same machine load
+            baseline.append(sdk_import())
+            for name, extra in scenarios.items():
                 env = {**base, **extra, "CPERSONA_DB_PATH": str(Path(tmp) / f"{name}-{i}.db")}
-                runs.append(anyio.run(one_run, env))
-            results[name] = {k: summary_ms([r[k] for r in runs]) for k in runs[0]}
+                runs[name].append(anyio.run(one_run, env))
+        for name, got in runs.items():
+            results[name] = {k: summary_ms([r[k] for r in got]) for k in got[0]}
+        sdk = summary_ms(baseline)
 
     print_table(
-        ["scenario", "initialize p50 ms", "p95", "tools/list p50 ms", "model ready p50 ms", "p95"],
-        [
+        ["scenario", "initialize p50 ms", "p95", "minus SDK import p50", "tools/list p50 ms", "model ready p50 ms",
+         "p95"],
+        [["python -c 'import mcp'", sdk["p50_ms"], sdk["p95_ms"], 0.0, "", "", ""]]
+        + [
             [
                 name,
                 r["initialize"]["p50_ms"],
                 r["initialize"]["p95_ms"],
+                round(r["initialize"]["p50_ms"] - sdk["p50_ms"], 1),
                 r["tools_list"]["p50_ms"],
                 r["model_ready"]["p50_ms"],
                 r["model_ready"]["p95_ms"],
@@ -96,7 +114,7 @@ def main() -> int:
             for name, r in results.items()
         ],
     )
-    write_json(args.json, {"benchmark": "startup", "runs": args.runs, "results": results})
+    write_json(args.json, {"benchmark": "startup", "runs": args.runs, "sdk_import": sdk, "results": results})
     return 0
 
 

@@ -103,7 +103,7 @@ class Settings:
     export_dir: Path | None = None  # CPERSONA_EXPORT_DIR: MCP export/import confinement (default <db dir>/exports)
 
     # Retrieval
-    max_memories: int = 10000  # CPERSONA_MAX_MEMORIES: vector scan window per table
+    max_memories: int | None = None  # CPERSONA_MAX_MEMORIES: vector scan window per table (None: whole corpus)
     recall_mode: str = "rsf"  # CPERSONA_RECALL_MODE: rsf | rrf | cascade (rsf: docs/decisions.md)
     rrf_k: int = 60  # CPERSONA_RRF_K
     episode_penalty_enabled: bool = True  # CPERSONA_EPISODE_PENALTY_ENABLED
@@ -179,7 +179,7 @@ class Settings:
         settings = cls(
             db_path=Path(db_raw).expanduser() if db_raw else base.db_path,
             export_dir=Path(export_raw).expanduser() if export_raw else None,
-            max_memories=_int(e, "CPERSONA_MAX_MEMORIES", base.max_memories, minimum=1),
+            max_memories=_opt_int(e, "CPERSONA_MAX_MEMORIES") or base.max_memories,
             recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),
             rrf_k=_int(e, "CPERSONA_RRF_K", base.rrf_k, minimum=1),
             episode_penalty_enabled=_bool(e, "CPERSONA_EPISODE_PENALTY_ENABLED", base.episode_penalty_enabled),

@@ -385,7 +385,7 @@ class EmbeddingStatus(TypedDict):
 class VectorWindow(TypedDict):
     """How much of the corpus the vector scan window covers."""
 
-    size: Annotated[int, "CPERSONA_MAX_MEMORIES: rows scanned per table and scope."]
+    size: Annotated[int | None, "CPERSONA_MAX_MEMORIES: rows scanned per table and scope (null: the whole corpus)."]
     rows_outside: Annotated[dict[str, dict[str, int]], "Per agent and table, vector rows past the window."]
 
 

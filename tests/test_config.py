@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_defaults_are_the_specs() -> None:
     s = Settings.from_env({})
     # rsf, not the spec's rrf: a measured departure (docs/decisions.md).
-    assert (s.max_memories, s.recall_mode, s.rrf_k) == (10000, "rsf", 60)
+    assert (s.max_memories, s.recall_mode, s.rrf_k) == (None, "rsf", 60)
     assert (s.episode_decay_rate, s.episode_decay_floor) == (0.01, 0.5)
     assert (s.recent_recall_window_min, s.recent_recall_penalty) == (5.0, 0.7)
     assert (s.recall_preview_chars, s.max_content_length, s.max_profile_length) == (500, 16000, 2000)

@@ -81,12 +81,24 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             print(f"cpersona: {refusal}", file=sys.stderr)
             return EXIT_REFUSED
 
-    from cpersona.memory import Memory
+    from cpersona.server.app import PendingMemory
 
-    memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
-    from cpersona.update_check import UpdateChecker
+    def open_memory() -> Any:
+        # Runs beside the handshake: numpy, the database and the model runtime load here.
+        from cpersona.memory import Memory
+        from cpersona.update_check import UpdateChecker
 
-    UpdateChecker(settings).start_background()  # daemon thread; start-up never waits for the index
+        memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
+        UpdateChecker(settings).start_background()  # daemon thread; start-up never waits for the index
+        return memory
+
+    def unusable(exc: BaseException) -> None:
+        # Without its database the server cannot do anything: exit 1 with one line, as
+        # before the handshake was decoupled from opening (stdout stays clean for MCP).
+        print(f"cpersona: {exc}", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    pending = PendingMemory(open_memory, on_error=unusable)
     model = settings.embedding_model if settings.embedding_mode == "onnx" else settings.embedding_url or ""
     log.info(
         "cpersona %s serving MCP over %s; database %s; embeddings %s %s (loading in the background)",
@@ -98,13 +110,13 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     try:
         if settings.transport == "streamable-http":
-            return run_http(memory, settings)
+            return run_http(pending.start(), settings)
         if sys.stdin.isatty():  # a person started it; an MCP host always connects a pipe
             print(terminal_hint(os.path.abspath(sys.argv[0])), file=sys.stderr, flush=True)
-        run_stdio(memory, settings)
+        run_stdio(pending.start(), settings)
         return 0
     finally:
-        memory.close()
+        pending.close()
 
 
 def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:

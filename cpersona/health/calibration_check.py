@@ -14,8 +14,7 @@ from typing import Any
 
 from cpersona.health.checks import INFO, WARN, Check, Finding, HealthContext, Outcome, register
 from cpersona.health.deep_checks import DEEP_REGISTRY, DeepCheck
-from cpersona.retrieval.calibration import SCORING_VERSION
-from cpersona.retrieval.sidecar import Sidecar, fingerprint, sidecar_path
+from cpersona.retrieval.sidecar import SCORING_VERSION, Sidecar, fingerprint, sidecar_path
 from cpersona.text import format_ts, utc_now
 
 #: A calibration older than this is reported (info): the corpus has likely changed since.

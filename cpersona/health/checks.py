@@ -452,6 +452,8 @@ def _timestamps(ctx: HealthContext) -> Outcome:
 
 def _window(ctx: HealthContext) -> Outcome:
     window = ctx.settings.max_memories
+    if window is None:  # the default: the whole corpus is searched by vector
+        return Outcome(details={"window": None, "rows_outside": {}})
     with ctx.db.read() as conn:
         outside = q.rows_outside_window(conn, ctx.agent_id, ctx.model_id or None, window)
     out = Outcome(details={"window": window, "rows_outside": outside})

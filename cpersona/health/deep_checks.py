@@ -13,11 +13,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import numpy as np
-
 from cpersona.health.checks import INFO, WARN, Finding, HealthContext, select_checks, verdict
 from cpersona.storage import deep_queries as dq
-from cpersona.storage.vectors import from_blob
 from cpersona.text import parse_ts, utc_now
 
 #: Memories whose trimmed text is shorter than this are "very short".
@@ -99,6 +96,10 @@ def _near_duplicates(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]
     details: dict[str, Any] = {"compared": len(rows), "threshold": NEAR_DUPLICATE_COSINE}
     if len(rows) < 2:
         return [], details
+    import numpy as np  # only this check needs it; keeps numpy out of the server's start-up
+
+    from cpersona.storage.vectors import from_blob
+
     ids = np.array([r[0] for r in rows])
     matrix = np.vstack([from_blob(r[1]) for r in rows]).astype(np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)

@@ -27,7 +27,10 @@ from importlib import resources
 import numpy as np
 
 from cpersona.errors import InvalidInput
+from cpersona.retrieval.sidecar import SCORING_VERSION
 from cpersona.text import parse_ts
+
+__all__ = ["SCORING_VERSION"]
 
 LEVELS = ("strict", "balanced", "lenient")
 METHODS = ("separation", "percentile", "zscore")
@@ -46,9 +49,6 @@ MIN_ADJACENT_PAIRS = 30
 MIN_ROWS = 10
 DEFAULT_SAMPLE_SIZE = 2000
 MAX_SAMPLE_SIZE = 100_000
-#: Bump when what the gate compares (or how its threshold is derived) changes: stored calibrations
-#: then no longer match and are redone in the background.
-SCORING_VERSION = 1
 
 
 def probe_questions() -> list[str]:

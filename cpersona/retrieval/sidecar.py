@@ -18,11 +18,15 @@ the old file or the new one, never half of one. Readers cache by mtime and size.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
+
+from cpersona.atomic import write_json
+
+#: Bump when what the gate compares (or how its threshold is derived) changes: stored calibrations
+#: then no longer match and are redone in the background.
+SCORING_VERSION = 1
 
 FORMAT = 1
 
@@ -87,15 +91,5 @@ class Sidecar:
             self._write(data)
 
     def _write(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False, indent=1, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json(self.path, data)
         self._cache, self._stamp = None, None

@@ -1,32 +1,39 @@
 """An in-memory copy of one table's vectors, kept in step with the file.
 
-Every recall first calls ``sync``: rows with a higher id than any seen are
-appended (the common case: new stores), and any change to existing vectors
-(back-fill, re-embedding, delete, a move between agents) bumps a generation
-counter the store keeps, which triggers a full reload. Both
-signals live in the file, so writes by other processes on the same file are
-seen on the next recall. Only vectors of the active model id and dimension
-are loaded: vectors of different models are never compared.
+Every recall first calls ``sync``, which reads signals that live in the file, so
+writes by other processes on the same file are seen on the next recall:
+
+- rows with a higher id than any seen are appended (the common case: new stores);
+- the ``vector_changes`` log names rows whose vector or scope changed (back-fill,
+  re-embedding, a move between agents, invalidation) or that were deleted; just
+  those rows are re-read and patched in place;
+- a full reload happens only on a fresh index, when the generation counter moves,
+  when the log was pruned past what this index saw, or when more than a third of
+  the rows changed (one pass is then cheaper than patching).
+
+Only vectors of the active model id and dimension are held: vectors of different
+models are never compared. The matrix grows in place with ~12% headroom, so its
+memory stays near the raw vector bytes.
+
+Search scores every held row with one matrix-vector product over the contiguous
+matrix (no gather copy of the rows in scope) and then selects: a partial sort
+finds the top candidates, ties break on the newer id.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from cpersona.storage.interface import VECTOR_TABLES, VectorFeed
+from cpersona.storage.interface import VECTOR_TABLES, VectorFeed, VectorRow
 from cpersona.storage.scope import Scope
 
-
-@dataclass
-class _Columns:
-    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    vectors: np.ndarray | None = None
-    agent: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    project: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    channel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+_PAGE = 8192  # rows fetched per query during a full load
+_RELOAD_FRACTION = 3  # more than 1/3 of the rows changed: reload instead of patching
+# When the scope admits fewer than 1/_GATHER_FRACTION of the rows, gathering them is
+# cheaper than scoring all rows.
+_GATHER_FRACTION = 8
 
 
 class VectorIndex:
@@ -39,14 +46,43 @@ class VectorIndex:
         self.model_id = model_id
         self.dimension = dimension
         self._lock = threading.Lock()
-        self._cols = _Columns(vectors=np.zeros((0, dimension), dtype=np.float32))
         self._codes: dict[str, int] = {}
-        self._generation = -1
+        self._generation: int | None = None
         self._max_seen_id = 0
+        self._seen_seq = 0
         self.reloads = 0
+        self.patched = 0  # rows applied from the change log (for tests and benchmarks)
+        self._reset(0)
+
+    # -- storage of the columns -----------------------------------------------------------------
+
+    def _reset(self, capacity: int) -> None:
+        self._n = 0  # positions in use (live or holes)
+        self._live_count = 0
+        self._vectors = np.zeros((capacity, self.dimension), dtype=np.float32)
+        self._ids = np.zeros(capacity, dtype=np.int64)
+        self._axes = np.zeros((3, capacity), dtype=np.int32)  # agent, project, channel codes
+        self._live = np.zeros(capacity, dtype=bool)
+        self._ordered = True  # ids ascend with position (false after a back-filled old row)
+        self._positions: dict[int, int] | None = None  # id -> position, built on first change
+
+    def _reserve(self, extra: int) -> None:
+        need = self._n + extra
+        capacity = self._ids.shape[0]
+        if need <= capacity:
+            return
+        grown = max(need, capacity + capacity // 8 + 1024)
+        vectors = np.zeros((grown, self.dimension), dtype=np.float32)
+        vectors[: self._n] = self._vectors[: self._n]
+        self._vectors = vectors
+        self._ids = np.concatenate([self._ids[: self._n], np.zeros(grown - self._n, dtype=np.int64)])
+        axes = np.zeros((3, grown), dtype=np.int32)
+        axes[:, : self._n] = self._axes[:, : self._n]
+        self._axes = axes
+        self._live = np.concatenate([self._live[: self._n], np.zeros(grown - self._n, dtype=bool)])
 
     def __len__(self) -> int:
-        return int(self._cols.ids.shape[0])
+        return self._live_count
 
     def _code(self, value: str) -> int:
         code = self._codes.get(value)
@@ -55,54 +91,125 @@ class VectorIndex:
             self._codes[value] = code
         return code
 
+    def _append(self, rows: list[VectorRow]) -> None:
+        if not rows:
+            return
+        self._reserve(len(rows))
+        start, end = self._n, self._n + len(rows)
+        block = np.frombuffer(b"".join(r[4] for r in rows), dtype="<f4")
+        self._vectors[start:end] = block.reshape(len(rows), self.dimension)
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if start and self._ordered and int(ids[0]) < int(self._ids[start - 1]):
+            self._ordered = False
+        self._ids[start:end] = ids
+        self._axes[0, start:end] = np.fromiter((self._code(r[1]) for r in rows), dtype=np.int32, count=len(rows))
+        self._axes[1, start:end] = np.fromiter((self._code(r[2]) for r in rows), dtype=np.int32, count=len(rows))
+        self._axes[2, start:end] = np.fromiter((self._code(r[3]) for r in rows), dtype=np.int32, count=len(rows))
+        self._live[start:end] = True
+        if self._positions is not None:
+            for offset, row_id in enumerate(ids.tolist()):
+                self._positions[row_id] = start + offset
+        self._n = end
+        self._live_count += len(rows)
+
+    def _position_map(self) -> dict[int, int]:
+        if self._positions is None:
+            live = np.flatnonzero(self._live[: self._n])
+            self._positions = dict(zip(self._ids[live].tolist(), live.tolist(), strict=True))
+        return self._positions
+
+    # -- keeping in step ------------------------------------------------------------------------
+
     def sync(self, feed: VectorFeed) -> None:
         """Bring the index up to date with the store (call inside one read snapshot)."""
-        generation, max_id = feed.state(self.table)
+        state = feed.state(self.table)
         with self._lock:
-            if generation != self._generation:
-                self._cols = self._load(feed, 0)
-                self._generation = generation
-                self._max_seen_id = max_id
-                self.reloads += 1
-            elif max_id > self._max_seen_id:
-                fresh = self._load(feed, self._max_seen_id)
-                self._max_seen_id = max_id
-                if fresh.ids.size:
-                    old = self._cols
-                    self._cols = _Columns(
-                        ids=np.concatenate([old.ids, fresh.ids]),
-                        vectors=np.concatenate([old.vectors, fresh.vectors]),
-                        agent=np.concatenate([old.agent, fresh.agent]),
-                        project=np.concatenate([old.project, fresh.project]),
-                        channel=np.concatenate([old.channel, fresh.channel]),
-                    )
+            missed_log = state.oldest_change > self._seen_seq + 1
+            if self._generation != state.generation or missed_log:
+                self._full_load(feed)
+            elif state.change_seq > self._seen_seq:
+                changed = feed.changed_since(self.table, self._seen_seq)
+                # Changed rows above max_seen_id arrive with the append below.
+                changed = [i for i in changed if i <= self._max_seen_id]
+                if len(changed) * _RELOAD_FRACTION > max(self._live_count, 1) and len(changed) > 64:
+                    self._full_load(feed)
+                else:
+                    self._patch(feed, changed)
+            self._generation = state.generation
+            self._seen_seq = state.change_seq
+            if state.max_id > self._max_seen_id:
+                self._load_after(feed, self._max_seen_id)
+                self._max_seen_id = state.max_id
 
-    def _load(self, feed: VectorFeed, after_id: int) -> _Columns:
-        rows = feed.rows_after(self.table, after_id, self.model_id, self.dimension)
-        if not rows:
-            return _Columns(vectors=np.zeros((0, self.dimension), dtype=np.float32))
-        vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype="<f4").reshape(len(rows), self.dimension)
-        return _Columns(
-            ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-            vectors=np.ascontiguousarray(vectors, dtype=np.float32),
-            agent=np.fromiter((self._code(r[1]) for r in rows), dtype=np.int32, count=len(rows)),
-            project=np.fromiter((self._code(r[2]) for r in rows), dtype=np.int32, count=len(rows)),
-            channel=np.fromiter((self._code(r[3]) for r in rows), dtype=np.int32, count=len(rows)),
-        )
+    def _full_load(self, feed: VectorFeed) -> None:
+        self._reset(0)
+        self._max_seen_id = 0  # the append step of sync loads every row
+        self.reloads += 1
 
-    def _mask(self, cols: _Columns, scope: Scope) -> np.ndarray:
-        mask = np.ones(cols.ids.shape[0], dtype=bool)
+    def _load_after(self, feed: VectorFeed, after_id: int) -> None:
+        while True:
+            rows = feed.rows_after(self.table, after_id, self.model_id, self.dimension, _PAGE)
+            self._append(rows)
+            if len(rows) < _PAGE:
+                return
+            after_id = rows[-1][0]
+
+    def _patch(self, feed: VectorFeed, changed: list[int]) -> None:
+        if not changed:
+            return
+        positions = self._position_map()
+        current = {r[0]: r for r in feed.rows_by_id(self.table, changed, self.model_id, self.dimension)}
+        fresh: list[VectorRow] = []
+        for row_id in changed:
+            pos = positions.get(row_id)
+            row = current.get(row_id)
+            if row is None:  # deleted, or no longer a vector of this model
+                if pos is not None:
+                    self._live[pos] = False
+                    del positions[row_id]
+                    self._live_count -= 1
+            elif pos is None:  # back-filled: a row this index has not held
+                fresh.append(row)
+            else:
+                self._vectors[pos] = np.frombuffer(row[4], dtype="<f4")
+                self._axes[:, pos] = (self._code(row[1]), self._code(row[2]), self._code(row[3]))
+        self._append(sorted(fresh))
+        self.patched += len(changed)
+        if self._n - self._live_count > max(1024, self._n // 4):
+            self._compact()
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._live[: self._n])
+        order = keep[np.argsort(self._ids[keep], kind="stable")]
+        self._vectors = np.ascontiguousarray(self._vectors[order])
+        self._ids = self._ids[order].copy()
+        self._axes = np.ascontiguousarray(self._axes[:, order])
+        self._live = np.ones(order.size, dtype=bool)
+        self._n = self._live_count = int(order.size)
+        self._ordered = True
+        self._positions = None
+
+    # -- search ---------------------------------------------------------------------------------
+
+    def _mask(self, scope: Scope) -> np.ndarray:
+        n = self._n
+        mask = self._live[:n].copy()
         if scope.agent_id is not None:
             code = self._codes.get(scope.agent_id)
             if code is None:
-                return np.zeros_like(mask)
-            mask &= cols.agent == code
-        if scope.project_id is not None:
-            allowed = [self._codes[v] for v in {scope.project_id, ""} if v in self._codes]
-            mask &= np.isin(cols.project, allowed)
-        if scope.channel:
-            allowed = [self._codes[v] for v in {scope.channel, ""} if v in self._codes]
-            mask &= np.isin(cols.channel, allowed)
+                return np.zeros(n, dtype=bool)
+            mask &= self._axes[0, :n] == code
+        for axis, value in ((1, scope.project_id), (2, scope.channel or None)):
+            if value is None:
+                continue
+            allowed = [self._codes[v] for v in {value, ""} if v in self._codes]
+            column = self._axes[axis, :n]
+            if len(allowed) == 1:
+                mask &= column == allowed[0]
+            elif len(allowed) == 2:
+                mask &= (column == allowed[0]) | (column == allowed[1])
+            else:
+                mask[:] = False
         return mask
 
     def search(
@@ -111,44 +218,61 @@ class VectorIndex:
         scope: Scope,
         limit: int,
         *,
-        window: int,
+        window: int | None = None,
         allowed_ids: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
-        """Top ``limit`` (id, cosine) among the ``window`` most recent rows in scope.
+        """Top ``limit`` (id, cosine) among rows in scope (the ``window`` most recent when set).
 
         Ties break on the higher (newer) id so results are deterministic.
         """
-        cols = self._cols  # a consistent snapshot: sync replaces, never mutates
-        if limit <= 0 or cols.ids.size == 0 or cols.vectors is None:
-            return []
-        mask = self._mask(cols, scope)
-        if allowed_ids is not None:
-            mask &= np.isin(cols.ids, allowed_ids)
-        positions = np.flatnonzero(mask)
-        if positions.size > window:
-            positions = positions[-window:]
-        if positions.size == 0:
-            return []
-        scores = cols.vectors[positions] @ np.asarray(query, dtype=np.float32)
-        ids = cols.ids[positions]
+        with self._lock:  # sync patches rows in place; a search never sees half a change
+            n = self._n
+            if limit <= 0 or self._live_count == 0:
+                return []
+            mask = self._mask(scope)
+            if allowed_ids is not None:
+                mask &= np.isin(self._ids[:n], allowed_ids)
+            positions = np.flatnonzero(mask)
+            if window is not None and positions.size > window:
+                if self._ordered:
+                    positions = positions[-window:]
+                else:
+                    newest = np.argpartition(self._ids[positions], positions.size - window)[-window:]
+                    positions = np.sort(positions[newest])
+            if positions.size == 0:
+                return []
+            q = np.asarray(query, dtype=np.float32)
+            if positions.size * _GATHER_FRACTION < n:
+                scores = self._vectors[positions] @ q
+            else:
+                scores = (self._vectors[:n] @ q)[positions]
+            ids = self._ids[positions]
+        if scores.size > limit:
+            # Keep everything tied with the limit-th score, then order exactly.
+            kth = np.partition(scores, scores.size - limit)[scores.size - limit]
+            keep = np.flatnonzero(scores >= kth)
+            scores, ids = scores[keep], ids[keep]
         order = np.lexsort((-ids, -scores))[:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
     def cosines(self, query: np.ndarray, ids: list[int]) -> dict[int, float]:
         """Cosine of ``query`` with each of ``ids`` that holds a vector of this index's model."""
-        cols = self._cols
-        if not ids or cols.ids.size == 0 or cols.vectors is None:
-            return {}
-        positions = np.flatnonzero(np.isin(cols.ids, np.asarray(ids, dtype=np.int64)))
-        scores = cols.vectors[positions] @ np.asarray(query, dtype=np.float32)
-        return {int(cols.ids[p]): float(s) for p, s in zip(positions, scores, strict=True)}
+        with self._lock:
+            n = self._n
+            if not ids or self._live_count == 0:
+                return {}
+            live = self._live[:n] & np.isin(self._ids[:n], np.asarray(ids, dtype=np.int64))
+            positions = np.flatnonzero(live)
+            scores = self._vectors[positions] @ np.asarray(query, dtype=np.float32)
+            return {int(self._ids[p]): float(v) for p, v in zip(positions, scores, strict=True)}
 
     def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of one agent's rows in id order (copies; empty arrays when none)."""
-        cols = self._cols
-        code = self._codes.get(agent_id)
-        if code is None or cols.vectors is None or cols.ids.size == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
-        positions = np.flatnonzero(cols.agent == code)
-        order = positions[np.argsort(cols.ids[positions], kind="stable")]
-        return cols.ids[order].copy(), cols.vectors[order].copy()
+        with self._lock:
+            n = self._n
+            code = self._codes.get(agent_id)
+            if code is None or self._live_count == 0:
+                return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
+            positions = np.flatnonzero(self._live[:n] & (self._axes[0, :n] == code))
+            order = positions[np.argsort(self._ids[positions], kind="stable")]
+            return self._ids[order].copy(), self._vectors[order].copy()

@@ -3,12 +3,20 @@
 Behaviour lives in ``Memory``; this module only lists the registry and hands
 calls to ``dispatch_tool`` in a worker thread, because Memory calls block
 (SQLite, ONNX inference) and the event loop must keep answering other requests.
+
+Nothing the handshake does not need is imported here: ``Memory`` (numpy, the
+model runtime) and the dispatcher (jsonschema) are imported by the first tool
+call, or by the thread ``PendingMemory`` runs, so ``initialize`` is answered
+as soon as the MCP SDK itself is loaded.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -17,9 +25,12 @@ from mcp.server.lowlevel import Server
 
 from cpersona import __version__, operating_context
 from cpersona.config import Settings
-from cpersona.memory import Memory
-from cpersona.server.dispatch import dispatch_tool
 from cpersona.server.schemas import ToolSpec, build_tools
+
+if TYPE_CHECKING:
+    from cpersona.memory import Memory
+
+log = logging.getLogger("cpersona.server")
 
 SERVER_NAME = "cpersona"
 
@@ -80,11 +91,74 @@ def to_call_result(response: dict[str, Any]) -> types.CallToolResult:
     )
 
 
-def build_server(memory: Memory, settings: Settings) -> Server[Any]:
-    """Build the lowlevel MCP server named "cpersona" over ``memory``.
+class PendingMemory:
+    """A ``Memory`` opened in a background thread while the server answers the handshake.
 
-    Nothing here waits for the embedding model: ``initialize`` and
-    ``tools/list`` answer at once while Memory loads the model in the background.
+    ``get`` waits for it (a tool call needs it) and raises what opening raised,
+    for every call, so a database that cannot be opened is reported per call.
+    """
+
+    def __init__(
+        self, factory: Callable[[], Memory], on_error: Callable[[BaseException], None] | None = None
+    ) -> None:
+        self._factory = factory
+        self._on_error = on_error
+        self._done = threading.Event()
+        self._memory: Memory | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._open, name="cpersona-open", daemon=True)
+
+    def start(self) -> PendingMemory:
+        """Start opening; returns self."""
+        self._thread.start()
+        return self
+
+    def _open(self) -> None:
+        try:
+            self._memory = self._factory()
+        except BaseException as exc:  # reported by every get(), and once here
+            self._error = exc
+            if self._on_error is not None:
+                self._on_error(exc)
+            else:
+                log.error("the memory database could not be opened: %s", exc)
+        finally:
+            self._done.set()
+
+    def get(self) -> Memory:
+        """The opened Memory (waits for it); raises what opening raised."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._memory is not None
+        return self._memory
+
+    def close(self) -> None:
+        """Close the Memory once it is open (waits for the opening to finish)."""
+        self._done.wait()
+        if self._memory is not None:
+            self._memory.close()
+
+
+def _call(source: Memory | PendingMemory, settings: Settings, name: str, arguments: Any) -> dict[str, Any]:
+    from cpersona.errors import CPersonaError
+    from cpersona.server.dispatch import dispatch_tool, failure
+
+    try:
+        memory = source.get() if isinstance(source, PendingMemory) else source
+    except CPersonaError as exc:
+        return failure(str(exc), exc.code)
+    except Exception as exc:
+        return failure(f"the memory database could not be opened: {exc}", "database_unavailable")
+    return dispatch_tool(memory, settings, name, arguments)
+
+
+def build_server(memory: Memory | PendingMemory, settings: Settings) -> Server[Any]:
+    """Build the lowlevel MCP server named "cpersona" over ``memory`` (open, or being opened).
+
+    Nothing here waits for the embedding model or the database: ``initialize``
+    and ``tools/list`` answer at once while Memory opens and loads the model in
+    the background.
     """
     specs = build_tools(settings)
     specs_by_name = {spec.name: spec for spec in specs}
@@ -96,7 +170,7 @@ def build_server(memory: Memory, settings: Settings) -> Server[Any]:
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         response = await anyio.to_thread.run_sync(
-            dispatch_tool, memory, settings, params.name, params.arguments, limiter=limiter
+            _call, memory, settings, params.name, params.arguments, limiter=limiter
         )
         return to_call_result(response)
 

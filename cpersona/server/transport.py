@@ -11,17 +11,19 @@ import hmac
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import uvicorn
 
 from cpersona.config import Settings
-from cpersona.memory import Memory
-from cpersona.server.app import build_server
+from cpersona.server.app import PendingMemory, build_server
 from cpersona.server.http_guard import bearer_token, bind_warning, token_refusal, transport_security
 from cpersona.server.stdio import guarded_stdio
 from cpersona.server.wire_http import WireScreenMiddleware
+
+if TYPE_CHECKING:  # Memory (numpy, the model runtime) is imported after the handshake
+    from cpersona.memory import Memory
 
 log = logging.getLogger("cpersona.server")
 
@@ -103,19 +105,19 @@ class BearerTokenMiddleware:
         await send({"type": "http.response.body", "body": body})
 
 
-async def serve_stdio_async(memory: Memory, settings: Settings) -> None:
+async def serve_stdio_async(memory: Memory | PendingMemory, settings: Settings) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes stdin."""
     server = build_server(memory, settings)
     async with guarded_stdio() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def run_stdio(memory: Memory, settings: Settings | None = None) -> None:
+def run_stdio(memory: Memory | PendingMemory, settings: Settings | None = None) -> None:
     """Blocking stdio server (the default transport)."""
     anyio.run(serve_stdio_async, memory, settings or Settings())
 
 
-def build_http_app(memory: Memory, settings: Settings) -> ASGIApp:
+def build_http_app(memory: Memory | PendingMemory, settings: Settings) -> ASGIApp:
     """The streamable-HTTP ASGI app, wrapped in bearer-token auth when a token is configured.
 
     Raises TransportRefused when ``settings`` forbid serving HTTP.
@@ -135,7 +137,7 @@ def build_http_app(memory: Memory, settings: Settings) -> ASGIApp:
     return app
 
 
-def run_http(memory: Memory, settings: Settings) -> int:
+def run_http(memory: Memory | PendingMemory, settings: Settings) -> int:
     """Blocking streamable-HTTP server on ``settings.http_host:http_port``; returns an exit code.
 
     Returns EXIT_REFUSED (2) without binding anything when the configuration

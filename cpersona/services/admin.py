@@ -116,7 +116,7 @@ class Admin:
             "memories_with_active_vectors": session.admin.active_vector_count(model_id or None),
             "vector_window": {
                 "size": window,
-                "rows_outside": session.admin.rows_beyond_window(model_id, window) if model_id else {},
+                "rows_outside": session.admin.rows_beyond_window(model_id, window) if model_id and window else {},
             },
             "recall_mode": self.settings.recall_mode,
             "embedding": self.embedding_status(),

@@ -45,6 +45,7 @@ TIMESTAMP_COLUMNS = {
 # The fixed-width form format_ts writes: 2026-01-31T09:30:00.000000Z.
 _TS_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]Z"
 _CREATE = re.compile(r"^CREATE\s+(UNIQUE\s+)?(INDEX|TRIGGER)\s+(\w+)", re.IGNORECASE)
+_DROP = re.compile(r"^DROP\s+(INDEX|TRIGGER)\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 
 
 def _scope(agent: str | None, alias: str = "") -> tuple[str, list[Any]]:
@@ -78,12 +79,17 @@ class SchemaObject:
 
 def expected_objects() -> list[SchemaObject]:
     """Every index and trigger the migrations' DDL creates (taken from that DDL, not restated)."""
-    objects = []
-    for statement in (s for script in SCHEMA_SCRIPTS for s in _split_statements(script)):
-        match = _CREATE.match(statement)
-        if match:
-            objects.append(SchemaObject(match.group(2).lower(), match.group(3), bool(match.group(1)), statement))
-    return objects
+    objects: dict[str, SchemaObject] = {}
+    for script in SCHEMA_SCRIPTS:  # a later migration's definition replaces an earlier one
+        for statement in _split_statements(script):
+            match = _CREATE.match(statement)
+            if match:
+                obj = SchemaObject(match.group(2).lower(), match.group(3), bool(match.group(1)), statement)
+                objects[obj.name] = obj
+            dropped = _DROP.match(statement)
+            if dropped:
+                objects.pop(dropped.group(2), None)
+    return list(objects.values())
 
 
 def present_objects(conn: sqlite3.Connection) -> set[tuple[str, str]]:

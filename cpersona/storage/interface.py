@@ -30,6 +30,22 @@ VectorRow = tuple[int, str, str, str, bytes]
 
 
 @dataclass(frozen=True)
+class VectorState:
+    """What an in-memory vector index compares with what it has seen.
+
+    ``generation`` moving means "reload everything"; ``max_id`` is the highest row id
+    (new rows are appended by id); ``change_seq`` is the newest entry of the change log
+    (updates and deletes of vectors) and ``oldest_change`` its oldest retained entry
+    (0 when empty): an index that saw less than ``oldest_change - 1`` missed entries.
+    """
+
+    generation: int
+    max_id: int
+    change_seq: int
+    oldest_change: int
+
+
+@dataclass(frozen=True)
 class QueryTerms:
     """Terms of a query: ``match`` feeds trigram full-text search (≥ 3 chars), ``like`` substring
     search, ``words`` the word-level index (whole words, unstemmed: the index stems them itself)."""
@@ -271,12 +287,22 @@ class KeywordSearch(Protocol):
 class VectorFeed(Protocol):
     """Stored vectors for the in-memory indexes, and corpus-wide vector bookkeeping."""
 
-    def state(self, table: str) -> tuple[int, int]:
-        """(generation, highest id) of ``table``; the generation moves whenever stored vectors change."""
+    def state(self, table: str) -> VectorState:
+        """Where ``table``'s vectors stand: generation, highest id, change-log positions."""
         ...
 
-    def rows_after(self, table: str, after_id: int, model_id: str, dimension: int) -> list[VectorRow]:
-        """Vectors of this model and dimension with id > ``after_id``, in id order."""
+    def rows_after(
+        self, table: str, after_id: int, model_id: str, dimension: int, limit: int | None = None
+    ) -> list[VectorRow]:
+        """Vectors of this model and dimension with id > ``after_id``, in id order (at most ``limit``)."""
+        ...
+
+    def changed_since(self, table: str, seq: int) -> list[int]:
+        """Distinct ids of ``table`` rows whose vector or scope changed, or that were deleted, after ``seq``."""
+        ...
+
+    def rows_by_id(self, table: str, ids: list[int], model_id: str, dimension: int) -> list[VectorRow]:
+        """The current vectors of this model and dimension among ``ids`` (absent ids have none)."""
         ...
 
     def dimensions(self, model_id: str) -> set[int]:

@@ -124,6 +124,51 @@ AFTER UPDATE OF embedding, embedding_model, agent_id, project_id, channel ON epi
 END;
 """
 
+# Version 3: a change log the
+# in-memory vector indexes read, so one changed row costs one row, never a full reload.
+# Inserts need no entry (a new id is above every id an index has seen); updates of a
+# vector or its scope, and deletes, append (table, row id). The log keeps its newest
+# 65,536 entries; an index that fell further behind reloads in full.
+_V3 = """
+CREATE TABLE vector_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    tbl TEXT NOT NULL,
+    row_id INTEGER NOT NULL
+);
+CREATE TRIGGER vector_changes_prune AFTER INSERT ON vector_changes WHEN new.seq % 1024 = 0 BEGIN
+    DELETE FROM vector_changes WHERE seq <= new.seq - 65536;
+END;
+DROP TRIGGER memories_vector_changed;
+CREATE TRIGGER memories_vector_changed
+AFTER UPDATE OF embedding, embedding_model, embedding_dim, agent_id, project_id, channel ON memories
+WHEN old.embedding IS NOT new.embedding OR old.embedding_model IS NOT new.embedding_model
+    OR old.embedding_dim IS NOT new.embedding_dim OR old.agent_id IS NOT new.agent_id
+    OR old.project_id IS NOT new.project_id OR old.channel IS NOT new.channel
+BEGIN
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('memories', new.id);
+END;
+DROP TRIGGER memories_fts_delete;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('memories', old.id);
+END;
+DROP TRIGGER episodes_vector_changed;
+CREATE TRIGGER episodes_vector_changed
+AFTER UPDATE OF embedding, embedding_model, embedding_dim, agent_id, project_id, channel ON episodes
+WHEN old.embedding IS NOT new.embedding OR old.embedding_model IS NOT new.embedding_model
+    OR old.embedding_dim IS NOT new.embedding_dim OR old.agent_id IS NOT new.agent_id
+    OR old.project_id IS NOT new.project_id OR old.channel IS NOT new.channel
+BEGIN
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('episodes', new.id);
+END;
+DROP TRIGGER episodes_fts_delete;
+CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+    INSERT INTO episodes_fts(episodes_fts, rowid, summary, keywords)
+        VALUES ('delete', old.id, old.summary, old.keywords);
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('episodes', old.id);
+END;
+"""
+
 
 # Word-level index beside the trigram one: porter stems ("runs" ~ "running"), which substring
 # matching cannot do. Memories only: episodes keep their trigram index (docs/decisions.md).
@@ -145,9 +190,6 @@ END;
 
 INSERT INTO memories_words(memories_words) VALUES ('rebuild');
 """
-
-#: Every migration's DDL, oldest first (health checks find the expected triggers and indexes here).
-SCHEMA_SCRIPTS = (_V1, _V2)
 
 
 @dataclass(frozen=True)
@@ -186,7 +228,11 @@ def _split_statements(sql: str) -> list[str]:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue, trigram FTS with triggers", _script(_V1)),
     Migration(2, "word-level FTS over memories (porter unicode61), back-filled", _script(_V2)),
+    Migration(3, "vector change log: incremental vector index updates", _script(_V3)),
 )
+
+# The DDL of every migration, oldest first: health checks take the newest definition of each index/trigger.
+SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3)
 
 LATEST_VERSION = MIGRATIONS[-1].version
 

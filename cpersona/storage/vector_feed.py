@@ -1,15 +1,19 @@
 """Stored vectors in SQLite: what the in-memory indexes load, and corpus-wide vector bookkeeping.
 
-The generation counters in ``index_state`` are kept by triggers (see
-migrations): any change to an existing vector, a delete or a move between
-scopes bumps them, so every process learns it must reload.
+The ``vector_changes`` log is kept by triggers (see migration 3): an update of a
+vector or of its scope, and a delete, append the row id, so an index in any
+process applies just those rows. New rows need no entry: their ids are higher
+than any an index has seen.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from cpersona.storage.interface import VECTOR_TABLES, VectorRow
+from cpersona.storage.interface import VECTOR_TABLES, VectorRow, VectorState
+
+# SQLite's default limit on bound parameters is 32766; stay well below it.
+_ID_CHUNK = 5000
 
 
 def _table(name: str) -> str:
@@ -26,23 +30,54 @@ class SqliteVectorFeed:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    def state(self, table: str) -> tuple[int, int]:
-        """(generation, highest id) of ``table``."""
+    def state(self, table: str) -> VectorState:
+        """Generation, highest id and change-log positions of ``table``."""
         generation = int(
             self.conn.execute("SELECT generation FROM index_state WHERE name = ?", (table,)).fetchone()[0]
         )
         max_id = int(self.conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {_table(table)}").fetchone()[0])
-        return generation, max_id
+        newest, oldest = self.conn.execute(
+            "SELECT COALESCE(MAX(seq), 0), COALESCE(MIN(seq), 0) FROM vector_changes"
+        ).fetchone()
+        return VectorState(generation, max_id, int(newest), int(oldest))
 
-    def rows_after(self, table: str, after_id: int, model_id: str, dimension: int) -> list[VectorRow]:
-        """Vectors of this model and dimension with id > ``after_id``, in id order."""
+    def _plain(self) -> sqlite3.Cursor:
         cursor = self.conn.cursor()
         cursor.row_factory = None  # plain tuples: VectorRow
-        rows: list[VectorRow] = cursor.execute(
+        return cursor
+
+    def rows_after(
+        self, table: str, after_id: int, model_id: str, dimension: int, limit: int | None = None
+    ) -> list[VectorRow]:
+        """Vectors of this model and dimension with id > ``after_id``, in id order (at most ``limit``)."""
+        rows: list[VectorRow] = self._plain().execute(
             f"SELECT id, agent_id, project_id, channel, embedding FROM {_table(table)} "
-            "WHERE id > ? AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ? ORDER BY id",
-            (after_id, model_id, dimension),
+            "WHERE id > ? AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ? "
+            "ORDER BY id LIMIT ?",
+            (after_id, model_id, dimension, -1 if limit is None else limit),
         ).fetchall()
+        return rows
+
+    def changed_since(self, table: str, seq: int) -> list[int]:
+        """Distinct ids of rows whose vector or scope changed, or that were deleted, after ``seq``."""
+        return [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT DISTINCT row_id FROM vector_changes WHERE seq > ? AND tbl = ?", (seq, _table(table))
+            )
+        ]
+
+    def rows_by_id(self, table: str, ids: list[int], model_id: str, dimension: int) -> list[VectorRow]:
+        """The current vectors of this model and dimension among ``ids``."""
+        rows: list[VectorRow] = []
+        for start in range(0, len(ids), _ID_CHUNK):
+            chunk = ids[start : start + _ID_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows += self._plain().execute(
+                f"SELECT id, agent_id, project_id, channel, embedding FROM {_table(table)} "
+                f"WHERE id IN ({marks}) AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ?",
+                (*chunk, model_id, dimension),
+            ).fetchall()
         return rows
 
     def dimensions(self, model_id: str) -> set[int]:

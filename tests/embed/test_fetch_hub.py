@@ -158,3 +158,23 @@ def test_missing_file_on_hub(fake_hub: FakeHub, tmp_path: Path) -> None:
         fetch_from_hub("all-minilm-l6-v2", tmp_path / "models", stream=io.StringIO())
     assert info.value.kind == "not_found" and "tokenizer.json" in str(info.value)
     assert not (tmp_path / "models").exists()
+
+
+def test_external_data_files_come_from_the_repo_listing(fake_hub: FakeHub, tmp_path: Path) -> None:
+    # The manifest names no external-data file; the hub's listing holds one beside the graph.
+    weights = tmp_path / "weights.bin"
+    weights.write_bytes(b"\x01" * 4096)
+    fake_hub.files["onnx/model.onnx_data"] = weights
+    fake_hub.files["onnx/unrelated.onnx_data"] = weights  # another graph's data: not ours
+    fake_hub.served = {rel: p.read_bytes() for rel, p in fake_hub.files.items()}
+    assert load_manifest("all-minilm-l6-v2").file("onnx/model.onnx_data") is None
+    target = fetch_from_hub("all-minilm-l6-v2", tmp_path / "models", stream=io.StringIO())
+    assert sorted(fake_hub.gets) == ["onnx/model.onnx", "onnx/model.onnx_data", "tokenizer.json"]
+    assert (target / "onnx" / "model.onnx_data").read_bytes() == weights.read_bytes()
+    record = read_record(target)
+    assert record is not None and "onnx/model.onnx_data" in record.files
+
+
+def test_without_external_data_nothing_extra_is_fetched(fake_hub: FakeHub, tmp_path: Path) -> None:
+    fetch_from_hub("all-minilm-l6-v2", tmp_path / "models", stream=io.StringIO())
+    assert "onnx/model.onnx_data" not in fake_hub.gets

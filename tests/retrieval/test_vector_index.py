@@ -29,7 +29,7 @@ def _insert(db: Database, agent: str, seed: int, model: str = "m", project: str 
         return int(cur.lastrowid)
 
 
-def test_appends_then_reloads_on_change_from_another_connection(tmp_path: Path) -> None:
+def test_appends_then_patches_on_change_from_another_connection(tmp_path: Path) -> None:
     db = Database(tmp_path / "v.db")
     migrate(db)
     other = Database(tmp_path / "v.db")  # a second process, as far as SQLite is concerned
@@ -46,7 +46,9 @@ def test_appends_then_reloads_on_change_from_another_connection(tmp_path: Path) 
     with other.write() as conn:
         conn.execute("DELETE FROM memories WHERE id = ?", (second,))
     index.sync(SqliteVectorFeed(db.connection()))
-    assert index.reloads == 2 and [h[0] for h in index.search(_unit(2), Scope("a"), 5, window=100)] == [first]
+    # The delete is applied from the change log: one row, no reload.
+    assert index.reloads == 1 and index.patched == 1
+    assert [h[0] for h in index.search(_unit(2), Scope("a"), 5, window=100)] == [first]
     db.close()
     other.close()
 

@@ -46,9 +46,9 @@ def test_schema_1_file_is_upgraded_and_back_filled(tmp_path: Path) -> None:
     old.close()
 
     new = Database(path)
-    assert migrate(new) == [2]
+    assert migrate(new) == [2, 3]
     conn = new.connection()
-    assert current_version(conn) == LATEST_VERSION == 2
+    assert current_version(conn) == LATEST_VERSION == 3
     assert _word_ids(conn, "running") == [runs]  # porter: running ~ runs
     assert _word_ids(conn, "swimming") == [swims]
     conn.execute("INSERT INTO memories_words(memories_words) VALUES ('integrity-check')")

@@ -21,6 +21,7 @@ CLI and the server), never to stdout.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import math
 import os
@@ -29,7 +30,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -51,7 +52,7 @@ from cpersona.embed.integrity import (
     sha256_file,
     write_record,
 )
-from cpersona.embed.registry import ModelManifest, UnknownModelError, load_manifest
+from cpersona.embed.registry import ModelFile, ModelManifest, UnknownModelError, load_manifest
 from cpersona.embed.runtime.base import EmbeddingFault
 
 if TYPE_CHECKING:
@@ -358,6 +359,22 @@ def _prune_partial(partial: Path) -> None:
         shutil.rmtree(partial, ignore_errors=True)
 
 
+def with_external_data(manifest: ModelManifest, listing: Iterable[str]) -> ModelManifest:
+    """``manifest`` plus the ONNX graph's external-data files the repo listing holds.
+
+    A graph over 2 GB, or one exported with external weights, keeps its tensors in
+    files beside it: ``model.onnx_data``, ``model_quantized.onnx_data``, ``model.onnx.data``,
+    sharded ``…_data_1``. Their names differ per export, so they are taken from the
+    listing rather than assumed; an int8 export usually has none.
+    """
+    listed = {f.path for f in manifest.files}
+    stems = (manifest.onnx_file + "_data", manifest.onnx_file + ".data")
+    extra = sorted(name for name in listing if name.startswith(stems) and name not in listed)
+    if not extra:
+        return manifest
+    return dataclasses.replace(manifest, files=(*manifest.files, *(ModelFile(name) for name in extra)))
+
+
 def fetch_from_hub(
     model: str | ModelManifest,
     models_dir: str | Path,
@@ -379,6 +396,7 @@ def fetch_from_hub(
         commit, meta = hub_metadata(manifest, revision or manifest.revision, endpoint, token)
     except Exception as exc:
         raise _hub_error(exc, manifest, endpoint, None) from exc
+    manifest = with_external_data(manifest, meta)
     absent = [f.path for f in manifest.required_files if f.path not in meta]
     if absent:
         raise FetchError(f"{manifest.hub_repo}@{commit[:12]} has no {', '.join(absent)}", "not_found")

@@ -12,8 +12,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where vectors are made, never before the MCP handshake
+    import numpy as np
 
 
 class FaultKind:
@@ -85,6 +87,8 @@ class EmbeddingBackend(ABC):
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     """Scale each row to unit length (zero rows stay zero); returns float32."""
+    import numpy as np
+
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     norms[norms == 0] = 1.0
