@@ -67,3 +67,9 @@ class PersistencePaused(CPersonaError):
     def details(self) -> dict[str, object]:
         """A paused write says ``persisted: false`` like a paused ``store`` does."""
         return {"persisted": False}
+
+
+class Forbidden(CPersonaError):
+    """The HTTP client's ACL grants do not cover this call (tool class or agent); nothing was done."""
+
+    code = "forbidden"

@@ -18,7 +18,8 @@ from mcp.server.lowlevel import Server
 from cpersona import __version__, operating_context
 from cpersona.config import Settings
 from cpersona.memory import Memory
-from cpersona.server.dispatch import dispatch_tool
+from cpersona.server.client_auth import request_client
+from cpersona.server.dispatch import dispatch_tool, failure
 from cpersona.server.schemas import ToolSpec, build_tools
 
 SERVER_NAME = "cpersona"
@@ -80,8 +81,11 @@ def to_call_result(response: dict[str, Any]) -> types.CallToolResult:
     )
 
 
-def build_server(memory: Memory, settings: Settings) -> Server[Any]:
+def build_server(memory: Memory, settings: Settings, *, acl: bool = False) -> Server[Any]:
     """Build the lowlevel MCP server named "cpersona" over ``memory``.
+
+    With ``acl`` (HTTP behind an ACL file) every tool call runs with the grants
+    of the client the HTTP middleware authenticated; a call without one is refused.
 
     Nothing here waits for the embedding model: ``initialize`` and
     ``tools/list`` answer at once while Memory loads the model in the background.
@@ -95,8 +99,11 @@ def build_server(memory: Memory, settings: Settings) -> Server[Any]:
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        client = request_client(ctx)
+        if acl and client is None:  # deny by default: the middleware should have answered 401 already
+            return to_call_result(failure("no authenticated ACL client for this call", "forbidden"))
         response = await anyio.to_thread.run_sync(
-            dispatch_tool, memory, settings, params.name, params.arguments, limiter=limiter
+            dispatch_tool, memory, settings, params.name, params.arguments, client, limiter=limiter
         )
         return to_call_result(response)
 
