@@ -16,14 +16,22 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-NASTY = ['"', "*", ":", "(", ")", "NEAR", "AND", "OR", "NOT", "^", "-", "{", "}", "'", "\\", "\x00", "\ud800",
-         "\udfff", "\ufeff", "ｚｅｂｒａ", "記憶", " ", "\n", "mem:1", "ep:1", "%", "_", "../", "/etc/passwd", "🦉"]
+NASTY = ['"', "*", ":", "(", ")", "NEAR", "AND", "OR", "NOT", "^", "-", "{", "}", "'", "\\", "\x00", "\ufeff",
+         "ｚｅｂｒａ", "記憶", " ", "\n", "mem:1", "ep:1", "%", "_", "../", "/etc/passwd", "🦉"]
 
-nasty_text = st.one_of(
-    st.text(max_size=30),
-    st.lists(st.sampled_from(NASTY), max_size=8).map(" ".join),
-    st.lists(st.one_of(st.sampled_from(NASTY), st.characters(categories=["Cs"])), max_size=8).map("".join),
-)
+_plain = st.one_of(st.text(max_size=30), st.lists(st.sampled_from(NASTY), max_size=8).map(" ".join))
+# Lone surrogates (valid JSON escapes, invalid UTF-16) in about one string in twenty: enough to exercise
+# every parser on the way, few enough that most calls still reach the tools.
+_surrogates = st.lists(st.one_of(st.sampled_from(NASTY), st.characters(categories=["Cs"])), min_size=1,
+                       max_size=8).map("".join)
+
+
+def weighted(common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any], one_in: int) -> st.SearchStrategy[Any]:
+    """``rare`` about once in ``one_in`` draws, else ``common`` (one_of would weigh each branch equally)."""
+    return st.integers(min_value=1, max_value=one_in).flatmap(lambda n: rare if n == 1 else common)
+
+
+nasty_text = weighted(_plain, _surrogates, 20)
 scalar = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=False, allow_infinity=False), nasty_text,
@@ -60,7 +68,7 @@ by_name: dict[str, st.SearchStrategy[Any]] = {
     "message": st.fixed_dictionaries(
         {"content": nasty_text},
         optional={"id": st.one_of(nasty_text, st.integers()), "timestamp": st.one_of(nasty_text, st.integers()),
-                  "metadata": st.one_of(json_value, nesting, nesting.map(json.dumps)),
+                  "metadata": weighted(json_value, st.one_of(nesting, nesting.map(json.dumps)), 10),
                   "source": json_value},
     ),
 }
@@ -97,7 +105,8 @@ def arguments(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 
     def value(name: str, sub: dict[str, Any]) -> st.SearchStrategy[Any]:
         plausible = by_name[name] if name in by_name else for_schema(sub)
-        return st.one_of(plausible, plausible, plausible, json_value, nesting)
+        # Deep nesting in about one value in thirty, wrong types in one in six.
+        return weighted(weighted(plausible, json_value, 6), nesting, 30)
 
     plausible = st.fixed_dictionaries(
         {n: value(n, s) for n, s in props.items() if n in required},
@@ -125,3 +134,41 @@ def generate(schema: dict[str, Any], count: int, rng_seed: int) -> list[Any]:
     while out and len(out) < count:
         out.append(rng.choice(out))
     return out[:count]
+
+
+def max_depth(value: Any, depth: int = 0) -> int:
+    """Nesting depth of a JSON value (iterative: the values can be deeper than the recursion limit)."""
+    deepest, stack = depth, [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """True when any string (key or value) holds a surrogate code point."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any(0xD800 <= ord(ch) <= 0xDFFF for ch in item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def suspect(arguments: Any) -> str:
+    """A one-word guess at what made a request go unanswered (for the report)."""
+    if has_lone_surrogate(arguments):
+        return "lone_surrogate"
+    if max_depth(arguments) > 150:
+        return "deep_nesting"
+    return "other"

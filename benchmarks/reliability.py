@@ -42,6 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_table, summary_ms, write_json  # noqa: E402
+from _fuzz import suspect  # noqa: E402
 from _rpc import HttpServer, HttpSession, StdioServer, server_env, tool_payload  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
@@ -360,6 +361,7 @@ def fuzz_stdio(cases: list[tuple[str, Any]], work: Path, clock: Clock, batch: in
     server.initialize()
     seed_rows(lambda tool, args: server.wait([_send(server, tool, args)], 30))
     outcomes: Counter[str] = Counter()
+    causes: Counter[str] = Counter()
     samples: dict[str, list[dict[str, Any]]] = {}
     sent = 0
     for start in range(0, len(cases), batch):
@@ -369,13 +371,15 @@ def fuzz_stdio(cases: list[tuple[str, Any]], work: Path, clock: Clock, batch: in
         ids = []
         for tool, args in chunk:
             ids.append(_send(server, tool, args))
-        replies = server.wait(ids, 20)
+        replies = _settle(server, ids)
         died = not server.alive()
         for rid, (tool, args) in zip(ids, chunk, strict=True):
             outcome = classify(replies.get(rid))
             if outcome == "unanswered" and died:
                 outcome = "crash"
             outcomes[outcome] += 1
+            if outcome == "unanswered":
+                causes[suspect(args)] += 1
             if outcome not in ("ok", "refused") and len(samples.setdefault(outcome, [])) < SAMPLES_KEPT:
                 samples[outcome].append(_sample("stdio", tool, args, replies.get(rid)))
         sent += len(chunk)
@@ -385,8 +389,26 @@ def fuzz_stdio(cases: list[tuple[str, Any]], work: Path, clock: Clock, batch: in
             server = StdioServer(env, db.parent / f"stderr-{restarts}.log")
             server.initialize()
     exit_code = server.close()
-    return {"calls": sent, "outcomes": dict(outcomes), "samples": samples, "restarts": restarts,
+    return {"calls": sent, "outcomes": dict(outcomes), "unanswered_by_input": dict(causes),
+            "samples": samples, "restarts": restarts,
             "exit_code": exit_code, "unparsable_stdout_lines": server.unparsable_lines}
+
+
+def _settle(server: StdioServer, ids: list[int], timeout: float = 30.0, quiet: float = 2.0) -> dict[int, Any]:
+    """Replies for ``ids``; a request still unanswered once a later ping is answered and ``quiet``
+    seconds pass without any further reply counts as unanswered (no 30 s wait per batch)."""
+    ping = server.request("ping")
+    deadline = time.monotonic() + timeout
+    last_count, last_change = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        got = server.wait([*ids, ping], 0.2)
+        if all(i in got for i in ids) or server.eof:
+            break
+        if len(got) != last_count:
+            last_count, last_change = len(got), time.monotonic()
+        elif ping in got and time.monotonic() - last_change > quiet:
+            break
+    return {i: server.replies[i] for i in ids if i in server.replies}
 
 
 def _send(server: StdioServer, tool: str, args: Any) -> int:
@@ -410,6 +432,7 @@ def fuzz_http(cases: list[tuple[str, Any]], work: Path, clock: Clock, workers: i
     outcomes: Counter[str] = Counter()
     samples: dict[str, list[dict[str, Any]]] = {}
     lock = threading.Lock()
+    causes: Counter[str] = Counter()
     crashed = threading.Event()
 
     def worker(part: list[tuple[str, Any]]) -> None:
@@ -430,6 +453,8 @@ def fuzz_http(cases: list[tuple[str, Any]], work: Path, clock: Clock, workers: i
                         crashed.set()
                 with lock:
                     outcomes[outcome] += 1
+                    if outcome == "unanswered":
+                        causes[suspect(args)] += 1
                     if outcome not in ("ok", "refused") and len(samples.setdefault(outcome, [])) < SAMPLES_KEPT:
                         samples[outcome].append(_sample("http", tool, args, reply))
         finally:
@@ -442,7 +467,8 @@ def fuzz_http(cases: list[tuple[str, Any]], work: Path, clock: Clock, workers: i
         thread.join(timeout=max(30.0, clock.left()))
     alive = server.alive()
     server.stop()
-    return {"calls": sum(outcomes.values()), "outcomes": dict(outcomes), "samples": samples,
+    return {"calls": sum(outcomes.values()), "outcomes": dict(outcomes), "unanswered_by_input": dict(causes),
+            "samples": samples,
             "server_alive_at_end": alive}
 
 
@@ -566,6 +592,9 @@ def main() -> int:
             print(f"\n{name} error samples:", *report[name]["error_samples"], sep="\n  ")
     if "fuzz" in report:
         for transport in ("stdio", "http"):
+            causes = report["fuzz"][transport].get("unanswered_by_input")
+            if causes:
+                print(f"\nfuzz {transport}: unanswered requests by input: {causes}")
             for outcome, items in report["fuzz"][transport]["samples"].items():
                 print(f"\nfuzz {transport} {outcome} ({report['fuzz'][transport]['outcomes'].get(outcome, 0)}), e.g.:")
                 for item in items:
