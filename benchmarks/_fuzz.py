@@ -49,6 +49,9 @@ def deep(depth: int) -> Any:
 
 # Deep enough to pass the SDK's ~200-level limits, shallow enough for json.dumps (recursion limit 1000).
 nesting = st.integers(min_value=50, max_value=800).map(deep)
+# Nesting written as text (a JSON string inside a string argument) can go far deeper than real nesting.
+deep_text = st.integers(min_value=100, max_value=8000).flatmap(
+    lambda n: st.sampled_from(["[" * n + "]" * n, '{"a":' * n + "1" + "}" * n]))
 row_ids = st.one_of(
     st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=40).map(lambda i: f"mem:{i}"),
     st.integers(min_value=1, max_value=10).map(lambda i: f"ep:{i}"),
@@ -59,7 +62,10 @@ agents = st.one_of(st.sampled_from(["fz-a", "fz-b", ""]), nasty_text)
 by_name: dict[str, st.SearchStrategy[Any]] = {
     "agent_id": agents, "target_agent_id": agents, "source_agent_id": agents,
     "memory_id": row_ids, "episode_id": row_ids,
-    "refs": st.lists(st.one_of(row_ids.map(str), nasty_text), min_size=0, max_size=22),
+    "refs": weighted(
+        st.lists(st.one_of(st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=10**30))
+                 .flatmap(lambda n: st.sampled_from([f"mem:{n}", f"ep:{n}"])), min_size=1, max_size=20),
+        st.lists(st.one_of(row_ids.map(str), nasty_text), min_size=0, max_size=22), 5),
     "ttl_seconds": st.one_of(st.integers(min_value=-5, max_value=3), st.floats(allow_nan=False)),
     "apply": st.booleans(),
     "output_path": st.one_of(st.sampled_from(["fz.jsonl", "sub/fz.jsonl", "../escape.jsonl", "/tmp/x.jsonl"]),
@@ -68,7 +74,7 @@ by_name: dict[str, st.SearchStrategy[Any]] = {
     "message": st.fixed_dictionaries(
         {"content": nasty_text},
         optional={"id": st.one_of(nasty_text, st.integers()), "timestamp": st.one_of(nasty_text, st.integers()),
-                  "metadata": weighted(json_value, st.one_of(nesting, nesting.map(json.dumps)), 10),
+                  "metadata": weighted(json_value, st.one_of(nesting, nesting.map(json.dumps), deep_text), 8),
                   "source": json_value},
     ),
 }
