@@ -98,3 +98,8 @@ class StorageFull(StorageFault):
     """The disk (or SQLite's page limit) holding the database is full."""
 
     code = "storage_full"
+
+class Forbidden(CPersonaError):
+    """The HTTP client's ACL grants do not cover this call (tool class or agent); nothing was done."""
+
+    code = "forbidden"

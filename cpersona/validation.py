@@ -92,3 +92,15 @@ def boolean(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidInput(f"{name} must be true or false")
     return value
+
+
+def agent_set(value: Any, name: str = "allowed_agents") -> frozenset[str] | None:
+    """None (no restriction) or a set of agent ids; a bare string is refused (it is not a set of ids)."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        raise InvalidInput(f"{name} must be a collection of agent ids, not {type(value).__name__}")
+    agents = frozenset(value)
+    if not all(isinstance(agent, str) for agent in agents):
+        raise InvalidInput(f"{name} must contain only strings")
+    return agents

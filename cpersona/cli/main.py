@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from cpersona import __version__
+from cpersona.cli.acl_commands import add_acl_commands
 from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.cli.port_commands import add_port_commands
@@ -327,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_health_commands(sub)
     add_port_commands(sub)
     add_ui_command(sub)
+    add_acl_commands(sub)
     return parser
 
 

@@ -25,6 +25,7 @@ from mcp.server.lowlevel import Server
 
 from cpersona import __version__, operating_context
 from cpersona.config import Settings
+from cpersona.server.client_auth import request_client
 from cpersona.server.schemas import ToolSpec, build_tools
 
 if TYPE_CHECKING:
@@ -140,7 +141,9 @@ class PendingMemory:
             self._memory.close()
 
 
-def _call(source: Memory | PendingMemory, settings: Settings, name: str, arguments: Any) -> dict[str, Any]:
+def _call(
+    source: Memory | PendingMemory, settings: Settings, name: str, arguments: Any, client: Any = None
+) -> dict[str, Any]:
     from cpersona.errors import CPersonaError
     from cpersona.server.dispatch import dispatch_tool, failure
 
@@ -150,15 +153,18 @@ def _call(source: Memory | PendingMemory, settings: Settings, name: str, argumen
         return failure(str(exc), exc.code)
     except Exception as exc:
         return failure(f"the memory database could not be opened: {exc}", "database_unavailable")
-    return dispatch_tool(memory, settings, name, arguments)
+    return dispatch_tool(memory, settings, name, arguments, client)
 
 
-def build_server(memory: Memory | PendingMemory, settings: Settings) -> Server[Any]:
+def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: bool = False) -> Server[Any]:
     """Build the lowlevel MCP server named "cpersona" over ``memory`` (open, or being opened).
 
     Nothing here waits for the embedding model or the database: ``initialize``
     and ``tools/list`` answer at once while Memory opens and loads the model in
     the background.
+
+    With ``acl`` (HTTP behind an ACL file) every tool call runs with the grants
+    of the client the HTTP middleware authenticated; a call without one is refused.
     """
     specs = build_tools(settings)
     specs_by_name = {spec.name: spec for spec in specs}
@@ -169,8 +175,13 @@ def build_server(memory: Memory | PendingMemory, settings: Settings) -> Server[A
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        client = request_client(ctx)
+        if acl and client is None:  # deny by default: the middleware should have answered 401 already
+            from cpersona.server.dispatch import failure
+
+            return to_call_result(failure("no authenticated ACL client for this call", "forbidden"))
         response = await anyio.to_thread.run_sync(
-            _call, memory, settings, params.name, params.arguments, limiter=limiter
+            _call, memory, settings, params.name, params.arguments, client, limiter=limiter
         )
         return to_call_result(response)
 

@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from cpersona import operating_context
+from cpersona.acl import Client
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError
 from cpersona.health import persistence
@@ -27,6 +28,7 @@ from cpersona.limits import (
 )
 from cpersona.memory import Memory
 from cpersona.server import shaping
+from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
 from cpersona.text import clean_text
 from cpersona.update_check import UpdateChecker
@@ -47,7 +49,10 @@ _JSON_TYPE_NAMES = {
     type(None): "null",
 }
 
-Handler = Callable[[Memory, Settings, dict[str, Any]], dict[str, Any]]
+#: The agents an unscoped call is narrowed to by the caller's ACL grants (None: no narrowing).
+Allowed = frozenset[str] | None
+#: A handler gets the validated arguments and the ACL narrowing (cpersona.server.access.authorise).
+Handler = Callable[[Memory, Settings, dict[str, Any], Allowed], dict[str, Any]]
 
 
 def failure(message: str, code: str, **extra: Any) -> dict[str, Any]:
@@ -124,7 +129,7 @@ def _strings(value: Any) -> list[str] | None:
 # -- handlers: map validated arguments onto Memory calls -------------------------------------
 
 
-def _store(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+def _store(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     message = a["message"]
     msg_id = message.get("id")
     return memory.store(
@@ -139,7 +144,7 @@ def _store(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, A
     )
 
 
-def _recall(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     result = memory.recall(
         a["agent_id"],
         a.get("query", ""),
@@ -155,7 +160,7 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, 
     )
 
 
-def _recall_with_context(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+def _recall_with_context(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     result = memory.recall_with_context(
         a["agent_id"],
         a["query"],
@@ -168,11 +173,11 @@ def _recall_with_context(memory: Memory, settings: Settings, a: dict[str, Any]) 
     return shaping.shape_context_results(result, preview_chars=settings.recall_preview_chars)
 
 
-def _get_contents(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+def _get_contents(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     return shaping.shape_get_contents(memory.get_contents(a["agent_id"], a["refs"]))
 
 
-def _archive_episode(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+def _archive_episode(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     return memory.archive_episode(
         a["agent_id"],
         a["summary"],
@@ -184,38 +189,46 @@ def _archive_episode(memory: Memory, settings: Settings, a: dict[str, Any]) -> d
     )
 
 
-def _update_memory(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
-    return memory.update_memory(_row_id(a["memory_id"]), a["content"], agent_id=a.get("agent_id"))
+def _update_memory(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+    return memory.update_memory(
+        _row_id(a["memory_id"]), a["content"], agent_id=a.get("agent_id"), allowed_agents=allowed
+    )
 
 
-def _get_profile(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+def _get_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     return memory.get_profile(a["agent_id"], project_id=a.get("project_id", ""), user_id=a.get("user_id", ""))
 
 
-def _update_profile(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+def _update_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     return memory.update_profile(
         a["agent_id"], a["profile"], project_id=a.get("project_id", ""), user_id=a.get("user_id", "")
     )
 
 
-def _list_memories(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
-    result = memory.list_memories(a.get("agent_id"), limit=a.get("limit", LIST_MEMORIES_LIMIT_DEFAULT), project_id=a.get("project_id"))
+def _list_memories(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+    result = memory.list_memories(
+        a.get("agent_id"), limit=a.get("limit", LIST_MEMORIES_LIMIT_DEFAULT), project_id=a.get("project_id"),
+        allowed_agents=allowed,
+    )
     return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars)
 
 
-def _list_episodes(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
-    result = memory.list_episodes(a.get("agent_id"), limit=a.get("limit", LIST_EPISODES_LIMIT_DEFAULT), project_id=a.get("project_id"))
+def _list_episodes(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+    result = memory.list_episodes(
+        a.get("agent_id"), limit=a.get("limit", LIST_EPISODES_LIMIT_DEFAULT), project_id=a.get("project_id"),
+        allowed_agents=allowed,
+    )
     return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars)
 
 
 def _row_call(method: str, id_arg: str) -> Handler:
-    def handler(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
-        return getattr(memory, method)(_row_id(a[id_arg]), agent_id=a.get("agent_id"))
+    def handler(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+        return getattr(memory, method)(_row_id(a[id_arg]), agent_id=a.get("agent_id"), allowed_agents=allowed)
 
     return handler
 
 
-def _check_update(memory: Memory, settings: Settings, a: dict[str, Any]) -> dict[str, Any]:
+def _check_update(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     checker = UpdateChecker(settings)
     return checker.apply() if a.get("apply", False) else checker.report()
 
@@ -231,47 +244,49 @@ HANDLERS: dict[str, Handler] = {
     "update_profile": _update_profile,
     "list_memories": _list_memories,
     "list_episodes": _list_episodes,
-    "get_queue_status": lambda memory, settings, a: memory.get_queue_status(),
+    "get_queue_status": lambda memory, settings, a, allowed: memory.get_queue_status(),
     "lock_memory": _row_call("lock_memory", "memory_id"),
     "unlock_memory": _row_call("unlock_memory", "memory_id"),
     "delete_memory": _row_call("delete_memory", "memory_id"),
     "delete_episode": _row_call("delete_episode", "episode_id"),
-    "delete_agent_data": lambda memory, settings, a: memory.delete_agent_data(a["agent_id"]),
-    "pause_persistence": lambda memory, settings, a: persistence.PROCESS.pause(a["ttl_seconds"]),
-    "resume_persistence": lambda memory, settings, a: persistence.PROCESS.resume(),
-    "persistence_status": lambda memory, settings, a: persistence.PROCESS.status(),
-    "get_operating_context": lambda memory, settings, a: operating_context.get(settings, a.get("section")),
+    "delete_agent_data": lambda memory, settings, a, allowed: memory.delete_agent_data(a["agent_id"]),
+    "pause_persistence": lambda memory, settings, a, allowed: persistence.PROCESS.pause(a["ttl_seconds"]),
+    "resume_persistence": lambda memory, settings, a, allowed: persistence.PROCESS.resume(),
+    "persistence_status": lambda memory, settings, a, allowed: persistence.PROCESS.status(),
+    "get_operating_context": lambda memory, settings, a, allowed: operating_context.get(settings, a.get("section")),
     "check_update": _check_update,
-    "check_health": lambda memory, settings, a: memory.check_health(
+    "check_health": lambda memory, settings, a, allowed: memory.check_health(
         a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks")
     ),
-    "deep_check": lambda memory, settings, a: memory.deep_check(
+    "deep_check": lambda memory, settings, a, allowed: memory.deep_check(
         a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
     ),
-    "calibrate_threshold": lambda memory, settings, a: memory.calibrate_threshold(
+    "calibrate_threshold": lambda memory, settings, a, allowed: memory.calibrate_threshold(
         a["agent_id"], a.get("sample_size"), a.get("method", "separation"), a.get("z_factor"), a.get("percentile")
     ),
-    "set_recall_precision": lambda memory, settings, a: memory.set_recall_precision(
+    "set_recall_precision": lambda memory, settings, a, allowed: memory.set_recall_precision(
         a["agent_id"], a.get("precision"), a.get("beta")
     ),
-    "get_recall_precision": lambda memory, settings, a: memory.get_recall_precision(a["agent_id"]),
-    "export_memories": lambda memory, settings, a: memory.export_memories(
+    "get_recall_precision": lambda memory, settings, a, allowed: memory.get_recall_precision(a["agent_id"]),
+    "export_memories": lambda memory, settings, a, allowed: memory.export_memories(
         a["agent_id"], a["output_path"], a.get("include_embeddings", False), overwrite=a.get("overwrite", False)
     ),
-    "import_memories": lambda memory, settings, a: memory.import_memories(
+    "import_memories": lambda memory, settings, a, allowed: memory.import_memories(
         a["input_path"], a.get("target_agent_id"), a.get("dry_run", False)
     ),
-    "merge_memories": lambda memory, settings, a: memory.merge_memories(
+    "merge_memories": lambda memory, settings, a, allowed: memory.merge_memories(
         a["source_agent_id"], a["target_agent_id"], a.get("strategy", "skip"), a.get("mode", "copy"),
         a.get("dry_run", False),
     ),
-    "migrate_channel_axis": lambda memory, settings, a: memory.migrate_channel_axis(
+    "migrate_channel_axis": lambda memory, settings, a, allowed: memory.migrate_channel_axis(
         a.get("agent_id"), a.get("dry_run", True), a.get("globalize_unrecoverable", False), a.get("bridge_channels")
     ),
 }
 
 if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time
     raise RuntimeError(f"tool registry and handlers disagree: {sorted(set(HANDLERS) ^ set(TOOLS_BY_NAME))}")
+if set(TOOL_ACCESS) != set(TOOLS_BY_NAME):  # every tool needs an access class (read / write / admin)
+    raise RuntimeError(f"tool registry and access classes disagree: {sorted(set(TOOL_ACCESS) ^ set(TOOLS_BY_NAME))}")
 
 
 # -- response hygiene -----------------------------------------------------------------------
@@ -307,17 +322,20 @@ def _finish(name: str, result: Any) -> dict[str, Any]:
     return result
 
 
-def dispatch_tool(memory: Memory, settings: Settings, name: str, arguments: Any) -> dict[str, Any]:
+def dispatch_tool(
+    memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None = None
+) -> dict[str, Any]:
     """Run one tool call end to end; always returns a JSON-ready dict, never raises.
 
-    Order: look up the tool, validate ``arguments`` against its schema, call
-    ``Memory``, shape the result (previews, budgets). Failures are
+    Order: look up the tool, validate ``arguments`` against its schema, check
+    the HTTP client's ACL grants (``client``; None = no ACL: stdio or a shared
+    token), call ``Memory``, shape the result (previews, budgets). Failures are
     ``{"ok": false, "error", "error_code"}`` plus whatever fields the refusal
     itself carries (``CPersonaError.details``: ``store``'s ``Rejected`` adds
     ``result: "rejected"`` and ``reason``).
     """
     try:
-        response = _dispatch(memory, settings, name, arguments)
+        response = _dispatch(memory, settings, name, arguments, client)
     except CPersonaError as exc:
         response = failure(str(exc) or exc.code, exc.code, **exc.details())
     except Exception as exc:  # the server must keep answering whatever Memory raises
@@ -326,7 +344,7 @@ def dispatch_tool(memory: Memory, settings: Settings, name: str, arguments: Any)
     return json_safe(response)
 
 
-def _dispatch(memory: Memory, settings: Settings, name: str, arguments: Any) -> dict[str, Any]:
+def _dispatch(memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None) -> dict[str, Any]:
     spec = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
     if spec is None:
         shown = clean_text(str(name))[:80]
@@ -339,4 +357,5 @@ def _dispatch(memory: Memory, settings: Settings, name: str, arguments: Any) -> 
     problem = validate_arguments(spec, arguments)
     if problem is not None:
         return failure(problem, "invalid_input")
-    return _finish(name, HANDLERS[name](memory, settings, arguments))
+    allowed = authorise(client, name, arguments)  # raises Forbidden
+    return _finish(name, HANDLERS[name](memory, settings, arguments, allowed))

@@ -1,4 +1,4 @@
-"""Transports: stdio (default) and streamable HTTP behind a bearer token (SPEC §9).
+"""Transports: stdio (default) and streamable HTTP behind a bearer token or an ACL file (SPEC §9).
 
 In stdio mode stdout carries MCP JSON-RPC and nothing else; logs go to stderr.
 HTTP refuses to start unless it is authenticated or the operator explicitly
@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import uvicorn
 
+from cpersona.acl import AccessList, AclError, load_acl
 from cpersona.config import Settings
 from cpersona.server.app import PendingMemory, build_server
+from cpersona.server.client_auth import AclMiddleware
 from cpersona.server.http_guard import bearer_token, bind_warning, token_refusal, transport_security
 from cpersona.server.stdio import guarded_stdio
 from cpersona.server.wire_http import WireScreenMiddleware
@@ -46,11 +48,11 @@ class TransportRefused(RuntimeError):
 def http_refusal(settings: Settings) -> str | None:
     """Why streamable HTTP must not start with ``settings``, or None when it may."""
     if settings.acl_file is not None:
-        return (
-            f"CPERSONA_ACL_FILE is set ({settings.acl_file}) but ACL files are not supported yet in this "
-            "version; refusing to start rather than ignore it. Unset CPERSONA_ACL_FILE and use "
-            "CPERSONA_AUTH_TOKEN instead."
-        )
+        try:
+            load_acl(settings.acl_file)
+        except AclError as exc:
+            return f"refusing to serve streamable HTTP: {exc}"
+        return None
     weak = token_refusal(settings)
     if weak is not None:
         return weak
@@ -113,8 +115,12 @@ async def serve_stdio_async(memory: Memory | PendingMemory, settings: Settings) 
 
 
 def run_stdio(memory: Memory | PendingMemory, settings: Settings | None = None) -> None:
-    """Blocking stdio server (the default transport)."""
-    anyio.run(serve_stdio_async, memory, settings or Settings())
+    """Blocking stdio server (the default transport); says so when an ACL file is set (it does not apply)."""
+    settings = settings or Settings()
+    notice = stdio_acl_notice(settings)
+    if notice is not None:
+        log.warning("%s", notice)
+    anyio.run(serve_stdio_async, memory, settings)
 
 
 def build_http_app(memory: Memory | PendingMemory, settings: Settings) -> ASGIApp:
@@ -125,23 +131,47 @@ def build_http_app(memory: Memory | PendingMemory, settings: Settings) -> ASGIAp
     refusal = http_refusal(settings)
     if refusal is not None:
         raise TransportRefused(refusal)
-    server = build_server(memory, settings)
+    acl = _load_acl_or_refuse(settings)
+    server = build_server(memory, settings, acl=acl is not None)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=HTTP_PATH, host=settings.http_host, transport_security=transport_security(settings)
     )
     app = WireScreenMiddleware(app, HTTP_PATH)
-    if settings.auth_token is not None:
+    if acl is not None:
+        if settings.auth_token is not None:
+            log.warning("CPERSONA_AUTH_TOKEN is ignored: CPERSONA_ACL_FILE is set, so only the ACL's client "
+                        "tokens are accepted")
+        log.info("HTTP access by ACL file %s: %d client(s), deny by default", acl.path, len(acl.clients))
+        app = AclMiddleware(app, acl)
+    elif settings.auth_token is not None:
         app = BearerTokenMiddleware(app, settings.auth_token)
     else:
         log.warning("serving streamable HTTP WITHOUT authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)")
     return app
 
 
+def _load_acl_or_refuse(settings: Settings) -> AccessList | None:
+    if settings.acl_file is None:
+        return None
+    try:
+        return load_acl(settings.acl_file)
+    except AclError as exc:
+        raise TransportRefused(f"refusing to serve streamable HTTP: {exc}") from exc
+
+
+def stdio_acl_notice(settings: Settings) -> str | None:
+    """The start-up notice when an ACL file is set but the transport (stdio) does not apply it."""
+    if settings.acl_file is None:
+        return None
+    return (f"CPERSONA_ACL_FILE ({settings.acl_file}) does not apply over stdio: the process that launched "
+            "this server has full access to its database (ACLs apply to streamable HTTP only)")
+
+
 def run_http(memory: Memory | PendingMemory, settings: Settings) -> int:
     """Blocking streamable-HTTP server on ``settings.http_host:http_port``; returns an exit code.
 
     Returns EXIT_REFUSED (2) without binding anything when the configuration
-    forbids HTTP (no token and no explicit opt-out, or an ACL file).
+    forbids HTTP (no token, no ACL and no explicit opt-out; or a malformed ACL file).
     """
     try:
         app = build_http_app(memory, settings)

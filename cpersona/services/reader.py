@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL, MAX_ROW_ID, MAX_ROW_ID_DIGITS
 from cpersona.storage.interface import Store
 from cpersona.storage.scope import Scope
-from cpersona.validation import bounded_int, optional_str, required_str, string_list
+from cpersona.validation import agent_set, bounded_int, optional_str, required_str, string_list
 
 
 def _storable(row_id: int) -> bool:
@@ -66,10 +66,20 @@ class Reader:
         }
 
     def list_memories(
-        self, agent_id: str | None = None, *, limit: int = 100, project_id: str | None = None
+        self,
+        agent_id: str | None = None,
+        *,
+        limit: int = 100,
+        project_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
-        """Memories newest first: ``{ok, items, count, total}``."""
-        scope = Scope(optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"))
+        """Memories newest first: ``{ok, items, count, total}``.
+
+        ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
+        """
+        scope = Scope(
+            optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), agents=agent_set(allowed_agents)
+        )
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:
             items = session.memories.list_recent(scope, n)
@@ -77,10 +87,20 @@ class Reader:
         return {"ok": True, "items": items, "count": len(items), "total": total}
 
     def list_episodes(
-        self, agent_id: str | None = None, *, limit: int = 50, project_id: str | None = None
+        self,
+        agent_id: str | None = None,
+        *,
+        limit: int = 50,
+        project_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
-        """Episodes newest first: ``{ok, items, count, total}``."""
-        scope = Scope(optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"))
+        """Episodes newest first: ``{ok, items, count, total}``.
+
+        ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
+        """
+        scope = Scope(
+            optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), agents=agent_set(allowed_agents)
+        )
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:
             items = session.episodes.list_recent(scope, n)

@@ -7,7 +7,7 @@ back-fill worker in the same transaction that writes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from cpersona import context_merge
@@ -22,7 +22,7 @@ from cpersona.storage.scope import write_axes
 from cpersona.storage.tasks import EMBED
 from cpersona.storage.vectors import to_blob
 from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, utc_now
-from cpersona.validation import boolean, optional_str, required_str, row_id, string_list
+from cpersona.validation import agent_set, boolean, optional_str, required_str, row_id, string_list
 
 
 def _skipped(existing_id: int, why: str) -> dict[str, Any]:
@@ -202,21 +202,32 @@ class Writer:
             result["truncated"] = True
         return result
 
-    def update_memory(self, memory_id: int | str, content: str, *, agent_id: str | None = None) -> dict[str, Any]:
-        """Replace a memory's content and re-embed it; refused when locked or not owned."""
+    def update_memory(
+        self,
+        memory_id: int | str,
+        content: str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
+    ) -> dict[str, Any]:
+        """Replace a memory's content and re-embed it; refused when locked or not owned.
+
+        A row outside ``agent_id`` or ``allowed_agents`` (ACL grants) answers not found.
+        """
         persistence.check_writable("update_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
+        allowed = agent_set(allowed_agents)
         if not isinstance(content, str):
             raise InvalidInput("content must be a string")
         text, truncated = cap_text(clean_text(content).strip(), self.settings.max_content_length)
         if not text:
             raise InvalidInput("content is empty")
-        _owned_memory(self.storage.session(), rid, agent, for_change=True)
+        _owned_memory(self.storage.session(), rid, agent, allowed, for_change=True)
         blob, model_id, dim = self._embed_document(text)
         try:
             with self.storage.write() as session:
-                _owned_memory(session, rid, agent, for_change=True)
+                _owned_memory(session, rid, agent, allowed, for_change=True)
                 session.memories.update_content(rid, text)
                 if blob is not None:
                     session.memories.set_embedding(rid, blob, model_id, dim)
@@ -246,51 +257,72 @@ class Writer:
             result["truncated"] = True
         return result
 
-    def _set_lock(self, memory_id: int | str, agent_id: str | None, locked: bool) -> dict[str, Any]:
+    def _set_lock(
+        self, memory_id: int | str, agent_id: str | None, allowed_agents: Collection[str] | None, locked: bool
+    ) -> dict[str, Any]:
         persistence.check_writable("lock_memory" if locked else "unlock_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
+        allowed = agent_set(allowed_agents)
         with self.storage.write() as session:
-            _owned_memory(session, rid, agent, for_change=False)
+            _owned_memory(session, rid, agent, allowed, for_change=False)
             session.memories.set_locked(rid, locked)
         return {"ok": True, "id": rid, "ref": f"mem:{rid}", "locked": locked}
 
-    def lock_memory(self, memory_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
+    def lock_memory(
+        self, memory_id: int | str, *, agent_id: str | None = None, allowed_agents: Collection[str] | None = None
+    ) -> dict[str, Any]:
         """Protect a memory from edit and delete."""
-        return self._set_lock(memory_id, agent_id, True)
+        return self._set_lock(memory_id, agent_id, allowed_agents, True)
 
-    def unlock_memory(self, memory_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
+    def unlock_memory(
+        self, memory_id: int | str, *, agent_id: str | None = None, allowed_agents: Collection[str] | None = None
+    ) -> dict[str, Any]:
         """Remove the protection."""
-        return self._set_lock(memory_id, agent_id, False)
+        return self._set_lock(memory_id, agent_id, allowed_agents, False)
 
-    def delete_memory(self, memory_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
-        """Delete one memory (refused when locked or owned by another agent)."""
+    def delete_memory(
+        self, memory_id: int | str, *, agent_id: str | None = None, allowed_agents: Collection[str] | None = None
+    ) -> dict[str, Any]:
+        """Delete one memory (refused when locked; not found when owned by another or an ungranted agent)."""
         persistence.check_writable("delete_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
+        allowed = agent_set(allowed_agents)
         with self.storage.write() as session:
-            _owned_memory(session, rid, agent, for_change=True)
+            _owned_memory(session, rid, agent, allowed, for_change=True)
             session.memories.delete(rid)
             session.tasks.remove_for_target(MEMORIES, rid)
         return {"ok": True, "id": rid, "ref": f"mem:{rid}", "deleted": True}
 
-    def delete_episode(self, episode_id: int | str, *, agent_id: str | None = None) -> dict[str, Any]:
-        """Delete one episode (ownership enforced when agent_id is given)."""
+    def delete_episode(
+        self, episode_id: int | str, *, agent_id: str | None = None, allowed_agents: Collection[str] | None = None
+    ) -> dict[str, Any]:
+        """Delete one episode (ownership enforced when agent_id or allowed_agents is given)."""
         persistence.check_writable("delete_episode")
         rid = row_id(episode_id, "episode_id", "ep")
         agent = optional_str(agent_id, "agent_id")
+        allowed = agent_set(allowed_agents)
         with self.storage.write() as session:
             row = session.episodes.get(rid)
-            if row is None or (agent is not None and row["agent_id"] != agent):
+            if row is None or not _visible(row, agent, allowed):
                 raise NotFound(f"episode {rid} not found" + (f" for agent {agent!r}" if agent is not None else ""))
             session.episodes.delete(rid)
             session.tasks.remove_for_target(EPISODES, rid)
         return {"ok": True, "id": rid, "ref": f"ep:{rid}", "deleted": True}
 
 
-def _owned_memory(session: Session, rid: int, agent: str | None, *, for_change: bool) -> Row:
+def _visible(row: Row, agent: str | None, allowed: frozenset[str] | None) -> bool:
+    # Another agent's row, or an ungranted agent's, looks absent: its existence is not revealed.
+    owner = row["agent_id"]
+    return (agent is None or owner == agent) and (allowed is None or owner in allowed)
+
+
+def _owned_memory(
+    session: Session, rid: int, agent: str | None, allowed: frozenset[str] | None, *, for_change: bool
+) -> Row:
     row = session.memories.get(rid)
-    if row is None or (agent is not None and row["agent_id"] != agent):
+    if row is None or not _visible(row, agent, allowed):
         raise NotFound(f"memory {rid} not found" + (f" for agent {agent!r}" if agent is not None else ""))
     if for_change and row["locked"]:
         raise LockedRow(f"memory {rid} is locked; unlock_memory it first")

@@ -5,6 +5,10 @@
 | agent_id   | no filter   | agent_id = ''      | agent_id = 'X'              |
 | project_id | no filter   | project_id = ''    | project_id IN ('X', '')     |
 | channel    | no filter   | no filter          | channel IN ('X', '')        |
+
+``agents`` is a further restriction, not an axis: when set (an HTTP client's ACL
+grants, SPEC §9), only rows of those agents are visible, whatever ``agent_id`` says.
+An empty set admits nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ class Scope:
     agent_id: str | None = None
     project_id: str | None = None
     channel: str | None = None
+    agents: frozenset[str] | None = None  # the caller's granted agents; None = no restriction
 
     def where(self, alias: str = "", *, has_channel: bool = True) -> tuple[str, list[str]]:
         """SQL conjunction (``'1'`` when unfiltered) and its parameters."""
@@ -37,11 +42,20 @@ class Scope:
         if has_channel and self.channel:
             clauses.append(f"{prefix}channel IN (?, '')")
             params.append(self.channel)
+        if self.agents is not None:
+            if self.agents:
+                ordered = sorted(self.agents)
+                clauses.append(f"{prefix}agent_id IN ({','.join('?' * len(ordered))})")
+                params.extend(ordered)
+            else:
+                clauses.append("0")
         return (" AND ".join(clauses) if clauses else "1"), params
 
     def admits(self, agent_id: str, project_id: str, channel: str) -> bool:
         """The same rule in Python, for rows already in memory (the vector index)."""
         if self.agent_id is not None and agent_id != self.agent_id:
+            return False
+        if self.agents is not None and agent_id not in self.agents:
             return False
         if self.project_id is not None and project_id not in (self.project_id, ""):
             return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cpersona.errors import NotFound
+from cpersona.errors import InvalidInput, NotFound
 from cpersona.memory import Memory
 
 
@@ -82,3 +82,28 @@ def test_delete_agent_data_removes_only_that_agent(memory: Memory) -> None:
     assert out["deleted"] == {"memories": 2, "episodes": 1, "profiles": 1}
     assert memory.list_memories(None)["total"] == 1
     assert memory.get_profile("a")["profile"] is None
+
+
+def test_allowed_agents_narrow_listings_and_row_edits(memory: Memory) -> None:
+    # An HTTP client's ACL grants reach the API as allowed_agents (SPEC §9).
+    a = memory.store("alice", "alice row")
+    b = memory.store("bob", "bob row")
+    ep = memory.archive_episode("bob", "bob's session")
+    assert _contents(memory.list_memories(None, allowed_agents={"alice"})) == {"alice row"}
+    assert memory.list_memories(None, allowed_agents={"alice"})["total"] == 1
+    assert memory.list_memories(None, allowed_agents=set())["items"] == []
+    assert memory.list_episodes(None, allowed_agents={"alice"})["items"] == []
+    assert len(memory.list_episodes(None, allowed_agents={"bob", "carol"})["items"]) == 1
+    for call in (
+        lambda: memory.update_memory(b["id"], "hijacked", allowed_agents={"alice"}),
+        lambda: memory.delete_memory(b["id"], allowed_agents={"alice"}),
+        lambda: memory.lock_memory(b["id"], allowed_agents=frozenset({"alice"})),
+        lambda: memory.unlock_memory(b["id"], allowed_agents=["alice"]),
+        lambda: memory.delete_episode(ep["id"], allowed_agents={"alice"}),
+    ):
+        with pytest.raises(NotFound):
+            call()
+    assert memory.update_memory(a["id"], "alice edited", allowed_agents={"alice"})["ok"]
+    assert _contents(memory.list_memories("bob")) == {"bob row"}
+    with pytest.raises(InvalidInput):
+        memory.list_memories(None, allowed_agents="alice")  # a string is not a set of agents

@@ -113,3 +113,22 @@ def test_recall_output_says_keyword_only_from_search_vector(tmp_path: Path) -> N
     vector_ran = {"results": [], "search": {"vector": True, "keyword": "fts"}}
     assert "keyword-only" not in format_recall(vector_ran)[0]
     assert "keyword-only" in format_recall({"results": [], "search": {"vector": False, "keyword": "fts"}})[0]
+
+
+def test_acl_add_client_prints_the_token_once_and_list_hides_hashes(tmp_path: Path) -> None:
+    acl = tmp_path / "acl.toml"
+    added = run(tmp_path, "acl", "add-client", "bot", "--read", "a,b", "--write", "b", "--file", str(acl))
+    assert added.returncode == 0, added.stderr
+    token = added.stdout.strip()
+    assert len(token) >= 32 and "\n" not in token
+    text = acl.read_text()
+    assert token not in text and "[clients.bot]" in text
+    listed = run(tmp_path, "acl", "list", CPERSONA_ACL_FILE=str(acl))
+    assert listed.returncode == 0 and "bot" in listed.stdout and "a=read, b=write" in listed.stdout
+    from cpersona.acl import hash_token
+
+    assert hash_token(token) not in listed.stdout and hash_token(token)[:8] in listed.stdout
+    again = run(tmp_path, "acl", "add-client", "bot", "--read", "a", "--file", str(acl))
+    assert again.returncode == 1 and "already exists" in again.stderr
+    none = run(tmp_path, "acl", "add-client", "other", "--file", str(acl))
+    assert none.returncode == 2 and "at least one grant" in none.stderr

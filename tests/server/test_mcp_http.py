@@ -71,14 +71,15 @@ def test_refuses_to_start_without_auth(tmp_path: Path) -> None:
     assert not (tmp_path / "memory.db").exists()  # refused before touching the database
 
 
-def test_acl_file_is_refused_honestly(tmp_path: Path) -> None:
+def test_missing_acl_file_refuses_start(tmp_path: Path) -> None:
     env = full_env(server_env(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN, CPERSONA_ACL_FILE=str(tmp_path / "acl.toml")))
     done = subprocess.run(
         [cpersona_executable(), "serve", "--transport", "streamable-http", "--port", "1"],
         env=env, capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 2
-    assert "not supported yet" in done.stderr
+    assert "cannot read ACL file" in done.stderr and "acl.toml" in done.stderr
+    assert not (tmp_path / "memory.db").exists()
 
 
 def test_two_clients_storing_concurrently_lose_nothing(tmp_path: Path) -> None:

@@ -1,0 +1,269 @@
+"""The ACL file (``CPERSONA_ACL_FILE``, SPEC §9): named HTTP clients, token hashes, per-agent grants.
+
+Format (TOML)::
+
+    [clients.ci-bot]
+    token_sha256 = "<64 hex digits: sha256 of the client's bearer token>"
+    grants = { "agent-a" = "write", "*" = "read" }
+
+Levels are hierarchical: ``admin`` ⊇ ``write`` ⊇ ``read``. A client's level on
+agent X is the higher of its grant on X and its grant on the wildcard ``*``;
+no grant means no access (deny by default). The file never holds a token in
+clear: tokens are random (``secrets.token_urlsafe``, 43 characters), so a plain
+SHA-256 is enough to make the file useless to a reader, and a slow password
+hash would only slow every request down.
+
+This module is plain Python (no MCP, no HTTP): parsing, lookup by token and the
+``add-client`` edit. ``cpersona.server.access`` decides what a client may call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import tempfile
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+#: The wildcard agent: a grant on it covers every agent (and process-wide tools).
+WILDCARD = "*"
+#: Characters of a freshly issued token (secrets.token_urlsafe(32) gives 43).
+TOKEN_BYTES = 32
+#: Client names are TOML bare keys, so they need no quoting and cannot be confused.
+CLIENT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class Level(IntEnum):
+    """Grant levels, ordered: a higher level includes every lower one."""
+
+    READ = 1
+    WRITE = 2
+    ADMIN = 3
+
+    @property
+    def label(self) -> str:
+        """The lower-case name used in the file and in messages."""
+        return self.name.lower()
+
+
+LEVELS = {level.label: level for level in Level}
+
+
+class AclError(ValueError):
+    """The ACL file is missing or malformed; the message names the file and the line at fault."""
+
+
+@dataclass(frozen=True)
+class Client:
+    """One named client: its token hash and its grants (agent id or ``*`` → level)."""
+
+    name: str
+    token_sha256: str
+    grants: Mapping[str, Level]
+
+    def level_on(self, agent: str) -> Level | None:
+        """The effective level on ``agent`` (its own grant or the wildcard's, whichever is higher)."""
+        levels = [lvl for lvl in (self.grants.get(agent), self.grants.get(WILDCARD)) if lvl is not None]
+        return max(levels) if levels else None
+
+    def may(self, agent: str, level: Level) -> bool:
+        """True when the client holds at least ``level`` on ``agent``."""
+        have = self.level_on(agent)
+        return have is not None and have >= level
+
+    def agents_at(self, level: Level) -> frozenset[str] | None:
+        """Agents on which the client holds at least ``level``; None when the wildcard covers them all."""
+        if self.may(WILDCARD, level):
+            return None
+        return frozenset(agent for agent, have in self.grants.items() if agent != WILDCARD and have >= level)
+
+
+@dataclass(frozen=True)
+class AccessList:
+    """The parsed ACL file."""
+
+    path: Path
+    clients: tuple[Client, ...]
+
+    def authenticate(self, token: str) -> Client | None:
+        """The client whose token hash matches ``token``, or None.
+
+        Every client's hash is compared (constant-time each, no early exit), so
+        the response time says nothing about which client, or how much, matched.
+        """
+        digest = hash_token(token).encode()
+        found: Client | None = None
+        for client in self.clients:
+            if hmac.compare_digest(digest, client.token_sha256.encode()):
+                found = client
+        return found
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 hex digest stored for ``token``."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh random bearer token (URL-safe, 43 characters)."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def load_acl(path: Path) -> AccessList:
+    """Read and validate the ACL file; AclError names the line at fault."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise AclError(f"cannot read ACL file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise AclError(f"ACL file {path} is not UTF-8 text: {exc}") from exc
+    return parse_acl(text, path)
+
+
+def parse_acl(text: str, path: Path) -> AccessList:
+    """Parse ACL ``text`` (read from ``path``, named in errors)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message ends with "(at line N, column M)".
+        raise AclError(f"ACL file {path}: invalid TOML: {exc}") from exc
+    unknown = sorted(set(data) - {"clients"})
+    if unknown:
+        line = _line_of(text, rf"^\s*\[?\s*{re.escape(unknown[0])}\b")
+        raise AclError(f"ACL file {path}, line {line}: unknown top-level key {unknown[0]!r}; only [clients.NAME]")
+    clients_raw = data.get("clients", {})
+    if not isinstance(clients_raw, dict):
+        line = _line_of(text, r"^\s*clients\b")
+        raise AclError(f"ACL file {path}, line {line}: 'clients' must be a table")
+    clients: list[Client] = []
+    seen_hashes: dict[str, str] = {}
+    for name, body in clients_raw.items():
+        client = _parse_client(text, path, name, body)
+        other = seen_hashes.get(client.token_sha256)
+        if other is not None:
+            raise AclError(f"ACL file {path}, line {_client_line(text, name)}: client {name!r} has the same "
+                           f"token hash as {other!r}; each client needs its own token")
+        seen_hashes[client.token_sha256] = name
+        clients.append(client)
+    return AccessList(path, tuple(clients))
+
+
+def _parse_client(text: str, path: Path, name: str, body: Any) -> Client:
+    header = _client_line(text, name)
+    where = f"ACL file {path}, line {header}"
+    if not CLIENT_NAME.match(name):
+        raise AclError(f"{where}: client name {name!r} must be 1-64 letters, digits, '-' or '_'")
+    if not isinstance(body, dict):
+        raise AclError(f"{where}: client {name!r} must be a table ([clients.{name}])")
+    extra = sorted(set(body) - {"token_sha256", "grants"})
+    if extra:
+        line = _line_of(text, rf"^\s*{re.escape(extra[0])}\s*=", after=header)
+        raise AclError(f"ACL file {path}, line {line}: unknown key {extra[0]!r} in client {name!r} "
+                       "(allowed: token_sha256, grants)")
+    digest = body.get("token_sha256")
+    if not isinstance(digest, str) or not _HEX64.match(digest):
+        line = _line_of(text, r"^\s*token_sha256\s*=", after=header) if "token_sha256" in body else header
+        raise AclError(f"ACL file {path}, line {line}: client {name!r} needs token_sha256 = 64 lower-case hex "
+                       "digits (the SHA-256 of its token; `cpersona acl add-client` writes it); never the token")
+    grants_raw = body.get("grants", {})
+    grants_line = _line_of(text, r"^\s*grants\s*=", after=header) if "grants" in body else header
+    if not isinstance(grants_raw, dict):
+        raise AclError(f"ACL file {path}, line {grants_line}: grants of {name!r} must be a table "
+                       '{ "agent" = "read" | "write" | "admin" }')
+    grants: dict[str, Level] = {}
+    for agent, level in grants_raw.items():
+        if not isinstance(level, str) or level not in LEVELS:
+            raise AclError(f"ACL file {path}, line {grants_line}: grant {agent!r} of client {name!r} is "
+                           f"{level!r}; use one of read, write, admin")
+        grants[agent] = LEVELS[level]
+    return Client(name, digest, grants)
+
+
+def _client_line(text: str, name: str) -> int:
+    quoted = re.escape(json.dumps(name))
+    return _line_of(text, rf"^\s*\[\s*clients\s*\.\s*({re.escape(name)}|{quoted})\s*\]")
+
+
+def _line_of(text: str, pattern: str, *, after: int = 0) -> int:
+    """1-based number of the first line at or after line ``after`` matching ``pattern`` (1 when none)."""
+    rx = re.compile(pattern)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if number >= after and rx.search(line):
+            return number
+    return max(after, 1)
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def add_client(path: Path, name: str, grants: Mapping[str, Level]) -> str:
+    """Append client ``name`` with ``grants`` to the ACL file (created when missing); return its token.
+
+    The token is returned once and never stored; the file gets its SHA-256.
+    The existing text is kept as it is (comments included) and the new section
+    appended; the result is parsed before it replaces the file atomically (mode 0600).
+    """
+    if not CLIENT_NAME.match(name):
+        raise AclError(f"client name {name!r} must be 1-64 letters, digits, '-' or '_'")
+    existing = load_acl(path) if path.exists() else AccessList(path, ())
+    if any(client.name == name for client in existing.clients):
+        raise AclError(f"client {name!r} already exists in {path}; choose another name or edit the file")
+    token = new_token()
+    text = path.read_text(encoding="utf-8") if path.exists() else _HEADER
+    section = format_client(name, hash_token(token), grants)
+    joined = (text.rstrip("\n") + "\n\n" if text.strip() else text) + section
+    parse_acl(joined, path)  # never write a file the server would refuse
+    _write_atomic(path, joined)
+    return token
+
+
+def format_client(name: str, digest: str, grants: Mapping[str, Level]) -> str:
+    """The TOML section for one client."""
+    # json.dumps without ensure_ascii is a valid TOML basic string for any id (control chars escaped).
+    pairs = ", ".join(f"{json.dumps(agent, ensure_ascii=False)} = \"{level.label}\"" for agent, level in grants.items())
+    return f"[clients.{name}]\ntoken_sha256 = \"{digest}\"\ngrants = {{ {pairs} }}\n"
+
+
+def merge_grants(read: Iterable[str] = (), write: Iterable[str] = (), admin: Iterable[str] = ()) -> dict[str, Level]:
+    """Grants from per-level agent lists; an agent named at several levels keeps the highest."""
+    grants: dict[str, Level] = {}
+    for level, agents in ((Level.READ, read), (Level.WRITE, write), (Level.ADMIN, admin)):
+        for agent in agents:
+            if agent in grants and grants[agent] >= level:
+                continue
+            grants[agent] = level
+    return grants
+
+
+_HEADER = (
+    "# CPersona ACL (CPERSONA_ACL_FILE): one [clients.NAME] section per HTTP client.\n"
+    "# token_sha256 is the SHA-256 of the client's bearer token; the token itself is never stored.\n"
+    '# grants: { "agent-id" = "read" | "write" | "admin" }, "*" = every agent; admin ⊇ write ⊇ read.\n'
+)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
