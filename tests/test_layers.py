@@ -156,10 +156,11 @@ def test_storage_never_imports_upper_layers(upper: str) -> None:
 
 
 def test_the_browser_view_goes_through_memory_never_storage() -> None:
-    # cpersona.ui is a client of the public API like the CLI: Memory, config, health, errors and the
-    # result shapes; never the storage layer (no SQL in the view) nor the MCP server.
+    # cpersona.ui is a client of the public API like the CLI: Memory, config, health, errors, the
+    # result shapes and the ACL policy (cpersona.acl: plain Python); never the storage layer (no SQL in
+    # the view) nor the MCP server.
     allowed = ("cpersona.ui", "cpersona.memory", "cpersona.config", "cpersona.health", "cpersona.errors",
-               "cpersona.shapes", "cpersona.limits")
+               "cpersona.shapes", "cpersona.limits", "cpersona.acl")
     modules = modules_in("ui")
     assert len(modules) >= 5, "the browser view package vanished"
     offenders = {
@@ -170,3 +171,14 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         for path in modules
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_acl_policy_module_stays_below_the_server_and_the_view() -> None:
+    # The view may import cpersona.acl only because it is plain policy: it must never reach back into the
+    # MCP server, the CLI, the view or the MCP SDK (else the view would depend on the server through it).
+    names = imported_modules(PACKAGE_DIR / "acl.py")
+    forbidden = ("cpersona.server", "cpersona.cli", "cpersona.ui", *MCP_MODULES)
+    assert sorted(n for n in names if any(within(n, f) for f in forbidden)) == []
+    assert "tomllib" in names  # the checker sees the module's imports
+    assert "cpersona.acl" in imported_modules(PACKAGE_DIR / "ui" / "access.py")
+    assert not any(within(n, "cpersona.server") for p in modules_in("ui") for n in imported_modules(p))

@@ -1,16 +1,19 @@
-"""Per-client grants for the browser view: the hook an ACL file plugs into.
+"""Per-client grants for the browser view: what the logged-in client may see and change.
 
-Today every client that passed the guard sees and may change everything (a single
-token, or loopback). When per-client ACL grants exist (CPERSONA_ACL_FILE), the lead wires
-``grants_for_request`` to return the logged-in client's grants; every page and action of
-the view already asks these questions, so nothing else changes.
+Without an ACL file there is one client (the token holder, or whoever reaches the loopback
+port) and it may do everything (``AllowAll``). With ``CPERSONA_ACL_FILE`` every session is
+tied to one named ACL client at login, and ``grants_for_request`` answers from that
+client's grants (``ClientAccess``); every page and action of the view asks it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from cpersona.acl import WILDCARD, Client, Level
+
 Action = Literal["read", "write", "admin"]
+_LEVEL_OF: dict[str, Level] = {"read": Level.READ, "write": Level.WRITE, "admin": Level.ADMIN}
 
 
 class ClientGrants(Protocol):
@@ -36,10 +39,36 @@ class AllowAll:
         return True
 
 
-def grants_for_request(state: Any) -> ClientGrants:
-    """ACL HOOK (w2-acl): the grants of the client behind this request (``request.state``).
+class DenyAll:
+    """Under an ACL file, a request with no logged-in client (never reaches a page; defence in depth)."""
 
-    Replace the body with a lookup of the client identified at login (the token it used)
-    once ACL files are supported; return ``AllowAll()`` only when no ACL file is configured.
-    """
-    return AllowAll()
+    unrestricted = False
+
+    def allows(self, action: Action, agent_id: str | None) -> bool:
+        """Nothing is allowed."""
+        return False
+
+
+class ClientAccess:
+    """The grants of one ACL client (levels are hierarchical: admin ⊇ write ⊇ read)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    @property
+    def unrestricted(self) -> bool:
+        """Read on ``*``: the client sees every agent."""
+        return self.client.may(WILDCARD, Level.READ)
+
+    def allows(self, action: Action, agent_id: str | None) -> bool:
+        """The client's level on ``agent_id`` (``*`` for the whole store) covers ``action``."""
+        return self.client.may(WILDCARD if agent_id is None else agent_id, _LEVEL_OF[action])
+
+
+def grants_for_request(state: Any) -> ClientGrants:
+    """The grants of the client behind this request (``request.state``, filled by ``GuardMiddleware``)."""
+    guard = getattr(state, "guard", None)
+    if guard is None or guard.acl is None:
+        return AllowAll()
+    client = getattr(state, "client", None)
+    return ClientAccess(client) if isinstance(client, Client) else DenyAll()

@@ -77,12 +77,14 @@ class UiApp:
         self.read_only = read_only
 
     # -- plumbing ----------------------------------------------------------------------------
-    def _view(self, request: Request) -> pages.View:
-        return pages.View(csrf=request.state.csrf, read_only=self.read_only)
+    def _view(self, request: Request, agent: str | None = None) -> pages.View:
+        # Change buttons show only when the client may use them on this agent (the POST checks again).
+        writable = grants_for_request(request.state).allows("write", agent)
+        return pages.View(csrf=request.state.csrf, read_only=self.read_only or not writable)
 
     def _page(self, request: Request, title: str, body: str, active: str, status: int = 200) -> HTMLResponse:
         html = layout(title, body, active=active, csrf=request.state.csrf, read_only=self.read_only,
-                      authenticated_by_login=self.guard.token is not None)
+                      authenticated_by_login=self.guard.login_required)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
     def _error(self, request: Request, exc: CPersonaError | Forbidden, back: str | None = None) -> HTMLResponse:
@@ -93,8 +95,10 @@ class UiApp:
         return self._page(request, "Refused" if code in (401, 403) else "Not done", body, "", status=code)
 
     def _allow(self, request: Request, action: Action, agent: str | None) -> None:
-        if not grants_for_request(request.state).allows(action, agent):
-            raise Forbidden(403, f"your grants do not allow {action} on {agent or 'the whole store'}")
+        grants = grants_for_request(request.state)
+        if not grants.allows(action, agent):
+            hint = "; choose one of your agents" if agent is None and not grants.unrestricted else ""
+            raise Forbidden(403, f"your grants do not allow {action} on {agent or 'the whole store'}{hint}")
 
     async def _form(self, request: Request, *, change: bool = True) -> dict[str, str]:
         """The urlencoded body after the CSRF check (and the read-only check for changes)."""
@@ -138,7 +142,7 @@ class UiApp:
             )
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/")
-        body = pages.memories_page(result, f, self._agents(request), self._view(request))
+        body = pages.memories_page(result, f, self._agents(request), self._view(request, f.agent))
         done = pages.done_box(request.query_params.get("done"))
         return self._page(request, "Memories", done + body, "/memories")
 
@@ -157,7 +161,7 @@ class UiApp:
             row = self._memory_row(agent, mid)
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/memories")
-        return self._page(request, f"Memory {row['ref']}", pages.memory_page(row, self._view(request)), "/memories")
+        return self._page(request, f"Memory {row['ref']}", pages.memory_page(row, self._view(request, agent)), "/memories")
 
     def episodes(self, request: Request) -> Response:
         """GET /episodes: filtered, paged, newest first."""
@@ -169,7 +173,7 @@ class UiApp:
             )
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/")
-        body = pages.episodes_page(result, f, self._agents(request), self._view(request))
+        body = pages.episodes_page(result, f, self._agents(request), self._view(request, f.agent))
         done = pages.done_box(request.query_params.get("done"))
         return self._page(request, "Episodes", done + body, "/episodes")
 
@@ -197,7 +201,7 @@ class UiApp:
                                             record=False)
             except (CPersonaError, Forbidden) as exc:
                 return self._error(request, exc, "/search")
-            body += insight.search_results(result, self._view(request))
+            body += insight.search_results(result, self._view(request, agent))
         return self._page(request, "Search", body, "/search")
 
     def health(self, request: Request) -> Response:
@@ -278,9 +282,13 @@ class UiApp:
             return self._error(request, exc, "/")
 
     # -- login -------------------------------------------------------------------------------
+    @property
+    def _acl(self) -> bool:
+        return self.guard.acl is not None
+
     def login_form(self, request: Request) -> Response:
         """GET /login."""
-        return self._page(request, "Log in", pages.login_page(request.state.csrf, None), "")
+        return self._page(request, "Log in", pages.login_page(request.state.csrf, None, acl=self._acl), "")
 
     async def login(self, request: Request) -> Response:
         """POST /login: check the token, start an authenticated session."""
@@ -288,10 +296,12 @@ class UiApp:
             form = await self._form(request, change=False)
         except Forbidden as exc:
             return self._error(request, exc, "/login")
-        if not self.guard.token_ok(form.get("token", "")):
-            body = pages.login_page(request.state.csrf, "wrong token")
+        accepted, client = self.guard.login(form.get("token", ""))
+        if not accepted:
+            body = pages.login_page(request.state.csrf, "wrong token", acl=self._acl)
             return self._page(request, "Log in", body, "", status=401)
-        _, cookie = self.guard.new_cookie(True)  # a fresh session id: no fixation
+        # A fresh session id (no fixation); under an ACL the signed cookie names the client.
+        _, cookie = self.guard.new_cookie(True, client.name if client is not None else None)
         response = RedirectResponse("/", status_code=303)
         response.raw_headers.append((b"set-cookie", self.guard.cookie_header(cookie)))
         return response

@@ -252,10 +252,12 @@ def profiles_page(agent: str, result: dict[str, Any]) -> str:
     )
 
 
-def login_page(csrf: str, error: str | None) -> str:
-    """The token form."""
+def login_page(csrf: str, error: str | None, *, acl: bool = False) -> str:
+    """The token form (``acl``: the view takes ACL client tokens, not CPERSONA_AUTH_TOKEN)."""
+    which = ("your client token (from `cpersona acl add-client`; you see only what its grants allow)" if acl
+             else "the token (CPERSONA_AUTH_TOKEN)")
     return (
-        f"{message_box(error)}<p>This view is protected: enter the token (CPERSONA_AUTH_TOKEN).</p>"
+        f"{message_box(error)}<p>This view is protected: enter {esc(which)}.</p>"
         f'<form method="post" action="/login">{hidden({"csrf": csrf})}'
         '<input type="password" name="token" autocomplete="current-password" data-testid="token" autofocus>'
         '<button type="submit">Log in</button></form>'

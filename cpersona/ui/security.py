@@ -8,12 +8,16 @@ Rules (docs/cli.md "cpersona ui", docs/decisions.md):
 - With ``CPERSONA_AUTH_TOKEN`` set every page needs the token: once through the login form
   (which sets an HttpOnly SameSite=Strict session cookie) or on each request as
   ``Authorization: Bearer <token>``. Binding beyond loopback without a token is refused.
+- With ``CPERSONA_ACL_FILE`` set the single token is ignored and every page needs an ACL
+  client's token, on every bind (loopback too); the session remembers the client's NAME
+  (signed), and access.py answers what that client may see and change.
 - Every state-changing request (POST) must carry the session's CSRF token (hidden ``csrf``
   field or ``X-CSRF-Token`` header); the token is an HMAC of the session id, so it cannot be
   forged without the process's secret and differs per session.
 
-The session cookie is ``<sid>.<authenticated 0|1>.<hmac>``, signed with a per-process random
-secret: restarting the view logs everyone out, and nothing is stored server-side.
+The session cookie is ``<sid>.<who>.<hmac>`` (who: ``0`` anonymous, ``1`` logged in with the
+token, ``@name`` logged in as ACL client ``name``), signed with a per-process random secret:
+restarting the view logs everyone out, and nothing is stored server-side.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from cpersona.acl import AccessList, Client
 
 COOKIE = "cpersona_ui"
 #: Paths reachable without logging in (the login form itself and its stylesheet).
@@ -49,8 +55,10 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def ui_refusal(host: str, token: str | None) -> str | None:
-    """Why the view must not start on ``host``, or None when it may."""
+def ui_refusal(host: str, token: str | None, *, acl: bool = False) -> str | None:
+    """Why the view must not start on ``host``, or None when it may (``acl``: an ACL file guards it)."""
+    if acl:
+        return None  # every bind needs an ACL client's login; the single token is ignored
     if token is not None and len(token) < 16:
         return "CPERSONA_AUTH_TOKEN must be at least 16 characters"
     if not is_loopback(host) and token is None:
@@ -69,6 +77,13 @@ class Guard:
     port: int
     token: str | None
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    #: The ACL file's clients; when set, ``token`` is unused and every session needs a client login.
+    acl: AccessList | None = None
+
+    @property
+    def login_required(self) -> bool:
+        """Pages need a login (a token or an ACL file is configured)."""
+        return self.token is not None or self.acl is not None
 
     # -- hosts and origins -----------------------------------------------------------------
     def allowed_hosts(self) -> set[str]:
@@ -92,20 +107,41 @@ class Guard:
     def _mac(self, text: str) -> str:
         return hmac.new(self.secret, text.encode(), hashlib.sha256).hexdigest()
 
-    def new_cookie(self, authenticated: bool) -> tuple[str, str]:
-        """A fresh session: (sid, cookie value)."""
+    def new_cookie(self, authenticated: bool, client: str | None = None) -> tuple[str, str]:
+        """A fresh session: (sid, cookie value); ``client`` names the ACL client that logged in."""
         sid = secrets.token_urlsafe(24)
-        body = f"{sid}.{1 if authenticated else 0}"
+        who = f"@{client}" if client is not None else ("1" if authenticated else "0")
+        body = f"{sid}.{who}"
         return sid, f"{body}.{self._mac('session:' + body)}"
+
+    def read_session(self, value: str) -> tuple[str, bool, str | None] | None:
+        """(sid, authenticated, ACL client name) from a cookie this process signed, else None."""
+        sid, _, rest = value.partition(".")
+        who, _, mac = rest.partition(".")
+        body = f"{sid}.{who}"
+        valid_who = who in ("0", "1") or (who.startswith("@") and len(who) > 1)
+        if not sid or not valid_who or not hmac.compare_digest(mac, self._mac("session:" + body)):
+            return None
+        client = who[1:] if who.startswith("@") else None
+        return sid, who != "0", client
 
     def read_cookie(self, value: str) -> tuple[str, bool] | None:
         """(sid, authenticated) from a cookie this process signed, else None."""
-        sid, _, rest = value.partition(".")
-        flag, _, mac = rest.partition(".")
-        body = f"{sid}.{flag}"
-        if not sid or flag not in ("0", "1") or not hmac.compare_digest(mac, self._mac("session:" + body)):
+        session = self.read_session(value)
+        return None if session is None else session[:2]
+
+    def client_named(self, name: str | None) -> Client | None:
+        """The ACL client ``name`` (None without an ACL file or when the file has no such client)."""
+        if self.acl is None or name is None:
             return None
-        return sid, flag == "1"
+        return next((c for c in self.acl.clients if c.name == name), None)
+
+    def login(self, supplied: str) -> tuple[bool, Client | None]:
+        """Check a login token: (accepted, the ACL client it belongs to when an ACL file is set)."""
+        if self.acl is not None:
+            client = self.acl.authenticate(supplied)  # constant-time hash compare, every client
+            return client is not None, client
+        return self.token_ok(supplied), None
 
     def csrf_token(self, sid: str) -> str:
         """The CSRF token of one session."""
@@ -166,20 +202,25 @@ class GuardMiddleware:
         if headers.get("sec-fetch-site") == "cross-site":
             await _plain(send, 403, "forbidden: cross-site request")
             return
-        session = g.read_cookie(_cookie(headers))
+        session = g.read_session(_cookie(headers))
         set_cookie: bytes | None = None
         if session is None:
             sid, value = g.new_cookie(False)
-            session = (sid, False)
+            session = (sid, False, None)
             set_cookie = g.cookie_header(value)
-        sid, authenticated = session
+        sid, authenticated, client_name = session
+        client = g.client_named(client_name)
+        if g.acl is not None:
+            authenticated = client is not None  # a token-login cookie means nothing under an ACL
         bearer = headers.get("authorization", "")
-        if bearer.startswith("Bearer ") and g.token_ok(bearer[7:].strip()):
-            authenticated = True
-        if g.token is None:
+        if bearer.startswith("Bearer "):
+            accepted, bearer_client = g.login(bearer[7:].strip())
+            if accepted:
+                authenticated, client = True, bearer_client or client
+        if not g.login_required:
             authenticated = True  # loopback without a token: the bind address is the boundary
         state = scope.setdefault("state", {})
-        state.update(sid=sid, authenticated=authenticated, csrf=g.csrf_token(sid), guard=g)
+        state.update(sid=sid, authenticated=authenticated, csrf=g.csrf_token(sid), guard=g, client=client)
         if not authenticated and scope.get("path") not in PUBLIC_PATHS:
             if scope.get("method") == "GET":
                 await _redirect(send, "/login", set_cookie)

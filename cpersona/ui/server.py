@@ -6,6 +6,7 @@ import logging
 
 import uvicorn
 
+from cpersona.acl import AccessList, AclError, load_acl
 from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.ui.app import build_app
@@ -15,14 +16,31 @@ log = logging.getLogger("cpersona.ui")
 
 
 def run_ui(settings: Settings, *, read_only: bool = False) -> int:
-    """Serve the view on ``settings.ui_host:ui_port`` until interrupted; returns an exit code (2: refused)."""
-    refusal = ui_refusal(settings.ui_host, settings.auth_token)
+    """Serve the view on ``settings.ui_host:ui_port`` until interrupted; returns an exit code (2: refused).
+
+    With ``CPERSONA_ACL_FILE`` the file is read now (a malformed file refuses the start, naming
+    the line) and every session logs in as one of its clients, on every bind.
+    """
+    acl: AccessList | None = None
+    if settings.acl_file is not None:
+        try:
+            acl = load_acl(settings.acl_file)
+        except AclError as exc:
+            log.error("refusing to serve the browser view: %s", exc)
+            return 2
+    refusal = ui_refusal(settings.ui_host, settings.auth_token, acl=acl is not None)
     if refusal is not None:
         log.error("%s", refusal)
         return 2
+    if acl is not None:
+        if settings.auth_token is not None:
+            log.warning("CPERSONA_AUTH_TOKEN is ignored by the browser view: CPERSONA_ACL_FILE is set, so only "
+                        "the ACL's client tokens log in")
+        log.warning("browser view access by ACL file %s: %d client(s); each sees only what its grants allow",
+                    acl.path, len(acl.clients))
     if not is_loopback(settings.ui_host):
-        log.warning("the browser view is reachable beyond this machine on %s; it needs the token", settings.ui_host)
-    guard = Guard(settings.ui_host, settings.ui_port, settings.auth_token)
+        log.warning("the browser view is reachable beyond this machine on %s; it needs a login", settings.ui_host)
+    guard = Guard(settings.ui_host, settings.ui_port, None if acl is not None else settings.auth_token, acl=acl)
     with Memory(settings) as memory:
         app = build_app(memory, guard, read_only=read_only)
         host = f"[{settings.ui_host}]" if ":" in settings.ui_host else settings.ui_host
