@@ -6,6 +6,7 @@ A real MCP client never sends a malformed line, so these speak the protocol by h
 from __future__ import annotations
 
 import json
+import re
 import queue
 import subprocess
 import threading
@@ -123,7 +124,9 @@ class RawHttp:
     def reply(response: httpx2.Response) -> dict[str, Any]:
         """The JSON-RPC message in a response (plain JSON or one SSE ``data:`` event)."""
         if response.headers.get("content-type", "").startswith("text/event-stream"):
-            for line in response.text.splitlines():
+            # SSE lines end in \r\n, \r or \n only: str.splitlines would also cut at \x85 or \u2028,
+            # which fuzzed memory content may carry inside the JSON.
+            for line in re.split(r"\r\n|\r|\n", response.text):
                 if line.startswith("data:") and line[5:].strip():
                     return dict(json.loads(line[5:]))
             raise AssertionError(f"no data event in {response.text!r}")
