@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -263,7 +264,7 @@ class HttpSession:
         kind = response.headers.get("content-type", "")
         messages: list[Any] = []
         if kind.startswith("text/event-stream"):
-            for line in response.text.splitlines():
+            for line in re.split(r"\r\n|\r|\n", response.text):  # not splitlines: U+2028 may be content
                 if line.startswith("data:"):
                     try:
                         messages.append(json.loads(line[5:].strip()))

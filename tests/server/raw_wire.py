@@ -6,8 +6,8 @@ A real MCP client never sends a malformed line, so these speak the protocol by h
 from __future__ import annotations
 
 import json
-import re
 import queue
+import re
 import subprocess
 import threading
 import time
