@@ -67,3 +67,9 @@ class PersistencePaused(CPersonaError):
     def details(self) -> dict[str, object]:
         """A paused write says ``persisted: false`` like a paused ``store`` does."""
         return {"persisted": False}
+
+
+class NotSupported(CPersonaError):
+    """The operation exists, but not on the storage engine in use (e.g. SQLite file repairs on PostgreSQL)."""
+
+    code = "not_supported"

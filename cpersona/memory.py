@@ -73,7 +73,7 @@ class Memory:
         prepare_model: Callable[[], str | None] | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
-        self.storage = open_store(self.settings.db_path)
+        self.storage = open_store(self.settings.db_url or self.settings.db_path)
         self.health = HealthState(self.settings.degraded_advisory)
         self.embeddings = EmbeddingService(
             backend or _default_backend(self.settings),
@@ -88,10 +88,10 @@ class Memory:
         self.recaller = Recaller(self.storage, self.embeddings, self.health, RecallPipeline(self.settings))
         self.admin = Admin(self.storage, self.settings, self.embeddings, self.health, self.worker)
         self.maintenance = Maintenance(
-            self.storage.maintenance_db(), self.settings, self.embeddings, self.health, self.worker.wake
+            self.storage, self.settings, self.embeddings, self.health, self.worker.wake
         )
         self.portability = Portability(
-            self.storage.maintenance_db(),
+            self.storage,
             self.settings,
             queue_backfill=lambda: self.embeddings.backend.mode != "none",
             active_model=self._active_model,

@@ -1,8 +1,9 @@
 """Storage: the only package that speaks SQL.
 
-``interface`` states what the layers above may ask (protocols, value types);
-the SQLite engine implements it (``sqlite``, ``db``, ``migrations`` and one
-module per repository). ``open_store`` picks the engine. See docs/architecture.md.
+``interface`` states what the layers above may ask (protocols, value types).
+Two engines implement it: SQLite (``sqlite``, ``db``, ``migrations`` and one
+module per repository) and PostgreSQL (``storage.postgres``). ``open_store``
+picks the engine. See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -11,9 +12,20 @@ from pathlib import Path
 
 from cpersona.storage.interface import Store
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
-def open_store(path: Path | str) -> Store:
-    """Open (and migrate) the store the settings name; SQLite is the only engine today."""
+
+def is_postgres_url(location: Path | str) -> bool:
+    """True when ``location`` is a PostgreSQL URL rather than a file path."""
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def open_store(location: Path | str) -> Store:
+    """Open (and migrate) the store at ``location``: a ``postgresql://`` URL or a SQLite file path."""
+    if is_postgres_url(location):
+        from cpersona.storage.postgres.store import PgStore
+
+        return PgStore(str(location))
     from cpersona.storage.sqlite import SqliteStore
 
-    return SqliteStore(path)
+    return SqliteStore(location)

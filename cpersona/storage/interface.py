@@ -11,14 +11,18 @@ the public shapes of docs/api-shapes.md; vectors as float32 bytes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from cpersona.storage.db import Database
+import numpy as np
+
 from cpersona.storage.scope import Scope
+
+if TYPE_CHECKING:  # the SQLite handle only appears in the maintenance_db signature
+    from cpersona.storage.db import Database
+    from cpersona.storage.port_records import ImportRecord
 
 MEMORIES = "memories"
 EPISODES = "episodes"
@@ -43,6 +47,15 @@ class KeywordHits:
 
     hits: list[tuple[int, float]]
     method: str
+
+
+@dataclass(frozen=True)
+class VectorQuery:
+    """A recall query's vector and the model it came from: only vectors of this model and dimension compare."""
+
+    vector: np.ndarray  # float32, L2-normalised (so inner product = cosine)
+    model_id: str
+    dimension: int
 
 
 @dataclass(frozen=True)
@@ -245,16 +258,28 @@ class KeywordSearch(Protocol):
         ...
 
 
+class VectorSearch(Protocol):
+    """Nearest stored vectors to a query: the engine's business how (SQLite: an in-memory index synced
+    from the file; PostgreSQL: an HNSW index queried in SQL). Recall never holds vectors itself."""
+
+    def nearest(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int,
+        allowed_ids: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top ``limit`` (id, cosine) of ``table`` among the ``window`` most recent rows in scope holding a
+        vector of the query's model and dimension, restricted to ``allowed_ids`` when given; best first,
+        ties on the higher (newer) id."""
+        ...
+
+
 class VectorFeed(Protocol):
-    """Stored vectors for the in-memory indexes, and corpus-wide vector bookkeeping."""
-
-    def state(self, table: str) -> tuple[int, int]:
-        """(generation, highest id) of ``table``; the generation moves whenever stored vectors change."""
-        ...
-
-    def rows_after(self, table: str, after_id: int, model_id: str, dimension: int) -> list[VectorRow]:
-        """Vectors of this model and dimension with id > ``after_id``, in id order."""
-        ...
+    """Corpus-wide vector bookkeeping (which dimensions are stored, clearing stale ones)."""
 
     def dimensions(self, model_id: str) -> set[int]:
         """Every dimension stored for ``model_id`` in memories and episodes."""
@@ -285,6 +310,27 @@ class AdminQueries(Protocol):
         ...
 
 
+class PortabilityRows(Protocol):
+    """Export streaming and import batches (records from ``cpersona.storage.port_records``)."""
+
+    def stream(
+        self, agent_id: str | None, *, include_vectors: bool, chunk: int = 500
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
+        """Yield ``("counts", {...})`` then every row as ``(type, columns)`` in one consistent snapshot:
+        memories, episodes, profiles, each in id (or key) order; ``embedding`` bytes only when asked."""
+        ...
+
+    def write_batch(
+        self, records: Sequence[ImportRecord], *, queued_at: str | None, active_model: tuple[str, int] | None
+    ) -> tuple[list[str], int]:
+        """Write ``records`` in one transaction; (outcome per record, rows queued for embedding)."""
+        ...
+
+    def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
+        """What ``write_batch`` would do, writing nothing (dry run)."""
+        ...
+
+
 class Session(Protocol):
     """One unit of work on the store (a transaction, a snapshot, or autocommit)."""
 
@@ -307,6 +353,9 @@ class Session(Protocol):
     def vectors(self) -> VectorFeed: ...
 
     @property
+    def vector_search(self) -> VectorSearch: ...
+
+    @property
     def admin(self) -> AdminQueries: ...
 
 
@@ -314,8 +363,8 @@ class Store(Protocol):
     """A database: hands out sessions. One per ``Memory``."""
 
     @property
-    def path(self) -> Path:
-        """Where the data lives (shown by stats)."""
+    def location(self) -> str:
+        """Where the data lives, as stats shows it (a file path, or a URL without its password)."""
         ...
 
     def session(self) -> Session:
@@ -335,12 +384,15 @@ class Store(Protocol):
         ...
 
     def maintenance_db(self) -> Database:
-        """The engine handle the health checks, repairs and portability queries run on.
+        """The engine handle the health checks, repairs, merge and channel-axis queries run on.
 
-        Those queries are engine-specific (integrity pragmas, FTS5 rebuilds, schema DDL), so
-        today they take the SQLite ``Database``; a second engine brings its own set behind
-        this method (see docs/architecture.md).
+        Those queries are SQLite-specific (integrity pragmas, FTS5 rebuilds, schema DDL); an engine
+        without them raises ``cpersona.errors.NotSupported`` (see docs/decisions.md).
         """
+        ...
+
+    def portability_rows(self) -> PortabilityRows:
+        """Row streaming and dedup-aware batch writes for export and import (every engine has them)."""
         ...
 
     def close(self) -> None:

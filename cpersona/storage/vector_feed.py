@@ -1,5 +1,8 @@
 """Stored vectors in SQLite: what the in-memory indexes load, and corpus-wide vector bookkeeping.
 
+``state`` and ``rows_after`` feed ``vector_index`` (the engine's own vector search);
+``dimensions`` and ``invalidate`` are the ``VectorFeed`` protocol.
+
 The generation counters in ``index_state`` are kept by triggers (see
 migrations): any change to an existing vector, a delete or a move between
 scopes bumps them, so every process learns it must reload.
@@ -10,6 +13,8 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.interface import VECTOR_TABLES, VectorRow
+
+__all__ = ["VECTOR_TABLES", "SqliteVectorFeed"]
 
 
 def _table(name: str) -> str:

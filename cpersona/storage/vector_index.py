@@ -1,4 +1,4 @@
-"""An in-memory copy of one table's vectors, kept in step with the file.
+"""The SQLite engine's vector search: an in-memory copy of one table's vectors, kept in step with the file.
 
 Every recall first calls ``sync``: rows with a higher id than any seen are
 appended (the common case: new stores), and any change to existing vectors
@@ -11,13 +11,16 @@ are loaded: vectors of different models are never compared.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from cpersona.storage.interface import VECTOR_TABLES, VectorFeed
+from cpersona.storage.interface import VectorQuery
 from cpersona.storage.scope import Scope
+from cpersona.storage.vector_feed import VECTOR_TABLES, SqliteVectorFeed
 
 
 @dataclass
@@ -55,7 +58,7 @@ class VectorIndex:
             self._codes[value] = code
         return code
 
-    def sync(self, feed: VectorFeed) -> None:
+    def sync(self, feed: SqliteVectorFeed) -> None:
         """Bring the index up to date with the store (call inside one read snapshot)."""
         generation, max_id = feed.state(self.table)
         with self._lock:
@@ -77,7 +80,7 @@ class VectorIndex:
                         channel=np.concatenate([old.channel, fresh.channel]),
                     )
 
-    def _load(self, feed: VectorFeed, after_id: int) -> _Columns:
+    def _load(self, feed: SqliteVectorFeed, after_id: int) -> _Columns:
         rows = feed.rows_after(self.table, after_id, self.model_id, self.dimension)
         if not rows:
             return _Columns(vectors=np.zeros((0, self.dimension), dtype=np.float32))
@@ -112,7 +115,7 @@ class VectorIndex:
         limit: int,
         *,
         window: int,
-        allowed_ids: np.ndarray | None = None,
+        allowed_ids: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
         """Top ``limit`` (id, cosine) among the ``window`` most recent rows in scope.
 
@@ -123,7 +126,7 @@ class VectorIndex:
             return []
         mask = self._mask(cols, scope)
         if allowed_ids is not None:
-            mask &= np.isin(cols.ids, allowed_ids)
+            mask &= np.isin(cols.ids, np.fromiter(allowed_ids, dtype=np.int64, count=len(allowed_ids)))
         positions = np.flatnonzero(mask)
         if positions.size > window:
             positions = positions[-window:]
@@ -133,3 +136,45 @@ class VectorIndex:
         ids = cols.ids[positions]
         order = np.lexsort((-ids, -scores))[:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
+
+
+class VectorIndexes:
+    """The indexes of one ``SqliteStore``, one per table, rebuilt when the active model or dimension changes."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[str, VectorIndex] = {}
+        self._lock = threading.Lock()
+
+    def get(self, table: str, model_id: str, dimension: int) -> VectorIndex:
+        """The index of ``table`` for this model and dimension (a fresh one after a model change)."""
+        with self._lock:
+            index = self._indexes.get(table)
+            if index is None or index.model_id != model_id or index.dimension != dimension:
+                index = VectorIndex(table, model_id, dimension)
+                self._indexes[table] = index
+            return index
+
+
+class SqliteVectorSearch:
+    """``VectorSearch`` for SQLite: sync the store's in-memory index on this connection, then scan it."""
+
+    __slots__ = ("conn", "indexes")
+
+    def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes) -> None:
+        self.conn = conn
+        self.indexes = indexes
+
+    def nearest(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int,
+        allowed_ids: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top ``limit`` (id, cosine) among the ``window`` most recent rows in scope (exact scan)."""
+        index = self.indexes.get(table, query.model_id, query.dimension)
+        index.sync(SqliteVectorFeed(self.conn))
+        return index.search(query.vector, scope, limit, window=window, allowed_ids=allowed_ids)

@@ -1,0 +1,168 @@
+"""Vectors on PostgreSQL: nearest-neighbour search inside the database, and corpus bookkeeping.
+
+Dimension handling: ``embedding`` is an untyped ``vector`` column (any model,
+any dimension can be stored, as in SQLite), but HNSW needs a fixed dimension.
+So each active (model, dimension) gets its own PARTIAL EXPRESSION index::
+
+    CREATE INDEX ... USING hnsw ((embedding::vector(384)) vector_cosine_ops)
+        WHERE embedding_model = '<model>' AND embedding_dim = 384
+
+created the first time that model searches (``ensure_index``; under an
+advisory lock, so servers starting together build it once). The search
+repeats that cast and predicate with the model id and dimension written as
+literals, which is what lets the planner prove the partial index applies (a
+bound parameter would not survive a generic plan). Vectors of any other model
+or dimension are never compared. The query vectors are L2-normalised, so the
+cosine distance ``<=>`` is 1 - inner product.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from psycopg import sql
+
+from cpersona.storage.interface import VECTOR_TABLES, VectorQuery
+from cpersona.storage.postgres.sql import Executor, PgVector, where
+from cpersona.storage.scope import Scope
+from cpersona.storage.vectors import to_blob
+
+#: HNSW build parameters (pgvector's defaults: 16 links per node, candidate list 64 while building).
+HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
+_LOCK_BASE = 0x63766563  # advisory-lock namespace for index builds
+
+
+def _table(name: str) -> str:
+    if name not in VECTOR_TABLES:
+        raise ValueError(f"no vectors in table {name!r}")
+    return name
+
+
+def index_name(table: str, model_id: str, dimension: int) -> str:
+    """A stable, short identifier for the (table, model, dimension) HNSW index."""
+    digest = hashlib.sha1(f"{table}\0{model_id}\0{dimension}".encode()).hexdigest()[:12]
+    return f"{table}_hnsw_{digest}"
+
+
+class IndexRegistry:
+    """The HNSW indexes this process knows exist (so ``ensure`` asks the catalog once per model)."""
+
+    def __init__(self, build: Callable[[str, str, int], None]) -> None:
+        self._known: set[tuple[str, str, int]] = set()
+        self._lock = threading.Lock()
+        self._build = build
+
+    def ensure(self, table: str, model_id: str, dimension: int) -> None:
+        """Create the index of this (table, model, dimension) unless it exists."""
+        key = (table, model_id, dimension)
+        if key in self._known:
+            return
+        with self._lock:
+            if key not in self._known:
+                self._build(table, model_id, dimension)
+                self._known.add(key)
+
+
+def build_index(ex: Executor, table: str, model_id: str, dimension: int) -> None:
+    """``CREATE INDEX IF NOT EXISTS`` the HNSW index, in one transaction under an advisory lock."""
+    name = index_name(_table(table), model_id, dimension)
+    key = _LOCK_BASE * 2**32 + int(hashlib.sha1(name.encode()).hexdigest()[:7], 16)
+    conn = ex.conn
+    assert conn is not None, "build_index runs inside a transaction"
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
+            "WITH (m = {m}, ef_construction = {efc}) WHERE embedding_model = {model} AND embedding_dim = {dim}"
+        ).format(
+            name=sql.Identifier(name), table=sql.Identifier(table), dim=sql.Literal(dimension),
+            m=sql.Literal(HNSW_M), efc=sql.Literal(HNSW_EF_CONSTRUCTION), model=sql.Literal(model_id),
+        )
+    )
+
+
+class PgVectorSearch:
+    """``VectorSearch`` on PostgreSQL: an HNSW index scan (iterative, so scope filters still fill ``limit``)."""
+
+    __slots__ = ("ex", "indexes")
+
+    def __init__(self, ex: Executor, indexes: IndexRegistry) -> None:
+        self.ex = ex
+        self.indexes = indexes
+
+    def nearest(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int,
+        allowed_ids: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top ``limit`` (id, cosine) among the ``window`` most recent rows in scope with this model's vectors."""
+        if limit <= 0 or (allowed_ids is not None and not allowed_ids):
+            return []
+        self.indexes.ensure(_table(table), query.model_id, query.dimension)
+        clause, scope_params = where(scope)
+        params: list[Any] = list(scope_params)
+        filters = sql.SQL("embedding_model = {model} AND embedding_dim = {dim} AND {clause}").format(
+            model=sql.Literal(query.model_id), dim=sql.Literal(query.dimension), clause=sql.SQL(clause)
+        )
+        if allowed_ids is not None:
+            filters = sql.SQL("{f} AND id = ANY(%s)").format(f=filters)
+            params = [*params, list(allowed_ids)]
+        # The window: only the `window` newest rows in scope compete (as in SQLite). Its lower id bound comes
+        # from the scope index; when the scope holds fewer rows there is no bound.
+        floor = self.ex.value(
+            sql.SQL("SELECT id FROM {table} WHERE {filters} ORDER BY id DESC OFFSET %s LIMIT 1").format(
+                table=sql.Identifier(table), filters=filters
+            ),
+            [*params, window - 1],
+        )
+        if floor is not None:
+            filters = sql.SQL("{f} AND id >= %s").format(f=filters)
+            params = [*params, int(floor)]
+        vector = PgVector(to_blob(query.vector))
+        distance = sql.SQL("embedding::vector({dim}) <=> %b::vector({dim})").format(dim=sql.Literal(query.dimension))
+        # ORDER BY the distance alone, so the HNSW index can deliver the order; ties are settled below.
+        rows = self.ex.all(
+            sql.SQL("SELECT id, {distance} AS distance FROM {table} WHERE {filters} ORDER BY {distance} LIMIT %s").format(
+                distance=distance, table=sql.Identifier(table), filters=filters
+            ),
+            [vector, *params, vector, limit],
+        )
+        scored = [(int(r["id"]), 1.0 - float(r["distance"])) for r in rows]
+        # Exact-score ties break on the newer id, as the SQLite scan does.
+        scored.sort(key=lambda hit: (-hit[1], -hit[0]))
+        return scored
+
+
+class PgVectorFeed:
+    """``VectorFeed`` on PostgreSQL (no in-memory index to feed: only corpus bookkeeping)."""
+
+    __slots__ = ("ex",)
+
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+
+    def dimensions(self, model_id: str) -> set[int]:
+        """Every dimension stored for ``model_id`` in memories and episodes."""
+        rows = self.ex.all(
+            "SELECT DISTINCT embedding_dim AS d FROM memories WHERE embedding_model = %s "
+            "UNION SELECT DISTINCT embedding_dim FROM episodes WHERE embedding_model = %s",
+            (model_id, model_id),
+        )
+        return {int(r["d"]) for r in rows if r["d"] is not None}
+
+    def invalidate(self, model_id: str, dimension: int) -> None:
+        """Clear vectors of ``model_id`` whose dimension differs (the queue re-embeds them)."""
+        for table in VECTOR_TABLES:
+            self.ex.run(
+                f"UPDATE {table} SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL "
+                "WHERE embedding_model = %s AND embedding_dim IS DISTINCT FROM %s",
+                (model_id, dimension),
+            )
