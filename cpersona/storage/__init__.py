@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cpersona.errors import DatabaseUnavailable
 from cpersona.storage.interface import Store
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -26,8 +27,13 @@ def open_store(location: Path | str, *, pg_vector_index: str = "hnsw") -> Store:
     ``pg_vector_index`` ("hnsw" | "exact") is how PostgreSQL searches vectors (see storage.postgres.vectors).
     """
     if is_postgres_url(location):
-        from cpersona.storage.postgres.store import PgStore
-
+        try:
+            from cpersona.storage.postgres.store import PgStore
+        except ModuleNotFoundError as exc:
+            raise DatabaseUnavailable(
+                f"CPERSONA_DB_URL names PostgreSQL but its driver is missing ({exc.name}): "
+                'pip install "cpersona-embedded[postgres]"'
+            ) from exc
         return PgStore(str(location), vector_index=pg_vector_index)
     from cpersona.storage.sqlite import SqliteStore
 
