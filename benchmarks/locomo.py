@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo conversations: vector only, keyword only and fused, side by side.
 
     python benchmarks/locomo.py ../shared/data/locomo [--models-dir DIR] [--json out.json]
+    python benchmarks/locomo.py ../shared/data/locomo --db-url auto     # the same on PostgreSQL
 
 For each conversation a fresh database: every turn is stored as one memory
 (content "[<session date>] <speaker>: <text>", msg_id = the turn's dia_id,
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_table, write_json  # noqa: E402
+from pg_latency import fresh_database, postgres_admin_url  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
@@ -97,7 +100,10 @@ def mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
 
 
-def run(data_dir: Path, models_dir: Path, model: str, penalty: float) -> dict[str, Any]:
+def run(
+    data_dir: Path, models_dir: Path, model: str, penalty: float, db_url: str | None = None,
+    pg_vector_index: str = "hnsw",
+) -> dict[str, Any]:
     """Every conversation × every arm; returns per-arm, per-category means."""
     per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in ARMS}
     timing: dict[str, list[float]] = defaultdict(list)
@@ -107,9 +113,12 @@ def run(data_dir: Path, models_dir: Path, model: str, penalty: float) -> dict[st
     for path in files:
         data = json.loads(path.read_text())
         conversation = data.get("conversation", data)
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+            url = stack.enter_context(fresh_database(db_url, f"cpersona_locomo_{path.stem}")) if db_url else None
             settings = Settings(
                 db_path=Path(tmp) / "locomo.db",
+                db_url=url,
+                pg_vector_index=pg_vector_index,
                 embedding_mode="onnx",
                 models_dir=models_dir,
                 embedding_model=model,
@@ -156,9 +165,15 @@ def main() -> int:
     parser.add_argument("--model", default="all-minilm-l6-v2")
     parser.add_argument("--recent-recall-penalty", type=float, default=1.0)
     parser.add_argument("--json", help="write the full report here")
+    parser.add_argument("--db-url", help="run on PostgreSQL: an admin URL (a fresh database per conversation), "
+                        "or 'auto' for a throwaway pgserver cluster (default: SQLite files)")
+    parser.add_argument("--pg-vector-index", choices=("hnsw", "exact"), default="hnsw")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        db_url = None
+        if args.db_url:
+            db_url = stack.enter_context(postgres_admin_url(None if args.db_url == "auto" else args.db_url))
         models_dir = args.models_dir
         if models_dir is None:
             from cpersona.embed.install.assemble import assemble_minilm
@@ -167,7 +182,7 @@ def main() -> int:
             source = assemble_minilm(Path(tmp) / "minilm-src")
             models_dir = Path(tmp) / "models"
             install_from(source, "all-minilm-l6-v2", models_dir, stream=sys.stderr)
-        report = run(args.data_dir, models_dir, args.model, args.recent_recall_penalty)
+        report = run(args.data_dir, models_dir, args.model, args.recent_recall_penalty, db_url, args.pg_vector_index)
 
     metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]
     print("Overall (categories 1-4):")

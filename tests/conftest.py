@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings as hypothesis_settings
-from pg_cluster import PG_VECTOR_INDEX
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
@@ -33,12 +32,12 @@ def _persistence_resumed() -> Iterator[None]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, new_db_url: Callable[[], str | None]) -> Settings:
+def settings(tmp_path: Path, new_db_url: Callable[[], str | None], pg_vector_index: str) -> Settings:
     """Settings on a fresh database (a file; a PostgreSQL database under BOTH_ENGINES), keyword-only."""
     return Settings(
         db_path=tmp_path / "memory.db",
         db_url=new_db_url(),
-        pg_vector_index=PG_VECTOR_INDEX,
+        pg_vector_index=pg_vector_index,
         models_dir=tmp_path / "models",
         embedding_mode="none",
         update_check=False,

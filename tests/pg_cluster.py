@@ -99,6 +99,12 @@ def pg_cluster() -> Iterator[PgCluster]:
 
 
 @pytest.fixture
+def pg_vector_index() -> str:
+    """``CPERSONA_PG_VECTOR_INDEX`` for the PostgreSQL tests (see PG_VECTOR_INDEX)."""
+    return PG_VECTOR_INDEX
+
+
+@pytest.fixture
 def engine(request: pytest.FixtureRequest) -> str:
     """The storage engine under test: 'sqlite' unless a module is parametrised with ``BOTH_ENGINES``."""
     return str(getattr(request, "param", "sqlite"))
