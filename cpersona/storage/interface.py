@@ -1,9 +1,9 @@
 """What the layers above storage may ask of it: engine-neutral protocols and value types.
 
 Services, recall and the server see only these names. The SQLite engine
-(``cpersona.storage.sqlite``) implements them; another engine (PostgreSQL)
-would implement the same protocols in its own modules and be chosen in
-``cpersona.storage.open_store``. Rows cross this boundary as plain dicts in
+(``cpersona.storage.sqlite``) and the PostgreSQL engine
+(``cpersona.storage.postgres``) implement them; ``cpersona.storage.open_store``
+chooses one. Rows cross this boundary as plain dicts in
 the public shapes of docs/api-shapes.md; vectors as float32 bytes
 (``cpersona.storage.vectors``). A duplicate is reported as
 ``cpersona.errors.DuplicateRow``, never as an engine exception.
