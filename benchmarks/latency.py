@@ -54,7 +54,7 @@ from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
-from cpersona.storage.interface import NewMemory  # noqa: E402
+from cpersona.storage.interface import NewMemory, VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
@@ -216,7 +216,6 @@ def split(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
             t0 = time.perf_counter()
             vectors.append(mem.embeddings.embed_query(q))
             embed.append(time.perf_counter() - t0)
-        recaller = mem.recaller
         full = RecallPipeline(settings)
         keyword = RecallPipeline(settings, channels=frozenset({fusion.FTS_MEMORIES, fusion.FTS_EPISODES}))
         out: dict[str, list[float]] = {"retrieval": [], "keyword_only": []}
@@ -229,12 +228,9 @@ def split(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
                 for name, pipeline in (("retrieval", full), ("keyword_only", keyword)):
                     t0 = time.perf_counter()
                     with mem.storage.read() as session:
-                        mi, ei = recaller._index("memories"), recaller._index("episodes")
-                        for index in (mi, ei):
-                            if index is not None:
-                                index.sync(session.vectors)
-                        pipeline.run(session, request, query_vector=v if name == "retrieval" else None,
-                                     memory_index=mi, episode_index=ei, now=utc_now())
+                        query = VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension) if v is not None else None
+                        pipeline.run(session, request, query_vector=query if name == "retrieval" else None,
+                                     now=utc_now())
                     out[name].append(time.perf_counter() - t0)
     return {"query_embedding": summary_ms(embed), **{k: summary_ms(v) for k, v in out.items()}}
 

@@ -4,6 +4,7 @@
         [--models-dir DIR] [--json out.json]
     python benchmarks/locomo.py ../shared/data/locomo --gate-curve [--gate-levels off,balanced]
         [--gate-mode rrf|rsf] [--confidence] [--calibration-method separation|percentile|zscore]
+    python benchmarks/locomo.py ../shared/data/locomo --db-url auto     # the same on PostgreSQL
 
 For each conversation a fresh database: every turn is stored as one memory
 (content "[<session date>] <speaker>: <text>", msg_id = the turn's dia_id,
@@ -45,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_table, write_json  # noqa: E402
 from _locomo_gate import LEVELS, gate_curve, summarise  # noqa: E402
+from pg_latency import fresh_database, postgres_admin_url  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
@@ -151,6 +154,8 @@ def run(
     penalty: float,
     arms: list[str],
     gate: argparse.Namespace | None = None,
+    db_url: str | None = None,
+    pg_vector_index: str = "hnsw",
 ) -> dict[str, Any]:
     """Every conversation × every arm (and, with ``gate``, the gate curve); per-arm means overall and per conversation."""
     per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in arms}
@@ -162,9 +167,12 @@ def run(
         conv = per_conv.setdefault(path.stem, {a: defaultdict(list) for a in arms})
         data = datasets[index]
         conversation = data.get("conversation", data)
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+            url = stack.enter_context(fresh_database(db_url, f"cpersona_locomo_{path.stem}")) if db_url else None
             settings = Settings(
                 db_path=Path(tmp) / "locomo.db",
+                db_url=url,
+                pg_vector_index=pg_vector_index,
                 embedding_mode="onnx",
                 models_dir=models_dir,
                 embedding_model=model,
@@ -253,6 +261,9 @@ def main() -> int:
                         help="fusion mode for the gate curve (default: the product default)")
     parser.add_argument("--confidence", action="store_true", help="gate curve with CPERSONA_CONFIDENCE_ENABLED")
     parser.add_argument("--calibration-method", default="separation", choices=["separation", "percentile", "zscore"])
+    parser.add_argument("--db-url", help="run on PostgreSQL: an admin URL (a fresh database per conversation), "
+                        "or 'auto' for a throwaway pgserver cluster (default: SQLite files)")
+    parser.add_argument("--pg-vector-index", choices=("hnsw", "exact"), default="hnsw")
     args = parser.parse_args()
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in arms if a not in ARMS]
@@ -263,7 +274,10 @@ def main() -> int:
     if unknown_levels := set(args.levels) - set(LEVELS):
         parser.error(f"unknown gate level(s): {', '.join(sorted(unknown_levels))}")
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        db_url = None
+        if args.db_url:
+            db_url = stack.enter_context(postgres_admin_url(None if args.db_url == "auto" else args.db_url))
         models_dir = args.models_dir
         if models_dir is None:
             from cpersona.embed.install.assemble import assemble_minilm
@@ -273,7 +287,7 @@ def main() -> int:
             models_dir = Path(tmp) / "models"
             install_from(source, "all-minilm-l6-v2", models_dir, stream=sys.stderr)
         report = run(files, models_dir, args.model, args.recent_recall_penalty, arms,
-                     args if args.gate_curve else None)
+                     args if args.gate_curve else None, db_url, args.pg_vector_index)
 
     metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]
     print("Overall (categories 1-4):")

@@ -94,12 +94,24 @@ def _choice(env: Mapping[str, str], names: tuple[str, ...], default: str, allowe
     return value
 
 
+def _db_url(env: Mapping[str, str]) -> str | None:
+    raw = _get(env, "CPERSONA_DB_URL")
+    if raw is None:
+        return None
+    if not raw.startswith(("postgresql://", "postgres://")):
+        raise ConfigError("CPERSONA_DB_URL must be a postgresql:// URL (leave it unset for the SQLite file)")
+    return raw
+
+
 @dataclass(frozen=True)
 class Settings:
     """Typed configuration. Field comments name the environment variable."""
 
     # Storage
     db_path: Path = field(default_factory=lambda: default_data_dir() / "memory.db")  # CPERSONA_DB_PATH
+    # CPERSONA_DB_URL: postgresql://... selects the PostgreSQL engine (then db_path is unused for data)
+    db_url: str | None = None
+    pg_vector_index: str = "hnsw"  # CPERSONA_PG_VECTOR_INDEX: hnsw | exact (PostgreSQL vector search)
     export_dir: Path | None = None  # CPERSONA_EXPORT_DIR: MCP export/import confinement (default <db dir>/exports)
 
     # Retrieval
@@ -178,6 +190,8 @@ class Settings:
         ctx_path_raw = _get(e, "CPERSONA_OPERATING_CONTEXT_PATH")
         settings = cls(
             db_path=Path(db_raw).expanduser() if db_raw else base.db_path,
+            db_url=_db_url(e),
+            pg_vector_index=_choice(e, ("CPERSONA_PG_VECTOR_INDEX",), base.pg_vector_index, {"hnsw", "exact"}),
             export_dir=Path(export_raw).expanduser() if export_raw else None,
             max_memories=_opt_int(e, "CPERSONA_MAX_MEMORIES") or base.max_memories,
             recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),

@@ -103,3 +103,9 @@ class Forbidden(CPersonaError):
     """The HTTP client's ACL grants do not cover this call (tool class or agent); nothing was done."""
 
     code = "forbidden"
+
+
+class NotSupported(CPersonaError):
+    """The operation exists, but not on the storage engine in use (e.g. SQLite file repairs on PostgreSQL)."""
+
+    code = "not_supported"

@@ -78,11 +78,13 @@ class Memory:
         prepare_model: Callable[[], str | None] | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
-        self.storage = open_store(self.settings.db_path)
+        self.storage = open_store(
+            self.settings.db_url or self.settings.db_path, pg_vector_index=self.settings.pg_vector_index
+        )
         if self.storage.read_only():
             log.warning(
                 "the database %s is read-only for this process: recall and reads work (recall statistics "
-                "are skipped); every write answers error_code read_only", self.settings.db_path,
+                "are skipped); every write answers error_code read_only", self.storage.location,
             )
         self.health = HealthState(self.settings.degraded_advisory)
         self.embeddings = EmbeddingService(
@@ -96,9 +98,7 @@ class Memory:
         self.writer = Writer(self.storage, self.settings, self.embeddings, self.health, self.worker.wake)
         self.reader = Reader(self.storage)
         self.browser = Browser(self.storage)
-        self.calibration = Calibrator(
-            self.storage, self.settings, self.embeddings, indexes=lambda table: self.recaller.synced_index(table)
-        )
+        self.calibration = Calibrator(self.storage, self.settings, self.embeddings)
         self.recaller = Recaller(
             self.storage, self.embeddings, self.health, RecallPipeline(self.settings, gate=self.calibration.gate())
         )
@@ -107,10 +107,10 @@ class Memory:
             discard_calibration=self.calibration.discard,
         )
         self.maintenance = Maintenance(
-            self.storage.maintenance_db(), self.settings, self.embeddings, self.health, self.worker.wake
+            self.storage, self.settings, self.embeddings, self.health, self.worker.wake
         )
         self.portability = Portability(
-            self.storage.maintenance_db(),
+            self.storage,
             self.settings,
             queue_backfill=lambda: self.embeddings.backend.mode != "none",
             active_model=self._active_model,

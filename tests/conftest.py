@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.health import persistence
 from cpersona.memory import Memory
 
-pytest_plugins = ["model_fixtures"]
+pytest_plugins = ["model_fixtures", "pg_cluster"]
 
 # CI explores a fixed set of examples so a run is reproducible; developers' runs stay random
 # (and have already been run with several seeds) to keep finding new cases.
@@ -32,10 +32,12 @@ def _persistence_resumed() -> Iterator[None]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings on a fresh database file, keyword-only, no background network use."""
+def settings(tmp_path: Path, new_db_url: Callable[[], str | None], pg_vector_index: str) -> Settings:
+    """Settings on a fresh database (a file; a PostgreSQL database under BOTH_ENGINES), keyword-only."""
     return Settings(
         db_path=tmp_path / "memory.db",
+        db_url=new_db_url(),
+        pg_vector_index=pg_vector_index,
         models_dir=tmp_path / "models",
         embedding_mode="none",
         update_check=False,

@@ -59,3 +59,15 @@ def test_every_variable_read_is_in_the_readme_table() -> None:
     readme = (ROOT / "README.md").read_text()
     missing = sorted(n for n in names if f"`{n}`" not in readme)
     assert names and missing == []
+
+
+def test_db_url_selects_postgresql_and_refuses_other_schemes() -> None:
+    from cpersona.config import ConfigError, Settings
+
+    url = "postgresql://cpersona@db.example.com/cpersona?sslmode=verify-full"
+    chosen = Settings.from_env({"CPERSONA_DB_URL": url, "CPERSONA_PG_VECTOR_INDEX": "exact"})
+    assert chosen.db_url == url and chosen.pg_vector_index == "exact"
+    assert Settings.from_env({}).db_url is None and Settings.from_env({}).pg_vector_index == "hnsw"
+    for bad in ({"CPERSONA_DB_URL": "mysql://x/y"}, {"CPERSONA_PG_VECTOR_INDEX": "ivf"}):
+        with pytest.raises(ConfigError):
+            Settings.from_env(bad)

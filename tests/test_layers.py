@@ -126,22 +126,26 @@ def test_the_checker_sees_relative_and_lazy_imports() -> None:
     assert any(within(n, "cpersona.server") for n in imported_modules(PACKAGE_DIR / "cli" / "main.py"))
 
 
-def test_only_storage_speaks_sqlite() -> None:
+@pytest.mark.parametrize(
+    ("driver", "sample"), [("sqlite3", "db.py"), ("psycopg", "postgres/sql.py"), ("psycopg_pool", "postgres/store.py")]
+)
+def test_only_storage_speaks_to_a_database_driver(driver: str, sample: str) -> None:
     # Stronger than an import check: not even a comment outside storage/ names the driver,
-    # matching `grep -rl sqlite3 cpersona | grep -v storage/` printing nothing.
+    # matching `grep -rl <driver> cpersona | grep -v storage/` printing nothing. So nothing above
+    # storage can know which engine is in use.
     storage = PACKAGE_DIR / "storage"
     importers = sorted(
         str(path.relative_to(PACKAGE_DIR))
         for path in ALL_MODULES
-        if not path.is_relative_to(storage) and any(within(n, "sqlite3") for n in imported_modules(path))
+        if not path.is_relative_to(storage) and any(within(n, driver) for n in imported_modules(path))
     )
     mentions = sorted(
         str(path.relative_to(PACKAGE_DIR))
         for path in ALL_MODULES
-        if not path.is_relative_to(storage) and "sqlite3" in path.read_text(encoding="utf-8")
+        if not path.is_relative_to(storage) and driver in path.read_text(encoding="utf-8")
     )
     assert importers == [] and mentions == []
-    assert any(within(n, "sqlite3") for n in imported_modules(storage / "db.py"))  # the checker sees it
+    assert any(within(n, driver) for n in imported_modules(storage / sample))  # the checker sees it
 
 
 @pytest.mark.parametrize(

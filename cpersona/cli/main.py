@@ -105,7 +105,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         "cpersona %s serving MCP over %s; database %s; embeddings %s %s (loading in the background)",
         __version__,
         settings.transport,
-        settings.db_path,
+        "PostgreSQL (CPERSONA_DB_URL)" if settings.db_url else settings.db_path,
         settings.embedding_mode,
         model,
     )

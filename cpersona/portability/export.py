@@ -11,7 +11,7 @@ from typing import Any
 from cpersona.atomic import atomic_text
 from cpersona.errors import InvalidInput
 from cpersona.portability import records
-from cpersona.storage.port_rows import PortabilityRows
+from cpersona.storage.interface import PortabilityRows
 from cpersona.text import format_ts, utc_now
 
 #: ``progress(rows_written, rows_total)`` after each row.

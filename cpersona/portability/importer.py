@@ -19,7 +19,8 @@ from typing import Any, BinaryIO
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError, InvalidInput
 from cpersona.portability import records
-from cpersona.storage.port_rows import (
+from cpersona.storage.interface import PortabilityRows
+from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
     KEPT,
@@ -27,7 +28,6 @@ from cpersona.storage.port_rows import (
     ImportedEpisode,
     ImportedMemory,
     ImportRecord,
-    PortabilityRows,
 )
 from cpersona.text import format_ts, utc_now
 

@@ -20,7 +20,7 @@ import numpy as np
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.storage.interface import NewMemory
-from cpersona.storage.port_rows import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
+from cpersona.storage.port_records import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
 from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
 from cpersona.validation import optional_str
 

@@ -1,6 +1,6 @@
 """The portability operations as ``Memory`` exposes them: argument checks, paths, queueing.
 
-``Memory`` builds one ``Portability`` over its database and passes how to
+``Memory`` builds one ``Portability`` over its store and passes how to
 reach the back-fill queue: whether rows without vectors are queued (not when
 embeddings are off: the start-up sweep queues them once a model is
 configured), the active model, and how to wake the worker.
@@ -16,8 +16,7 @@ from cpersona.errors import InvalidInput
 from cpersona.health import persistence
 from cpersona.portability import channel_axis, export, importer, merge
 from cpersona.portability.paths import resolve_path
-from cpersona.storage.db import Database
-from cpersona.storage.port_rows import PortabilityRows
+from cpersona.storage.interface import Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import boolean, optional_str, required_str
 
@@ -30,16 +29,16 @@ class Portability:
 
     def __init__(
         self,
-        db: Database,
+        store: Store,
         settings: Settings,
         *,
         queue_backfill: Callable[[], bool],
         active_model: Callable[[], tuple[str, int] | None],
         wake: Callable[[], None],
     ) -> None:
-        self.db = db
+        self.store = store
         self.settings = settings
-        self.rows = PortabilityRows(db)
+        self.rows = store.portability_rows()
         self._queue_backfill = queue_backfill
         self._active_model = active_model
         self._wake = wake
@@ -94,7 +93,7 @@ class Portability:
             persistence.check_writable("merge_memories")
         queued_at = format_ts(utc_now()) if self._queue_backfill() else None
         result = merge.merge(
-            self.db, required_str(source_agent_id, "source_agent_id"), required_str(target_agent_id, "target_agent_id"),
+            self.store.maintenance_db(), required_str(source_agent_id, "source_agent_id"), required_str(target_agent_id, "target_agent_id"),
             strategy=strategy, mode=mode, dry_run=dry_run, queued_at=queued_at,
         )
         if queued_at is not None and not dry_run:
@@ -110,7 +109,7 @@ class Portability:
             raise InvalidInput("bridge_channels must be a list of channel names")
         dry, note = persistence.effective_dry_run(boolean(dry_run, "dry_run"))  # SPEC §5: forced while paused
         result = channel_axis.migrate(
-            self.db, agent_id=agent_id, dry_run=dry, globalize_unrecoverable=globalize_unrecoverable,
+            self.store.maintenance_db(), agent_id=agent_id, dry_run=dry, globalize_unrecoverable=globalize_unrecoverable,
             bridge_channels=bridge_channels,
         )
         if note:

@@ -21,9 +21,7 @@ import statistics
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from cpersona.retrieval.vector_index import VectorIndex
+from cpersona.storage.interface import EPISODES, MEMORIES, VectorQuery, VectorSearch
 from cpersona.text import parse_ts
 
 if TYPE_CHECKING:
@@ -59,9 +57,8 @@ def _when(row: dict[str, object]) -> datetime | None:
 
 def apply(
     rows: list[ScoredRow],
-    query: np.ndarray,
-    memory_index: VectorIndex,
-    episode_index: VectorIndex | None,
+    query: VectorQuery,
+    search: VectorSearch,
     now: datetime,
     *,
     deep: bool,
@@ -69,9 +66,9 @@ def apply(
     """Set ``confidence`` and re-key ``score`` on every row (in place; the caller re-sorts)."""
     missing_mem = [int(r.row["id"]) for r in rows if r.fused.cosine is None and r.row["type"] == "memory"]
     missing_ep = [int(r.row["id"]) for r in rows if r.fused.cosine is None and r.row["type"] == "episode"]
-    looked_up = {("memory", i): c for i, c in memory_index.cosines(query, missing_mem).items()}
-    if episode_index is not None:
-        looked_up.update({("episode", i): c for i, c in episode_index.cosines(query, missing_ep).items()})
+    # Rows found only by keyword have no cosine yet: ask the engine's vector search for theirs.
+    looked_up = {("memory", i): c for i, c in search.cosines(MEMORIES, query, missing_mem).items()}
+    looked_up.update({("episode", i): c for i, c in search.cosines(EPISODES, query, missing_ep).items()})
     ages = {}
     for r in rows:
         when = _when(r.row)

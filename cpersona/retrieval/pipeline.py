@@ -11,15 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-import numpy as np
-
 from cpersona.config import Settings
 from cpersona.retrieval import confidence, fusion
 from cpersona.retrieval.gate import GateDecision, GateEvidence
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
-from cpersona.retrieval.vector_index import VectorIndex
-from cpersona.storage.interface import KeywordHits, Session
+from cpersona.storage.interface import EPISODES, MEMORIES, KeywordHits, Session, VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.text import comparison_key, parse_ts
 
@@ -130,12 +127,14 @@ class RecallPipeline:
         session: Session,
         request: RecallRequest,
         *,
-        query_vector: np.ndarray | None,
-        memory_index: VectorIndex | None,
-        episode_index: VectorIndex | None,
+        query_vector: VectorQuery | None,
         now: datetime,
     ) -> RecallOutcome:
-        """Run the pipeline; ``query_vector`` None means keyword-only."""
+        """Run the pipeline; ``query_vector`` None means keyword-only.
+
+        Vector search is the session's (``VectorSearch``): the pipeline never knows whether the
+        engine scans an in-memory index or asks the database.
+        """
         if not request.query.strip():
             return self._most_recent(session, request)
         depth = fusion.channel_depth(self.settings.recall_mode, request.limit) + len(request.exclude_contents)
@@ -143,21 +142,21 @@ class RecallPipeline:
         channels: dict[str, list[tuple[str, float]]] = {}
         include_episodes = request.source_id is None or bool(request.scope.channel)
 
-        vector_used = query_vector is not None and memory_index is not None and fusion.VECTOR in self.channels
-        if query_vector is not None and memory_index is not None and vector_used:
+        vector_used = query_vector is not None and fusion.VECTOR in self.channels
+        if query_vector is not None and vector_used:
+            search = session.vector_search
+            window = self.settings.max_memories
             allowed = self._source_ids(session, request) if request.source_id is not None else None
             hits = [
                 (f"mem:{i}", s)
-                for i, s in memory_index.search(
-                    query_vector, request.scope, depth, window=self.settings.max_memories, allowed_ids=allowed
+                for i, s in search.nearest(
+                    MEMORIES, query_vector, request.scope, depth, window=window, allowed_ids=allowed
                 )
             ]
-            if include_episodes and episode_index is not None:
+            if include_episodes:
                 hits += [
                     (f"ep:{i}", s)
-                    for i, s in episode_index.search(
-                        query_vector, request.scope, depth, window=self.settings.max_memories
-                    )
+                    for i, s in search.nearest(EPISODES, query_vector, request.scope, depth, window=window)
                 ]
                 hits.sort(key=lambda h: (-h[1], h[0]))
             channels[fusion.VECTOR] = hits[:depth]
@@ -180,8 +179,8 @@ class RecallPipeline:
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
         scored = self._hydrate(session, request, fused)
         scored = self._penalise(session, request, scored, now)
-        if self.settings.confidence_enabled and query_vector is not None and memory_index is not None:
-            confidence.apply(scored, query_vector, memory_index, episode_index, now, deep=request.deep)
+        if self.settings.confidence_enabled and query_vector is not None:
+            confidence.apply(scored, query_vector, session.vector_search, now, deep=request.deep)
         else:
             confidence.key_on_cosine(scored)
         scored.sort(key=ScoredRow.sort_key)
@@ -212,9 +211,8 @@ class RecallPipeline:
         return RecallOutcome(rows=rows[: request.limit], keyword_method="none", vector_used=False, gate=gate)
 
     @staticmethod
-    def _source_ids(session: Session, request: RecallRequest) -> np.ndarray:
-        ids = session.memories.ids_with_source(request.scope, request.source_id or "")
-        return np.fromiter(ids, dtype=np.int64, count=len(ids))
+    def _source_ids(session: Session, request: RecallRequest) -> list[int]:
+        return session.memories.ids_with_source(request.scope, request.source_id or "")
 
     def _keep(self, row: dict[str, Any], request: RecallRequest) -> bool:
         if request.source_id is not None and row["type"] == "memory":

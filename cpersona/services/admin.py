@@ -110,7 +110,7 @@ class Admin:
         window = self.settings.max_memories
         return {
             "ok": True,
-            "db_path": str(self.storage.path),
+            "db_path": self.storage.location,
             "db_bytes": self.storage.size_bytes(),
             "counts": session.admin.row_counts(),
             "memories_with_active_vectors": session.admin.active_vector_count(model_id or None),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,11 @@ from cpersona.retrieval import calibration as cal
 from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
 from cpersona.retrieval.pipeline import GateStage, NoGate
 from cpersona.retrieval.sidecar import Sidecar, fingerprint, sidecar_path
-from cpersona.retrieval.vector_index import VectorIndex
-from cpersona.storage.interface import Store
+from cpersona.storage.interface import EPISODES, MEMORIES, Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import bounded_int, optional_str, required_str
 
 log = logging.getLogger("cpersona.calibration")
-
-IndexSource = Callable[[str], VectorIndex | None]
 
 
 def _number(value: Any, name: str, low: float, high: float) -> float | None:
@@ -47,11 +43,10 @@ def _number(value: Any, name: str, low: float, high: float) -> float | None:
 class Calibrator:
     """Per-agent calibration for one ``Memory``."""
 
-    def __init__(self, store: Store, settings: Settings, embeddings: EmbeddingService, indexes: IndexSource) -> None:
+    def __init__(self, store: Store, settings: Settings, embeddings: EmbeddingService) -> None:
         self.store = store
         self.settings = settings
         self.embeddings = embeddings
-        self.indexes = indexes
         self.sidecar = Sidecar(sidecar_path(Path(settings.db_path)))
         self._probes: dict[tuple[str, int], np.ndarray] = {}
         self._lock = threading.Lock()  # one calibration at a time per process
@@ -220,12 +215,13 @@ class Calibrator:
         self, agent: str, size: int, method: str, z: float | None, pct: float | None
     ) -> dict[str, Any]:
         current = self._current_fingerprint()
-        mem_index, ep_index = self.indexes("memories"), self.indexes("episodes")
-        if current is None or mem_index is None:
+        if current is None or not self.embeddings.ready:
             raise CalibrationUnavailable("no embedding model is ready: calibration measures cosines (recall is "
                                          "keyword-only and ungated until one is)")
         with self._lock:
-            ids, vectors = mem_index.agent_rows(agent)
+            model_id, dimension = self.embeddings.model_id, self.embeddings.dimension
+            with self.store.read() as session:  # the engine's own vectors (SQLite: its synced in-memory index)
+                ids, vectors = session.vector_search.agent_vectors(MEMORIES, model_id, dimension, agent)
             if ids.size < cal.MIN_ROWS:
                 raise CalibrationUnavailable(
                     f"agent {agent!r} has {ids.size} memories with vectors of {current['model_id']}; calibration "
@@ -246,8 +242,9 @@ class Calibrator:
             gate_out: dict[str, Any] = {"enabled": self.settings.fused_gate_enabled}
             if self.settings.fused_gate_enabled:
                 corpus = vectors
-                if ep_index is not None:
-                    corpus = np.vstack([corpus, ep_index.agent_rows(agent)[1]])
+                with self.store.read() as session:
+                    episodes = session.vector_search.agent_vectors(EPISODES, model_id, dimension, agent)[1]
+                corpus = np.vstack([corpus, episodes])
                 tops = np.sort((self._probe_vectors() @ corpus.T).max(axis=1))
                 entry["gate"] = {"kind": "query_top_cosine", "probes": int(tops.size),
                                  "probe_top_cosines": [round(float(t), 6) for t in tops]}

@@ -18,7 +18,7 @@ from cpersona.health import persistence
 from cpersona.health.checks import HealthContext, check_names, run_checks
 from cpersona.health.deep_checks import deep_check_names, run_deep_checks
 from cpersona.health.state import HealthState
-from cpersona.storage.db import Database
+from cpersona.storage.interface import Store
 from cpersona.validation import boolean, optional_str, required_str
 
 
@@ -39,13 +39,13 @@ class Maintenance:
 
     def __init__(
         self,
-        db: Database,
+        store: Store,
         settings: Settings,
         embeddings: EmbeddingService,
         health: HealthState,
         on_queued: Callable[[], None],
     ) -> None:
-        self.db = db
+        self.store = store
         self.settings = settings
         self.embeddings = embeddings
         self.health = health
@@ -53,7 +53,7 @@ class Maintenance:
 
     def _context(self, agent_id: str | None, fix: bool) -> HealthContext:
         return HealthContext(
-            db=self.db,
+            db=self.store.maintenance_db(),  # NotSupported on engines without these checks
             settings=self.settings,
             agent_id=agent_id,
             fix=fix,

@@ -1,8 +1,7 @@
-"""Recall as a service: query embedding, vector-index bookkeeping, pipeline, advisory, bookkeeping writes."""
+"""Recall as a service: query embedding, pipeline, advisory, bookkeeping writes (vector search is storage's)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,15 +17,14 @@ from cpersona.limits import (
     RECALL_LIMIT_MAX,
 )
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-from cpersona.retrieval.vector_index import VectorIndex
-from cpersona.storage.interface import Session, Store
+from cpersona.storage.interface import Session, Store, VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.text import clean_text, format_ts, utc_now
 from cpersona.validation import boolean, bounded_int, optional_str, string_list
 
 
 class Recaller:
-    """Runs recall for a ``Memory``; owns the in-memory vector indexes."""
+    """Runs recall for a ``Memory``."""
 
     def __init__(
         self, store: Store, embeddings: EmbeddingService, health: HealthState, pipeline: RecallPipeline
@@ -36,27 +34,12 @@ class Recaller:
         self.health = health
         self.pipeline = pipeline
         self.settings = pipeline.settings
-        self._indexes: dict[str, VectorIndex] = {}
-        self._index_lock = threading.Lock()
 
-    def _index(self, table: str) -> VectorIndex | None:
-        if not self.embeddings.ready:
+    def _vector_query(self, text: str) -> VectorQuery | None:
+        vector = self.embeddings.embed_query(text)
+        if vector is None or not self.embeddings.ready:
             return None
-        model_id, dim = self.embeddings.model_id, self.embeddings.dimension
-        with self._index_lock:
-            index = self._indexes.get(table)
-            if index is None or index.model_id != model_id or index.dimension != dim:
-                index = VectorIndex(table, model_id, dim)
-                self._indexes[table] = index
-            return index
-
-    def synced_index(self, table: str) -> VectorIndex | None:
-        """The active model's index of ``table`` ('memories' / 'episodes'), brought up to date; None without a model."""
-        index = self._index(table)
-        if index is not None:
-            with self.store.read() as session:
-                index.sync(session.vectors)
-        return index
+        return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension)
 
     def recall(
         self,
@@ -88,7 +71,7 @@ class Recaller:
         )
         response: dict[str, Any] = {"ok": True, "results": [], "count": 0, "mode": self.settings.recall_mode}
         wants_vector = request.limit > 0 and bool(request.query.strip())
-        query_vector = self.embeddings.embed_query(request.query) if wants_vector else None
+        query_vector = self._vector_query(request.query) if wants_vector else None
         # Read the health state after embedding, so a failure of this very query is already counted.
         advisory = self.health.advisory()
         if advisory is not None:
@@ -99,14 +82,7 @@ class Recaller:
             return response
         now = utc_now()
         with self.store.read() as session:
-            mem_index = self._index("memories") if query_vector is not None else None
-            ep_index = self._index("episodes") if query_vector is not None else None
-            for index in (mem_index, ep_index):
-                if index is not None:
-                    index.sync(session.vectors)
-            outcome = self.pipeline.run(
-                session, request, query_vector=query_vector, memory_index=mem_index, episode_index=ep_index, now=now
-            )
+            outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
             rows = outcome.rows
             if len(rows) < request.limit:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]

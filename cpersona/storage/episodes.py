@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from cpersona.storage.by_id import fetch_by_ids
 from cpersona.storage.interface import Row
@@ -15,7 +16,7 @@ EPISODE_COLUMNS = (
 )
 
 
-def row_to_dict(row: sqlite3.Row) -> Row:
+def row_to_dict(row: sqlite3.Row | Mapping[str, Any]) -> Row:
     """The public shape of an episode row (see docs/api-shapes.md)."""
     keywords = [k for k in (row["keywords"] or "").split("\n") if k]
     return {

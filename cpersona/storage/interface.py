@@ -1,9 +1,9 @@
 """What the layers above storage may ask of it: engine-neutral protocols and value types.
 
 Services, recall and the server see only these names. The SQLite engine
-(``cpersona.storage.sqlite``) implements them; another engine (PostgreSQL)
-would implement the same protocols in its own modules and be chosen in
-``cpersona.storage.open_store``. Rows cross this boundary as plain dicts in
+(``cpersona.storage.sqlite``) and the PostgreSQL engine
+(``cpersona.storage.postgres``) implement them; ``cpersona.storage.open_store``
+chooses one. Rows cross this boundary as plain dicts in
 the public shapes of docs/api-shapes.md; vectors as float32 bytes
 (``cpersona.storage.vectors``). A duplicate is reported as
 ``cpersona.errors.DuplicateRow``, never as an engine exception.
@@ -11,14 +11,18 @@ the public shapes of docs/api-shapes.md; vectors as float32 bytes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from cpersona.storage.db import Database
 from cpersona.storage.scope import Scope
+
+if TYPE_CHECKING:  # annotations only: numpy stays out of the MCP handshake's imports (lazy start-up)
+    import numpy as np
+
+    from cpersona.storage.db import Database
+    from cpersona.storage.port_records import ImportRecord
 
 MEMORIES = "memories"
 EPISODES = "episodes"
@@ -61,6 +65,15 @@ class KeywordHits:
 
     hits: list[tuple[int, float]]
     method: str
+
+
+@dataclass(frozen=True)
+class VectorQuery:
+    """A recall query's vector and the model it came from: only vectors of this model and dimension compare."""
+
+    vector: np.ndarray  # float32, L2-normalised (so inner product = cosine)
+    model_id: str
+    dimension: int
 
 
 @dataclass(frozen=True)
@@ -284,26 +297,41 @@ class KeywordSearch(Protocol):
         ...
 
 
+class VectorSearch(Protocol):
+    """Nearest stored vectors to a query: the engine's business how (SQLite: an in-memory index synced
+    from the file; PostgreSQL: an HNSW index queried in SQL). Recall never holds vectors itself."""
+
+    def nearest(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int | None,
+        allowed_ids: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top ``limit`` (id, cosine) of ``table`` among the ``window`` most recent rows (None: every row) in
+        scope holding a
+        vector of the query's model and dimension, restricted to ``allowed_ids`` when given;
+        best first, ties on the higher (newer) id."""
+        ...
+
+    def cosines(self, table: str, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
+        """Cosine of the query with each of ``ids`` that holds a vector of the query's model and dimension."""
+        ...
+
+    def agent_vectors(self, table: str, model_id: str, dimension: int, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, vectors) of one agent's rows holding a vector of this model and dimension, in id order."""
+        ...
+
+
 class VectorFeed(Protocol):
-    """Stored vectors for the in-memory indexes, and corpus-wide vector bookkeeping."""
+    """Corpus-wide vector bookkeeping (which dimensions are stored, clearing stale ones).
 
-    def state(self, table: str) -> VectorState:
-        """Where ``table``'s vectors stand: generation, highest id, change-log positions."""
-        ...
-
-    def rows_after(
-        self, table: str, after_id: int, model_id: str, dimension: int, limit: int | None = None
-    ) -> list[VectorRow]:
-        """Vectors of this model and dimension with id > ``after_id``, in id order (at most ``limit``)."""
-        ...
-
-    def changed_since(self, table: str, seq: int) -> list[int]:
-        """Distinct ids of ``table`` rows whose vector or scope changed, or that were deleted, after ``seq``."""
-        ...
-
-    def rows_by_id(self, table: str, ids: list[int], model_id: str, dimension: int) -> list[VectorRow]:
-        """The current vectors of this model and dimension among ``ids`` (absent ids have none)."""
-        ...
+    The SQLite engine's in-memory index reads more than this (``SqliteVectorFeed``: state, change log);
+    that is engine-internal, behind ``VectorSearch``.
+    """
 
     def dimensions(self, model_id: str) -> set[int]:
         """Every dimension stored for ``model_id`` in memories and episodes."""
@@ -366,6 +394,27 @@ class BrowseQueries(Protocol):
         ...
 
 
+class PortabilityRows(Protocol):
+    """Export streaming and import batches (records from ``cpersona.storage.port_records``)."""
+
+    def stream(
+        self, agent_id: str | None, *, include_vectors: bool, chunk: int = 500
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
+        """Yield ``("counts", {...})`` then every row as ``(type, columns)`` in one consistent snapshot:
+        memories, episodes, profiles, each in id (or key) order; ``embedding`` bytes only when asked."""
+        ...
+
+    def write_batch(
+        self, records: Sequence[ImportRecord], *, queued_at: str | None, active_model: tuple[str, int] | None
+    ) -> tuple[list[str], int]:
+        """Write ``records`` in one transaction; (outcome per record, rows queued for embedding)."""
+        ...
+
+    def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
+        """What ``write_batch`` would do, writing nothing (dry run)."""
+        ...
+
+
 class Session(Protocol):
     """One unit of work on the store (a transaction, a snapshot, or autocommit)."""
 
@@ -388,6 +437,9 @@ class Session(Protocol):
     def vectors(self) -> VectorFeed: ...
 
     @property
+    def vector_search(self) -> VectorSearch: ...
+
+    @property
     def admin(self) -> AdminQueries: ...
 
     @property
@@ -398,8 +450,8 @@ class Store(Protocol):
     """A database: hands out sessions. One per ``Memory``."""
 
     @property
-    def path(self) -> Path:
-        """Where the data lives (shown by stats)."""
+    def location(self) -> str:
+        """Where the data lives, as stats shows it (a file path, or a URL without its password)."""
         ...
 
     def session(self) -> Session:
@@ -423,12 +475,15 @@ class Store(Protocol):
         ...
 
     def maintenance_db(self) -> Database:
-        """The engine handle the health checks, repairs and portability queries run on.
+        """The engine handle the health checks, repairs, merge and channel-axis queries run on.
 
-        Those queries are engine-specific (integrity pragmas, FTS5 rebuilds, schema DDL), so
-        today they take the SQLite ``Database``; a second engine brings its own set behind
-        this method (see docs/architecture.md).
+        Those queries are SQLite-specific (integrity pragmas, FTS5 rebuilds, schema DDL); an engine
+        without them raises ``cpersona.errors.NotSupported`` (see docs/decisions.md).
         """
+        ...
+
+    def portability_rows(self) -> PortabilityRows:
+        """Row streaming and dedup-aware batch writes for export and import (every engine has them)."""
         ...
 
     def close(self) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from cpersona.errors import DuplicateRow
 from cpersona.storage.by_id import fetch_by_ids
@@ -20,7 +21,7 @@ MEMORY_COLUMNS = (
 )
 
 
-def row_to_dict(row: sqlite3.Row) -> Row:
+def row_to_dict(row: sqlite3.Row | Mapping[str, Any]) -> Row:
     """The public shape of a memory row (see docs/api-shapes.md)."""
     return {
         "ref": f"mem:{row['id']}",

@@ -11,14 +11,27 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from cpersona.storage.db import Database
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.memories import SqliteMemories
 from cpersona.storage.migrations import current_version
+from cpersona.storage.port_records import (
+    DUPLICATE,
+    INSERTED,
+    KEPT,
+    UPDATED,
+    ImportedEpisode,
+    ImportedMemory,
+    ImportedProfile,
+    ImportRecord,
+)
 from cpersona.storage.tasks import EMBED, SqliteTasks
+
+__all__ = [
+    "DUPLICATE", "INSERTED", "KEPT", "UPDATED", "ImportRecord", "ImportedEpisode", "ImportedMemory",
+    "ImportedProfile", "SqlitePortabilityRows",
+]
 
 #: Rows fetched per round trip while streaming an export.
 EXPORT_CHUNK = 500
@@ -34,57 +47,12 @@ _EPISODE_EXPORT = (
 _PROFILE_EXPORT = "agent_id, project_id, user_id, content, updated_at"
 
 
-@dataclass(frozen=True)
-class ImportedMemory:
-    """A validated memory record from an export file."""
-
-    row: NewMemory
-    recall_count: int = 0
-    last_recalled_at: str | None = None
-    locked: bool = False
-
-
-@dataclass(frozen=True)
-class ImportedEpisode:
-    """A validated episode record (keywords already joined one per line)."""
-
-    agent_id: str
-    project_id: str
-    channel: str
-    summary: str
-    keywords: str
-    start_time: str | None
-    end_time: str | None
-    resolved: bool
-    created_at: str
-    embedding: bytes | None = None
-    embedding_model: str | None = None
-    embedding_dim: int | None = None
-
-
-@dataclass(frozen=True)
-class ImportedProfile:
-    """A validated profile record."""
-
-    agent_id: str
-    project_id: str
-    user_id: str
-    content: str
-    updated_at: str
-
-
-ImportRecord = ImportedMemory | ImportedEpisode | ImportedProfile
-
-#: Outcomes of one record: inserted, duplicate (already there), updated / kept (profiles).
-INSERTED, DUPLICATE, UPDATED, KEPT = "inserted", "duplicate", "updated", "kept"
-
-
 def _agent_filter(agent_id: str | None) -> tuple[str, list[Any]]:
     return ("agent_id = ?", [agent_id]) if agent_id is not None else ("1", [])
 
 
-class PortabilityRows:
-    """Row access for export and import over one ``Database``."""
+class SqlitePortabilityRows:
+    """``PortabilityRows`` over one SQLite ``Database``."""
 
     def __init__(self, db: Database) -> None:
         self.db = db

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
+from typing import Any
 
 from cpersona.storage.interface import Row
 from cpersona.storage.scope import Scope
 
 
-def row_to_dict(row: sqlite3.Row) -> Row:
+def row_to_dict(row: sqlite3.Row | Mapping[str, Any]) -> Row:
     """The public shape of a profile row."""
     return {
         "type": "profile",

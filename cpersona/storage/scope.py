@@ -1,5 +1,8 @@
 """The isolation axes (SPEC §4) as SQL predicates, one definition for every path.
 
+``Scope.where`` writes SQLite's placeholders; ``storage.postgres.sql.where`` is the same
+rule with PostgreSQL's (tests/api/test_isolation.py runs on both engines).
+
 | axis       | None        | ''                 | 'X'                         |
 |------------|-------------|--------------------|-----------------------------|
 | agent_id   | no filter   | agent_id = ''      | agent_id = 'X'              |

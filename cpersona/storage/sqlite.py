@@ -14,17 +14,21 @@ from cpersona.storage.episodes import SqliteEpisodes
 from cpersona.storage.keyword import SqliteKeywordSearch
 from cpersona.storage.memories import SqliteMemories
 from cpersona.storage.migrations import migrate
+from cpersona.storage.port_rows import SqlitePortabilityRows
 from cpersona.storage.profiles import SqliteProfiles
 from cpersona.storage.tasks import SqliteTasks
 from cpersona.storage.vector_feed import SqliteVectorFeed
+from cpersona.storage.vector_index import SqliteVectorSearch, VectorIndexes
 
 
 class SqliteSession:
     """Every repository of the ``Session`` protocol, bound to one connection."""
 
-    __slots__ = ("conn", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "admin", "browse")
+    __slots__ = (
+        "conn", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin", "browse"
+    )
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:
         self.conn = conn
         self.memories = SqliteMemories(conn)
         self.episodes = SqliteEpisodes(conn)
@@ -32,6 +36,7 @@ class SqliteSession:
         self.tasks = SqliteTasks(conn)
         self.keyword = SqliteKeywordSearch(conn)
         self.vectors = SqliteVectorFeed(conn)
+        self.vector_search = SqliteVectorSearch(conn, indexes if indexes is not None else VectorIndexes())
         self.admin = SqliteAdmin(conn)
         self.browse = SqliteBrowse(conn)
 
@@ -41,6 +46,8 @@ class SqliteStore:
 
     def __init__(self, path: Path | str) -> None:
         self.db = Database(path)
+        # One set of in-memory vector indexes per store, shared by its sessions (kept in step with the file).
+        self.indexes = VectorIndexes()
         try:
             migrate(self.db)
         except BaseException:
@@ -52,25 +59,34 @@ class SqliteStore:
         """The database file."""
         return self.db.path
 
+    @property
+    def location(self) -> str:
+        """The database file, as stats shows it."""
+        return str(self.db.path)
+
+    def portability_rows(self) -> SqlitePortabilityRows:
+        """Export streaming and import batches over this file."""
+        return SqlitePortabilityRows(self.db)
+
     def maintenance_db(self) -> Database:
         """The SQLite file the health checks, repairs and portability queries run on."""
         return self.db
 
     def session(self) -> SqliteSession:
         """This thread's connection in autocommit mode."""
-        return SqliteSession(self.db.connection())
+        return SqliteSession(self.db.connection(), self.indexes)
 
     @contextmanager
     def read(self) -> Iterator[SqliteSession]:
         """A consistent snapshot for several SELECTs."""
         with self.db.read() as conn:
-            yield SqliteSession(conn)
+            yield SqliteSession(conn, self.indexes)
 
     @contextmanager
     def write(self) -> Iterator[SqliteSession]:
         """One write transaction (serialised in-process, ``BEGIN IMMEDIATE`` across processes)."""
         with self.db.write() as conn:
-            yield SqliteSession(conn)
+            yield SqliteSession(conn, self.indexes)
 
     def read_only(self) -> bool:
         """Whether this process cannot write the file (writes raise ``ReadOnlyStorage``)."""

@@ -1,5 +1,8 @@
 """Stored vectors in SQLite: what the in-memory indexes load, and corpus-wide vector bookkeeping.
 
+``state``, ``rows_after``, ``changed_since`` and ``rows_by_id`` feed ``vector_index`` (the engine's own
+vector search, behind ``VectorSearch``); ``dimensions`` and ``invalidate`` are the ``VectorFeed`` protocol.
+
 The ``vector_changes`` log is kept by triggers (see migration 3): an update of a
 vector or of its scope, and a delete, append the row id, so an index in any
 process applies just those rows. New rows need no entry: their ids are higher

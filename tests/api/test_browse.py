@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pg_cluster import BOTH_ENGINES
 
 from cpersona.errors import InvalidInput
 from cpersona.memory import Memory
+
+pytestmark = BOTH_ENGINES
 
 
 def _fill(memory: Memory) -> None:

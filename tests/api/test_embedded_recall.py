@@ -8,18 +8,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 from model_fixtures import tiny_jina_manifest
+from pg_cluster import BOTH_ENGINES, PG_VECTOR_INDEX, raw_rows
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.onnx_backend import OnnxBackend
 from cpersona.memory import Memory
 from cpersona.storage.vectors import from_blob
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, BOTH_ENGINES]
 
 
-def _settings(tmp_path: Path, models_dir: Path, **extra: object) -> Settings:
+def _settings(tmp_path: Path, models_dir: Path, db_url: str | None, **extra: object) -> Settings:
     return Settings(
         db_path=tmp_path / "memory.db",
+        db_url=db_url,
+        pg_vector_index=PG_VECTOR_INDEX,
         embedding_mode="onnx",
         models_dir=models_dir,
         embedding_model="all-minilm-l6-v2",
@@ -28,8 +31,8 @@ def _settings(tmp_path: Path, models_dir: Path, **extra: object) -> Settings:
     )
 
 
-def test_paraphrase_found_through_the_vector_channel(tmp_path: Path, minilm_models_dir: Path) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir)) as mem:
+def test_paraphrase_found_through_the_vector_channel(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url)) as mem:
         assert mem.wait_until_ready(60)
         target = mem.store("a", "The cat sits on the mat")
         mem.store("a", "Quarterly revenue grew by eight percent")
@@ -41,12 +44,13 @@ def test_paraphrase_found_through_the_vector_channel(tmp_path: Path, minilm_mode
         assert best["match_reason"]["cosine"] > 0.5
         assert out["search"]["vector"] is True
         assert "advisory" not in out
-        blob = mem.storage.db.connection().execute("SELECT embedding FROM memories WHERE id = ?", (target["id"],)).fetchone()[0]
-        assert abs(float(np.linalg.norm(from_blob(blob))) - 1.0) < 1e-5
+        norm = raw_rows(mem, "SELECT embedding FROM memories WHERE id = ?", (target["id"],))[0][0]
+        vector = from_blob(norm) if isinstance(norm, bytes) else np.array(str(norm).strip("[]").split(","), float)
+        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
 
 
-def test_stores_before_the_model_is_ready_are_back_filled(tmp_path: Path, minilm_models_dir: Path) -> None:
-    mem = Memory(_settings(tmp_path, minilm_models_dir), start_background=False)
+def test_stores_before_the_model_is_ready_are_back_filled(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
+    mem = Memory(_settings(tmp_path, minilm_models_dir, db_url), start_background=False)
     try:
         early = mem.store("a", "The cat sits on the mat")
         assert early["embedded"] is False
@@ -64,14 +68,14 @@ def test_stores_before_the_model_is_ready_are_back_filled(tmp_path: Path, minilm
         mem.close()
 
 
-def test_back_fill_resumes_after_a_crash(tmp_path: Path, minilm_models_dir: Path) -> None:
-    first = Memory(_settings(tmp_path, minilm_models_dir), start_background=False)
+def test_back_fill_resumes_after_a_crash(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
+    first = Memory(_settings(tmp_path, minilm_models_dir, db_url), start_background=False)
     for i in range(40):
         first.store("a", f"note number {i} about gardening")
     assert first.get_queue_status()["depth"] == 40
     first.storage.close()  # no drain, no orderly stop: what a killed process leaves behind
 
-    with Memory(_settings(tmp_path, minilm_models_dir)) as second:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url)) as second:
         assert second.wait_until_ready(60)
         second.worker.wake()
         for _ in range(400):
@@ -79,19 +83,20 @@ def test_back_fill_resumes_after_a_crash(tmp_path: Path, minilm_models_dir: Path
                 break
             time.sleep(0.05)
         assert second.get_queue_status()["depth"] == 0
-        conn = second.storage.db.connection()
-        assert conn.execute("SELECT COUNT(*) FROM memories WHERE embedding IS NULL").fetchone()[0] == 0
+        assert raw_rows(second, "SELECT COUNT(*) FROM memories WHERE embedding IS NULL")[0][0] == 0
 
 
 def test_model_change_re_embeds_through_the_queue(
-    tmp_path: Path, minilm_models_dir: Path, tiny_jina_models_dir: Path
+    tmp_path: Path, minilm_models_dir: Path, tiny_jina_models_dir: Path, db_url: str | None
 ) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir)) as mem:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url)) as mem:
         assert mem.wait_until_ready(60)
         for i in range(10):
             mem.store("a", f"the cat sits on the mat {i}")
     switched = Settings(
         db_path=tmp_path / "memory.db",
+        db_url=db_url,
+        pg_vector_index=PG_VECTOR_INDEX,
         embedding_mode="onnx",
         models_dir=tiny_jina_models_dir,
         embedding_model="jina-v5-nano",
@@ -104,16 +109,16 @@ def test_model_change_re_embeds_through_the_queue(
         status = mem.get_queue_status()
         assert status["depth"] == 10 and status["by_kind"] == {"embed": 10}
         assert mem.drain_queue() == 10
-        models = {r[0] for r in mem.storage.db.connection().execute("SELECT DISTINCT embedding_model FROM memories")}
-        dims = {r[0] for r in mem.storage.db.connection().execute("SELECT DISTINCT embedding_dim FROM memories")}
+        models = {r[0] for r in raw_rows(mem, "SELECT DISTINCT embedding_model FROM memories")}
+        dims = {r[0] for r in raw_rows(mem, "SELECT DISTINCT embedding_dim FROM memories")}
         assert models == {"jina-v5-nano"} and dims == {768}
         assert mem.recall("a", "the cat")["search"]["vector"] is True
     finally:
         mem.close()
 
 
-def test_update_memory_re_embeds(tmp_path: Path, minilm_models_dir: Path) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir)) as mem:
+def test_update_memory_re_embeds(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url)) as mem:
         assert mem.wait_until_ready(60)
         stored = mem.store("a", "The cat sits on the mat")
         mem.store("a", "Stock markets fell sharply today")
@@ -122,8 +127,8 @@ def test_update_memory_re_embeds(tmp_path: Path, minilm_models_dir: Path) -> Non
         assert best["id"] == stored["id"]
 
 
-def test_stats_report_rows_outside_the_vector_window(tmp_path: Path, minilm_models_dir: Path) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir, max_memories=3)) as mem:
+def test_stats_report_rows_outside_the_vector_window(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url, max_memories=3)) as mem:
         assert mem.wait_until_ready(60)
         for i in range(5):
             mem.store("a", f"the cat sits on mat number {i}")

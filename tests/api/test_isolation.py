@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from pg_cluster import BOTH_ENGINES
 
 from cpersona.errors import InvalidInput, NotFound
 from cpersona.memory import Memory
+
+pytestmark = BOTH_ENGINES
 
 
 def _contents(result: dict) -> set[str]:

@@ -14,7 +14,7 @@ from cpersona.portability.importer import import_file
 from cpersona.portability.paths import PathRefused, export_root, resolve_path
 from cpersona.storage.db import Database
 from cpersona.storage.migrations import migrate
-from cpersona.storage.port_rows import PortabilityRows
+from cpersona.storage.port_rows import SqlitePortabilityRows
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
@@ -39,7 +39,7 @@ def test_any_line_is_imported_or_reported(tmp_path: Path, lines: list[Any]) -> N
         path = tmp_path / "f.jsonl"
         header = {"type": "header", "format": "cpersona-export", "version": 1}
         path.write_text("\n".join(json.dumps(x) for x in [header, *lines]) + "\n")
-        rows = PortabilityRows(db)
+        rows = SqlitePortabilityRows(db)
         result = import_file(rows, cfg, path, target_agent=None, dry_run=False, queue_backfill=False, active_model=None)
         written = sum(sum(v for k, v in c.items() if k != "duplicates") for c in result["counts"].values())
         handled = written + sum(c.get("duplicates", 0) for c in result["counts"].values())

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+from pg_cluster import BOTH_ENGINES, raw_rows
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
+
+pytestmark = BOTH_ENGINES
 
 CORPUS = [
     "the deploy pipeline failed on the staging cluster",
@@ -40,18 +45,18 @@ def test_limit_cuts_worst_first(settings: Settings) -> None:
         assert mem.recall("a", "deploy", limit=0)["results"] == []
 
 
-def _build(path: Path, mode: str) -> Memory:
-    settings = Settings(db_path=path, embedding_mode="none", recall_mode=mode, recent_recall_penalty=1.0)
+def _build(path: Path, mode: str, db_url: str | None) -> Memory:
+    settings = Settings(db_path=path, db_url=db_url, embedding_mode="none", recall_mode=mode, recent_recall_penalty=1.0)
     mem = Memory(settings, backend=NoEmbeddings())
     for i, text in enumerate(CORPUS * 3):
         mem.store("a", f"{text} #{i % 7}")
     return mem
 
 
-def test_same_corpus_and_query_give_identical_rows(tmp_path: Path) -> None:
+def test_same_corpus_and_query_give_identical_rows(tmp_path: Path, new_db_url: Callable[[], str | None]) -> None:
     for mode in ("rrf", "rsf", "cascade"):
-        one = _build(tmp_path / f"one-{mode}.db", mode)
-        two = _build(tmp_path / f"two-{mode}.db", mode)
+        one = _build(tmp_path / f"one-{mode}.db", mode, new_db_url())
+        two = _build(tmp_path / f"two-{mode}.db", mode, new_db_url())
         for query in ("deploy pipeline", "staging", "ramen team", "zz"):
             first = [(r["id"], r["match_reason"]) for r in one.recall("a", query)["results"]]
             again = [(r["id"], r["match_reason"]) for r in one.recall("a", query)["results"]]
@@ -73,8 +78,7 @@ def test_recent_recall_penalty_applies_within_window(memory: Memory) -> None:
 def test_episode_boundary_penalty_scores_older_memories_down(settings: Settings) -> None:
     with Memory(settings.with_overrides(recent_recall_penalty=1.0), backend=NoEmbeddings()) as mem:
         old = mem.store("a", "old note on kiwi fruit")
-        conn = mem.storage.db.connection()
-        conn.execute("UPDATE memories SET created_at = '2020-01-01T00:00:00.000000Z' WHERE id = ?", (old["id"],))
+        raw_rows(mem, "UPDATE memories SET created_at = '2020-01-01T00:00:00.000000Z' WHERE id = ?", (old["id"],))
         before = mem.recall("a", "kiwi fruit", deep=True)["results"][-1]["match_reason"]["score"]
         mem.archive_episode("a", "session about something else")
         after = mem.recall("a", "kiwi fruit")["results"][-1]["match_reason"]["score"]
@@ -119,27 +123,3 @@ def test_fts_syntax_is_plain_text(memory: Memory) -> None:
         assert out["ok"] is True
     assert memory.recall("a", "NEAR AND failed")["count"] == 1
     assert memory.recall("a", "q" * 100_000)["ok"] is True
-
-
-def _ranked_corpus(path: Path, mode: str) -> Memory:
-    settings = Settings(db_path=path, embedding_mode="none", recall_mode=mode, recent_recall_penalty=1.0)
-    mem = Memory(settings, backend=NoEmbeddings())
-    # bm25 falls as the word gets rarer in a longer row: twelve distinct keyword scores.
-    for i in range(12):
-        mem.store("a", "kiwi " * (12 - i) + "filler " * (3 * i) + f"row {i}")
-    return mem
-
-
-def test_rsf_reads_each_channel_deeper_than_limit(tmp_path: Path) -> None:
-    # With depth = limit = 2, the second row of each channel would be its min-max floor (score 0);
-    # rsf reads 30 deep, so the floor is the weakest of all twelve and the second row keeps a score.
-    rsf = _ranked_corpus(tmp_path / "rsf.db", "rsf")
-    two = rsf.recall("a", "kiwi", limit=2)["results"]
-    assert len(two) == 2 and two[-1]["content"].startswith("kiwi " * 12)
-    assert 0.0 < two[0]["match_reason"]["rsf"] < two[-1]["match_reason"]["rsf"]
-    full = rsf.recall("a", "kiwi", limit=12)["results"]
-    assert [r["id"] for r in full[-2:]] == [r["id"] for r in two]  # deeper lists, same head
-    rsf.close()
-    rrf = _ranked_corpus(tmp_path / "rrf.db", "rrf")
-    assert len(rrf.recall("a", "kiwi", limit=2)["results"]) == 2
-    rrf.close()

@@ -6,11 +6,14 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pg_cluster import BOTH_ENGINES
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
 from cpersona.storage.scope import Scope
+
+pytestmark = BOTH_ENGINES
 
 AGENTS = ["alice", "bob", ""]
 PROJECTS = [None, "", "x", "y"]
@@ -38,9 +41,9 @@ queries = st.tuples(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(corpus=rows, query=queries)
-def test_recall_respects_scope_order_and_limit(tmp_path_factory, corpus, query) -> None:
+def test_recall_respects_scope_order_and_limit(tmp_path_factory, new_db_url, corpus, query) -> None:
     path: Path = tmp_path_factory.mktemp("prop") / "m.db"
-    with Memory(Settings(db_path=path, embedding_mode="none"), backend=NoEmbeddings()) as mem:
+    with Memory(Settings(db_path=path, db_url=new_db_url(), embedding_mode="none"), backend=NoEmbeddings()) as mem:
         for agent, project, channel, text in corpus:
             mem.store(agent, text, project_id=project, channel=channel)
         agent, project, channel, text, limit = query

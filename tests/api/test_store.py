@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from pg_cluster import BOTH_ENGINES
 
 from cpersona.errors import InvalidInput, Rejected
 from cpersona.memory import Memory
+
+pytestmark = BOTH_ENGINES
 
 
 def _refusal(memory: Memory, *args: object, **kwargs: object) -> dict[str, object]:

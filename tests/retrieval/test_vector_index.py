@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cpersona.retrieval.vector_index import VectorIndex
 from cpersona.storage.db import Database
 from cpersona.storage.migrations import migrate
 from cpersona.storage.scope import Scope
 from cpersona.storage.vector_feed import SqliteVectorFeed
+from cpersona.storage.vector_index import VectorIndex
 from cpersona.storage.vectors import to_blob
 
 

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cpersona.retrieval.vector_index import VectorIndex
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite import SqliteStore
 from cpersona.storage.vector_feed import SqliteVectorFeed
+from cpersona.storage.vector_index import VectorIndex
 from cpersona.storage.vectors import to_blob
 
 DIM = 8

@@ -2,17 +2,53 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp_helpers import SPEC_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target, unique
+from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
 
 from cpersona.server.schemas import tool_names
 
 pytestmark = pytest.mark.slow
 
 next_agent = unique("stdio")
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def stdio_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
+    """One keyword-only stdio server per engine for the module (overrides conftest's SQLite-only one)."""
+    tmp = tmp_path_factory.mktemp("stdio")
+    extra: dict[str, str] = {}
+    cluster: PgCluster | None = None
+    if request.param == "postgres":
+        cluster = request.getfixturevalue("pg_cluster")
+        extra = {"CPERSONA_DB_URL": cluster.create(), "CPERSONA_PG_VECTOR_INDEX": PG_VECTOR_INDEX}
+    with mcp_session(stdio_target(server_env(tmp, **extra))) as session:
+        yield session
+    if cluster is not None:
+        cluster.drop(extra["CPERSONA_DB_URL"])
+
+
+def test_two_server_processes_on_one_postgresql_see_each_others_writes(
+    tmp_path: Path, pg_cluster: PgCluster
+) -> None:
+    url = pg_cluster.create()
+    env = {"CPERSONA_DB_URL": url, "CPERSONA_PG_VECTOR_INDEX": PG_VECTOR_INDEX}
+    with mcp_session(stdio_target(server_env(tmp_path / "one", **env))) as one, \
+            mcp_session(stdio_target(server_env(tmp_path / "two", **env))) as two:
+        first = store(one, "shared", "the on-call rota moves to Tuesdays")
+        seen = two.call("recall", {"agent_id": "shared", "query": "on-call rota"})["results"]
+        assert [r["id"] for r in seen] == [first["id"]]
+        second = store(two, "shared", "the on-call phone lives in the top drawer")
+        seen = one.call("recall", {"agent_id": "shared", "query": "on-call phone drawer"})["results"]
+        assert seen[-1]["id"] == second["id"]
+        assert one.call("store", {"agent_id": "shared", "message": {"content": "the on-call rota moves to Tuesdays"}})[
+            "result"
+        ] == "skipped"
+    pg_cluster.drop(url)
 
 
 def store(session: McpSession, agent: str, content: str, **extra: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""An in-memory copy of one table's vectors, kept in step with the file.
+"""The SQLite engine's vector search: an in-memory copy of one table's vectors, kept in step with the file.
 
 Every recall first calls ``sync``, which reads signals that live in the file, so
 writes by other processes on the same file are seen on the next recall:
@@ -22,12 +22,15 @@ finds the top candidates, ties break on the newer id.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 
-from cpersona.storage.interface import VECTOR_TABLES, VectorFeed, VectorRow
+from cpersona.storage.interface import VECTOR_TABLES, VectorQuery, VectorRow
 from cpersona.storage.scope import Scope
+from cpersona.storage.vector_feed import SqliteVectorFeed
 
 _PAGE = 8192  # rows fetched per query during a full load
 _RELOAD_FRACTION = 3  # more than 1/3 of the rows changed: reload instead of patching
@@ -120,7 +123,7 @@ class VectorIndex:
 
     # -- keeping in step ------------------------------------------------------------------------
 
-    def sync(self, feed: VectorFeed) -> None:
+    def sync(self, feed: SqliteVectorFeed) -> None:
         """Bring the index up to date with the store (call inside one read snapshot)."""
         state = feed.state(self.table)
         with self._lock:
@@ -141,12 +144,12 @@ class VectorIndex:
                 self._load_after(feed, self._max_seen_id)
                 self._max_seen_id = state.max_id
 
-    def _full_load(self, feed: VectorFeed) -> None:
+    def _full_load(self, feed: SqliteVectorFeed) -> None:
         self._reset(0)
         self._max_seen_id = 0  # the append step of sync loads every row
         self.reloads += 1
 
-    def _load_after(self, feed: VectorFeed, after_id: int) -> None:
+    def _load_after(self, feed: SqliteVectorFeed, after_id: int) -> None:
         while True:
             rows = feed.rows_after(self.table, after_id, self.model_id, self.dimension, _PAGE)
             self._append(rows)
@@ -154,7 +157,7 @@ class VectorIndex:
                 return
             after_id = rows[-1][0]
 
-    def _patch(self, feed: VectorFeed, changed: list[int]) -> None:
+    def _patch(self, feed: SqliteVectorFeed, changed: list[int]) -> None:
         if not changed:
             return
         positions = self._position_map()
@@ -219,7 +222,7 @@ class VectorIndex:
         limit: int,
         *,
         window: int | None = None,
-        allowed_ids: np.ndarray | None = None,
+        allowed_ids: Sequence[int] | np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         """Top ``limit`` (id, cosine) among rows in scope (the ``window`` most recent when set).
 
@@ -231,7 +234,7 @@ class VectorIndex:
                 return []
             mask = self._mask(scope)
             if allowed_ids is not None:
-                mask &= np.isin(self._ids[:n], allowed_ids)
+                mask &= np.isin(self._ids[:n], np.asarray(allowed_ids, dtype=np.int64))
             positions = np.flatnonzero(mask)
             if window is not None and positions.size > window:
                 if self._ordered:
@@ -255,7 +258,7 @@ class VectorIndex:
         order = np.lexsort((-ids, -scores))[:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
-    def cosines(self, query: np.ndarray, ids: list[int]) -> dict[int, float]:
+    def cosines(self, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
         """Cosine of ``query`` with each of ``ids`` that holds a vector of this index's model."""
         with self._lock:
             n = self._n
@@ -276,3 +279,60 @@ class VectorIndex:
             positions = np.flatnonzero(self._live[:n] & (self._axes[0, :n] == code))
             order = positions[np.argsort(self._ids[positions], kind="stable")]
             return self._ids[order].copy(), self._vectors[order].copy()
+
+
+class VectorIndexes:
+    """The indexes of one ``SqliteStore``, one per table, rebuilt when the active model or dimension changes."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[str, VectorIndex] = {}
+        self._lock = threading.Lock()
+
+    def get(self, table: str, model_id: str, dimension: int) -> VectorIndex:
+        """The index of ``table`` for this model and dimension (a fresh one after a model change)."""
+        with self._lock:
+            index = self._indexes.get(table)
+            if index is None or index.model_id != model_id or index.dimension != dimension:
+                index = VectorIndex(table, model_id, dimension)
+                self._indexes[table] = index
+            return index
+
+
+class SqliteVectorSearch:
+    """``VectorSearch`` for SQLite: sync the store's in-memory index on this connection, then scan it."""
+
+    __slots__ = ("conn", "indexes")
+
+    def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes) -> None:
+        self.conn = conn
+        self.indexes = indexes
+
+    def synced(self, table: str, model_id: str, dimension: int) -> VectorIndex:
+        """The index of ``table`` for this model, brought up to date on this connection."""
+        index = self.indexes.get(table, model_id, dimension)
+        index.sync(SqliteVectorFeed(self.conn))
+        return index
+
+    def nearest(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int | None,
+        allowed_ids: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top ``limit`` (id, cosine) among the ``window`` most recent rows in scope (exact scan)."""
+        index = self.synced(table, query.model_id, query.dimension)
+        return index.search(query.vector, scope, limit, window=window, allowed_ids=allowed_ids)
+
+    def cosines(self, table: str, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
+        """Cosine of the query with each of ``ids`` holding a vector of the query's model."""
+        if not ids:
+            return {}
+        return self.synced(table, query.model_id, query.dimension).cosines(query.vector, ids)
+
+    def agent_vectors(self, table: str, model_id: str, dimension: int, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, vectors) of one agent's rows with vectors of this model, in id order."""
+        return self.synced(table, model_id, dimension).agent_rows(agent_id)

@@ -1,0 +1,164 @@
+"""Export and import on PostgreSQL: the same records and outcomes as ``cpersona.storage.port_rows``.
+
+Export streams from one REPEATABLE READ snapshot through a server-side cursor
+(bounded memory at any size). Import writes a batch per transaction, probing the
+same dedup scopes as ``store`` and inserting with ``ON CONFLICT DO NOTHING``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from cpersona.errors import DuplicateRow
+from cpersona.storage.port_records import (
+    DUPLICATE,
+    INSERTED,
+    KEPT,
+    UPDATED,
+    ImportedEpisode,
+    ImportedMemory,
+    ImportedProfile,
+    ImportRecord,
+)
+from cpersona.storage.postgres.migrations import current_version
+from cpersona.storage.postgres.queue import PgTasks
+from cpersona.storage.postgres.rows import PgMemories, insert_episode, insert_memory, upsert_profile
+from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.tasks import EMBED
+
+_MEMORY_EXPORT = (
+    "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
+    "recall_count, last_recalled_at, locked::int AS locked, embedding_model, embedding_dim"
+)
+_EPISODE_EXPORT = (
+    "id, agent_id, project_id, channel, summary, keywords, start_time, end_time, resolved::int AS resolved, "
+    "created_at, embedding_model, embedding_dim"
+)
+_PROFILE_EXPORT = "agent_id, project_id, user_id, content, updated_at"
+
+Transaction = Callable[[bool], AbstractContextManager[Executor]]
+
+
+class PgPortabilityRows:
+    """``PortabilityRows`` on PostgreSQL; ``transaction(read_only)`` opens a snapshot or a write."""
+
+    def __init__(self, transaction: Transaction) -> None:
+        self.transaction = transaction
+
+    def stream(
+        self, agent_id: str | None, *, include_vectors: bool, chunk: int = 500
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
+        """``("counts", {...})`` then memories, episodes, profiles in id (or key) order, one snapshot."""
+        where, params = ("agent_id = %s", [agent_id]) if agent_id is not None else ("TRUE", [])
+        with self.transaction(True) as ex:
+            conn = ex.conn
+            assert conn is not None
+            counts = {
+                t: int(ex.value(f"SELECT COUNT(*) FROM {t} WHERE {where}", params))
+                for t in ("memories", "episodes", "profiles")
+            }
+            counts["schema_version"] = current_version(conn)
+            yield "counts", counts
+            vec = ", embedding" if include_vectors else ""
+            queries = (
+                ("memory", f"SELECT {_MEMORY_EXPORT}{vec} FROM memories WHERE {where} ORDER BY id"),
+                ("episode", f"SELECT {_EPISODE_EXPORT}{vec} FROM episodes WHERE {where} ORDER BY id"),
+                ("profile", f"SELECT {_PROFILE_EXPORT} FROM profiles WHERE {where} "
+                            "ORDER BY agent_id, project_id, user_id"),
+            )
+            for n, (kind, query) in enumerate(queries):
+                yield from _server_side(conn, f"cpersona_export_{n}", query, params, kind, chunk)
+
+    def write_batch(
+        self, records: Sequence[ImportRecord], *, queued_at: str | None, active_model: tuple[str, int] | None
+    ) -> tuple[list[str], int]:
+        """Write ``records`` in one transaction; (outcome per record, rows queued for embedding)."""
+        outcomes: list[str] = []
+        queued = 0
+        with self.transaction(False) as ex:
+            for record in records:
+                outcome, new_id, has_vector, model = _write_one(ex, record)
+                outcomes.append(outcome)
+                if outcome != INSERTED or new_id is None or queued_at is None:
+                    continue
+                if not has_vector or (active_model is not None and model != active_model):
+                    table = "memories" if isinstance(record, ImportedMemory) else "episodes"
+                    PgTasks(ex).enqueue(EMBED, table, new_id, queued_at)
+                    queued += 1
+        return outcomes, queued
+
+    def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
+        """What ``write_batch`` would do, writing nothing (dry run)."""
+        out: list[str] = []
+        with self.transaction(True) as ex:
+            for record in records:
+                if isinstance(record, ImportedMemory):
+                    out.append(DUPLICATE if PgMemories(ex).find_duplicate(record.row) else INSERTED)
+                elif isinstance(record, ImportedEpisode):
+                    out.append(DUPLICATE if _episode_duplicate(ex, record) else INSERTED)
+                else:
+                    out.append(_profile_outcome(ex, record))
+        return out
+
+
+def _server_side(
+    conn: Any, name: str, query: str, params: list[Any], kind: str, chunk: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    with conn.cursor(name=name) as cursor:
+        cursor.itersize = chunk
+        cursor.execute(query, params)
+        for row in cursor:
+            yield kind, dict(row)
+
+
+def _episode_duplicate(ex: Executor, ep: ImportedEpisode) -> int | None:
+    found = ex.value(
+        "SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s AND summary = %s LIMIT 1",
+        (ep.agent_id, ep.project_id, ep.channel, ep.summary),
+    )
+    return None if found is None else int(found)
+
+
+def _profile_outcome(ex: Executor, profile: ImportedProfile) -> str:
+    found = ex.value(
+        "SELECT updated_at FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s",
+        (profile.agent_id, profile.project_id, profile.user_id),
+    )
+    if found is None:
+        return INSERTED
+    return UPDATED if profile.updated_at > found else KEPT
+
+
+def _model(model_id: str | None, dim: int | None, blob: bytes | None) -> tuple[str, int] | None:
+    return (model_id, dim) if blob is not None and model_id and dim else None
+
+
+def _write_one(ex: Executor, record: ImportRecord) -> tuple[str, int | None, bool, tuple[str, int] | None]:
+    if isinstance(record, ImportedMemory):
+        new = record.row
+        if PgMemories(ex).find_duplicate(new) is not None:
+            return DUPLICATE, None, False, None
+        try:
+            new_id = insert_memory(
+                ex, new, recall_count=record.recall_count, last_recalled_at=record.last_recalled_at,
+                locked=record.locked,
+            )
+        except DuplicateRow:  # the unique indexes refuse what the probe could not see
+            return DUPLICATE, None, False, None
+        return INSERTED, new_id, new.embedding is not None, _model(new.embedding_model, new.embedding_dim, new.embedding)
+    if isinstance(record, ImportedEpisode):
+        if _episode_duplicate(ex, record) is not None:
+            return DUPLICATE, None, False, None
+        new_id = insert_episode(
+            ex, (record.agent_id, record.project_id, record.channel, record.summary, record.keywords,
+                 record.start_time, record.end_time, bool(record.resolved), record.created_at, record.embedding,
+                 record.embedding_model, record.embedding_dim),
+        )
+        model = _model(record.embedding_model, record.embedding_dim, record.embedding)
+        return INSERTED, new_id, record.embedding is not None, model
+    outcome = _profile_outcome(ex, record)
+    if outcome in (INSERTED, UPDATED):
+        upsert_profile(ex, (record.agent_id, record.project_id, record.user_id, record.content, record.updated_at))
+    return outcome, None, False, None

