@@ -66,6 +66,38 @@ def _result(mode: str) -> dict[str, int]:
     return {"copied" if mode == COPY else "moved": 0, "skipped": 0}
 
 
+def _place(
+    conn: sqlite3.Connection,
+    table: str,
+    copy_columns: str,
+    rid: int,
+    target: str,
+    mode: str,
+    duplicate: bool,
+    has_vector: bool,
+    queued_at: str | None,
+    result: dict[str, int],
+) -> None:
+    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it."""
+    if duplicate:
+        result["skipped"] += 1
+        if mode == MOVE:
+            conn.execute(f"DELETE FROM {table} WHERE id = ?", (rid,))
+            SqliteTasks(conn).remove_for_target(table, rid)
+        return
+    if mode == MOVE:
+        conn.execute(f"UPDATE {table} SET agent_id = ? WHERE id = ?", (target, rid))
+        result["moved"] += 1
+        return
+    cursor = conn.execute(
+        f"INSERT INTO {table}(agent_id, {copy_columns}) SELECT ?, {copy_columns} FROM {table} WHERE id = ?",
+        (target, rid),
+    )
+    result["copied"] += 1
+    if not has_vector and queued_at is not None:
+        SqliteTasks(conn).enqueue(EMBED, table, int(cursor.lastrowid or 0), queued_at)
+
+
 def _merge_memories(
     conn: sqlite3.Connection, source: str, target: str, mode: str, queued_at: str | None
 ) -> dict[str, int]:
@@ -87,26 +119,9 @@ def _merge_memories(
                 "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND channel = ? AND content = ?",
                 (target, project, channel, content),
             ).fetchone()
-        if dup is not None:
-            result["skipped"] += 1
-            if mode == MOVE:
-                if locked:
-                    conn.execute("UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],))
-                conn.execute("DELETE FROM memories WHERE id = ?", (rid,))
-                SqliteTasks(conn).remove_for_target("memories", rid)
-            continue
-        if mode == MOVE:
-            conn.execute("UPDATE memories SET agent_id = ? WHERE id = ?", (target, rid))
-            result["moved"] += 1
-            continue
-        cursor = conn.execute(
-            f"INSERT INTO memories(agent_id, {_MEMORY_COPY_COLUMNS}) "
-            f"SELECT ?, {_MEMORY_COPY_COLUMNS} FROM memories WHERE id = ?",
-            (target, rid),
-        )
-        result["copied"] += 1
-        if not has_vector and queued_at is not None:
-            SqliteTasks(conn).enqueue(EMBED, "memories", int(cursor.lastrowid or 0), queued_at)
+        if dup is not None and mode == MOVE and locked:
+            conn.execute("UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],))  # the lock survives the move
+        _place(conn, "memories", _MEMORY_COPY_COLUMNS, rid, target, mode, dup is not None, has_vector, queued_at, result)
     return result
 
 
@@ -122,24 +137,7 @@ def _merge_episodes(
             "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
             (target, project, channel, summary),
         ).fetchone()
-        if dup is not None:
-            result["skipped"] += 1
-            if mode == MOVE:
-                conn.execute("DELETE FROM episodes WHERE id = ?", (rid,))
-                SqliteTasks(conn).remove_for_target("episodes", rid)
-            continue
-        if mode == MOVE:
-            conn.execute("UPDATE episodes SET agent_id = ? WHERE id = ?", (target, rid))
-            result["moved"] += 1
-            continue
-        cursor = conn.execute(
-            f"INSERT INTO episodes(agent_id, {_EPISODE_COPY_COLUMNS}) "
-            f"SELECT ?, {_EPISODE_COPY_COLUMNS} FROM episodes WHERE id = ?",
-            (target, rid),
-        )
-        result["copied"] += 1
-        if not has_vector and queued_at is not None:
-            SqliteTasks(conn).enqueue(EMBED, "episodes", int(cursor.lastrowid or 0), queued_at)
+        _place(conn, "episodes", _EPISODE_COPY_COLUMNS, rid, target, mode, dup is not None, has_vector, queued_at, result)
     return result
 
 
