@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
 import time
@@ -55,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_table, write_json  # noqa: E402
 from _locomo_gate import LEVELS, gate_curve, summarise  # noqa: E402
+from _retrieval_metrics import score_question  # noqa: E402
 from pg_latency import fresh_database, postgres_admin_url  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
@@ -96,25 +96,6 @@ def turns(conversation: dict[str, Any]) -> list[tuple[str, str, str]]:
             out.append((turn["dia_id"], f"[{when}] {turn['speaker']}: {turn['text']}", stamp))
         n += 1
     return out
-
-
-def score_question(ranked: list[str], evidence: list[str]) -> dict[str, float]:
-    """Metrics for one question; ``ranked`` is best-first dia_ids."""
-    relevant = set(evidence)
-    found = [d in relevant for d in ranked]
-    first = next((i for i, hit in enumerate(found) if hit), None)
-    dcg = sum(1 / math.log2(i + 2) for i, hit in enumerate(found[:LIMIT]) if hit)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), LIMIT)))
-    return {
-        "recall@1": len(relevant & set(ranked[:1])) / len(relevant),
-        "recall@5": len(relevant & set(ranked[:5])) / len(relevant),
-        "recall@10": len(relevant & set(ranked[:10])) / len(relevant),
-        "hit@1": 1.0 if found[:1] == [True] else 0.0,
-        "ndcg@10": dcg / ideal if ideal else 0.0,
-        "mrr": 1 / (first + 1) if first is not None else 0.0,
-        "short": 1.0 if len(ranked) < LIMIT else 0.0,
-        "empty": 1.0 if not ranked else 0.0,
-    }
 
 
 def mean(rows: list[dict[str, float]]) -> dict[str, float]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import shutil
 import sqlite3
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from _proto_calibration import Calibration, calibrate
+from _retrieval_metrics import score_question  # benchmarks/ (the CLI puts it on sys.path)
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
@@ -342,24 +342,6 @@ def fuse(cfg: Config, channels: dict[str, list[tuple[int, float]]], cal: Calibra
 
 
 # -- metrics ---------------------------------------------------------------------------------------------
-def score_question(ranked: Sequence[str], evidence: Sequence[str]) -> dict[str, float]:
-    """Metrics for one question; ``ranked`` is best-first dia ids."""
-    relevant = set(evidence)
-    found = [d in relevant for d in ranked]
-    first = next((i for i, hit in enumerate(found) if hit), None)
-    dcg = sum(1 / math.log2(i + 2) for i, hit in enumerate(found[:LIMIT]) if hit)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), LIMIT)))
-    return {
-        "recall@1": len(relevant & set(ranked[:1])) / len(relevant),
-        "recall@5": len(relevant & set(ranked[:5])) / len(relevant),
-        "recall@10": len(relevant & set(ranked[:10])) / len(relevant),
-        "hit@1": 1.0 if found[:1] == [True] else 0.0,
-        "ndcg@10": dcg / ideal if ideal else 0.0,
-        "mrr": 1 / (first + 1) if first is not None else 0.0,
-        "empty": 1.0 if not ranked else 0.0,
-    }
-
-
 def mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
     if not rows:
         return {}
