@@ -22,6 +22,7 @@ from cpersona.text import clean_text, json_depth
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
 
 RequestId = int | str | None
 
@@ -61,6 +62,9 @@ def screen(text: str) -> Screened:
     notification = isinstance(obj, dict) and "id" not in obj and isinstance(obj.get("method"), str)
     if json_depth(obj, MAX_MESSAGE_DEPTH) > MAX_MESSAGE_DEPTH:
         return _refused(request_id, INVALID_REQUEST, _too_deep(), notification)
+    problem = tools_call_problem(obj)
+    if problem is not None:
+        return _refused(request_id, INVALID_PARAMS, f"Invalid params: {problem}", notification)
     if _has_lone_surrogate(obj):
         obj = _clean(obj)
         text = json.dumps(obj, ensure_ascii=False)
@@ -71,6 +75,40 @@ def screen(text: str) -> Screened:
         return _refused(request_id, INVALID_REQUEST, f"Invalid Request: not a JSON-RPC 2.0 message ({detail})",
                         notification)
     return Screened(message=message, text=text)
+
+
+def tools_call_problem(obj: Any) -> str | None:
+    """Why a ``tools/call`` request's params cannot name a tool call, or None.
+
+    The SDK answers these with a bare "Invalid request parameters"; an agent needs to know which
+    part to fix. Other methods are left to the SDK.
+    """
+    if not isinstance(obj, dict) or obj.get("method") != "tools/call" or "id" not in obj:
+        return None
+    params = obj.get("params")
+    if not isinstance(params, dict):
+        return f"tools/call needs params as a JSON object with a tool name, got {_json_kind(params)}"
+    name = params.get("name")
+    if not isinstance(name, str):
+        return f'tools/call params.name must be the tool\'s name as a string, got {_json_kind(name)}'
+    if "arguments" in params and params["arguments"] is not None and not isinstance(params["arguments"], dict):
+        return (f"tools/call params.arguments must be a JSON object of the tool's arguments, "
+                f"got {_json_kind(params['arguments'])}")
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null or nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
 
 
 def recover_id(text: str) -> RequestId:

@@ -16,7 +16,7 @@ from raw_wire import RawHttp, RawStdio, tool_call
 from test_mcp_http import TOKEN
 
 from cpersona.limits import MAX_MESSAGE_DEPTH
-from cpersona.server.wire import INVALID_REQUEST, PARSE_ERROR, recover_id
+from cpersona.server.wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, recover_id
 
 pytestmark = pytest.mark.slow
 
@@ -130,3 +130,41 @@ def test_unreadable_http_bodies_are_answered(tmp_path: Path) -> None:
 )
 def test_recover_id(text: str, expected: Any) -> None:
     assert recover_id(text) == expected
+
+
+BAD_TOOL_CALLS: list[tuple[int, Any, str]] = [
+    (30, {"name": "recall", "arguments": [1, 2]}, "params.arguments must be a JSON object"),
+    (31, {"name": "recall", "arguments": "agent_id=x"}, "got a string"),
+    (32, {"name": 5, "arguments": {}}, "params.name must be the tool's name"),
+    (33, [1, 2], "needs params as a JSON object"),
+    (34, {"arguments": {"agent_id": "x"}}, "got null or nothing"),
+]
+
+
+def test_malformed_tool_call_params_get_a_clear_error_over_stdio(tmp_path: Path) -> None:
+    """A tools/call whose params cannot name a call is refused with -32602 saying which part is wrong."""
+    raw = RawStdio(tmp_path)
+    try:
+        raw.handshake()
+        for request_id, params, _ in BAD_TOOL_CALLS:
+            raw.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+        raw.send(tool_call(35, "recall", {"agent_id": "wire", "query": "still serving"}))
+        raw.wait_for([request_id for request_id, _, _ in BAD_TOOL_CALLS] + [35])
+        for request_id, _, wanted in BAD_TOOL_CALLS:
+            error = raw.replies[request_id]["error"]
+            assert error["code"] == INVALID_PARAMS and wanted in error["message"], error
+        assert tool_payload(raw.replies[35])["ok"] is True
+    finally:
+        raw.close()
+
+
+def test_malformed_tool_call_params_get_a_clear_error_over_http(tmp_path: Path) -> None:
+    with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc):
+        raw = RawHttp(url, TOKEN)
+        raw.handshake()
+        for request_id, params, wanted in BAD_TOOL_CALLS:
+            body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+            response = raw.post(body.encode())
+            reply = response.json() if response.status_code == 400 else RawHttp.reply(response)
+            assert reply["id"] == request_id, reply
+            assert reply["error"]["code"] == INVALID_PARAMS and wanted in reply["error"]["message"], reply
