@@ -16,6 +16,7 @@ from pg_cluster import PG_VECTOR_INDEX, PgCluster
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.errors import DatabaseUnavailable
 from cpersona.memory import Memory
 from cpersona.storage.postgres.migrations import LATEST_VERSION
 from cpersona.storage.postgres.store import PgStore
@@ -83,6 +84,7 @@ import sys, threading
 from pathlib import Path
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.errors import DatabaseUnavailable
 from cpersona.memory import Memory
 url, name, tmp = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 settings = Settings(db_path=tmp / f"{name}.db", db_url=url, embedding_mode="none", update_check=False,
@@ -282,3 +284,22 @@ def test_cosines_and_agent_vectors_match_the_sqlite_index(tmp_path: Path, pg_url
             assert none_ids.size == 0 and none_vectors.shape == (0, 8)
             answers.append((sorted(round(c, 5) for c in cosines.values()), vectors.round(5).tolist()))
     assert answers[0] == answers[1]
+
+
+def test_the_read_only_view_never_migrates_and_the_server_refuses_its_writes(pg_url: str) -> None:
+    from cpersona.storage import open_store
+
+    with pytest.raises(DatabaseUnavailable):  # never migrated: no vector type, no schema, nothing created
+        open_store(pg_url, read_only=True)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM pg_extension WHERE extname = 'vector'").fetchone()[0] == 0
+    PgStore(pg_url, vector_index=PG_VECTOR_INDEX).close()  # now migrated
+    view = open_store(pg_url, read_only=True)
+    try:
+        with view.read() as s:
+            assert s.health.schema_version() == LATEST_VERSION and s.health.queue_depth() == 0
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), view.write() as w:
+            w.repair.delete_tasks([1])
+        assert view.read_only() is True
+    finally:
+        view.close()
