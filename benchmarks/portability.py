@@ -76,7 +76,7 @@ def build(mem: Memory, size: int, dim: int | None) -> None:
 
 
 def census(mem: Memory) -> dict[str, Any]:
-    conn = mem.storage.maintenance_db().connection()  # counted behind the API's back, on purpose
+    conn = mem.storage.db.connection()  # the SQLite file, counted behind the API's back, on purpose
     return {
         "counts": {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("memories", "episodes", "profiles")},
         "contents": Counter(conn.execute("SELECT agent_id, project_id, channel, content FROM memories").fetchall()),

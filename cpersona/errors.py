@@ -104,8 +104,3 @@ class Forbidden(CPersonaError):
 
     code = "forbidden"
 
-
-class NotSupported(CPersonaError):
-    """The operation exists, but not on the storage engine in use (e.g. SQLite file repairs on PostgreSQL)."""
-
-    code = "not_supported"

@@ -2,7 +2,8 @@
 
 Exit codes of checkup: 0 healthy, 3 degraded (warnings), 1 unhealthy (or the
 database cannot be opened), 2 usage or configuration error. A run without
-``--fix`` opens the file read-only and writes nothing.
+``--fix`` opens the store read-only and writes nothing (a PostgreSQL database
+through sessions the server itself keeps read-only).
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ def _print_checkup(result: dict[str, Any]) -> None:
     if result.get("backfilled"):
         print(f"  back-filled {result['backfilled']} embedding task(s)")
     stats = result.get("stats", {})
-    print(f"database: {stats.get('db_path')} ({stats.get('db_bytes', 0)} bytes, WAL {stats.get('wal_bytes', 0)} bytes); "
+    wal = stats.get("wal_bytes")
+    wal_text = f"WAL {wal} bytes" if wal is not None else "WAL: server-wide on PostgreSQL, not a file of its own"
+    print(f"database: {stats.get('db_path')} ({stats.get('db_bytes', 0)} bytes, {wal_text}); "
           f"queue depth {stats.get('queue_depth', 0)}")
     if result["status"] != "healthy" and not result.get("fix"):
         print("run `cpersona checkup --fix` to repair what can be repaired")
@@ -90,10 +93,11 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     db, emb, tr = report["database"], report["embedding"], report["transport"]
     print(f"database   {report['db_path']}")
     if db.get("exists"):
-        print(f"           {db['bytes']} bytes (+ WAL {db['wal_bytes']}), schema {db['schema_version']}"
+        wal = f"+ WAL {db['wal_bytes']}" if db["wal_bytes"] is not None else "PostgreSQL: WAL and free space are server-wide"
+        print(f"           {db['bytes']} bytes ({wal}), schema {db['schema_version']}"
               f"/{db['latest_schema_version']}, queue depth {db['queue_depth']}")
     else:
-        print("           not created yet")
+        print(f"           {db.get('problem') or 'not created yet'}")
     model = emb.get("model") or emb.get("url") or ""
     print(f"embedding  mode {emb['mode']} {model}".rstrip())
     if "installed" in emb:

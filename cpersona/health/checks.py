@@ -1,7 +1,8 @@
 """The ``check_health`` registry: named checks, their findings, bounded repairs and the verdict.
 
-No SQL here: the checks read through cpersona/storage/health_queries.py and
-repair through cpersona/storage/repair.py. Each check detects, repairs when
+No SQL here: the checks read through the store's ``HealthQueries`` (``session.health``) and
+repair through its ``HealthRepairs`` (``session.repair``), whichever engine answers them
+(cpersona/storage/maintenance_interface.py). Each check detects, repairs when
 ``fix`` is on (never a locked row, at most ``MAX_REPAIRS_PER_CHECK`` rows per
 run), then detects again, so its findings describe what is left. The list of
 checks with their severities and repairs is documented in docs/health.md.
@@ -16,17 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from cpersona import operating_context
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
-from cpersona.storage import health_queries as q
-from cpersona.storage import repair
-from cpersona.storage.db import Database
-from cpersona.storage.migrations import LATEST_VERSION
+from cpersona.storage.interface import Store
+from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, NotApplicable, SchemaObject
 from cpersona.text import format_ts, normalise_timestamp, utc_now
 
 CRITICAL, WARN, INFO = "critical", "warn", "info"
@@ -41,13 +39,13 @@ STALE_TASK_HOURS = 24
 
 @dataclass(frozen=True)
 class HealthContext:
-    """What a check may look at: the file, the settings and the embedding state.
+    """What a check may look at: the store, the settings and the embedding state.
 
     ``model_id`` / ``dimension`` are the active model's (empty / 0 while no model
     is usable); ``on_queued`` is called after embedding tasks were queued.
     """
 
-    db: Database
+    store: Store
     settings: Settings
     agent_id: str | None
     fix: bool
@@ -155,48 +153,59 @@ def _bounded(items: list[Any]) -> list[Any]:
 # -- file-level checks ------------------------------------------------------------------------
 
 
+def _not_applicable(check: str, na: NotApplicable) -> Outcome:
+    # The engine has no equivalent: say so (info) rather than report a clean result it never measured.
+    return Outcome([Finding(check, INFO, f"not applicable on this storage engine: {na.reason}")],
+                   details={"applicable": False})
+
+
 def _integrity(ctx: HealthContext) -> Outcome:
-    errors = q.integrity_errors(ctx.db.connection())
+    with ctx.store.read() as s:
+        errors = s.health.integrity_errors()
+    if isinstance(errors, NotApplicable):
+        return _not_applicable("integrity", errors)
     if not errors:
         return Outcome()
-    return Outcome([Finding("integrity", CRITICAL, "SQLite integrity_check failed: " + "; ".join(errors[:5]),
+    return Outcome([Finding("integrity", CRITICAL, "integrity check failed: " + "; ".join(errors[:5]),
                             count=len(errors), fix="restore from a backup; fix=true does not repair this")])
 
 
 def _schema(ctx: HealthContext) -> Outcome:
-    conn = ctx.db.connection()
     out = Outcome()
-    version = q.schema_version(conn)
+    with ctx.store.read() as s:
+        version, latest = s.health.schema_version(), s.health.latest_version()
     out.details["schema_version"] = version
-    out.details["latest_version"] = LATEST_VERSION
-    if version < LATEST_VERSION:
-        out.findings.append(Finding("schema", CRITICAL, f"schema version {version} is older than {LATEST_VERSION}",
-                                    fix="start CPersona once (e.g. `cpersona stats`) to migrate the file"))
+    out.details["latest_version"] = latest
+    if version < latest:
+        out.findings.append(Finding("schema", CRITICAL, f"schema version {version} is older than {latest}",
+                                    fix="start CPersona once (e.g. `cpersona stats`) to migrate the store"))
         return out
-    if version > LATEST_VERSION:
+    if version > latest:
         out.findings.append(Finding("schema", CRITICAL, f"schema version {version} is newer than this CPersona "
-                                    f"knows ({LATEST_VERSION})", fix="pip install -U cpersona-embedded"))
+                                    f"knows ({latest})", fix="pip install -U cpersona-embedded"))
         return out
 
-    def missing() -> list[q.SchemaObject]:
-        present = q.present_objects(conn)
-        return [o for o in q.expected_objects() if (o.kind, o.name) not in present]
+    def missing() -> list[SchemaObject]:
+        with ctx.store.read() as s:
+            present = s.health.present_objects()
+            return [o for o in s.health.expected_objects() if (o.kind, o.name) not in present]
 
     gone = missing()
     failed: list[str] = []
     if gone and ctx.fix:
         for obj in _bounded(gone):
             try:
-                with ctx.db.write() as wconn:
-                    repair.recreate(wconn, obj)
+                with ctx.store.write() as w:
+                    w.repair.recreate(obj)
             except Exception as exc:  # e.g. a unique index cannot be rebuilt while duplicates remain
                 failed.append(f"{obj.name}: {exc}")
         fixed = len(gone) - len(missing())
         gone = missing()
         out.repaired = {"fixed": fixed, "remaining": len(gone)}
     for obj in gone:
-        severity = CRITICAL if obj.kind == "trigger" or obj.unique else WARN
+        severity = CRITICAL if obj.kind in ("trigger", "extension") or obj.unique else WARN
         why = {"trigger": "the FTS index or vector generation is no longer kept in step",
+               "extension": "the queries that need it fail",
                "index": "duplicates can slip in" if obj.unique else "queries are slower"}[obj.kind]
         note = next((f for f in failed if f.startswith(obj.name + ":")), "")
         out.findings.append(Finding("schema", severity, f"missing {obj.kind} {obj.name}: {why}" +
@@ -206,19 +215,21 @@ def _schema(ctx: HealthContext) -> Outcome:
 
 
 def _fts(ctx: HealthContext) -> Outcome:
-    def detect() -> list[q.FtsReport]:
-        with ctx.db.read() as conn:
-            return [q.fts_report(conn, i.name, ctx.agent_id, SAMPLE_REFS) for i in q.FTS_INDEXES]
+    def detect() -> list[FtsReport] | NotApplicable:
+        with ctx.store.read() as s:
+            return s.health.keyword_reports(ctx.agent_id, SAMPLE_REFS)
 
     reports = detect()
+    if isinstance(reports, NotApplicable):
+        return _not_applicable("fts", reports)
     bad = [r for r in reports if r.missing or r.extra or r.mismatched]
     out = Outcome()
     if bad and ctx.fix:
         for r in bad:
-            with ctx.db.write() as conn:
-                repair.rebuild_fts(conn, r.index)
-        reports = detect()
-        still = [r for r in reports if r.missing or r.extra or r.mismatched]
+            with ctx.store.write() as w:
+                w.repair.rebuild_keyword_index(r.index)
+        again = detect()
+        still = [r for r in again if r.missing or r.extra or r.mismatched] if isinstance(again, list) else []
         out.repaired = {"fixed": len(bad) - len(still), "remaining": len(still)}
         bad = still
     for r in bad:
@@ -269,18 +280,18 @@ def _vectors(ctx: HealthContext) -> Outcome:
     if ctx.fix and can_queue:
         queued = 0
         budget = MAX_REPAIRS_PER_CHECK
-        with ctx.db.write() as conn:
-            for table in q.ROW_TABLES:
-                ids = q.unqueued_vector_rows(conn, table, ctx.agent_id, model, dim, budget)
-                queued += repair.queue_embeddings(conn, table, ids, _now())
+        with ctx.store.write() as w:
+            for table in ROW_TABLES:
+                ids = w.health.unqueued_vector_rows(table, ctx.agent_id, model, dim, budget)
+                queued += w.repair.queue_embeddings(table, ids, _now())
                 budget -= len(ids)
-        remaining = sum(len(q.unqueued_vector_rows(ctx.db.connection(), t, ctx.agent_id, model, dim, 1))
-                        for t in q.ROW_TABLES)
+        with ctx.store.read() as s:
+            remaining = sum(len(s.health.unqueued_vector_rows(t, ctx.agent_id, model, dim, 1)) for t in ROW_TABLES)
         out.repaired = {"queued": queued, "fixed": queued, "remaining": remaining}
         if queued and ctx.on_queued is not None:
             ctx.on_queued()
-    with ctx.db.read() as conn:
-        reports = [q.vector_report(conn, t, ctx.agent_id, model, dim) for t in q.ROW_TABLES]
+    with ctx.store.read() as s:
+        reports = [s.health.vector_report(t, ctx.agent_id, model, dim) for t in ROW_TABLES]
     out.details = {r.table: {"missing": r.missing, "other_model": r.other_model, "queued": r.queued} for r in reports}
     total = sum(r.missing + r.other_model for r in reports)
     queued_total = sum(r.queued for r in reports)
@@ -304,8 +315,8 @@ def _vectors(ctx: HealthContext) -> Outcome:
 
 
 def _dimensions(ctx: HealthContext) -> Outcome:
-    with ctx.db.read() as conn:
-        shapes = q.vector_shapes(conn, ctx.agent_id)
+    with ctx.store.read() as session:
+        shapes = session.health.vector_shapes(ctx.agent_id)
     out = Outcome(details={"vectors": shapes})
     by_model: dict[str | None, set[int | None]] = {}
     for s in shapes:
@@ -329,8 +340,8 @@ def _dimensions(ctx: HealthContext) -> Outcome:
 
 def _duplicates(ctx: HealthContext) -> Outcome:
     def detect() -> tuple[int, list[list[tuple[int, bool]]]]:
-        with ctx.db.read() as conn:
-            return q.duplicate_groups(conn, ctx.agent_id, MAX_REPAIRS_PER_CHECK)
+        with ctx.store.read() as s:
+            return s.health.duplicate_groups(ctx.agent_id, MAX_REPAIRS_PER_CHECK)
 
     total, groups = detect()
     out = Outcome()
@@ -340,8 +351,8 @@ def _duplicates(ctx: HealthContext) -> Outcome:
             # Keep the oldest locked copy if any, else the oldest; delete the other unlocked copies.
             keep = next((i for i, locked in group if locked), group[0][0])
             doomed += [i for i, locked in group if i != keep and not locked]
-        with ctx.db.write() as conn:
-            deleted = repair.delete_unlocked_memories(conn, _bounded(doomed))
+        with ctx.store.write() as w:
+            deleted = w.repair.delete_unlocked_memories(_bounded(doomed))
         total, groups = detect()
         out.repaired = {"fixed": deleted, "remaining": total}
     if total:
@@ -356,24 +367,24 @@ def _oversized(ctx: HealthContext) -> Outcome:
     cap, pcap = ctx.settings.max_content_length, ctx.settings.max_profile_length
 
     def detect() -> tuple[int, list[tuple[int, int, bool]], int, list[tuple[str, str, str, int]]]:
-        with ctx.db.read() as conn:
-            return (*q.oversized_memories(conn, ctx.agent_id, cap, MAX_REPAIRS_PER_CHECK),
-                    *q.oversized_profiles(conn, ctx.agent_id, pcap, MAX_REPAIRS_PER_CHECK))
+        with ctx.store.read() as s:
+            return (*s.health.oversized_memories(ctx.agent_id, cap, MAX_REPAIRS_PER_CHECK),
+                    *s.health.oversized_profiles(ctx.agent_id, pcap, MAX_REPAIRS_PER_CHECK))
 
     n_mem, mems, n_prof, profs = detect()
     out = Outcome()
     if (n_mem or n_prof) and ctx.fix:
         fixed = 0
-        with ctx.db.write() as conn:
+        with ctx.store.write() as w:
             cut: list[int] = []
             for rid, _, locked in mems:
-                if not locked and repair.cut_memory(conn, rid, cap):
+                if not locked and w.repair.cut_memory(rid, cap):
                     cut.append(rid)
             fixed += len(cut)
             if ctx.embedding_mode != "none":
-                repair.queue_embeddings(conn, "memories", cut, _now())
+                w.repair.queue_embeddings("memories", cut, _now())
             for key in profs[: max(0, MAX_REPAIRS_PER_CHECK - fixed)]:
-                fixed += repair.cut_profile(conn, *key[:3], pcap)
+                fixed += w.repair.cut_profile(*key[:3], pcap)
         n_mem, mems, n_prof, profs = detect()
         out.repaired = {"fixed": fixed, "remaining": n_mem + n_prof}
         if fixed and ctx.on_queued is not None:
@@ -392,8 +403,8 @@ def _oversized(ctx: HealthContext) -> Outcome:
 
 
 def _empty(ctx: HealthContext) -> Outcome:
-    with ctx.db.read() as conn:
-        count, refs = q.empty_rows(conn, ctx.agent_id, SAMPLE_REFS)
+    with ctx.store.read() as s:
+        count, refs = s.health.empty_rows(ctx.agent_id, SAMPLE_REFS)
     if not count:
         return Outcome()
     return Outcome([Finding("empty_content", WARN, f"{count} memor(ies)/episode(s) with empty text", count=count,
@@ -401,16 +412,20 @@ def _empty(ctx: HealthContext) -> Outcome:
 
 
 def _invalid_json(ctx: HealthContext) -> Outcome:
-    def detect() -> tuple[int, list[tuple[int, str, str, bool]]]:
-        with ctx.db.read() as conn:
-            return q.invalid_json_rows(conn, ctx.agent_id, MAX_REPAIRS_PER_CHECK)
+    def detect() -> tuple[int, list[tuple[int, str, str, bool]]] | NotApplicable:
+        with ctx.store.read() as s:
+            return s.health.invalid_json_rows(ctx.agent_id, MAX_REPAIRS_PER_CHECK)
 
-    count, rows = detect()
+    found = detect()
+    if isinstance(found, NotApplicable):
+        return _not_applicable("invalid_json", found)
+    count, rows = found
     out = Outcome()
     if count and ctx.fix:
-        with ctx.db.write() as conn:
-            fixed = sum(repair.wrap_invalid_json(conn, rid, col, raw) for rid, col, raw, locked in rows if not locked)
-        count, rows = detect()
+        with ctx.store.write() as w:
+            fixed = sum(w.repair.wrap_invalid_json(rid, col, raw) for rid, col, raw, locked in rows if not locked)
+        again = detect()
+        count, rows = again if not isinstance(again, NotApplicable) else (0, [])
         out.repaired = {"fixed": fixed, "remaining": count}
     if count:
         out.findings.append(Finding("invalid_json", WARN, f"{count} source/metadata value(s) are not a JSON object "
@@ -423,14 +438,14 @@ def _invalid_json(ctx: HealthContext) -> Outcome:
 
 def _timestamps(ctx: HealthContext) -> Outcome:
     def detect() -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
-        with ctx.db.read() as conn:
-            return q.malformed_timestamps(conn, ctx.agent_id, MAX_REPAIRS_PER_CHECK)
+        with ctx.store.read() as s:
+            return s.health.malformed_timestamps(ctx.agent_id, MAX_REPAIRS_PER_CHECK)
 
     count, rows = detect()
     out = Outcome()
     if count and ctx.fix:
         fixed = 0
-        with ctx.db.write() as conn:
+        with ctx.store.write() as w:
             for table, key, column, value, locked in rows:
                 if locked:
                     continue
@@ -438,7 +453,7 @@ def _timestamps(ctx: HealthContext) -> Outcome:
                     new = normalise_timestamp(value)
                 except InvalidInput:
                     continue  # not a time at all: left for a person (reported below)
-                fixed += repair.set_timestamp(conn, table, key, column, value, new)
+                fixed += w.repair.set_timestamp(table, key, column, value, new)
         count, rows = detect()
         out.repaired = {"fixed": fixed, "remaining": count}
     if count:
@@ -454,8 +469,8 @@ def _window(ctx: HealthContext) -> Outcome:
     window = ctx.settings.max_memories
     if window is None:  # the default: the whole corpus is searched by vector
         return Outcome(details={"window": None, "rows_outside": {}})
-    with ctx.db.read() as conn:
-        outside = q.rows_outside_window(conn, ctx.agent_id, ctx.model_id or None, window)
+    with ctx.store.read() as s:
+        outside = s.health.rows_outside_window(ctx.agent_id, ctx.model_id or None, window)
     out = Outcome(details={"window": window, "rows_outside": outside})
     total = sum(n for tables in outside.values() for n in tables.values())
     if total:
@@ -470,15 +485,15 @@ def _tasks(ctx: HealthContext) -> Outcome:
     out = Outcome()
 
     def detect() -> tuple[int, list[int], int, list[dict[str, Any]]]:
-        with ctx.db.read() as conn:
-            n_orphans, orphans = (0, []) if ctx.agent_id is not None else q.orphan_tasks(conn, MAX_REPAIRS_PER_CHECK)
+        with ctx.store.read() as s:
+            n_orphans, orphans = (0, []) if ctx.agent_id is not None else s.health.orphan_tasks(MAX_REPAIRS_PER_CHECK)
             return (n_orphans, orphans,
-                    *q.failing_tasks(conn, ctx.agent_id, STALE_TASK_ATTEMPTS, before, SAMPLE_REFS))
+                    *s.health.failing_tasks(ctx.agent_id, STALE_TASK_ATTEMPTS, before, SAMPLE_REFS))
 
     n_orphans, orphans, n_failing, failing = detect()
     if n_orphans and ctx.fix:
-        with ctx.db.write() as conn:
-            fixed = repair.delete_tasks(conn, orphans)
+        with ctx.store.write() as w:
+            fixed = w.repair.delete_tasks(orphans)
         n_orphans, orphans, n_failing, failing = detect()
         out.repaired = {"fixed": fixed, "remaining": n_orphans}
     if n_orphans:
@@ -496,11 +511,12 @@ def _tasks(ctx: HealthContext) -> Outcome:
 
 
 for _check in (
-    Check("integrity", "SQLite PRAGMA integrity_check", _integrity, row_level=False),
+    Check("integrity", "the engine's structural check (SQLite integrity_check; PostgreSQL amcheck)", _integrity,
+          row_level=False),
     Check("embedding", "the embedding model's state (a fault carries its fix)", _embedding, row_level=False),
     Check("duplicates", "identical memories in one scope", _duplicates, "deletes newer unlocked copies"),
-    Check("schema", "schema version, triggers and indexes", _schema, "recreates missing triggers and indexes",
-          row_level=False),
+    Check("schema", "schema version, triggers, indexes and extensions", _schema,
+          "recreates missing triggers and indexes", row_level=False),
     Check("oversized", "content / profile over the caps", _oversized, "cuts unlocked rows to the cap"),
     Check("empty_content", "memories or episodes with empty text", _empty),
     Check("invalid_json", "source/metadata that is not a JSON object", _invalid_json,
@@ -521,17 +537,12 @@ register(Check("operating_context", "the operator's context file parses (SPEC §
 
 
 def storage_stats(ctx: HealthContext) -> dict[str, Any]:
-    """Rows per agent, project and channel, plus the file sizes (database and WAL)."""
-    path = Path(ctx.db.path)
-
-    def size(p: Path) -> int:
-        return p.stat().st_size if p.is_file() else 0
-
-    with ctx.db.read() as conn:
-        stats = q.distributions(conn, ctx.agent_id)
-        stats.update(q.file_pages(conn))
-        stats["queue_depth"] = q.queue_depth(conn)
-    stats.update(db_path=str(path), db_bytes=size(path), wal_bytes=size(path.with_name(path.name + "-wal")))
+    """Rows per agent, project and channel, the store's size figures and the queue depth."""
+    with ctx.store.read() as s:
+        stats = s.health.distributions(ctx.agent_id)
+        stats.update(s.health.storage_facts())
+        stats["queue_depth"] = s.health.queue_depth()
+    stats["db_path"] = ctx.store.location
     return stats
 
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from cpersona.health.checks import INFO, WARN, Finding, HealthContext, select_checks, verdict
-from cpersona.storage import deep_queries as dq
+from cpersona.storage.maintenance_interface import NotApplicable
 from cpersona.text import parse_ts, utc_now
 
 #: Memories whose trimmed text is shorter than this are "very short".
@@ -42,7 +42,12 @@ class DeepCheck:
 
 def _anonymous(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
-    count, ids = dq.anonymous_sources(ctx.db.connection(), ctx.agent_id, SAMPLE_REFS)
+    with ctx.store.read() as s:
+        found = s.health.anonymous_sources(ctx.agent_id, SAMPLE_REFS)
+    if isinstance(found, NotApplicable):
+        return [Finding("anonymous_sources", INFO, f"not applicable on this storage engine: {found.reason}")], \
+            {"applicable": False}
+    count, ids = found
     if not count:
         return [], {}
     return [Finding("anonymous_sources", INFO, f"{count} memor(ies) have no source or a source without id/name "
@@ -52,7 +57,8 @@ def _anonymous(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
 
 def _short(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
-    count, ids = dq.short_memories(ctx.db.connection(), ctx.agent_id, SHORT_CONTENT_CHARS, SAMPLE_REFS)
+    with ctx.store.read() as s:
+        count, ids = s.health.short_memories(ctx.agent_id, SHORT_CONTENT_CHARS, SAMPLE_REFS)
     if not count:
         return [], {}
     return [Finding("short_content", INFO, f"{count} memor(ies) shorter than {SHORT_CONTENT_CHARS} characters "
@@ -64,7 +70,9 @@ def _stale_profile(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
     cutoff = utc_now() - timedelta(days=STALE_PROFILE_DAYS)
     findings = []
-    for p in dq.profiles_with_newer_memories(ctx.db.connection(), ctx.agent_id):
+    with ctx.store.read() as s:
+        profiles = s.health.profiles_with_newer_memories(ctx.agent_id)
+    for p in profiles:
         try:
             old = parse_ts(p["updated_at"]) < cutoff
         except ValueError:
@@ -79,7 +87,8 @@ def _stale_profile(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
 
 def _orphaned(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
-    count, ids = dq.orphaned_episodes(ctx.db.connection(), ctx.agent_id, SAMPLE_REFS)
+    with ctx.store.read() as s:
+        count, ids = s.health.orphaned_episodes(ctx.agent_id, SAMPLE_REFS)
     if not count:
         return [], {}
     return [Finding("orphaned_episodes", INFO, f"{count} episode(s) summarise a time range with no memory in "
@@ -92,7 +101,8 @@ def _near_duplicates(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]
     if not ctx.model_id:
         return [Finding("near_duplicates", INFO, "skipped: no embedding model is active, so vectors cannot be "
                         "compared", fix="see the embedding check of check_health")], {"compared": 0}
-    rows = dq.recent_vectors(ctx.db.connection(), ctx.agent_id, ctx.model_id, ctx.dimension, NEAR_DUPLICATE_WINDOW)
+    with ctx.store.read() as s:
+        rows = s.health.recent_vectors(ctx.agent_id, ctx.model_id, ctx.dimension, NEAR_DUPLICATE_WINDOW)
     details: dict[str, Any] = {"compared": len(rows), "threshold": NEAR_DUPLICATE_COSINE}
     if len(rows) < 2:
         return [], details

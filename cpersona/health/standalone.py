@@ -1,9 +1,10 @@
-"""Health checks without a ``Memory``: report-only on a read-only view of the file, and the doctor summary.
+"""Health checks without a ``Memory``: report-only on a read-only view of the store, and the doctor summary.
 
-A ``Memory`` migrates the file and starts background threads (writes), so the
-report-only ``cpersona checkup`` never builds one: it opens the database with
-``mode=ro`` + ``query_only`` (ReadOnlyDatabase) and tries to load the model in
-this thread (that reads model files, never the database).
+A ``Memory`` migrates the store and starts background threads (writes), so the
+report-only ``cpersona checkup`` never builds one: it opens the store read-only
+(``open_store(read_only=True)``: the SQLite file with ``mode=ro`` + ``query_only``,
+or PostgreSQL sessions with ``default_transaction_read_only``) and tries to load the
+model in this thread (that reads model files, never the database).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from typing import Any
 from cpersona import operating_context
 from cpersona.config import Settings
 from cpersona.embed.runtime.base import EmbeddingBackend
+from cpersona.errors import DatabaseUnavailable
 from cpersona.health.checks import HealthContext, run_checks, select_checks
 from cpersona.health.state import HealthState
-from cpersona.storage import health_queries as q
-from cpersona.storage.migrations import LATEST_VERSION
-from cpersona.storage.readonly import ReadOnlyDatabase
+from cpersona.storage import open_store, redact_url
+from cpersona.storage.interface import Store
 
 #: Checks that need the embedding model's state (others run without loading it).
 MODEL_CHECKS = {"embedding", "vectors", "dimensions", "vector_window"}
@@ -39,7 +40,7 @@ def probe_model(settings: Settings) -> tuple[EmbeddingBackend, HealthState, bool
 def report_only(settings: Settings, agent_id: str | None = None, checks: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the registry without writing anything (raises InvalidInput for unknown check names)."""
     selected = select_checks(checks)
-    db = ReadOnlyDatabase(settings.db_path)
+    db = _open_read_only(settings)
     backend: EmbeddingBackend | None = None
     try:
         health = HealthState(advisory_enabled=False)
@@ -47,7 +48,7 @@ def report_only(settings: Settings, agent_id: str | None = None, checks: Sequenc
         if MODEL_CHECKS & set(selected):
             backend, health, usable = probe_model(settings)
         ctx = HealthContext(
-            db=db,
+            store=db,
             settings=settings,
             agent_id=agent_id,
             fix=False,
@@ -63,32 +64,48 @@ def report_only(settings: Settings, agent_id: str | None = None, checks: Sequenc
         db.close()
 
 
-def doctor_report(settings: Settings) -> dict[str, Any]:
-    """What is configured, what works and what to do next (never includes the auth token)."""
-    out: dict[str, Any] = {"db_path": str(settings.db_path)}
-    next_steps: list[str] = []
-    if settings.db_path.is_file():
-        db = ReadOnlyDatabase(settings.db_path)
-        try:
-            conn = db.connection()
-            version = q.schema_version(conn)
-            pages = q.file_pages(conn)
-            out["database"] = {
-                "exists": True,
-                "bytes": settings.db_path.stat().st_size,
-                "wal_bytes": _size(settings.db_path.with_name(settings.db_path.name + "-wal")),
-                "schema_version": version,
-                "latest_schema_version": LATEST_VERSION,
-                "free_pages": pages["freelist_count"],
-                "queue_depth": q.queue_depth(conn),
-            }
-        finally:
-            db.close()
-        if version < LATEST_VERSION:
-            next_steps.append("the schema is old: start CPersona once (`cpersona stats`) to migrate it")
-    else:
-        out["database"] = {"exists": False}
+def _open_read_only(settings: Settings) -> Store:
+    return open_store(settings.db_url or settings.db_path, pg_vector_index=settings.pg_vector_index, read_only=True)
+
+
+def _database(settings: Settings, next_steps: list[str]) -> dict[str, Any]:
+    """The doctor's database section: size, schema and queue, from a read-only view of the store."""
+    if settings.db_url is None and not settings.db_path.is_file():
         next_steps.append("no database yet: it is created on the first `cpersona serve` or `cpersona store`")
+        return {"exists": False}
+    try:
+        store = _open_read_only(settings)
+    except DatabaseUnavailable as exc:
+        next_steps.append(f"the database cannot be opened: {exc}")
+        return {"exists": False, "problem": str(exc)}
+    try:
+        with store.read() as s:
+            version, latest = s.health.schema_version(), s.health.latest_version()
+            facts = s.health.storage_facts()
+            database: dict[str, Any] = {
+                "exists": True,
+                "engine": "postgresql" if settings.db_url else "sqlite",
+                "bytes": facts["db_bytes"],
+                "wal_bytes": facts["wal_bytes"],
+                "schema_version": version,
+                "latest_schema_version": latest,
+                "free_pages": facts["freelist_count"],
+                "queue_depth": s.health.queue_depth(),
+            }
+        if facts.get("not_applicable"):
+            database["not_applicable"] = facts["not_applicable"]
+    finally:
+        store.close()
+    if version < latest:
+        next_steps.append("the schema is old: start CPersona once (`cpersona stats`) to migrate it")
+    return database
+
+
+def doctor_report(settings: Settings) -> dict[str, Any]:
+    """What is configured, what works and what to do next (never includes the auth token or a password)."""
+    out: dict[str, Any] = {"db_path": _location(settings)}
+    next_steps: list[str] = []
+    out["database"] = _database(settings, next_steps)
 
     backend, health, usable = probe_model(settings)
     condition = health.condition
@@ -137,5 +154,5 @@ def doctor_report(settings: Settings) -> dict[str, Any]:
     return out
 
 
-def _size(path: Any) -> int:
-    return path.stat().st_size if path.is_file() else 0
+def _location(settings: Settings) -> str:
+    return str(settings.db_path) if settings.db_url is None else redact_url(settings.db_url)

@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
-from cpersona.storage.db import Database
-from cpersona.storage.port_channels import migrate_channels
+from cpersona.storage.maintenance_interface import MaintenanceRows
 from cpersona.validation import optional_str, string_list
 
 #: Channel names treated as bridges when the caller names none.
@@ -63,7 +62,7 @@ def resolve_channel(source: str | None, metadata: str | None) -> str | None:
 
 
 def migrate(
-    db: Database, *, agent_id: str | None, dry_run: bool, globalize_unrecoverable: bool,
+    rows: MaintenanceRows, *, agent_id: str | None, dry_run: bool, globalize_unrecoverable: bool,
     bridge_channels: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run (or preview) the repair; returns counts, target channels and example refs per problem."""
@@ -74,8 +73,8 @@ def migrate(
     bridges = tuple(dict.fromkeys(n for n in names if n))
     if not bridges:
         raise InvalidInput("bridge_channels must name at least one non-empty channel")
-    report = migrate_channels(
-        db, agent_id=agent, bridges=bridges, resolve=resolve_channel, globalize=globalize_unrecoverable,
+    report = rows.migrate_channels(
+        agent_id=agent, bridges=bridges, resolve=resolve_channel, globalize=globalize_unrecoverable,
         dry_run=dry_run,
     )
     return {

@@ -93,7 +93,8 @@ class Portability:
             persistence.check_writable("merge_memories")
         queued_at = format_ts(utc_now()) if self._queue_backfill() else None
         result = merge.merge(
-            self.store.maintenance_db(), required_str(source_agent_id, "source_agent_id"), required_str(target_agent_id, "target_agent_id"),
+            self.store.maintenance_rows(), required_str(source_agent_id, "source_agent_id"),
+            required_str(target_agent_id, "target_agent_id"),
             strategy=strategy, mode=mode, dry_run=dry_run, queued_at=queued_at,
         )
         if queued_at is not None and not dry_run:
@@ -109,7 +110,7 @@ class Portability:
             raise InvalidInput("bridge_channels must be a list of channel names")
         dry, note = persistence.effective_dry_run(boolean(dry_run, "dry_run"))  # SPEC §5: forced while paused
         result = channel_axis.migrate(
-            self.store.maintenance_db(), agent_id=agent_id, dry_run=dry, globalize_unrecoverable=globalize_unrecoverable,
+            self.store.maintenance_rows(), agent_id=agent_id, dry_run=dry, globalize_unrecoverable=globalize_unrecoverable,
             bridge_channels=bridge_channels,
         )
         if note:

@@ -53,7 +53,7 @@ class Maintenance:
 
     def _context(self, agent_id: str | None, fix: bool) -> HealthContext:
         return HealthContext(
-            db=self.store.maintenance_db(),  # NotSupported on engines without these checks
+            store=self.store,
             settings=self.settings,
             agent_id=agent_id,
             fix=fix,

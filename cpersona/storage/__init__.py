@@ -9,6 +9,7 @@ picks the engine. See docs/architecture.md.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from cpersona.errors import DatabaseUnavailable
 from cpersona.storage.interface import Store
@@ -21,10 +22,20 @@ def is_postgres_url(location: Path | str) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
-def open_store(location: Path | str, *, pg_vector_index: str = "hnsw") -> Store:
+def redact_url(url: str) -> str:
+    """A database URL without its password (for stats, logs and ``cpersona doctor``)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
+
+
+def open_store(location: Path | str, *, pg_vector_index: str = "hnsw", read_only: bool = False) -> Store:
     """Open (and migrate) the store at ``location``: a ``postgresql://`` URL or a SQLite file path.
 
     ``pg_vector_index`` ("hnsw" | "exact") is how PostgreSQL searches vectors (see storage.postgres.vectors).
+    ``read_only`` opens it without migrating, and every write is refused by the engine itself (SQLite:
+    ``mode=ro`` + ``query_only``; PostgreSQL: ``default_transaction_read_only``): report-only health checks.
     """
     if is_postgres_url(location):
         try:
@@ -34,7 +45,7 @@ def open_store(location: Path | str, *, pg_vector_index: str = "hnsw") -> Store:
                 f"CPERSONA_DB_URL names PostgreSQL but its driver is missing ({exc.name}): "
                 'pip install "cpersona-embedded[postgres]"'
             ) from exc
-        return PgStore(str(location), vector_index=pg_vector_index)
+        return PgStore(str(location), vector_index=pg_vector_index, read_only=read_only)
     from cpersona.storage.sqlite import SqliteStore
 
-    return SqliteStore(location)
+    return SqliteStore.read_only_view(location) if read_only else SqliteStore(location)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, SchemaObject, VectorReport
 from cpersona.storage.migrations import SCHEMA_SCRIPTS, _split_statements, current_version
 
-#: Row tables checked by the row-level checks (profiles are handled separately).
-ROW_TABLES = ("memories", "episodes")
+__all__ = ["ROW_TABLES", "FtsReport", "SchemaObject", "VectorReport"]  # the shared value types, as before
 
 
 @dataclass(frozen=True)
@@ -67,16 +68,6 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return current_version(conn)
 
 
-@dataclass(frozen=True)
-class SchemaObject:
-    """An index or trigger the migrations create, with the statement that creates it."""
-
-    kind: str  # "index" | "trigger"
-    name: str
-    unique: bool
-    ddl: str
-
-
 def expected_objects() -> list[SchemaObject]:
     """Every index and trigger the migrations' DDL creates (taken from that DDL, not restated)."""
     objects: dict[str, SchemaObject] = {}
@@ -109,6 +100,20 @@ def file_pages(conn: sqlite3.Connection) -> dict[str, int]:
     }
 
 
+def storage_facts(conn: sqlite3.Connection) -> dict[str, Any]:
+    """Page figures plus the sizes of the database file and its WAL."""
+    facts: dict[str, Any] = dict(file_pages(conn))
+    row = conn.execute("PRAGMA database_list").fetchone()
+    path = Path(str(row[2])) if row is not None and row[2] else None
+
+    def size(p: Path | None) -> int:
+        return p.stat().st_size if p is not None and p.is_file() else 0
+
+    facts["db_bytes"] = size(path)
+    facts["wal_bytes"] = size(path.with_name(path.name + "-wal") if path is not None else None)
+    return facts
+
+
 # -- FTS consistency --------------------------------------------------------------------------
 
 
@@ -123,19 +128,6 @@ def _varints(blob: bytes) -> list[int]:
             values.append(value)
             value = 0
     return values
-
-
-@dataclass
-class FtsReport:
-    """How one FTS index differs from its table."""
-
-    table: str
-    index: str = ""
-    rows: int = 0
-    missing: int = 0  # rows with no index entry
-    extra: int = 0  # index entries whose row is gone (counted only for the whole file)
-    mismatched: int = 0  # indexed with a different text than the row holds now
-    sample: list[int] | None = None
 
 
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
@@ -191,16 +183,6 @@ def fts_report(conn: sqlite3.Connection, index_name: str, agent: str | None, sam
 
 
 # -- vectors ------------------------------------------------------------------------------------
-
-
-@dataclass
-class VectorReport:
-    """Rows of one table whose vector is absent or unusable for the active model."""
-
-    table: str
-    missing: int = 0  # no vector at all
-    other_model: int = 0  # a vector from another model or dimension, or a blob of the wrong length
-    queued: int = 0  # of the above, rows that already have an embedding task waiting
 
 
 def _needs_vector_sql(table: str, model_id: str | None) -> tuple[str, list[Any]]:

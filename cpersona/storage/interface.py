@@ -16,12 +16,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cpersona.storage.maintenance_interface import HealthQueries, HealthRepairs, MaintenanceRows
 from cpersona.storage.scope import Scope
 
 if TYPE_CHECKING:  # annotations only: numpy stays out of the MCP handshake's imports (lazy start-up)
     import numpy as np
 
-    from cpersona.storage.db import Database
     from cpersona.storage.port_records import ImportRecord
 
 MEMORIES = "memories"
@@ -445,6 +445,12 @@ class Session(Protocol):
     @property
     def browse(self) -> BrowseQueries: ...
 
+    @property
+    def health(self) -> HealthQueries: ...
+
+    @property
+    def repair(self) -> HealthRepairs: ...
+
 
 class Store(Protocol):
     """A database: hands out sessions. One per ``Memory``."""
@@ -474,12 +480,8 @@ class Store(Protocol):
         """Whether this process cannot write the store (writes would raise ``ReadOnlyStorage``)."""
         ...
 
-    def maintenance_db(self) -> Database:
-        """The engine handle the health checks, repairs, merge and channel-axis queries run on.
-
-        Those queries are SQLite-specific (integrity pragmas, FTS5 rebuilds, schema DDL); an engine
-        without them raises ``cpersona.errors.NotSupported`` (see docs/decisions.md).
-        """
+    def maintenance_rows(self) -> MaintenanceRows:
+        """Merging agents and the channel-axis repair (each one write transaction of its own)."""
         ...
 
     def portability_rows(self) -> PortabilityRows:

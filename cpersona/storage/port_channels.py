@@ -8,38 +8,10 @@ reads and writes rows, in one write transaction.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 from cpersona.storage.db import Database
-
-#: ``resolve(source_json_text, metadata_json_text) -> concrete channel or None``.
-Resolver = Callable[[str | None, str | None], str | None]
-
-#: Problem rows listed per category in a report (the counts are always complete).
-EXAMPLES = 20
-
-
-@dataclass
-class ChannelReport:
-    """What a channel-axis run did (or would do)."""
-
-    scanned: int = 0
-    moved: int = 0
-    globalized: int = 0
-    unrecoverable: int = 0
-    collisions: int = 0
-    locked: int = 0
-    targets: dict[str, int] = field(default_factory=dict)
-    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def note(self, kind: str, ref: str, **extra: Any) -> None:
-        """Count a problem row and keep its first few refs."""
-        setattr(self, kind, getattr(self, kind) + 1)
-        bucket = self.examples.setdefault(kind, [])
-        if len(bucket) < EXAMPLES:
-            bucket.append({"ref": ref, **extra})
+from cpersona.storage.maintenance_interface import ChannelReport, Resolver
 
 
 class _DryRun(Exception):

@@ -19,9 +19,8 @@ import sqlite3
 from typing import Any
 
 from cpersona.storage.db import Database
+from cpersona.storage.maintenance_interface import COPY, MOVE
 from cpersona.storage.tasks import EMBED, SqliteTasks
-
-COPY, MOVE = "copy", "move"
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "

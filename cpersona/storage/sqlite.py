@@ -11,11 +11,13 @@ from cpersona.storage.admin import SqliteAdmin
 from cpersona.storage.browse import SqliteBrowse
 from cpersona.storage.db import Database
 from cpersona.storage.episodes import SqliteEpisodes
+from cpersona.storage.health_sqlite import SqliteHealth, SqliteMaintenanceRows, SqliteRepairs
 from cpersona.storage.keyword import SqliteKeywordSearch
 from cpersona.storage.memories import SqliteMemories
 from cpersona.storage.migrations import migrate
 from cpersona.storage.port_rows import SqlitePortabilityRows
 from cpersona.storage.profiles import SqliteProfiles
+from cpersona.storage.readonly import ReadOnlyDatabase
 from cpersona.storage.tasks import SqliteTasks
 from cpersona.storage.vector_feed import SqliteVectorFeed
 from cpersona.storage.vector_index import SqliteVectorSearch, VectorIndexes
@@ -25,7 +27,8 @@ class SqliteSession:
     """Every repository of the ``Session`` protocol, bound to one connection."""
 
     __slots__ = (
-        "conn", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin", "browse"
+        "conn", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin", "browse",
+        "health", "repair",
     )
 
     def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:
@@ -39,6 +42,8 @@ class SqliteSession:
         self.vector_search = SqliteVectorSearch(conn, indexes if indexes is not None else VectorIndexes())
         self.admin = SqliteAdmin(conn)
         self.browse = SqliteBrowse(conn)
+        self.health = SqliteHealth(conn)
+        self.repair = SqliteRepairs(conn)
 
 
 class SqliteStore:
@@ -54,6 +59,14 @@ class SqliteStore:
             self.db.close()
             raise
 
+    @classmethod
+    def read_only_view(cls, path: Path | str) -> SqliteStore:
+        """The file opened ``mode=ro`` + ``query_only``, never migrated: report-only health checks."""
+        store = cls.__new__(cls)
+        store.db = ReadOnlyDatabase(path)
+        store.indexes = VectorIndexes()
+        return store
+
     @property
     def path(self) -> Path:
         """The database file."""
@@ -68,9 +81,9 @@ class SqliteStore:
         """Export streaming and import batches over this file."""
         return SqlitePortabilityRows(self.db)
 
-    def maintenance_db(self) -> Database:
-        """The SQLite file the health checks, repairs and portability queries run on."""
-        return self.db
+    def maintenance_rows(self) -> SqliteMaintenanceRows:
+        """Agent merges and the channel-axis repair over this file."""
+        return SqliteMaintenanceRows(self.db)
 
     def session(self) -> SqliteSession:
         """This thread's connection in autocommit mode."""

@@ -1,4 +1,5 @@
-"""Export / import / merge / channel-axis repair through the Python API on real SQLite files."""
+"""Export / import / merge / channel-axis repair through the Python API on real SQLite files (merge and
+channel-axis repair on PostgreSQL too)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pg_cluster import BOTH_ENGINES, PG_VECTOR_INDEX, raw_rows
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
@@ -60,6 +62,16 @@ def rows(db: Path, agent: str | None = None, *, vectors: bool = True) -> dict[st
         conn.close()
 
 
+def rows_in(mem: Memory, agent: str | None = None) -> dict[str, list[tuple[Any, ...]]]:
+    """``rows`` through the memory's own engine (SQLite or PostgreSQL), vectors included."""
+    where, params = ("WHERE agent_id = ?", (agent,)) if agent is not None else ("", ())
+    return {
+        "memories": sorted(raw_rows(mem, f"SELECT {MEMORY_COLUMNS} FROM memories {where}", params), key=repr),
+        "episodes": sorted(raw_rows(mem, f"SELECT {EPISODE_COLUMNS} FROM episodes {where}", params), key=repr),
+        "profiles": sorted(raw_rows(mem, f"SELECT * FROM profiles {where}", params), key=repr),
+    }
+
+
 def populate(mem: Memory, agent: str, *, vectors: bool = False) -> None:
     """A varied corpus: axes, msg ids, source/metadata, timestamps, locks, recall counts, episodes, profiles."""
     ids = []
@@ -87,14 +99,11 @@ def populate(mem: Memory, agent: str, *, vectors: bool = False) -> None:
     mem.update_profile(agent, f"{agent} in proj for bob", project_id="proj", user_id="bob")
     if vectors:
         rng = np.random.default_rng(7)
-        with mem.storage.db.write() as conn:
-            for table in ("memories", "episodes"):
-                for (rid,) in conn.execute(f"SELECT id FROM {table} WHERE agent_id = ?", (agent,)).fetchall():
+        with mem.storage.write() as s:
+            for table, repo in (("memories", s.memories), ("episodes", s.episodes)):
+                for (rid,) in raw_rows(mem, f"SELECT id FROM {table} WHERE agent_id = ? ORDER BY id", (agent,)):
                     v = rng.standard_normal(8).astype(np.float32)
-                    conn.execute(
-                        f"UPDATE {table} SET embedding = ?, embedding_model = 'test-model', embedding_dim = 8 "
-                        "WHERE id = ?", (to_blob(v / np.linalg.norm(v)), rid),
-                    )
+                    repo.set_embedding(rid, to_blob(v / np.linalg.norm(v)), "test-model", 8)
 
 
 @pytest.mark.parametrize("include_embeddings", [False, True])
@@ -296,45 +305,48 @@ def test_default_export_dir_is_beside_the_database(tmp_path: Path) -> None:
 # -- merge ----------------------------------------------------------------------------------
 
 
-def test_merge_copy_and_move_with_dedup(tmp_path: Path) -> None:
-    with open_memory(tmp_path, "db") as mem:
+@BOTH_ENGINES
+def test_merge_copy_and_move_with_dedup(tmp_path: Path, db_url: str | None) -> None:
+    with open_memory(tmp_path, "db", db_url=db_url, pg_vector_index=PG_VECTOR_INDEX) as mem:
         populate(mem, "src")
         mem.store("dst", "src memory number 0 about topic 0 — ünïcødé 日本語")  # same content and scope as one source row
         mem.store("dst", "unrelated", msg_id="m1", project_id="proj")           # same msg_id as another
         mem.archive_episode("dst", "src first session summary")
         dry = mem.merge_memories("src", "dst", dry_run=True)
-        assert rows(mem.storage.db.path, "dst")["memories"].__len__() == 2
+        assert rows_in(mem, "dst")["memories"].__len__() == 2
         copy = mem.merge_memories("src", "dst")
         assert dry["counts"] == copy["counts"]
         assert copy["counts"]["memories"] == {"copied": 10, "skipped": 2}
         assert copy["counts"]["episodes"] == {"copied": 1, "skipped": 1}
         assert copy["counts"]["profiles"] == {"copied": 2, "skipped": 0}
-        assert len(rows(mem.storage.db.path, "src")["memories"]) == 12
+        assert len(rows_in(mem, "src")["memories"]) == 12
         again = mem.merge_memories("src", "dst")
         assert again["counts"]["memories"] == {"copied": 0, "skipped": 12}
         move = mem.merge_memories("src", "dst", mode="move")
         assert move["counts"]["memories"] == {"moved": 0, "skipped": 12}
-        assert rows(mem.storage.db.path, "src") == {"memories": [], "episodes": [], "profiles": []}
-        assert len(rows(mem.storage.db.path, "dst")["memories"]) == 12
+        assert rows_in(mem, "src") == {"memories": [], "episodes": [], "profiles": []}
+        assert len(rows_in(mem, "dst")["memories"]) == 12
         assert mem.merge_memories("src", "dst", mode="move")["counts"]["memories"] == {"moved": 0, "skipped": 0}
 
 
-def test_merge_move_keeps_ids_vectors_and_locks(tmp_path: Path) -> None:
-    with open_memory(tmp_path, "db") as mem:
+@BOTH_ENGINES
+def test_merge_move_keeps_ids_vectors_and_locks(tmp_path: Path, db_url: str | None) -> None:
+    with open_memory(tmp_path, "db", db_url=db_url, pg_vector_index=PG_VECTOR_INDEX) as mem:
         populate(mem, "src", vectors=True)
-        before = {r[4]: r for r in rows(mem.storage.db.path, "src")["memories"]}
+        before = {r[4]: r for r in rows_in(mem, "src")["memories"]}
         mem.store("dst", "src memory number 5 about topic 2 — ünïcødé 日本語", channel="dev", project_id="proj")
         result = mem.merge_memories("src", "dst", mode="move")
         assert result["counts"]["memories"] == {"moved": 11, "skipped": 1}
-        after = {r[4]: r for r in rows(mem.storage.db.path, "dst")["memories"]}
+        after = {r[4]: r for r in rows_in(mem, "dst")["memories"]}
         dup = after.pop("src memory number 5 about topic 2 — ünïcødé 日本語")
         assert dup[-1] == 1  # the locked source duplicate passed its lock on
         for content, row in after.items():
             assert row[1:] == before[content][1:]
 
 
-def test_merge_refuses_same_agent_and_bad_mode(tmp_path: Path) -> None:
-    with open_memory(tmp_path, "db") as mem:
+@BOTH_ENGINES
+def test_merge_refuses_same_agent_and_bad_mode(tmp_path: Path, db_url: str | None) -> None:
+    with open_memory(tmp_path, "db", db_url=db_url, pg_vector_index=PG_VECTOR_INDEX) as mem:
         with pytest.raises(ValueError, match="same agent"):
             mem.merge_memories("a", "a")
         with pytest.raises(ValueError, match="mode"):
@@ -354,8 +366,9 @@ def test_session_id_parsing(value: Any, channel: str | None) -> None:
     assert channel_from_session_id(value) == channel
 
 
-def test_migrate_channel_axis_dry_run_real_and_idempotent(tmp_path: Path) -> None:
-    with open_memory(tmp_path, "db") as mem:
+@BOTH_ENGINES
+def test_migrate_channel_axis_dry_run_real_and_idempotent(tmp_path: Path, db_url: str | None) -> None:
+    with open_memory(tmp_path, "db", db_url=db_url, pg_vector_index=PG_VECTOR_INDEX) as mem:
         mem.store("ana", "from general", channel="bridge", metadata={"session_id": "discord:general:1"})
         mem.store("ana", "from dev", channel="bridge", source={"type": "user", "id": "slack:dev:42"})
         mem.store("ana", "no session", channel="bridge")
@@ -366,9 +379,9 @@ def test_migrate_channel_axis_dry_run_real_and_idempotent(tmp_path: Path) -> Non
         mem.store("ana", "loops back", channel="relay", metadata={"session_id": "x:bridge:1"})
         mem.archive_episode("ana", "bridge episode", channel="bridge")
         mem.store("bob", "other agent", channel="bridge", metadata={"session_id": "discord:general:9"})
-        before = rows(mem.storage.db.path)
+        before = rows_in(mem)
         dry = mem.migrate_channel_axis("ana")
-        assert rows(mem.storage.db.path) == before
+        assert rows_in(mem) == before
         assert dry["dry_run"] is True
         assert (dry["scanned"], dry["moved"], dry["unrecoverable"], dry["collisions"], dry["locked"]) == (7, 2, 3, 1, 1)
         assert dry["targets"] == {"general": 1, "dev": 1}
@@ -379,20 +392,21 @@ def test_migrate_channel_axis_dry_run_real_and_idempotent(tmp_path: Path) -> Non
         assert channels["from general"] == "general" and channels["from dev"] == "dev"
         assert channels["no session"] == "bridge" and channels["locked one"] == "bridge"
         assert mem.list_memories("bob")["items"][0]["channel"] == "bridge"  # other agent untouched
-        after = rows(mem.storage.db.path)
+        after = rows_in(mem)
         second = mem.migrate_channel_axis("ana", dry_run=False)
-        assert second["moved"] == 0 and rows(mem.storage.db.path) == after
+        assert second["moved"] == 0 and rows_in(mem) == after
         glob = mem.migrate_channel_axis("ana", dry_run=False, globalize_unrecoverable=True)
         assert glob["globalized"] == 3 and glob["locked"] == 1
         assert {r["content"]: r["channel"] for r in mem.list_memories("ana")["items"]}["no session"] == ""
         assert mem.list_episodes("ana")["items"][0]["channel"] == ""
-        final = rows(mem.storage.db.path)
+        final = rows_in(mem)
         assert mem.migrate_channel_axis("ana", dry_run=False, globalize_unrecoverable=True)["globalized"] == 0
-        assert rows(mem.storage.db.path) == final
+        assert rows_in(mem) == final
 
 
-def test_migrate_channel_axis_custom_bridges(tmp_path: Path) -> None:
-    with open_memory(tmp_path, "db") as mem:
+@BOTH_ENGINES
+def test_migrate_channel_axis_custom_bridges(tmp_path: Path, db_url: str | None) -> None:
+    with open_memory(tmp_path, "db", db_url=db_url, pg_vector_index=PG_VECTOR_INDEX) as mem:
         mem.store("ana", "via hub", channel="hub", metadata={"session_id": "tg:news:1"})
         assert mem.migrate_channel_axis(dry_run=False)["scanned"] == 0
         result = mem.migrate_channel_axis(dry_run=False, bridge_channels=["hub"])

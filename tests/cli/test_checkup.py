@@ -6,12 +6,16 @@ import json
 import os
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
-from health_damage import CAP, damage_file, damage_rows, row, seed
+from health_damage import CAP, damage_file, damage_rows, execute, row, seed
 from model_fixtures import MINILM, install_with_mismatched_tokenizer
+from pg_cluster import PG_VECTOR_INDEX, PgCluster
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
@@ -191,3 +195,73 @@ def test_a_model_failing_its_self_test_is_shown_by_doctor_checkup_and_recall(
         advisory = out_recall["advisory"]
         assert advisory["state"] == "fault" and advisory["evidence"] == report["evidence"]
         assert advisory["runbook"] == report["fix"]
+
+
+# -- PostgreSQL (CPERSONA_DB_URL) ------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_env(tmp_path: Path, pg_cluster: PgCluster) -> Iterator[tuple[dict[str, str], str]]:
+    """The checkup environment on a fresh PostgreSQL database holding one memory, and its URL."""
+    url = pg_cluster.create()
+    settings = Settings(db_path=tmp_path / "unused.db", db_url=url, pg_vector_index=PG_VECTOR_INDEX,
+                        embedding_mode="none", auto_fetch_model=False, update_check=False)
+    with Memory(settings, backend=NoEmbeddings(), start_background=False) as memory:
+        memory.store("seed", "the database exists")
+    yield env_for(tmp_path, CPERSONA_DB_URL=url, CPERSONA_PG_VECTOR_INDEX=PG_VECTOR_INDEX), url
+    pg_cluster.drop(url)
+
+
+def _table_dump(url: str) -> list[dict[str, Any]]:
+    return [*execute(url, "SELECT * FROM memories ORDER BY id"), *execute(url, "SELECT * FROM profiles"),
+            *execute(url, "SELECT * FROM pending_memory_tasks ORDER BY id")]
+
+
+def test_checkup_on_postgres_reports_read_only_then_fix_repairs(pg_env: tuple[dict[str, str], str]) -> None:
+    env, url = pg_env
+    seed(url, "cli")
+    rows = damage_rows(url, "cli")
+    damage_file(url, "cli")
+    before = _table_dump(url)
+
+    report = run(env, "checkup")
+    assert report.returncode == 1, report.stdout + report.stderr
+    assert "unhealthy" in report.stdout and "memories_dedup_content" in report.stdout
+    assert "not applicable" in report.stdout and "amcheck" in report.stdout  # the file-only checks say so
+    assert "WAL: server-wide" in report.stdout
+    parsed = json.loads(run(env, "checkup", "--json").stdout)
+    assert parsed["repairs"] == {} and parsed["stats"]["wal_bytes"] is None
+    assert _table_dump(url) == before  # report-only wrote nothing
+
+    fixed = run(env, "checkup", "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "repaired schema" in fixed.stdout and "repaired duplicates" in fixed.stdout
+    assert row(url, rows["bad_json"])["metadata"] == '{"invalid_json": "{not json"}'
+    assert row(url, rows["duplicate_copy"]) == {}
+    again = run(env, "checkup")
+    assert again.returncode == 0 and again.stdout.startswith("status: healthy"), again.stdout
+
+
+def test_doctor_on_postgres_names_the_engine_and_hides_the_password(pg_env: tuple[dict[str, str], str]) -> None:
+    from cpersona.storage.postgres.migrations import LATEST_VERSION as PG_LATEST
+
+    env, url = pg_env
+    password = urlsplit(url).password
+    result = run(env, "doctor")
+    assert result.returncode == 0, result.stderr
+    assert f"schema {PG_LATEST}/{PG_LATEST}" in result.stdout and "server-wide" in result.stdout
+    report = json.loads(run(env, "doctor", "--json").stdout)
+    database = report["database"]
+    assert database["exists"] is True and database["engine"] == "postgresql" and database["bytes"] > 0
+    assert database["wal_bytes"] is None and set(database["not_applicable"]) == {"wal_bytes", "freelist_count"}
+    assert report["db_path"].startswith("postgresql://")
+    if password:
+        assert password not in result.stdout and password not in json.dumps(report)
+
+
+def test_checkup_on_an_unreachable_postgres_exits_1(tmp_path: Path) -> None:
+    env = env_for(tmp_path, CPERSONA_DB_URL=f"postgresql://nobody@/none?host={tmp_path}")
+    result = run(env, "checkup")
+    assert result.returncode == 1 and "cannot open the PostgreSQL database" in result.stderr
+    doctor = json.loads(run(env, "doctor", "--json").stdout)
+    assert doctor["database"]["exists"] is False and "cannot open" in doctor["database"]["problem"]

@@ -1,4 +1,5 @@
-"""check_health on deliberately damaged real databases: found, fixed by fix=true, clean next run, locks honoured."""
+"""check_health on deliberately damaged real databases (a SQLite file and a PostgreSQL database): found,
+fixed by fix=true, clean on the next run, locks honoured."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from health_damage import CAP, damage_file, damage_rows, row, seed
+from health_damage import CAP, damage_file, damage_rows, execute, is_postgres, location, row, seed
+from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
@@ -18,14 +20,23 @@ from cpersona.memory import Memory
 from cpersona.services.maintenance import UnknownCheck
 
 
-@pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    settings = Settings(db_path=tmp_path / "memory.db", models_dir=tmp_path / "models", embedding_mode="none",
+@pytest.fixture(params=ENGINES)
+def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    url = None
+    if request.param == "postgres":
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")
+        url = cluster.create()
+    settings = Settings(db_path=tmp_path / "memory.db", db_url=url, pg_vector_index=PG_VECTOR_INDEX,
+                        models_dir=tmp_path / "models", embedding_mode="none",
                         update_check=False, auto_fetch_model=False, max_content_length=CAP,
                         operating_context_path=tmp_path / "operating-context.toml")
-    with Memory(settings, backend=NoEmbeddings()) as memory:
-        memory.wait_until_ready(5)
-        yield memory
+    try:
+        with Memory(settings, backend=NoEmbeddings()) as memory:
+            memory.wait_until_ready(5)
+            yield memory
+    finally:
+        if url is not None:
+            cluster.drop(url)
 
 
 def by_check(result: dict[str, Any], severities: tuple[str, ...] = ("critical", "warn")) -> dict[str, list[dict[str, Any]]]:
@@ -53,37 +64,42 @@ def test_a_fresh_database_is_healthy(mem: Memory) -> None:
 
 
 def test_every_damage_is_found_fixed_and_clean_on_the_next_run(mem: Memory) -> None:
-    path = mem.storage.path
+    path = location(mem)
+    pg = is_postgres(path)
     seed(path, "victim")
     rows = damage_rows(path, "victim")
     files = damage_file(path, "victim")
+    # The keyword-index damage exists only where the engine does not keep the index itself (SQLite FTS5).
+    damaged = {"schema", "duplicates", "oversized", "invalid_json", "timestamps", "tasks"} | (set() if pg else {"fts"})
 
     report = mem.check_health()
-    assert report["status"] == "unhealthy"  # missing trigger and unique index are critical
+    assert report["status"] == "unhealthy"  # a missing unique index (and, on SQLite, trigger) is critical
     found = by_check(report)
-    assert set(found) >= {"schema", "fts", "duplicates", "oversized", "invalid_json", "timestamps", "tasks"}
+    assert set(found) >= damaged
     schema_text = " ".join(f["message"] for f in found["schema"])
-    assert "memories_fts_insert" in schema_text and "memories_dedup_content" in schema_text
+    assert ("memories_trgm" if pg else "memories_fts_insert") in schema_text
+    assert "memories_dedup_content" in schema_text
     assert f"mem:{rows['oversized']}" in found["oversized"][0]["refs"]
     assert f"mem:{rows['bad_json']}" in found["invalid_json"][0]["refs"]
     assert f"mem:{rows['naive_ts']}" in found["timestamps"][0]["refs"]
     assert f"mem:{rows['duplicate_copy']}" in found["duplicates"][0]["refs"]
-    fts_refs = found["fts"][0]["refs"]
-    assert f"mem:{files['fts_deleted']}" in fts_refs and f"mem:{files['unindexed']}" in fts_refs
+    if not pg:
+        fts_refs = found["fts"][0]["refs"]
+        assert f"mem:{files['fts_deleted']}" in fts_refs and f"mem:{files['unindexed']}" in fts_refs
     # A report-only run changed nothing.
     assert row(path, rows["oversized"])["content"].endswith("x" * 100)
     assert mem.check_health()["findings"] == report["findings"]
 
     fixed = mem.check_health(fix=True)
     assert fixed["status"] == "healthy", fixed["findings"]
-    for name in ("schema", "fts", "duplicates", "oversized", "invalid_json", "timestamps", "tasks"):
+    for name in damaged:
         assert fixed["repairs"][name]["fixed"] >= 1 and fixed["repairs"][name]["remaining"] == 0, name
 
     assert len(row(path, rows["oversized"])["content"]) == CAP
     assert row(path, rows["bad_json"])["metadata"] == '{"invalid_json": "{not json"}'
     assert row(path, rows["naive_ts"])["timestamp"] == "2024-01-02T03:04:05.000000Z"
     assert row(path, rows["duplicate_copy"]) == {} and row(path, rows["duplicate_original"]) != {}
-    # The rebuilt index finds the rows keyword search missed, and the recreated trigger indexes new rows.
+    # The rebuilt (or recreated) index finds the rows keyword search missed, and new rows are indexed.
     hits = mem.recall("victim", "written while the trigger", limit=5)["results"]
     assert any(r.get("id") == files["unindexed"] for r in hits)
     stored = mem.store("victim", "a brand new row after the repair")
@@ -95,7 +111,7 @@ def test_every_damage_is_found_fixed_and_clean_on_the_next_run(mem: Memory) -> N
 
 
 def test_locked_damaged_rows_stay_reported_and_untouched(mem: Memory) -> None:
-    path = mem.storage.path
+    path = location(mem)
     rows = damage_rows(path, "keeper", locked=True)
     before = {k: row(path, v) for k, v in rows.items()}
     result = mem.check_health(fix=True)
@@ -111,7 +127,7 @@ def test_locked_damaged_rows_stay_reported_and_untouched(mem: Memory) -> None:
 
 
 def test_an_agent_scope_neither_reports_nor_fixes_another_agents_damage(mem: Memory) -> None:
-    path = mem.storage.path
+    path = location(mem)
     mine = damage_rows(path, "me")
     theirs = damage_rows(path, "them")
     theirs_before = {k: row(path, v) for k, v in theirs.items()}
@@ -144,8 +160,8 @@ def test_checks_subset_runs_only_those_in_registry_order(mem: Memory) -> None:
 
 
 def test_fix_while_paused_is_report_only(mem: Memory) -> None:
-    rows = damage_rows(mem.storage.path, "p")
-    before = row(mem.storage.path, rows["bad_json"])
+    rows = damage_rows(location(mem), "p")
+    before = row(location(mem), rows["bad_json"])
     persistence.PROCESS.pause(60)  # the process-wide pause is what turns repairs off
     try:
         result = mem.check_health(fix=True)
@@ -153,16 +169,15 @@ def test_fix_while_paused_is_report_only(mem: Memory) -> None:
         persistence.PROCESS.resume()
     assert "paused" in result["note"]
     assert result["fix"] is False and result["fix_downgraded"] is True and result["repairs"] == {}
-    assert row(mem.storage.path, rows["bad_json"]) == before
+    assert row(location(mem), rows["bad_json"]) == before
 
 
 def test_repairs_are_bounded_and_report_remaining(mem: Memory) -> None:
-    import sqlite3
-    from contextlib import closing
+    from health_damage import connect
 
     n = MAX_REPAIRS_PER_CHECK + 5
-    with closing(sqlite3.connect(str(mem.storage.path), isolation_level=None)) as conn:
-        conn.executemany(
+    with connect(location(mem)) as raw:
+        raw.executemany(
             "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('bulk', ?, '2024-05-06 07:08:09', "
             "'2026-01-01T00:00:00.000000Z')", [(f"row {i}",) for i in range(n)])
     first = mem.check_health("bulk", fix=True, checks=["timestamps"])
@@ -174,25 +189,19 @@ def test_repairs_are_bounded_and_report_remaining(mem: Memory) -> None:
 
 
 def test_empty_content_is_reported_not_deleted(mem: Memory) -> None:
-    import sqlite3
-    from contextlib import closing
+    from health_damage import connect, insert_memory
 
-    with closing(sqlite3.connect(str(mem.storage.path), isolation_level=None)) as conn:
-        rid = conn.execute("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('e', ' \n ', "
-                           "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')").lastrowid
+    with connect(location(mem)) as raw:
+        rid = insert_memory(raw, "e", " \n ")
     result = mem.check_health("e", fix=True)
     assert by_check(result)["empty_content"][0]["refs"] == [f"mem:{rid}"]
-    assert row(mem.storage.path, rid) != {}
+    assert row(location(mem), rid) != {}
 
 
 def test_oversized_profiles_are_cut(mem: Memory) -> None:
-    import sqlite3
-    from contextlib import closing
-
     cap = mem.settings.max_profile_length
-    with closing(sqlite3.connect(str(mem.storage.path), isolation_level=None)) as conn:
-        conn.execute("INSERT INTO profiles(agent_id, content, updated_at) VALUES ('pr', ?, "
-                     "'2026-01-01T00:00:00.000000Z')", ("p" * (cap + 10),))
+    execute(location(mem), "INSERT INTO profiles(agent_id, content, updated_at) VALUES ('pr', ?, "
+            "'2026-01-01T00:00:00.000000Z')", ("p" * (cap + 10),))
     assert "oversized" in by_check(mem.check_health("pr"))
     mem.check_health("pr", fix=True)
     assert len(mem.get_profile("pr")["profile"]) == cap

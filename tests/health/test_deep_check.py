@@ -1,12 +1,14 @@
-"""deep_check on real rows: each semantic finding, near-duplicates with the real MiniLM model, report-only."""
+"""deep_check on real rows (SQLite and PostgreSQL): each semantic finding, near-duplicates with the real
+MiniLM model, report-only."""
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import closing
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from health_damage import connect, location
+from pg_cluster import BOTH_ENGINES, PG_VECTOR_INDEX
 
 from cpersona.config import Settings
 from cpersona.health.deep_checks import SHORT_CONTENT_CHARS, deep_check_names
@@ -14,6 +16,7 @@ from cpersona.memory import Memory
 from cpersona.services.maintenance import UnknownCheck
 
 
+@BOTH_ENGINES
 def test_semantic_findings_are_reported_and_nothing_changes(memory: Memory) -> None:
     memory.store("d", "ok")  # short, anonymous
     named = memory.store("d", "the deploy script lives in tools/deploy.sh",
@@ -22,9 +25,9 @@ def test_semantic_findings_are_reported_and_nothing_changes(memory: Memory) -> N
     orphan = memory.archive_episode("d", "a session about something", history=[
         {"role": "user", "content": "x", "timestamp": "2020-01-01T00:00:00Z"},
         {"role": "user", "content": "y", "timestamp": "2020-01-02T00:00:00Z"}])
-    with closing(sqlite3.connect(str(memory.storage.path), isolation_level=None)) as conn:
-        conn.execute("UPDATE profiles SET updated_at = '2020-01-01T00:00:00.000000Z' WHERE agent_id = 'd'")
-        conn.executemany("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('d', ?, "
+    with connect(location(memory)) as raw:
+        raw.execute("UPDATE profiles SET updated_at = '2020-01-01T00:00:00.000000Z' WHERE agent_id = 'd'")
+        raw.executemany("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('d', ?, "
                          "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')",
                          [(f"later memory number {i} with enough text",) for i in range(20)])
     before = memory.list_memories("d", limit=100)["items"]
@@ -48,8 +51,12 @@ def test_unknown_deep_check_is_refused(memory: Memory) -> None:
 
 
 @pytest.mark.slow
-def test_near_duplicates_by_embedding_with_minilm(tmp_path: Path, minilm_models_dir: Path) -> None:
-    settings = Settings(db_path=tmp_path / "memory.db", embedding_mode="onnx", models_dir=minilm_models_dir,
+@BOTH_ENGINES
+def test_near_duplicates_by_embedding_with_minilm(
+    tmp_path: Path, minilm_models_dir: Path, new_db_url: Callable[[], str | None]
+) -> None:
+    settings = Settings(db_path=tmp_path / "memory.db", db_url=new_db_url(), pg_vector_index=PG_VECTOR_INDEX,
+                        embedding_mode="onnx", models_dir=minilm_models_dir,
                         embedding_model="all-minilm-l6-v2", auto_fetch_model=False, update_check=False)
     with Memory(settings) as mem:
         assert mem.wait_until_ready(120)

@@ -1,4 +1,5 @@
-"""The portability tools through a real MCP client over stdio against the installed ``cpersona serve``."""
+"""The portability tools through a real MCP client over stdio against the installed ``cpersona serve``,
+on a SQLite file and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,18 +10,28 @@ from pathlib import Path
 
 import pytest
 from mcp_helpers import McpSession, mcp_session, server_env, stdio_target, unique
+from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
 
 pytestmark = pytest.mark.slow
 
 next_agent = unique("port")
 
 
-@pytest.fixture(scope="module")
-def port_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[McpSession, Path]]:
+@pytest.fixture(scope="module", params=ENGINES)
+def port_session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[McpSession, Path]]:
     tmp = tmp_path_factory.mktemp("port")
     exports = tmp / "exports"
-    with mcp_session(stdio_target(server_env(tmp, CPERSONA_EXPORT_DIR=str(exports)))) as session:
+    extra: dict[str, str] = {}
+    cluster: PgCluster | None = None
+    if request.param == "postgres":
+        cluster = request.getfixturevalue("pg_cluster")
+        extra = {"CPERSONA_DB_URL": cluster.create(), "CPERSONA_PG_VECTOR_INDEX": PG_VECTOR_INDEX}
+    with mcp_session(stdio_target(server_env(tmp, CPERSONA_EXPORT_DIR=str(exports), **extra))) as session:
         yield session, exports
+    if cluster is not None:
+        cluster.drop(extra["CPERSONA_DB_URL"])
 
 
 def store(session: McpSession, agent: str, content: str, **extra: object) -> None:

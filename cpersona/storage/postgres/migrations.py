@@ -109,13 +109,25 @@ class Migration:
     apply: Callable[[psycopg.Connection[Any]], None]
 
 
-def _script(sql: str) -> Callable[[psycopg.Connection[Any]], None]:
-    def run(conn: psycopg.Connection[Any]) -> None:
-        for statement in (s.strip() for s in sql.split(";")):
-            if statement:
-                conn.execute(statement)
+class _Script:
+    """A migration written as SQL statements; the health check reads its DDL (``statements``)."""
 
-    return run
+    def __init__(self, sql: str) -> None:
+        self.statements = [statement for statement in (s.strip() for s in sql.split(";")) if statement]
+
+    def __call__(self, conn: psycopg.Connection[Any]) -> None:
+        for statement in self.statements:
+            conn.execute(statement)
+
+
+def _script(sql: str) -> Callable[[psycopg.Connection[Any]], None]:
+    return _Script(sql)
+
+
+def migration_statements(migrations: tuple[Migration, ...] | None = None) -> list[str]:
+    """Every statement of the migrations written as SQL, in order (what ``check_health`` expects to exist)."""
+    return [s for m in (MIGRATIONS if migrations is None else migrations) if isinstance(m.apply, _Script)
+            for s in m.apply.statements]
 
 
 MIGRATIONS: tuple[Migration, ...] = (

@@ -12,20 +12,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from cpersona.errors import DatabaseUnavailable, NotSupported
+from cpersona.errors import DatabaseUnavailable
+from cpersona.storage import redact_url
 from cpersona.storage.postgres.admin import PgAdmin
 from cpersona.storage.postgres.browse import PgBrowse
+from cpersona.storage.postgres.health import PgHealth
 from cpersona.storage.postgres.keyword import PgKeywordSearch
+from cpersona.storage.postgres.merge import PgMaintenanceRows
 from cpersona.storage.postgres.migrations import migrate
 from cpersona.storage.postgres.portability import PgPortabilityRows
 from cpersona.storage.postgres.queue import PgTasks
+from cpersona.storage.postgres.repair import PgRepairs
 from cpersona.storage.postgres.rows import PgEpisodes, PgMemories, PgProfiles
 from cpersona.storage.postgres.sql import Executor, register_vector
 from cpersona.storage.postgres.vectors import (
@@ -45,13 +48,7 @@ POOL_MAX = 16
 CONNECT_TIMEOUT_S = 30.0
 
 
-def redact(url: str) -> str:
-    """The URL without its password (for stats and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+redact = redact_url  # the URL without its password (for stats and logs)
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -65,7 +62,8 @@ class PgSession:
     """Every repository of the ``Session`` protocol over one ``Executor``."""
 
     __slots__ = (
-        "ex", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin", "browse"
+        "ex", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin", "browse",
+        "health", "repair",
     )
 
     def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
@@ -79,27 +77,40 @@ class PgSession:
         self.vector_search = PgVectorSearch(ex, indexes, exact=exact)
         self.admin = PgAdmin(ex)
         self.browse = PgBrowse(ex)
+        self.health = PgHealth(ex)
+        self.repair = PgRepairs(ex)
 
 
 class PgStore:
-    """The ``Store`` protocol over one PostgreSQL database. Migrates on open (once, across servers)."""
+    """The ``Store`` protocol over one PostgreSQL database. Migrates on open (once, across servers).
 
-    def __init__(self, url: str, *, vector_index: str = "hnsw", pool_size: int = POOL_MAX) -> None:
+    ``read_only`` neither migrates nor can write: every pooled session runs with
+    ``default_transaction_read_only = on`` (the server refuses writes), for report-only health checks.
+    """
+
+    def __init__(
+        self, url: str, *, vector_index: str = "hnsw", pool_size: int = POOL_MAX, read_only: bool = False
+    ) -> None:
         if vector_index not in VECTOR_INDEX_KINDS:
             raise ValueError(f"vector_index must be one of {VECTOR_INDEX_KINDS} (got {vector_index!r})")
         self.url = url
         self.vector_index = vector_index
         self._exact = vector_index == "exact"
         self._local = threading.local()
+        kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row}
+        if read_only:
+            kwargs["options"] = "-c default_transaction_read_only=on"
         try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)) as conn:
-                migrate(conn)
+            with psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT_S), **kwargs) as conn:
+                if not read_only:
+                    migrate(conn)
+                else:
+                    register_vector(conn)  # fails early, with the URL, when the schema was never created
         except psycopg.Error as exc:
             raise DatabaseUnavailable(f"cannot open the PostgreSQL database {redact(url)}: {exc}") from exc
         self.pool: ConnectionPool[Any] = ConnectionPool(
             url, min_size=1, max_size=pool_size, open=False, configure=_configure,
-            kwargs={"autocommit": True, "row_factory": dict_row}, timeout=CONNECT_TIMEOUT_S,
-            name="cpersona",
+            kwargs=kwargs, timeout=CONNECT_TIMEOUT_S, name="cpersona",
         )
         self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         self.indexes = IndexRegistry(self._build_index)
@@ -168,12 +179,9 @@ class PgStore:
         )
         return row is not None and (bool(row["standby"]) or row["ro"] == "on")
 
-    def maintenance_db(self) -> NoReturn:
-        """The SQLite file checks, repairs, merge and channel-axis repair do not exist on PostgreSQL."""
-        raise NotSupported(
-            "this operation runs SQLite-specific checks or repairs and is not available on the PostgreSQL "
-            "engine (CPERSONA_DB_URL); use PostgreSQL's own tools (amcheck, REINDEX, pg_dump) instead"
-        )
+    def maintenance_rows(self) -> PgMaintenanceRows:
+        """Agent merges and the channel-axis repair on this database."""
+        return PgMaintenanceRows(self._transaction)
 
     def close(self) -> None:
         """Close every pooled connection."""

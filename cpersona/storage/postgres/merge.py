@@ -1,0 +1,263 @@
+"""``MaintenanceRows`` on PostgreSQL: merging agents and the channel-axis repair, one transaction each.
+
+The same rules as the SQLite engine (``cpersona.storage.port_merge``, ``port_channels``):
+dedup on the target's scopes exactly as the unique indexes do, skip (never upsert) a
+duplicate, copy keeps vectors / timestamps / locks / recall statistics, move re-owns the
+rows (same ids, so vectors and queued tasks stay valid) and deletes the skipped ones, a
+locked duplicate passes its lock on; locked rows never change channel. Inserts are
+``ON CONFLICT DO NOTHING`` and updates that could clash run under a savepoint, so a row
+another server wrote in the meantime is skipped rather than aborting the transaction. A
+dry run does all of it and rolls back, so its counts are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+
+from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver
+from cpersona.storage.postgres.queue import PgTasks
+from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.tasks import EMBED
+
+_MEMORY_COPY_COLUMNS = (
+    "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
+    "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
+)
+_EPISODE_COPY_COLUMNS = (
+    "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "
+    "embedding_model, embedding_dim"
+)
+_COPY_COLUMNS = {"memories": _MEMORY_COPY_COLUMNS, "episodes": _EPISODE_COPY_COLUMNS}
+
+Transaction = Callable[[bool], AbstractContextManager[Executor]]
+
+
+class _DryRun(Exception):
+    """Raised inside the transaction to roll a dry run back after counting."""
+
+
+class PgMaintenanceRows:
+    """``MaintenanceRows`` on PostgreSQL; ``transaction(read_only)`` opens a snapshot or a write."""
+
+    def __init__(self, transaction: Transaction) -> None:
+        self.transaction = transaction
+
+    def merge_agents(
+        self, source: str, target: str, *, mode: str, dry_run: bool, queued_at: str | None
+    ) -> dict[str, dict[str, int]]:
+        """Merge ``source`` into ``target``; counts per table (the same numbers in a dry run)."""
+        counts: dict[str, dict[str, int]] = {}
+        try:
+            with self.transaction(False) as ex:
+                counts["memories"] = _merge_memories(ex, source, target, mode, queued_at)
+                counts["episodes"] = _merge_episodes(ex, source, target, mode, queued_at)
+                counts["profiles"] = _merge_profiles(ex, source, target, mode)
+                if dry_run:
+                    raise _DryRun
+        except _DryRun:
+            pass
+        return counts
+
+    def migrate_channels(
+        self, *, agent_id: str | None, bridges: Sequence[str], resolve: Resolver, globalize: bool, dry_run: bool
+    ) -> ChannelReport:
+        """Move rows under ``bridges`` onto the channel ``resolve`` finds; one transaction."""
+        report = ChannelReport()
+        if not bridges:
+            return report
+        agent_sql, agent_params = (" AND agent_id = %s", [agent_id]) if agent_id is not None else ("", [])
+        try:
+            with self.transaction(False) as ex:
+                for row in ex.all(
+                    "SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
+                    f"WHERE channel = ANY(%s){agent_sql} ORDER BY id",
+                    [list(bridges), *agent_params],
+                ):
+                    report.scanned += 1
+                    _migrate_memory(ex, row, resolve(row["source"], row["metadata"]), globalize, set(bridges), report)
+                for ep in ex.all(
+                    f"SELECT id, agent_id, project_id, channel, summary FROM episodes WHERE channel = ANY(%s){agent_sql} "
+                    "ORDER BY id",
+                    [list(bridges), *agent_params],
+                ):
+                    report.scanned += 1
+                    _migrate_episode(ex, ep, globalize, report)
+                if dry_run:
+                    raise _DryRun
+        except _DryRun:
+            pass
+        return report
+
+
+# -- merge ---------------------------------------------------------------------------------------
+
+
+def _result(mode: str) -> dict[str, int]:
+    return {"copied" if mode == COPY else "moved": 0, "skipped": 0}
+
+
+def _ids(ex: Executor, table: str, agent: str) -> list[int]:
+    return [int(r["id"]) for r in ex.all(f"SELECT id FROM {table} WHERE agent_id = %s ORDER BY id", (agent,))]
+
+
+def _skip(ex: Executor, table: str, rid: int, mode: str, result: dict[str, int]) -> None:
+    result["skipped"] += 1
+    if mode == MOVE:
+        ex.run(f"DELETE FROM {table} WHERE id = %s", (rid,))
+        PgTasks(ex).remove_for_target(table, rid)
+
+
+def _place(
+    ex: Executor, table: str, rid: int, target: str, mode: str, duplicate: bool, has_vector: bool,
+    queued_at: str | None, result: dict[str, int],
+) -> None:
+    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it."""
+    if duplicate:
+        _skip(ex, table, rid, mode, result)
+        return
+    if mode == MOVE:
+        try:
+            with ex.savepoint():
+                ex.run(f"UPDATE {table} SET agent_id = %s WHERE id = %s", (target, rid))
+        except psycopg.errors.UniqueViolation:  # the target gained this row since the probe
+            _skip(ex, table, rid, mode, result)
+            return
+        result["moved"] += 1
+        return
+    columns = _COPY_COLUMNS[table]
+    new_id = ex.value(
+        f"INSERT INTO {table}(agent_id, {columns}) SELECT %s, {columns} FROM {table} WHERE id = %s "
+        "ON CONFLICT DO NOTHING RETURNING id",
+        (target, rid),
+    )
+    if new_id is None:
+        result["skipped"] += 1
+        return
+    result["copied"] += 1
+    if not has_vector and queued_at is not None:
+        PgTasks(ex).enqueue(EMBED, table, int(new_id), queued_at)
+
+
+def _merge_memories(ex: Executor, source: str, target: str, mode: str, queued_at: str | None) -> dict[str, int]:
+    result = _result(mode)
+    for rid in _ids(ex, "memories", source):
+        row = ex.one(
+            "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL AS has_vector FROM memories "
+            "WHERE id = %s",
+            (rid,),
+        )
+        assert row is not None
+        dup = None
+        if row["msg_id"]:
+            dup = ex.value(
+                "SELECT id FROM memories WHERE agent_id = %s AND project_id = %s AND md5(msg_id) = md5(%s) "
+                "AND msg_id = %s AND msg_id <> ''",
+                (target, row["project_id"], row["msg_id"], row["msg_id"]),
+            )
+        if dup is None:
+            dup = ex.value(
+                "SELECT id FROM memories WHERE agent_id = %s AND project_id = %s AND channel = %s "
+                "AND md5(content) = md5(%s) AND content = %s",
+                (target, row["project_id"], row["channel"], row["content"], row["content"]),
+            )
+        if dup is not None and mode == MOVE and row["locked"]:
+            ex.run("UPDATE memories SET locked = TRUE WHERE id = %s", (dup,))  # the lock survives the move
+        _place(ex, "memories", rid, target, mode, dup is not None, bool(row["has_vector"]), queued_at, result)
+    return result
+
+
+def _merge_episodes(ex: Executor, source: str, target: str, mode: str, queued_at: str | None) -> dict[str, int]:
+    result = _result(mode)
+    for rid in _ids(ex, "episodes", source):
+        row = ex.one(
+            "SELECT project_id, channel, summary, embedding IS NOT NULL AS has_vector FROM episodes WHERE id = %s",
+            (rid,),
+        )
+        assert row is not None
+        dup = ex.value(
+            "SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s AND summary = %s LIMIT 1",
+            (target, row["project_id"], row["channel"], row["summary"]),
+        )
+        _place(ex, "episodes", rid, target, mode, dup is not None, bool(row["has_vector"]), queued_at, result)
+    return result
+
+
+def _merge_profiles(ex: Executor, source: str, target: str, mode: str) -> dict[str, int]:
+    result = _result(mode)
+    rows = ex.all(
+        "SELECT project_id, user_id, content, updated_at FROM profiles WHERE agent_id = %s "
+        'ORDER BY project_id COLLATE "C", user_id COLLATE "C"',
+        (source,),
+    )
+    for r in rows:
+        key = (r["project_id"], r["user_id"])
+        existing = ex.value(
+            "SELECT updated_at FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s", (target, *key)
+        )
+        if existing is not None and existing >= r["updated_at"]:
+            result["skipped"] += 1
+        else:
+            ex.run(
+                "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (agent_id, project_id, user_id) DO UPDATE SET content = excluded.content, "
+                "updated_at = excluded.updated_at",
+                (target, *key, r["content"], r["updated_at"]),
+            )
+            result["copied" if mode == COPY else "moved"] += 1
+        if mode == MOVE:
+            ex.run("DELETE FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s", (source, *key))
+    return result
+
+
+# -- channel axis --------------------------------------------------------------------------------
+
+
+def _migrate_memory(
+    ex: Executor, row: dict[str, Any], found: str | None, globalize: bool, bridges: set[str], report: ChannelReport
+) -> None:
+    ref = f"mem:{row['id']}"
+    if row["locked"]:
+        report.note("locked", ref, channel=row["channel"])
+        return
+    if found is None or found in bridges:
+        if not globalize:
+            report.note("unrecoverable", ref, channel=row["channel"])
+            return
+        target, kind = "", "globalized"
+    else:
+        target, kind = found, "moved"
+    clash = ex.value(
+        "SELECT id FROM memories WHERE agent_id = %s AND project_id = %s AND channel = %s "
+        "AND md5(content) = md5(%s) AND content = %s",
+        (row["agent_id"], row["project_id"], target, row["content"], row["content"]),
+    )
+    if clash is None:
+        try:
+            with ex.savepoint():
+                ex.run("UPDATE memories SET channel = %s WHERE id = %s", (target, row["id"]))
+        except psycopg.errors.UniqueViolation:  # written by another server since the probe
+            clash = "?"
+    if clash is not None:
+        report.note("collisions", ref, channel=row["channel"], target=target, existing=f"mem:{clash}")
+        return
+    report.landed(kind, target)
+
+
+def _migrate_episode(ex: Executor, ep: dict[str, Any], globalize: bool, report: ChannelReport) -> None:
+    ref = f"ep:{ep['id']}"
+    if not globalize:
+        report.note("unrecoverable", ref, channel=ep["channel"])
+        return
+    clash = ex.value(
+        "SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = '' AND summary = %s LIMIT 1",
+        (ep["agent_id"], ep["project_id"], ep["summary"]),
+    )
+    if clash is not None:
+        report.note("collisions", ref, channel=ep["channel"], target="", existing=f"ep:{clash}")
+        return
+    ex.run("UPDATE episodes SET channel = '' WHERE id = %s", (ep["id"],))
+    report.landed("globalized", "")
