@@ -15,6 +15,7 @@ from cpersona.embed.runtime.factory import MisconfiguredBackend, create_backend
 from cpersona.embed.runtime.http_backend import HttpBackend, normalise_url
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.embed.runtime.onnx_backend import OnnxBackend
+from cpersona.embed.runtime.shared_backend import SharedModelBackend
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +120,14 @@ def test_factory_modes(tmp_path) -> None:  # type: ignore[no-untyped-def]
         Settings(embedding_mode="http", embedding_url="http://127.0.0.1:1", embedding_timeout=3)
     )
     assert isinstance(http, HttpBackend) and http.timeout == 3
-    onnx = create_backend(
-        Settings(models_dir=tmp_path, embedding_model="all-minilm-l6-v2", embedding_dim=None)
+    onnx_settings = Settings(
+        models_dir=tmp_path, embedding_model="all-minilm-l6-v2", embedding_dim=None, runtime_dir=tmp_path / "run"
     )
+    shared = create_backend(onnx_settings)
+    # Shared by default (one copy per machine); the wrapped backend is the ordinary in-process one.
+    assert isinstance(shared, SharedModelBackend) and shared.mode == "onnx"
+    assert isinstance(shared.inner, OnnxBackend) and shared.inner.model_path == tmp_path / "all-minilm-l6-v2"
+    onnx = create_backend(onnx_settings.with_overrides(model_sharing="off"))
     assert isinstance(onnx, OnnxBackend) and onnx.model_path == tmp_path / "all-minilm-l6-v2"
 
 
