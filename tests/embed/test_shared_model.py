@@ -292,3 +292,29 @@ def test_a_client_process_never_imports_the_runtime(minilm_models_dir: Path, run
         np.testing.assert_allclose(answer["vector"], host.embed_query("a kitten is resting on a rug"), atol=1e-6)
     finally:
         host.close()
+
+
+def test_two_memories_share_one_model_and_say_so(minilm_models_dir: Path, tmp_path: Path) -> None:
+    from cpersona.memory import Memory
+
+    settings = Settings(
+        db_path=tmp_path / "memory.db", models_dir=minilm_models_dir, embedding_model=MINILM,
+        runtime_dir=tmp_path / "run", update_check=False, auto_fetch_model=False,
+        operating_context_path=tmp_path / "operating-context.toml",
+    )
+    with Memory(settings, start_background=False) as first, Memory(settings, start_background=False) as second:
+        assert first.embeddings.try_load() and second.embeddings.try_load()
+        one, two = first.embedding_status(), second.embedding_status()
+        assert (one["sharing"]["role"], two["sharing"]["role"]) == (HOST, CLIENT)
+        assert one["sharing"]["host_pid"] == two["sharing"]["host_pid"] == os.getpid()
+        assert one["sharing"]["socket"] == two["sharing"]["socket"]
+        stored = second.store("shared", "The cat sits on the mat.")
+        assert stored["embedded"] is True
+        best = first.recall("shared", "A kitten is resting on a rug")["results"][-1]
+        assert best["id"] == stored["id"] and best["match_reason"].get("cosine") is not None
+        first.close()  # the host leaves: the second takes over on its next embedding
+        recalled = second.recall("shared", "A kitten is resting on a rug")
+        assert recalled["results"][-1]["match_reason"].get("cosine") is not None
+        assert second.embedding_status()["sharing"] == {
+            "role": HOST, "host_pid": os.getpid(), "socket": two["sharing"]["socket"], "takeovers": 1
+        }
