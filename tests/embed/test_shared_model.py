@@ -154,6 +154,18 @@ def test_a_stale_socket_file_is_replaced(minilm_models_dir: Path, run_dir: Path)
         backend.close()
 
 
+def test_a_removed_runtime_dir_is_recreated(minilm_models_dir: Path, run_dir: Path) -> None:
+    import shutil
+
+    backend = minilm_shared(minilm_models_dir, run_dir)
+    shutil.rmtree(run_dir)  # e.g. a session manager cleaning XDG_RUNTIME_DIR
+    try:
+        backend.load()
+        assert backend.role == HOST and (run_dir.stat().st_mode & 0o777) == 0o700
+    finally:
+        backend.close()
+
+
 def test_a_held_lock_without_a_socket_is_an_unreachable_fault(minilm_models_dir: Path, run_dir: Path) -> None:
     backend = minilm_shared(minilm_models_dir, run_dir, load_wait=0.3)
     holder = HostLock(backend.rendezvous.lock_path)

@@ -30,7 +30,13 @@ import numpy as np
 
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind, l2_normalise
 from cpersona.embed.runtime.embed_server import MAX_TEXTS, UnixEmbedServer, embed_for_role
-from cpersona.embed.runtime.rendezvous import HOST_GONE_ERRORS, HostLock, Rendezvous, UnixHTTPConnection
+from cpersona.embed.runtime.rendezvous import (
+    HOST_GONE_ERRORS,
+    HostLock,
+    Rendezvous,
+    RendezvousError,
+    UnixHTTPConnection,
+)
 from cpersona.embed.runtime.selftest import load_check
 
 if TYPE_CHECKING:
@@ -130,6 +136,16 @@ class SharedModelBackend(EmbeddingBackend):
     def _elect(self, wait: float) -> None:
         # Caller holds _state_lock. Alternate between the lock and the socket until one answers:
         # the lock wins when the host is gone, the socket when a (new) host serves.
+        try:
+            # Again at every election: a session manager may have removed the runtime directory.
+            self.rendezvous.check()
+        except RendezvousError as exc:
+            raise EmbeddingFault(
+                FaultKind.MISCONFIGURED,
+                "the model-sharing directory cannot be used",
+                str(exc),
+                "fix the directory's owner and mode (0700) or set CPERSONA_MODEL_SHARING=off",
+            ) from exc
         deadline = time.monotonic() + wait
         last: BaseException | None = None
         while True:
