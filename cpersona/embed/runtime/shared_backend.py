@@ -155,6 +155,8 @@ class SharedModelBackend(EmbeddingBackend):
             try:
                 self._check_host()
                 self._role = CLIENT
+                log.info("using the embedding model %s held by process %s at %s", self.model_id, self.host_pid,
+                         self.socket_path)
                 return
             except _HostGone as gone:
                 last = gone.__cause__ or gone
