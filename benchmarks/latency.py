@@ -48,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table, summary_ms, write_json  # noqa: E402
+from _common import minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
@@ -311,11 +311,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         models_dir = args.models_dir
         if models_dir is None:
-            from cpersona.embed.install.assemble import assemble_minilm
-            from cpersona.embed.install.fetch import install_from
-
-            models_dir = Path(tmp) / "models"
-            install_from(assemble_minilm(Path(tmp) / "src"), MODEL, models_dir, stream=sys.stderr)
+            models_dir = minilm_models_dir(Path(tmp))
         meta = model_meta(models_dir)
         rows = [run_size(size, texts, questions, models_dir, meta) for size in args.sizes]
         ingest = ingest_with_embedding(texts, models_dir, args.embed_sample) if args.embed_sample else {}

@@ -8,6 +8,7 @@ once (``Settings.from_env``) and passed down; nothing else in the package reads
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +26,20 @@ class ConfigError(ValueError):
 def default_data_dir() -> Path:
     """Per-user data directory (e.g. ``~/.local/share/cpersona`` on Linux)."""
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def default_runtime_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Per-user directory for the model-sharing lock and socket: ``$XDG_RUNTIME_DIR/cpersona``.
+
+    Without XDG_RUNTIME_DIR (macOS, containers), ``<temp dir>/cpersona-<uid>``; the
+    sharing code creates it with mode 0700 and refuses one it does not own.
+    """
+    e = os.environ if env is None else env
+    xdg = (e.get("XDG_RUNTIME_DIR") or "").strip()
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / APP_NAME
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"{APP_NAME}-{uid}"
 
 
 def _get(env: Mapping[str, str], *names: str) -> str | None:
@@ -144,6 +159,10 @@ class Settings:
     embedding_url: str | None = None  # CPERSONA_EMBEDDING_URL (alias EMBEDDING_HTTP_URL)
     embedding_timeout: float = 30.0  # CPERSONA_EMBEDDING_TIMEOUT: seconds per HTTP request
     auto_fetch_model: bool = True  # CPERSONA_AUTO_FETCH_MODEL: serve fetches a missing default model
+    # CPERSONA_MODEL_SHARING: auto | off. auto: processes of one user with the same onnx model share
+    # one loaded copy (the first loads it and serves the others over a Unix socket).
+    model_sharing: str = "auto"
+    runtime_dir: Path = field(default_factory=default_runtime_dir)  # $XDG_RUNTIME_DIR/cpersona (lock + socket)
     degraded_advisory: bool = True  # CPERSONA_DEGRADED_ADVISORY
 
     # Queue
@@ -220,6 +239,8 @@ class Settings:
             embedding_url=_get(e, "CPERSONA_EMBEDDING_URL", "EMBEDDING_HTTP_URL"),
             embedding_timeout=_float(e, "CPERSONA_EMBEDDING_TIMEOUT", base.embedding_timeout),
             auto_fetch_model=_bool(e, "CPERSONA_AUTO_FETCH_MODEL", base.auto_fetch_model),
+            model_sharing=_choice(e, ("CPERSONA_MODEL_SHARING",), base.model_sharing, {"auto", "off"}),
+            runtime_dir=default_runtime_dir(e),
             degraded_advisory=_bool(e, "CPERSONA_DEGRADED_ADVISORY", base.degraded_advisory),
             task_retry_delay=_float(e, "CPERSONA_TASK_RETRY_DELAY", base.task_retry_delay),
             transport=_choice(e, ("CPERSONA_TRANSPORT",), base.transport, {"stdio", "streamable-http"}),

@@ -369,6 +369,15 @@ class DeleteAgentDataResult(TypedDict):
 # -- health and administration -------------------------------------------------------------------------
 
 
+class ModelSharing(TypedDict):
+    """This process's part in sharing one loaded model between processes (onnx mode, sharing on)."""
+
+    role: Annotated[str, "host (holds the model and serves it), client (embeds through the host) or none."]
+    host_pid: Annotated[int | None, "Process id of the model host (null before the first load)."]
+    socket: Annotated[str, "The host's Unix socket."]
+    takeovers: Annotated[int, "Times this process took the model over from a host that went away."]
+
+
 class EmbeddingStatus(TypedDict):
     """embedding_status: the degradation state (no ok key)."""
 
@@ -380,6 +389,7 @@ class EmbeddingStatus(TypedDict):
     runbook: NotRequired[Annotated[str, "How to fix it (not healthy)."]]
     model_id: NotRequired[Annotated[str, "The loaded model (healthy)."]]
     dimension: NotRequired[Annotated[int, "Its vector dimension (healthy)."]]
+    sharing: NotRequired[Annotated[ModelSharing, "Model sharing between processes (onnx with sharing on)."]]
 
 
 class VectorWindow(TypedDict):

@@ -98,7 +98,8 @@ def cmd_embed_server(args: argparse.Namespace, settings: Settings) -> int:
             "cpersona embed-server: CPERSONA_EMBEDDING_MODE=none, there is no model to serve", file=sys.stderr
         )
         return EXIT_FAILED
-    backend = create_backend(settings)
+    # embed-server is itself the one copy other processes use: it never joins Unix-socket sharing.
+    backend = create_backend(settings.with_overrides(model_sharing="off"))
     try:
         backend.load()
     except EmbeddingFault as fault:

@@ -96,6 +96,9 @@ class Admin:
         status.update(mode=self.embeddings.backend.mode)
         if self.health.state == HEALTHY:
             status.update(model_id=self.embeddings.model_id, dimension=self.embeddings.dimension)
+        sharing = getattr(self.embeddings.backend, "sharing_status", None)
+        if callable(sharing):
+            status["sharing"] = sharing()
         return status
 
     def stats(self) -> dict[str, Any]:

@@ -51,7 +51,21 @@ def test_embed_returns_model_vectors(server: EmbedHTTPServer, minilm_backend: On
 
 def test_health(server: EmbedHTTPServer) -> None:
     status, payload = request(server.url + "/health", method="GET")
-    assert status == 200 and payload == {"status": "ok", "model": "all-minilm-l6-v2", "dimension": 384}
+    assert status == 200 and payload == {
+        "status": "ok", "model": "all-minilm-l6-v2", "dimension": 384, "roles": ["document", "query"],
+        "pid": os.getpid(),
+    }
+
+
+def test_the_query_role_embeds_as_a_query(server: EmbedHTTPServer, minilm_backend: OnnxBackend) -> None:
+    # MiniLM has no prompts, so query and document vectors agree; the role is accepted and checked.
+    body = json.dumps({"texts": ["where is the cat", "the mat"], "role": "query"}).encode()
+    status, payload = request(server.url + "/embed", body)
+    assert status == 200
+    expected = np.stack([minilm_backend.embed_query("where is the cat"), minilm_backend.embed_query("the mat")])
+    np.testing.assert_allclose(np.array(payload["embeddings"]), expected, atol=1e-6)
+    status, payload = request(server.url + "/embed", json.dumps({"texts": ["x"], "role": 3}).encode())
+    assert status == 400 and "role" in payload["error"]
 
 
 @pytest.mark.parametrize(

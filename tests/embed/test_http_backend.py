@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
-from model_fixtures import free_loopback_port
+from model_fixtures import free_loopback_port, tiny_jina_manifest
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
@@ -15,6 +15,7 @@ from cpersona.embed.runtime.factory import MisconfiguredBackend, create_backend
 from cpersona.embed.runtime.http_backend import HttpBackend, normalise_url
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.embed.runtime.onnx_backend import OnnxBackend
+from cpersona.embed.runtime.shared_backend import SharedModelBackend
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +59,24 @@ def test_same_vectors_as_in_process(minilm_server: EmbedHTTPServer, minilm_backe
         backend.embed_documents(texts), minilm_backend.embed_documents(texts), atol=1e-5
     )
     np.testing.assert_allclose(backend.embed_query("cat"), minilm_backend.embed_query("cat"), atol=1e-5)
+
+
+def test_queries_carry_the_query_role(tiny_jina_models_dir) -> None:  # type: ignore[no-untyped-def]
+    # jina has a query prompt: over HTTP the query vector must be the in-process query vector.
+    manifest = tiny_jina_manifest()
+    local = OnnxBackend(manifest, tiny_jina_models_dir / manifest.name)
+    local.load()
+    srv, thread = start_embed_server(local, "127.0.0.1", 0)
+    try:
+        backend = HttpBackend(srv.url, timeout=10)
+        text = "the cat sits on the mat"
+        np.testing.assert_allclose(backend.embed_query(text), local.embed([text], "query")[0], atol=1e-5)
+        np.testing.assert_allclose(backend.embed_documents([text])[0], local.embed([text])[0], atol=1e-5)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(5)
+        local.close()
 
 
 def test_large_lists_are_split_into_requests_of_32(minilm_server: EmbedHTTPServer) -> None:
@@ -119,9 +138,14 @@ def test_factory_modes(tmp_path) -> None:  # type: ignore[no-untyped-def]
         Settings(embedding_mode="http", embedding_url="http://127.0.0.1:1", embedding_timeout=3)
     )
     assert isinstance(http, HttpBackend) and http.timeout == 3
-    onnx = create_backend(
-        Settings(models_dir=tmp_path, embedding_model="all-minilm-l6-v2", embedding_dim=None)
+    onnx_settings = Settings(
+        models_dir=tmp_path, embedding_model="all-minilm-l6-v2", embedding_dim=None, runtime_dir=tmp_path / "run"
     )
+    shared = create_backend(onnx_settings)
+    # Shared by default (one copy per machine); the wrapped backend is the ordinary in-process one.
+    assert isinstance(shared, SharedModelBackend) and shared.mode == "onnx"
+    assert isinstance(shared.inner, OnnxBackend) and shared.inner.model_path == tmp_path / "all-minilm-l6-v2"
+    onnx = create_backend(onnx_settings.with_overrides(model_sharing="off"))
     assert isinstance(onnx, OnnxBackend) and onnx.model_path == tmp_path / "all-minilm-l6-v2"
 
 

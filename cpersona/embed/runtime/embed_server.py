@@ -1,22 +1,31 @@
-"""``cpersona embed-server``: serve the in-process model over the /embed contract.
+"""The /embed contract served over TCP (``cpersona embed-server``) or a Unix socket (model sharing).
 
-``POST /embed {"texts": [...]}`` (1..32 strings) answers
-``{"embeddings": [[...]], "model": ..., "dimension": ...}``; ``GET /health``
-answers ``{"status": "ok", ...}``. Bad requests get HTTP 400 with
-``{"error": ...}``. Binds to loopback unless told otherwise: there is no
-authentication, so exposing it is the operator's explicit choice.
+``POST /embed {"texts": [...], "role": "document" | "query"}`` (1..32 strings;
+``role`` optional, default ``document``: a query gets the model's query prompt)
+answers ``{"embeddings": [[...]], "model": ..., "dimension": ...}``;
+``GET /health`` answers ``{"status": "ok", "model", "dimension", "roles", "pid"}``.
+Bad requests get HTTP 400 with ``{"error": ...}``. The TCP server binds to
+loopback unless told otherwise: there is no authentication, so exposing it is
+the operator's explicit choice. The Unix-socket server lives in a 0700
+per-user directory (see ``shared_backend``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
+import socketserver
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +33,31 @@ DEFAULT_PORT = 8403
 MAX_TEXTS = 32
 # Generous for 32 long memories, small enough that one request cannot exhaust memory.
 MAX_BODY_BYTES = 8 * 1024 * 1024
+ROLES = ("document", "query")
+
+
+class _ServesBackend(Protocol):
+    backend: EmbeddingBackend
+
+
+def embed_for_role(backend: EmbeddingBackend, texts: Sequence[str], role: str) -> np.ndarray:
+    """Vectors for ``texts`` as documents or as queries (the query prompt applied per text)."""
+    if role == "query":
+        import numpy as np
+
+        return np.vstack([backend.embed_query(text) for text in texts])
+    return backend.embed_documents(list(texts))
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: EmbedHTTPServer
+    server: _ServesBackend  # type: ignore[assignment]
     protocol_version = "HTTP/1.1"
+
+    def address_string(self) -> str:
+        # A Unix-socket peer has no (host, port): its client_address is an empty str or bytes.
+        if isinstance(self.client_address, tuple):
+            return str(self.client_address[0])
+        return "unix-socket"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         # Route access logs through logging instead of raw stderr lines.
@@ -45,7 +74,16 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         if self.path.split("?")[0] in ("/health", "/"):
             backend = self.server.backend
-            self._send(200, {"status": "ok", "model": backend.model_id, "dimension": backend.dimension})
+            self._send(
+                200,
+                {
+                    "status": "ok",
+                    "model": backend.model_id,
+                    "dimension": backend.dimension,
+                    "roles": list(ROLES),
+                    "pid": os.getpid(),
+                },
+            )
         else:
             self._send(404, {"error": f"no route {self.path}; use POST /embed or GET /health"})
 
@@ -73,9 +111,13 @@ class _Handler(BaseHTTPRequestHandler):
         if len(texts) > MAX_TEXTS:
             self._send(400, {"error": f"at most {MAX_TEXTS} texts per request, got {len(texts)}"})
             return
+        role = payload.get("role", "document")
+        if role not in ROLES:
+            self._send(400, {"error": f"role must be one of {', '.join(ROLES)}, got {role!r}"})
+            return
         backend = self.server.backend
         try:
-            vectors = backend.embed_documents(texts)
+            vectors = embed_for_role(backend, texts, role)
         except EmbeddingFault as fault:
             self._send(503, {"error": str(fault), "kind": fault.kind})
             return
@@ -107,6 +149,19 @@ class EmbedHTTPServer(ThreadingHTTPServer):
         host = raw_host.decode() if isinstance(raw_host, bytes | bytearray) else str(raw_host)
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}"
+
+
+class UnixEmbedServer(socketserver.ThreadingUnixStreamServer):
+    """The same /embed handler on a Unix stream socket (one model shared by the processes of one user)."""
+
+    daemon_threads = True
+    # Handler threads must not keep a closing host alive.
+    block_on_close = False
+
+    def __init__(self, path: str, backend: EmbeddingBackend) -> None:
+        """Bind ``path`` (which must not exist) and serve ``backend``."""
+        self.backend = backend
+        super().__init__(path, _Handler)
 
 
 def make_embed_server(

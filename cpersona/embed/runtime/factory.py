@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,6 +14,11 @@ from cpersona.embed.registry import ManifestError, known_model_names, load_manif
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.http_backend import HttpBackend
 from cpersona.embed.runtime.none_backend import NoEmbeddings
+
+if TYPE_CHECKING:
+    from cpersona.embed.runtime.onnx_backend import OnnxBackend
+
+log = logging.getLogger(__name__)
 
 
 class MisconfiguredBackend(EmbeddingBackend):
@@ -81,4 +89,25 @@ def create_backend(settings: Settings) -> EmbeddingBackend:
     # Imported here so that merely choosing a backend never pulls numpy-heavy ONNX code paths early.
     from cpersona.embed.runtime.onnx_backend import OnnxBackend
 
-    return OnnxBackend.from_settings(manifest, settings)
+    backend = OnnxBackend.from_settings(manifest, settings)
+    if settings.model_sharing == "off":
+        return backend
+    return _shared(backend, settings)
+
+
+def _shared(backend: OnnxBackend, settings: Settings) -> EmbeddingBackend:
+    """``backend`` shared with the user's other processes, or itself when sharing cannot work here."""
+    from cpersona.embed.runtime.rendezvous import Rendezvous, RendezvousError, sharing_key
+    from cpersona.embed.runtime.shared_backend import SharedModelBackend
+
+    key = sharing_key(
+        backend.model_path, backend.manifest.name, backend.dimension, int(backend.max_tokens), os.getuid()
+    )
+    rendezvous = Rendezvous(settings.runtime_dir, key)
+    try:
+        rendezvous.check()
+    except RendezvousError as exc:
+        # Sharing is a memory saving, never a reason not to embed: fall back to a private copy.
+        log.warning("model sharing is off for this process (%s); loading a private copy of the model", exc)
+        return backend
+    return SharedModelBackend(backend, rendezvous, timeout=settings.embedding_timeout)

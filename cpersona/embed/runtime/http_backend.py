@@ -2,7 +2,10 @@
 
 Contract: ``POST {"texts": [...]}`` (at most 32 texts) answers
 ``{"embeddings": [[...], ...]}``, optionally with ``"model"`` and
-``"dimension"``. Vectors are L2-normalised here whether or not the server did.
+``"dimension"``. Queries add ``"role": "query"`` so a server whose model has
+a query prompt (``cpersona embed-server``) applies it; documents send no role
+(the contract's default). Vectors are L2-normalised here whether or not the
+server did.
 
 Uses the standard library's urllib: the backend needs one JSON POST with a
 timeout, and mcp's HTTP client package (``httpx2`` at the time of writing) is
@@ -94,9 +97,12 @@ class HttpBackend(EmbeddingBackend):
             )
         return self.url
 
-    def _post(self, texts: list[str]) -> tuple[np.ndarray, dict[str, Any]]:
+    def _post(self, texts: list[str], role: str | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         url = self._require_url()
-        body = json.dumps({"texts": texts}).encode("utf-8")
+        request_body: dict[str, Any] = {"texts": texts}
+        if role is not None:
+            request_body["role"] = role
+        body = json.dumps(request_body).encode("utf-8")
         request = urllib.request.Request(
             url,
             data=body,
@@ -152,14 +158,16 @@ class HttpBackend(EmbeddingBackend):
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed in requests of at most 32 texts; unit-length float32 rows."""
-        texts = list(texts)
+        return self._embed(list(texts), None)
+
+    def _embed(self, texts: list[str], role: str | None) -> np.ndarray:
         if not self._dimension:
             self.load()
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
         parts = []
         for start in range(0, len(texts), self.max_batch):
-            vectors, _ = self._post(texts[start : start + self.max_batch])
+            vectors, _ = self._post(texts[start : start + self.max_batch], role)
             if vectors.shape[1] != self._dimension:
                 raise EmbeddingFault(
                     FaultKind.DIMENSION_MISMATCH,
@@ -171,5 +179,5 @@ class HttpBackend(EmbeddingBackend):
         return l2_normalise(np.vstack(parts))
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query (the server applies any query prompt itself)."""
-        return self.embed_documents([text])[0]
+        """Embed one query, sent with ``"role": "query"`` (the server applies the model's query prompt)."""
+        return self._embed([text], "query")[0]
