@@ -30,6 +30,7 @@ from latency import AGENT, corpus, text_at  # noqa: E402
 
 from cpersona.retrieval.match_query import query_terms  # noqa: E402
 from cpersona.storage.interface import NewMemory, QueryTerms  # noqa: E402
+from cpersona.storage.keyword import SqliteKeywordSearch  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.sqlite import SqliteStore  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
@@ -111,8 +112,11 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=200, help="the first N LoCoMo questions (0 = all)")
     parser.add_argument("--db-dir", type=Path, default=Path("/tmp/cpersona-keyword-cost"))
     parser.add_argument("--per-term", action="store_true", help="show the costliest questions' term counts")
+    parser.add_argument("--budget", type=int, help="the keyword row budget (default: the product's)")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.budget is not None:  # measure another budget without editing the product
+        SqliteKeywordSearch.__init__.__defaults__ = (args.budget,)
     texts, questions = corpus(args.data_dir)
     if args.questions:
         questions = questions[: args.questions]

@@ -113,7 +113,7 @@ class SqliteKeywordSearch:
             f"WHERE {table} MATCH ? AND {where}{source_sql} ORDER BY {table}.rowid DESC LIMIT ?"
             ") c ORDER BY hits DESC, c.id DESC",
             [*patterns, or_expression(plan.dropped if plan.kept else live), *params, *source_params,
-             self.row_budget],
+             max(self.row_budget, limit)],
         ).fetchall()
         seen = {rid for rid, _ in hits}
         fill = [(int(r[0]), 0.0 if plan.kept else float(r[1])) for r in rows if int(r[0]) not in seen]
