@@ -31,6 +31,7 @@ from latency import AGENT, corpus, text_at  # noqa: E402
 from cpersona.retrieval.match_query import query_terms  # noqa: E402
 from cpersona.storage.interface import NewMemory, QueryTerms  # noqa: E402
 from cpersona.storage.keyword import SqliteKeywordSearch  # noqa: E402
+from cpersona.storage.keyword_prune import plan_terms  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.sqlite import SqliteStore  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
@@ -86,6 +87,27 @@ def measure(db: Path, questions: list[str], rounds: int = 2) -> tuple[dict[str, 
     return {k: summary_ms(v) for k, v in samples.items()}, per_question
 
 
+def prune_stats(db: Path, questions: list[str]) -> dict[str, dict[str, float]]:
+    """Per channel: terms per question, terms dropped per question (mean), share of questions bounded."""
+    store = SqliteStore(db)
+    out: dict[str, dict[str, float]] = {}
+    with store.read() as session:
+        search = session.keyword
+        conn = search.conn  # type: ignore[attr-defined]
+        budget = search.row_budget  # type: ignore[attr-defined]
+        for table, pick in (("memories_fts", lambda t: t.match), ("memories_words", lambda t: t.words)):
+            plans = [(pick(query_terms(q)), plan_terms(conn, table, pick(query_terms(q)), budget))
+                     for q in questions]
+            n = max(len(plans), 1)
+            out[table] = {
+                "terms": round(sum(len(t) for t, _ in plans) / n, 2),
+                "dropped": round(sum(len(p.dropped) for _, p in plans) / n, 2),
+                "bounded_share": round(sum(p.bounded for _, p in plans) / n, 3),
+            }
+    store.close()
+    return out
+
+
 def term_counts(db: Path, question: str) -> dict[str, Any]:
     """Rows matching each term of ``question`` in the trigram and the word index (what MATCH has to rank)."""
     store = SqliteStore(db)
@@ -109,6 +131,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--conversation", help="only this conversation's turns (a file stem, e.g. 41)")
     parser.add_argument("--questions", type=int, default=200, help="the first N LoCoMo questions (0 = all)")
     parser.add_argument("--db-dir", type=Path, default=Path("/tmp/cpersona-keyword-cost"))
     parser.add_argument("--per-term", action="store_true", help="show the costliest questions' term counts")
@@ -117,19 +140,28 @@ def main() -> int:
     args = parser.parse_args()
     if args.budget is not None:  # measure another budget without editing the product
         SqliteKeywordSearch.__init__.__defaults__ = (args.budget,)
-    texts, questions = corpus(args.data_dir)
+    data_dir = args.data_dir
+    if args.conversation:  # one conversation alone, as benchmarks/locomo.py stores it
+        data_dir = args.db_dir / f"conv{args.conversation}"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        (data_dir / f"{args.conversation}.json").write_bytes((args.data_dir / f"{args.conversation}.json").read_bytes())
+    texts, questions = corpus(data_dir)
     if args.questions:
         questions = questions[: args.questions]
     args.db_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"machine": machine(), "questions": len(questions), "sizes": {}}
     rows = []
     for size in args.sizes:
-        db = args.db_dir / f"kw{size}.db"
+        db = args.db_dir / f"kw{size}{'-' + args.conversation if args.conversation else ''}.db"
         if not db.exists():
             print(f"filling {size:,} rows into {db} ({fill(db, texts, size):.1f} s)", file=sys.stderr)
         stats, per_question = measure(db, questions)
         per_question.sort(key=lambda r: -(r["fts_memories"] + r["fts_words"]))
-        results["sizes"][str(size)] = {"channels": stats, "costliest": per_question[:10]}
+        pruning = prune_stats(db, questions)
+        results["sizes"][str(size)] = {"channels": stats, "pruning": pruning, "costliest": per_question[:10]}
+        for table, p in pruning.items():
+            print(f"{size:,} {table}: {p['terms']} terms/question, {p['dropped']} dropped, "
+                  f"{p['bounded_share']:.1%} of questions bounded (no term within budget)")
         for name, s in stats.items():
             rows.append([f"{size:,}", name, s["p50_ms"], s["p95_ms"], s["mean_ms"]])
         if args.per_term:

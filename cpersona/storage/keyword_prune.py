@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-ROW_BUDGET = 500  # rows a keyword channel may rank by bm25 per query (see docs/decisions.md)
+ROW_BUDGET = 300  # rows a keyword channel may rank by bm25 per query (see docs/decisions.md)
 
 
 @dataclass(frozen=True)
