@@ -13,21 +13,18 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.interface import KeywordHits, QueryTerms
+from cpersona.storage.keyword_prune import ROW_BUDGET, or_expression, plan_terms
 from cpersona.storage.scope import Scope
 
 
 def match_expression(terms: QueryTerms) -> str | None:
     """The FTS5 MATCH string, or None when no term is long enough for trigrams."""
-    if not terms.match:
-        return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms.match)
+    return or_expression(terms.match) if terms.match else None
 
 
 def words_expression(terms: QueryTerms) -> str | None:
     """The MATCH string for the word index: each word a quoted phrase, OR'ed (any word may match)."""
-    if not terms.words:
-        return None
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in terms.words)
+    return or_expression(terms.words) if terms.words else None
 
 
 def like_pattern(term: str) -> str:
@@ -45,27 +42,23 @@ def _source_clause(source_id: str | None, alias: str) -> tuple[str, list[object]
 class SqliteKeywordSearch:
     """``KeywordSearch`` over one SQLite connection."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "row_budget")
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, row_budget: int = ROW_BUDGET) -> None:
         self.conn = conn
+        self.row_budget = row_budget  # rows one channel may rank by bm25 (cpersona.storage.keyword_prune)
 
     def memories(self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None) -> KeywordHits:
-        """FTS5 trigram MATCH ranked by bm25; the LIKE pass when MATCH cannot run or finds nothing."""
+        """FTS5 trigram MATCH ranked by bm25 (rarest terms within the row budget); the LIKE pass when
+        MATCH cannot run or finds nothing."""
         if limit <= 0:
             return KeywordHits([], "none")
         where, params = scope.where("m")
         source_sql, source_params = _source_clause(source_id, "m")
-        expression = match_expression(terms)
-        if expression is not None:
-            rows = self.conn.execute(
-                "SELECT m.id, bm25(memories_fts) AS rank FROM memories_fts "
-                "JOIN memories m ON m.id = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND {where}{source_sql} ORDER BY rank, m.id DESC LIMIT ?",
-                [expression, *params, *source_params, limit],
-            ).fetchall()
-            if rows:
-                return KeywordHits([(int(r[0]), -float(r[1])) for r in rows], "fts")
+        if terms.match:
+            hits = self._budgeted("memories_fts", terms.match, scope, limit, source_id)
+            if hits:
+                return KeywordHits(hits, "fts")
         if not terms.like:
             return KeywordHits([], "none")
         score_sql = " + ".join("(m.content LIKE ? ESCAPE '\\')" for _ in terms.like)
@@ -81,19 +74,50 @@ class SqliteKeywordSearch:
     def memories_words(
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
     ) -> KeywordHits:
-        """FTS5 word-level MATCH (porter stems) ranked by bm25; no LIKE stand-in (the trigram channel has it)."""
-        expression = words_expression(terms)
-        if limit <= 0 or expression is None:
+        """FTS5 word-level MATCH (porter stems) ranked by bm25 within the row budget; no LIKE stand-in
+        (the trigram channel has it)."""
+        if limit <= 0 or not terms.words:
             return KeywordHits([], "none")
+        return KeywordHits(self._budgeted("memories_words", terms.words, scope, limit, source_id), "fts")
+
+    def _budgeted(
+        self, table: str, terms: tuple[str, ...], scope: Scope, limit: int, source_id: str | None
+    ) -> list[tuple[int, float]]:
+        """Rows of FTS5 ``table`` for ``terms``: bm25 over the terms that fit the row budget, then (when
+        that leaves the list short and some terms were dropped) the newest rows matching a dropped term,
+        scored 0 on the kept terms they lack. With no term within budget, the newest matches of any
+        term, scored by how many terms they contain."""
+        plan = plan_terms(self.conn, table, terms, self.row_budget)
+        if plan.matches_nothing:
+            return []
         where, params = scope.where("m")
         source_sql, source_params = _source_clause(source_id, "m")
+        hits: list[tuple[int, float]] = []
+        if plan.kept:
+            rows = self.conn.execute(
+                f"SELECT m.id, bm25({table}) AS rank FROM {table} "
+                f"JOIN memories m ON m.id = {table}.rowid "
+                f"WHERE {table} MATCH ? AND {where}{source_sql} ORDER BY rank, m.id DESC LIMIT ?",
+                [or_expression(plan.kept), *params, *source_params, limit],
+            ).fetchall()
+            hits = [(int(r[0]), -float(r[1])) for r in rows]
+        if len(hits) >= limit or not plan.dropped:
+            return hits
+        # Rows that hold only dropped terms: the newest within budget, most query terms first.
+        live = plan.kept + plan.dropped
+        patterns = [like_pattern(t) for t in live]
+        hits_sql = " + ".join("(c.content LIKE ? ESCAPE '\\')" for _ in live)
         rows = self.conn.execute(
-            "SELECT m.id, bm25(memories_words) AS rank FROM memories_words "
-            "JOIN memories m ON m.id = memories_words.rowid "
-            f"WHERE memories_words MATCH ? AND {where}{source_sql} ORDER BY rank, m.id DESC LIMIT ?",
-            [expression, *params, *source_params, limit],
+            f"SELECT c.id, ({hits_sql}) AS hits FROM ("
+            f"SELECT m.id AS id, m.content AS content FROM {table} JOIN memories m ON m.id = {table}.rowid "
+            f"WHERE {table} MATCH ? AND {where}{source_sql} ORDER BY {table}.rowid DESC LIMIT ?"
+            ") c ORDER BY hits DESC, c.id DESC",
+            [*patterns, or_expression(plan.dropped if plan.kept else live), *params, *source_params,
+             max(self.row_budget, limit)],
         ).fetchall()
-        return KeywordHits([(int(r[0]), -float(r[1])) for r in rows], "fts")
+        seen = {rid for rid, _ in hits}
+        fill = [(int(r[0]), 0.0 if plan.kept else float(r[1])) for r in rows if int(r[0]) not in seen]
+        return hits + fill[: limit - len(hits)]
 
     def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
         """FTS5 over episode summary + keywords (LIKE over both when no term has 3 characters)."""
