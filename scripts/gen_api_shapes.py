@@ -1,4 +1,4 @@
-"""Regenerate the tables of docs/api-shapes.md from the TypedDicts in cpersona/shapes.py.
+"""Regenerate the tables of docs/api-shapes.md from the TypedDicts in cpersona/shapes/.
 
 Usage: ``python scripts/gen_api_shapes.py`` rewrites the part of the file between
 the GENERATED markers; ``--check`` exits 1 when the file is out of date (the test
@@ -17,7 +17,7 @@ from typing import Any, Literal, NotRequired, Required, get_args, get_origin, ge
 from cpersona import shapes
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api-shapes.md"
-BEGIN = "<!-- BEGIN GENERATED from cpersona/shapes.py by scripts/gen_api_shapes.py; do not edit by hand -->"
+BEGIN = "<!-- BEGIN GENERATED from cpersona/shapes/ by scripts/gen_api_shapes.py; do not edit by hand -->"
 END = "<!-- END GENERATED -->"
 #: "or" inside a table cell (a bare | would end the cell).
 OR = " \\| "

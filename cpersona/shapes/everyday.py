@@ -1,0 +1,276 @@
+"""Shapes of the everyday calls: store, recall, writes, listings, protection and deletion."""
+
+# No ``from __future__ import annotations`` here: with string annotations Python 3.11 cannot see
+# NotRequired at runtime, and the doc generator reads __optional_keys__.
+from typing import Annotated, Literal, NotRequired, TypedDict
+
+from cpersona.shapes.rows import EpisodeRow, MemoryRow, ProfileRow, RecallRow, StoredRow
+
+# -- store -------------------------------------------------------------------------------------------
+
+
+class StoreStored(TypedDict):
+    """store: a new memory was written."""
+
+    ok: Annotated[Literal[True], "Success."]
+    result: Annotated[Literal["stored"], "Outcome."]
+    id: Annotated[int, "The new row's id."]
+    ref: Annotated[str, "'mem:<id>'."]
+    embedded: Annotated[bool, "A vector was computed now (false: keyword-only until back-fill)."]
+    truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+    original_length: NotRequired[Annotated[int, "Characters before the cut (with truncated)."]]
+
+
+class StoreSkipped(TypedDict):
+    """store: a duplicate (same msg_id, or identical content in the same scope); nothing written."""
+
+    ok: Annotated[Literal[True], "Success (a duplicate is not an error)."]
+    result: Annotated[Literal["skipped"], "Outcome."]
+    id: Annotated[int, "The existing row's id."]
+    ref: Annotated[str, "'mem:<id>' of the existing row."]
+    reason: Annotated[str, "Which dedup rule matched."]
+
+
+class StorePaused(TypedDict):
+    """store while persistence is paused (pause_persistence): nothing written."""
+
+    ok: Annotated[Literal[True], "Success (the pause is not an error)."]
+    result: Annotated[Literal["skipped"], "Outcome."]
+    persisted: Annotated[Literal[False], "Nothing was written."]
+    reason: Annotated[str, "That persistence is paused, and until when."]
+
+
+StoreResult = StoreStored | StoreSkipped | StorePaused
+
+
+# -- recall --------------------------------------------------------------------------------------------
+
+
+class RecallSearch(TypedDict):
+    """Which channels a recall used."""
+
+    vector: Annotated[bool, "The query was embedded and the vector channel ran."]
+    keyword: Annotated[str, "Keyword method of the trigram memories channel: 'fts', 'like' or 'none'."]
+    keyword_channels: Annotated[
+        dict[str, str],
+        "Each keyword channel that ran (fts_memories, fts_words, fts_episodes) → 'fts', 'like' or 'none'.",
+    ]
+
+
+class Advisory(TypedDict):
+    """Present on recall while search is degraded (SPEC §7)."""
+
+    degraded: Annotated[bool, "Always true when present."]
+    severity: Annotated[str, "'info' (loading, embeddings off) or 'critical' (fault)."]
+    state: Annotated[str, "Health state: unknown, hint or fault."]
+    kind: Annotated[str, "Machine-readable cause."]
+    reason: Annotated[str, "What is wrong."]
+    full: Annotated[bool, "True on the first degraded recall of an outage (evidence and runbook included)."]
+    evidence: NotRequired[Annotated[str, "What was observed (full advisories)."]]
+    runbook: NotRequired[Annotated[str, "How to fix it (full advisories)."]]
+    reminder: NotRequired[Annotated[str, "Short text on later recalls of the same outage."]]
+
+
+class RecallGate(TypedDict):
+    """Which quality gate was in force for a recall, and its verdict (docs/retrieval.md)."""
+
+    kind: Annotated[str, "'calibrated' (this agent's corpus), 'heuristic' (uncalibrated or stale: a fixed low "
+                         "floor) or 'off' (disabled, keyword-only recall, empty query, limit 0)."]
+    level: Annotated[str | None, "Precision level: strict, balanced or lenient (null when off)."]
+    beta: Annotated[float | None, "Effective β (null when off)."]
+    threshold: Annotated[float | None, "The cut on the cosine scale (null when off)."]
+    top_cosine: Annotated[float | None, "The query's best cosine in scope (null without a query vector)."]
+    passed: Annotated[bool, "The query passed (false: only exact lexical matches or fallbacks were kept)."]
+    keyed_on: Annotated[str | None, "'top_cosine' (per query) or 'confidence' (per row); null when off."]
+    reason: NotRequired[Annotated[str, "Why the gate is off or heuristic."]]
+    stale: NotRequired[Annotated[bool, "The stored calibration is for another model/dimension/scoring version."]]
+    cut: NotRequired[Annotated[int, "Candidate rows the gate removed."]]
+    autocut: NotRequired[Annotated[int, "Rows removed by largest-gap autocut (similarity-scale lists only)."]]
+
+
+class RecallResult(TypedDict):
+    """recall: rows ordered worst to best; the LAST element is the best match."""
+
+    ok: Annotated[Literal[True], "Success."]
+    results: Annotated[list[RecallRow], "Memory, episode and profile rows, worst to best."]
+    count: Annotated[int, "len(results)."]
+    mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
+    search: NotRequired[Annotated[RecallSearch, "Channels used (absent when limit is 0)."]]
+    gate: Annotated[RecallGate, "Which quality gate was in force and whether the query passed."]
+    advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
+    storage: NotRequired[
+        Annotated[str, "Present when the database could not record recall statistics (read_only / storage_full)."]
+    ]
+
+
+class RecalledMemory(MemoryRow):
+    """A memory row in recall_with_context output."""
+
+    origin: Annotated[Literal["memory"], "Came from recall."]
+
+
+class RecalledEpisode(EpisodeRow):
+    """An episode row in recall_with_context output."""
+
+    origin: Annotated[Literal["memory"], "Came from recall."]
+
+
+class RecalledProfile(ProfileRow):
+    """A profile row in recall_with_context output."""
+
+    origin: Annotated[Literal["memory"], "Came from recall."]
+
+
+class ContextEntry(TypedDict):
+    """One of the caller's own user/assistant entries in recall_with_context output."""
+
+    origin: Annotated[Literal["context"], "Came from external_context."]
+    role: Annotated[str, "'user' or 'assistant'."]
+    content: Annotated[str, "The entry's text."]
+    name: NotRequired[Annotated[str, "As given."]]
+    user_id: NotRequired[Annotated[str, "As given."]]
+    timestamp: NotRequired[Annotated[str, "As given, normalised to UTC ISO-8601."]]
+
+
+MergedItem = RecalledMemory | RecalledEpisode | RecalledProfile | ContextEntry
+
+
+class RecallWithContextResult(TypedDict):
+    """recall_with_context: recalled rows and conversation entries, deduplicated, oldest first."""
+
+    ok: Annotated[Literal[True], "Success."]
+    items: Annotated[list[MergedItem], "Chronological; undated entries last, in the order given."]
+    count: Annotated[int, "len(items)."]
+    mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
+    context_filter_only: NotRequired[Annotated[list[str], "Roles that only filtered (not merged)."]]
+    gate: Annotated[RecallGate, "The recall's quality gate (as in recall)."]
+    advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
+
+
+class GetContentsResult(TypedDict):
+    """get_contents: full rows in request order (the MCP layer adds the batch budget: deferred)."""
+
+    ok: Annotated[Literal[True], "Success."]
+    items: Annotated[list[StoredRow], "Found rows, in request order."]
+    missing: Annotated[list[str], "Refs that do not exist or belong to another agent."]
+
+
+# -- writes ----------------------------------------------------------------------------------------------
+
+
+class ArchiveEpisodeResult(TypedDict):
+    """archive_episode: the new episode."""
+
+    ok: Annotated[Literal[True], "Success."]
+    id: Annotated[int, "The new episode's id."]
+    ref: Annotated[str, "'ep:<id>'."]
+    embedded: Annotated[bool, "A vector was computed now."]
+    start_time: Annotated[str | None, "Earliest history timestamp."]
+    end_time: Annotated[str | None, "Latest history timestamp."]
+    truncated: NotRequired[Annotated[bool, "The summary was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+
+
+class UpdateMemoryResult(TypedDict):
+    """update_memory: the memory now holds the new text."""
+
+    ok: Annotated[Literal[True], "Success."]
+    id: Annotated[int, "The memory's id."]
+    ref: Annotated[str, "'mem:<id>'."]
+    embedded: Annotated[bool, "The new text was embedded now."]
+    truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+
+
+class GetProfileResult(TypedDict):
+    """get_profile."""
+
+    ok: Annotated[Literal[True], "Success."]
+    agent_id: Annotated[str, "The agent asked about."]
+    profile: Annotated[str | None, "The profile text; null when none is stored."]
+    updated_at: Annotated[str | None, "Last replaced; null when none is stored."]
+
+
+class UpdateProfileResult(TypedDict):
+    """update_profile: the profile was replaced."""
+
+    ok: Annotated[Literal[True], "Success."]
+    agent_id: Annotated[str, "The agent."]
+    updated_at: Annotated[str, "Now (UTC ISO-8601)."]
+    length: Annotated[int, "Characters stored."]
+    truncated: NotRequired[Annotated[bool, "The text was cut to CPERSONA_MAX_PROFILE_LENGTH."]]
+
+
+# -- browsing --------------------------------------------------------------------------------------------
+
+
+class ListMemoriesResult(TypedDict):
+    """list_memories: newest first."""
+
+    ok: Annotated[Literal[True], "Success."]
+    items: Annotated[list[MemoryRow], "Up to limit rows."]
+    count: Annotated[int, "len(items)."]
+    total: Annotated[int, "Rows in the scope."]
+
+
+class ListEpisodesResult(TypedDict):
+    """list_episodes: newest first."""
+
+    ok: Annotated[Literal[True], "Success."]
+    items: Annotated[list[EpisodeRow], "Up to limit rows."]
+    count: Annotated[int, "len(items)."]
+    total: Annotated[int, "Rows in the scope."]
+
+
+class QueueStatus(TypedDict):
+    """The background task queue."""
+
+    depth: Annotated[int, "Tasks waiting."]
+    retrying: Annotated[int, "Tasks that failed at least once."]
+    oldest_task: Annotated[str | None, "created_at of the oldest task."]
+    by_kind: Annotated[dict[str, int], "Depth per task kind."]
+    last_error: Annotated[str | None, "The newest recorded task error."]
+
+
+class QueueStatusResult(QueueStatus):
+    """get_queue_status: the queue plus the worker's view."""
+
+    ok: Annotated[Literal[True], "Success."]
+    model_ready: Annotated[bool, "The embedding model is loaded."]
+    processed: Annotated[int, "Tasks this process has handled."]
+
+
+# -- protection and deletion ---------------------------------------------------------------------------
+
+
+class LockResult(TypedDict):
+    """lock_memory / unlock_memory."""
+
+    ok: Annotated[Literal[True], "Success."]
+    id: Annotated[int, "The memory's id."]
+    ref: Annotated[str, "'mem:<id>'."]
+    locked: Annotated[bool, "The new lock state."]
+
+
+class DeleteResult(TypedDict):
+    """delete_memory / delete_episode."""
+
+    ok: Annotated[Literal[True], "Success."]
+    id: Annotated[int, "The deleted row's id."]
+    ref: Annotated[str, "'mem:<id>' or 'ep:<id>'."]
+    deleted: Annotated[Literal[True], "Always true."]
+
+
+class TableCounts(TypedDict):
+    """Rows per table."""
+
+    memories: Annotated[int, "Memories."]
+    episodes: Annotated[int, "Episodes."]
+    profiles: Annotated[int, "Profiles."]
+
+
+class DeleteAgentDataResult(TypedDict):
+    """delete_agent_data: everything of one agent is gone."""
+
+    ok: Annotated[Literal[True], "Success."]
+    agent_id: Annotated[str, "The agent erased."]
+    deleted: Annotated[TableCounts, "Rows deleted per table."]
+    calibration_discarded: Annotated[bool, "The agent had a calibration or precision setting, now removed."]

@@ -1,0 +1,86 @@
+"""Row shapes: a memory, an episode and a profile as the API returns them."""
+
+# No ``from __future__ import annotations`` here: with string annotations Python 3.11 cannot see
+# NotRequired at runtime, and the doc generator reads __optional_keys__.
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+# -- rows -------------------------------------------------------------------------------------------
+
+
+class MatchReason(TypedDict):
+    """Why a scored row was returned (only rows recall ranked carry it)."""
+
+    signal: Annotated[
+        str, "What ranking keyed on (priority confidence > rsf > cosine > rrf): confidence, rsf, cosine (a list "
+        "ranked by cosine alone), rrf or cascade."
+    ]
+    score: Annotated[float, "The final score rows are ordered by (after penalties), rounded to 6 places."]
+    confidence: NotRequired[Annotated[float, "Confidence before penalties (CPERSONA_CONFIDENCE_ENABLED)."]]
+    cosine: NotRequired[Annotated[float, "Cosine similarity to the query (the vector channel found the row)."]]
+    rrf: NotRequired[Annotated[float, "Reciprocal-rank-fusion score before penalties."]]
+    rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties."]]
+    gate: NotRequired[Annotated[str, "'exact_match': the row holds an identifier-like query token or the whole "
+                                     "query verbatim, so the gate never cuts it."]]
+
+
+class MemoryRow(TypedDict):
+    """One stored memory."""
+
+    ref: Annotated[str, "'mem:<id>', the handle get_contents takes."]
+    type: Annotated[Literal["memory"], "Row kind."]
+    id: Annotated[int, "Row id."]
+    agent_id: Annotated[str, "Owner agent."]
+    project_id: Annotated[str, "Project scope ('' = global pool)."]
+    channel: Annotated[str, "Channel ('' = none)."]
+    msg_id: Annotated[str, "The caller's message id ('' when none was given)."]
+    content: Annotated[str, "The full text (the API never trims)."]
+    source: Annotated[dict[str, Any] | None, "Who said it ({type, id, name}), as stored."]
+    metadata: Annotated[dict[str, Any] | None, "Free-form JSON object, as stored."]
+    timestamp: Annotated[str, "When it happened (UTC ISO-8601)."]
+    created_at: Annotated[str, "When it was stored (UTC ISO-8601)."]
+    locked: Annotated[bool, "Protected from update and delete."]
+    recall_count: Annotated[int, "How often recall returned it."]
+    last_recalled_at: Annotated[str | None, "When recall last returned it."]
+    embedded: Annotated[bool, "A vector is stored for it."]
+    embedding_model: Annotated[str | None, "The model the stored vector came from."]
+    match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
+    gate_fallback: NotRequired[Annotated[Literal[True], "Below the gate, returned as a lexical match because "
+                                         "every row was below it (only with confidence scoring on)."]]
+
+
+class EpisodeRow(TypedDict):
+    """One archived session summary."""
+
+    ref: Annotated[str, "'ep:<id>', the handle get_contents takes."]
+    type: Annotated[Literal["episode"], "Row kind."]
+    id: Annotated[int, "Row id."]
+    agent_id: Annotated[str, "Owner agent."]
+    project_id: Annotated[str, "Project scope ('' = global pool)."]
+    channel: Annotated[str, "Channel ('' = none)."]
+    content: Annotated[str, "The summary (same as summary, so every row has content)."]
+    summary: Annotated[str, "The summary text."]
+    keywords: Annotated[list[str], "Search keywords."]
+    start_time: Annotated[str | None, "Earliest history timestamp."]
+    end_time: Annotated[str | None, "Latest history timestamp."]
+    resolved: Annotated[bool, "The session's issue was resolved."]
+    created_at: Annotated[str, "When it was archived (UTC ISO-8601)."]
+    embedded: Annotated[bool, "A vector is stored for it."]
+    embedding_model: Annotated[str | None, "The model the stored vector came from."]
+    match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
+    gate_fallback: NotRequired[Annotated[Literal[True], "Below the gate, returned as a lexical match because "
+                                         "every row was below it (only with confidence scoring on)."]]
+
+
+class ProfileRow(TypedDict):
+    """A profile as recall injects it (scope pool of at least 50 rows); never scored."""
+
+    type: Annotated[Literal["profile"], "Row kind."]
+    agent_id: Annotated[str, "Owner agent."]
+    project_id: Annotated[str, "Profile scope ('' = global)."]
+    user_id: Annotated[str, "Whose profile ('' = default)."]
+    content: Annotated[str, "The profile text."]
+    updated_at: Annotated[str, "Last replaced (UTC ISO-8601)."]
+
+
+RecallRow = MemoryRow | EpisodeRow | ProfileRow
+StoredRow = MemoryRow | EpisodeRow
