@@ -14,8 +14,8 @@ storage interface sees the same score shapes on both engines (docs/decisions.md)
     idf   = max(ln((N - df + 0.5) / (df + 0.5)), 1e-6)
 
 tf is the term's occurrences in the row (substring occurrences for trigram terms, stem
-positions for words); dl the row's length in tokens (characters - 2 for trigrams, words
-for the word index). Differences from FTS5, chosen for cost: N counts the rows in scope
+positions for words); dl the row's length in tokens (characters - 2 for trigrams; distinct
+stems for the word index, where FTS5 counts words). Differences from FTS5, chosen for cost: N counts the rows in scope
 (an index-only count; FTS5 counts the whole table), df counts matching rows in scope,
 and avgdl is the mean length of the matching rows (FTS5 keeps a running total of the
 whole table) — all computed in the same query, no statistics table to maintain.
@@ -52,21 +52,22 @@ def _trigram_bm25(
 ) -> list[tuple[int, float]]:
     patterns = [like_pattern(t) for t in terms]
     # Occurrences of a (lower-case) term: the length the text loses when every occurrence is removed.
+    # The text is lower-cased once per row (in c), not once per term.
     tf_cols = ", ".join(
-        f"(char_length(lower({text})) - char_length(replace(lower({text}), %s, ''))) / {len(t)}::float8 AS t{i}"
-        for i, t in enumerate(terms)
+        f"(char_length(lc) - char_length(replace(lc, %s, ''))) / {len(t)}::float8 AS t{i}" for i, t in enumerate(terms)
     )
     df_cols = ", ".join(f"COUNT(*) FILTER (WHERE t{i} > 0) OVER () AS n{i}" for i in range(len(terms)))
     any_sql = " OR ".join(f"{text} ILIKE %s" for _ in terms)
     score = " + ".join(_bm25(f"t{i}", f"n{i}", "dl", "avgdl", "total") for i in range(len(terms)))
     sql = (
-        f"WITH c AS (SELECT {alias}.id, GREATEST(char_length({text}) - 2, 1)::float8 AS dl, {tf_cols} "
-        f"FROM {table} {alias} WHERE ({any_sql}) AND {clause}{extra_sql}), "
-        f"s AS (SELECT c.*, {df_cols}, AVG(dl) OVER () AS avgdl FROM c), "
+        f"WITH c AS (SELECT {alias}.id, lower({text}) AS lc FROM {table} {alias} "
+        f"WHERE ({any_sql}) AND {clause}{extra_sql}), "
+        f"f AS (SELECT id, GREATEST(char_length(lc) - 2, 1)::float8 AS dl, {tf_cols} FROM c), "
+        f"s AS (SELECT f.*, {df_cols}, AVG(dl) OVER () AS avgdl FROM f), "
         f"n AS (SELECT COUNT(*)::float8 AS total FROM {table} {alias} WHERE {clause}) "
         f"SELECT id, {score} AS score FROM s, n ORDER BY score DESC, id DESC LIMIT %s"
     )
-    rows = ex.all(sql, [*terms, *patterns, *params, *extra_params, *params, limit])
+    rows = ex.all(sql, [*patterns, *params, *extra_params, *terms, *params, limit])
     return [(int(r["id"]), float(r["score"])) for r in rows]
 
 
@@ -139,14 +140,14 @@ class PgKeywordSearch:
         query = " or ".join('"' + w.replace('"', " ") + '"' for w in words)
         score = _bm25("t.tf", "t.df", "d.dl", "a.avgdl", "n.total")
         rows = self.ex.all(
-            # q: the query's stems; c: matching rows; d: their length in words; t: tf and df of each stem.
+            # q: the query's stems; c: matching rows; d: their length in distinct stems (length() is cheap;
+            # counting positions would unnest every matching row a second time); t: tf and df of each stem.
             "WITH q AS (SELECT DISTINCT x.lexeme FROM unnest(%s::text[]) w(word), "
             "LATERAL unnest(to_tsvector('cpersona_words'::regconfig, w.word)) x), "
             "c AS (SELECT m.id, m.content_words AS tsv FROM memories m, "
             "websearch_to_tsquery('cpersona_words'::regconfig, %s) tq "
             f"WHERE m.content_words @@ tq AND {clause}{source_sql}), "
-            "d AS (SELECT c.id, (SELECT SUM(COALESCE(array_length(u.positions, 1), 1)) FROM unnest(c.tsv) u)::float8 "
-            "AS dl FROM c), "
+            "d AS (SELECT c.id, length(c.tsv)::float8 AS dl FROM c), "
             "a AS (SELECT AVG(dl) AS avgdl FROM d), "
             "t AS (SELECT c.id, COALESCE(array_length(u.positions, 1), 1)::float8 AS tf, "
             "COUNT(*) OVER (PARTITION BY u.lexeme) AS df FROM c, unnest(c.tsv) u WHERE u.lexeme IN (SELECT lexeme FROM q)), "
