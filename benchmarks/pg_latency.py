@@ -141,6 +141,8 @@ def bulk_load(
     model, dim = backend.model_id, backend.dimension
     started = time.perf_counter()
     for first in range(0, size, BATCH):
+        if first and first % 100_000 == 0:  # progress of the long runs (1M)
+            print(f"  loaded {first} rows, {first / (time.perf_counter() - started):.0f}/s", file=sys.stderr, flush=True)
         texts = [corpus.text(first + k, rng) for k in range(min(BATCH, size - first))]
         vectors = backend.embed_documents(texts)
         now = format_ts(utc_now())
