@@ -1,6 +1,7 @@
 """How close PostgreSQL's HNSW top-k comes to the exact top-k, per ``hnsw.ef_search`` (vector arm only).
 
     python benchmarks/pg_ef_search.py ../shared/data/locomo [--sizes 10000 100000] [--ef 40 64 100 200]
+        [--noise 0.01 | --mix]
 
 Corpus: the LoCoMo turns and questions embedded with the real MiniLM model, grown to each
 size with perturbed copies of the turn vectors (each copy = turn vector + Gaussian noise,
@@ -51,14 +52,23 @@ def embed(texts: list[str], models_dir: Path) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
 
 
-def grow(base: np.ndarray, size: int, noise: float, seed: int = 0) -> np.ndarray:
-    """``size`` unit vectors: ``base`` first, then noisy renormalised copies of it."""
+def grow(base: np.ndarray, size: int, noise: float, mix: bool = False, seed: int = 0) -> np.ndarray:
+    """``size`` unit vectors: ``base`` first, then derived ones.
+
+    Noise (default): each copy = a base vector + isotropic Gaussian noise, renormalised (clusters of
+    near-duplicates, with noise in all 384 dimensions: a hard case for HNSW). ``mix``: each new
+    vector = 0.6 * one base vector + 0.4 * another, renormalised: new points between real ones,
+    closer to how distinct real texts fill the embedding space.
+    """
     rng = np.random.default_rng(seed)
     rows = [base[: min(size, len(base))]]
     while sum(len(r) for r in rows) < size:
         n = min(len(base), size - sum(len(r) for r in rows))
-        copy = base[:n] + rng.standard_normal((n, base.shape[1])).astype(np.float32) * noise
-        rows.append(copy / np.linalg.norm(copy, axis=1, keepdims=True))
+        if mix:
+            copy = 0.6 * base[:n] + 0.4 * base[rng.integers(0, len(base), n)]
+        else:
+            copy = base[:n] + rng.standard_normal((n, base.shape[1])).astype(np.float32) * noise
+        rows.append((copy / np.linalg.norm(copy, axis=1, keepdims=True)).astype(np.float32))
     return np.concatenate(rows)
 
 
@@ -116,6 +126,7 @@ def main() -> int:
     parser.add_argument("--ef", type=int, nargs="+", default=[40, 64, 100, 200])
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--noise", type=float, default=0.03, help="per-dimension noise of the grown copies")
+    parser.add_argument("--mix", action="store_true", help="grow by mixing two turn vectors instead of noise")
     parser.add_argument("--models-dir", type=Path)
     parser.add_argument("--db-url", help="admin URL (default: a throwaway pgserver cluster)")
     parser.add_argument("--json")
@@ -135,7 +146,7 @@ def main() -> int:
     rows = []
     with postgres_admin_url(args.db_url) as admin:
         for size in args.sizes:
-            vectors = grow(base, size, args.noise)
+            vectors = grow(base, size, args.noise, args.mix)
             with fresh_database(admin, f"cpersona_ef_{size}") as url:
                 load(url, vectors)
                 for ef in args.ef:
@@ -146,7 +157,7 @@ def main() -> int:
                  "p95 ms"],
                 [[r["size"], r["ef_search"], r["recall@10"], r["recall@60"], r["fact_recall@10"], r["latency"]["p50_ms"],
                   r["latency"]["p95_ms"]] for r in rows])
-    write_json(args.json, {"benchmark": "pg_ef_search", "noise": args.noise, "results": rows})
+    write_json(args.json, {"benchmark": "pg_ef_search", "noise": args.noise, "mix": args.mix, "results": rows})
     return 0
 
 
