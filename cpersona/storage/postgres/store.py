@@ -37,9 +37,9 @@ from cpersona.storage.postgres.vectors import (
 )
 
 #: HNSW candidate list at query time (pgvector's default is 40). Measured with
-#: benchmarks/pg_ef_search.py (docs/benchmarks.md): on 10k clustered MiniLM vectors 100 keeps
-#: 96% of the exact top 10, 200 98%, for a few milliseconds per query; LoCoMo quality equals the
-#: exact scan's. Recall asks up to limit + excluded rows (10-60) per table, and with scope
+#: benchmarks/pg_ef_search.py (docs/benchmarks.md): on 100k MiniLM-like vectors 100 keeps
+#: 95.8% of the exact top 10, 200 98.8%, for at most ~10 ms more per query; LoCoMo quality
+#: equals the exact scan's. Recall asks up to limit + excluded rows (10-60) per table, and with scope
 #: filters the iterative scan keeps going until that many pass.
 EF_SEARCH = 200
 POOL_MAX = 16
