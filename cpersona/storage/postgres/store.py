@@ -39,11 +39,12 @@ from cpersona.storage.postgres.vectors import (
     build_index,
 )
 
-#: HNSW candidate list at query time. pgvector's default is 40; recall asks for up to
-#: limit + excluded rows (~10-60) per table, and with scope filters the iterative scan
-#: keeps going until that many pass. 100 keeps LoCoMo quality equal to the exact SQLite
-#: scan (docs/benchmarks.md) at a fraction of a millisecond more per recall.
-EF_SEARCH = 100
+#: HNSW candidate list at query time (pgvector's default is 40). Measured with
+#: benchmarks/pg_ef_search.py (docs/benchmarks.md): on 100k MiniLM-like vectors 100 keeps
+#: 95.8% of the exact top 10, 200 98.8%, for at most ~10 ms more per query; LoCoMo quality
+#: equals the exact scan's. Recall asks up to limit + excluded rows (10-60) per table, and with scope
+#: filters the iterative scan keeps going until that many pass.
+EF_SEARCH = 200
 POOL_MAX = 16
 CONNECT_TIMEOUT_S = 30.0
 

