@@ -87,7 +87,9 @@ def test_the_index_is_built_and_the_search_uses_it(corpus: tuple[str, np.ndarray
             assert _nearest(store, vectors[0], Scope("a"), 5, None)[0] == 1  # row 0 is agent 'a', id 1
             definition = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (name,)).fetchone()
             assert definition is not None and "USING hnsw" in definition[0]
-            for _ in range(100):  # the statistics collector reports index scans with a short delay
+            # A backend flushes its statistics when it goes idle, at most once a second, and an idle one
+            # within PGSTAT_IDLE_INTERVAL (10 s): allow well over that before calling the scan missing.
+            for _ in range(300):
                 if _index_scans(conn, name) > before:
                     break
                 time.sleep(0.1)
