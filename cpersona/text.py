@@ -13,6 +13,8 @@ from cpersona.limits import MAX_JSON_DEPTH
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _WHITESPACE = re.compile(r"\s+")
+# The exact form format_ts writes; parse_ts reads it without strptime (~10x faster, same result).
+_STORED_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 
 
 def clean_text(text: str) -> str:
@@ -51,7 +53,14 @@ def iso_seconds(epoch: float | None = None) -> str:
 
 
 def parse_ts(value: str) -> datetime:
-    """Parse a stored timestamp (always written by ``format_ts``)."""
+    """Parse a stored timestamp (always written by ``format_ts``).
+
+    Recall parses a few timestamps per candidate row; ``strptime`` costs ~30 µs each, so the
+    fixed-width form goes through ``fromisoformat``. Anything else takes the strptime path, which
+    decides what is accepted (both raise ValueError on an impossible date).
+    """
+    if _STORED_TS.fullmatch(value):
+        return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 

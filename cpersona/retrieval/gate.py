@@ -83,13 +83,28 @@ def identifier_tokens(query: str) -> list[str]:
     return out
 
 
+class ExactMatcher:
+    """``exact_match`` for one query: its whole form and identifier tokens are worked out once, since
+    the gate tests every candidate row of a recall against the same query."""
+
+    __slots__ = ("tokens", "whole")
+
+    def __init__(self, query: str) -> None:
+        whole = " ".join(query.split()).lower()
+        self.whole = whole if len(whole) >= 3 else None
+        self.tokens = [token.lower() for token in identifier_tokens(query)]
+
+    def __call__(self, text: str) -> bool:
+        """True when ``text`` holds an identifier-like query token verbatim, or the whole query."""
+        lowered = " ".join(text.split()).lower()
+        if self.whole is not None and self.whole in lowered:
+            return True
+        return any(token in lowered for token in self.tokens)
+
+
 def exact_match(query: str, text: str) -> bool:
     """True when ``text`` holds an identifier-like query token verbatim, or the whole query (≥ 3 chars)."""
-    lowered = " ".join(text.split()).lower()
-    whole = " ".join(query.split()).lower()
-    if len(whole) >= 3 and whole in lowered:
-        return True
-    return any(token.lower() in lowered for token in identifier_tokens(query))
+    return ExactMatcher(query)(text)
 
 
 def row_text(row: dict[str, Any]) -> str:
@@ -137,7 +152,8 @@ class QualityGate:
             return GateDecision(rows, info)
         threshold = policy.threshold
         info["threshold"] = round(threshold, 6)
-        exact = {id(r) for r in rows if exact_match(request.query, row_text(r.row))}
+        matches = ExactMatcher(request.query)
+        exact = {id(r) for r in rows if matches(row_text(r.row))}
         for r in rows:
             if id(r) in exact:
                 r.gate = "exact_match"

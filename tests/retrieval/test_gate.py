@@ -13,6 +13,7 @@ from cpersona.errors import InvalidInput
 from cpersona.retrieval import calibration as cal
 from cpersona.retrieval import confidence, fusion
 from cpersona.retrieval.gate import (
+    ExactMatcher,
     GateEvidence,
     GatePolicy,
     QualityGate,
@@ -119,6 +120,25 @@ def test_the_probe_set_ships_with_the_package() -> None:
 )
 def test_exact_match(query: str, text: str, expected: bool) -> None:
     assert exact_match(query, text) is expected
+
+
+def _exact_match_reference(query: str, text: str) -> bool:
+    """The rule as first written (query parts recomputed per row): ExactMatcher must agree with it."""
+    lowered = " ".join(text.split()).lower()
+    whole = " ".join(query.split()).lower()
+    if len(whole) >= 3 and whole in lowered:
+        return True
+    return any(token.lower() in lowered for token in identifier_tokens(query))
+
+
+_GATE_TEXT = st.text(alphabet=st.sampled_from(list("aAbBzZ019 _./:#@-\t\n\"'İıßẞ")), max_size=30)
+
+
+@given(_GATE_TEXT, st.lists(_GATE_TEXT, max_size=6))
+def test_one_matcher_per_query_agrees_with_the_rule_on_every_row(query: str, texts: list[str]) -> None:
+    matches = ExactMatcher(query)
+    for text in [*texts, query, query.upper(), f"x {query} y"]:
+        assert matches(text) is _exact_match_reference(query, text) is exact_match(query, text)
 
 
 def test_identifier_tokens() -> None:

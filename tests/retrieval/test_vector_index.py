@@ -77,3 +77,16 @@ def test_scope_and_window(tmp_path: Path) -> None:
     assert found(Scope("nobody")) == set()
     assert found(Scope("a"), window=2) == {ids["a-y"], ids["a-slack"]}  # the two most recent in scope
     db.close()
+
+
+def test_dot_is_the_matrix_vector_product_on_one_thread() -> None:
+    from cpersona.storage.vector_index import dot
+
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(2000, 384)).astype(np.float32)
+    query = _unit(4, 384)
+    scores = dot(matrix, query)
+    assert scores.dtype == np.float32 and scores.shape == (2000,)
+    np.testing.assert_allclose(scores, matrix.astype(np.float64) @ query.astype(np.float64), rtol=1e-5, atol=1e-5)
+    assert np.array_equal(np.argsort(-scores, kind="stable")[:10], np.argsort(-(matrix @ query), kind="stable")[:10])
+    assert dot(matrix[:0], query).shape == (0,)

@@ -22,6 +22,7 @@ import numpy as np
 from cpersona.embed.integrity import read_record, verify_against_record, write_record
 from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.heap import release_free_memory
 from cpersona.embed.runtime.pooling import pool, truncate_and_normalise
 
 if TYPE_CHECKING:
@@ -389,6 +390,9 @@ class OnnxBackend(EmbeddingBackend):
                         f"got {pooled.shape[-1]}, manifest {self.manifest.name} says {self._model_dim}",
                     )
                 out[idx] = truncate_and_normalise(pooled, self.embedding_dim)
+            if count > 1:  # bulk embedding (back-fill, import, re-embed): give the batches' tensors back
+                del hidden, pooled, feeds, mask
+                release_free_memory()
         except EmbeddingFault:
             raise
         except Exception as exc:

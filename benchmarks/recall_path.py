@@ -1,0 +1,200 @@
+"""Where a recall's time goes, outside the keyword channels: CPU per call, stage by stage, and through MCP.
+
+    python benchmarks/recall_path.py ../shared/data/locomo [--size 10000] [--db FILE] [--queries 200]
+        [--models-dir DIR] [--json out.json]
+
+On a file of LoCoMo-derived rows with random unit vectors (``latency.fill``; or a copy of ``--db``):
+
+- in-process stages, per call: the query embedding; the pipeline with all channels, with the keyword
+  channels only, with the vector channel only; ``Memory.recall``; ``dispatch_tool("recall")`` (the MCP
+  layer's own part: validation, shaping, JSON hygiene);
+- through a real MCP client over stdio: recall latency and the server's CPU per recall (from
+  /proc/<pid>/stat), next to a trivial tool (``stats``) for the SDK's own round trip;
+- the server's RSS idle after the warm-up and its peak (VmHWM).
+
+Every stage is reported as wall p50 and CPU per call (thread CPU for the pipeline, process CPU where
+other threads work: ONNX Runtime's pool, BLAS threads). CPU is what to compare across runs on a busy
+machine: wall time there measures the neighbours. No assertion on timings anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import latency as lat  # noqa: E402
+from _common import print_table, summary_ms, write_json  # noqa: E402
+
+from cpersona.config import Settings  # noqa: E402
+from cpersona.memory import Memory  # noqa: E402
+from cpersona.retrieval import fusion  # noqa: E402
+from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
+from cpersona.server.dispatch import dispatch_tool  # noqa: E402
+from cpersona.storage.interface import VectorQuery  # noqa: E402
+from cpersona.storage.scope import Scope  # noqa: E402
+from cpersona.text import utc_now  # noqa: E402
+
+
+def _measure(calls: list[Callable[[], Any]], clock: Callable[[], float]) -> dict[str, Any]:
+    wall: list[float] = []
+    cpu: list[float] = []
+    for call in calls:
+        w0, c0 = time.perf_counter(), clock()
+        call()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(clock() - c0)
+    return {"wall": summary_ms(wall), "cpu": summary_ms(cpu)}
+
+
+def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
+    """Per-stage CPU and wall time of one recall, in this process."""
+    settings = Settings(db_path=db, models_dir=models_dir, embedding_model=lat.MODEL, recent_recall_penalty=1.0)
+    out: dict[str, Any] = {}
+    with Memory(settings, start_background=False) as mem:
+        mem.embeddings.start()
+        if not mem.wait_until_ready(300):
+            raise SystemExit(f"model did not load: {mem.embedding_status()}")
+        vectors = [mem.embeddings.embed_query(q) for q in questions]
+        gate_pipeline = mem.recaller.pipeline
+
+        def pipeline_calls(channels: frozenset[str] | None, with_vector: bool) -> list[Callable[[], Any]]:
+            pipeline = gate_pipeline if channels is None else RecallPipeline(settings, channels=channels)
+
+            def one(q: str, v: np.ndarray | None) -> Callable[[], Any]:
+                def call() -> Any:
+                    request = RecallRequest(scope=Scope(lat.AGENT), query=q, limit=10)
+                    query = VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension) if with_vector else None
+                    with mem.storage.read() as session:
+                        return pipeline.run(session, request, query_vector=query, now=utc_now())
+
+                return call
+
+            return [one(q, v) for q, v in zip(questions, vectors, strict=True)]
+
+        keyword = frozenset({fusion.FTS_MEMORIES, fusion.FTS_WORDS, fusion.FTS_EPISODES})
+        stages: dict[str, tuple[list[Callable[[], Any]], Callable[[], float]]] = {
+            "query embedding": ([lambda q=q: mem.embeddings.embed_query(q) for q in questions], time.process_time),
+            "pipeline, all channels": (pipeline_calls(None, True), time.thread_time),
+            "pipeline, keyword channels": (pipeline_calls(keyword, False), time.thread_time),
+            "pipeline, vector channel": (pipeline_calls(frozenset({fusion.VECTOR}), True), time.thread_time),
+            "Memory.recall": ([lambda q=q: mem.recall(lat.AGENT, q, limit=10) for q in questions], time.process_time),
+            "dispatch_tool recall": (
+                [lambda q=q: dispatch_tool(mem, settings, "recall", {"agent_id": lat.AGENT, "query": q, "limit": 10})
+                 for q in questions],
+                time.process_time,
+            ),
+        }
+        for _ in range(2):  # the first pass loads the index and warms the page cache
+            for name, (calls, clock) in stages.items():
+                out[name] = _measure(calls, clock)
+    return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _vm(pid: int, key: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+async def through_mcp(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
+    """Recall and stats through a real MCP client; the server's CPU per call and its RSS."""
+    from mcp import Client
+
+    marker = f"recall-path-{time.time()}"
+    env = {**lat.env_for(db, models_dir, "onnx"), "CPERSONA_BENCH_MARKER": marker}
+    async with Client(lat._target(env), read_timeout_seconds=300) as client:
+        started = time.perf_counter()
+        while time.perf_counter() - started < 300:
+            result = await client.call_tool("recall", {"agent_id": lat.AGENT, "query": "warm up"})
+            if ((result.structured_content or {}).get("search") or {}).get("vector"):
+                break
+            await anyio.sleep(0.05)
+        pid = lat.server_pid(marker)
+        if pid is None:
+            raise SystemExit("server process not found")
+        idle_rss = _vm(pid, "VmRSS")
+        out: dict[str, Any] = {"server_idle_rss_mb": idle_rss}
+        for name, tool, args in (("recall", "recall", None), ("stats", "stats", {})):
+            for _ in range(2):
+                wall: list[float] = []
+                c0 = _cpu_seconds(pid)
+                for q in questions:
+                    t0 = time.perf_counter()
+                    await client.call_tool(tool, args if args is not None else {"agent_id": lat.AGENT, "query": q,
+                                                                               "limit": 10})
+                    wall.append(time.perf_counter() - t0)
+                out[name] = {"wall": summary_ms(wall),
+                             "server_cpu_ms_per_call": round((_cpu_seconds(pid) - c0) / len(questions) * 1e3, 3)}
+        out["server_rss_after_mb"] = _vm(pid, "VmRSS")
+        out["server_peak_rss_mb"] = _vm(pid, "VmHWM")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir", type=Path, help="directory of LoCoMo conversation JSON files")
+    parser.add_argument("--size", type=int, default=10000, help="rows to fill (ignored with --db)")
+    parser.add_argument("--db", type=Path, help="an existing file to copy instead of filling one")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--models-dir", type=Path)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    texts, questions = lat.corpus(args.data_dir)
+    random.Random(0).shuffle(questions)
+    questions = questions[: args.queries]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        models_dir = args.models_dir
+        if models_dir is None:
+            from cpersona.embed.install.assemble import assemble_minilm
+            from cpersona.embed.install.fetch import install_from
+
+            models_dir = Path(tmp) / "models"
+            install_from(assemble_minilm(Path(tmp) / "src"), lat.MODEL, models_dir, stream=sys.stderr)
+        meta = lat.model_meta(models_dir)
+        for name, target in (("inproc.db", "in-process"), ("mcp.db", "mcp")):
+            db = Path(tmp) / name
+            if args.db is not None:
+                for suffix in ("", "-wal"):
+                    if Path(str(args.db) + suffix).exists():
+                        shutil.copy(str(args.db) + suffix, str(db) + suffix)
+            else:
+                lat.fill(db, texts, args.size, meta[1], meta[0])
+            if target == "in-process":
+                stages = in_process(db, models_dir, questions)
+            else:
+                mcp = anyio.run(through_mcp, db, models_dir, questions)
+
+    rows = [[name, r["wall"]["p50_ms"], r["wall"]["p95_ms"], r["cpu"]["p50_ms"], r["cpu"]["mean_ms"]]
+            for name, r in stages.items()]
+    rows += [[f"MCP {name}", mcp[name]["wall"]["p50_ms"], mcp[name]["wall"]["p95_ms"], "",
+              mcp[name]["server_cpu_ms_per_call"]] for name in ("recall", "stats")]
+    print_table(["stage", "wall p50 ms", "wall p95 ms", "CPU p50 ms", "CPU mean ms"], rows)
+    print(f"\nserver RSS MB: idle {mcp['server_idle_rss_mb']}, after the recalls {mcp['server_rss_after_mb']}, "
+          f"peak {mcp['server_peak_rss_mb']}")
+    write_json(args.json, {"benchmark": "recall_path", "size": args.size, "db": str(args.db or ""),
+                           "queries": len(questions), "in_process": stages, "mcp": mcp})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
