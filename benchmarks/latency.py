@@ -261,7 +261,9 @@ def ingest_with_embedding(texts: list[str], models_dir: Path, n: int) -> dict[st
     with tempfile.TemporaryDirectory() as tmp:
         env = env_for(Path(tmp) / "e.db", models_dir, "onnx")
         mcp = anyio.run(mcp_stores, env, sample)
-        settings = Settings(db_path=Path(tmp) / "b.db", models_dir=models_dir, embedding_model=MODEL)
+        # This process's own session, never a shared host's: the comparison is against a bare session.
+        settings = Settings(db_path=Path(tmp) / "b.db", models_dir=models_dir, embedding_model=MODEL,
+                            model_sharing="off")
         with Memory(settings, start_background=False) as mem:
             mem.embeddings.start()
             mem.wait_until_ready(300)
