@@ -59,7 +59,11 @@ def capped_counts(conn: sqlite3.Connection, table: str, terms: Sequence[str], ca
 
 def plan_terms(conn: sqlite3.Connection, table: str, terms: Sequence[str], budget: int = ROW_BUDGET) -> TermPlan:
     """The terms worth matching in ``table`` within ``budget`` rows (query order kept among them)."""
-    counts = capped_counts(conn, table, terms, budget + 1)
+    return choose_terms(terms, capped_counts(conn, table, terms, budget + 1), budget)
+
+
+def choose_terms(terms: Sequence[str], counts: Sequence[int], budget: int = ROW_BUDGET) -> TermPlan:
+    """The plan for ``terms`` given each one's row count (counted up to ``budget + 1``); any engine."""
     kept: set[int] = set()
     spent = 0
     for i in sorted(range(len(terms)), key=lambda i: (counts[i], i)):

@@ -94,3 +94,32 @@ def test_the_word_channel_stems_like_porter(engines: dict[str, Memory]) -> None:
     found = _ranked(engines["postgres"], "words", "runs")
     assert CORPUS[0] in found and CORPUS[1] in found  # running, runs
     assert not any("another agent" in text for text in found)  # scope holds
+
+
+def test_both_engines_spend_the_same_row_budget(engines: dict[str, Memory]) -> None:
+    """Past the row budget, both engines drop the common term and rank the rare one's rows first; a
+    question of only the common term gets the newest matches (storage/keyword_prune.py)."""
+    from cpersona.storage.keyword_prune import ROW_BUDGET
+
+    for mem in engines.values():
+        for i in range(ROW_BUDGET + 20):
+            mem.store("budget", f"weather report {i}: sunshine over the harbour")
+        for i in range(3):
+            mem.store("budget", f"weather report {i}: a zeppelin over the harbour")
+
+    def ranked(mem: Memory, channel: str, query: str) -> list[str]:
+        with mem.storage.read() as s:
+            search = s.keyword.memories if channel == "trigram" else s.keyword.memories_words
+            hits = search(query_terms(query), Scope("budget"), 10)
+        wanted = {row_id for row_id, _ in hits.hits}
+        texts = {r["id"]: r["content"] for r in mem.list_memories("budget", limit=1000)["items"] if r["id"] in wanted}
+        return [texts[row_id] for row_id, _ in hits.hits]
+
+    for channel in ("trigram", "words"):
+        sqlite, postgres = (ranked(engines[name], channel, "zeppelin harbour") for name in ("sqlite", "postgres"))
+        assert len(sqlite) == len(postgres) == 10
+        assert all("zeppelin" in text for text in sqlite[:3]) and all("zeppelin" in text for text in postgres[:3])
+        assert {t for t in sqlite[:3]} == {t for t in postgres[:3]}
+        newest_sqlite, newest_pg = (ranked(engines[name], channel, "harbour") for name in ("sqlite", "postgres"))
+        assert newest_sqlite == newest_pg and len(newest_pg) == 10
+        assert all("zeppelin" in text for text in newest_pg[:3])  # the newest rows come first

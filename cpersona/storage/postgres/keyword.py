@@ -21,6 +21,12 @@ and avgdl is the mean length of the matching rows (FTS5 keeps a running total of
 whole table) — all computed in the same query, no statistics table to maintain.
 As in SQLite, a LIKE pass (score = terms contained) stands in for memories when no
 term has 3 characters or nothing matched.
+
+The memories channels spend the same row budget as SQLite's (``storage/keyword_prune.py``):
+each term's rows in scope are counted up to the budget, bm25 runs on the rarest terms that
+fit, the newest rows holding only dropped terms fill a short list (score 0), and a question
+of only common terms ranks the newest matches by the terms they hold. Without it, a speaker's
+name in a quarter of the rows made every recall score thousands of rows (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 
 from cpersona.storage.interface import KeywordHits, QueryTerms
 from cpersona.storage.keyword import like_pattern
+from cpersona.storage.keyword_prune import ROW_BUDGET, TermPlan, choose_terms
 from cpersona.storage.postgres.rows import source_clause
 from cpersona.storage.postgres.sql import Executor, where
 from cpersona.storage.scope import Scope
@@ -102,9 +109,7 @@ class PgKeywordSearch:
         source_sql, source_params = source_clause(source_id, "m")
         scope_sql, scope_params = clause + source_sql, [*params, *source_params]
         if terms.match:
-            hits = _trigram_bm25(
-                self.ex, "memories", "m", _MEMORY_TEXT, terms.match, clause, params, source_sql, source_params, limit
-            )
+            hits = self._budgeted(_TrigramChannel(clause, params, source_sql, source_params), terms.match, limit)
             if hits:
                 return KeywordHits(hits, "fts")
         if not terms.like:
@@ -131,15 +136,98 @@ class PgKeywordSearch:
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
     ) -> KeywordHits:
         """Word-level full-text search: any of the query's words (``terms.words``), stemmed, ranked by bm25."""
-        words = [w for w in terms.words if w.strip()]
+        words = tuple(w for w in terms.words if w.strip())
         if limit <= 0 or not words:
             return KeywordHits([], "none")
         clause, params = where(scope, "m")
         source_sql, source_params = source_clause(source_id, "m")
-        # websearch syntax: words joined by "or", each double-quoted so no word is read as an operator.
-        query = " or ".join('"' + w.replace('"', " ") + '"' for w in words)
+        return KeywordHits(self._budgeted(_WordChannel(clause, params, source_sql, source_params), words, limit), "fts")
+
+    def _budgeted(self, channel: _Channel, terms: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
+        """bm25 over the terms that fit the row budget, then the newest rows of dropped terms (as SQLite)."""
+        counts = [int(self.ex.value(*channel.count(term, ROW_BUDGET + 1)) or 0) for term in terms]
+        plan: TermPlan = choose_terms(terms, counts, ROW_BUDGET)
+        if plan.matches_nothing:
+            return []
+        hits = channel.bm25(self.ex, plan.kept, limit) if plan.kept else []
+        if len(hits) >= limit or not plan.dropped:
+            return hits
+        live = plan.kept + plan.dropped
+        sql, args = channel.newest(live, plan.dropped if plan.kept else live, max(ROW_BUDGET, limit))
+        rows = self.ex.all(sql, args)
+        seen = {rid for rid, _ in hits}
+        fill = [(int(r["id"]), 0.0 if plan.kept else float(r["hits"])) for r in rows if int(r["id"]) not in seen]
+        return hits + fill[: limit - len(hits)]
+
+
+def _words_query(words: tuple[str, ...]) -> str:
+    # websearch syntax: words joined by "or", each double-quoted so no word is read as an operator.
+    return " or ".join('"' + w.replace('"', " ") + '"' for w in words)
+
+
+class _Channel:
+    """One budgeted memories channel: how to count a term's rows, rank kept terms, list the newest matches."""
+
+    def __init__(self, clause: str, params: list[Any], source_sql: str, source_params: list[Any]) -> None:
+        self.clause, self.params, self.source_sql, self.source_params = clause, params, source_sql, source_params
+
+    def _match(self, terms: tuple[str, ...]) -> tuple[str, list[Any]]:
+        raise NotImplementedError
+
+    def _contains(self, term: str) -> tuple[str, list[Any]]:
+        raise NotImplementedError
+
+    def count(self, term: str, cap: int) -> tuple[str, list[Any]]:
+        """SQL counting the rows in scope that hold ``term``, stopping at ``cap``."""
+        match, args = self._match((term,))
+        return (
+            f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {match} AND {self.clause}{self.source_sql} "
+            "LIMIT %s) x",
+            [*args, *self.params, *self.source_params, cap],
+        )
+
+    def newest(self, live: tuple[str, ...], wanted: tuple[str, ...], cap: int) -> tuple[str, list[Any]]:
+        """SQL for the ``cap`` newest rows holding any of ``wanted``, with how many ``live`` terms each holds."""
+        match, args = self._match(wanted)
+        parts = [self._contains(t) for t in live]
+        hits_sql = " + ".join(f"({sql})::int" for sql, _ in parts)
+        hit_args = [a for _, part_args in parts for a in part_args]
+        return (
+            f"SELECT id, ({hits_sql}) AS hits FROM (SELECT m.id, m.content, m.content_words FROM memories m "
+            f"WHERE {match} AND {self.clause}{self.source_sql} ORDER BY m.id DESC LIMIT %s) m "
+            "ORDER BY hits DESC, id DESC",
+            [*hit_args, *args, *self.params, *self.source_params, cap],
+        )
+
+    def bm25(self, ex: Executor, terms: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
+        """The kept terms ranked by bm25."""
+        raise NotImplementedError
+
+
+class _TrigramChannel(_Channel):
+    def _match(self, terms: tuple[str, ...]) -> tuple[str, list[Any]]:
+        return "(" + " OR ".join(f"{_MEMORY_TEXT} ILIKE %s" for _ in terms) + ")", [like_pattern(t) for t in terms]
+
+    def _contains(self, term: str) -> tuple[str, list[Any]]:
+        return "m.content ILIKE %s", [like_pattern(term)]
+
+    def bm25(self, ex: Executor, terms: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
+        return _trigram_bm25(ex, "memories", "m", _MEMORY_TEXT, terms, self.clause, self.params, self.source_sql,
+                             self.source_params, limit)
+
+
+class _WordChannel(_Channel):
+    def _match(self, terms: tuple[str, ...]) -> tuple[str, list[Any]]:
+        return "m.content_words @@ websearch_to_tsquery('cpersona_words'::regconfig, %s)", [_words_query(terms)]
+
+    def _contains(self, term: str) -> tuple[str, list[Any]]:
+        return "m.content_words @@ websearch_to_tsquery('cpersona_words'::regconfig, %s)", [_words_query((term,))]
+
+    def bm25(self, ex: Executor, terms: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
+        words, query = list(terms), _words_query(terms)
+        clause, params, source_sql, source_params = self.clause, self.params, self.source_sql, self.source_params
         score = _bm25("t.tf", "t.df", "d.dl", "a.avgdl", "n.total")
-        rows = self.ex.all(
+        rows = ex.all(
             # q: the query's stems; c: matching rows; d: their length in distinct stems (length() is cheap;
             # counting positions would unnest every matching row a second time); t: tf and df of each stem.
             "WITH q AS (SELECT DISTINCT x.lexeme FROM unnest(%s::text[]) w(word), "
@@ -156,4 +244,4 @@ class PgKeywordSearch:
             "GROUP BY t.id ORDER BY score DESC, t.id DESC LIMIT %s",
             [words, query, *params, *source_params, *params, limit],
         )
-        return KeywordHits([(int(r["id"]), float(r["score"])) for r in rows], "fts")
+        return [(int(r["id"]), float(r["score"])) for r in rows]
