@@ -91,6 +91,25 @@ class ChannelReport:
         if len(bucket) < EXAMPLES:
             bucket.append({"ref": ref, **extra})
 
+    def target_for(
+        self, row: Any, found: str | None, globalize: bool, bridges: set[str]
+    ) -> tuple[str, str] | None:
+        """Where a memory row goes (channel, moved | globalized), or None (counted) when it stays.
+
+        Locked rows stay; a row whose channel is unknown or a bridge goes to the global channel only
+        when ``globalize`` is set. Both engines decide here; only their SQL differs.
+        """
+        ref = f"mem:{row['id']}"
+        if row["locked"]:
+            self.note("locked", ref, channel=row["channel"])
+            return None
+        if found is None or found in bridges:
+            if not globalize:
+                self.note("unrecoverable", ref, channel=row["channel"])
+                return None
+            return "", "globalized"
+        return found, "moved"
+
     def landed(self, kind: str, target: str) -> None:
         """Count a row moved (``kind`` moved | globalized) onto channel ``target``."""
         setattr(self, kind, getattr(self, kind) + 1)

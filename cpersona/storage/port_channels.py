@@ -72,16 +72,10 @@ def _migrate_memory(
     report: ChannelReport,
 ) -> None:
     ref = f"mem:{row['id']}"
-    if row["locked"]:
-        report.note("locked", ref, channel=row["channel"])
+    destination = report.target_for(row, found, globalize, bridges)
+    if destination is None:
         return
-    if found is None or found in bridges:
-        if not globalize:
-            report.note("unrecoverable", ref, channel=row["channel"])
-            return
-        target, kind = "", "globalized"
-    else:
-        target, kind = found, "moved"
+    target, kind = destination
     clash = conn.execute(
         "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND channel = ? AND content = ?",
         (row["agent_id"], row["project_id"], target, row["content"]),

@@ -220,16 +220,10 @@ def _migrate_memory(
     ex: Executor, row: dict[str, Any], found: str | None, globalize: bool, bridges: set[str], report: ChannelReport
 ) -> None:
     ref = f"mem:{row['id']}"
-    if row["locked"]:
-        report.note("locked", ref, channel=row["channel"])
+    destination = report.target_for(row, found, globalize, bridges)
+    if destination is None:
         return
-    if found is None or found in bridges:
-        if not globalize:
-            report.note("unrecoverable", ref, channel=row["channel"])
-            return
-        target, kind = "", "globalized"
-    else:
-        target, kind = found, "moved"
+    target, kind = destination
     clash = ex.value(
         "SELECT id FROM memories WHERE agent_id = %s AND project_id = %s AND channel = %s "
         "AND md5(content) = md5(%s) AND content = %s",
