@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.interface import KeywordHits, QueryTerms
-from cpersona.storage.keyword_prune import ROW_BUDGET, or_expression, plan_terms
+from cpersona.storage.keyword_prune import ROW_BUDGET, filled, or_expression, plan_terms
 from cpersona.storage.scope import Scope
 
 
@@ -115,9 +115,7 @@ class SqliteKeywordSearch:
             [*patterns, or_expression(plan.dropped if plan.kept else live), *params, *source_params,
              max(self.row_budget, limit)],
         ).fetchall()
-        seen = {rid for rid, _ in hits}
-        fill = [(int(r[0]), 0.0 if plan.kept else float(r[1])) for r in rows if int(r[0]) not in seen]
-        return hits + fill[: limit - len(hits)]
+        return filled(hits, [(int(r[0]), float(r[1])) for r in rows], plan, limit)
 
     def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
         """FTS5 over episode summary + keywords (LIKE over both when no term has 3 characters)."""

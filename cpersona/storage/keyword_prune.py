@@ -80,3 +80,17 @@ def choose_terms(terms: Sequence[str], counts: Sequence[int], budget: int = ROW_
         tuple(terms[i] for i in range(len(terms)) if i in kept),
         tuple(terms[i] for i in live if i not in kept),
     )
+
+
+def filled(
+    hits: list[tuple[int, float]], newest: Sequence[tuple[int, float]], plan: TermPlan, limit: int
+) -> list[tuple[int, float]]:
+    """``hits`` topped up to ``limit`` with ``newest`` (id, term hits) rows not already in it.
+
+    With kept terms the fill rows hold only dropped terms and score 0 (below every bm25 hit); on the
+    bounded path (no kept term) their term-hit counts are the ranking.
+    """
+    seen = {rid for rid, _ in hits}
+    fill = [(rid, 0.0 if plan.kept else score) for rid, score in newest if rid not in seen]
+    return hits + fill[: limit - len(hits)]
+

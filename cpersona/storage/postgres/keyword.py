@@ -35,7 +35,7 @@ from typing import Any
 
 from cpersona.storage.interface import KeywordHits, QueryTerms
 from cpersona.storage.keyword import like_pattern
-from cpersona.storage.keyword_prune import ROW_BUDGET, TermPlan, choose_terms
+from cpersona.storage.keyword_prune import ROW_BUDGET, TermPlan, choose_terms, filled
 from cpersona.storage.postgres.rows import source_clause
 from cpersona.storage.postgres.sql import Executor, where
 from cpersona.storage.scope import Scope
@@ -155,9 +155,7 @@ class PgKeywordSearch:
         live = plan.kept + plan.dropped
         sql, args = channel.newest(live, plan.dropped if plan.kept else live, max(ROW_BUDGET, limit))
         rows = self.ex.all(sql, args)
-        seen = {rid for rid, _ in hits}
-        fill = [(int(r["id"]), 0.0 if plan.kept else float(r["hits"])) for r in rows if int(r["id"]) not in seen]
-        return hits + fill[: limit - len(hits)]
+        return filled(hits, [(int(r["id"]), float(r["hits"])) for r in rows], plan, limit)
 
 
 def _words_query(words: tuple[str, ...]) -> str:
