@@ -52,7 +52,11 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     for n, row in enumerate(cells):
-        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+        print(
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
         if n == 0:
             print("  ".join("-" * w for w in widths))
 

@@ -16,28 +16,65 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-NASTY = ['"', "*", ":", "(", ")", "NEAR", "AND", "OR", "NOT", "^", "-", "{", "}", "'", "\\", "\x00", "\ufeff",
-         "ｚｅｂｒａ", "記憶", " ", "\n", "mem:1", "ep:1", "%", "_", "../", "/etc/passwd", "🦉"]
+NASTY = [
+    '"',
+    "*",
+    ":",
+    "(",
+    ")",
+    "NEAR",
+    "AND",
+    "OR",
+    "NOT",
+    "^",
+    "-",
+    "{",
+    "}",
+    "'",
+    "\\",
+    "\x00",
+    "\ufeff",
+    "ｚｅｂｒａ",
+    "記憶",
+    " ",
+    "\n",
+    "mem:1",
+    "ep:1",
+    "%",
+    "_",
+    "../",
+    "/etc/passwd",
+    "🦉",
+]
 
 _plain = st.one_of(st.text(max_size=30), st.lists(st.sampled_from(NASTY), max_size=8).map(" ".join))
 # Lone surrogates (valid JSON escapes, invalid UTF-16) in about one string in twenty: enough to exercise
 # every parser on the way, few enough that most calls still reach the tools.
-_surrogates = st.lists(st.one_of(st.sampled_from(NASTY), st.characters(categories=["Cs"])), min_size=1,
-                       max_size=8).map("".join)
+_surrogates = st.lists(
+    st.one_of(st.sampled_from(NASTY), st.characters(categories=["Cs"])), min_size=1, max_size=8
+).map("".join)
 
 
-def weighted(common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any], one_in: int) -> st.SearchStrategy[Any]:
+def weighted(
+    common: st.SearchStrategy[Any], rare: st.SearchStrategy[Any], one_in: int
+) -> st.SearchStrategy[Any]:
     """``rare`` about once in ``one_in`` draws, else ``common`` (one_of would weigh each branch equally)."""
     return st.integers(min_value=1, max_value=one_in).flatmap(lambda n: rare if n == 1 else common)
 
 
 nasty_text = weighted(_plain, _surrogates, 20)
 scalar = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False), nasty_text,
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    nasty_text,
 )
-json_value = st.recursive(scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(nasty_text, inner, max_size=3),
-                          max_leaves=8)
+json_value = st.recursive(
+    scalar,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(nasty_text, inner, max_size=3),
+    max_leaves=8,
+)
 
 
 def deep(depth: int) -> Any:
@@ -51,31 +88,48 @@ def deep(depth: int) -> Any:
 nesting = st.integers(min_value=50, max_value=800).map(deep)
 # Nesting written as text (a JSON string inside a string argument) can go far deeper than real nesting.
 deep_text = st.integers(min_value=100, max_value=8000).flatmap(
-    lambda n: st.sampled_from(["[" * n + "]" * n, '{"a":' * n + "1" + "}" * n]))
+    lambda n: st.sampled_from(["[" * n + "]" * n, '{"a":' * n + "1" + "}" * n])
+)
 row_ids = st.one_of(
-    st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=40).map(lambda i: f"mem:{i}"),
+    st.integers(min_value=1, max_value=40),
+    st.integers(min_value=1, max_value=40).map(lambda i: f"mem:{i}"),
     st.integers(min_value=1, max_value=10).map(lambda i: f"ep:{i}"),
     st.sampled_from(["mem:99999999999999999999999", "ep:0", "mem:-1", "0", ""]),
-    st.integers(min_value=-(2**70), max_value=2**70), nasty_text,
+    st.integers(min_value=-(2**70), max_value=2**70),
+    nasty_text,
 )
 agents = st.one_of(st.sampled_from(["fz-a", "fz-b", ""]), nasty_text)
 by_name: dict[str, st.SearchStrategy[Any]] = {
-    "agent_id": agents, "target_agent_id": agents, "source_agent_id": agents,
-    "memory_id": row_ids, "episode_id": row_ids,
+    "agent_id": agents,
+    "target_agent_id": agents,
+    "source_agent_id": agents,
+    "memory_id": row_ids,
+    "episode_id": row_ids,
     "refs": weighted(
-        st.lists(st.one_of(st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=10**30))
-                 .flatmap(lambda n: st.sampled_from([f"mem:{n}", f"ep:{n}"])), min_size=1, max_size=20),
-        st.lists(st.one_of(row_ids.map(str), nasty_text), min_size=0, max_size=22), 5),
+        st.lists(
+            st.one_of(
+                st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=10**30)
+            ).flatmap(lambda n: st.sampled_from([f"mem:{n}", f"ep:{n}"])),
+            min_size=1,
+            max_size=20,
+        ),
+        st.lists(st.one_of(row_ids.map(str), nasty_text), min_size=0, max_size=22),
+        5,
+    ),
     "ttl_seconds": st.one_of(st.integers(min_value=-5, max_value=3), st.floats(allow_nan=False)),
     "apply": st.booleans(),
-    "output_path": st.one_of(st.sampled_from(["fz.jsonl", "sub/fz.jsonl", "../escape.jsonl", "/tmp/x.jsonl"]),
-                             nasty_text),
+    "output_path": st.one_of(
+        st.sampled_from(["fz.jsonl", "sub/fz.jsonl", "../escape.jsonl", "/tmp/x.jsonl"]), nasty_text
+    ),
     "input_path": st.one_of(st.sampled_from(["fz.jsonl", "missing.jsonl", "../escape.jsonl"]), nasty_text),
     "message": st.fixed_dictionaries(
         {"content": nasty_text},
-        optional={"id": st.one_of(nasty_text, st.integers()), "timestamp": st.one_of(nasty_text, st.integers()),
-                  "metadata": weighted(json_value, st.one_of(nesting, nesting.map(json.dumps), deep_text), 8),
-                  "source": json_value},
+        optional={
+            "id": st.one_of(nasty_text, st.integers()),
+            "timestamp": st.one_of(nasty_text, st.integers()),
+            "metadata": weighted(json_value, st.one_of(nesting, nesting.map(json.dumps), deep_text), 8),
+            "source": json_value,
+        },
     ),
 }
 
@@ -90,8 +144,11 @@ def for_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
             enum = schema.get("enum")
             options.append(st.sampled_from(enum) if enum else nasty_text)
         elif k == "integer":
-            options.append(st.one_of(st.integers(min_value=-3, max_value=120),
-                                     st.integers(min_value=-(2**70), max_value=2**70)))
+            options.append(
+                st.one_of(
+                    st.integers(min_value=-3, max_value=120), st.integers(min_value=-(2**70), max_value=2**70)
+                )
+            )
         elif k == "number":
             options.append(st.floats(allow_nan=False))
         elif k == "boolean":
@@ -100,7 +157,9 @@ def for_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
             options.append(st.lists(for_schema(schema.get("items") or {}), max_size=4))
         elif k == "object":
             props = schema.get("properties")
-            options.append(arguments(schema) if props else st.dictionaries(nasty_text, json_value, max_size=3))
+            options.append(
+                arguments(schema) if props else st.dictionaries(nasty_text, json_value, max_size=3)
+            )
     return st.one_of(*options) if options else json_value
 
 
@@ -119,8 +178,14 @@ def arguments(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         optional={n: value(n, s) for n, s in props.items() if n not in required},
     )
     extra = st.dictionaries(nasty_text, json_value, min_size=1, max_size=2)
-    return st.one_of(plausible, plausible, plausible, plausible,
-                     st.builds(lambda a, b: {**b, **a}, plausible, extra), json_value)
+    return st.one_of(
+        plausible,
+        plausible,
+        plausible,
+        plausible,
+        st.builds(lambda a, b: {**b, **a}, plausible, extra),
+        json_value,
+    )
 
 
 def generate(schema: dict[str, Any], count: int, rng_seed: int) -> list[Any]:
@@ -128,8 +193,13 @@ def generate(schema: dict[str, Any], count: int, rng_seed: int) -> list[Any]:
     out: list[Any] = []
 
     @seed(rng_seed)
-    @settings(max_examples=count, phases=[Phase.generate], database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(arguments(schema))
     def collect(value: Any) -> None:
         out.append(value)

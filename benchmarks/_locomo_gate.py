@@ -25,11 +25,14 @@ def _gate_for(mem: Memory, settings: Settings, level: str, method: str) -> tuple
         return NoGate("benchmark: gate off"), {}
     if level == "heuristic":
         policy = GatePolicy("heuristic", None, None, HEURISTIC_TOP_COSINE)
-        return QualityGate(lambda agent: policy, settings.autocut_min_results), {"threshold": HEURISTIC_TOP_COSINE}
+        return QualityGate(lambda agent: policy, settings.autocut_min_results), {
+            "threshold": HEURISTIC_TOP_COSINE
+        }
     mem.set_recall_precision(AGENT, level)
     cal = mem.calibrate_threshold(AGENT, method=method)  # same thresholds; recorded for the report
     return QualityGate(mem.calibration.policy_for, settings.autocut_min_results), {
-        "threshold": cal["gate"]["threshold"], "vector_threshold": cal["vector"]["threshold"],
+        "threshold": cal["gate"]["threshold"],
+        "vector_threshold": cal["vector"]["threshold"],
     }
 
 

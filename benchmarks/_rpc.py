@@ -49,8 +49,11 @@ def server_env(db: Path, models_dir: Path | None, **extra: str) -> dict[str, str
     if models_dir is None:
         env.update(CPERSONA_EMBEDDING_MODE="none", CPERSONA_MODELS_DIR=str(db.parent / "models"))
     else:
-        env.update(CPERSONA_EMBEDDING_MODE="onnx", CPERSONA_MODELS_DIR=str(models_dir),
-                   CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2")
+        env.update(
+            CPERSONA_EMBEDDING_MODE="onnx",
+            CPERSONA_MODELS_DIR=str(models_dir),
+            CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
+        )
     env.update(extra)
     return env
 
@@ -84,7 +87,10 @@ class StdioServer:
     def __init__(self, env: dict[str, str], stderr_path: Path) -> None:
         self._stderr = open(stderr_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            [cpersona_executable(), "serve"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [cpersona_executable(), "serve"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
             stderr=self._stderr,
         )
         self.replies: dict[Any, dict[str, Any]] = {}
@@ -135,8 +141,14 @@ class StdioServer:
         return rid
 
     def call_tool_message(self, rid: int, name: str, arguments: Any) -> bytes:
-        return encode({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                       "params": {"name": name, "arguments": arguments}})
+        return encode(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
 
     def wait(self, ids: list[int], timeout: float) -> dict[int, dict[str, Any]]:
         """Replies for ``ids`` that arrive within ``timeout`` seconds (fewer when some never come)."""
@@ -156,8 +168,9 @@ class StdioServer:
             return len(self.replies)
 
     def initialize(self, timeout: float = 60.0) -> None:
-        rid = self.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-                                          "clientInfo": CLIENT_INFO})
+        rid = self.request(
+            "initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        )
         if rid not in self.wait([rid], timeout):
             raise RuntimeError(f"server did not answer initialize within {timeout}s")
         self.send(encode({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -199,9 +212,20 @@ class HttpServer:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [cpersona_executable(), "serve", "--transport", "streamable-http", "--host", "127.0.0.1",
-             "--port", str(self.port)],
-            env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                cpersona_executable(),
+                "serve",
+                "--transport",
+                "streamable-http",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
@@ -239,8 +263,21 @@ class HttpSession:
         }
         self.http = httpx2.Client(timeout=httpx2.Timeout(timeout))
         self._ids = itertools.count(1)
-        reply = self.post(encode({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}}), 0)
+        reply = self.post(
+            encode(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": PROTOCOL_VERSION,
+                        "capabilities": {},
+                        "clientInfo": CLIENT_INFO,
+                    },
+                }
+            ),
+            0,
+        )
         if reply is None or "result" not in reply:
             raise RuntimeError(f"initialize failed: {reply}")
         self.post(encode({"jsonrpc": "2.0", "method": "notifications/initialized"}), None)
@@ -282,8 +319,17 @@ class HttpSession:
 
     def call_tool(self, name: str, arguments: Any) -> dict[str, Any] | None:
         rid = self.next_id()
-        return self.post(encode({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                                 "params": {"name": name, "arguments": arguments}}), rid)
+        return self.post(
+            encode(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments},
+                }
+            ),
+            rid,
+        )
 
     def close(self) -> None:
         self.http.close()

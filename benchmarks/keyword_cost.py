@@ -47,7 +47,9 @@ def fill(db: Path, texts: list[str], count: int) -> float:
     for start in range(0, count, 5000):
         with store.write() as s:
             for k in range(start, min(start + 5000, count)):
-                s.memories.insert(NewMemory(AGENT, "", "", "", text_at(texts, k), None, None, now, now, None, None, None))
+                s.memories.insert(
+                    NewMemory(AGENT, "", "", "", text_at(texts, k), None, None, now, now, None, None, None)
+                )
     store.close()
     return time.perf_counter() - started
 
@@ -62,7 +64,9 @@ def _channels(session: Any, terms: QueryTerms, scope: Scope) -> dict[str, Any]:
     }
 
 
-def measure(db: Path, questions: list[str], rounds: int = 2) -> tuple[dict[str, dict[str, float]], list[dict]]:
+def measure(
+    db: Path, questions: list[str], rounds: int = 2
+) -> tuple[dict[str, dict[str, float]], list[dict]]:
     """Per-channel p50/p95 over the questions (the last of ``rounds`` passes), and per-question costs."""
     store = SqliteStore(db)
     scope = Scope(AGENT)
@@ -96,8 +100,10 @@ def prune_stats(db: Path, questions: list[str]) -> dict[str, dict[str, float]]:
         conn = search.conn  # type: ignore[attr-defined]
         budget = search.row_budget  # type: ignore[attr-defined]
         for table, pick in (("memories_fts", lambda t: t.match), ("memories_words", lambda t: t.words)):
-            plans = [(pick(query_terms(q)), plan_terms(conn, table, pick(query_terms(q)), budget))
-                     for q in questions]
+            plans = [
+                (pick(query_terms(q)), plan_terms(conn, table, pick(query_terms(q)), budget))
+                for q in questions
+            ]
             n = max(len(plans), 1)
             out[table] = {
                 "terms": round(sum(len(t) for t, _ in plans) / n, 2),
@@ -118,17 +124,21 @@ def term_counts(db: Path, question: str) -> dict[str, Any]:
         for term in terms.match:
             phrase = '"' + term.replace('"', '""') + '"'
             out["trigram"][term] = conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", [phrase]).fetchone()[0]
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", [phrase]
+            ).fetchone()[0]
         for word in terms.words:
             phrase = '"' + word.replace('"', '""') + '"'
             out["words"][word] = conn.execute(
-                "SELECT count(*) FROM memories_words WHERE memories_words MATCH ?", [phrase]).fetchone()[0]
+                "SELECT count(*) FROM memories_words WHERE memories_words MATCH ?", [phrase]
+            ).fetchone()[0]
     store.close()
     return out
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--conversation", help="only this conversation's turns (a file stem, e.g. 41)")
@@ -144,7 +154,9 @@ def main() -> int:
     if args.conversation:  # one conversation alone, as benchmarks/locomo.py stores it
         data_dir = args.db_dir / f"conv{args.conversation}"
         data_dir.mkdir(parents=True, exist_ok=True)
-        (data_dir / f"{args.conversation}.json").write_bytes((args.data_dir / f"{args.conversation}.json").read_bytes())
+        (data_dir / f"{args.conversation}.json").write_bytes(
+            (args.data_dir / f"{args.conversation}.json").read_bytes()
+        )
     texts, questions = corpus(data_dir)
     if args.questions:
         questions = questions[: args.questions]
@@ -160,8 +172,10 @@ def main() -> int:
         pruning = prune_stats(db, questions)
         results["sizes"][str(size)] = {"channels": stats, "pruning": pruning, "costliest": per_question[:10]}
         for table, p in pruning.items():
-            print(f"{size:,} {table}: {p['terms']} terms/question, {p['dropped']} dropped, "
-                  f"{p['bounded_share']:.1%} of questions bounded (no term within budget)")
+            print(
+                f"{size:,} {table}: {p['terms']} terms/question, {p['dropped']} dropped, "
+                f"{p['bounded_share']:.1%} of questions bounded (no term within budget)"
+            )
         for name, s in stats.items():
             rows.append([f"{size:,}", name, s["p50_ms"], s["p95_ms"], s["mean_ms"]])
         if args.per_term:

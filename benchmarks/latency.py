@@ -189,8 +189,12 @@ async def mcp_recalls(env: dict[str, str], questions: list[str], marker: str) ->
             await client.call_tool("recall", {"agent_id": AGENT, "query": question, "limit": 10})
             samples.append(time.perf_counter() - t0)
         rss = vm_hwm_mb(server_pid(marker))
-    return {"initialize_s": round(initialized, 3), "first_vector_recall_s": round(ready, 3),
-            "recall": summary_ms(samples), "server_peak_rss_mb": rss}
+    return {
+        "initialize_s": round(initialized, 3),
+        "first_vector_recall_s": round(ready, 3),
+        "recall": summary_ms(samples),
+        "server_peak_rss_mb": rss,
+    }
 
 
 def fill(db: Path, texts: list[str], count: int, dim: int, model_id: str) -> float:
@@ -207,8 +211,22 @@ def fill(db: Path, texts: list[str], count: int, dim: int, model_id: str) -> flo
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         with store.write() as s:
             for k in range(n):
-                s.memories.insert(NewMemory(AGENT, "", "", "", text_at(texts, start + k), None, None, now, now,
-                                            to_blob(vectors[k]), model_id, dim))
+                s.memories.insert(
+                    NewMemory(
+                        AGENT,
+                        "",
+                        "",
+                        "",
+                        text_at(texts, start + k),
+                        None,
+                        None,
+                        now,
+                        now,
+                        to_blob(vectors[k]),
+                        model_id,
+                        dim,
+                    )
+                )
     rate = count / (time.perf_counter() - started)
     store.close()
     return round(rate, 1)
@@ -233,14 +251,23 @@ def split(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
             for name in out:
                 out[name] = []
             for q, v in zip(questions, vectors, strict=True):
-                request = RecallRequest(scope=Scope(AGENT), query=q, limit=10, deep=False, exclude_contents=[],
-                                        source_id=None)
+                request = RecallRequest(
+                    scope=Scope(AGENT), query=q, limit=10, deep=False, exclude_contents=[], source_id=None
+                )
                 for name, pipeline in (("retrieval", full), ("keyword_only", keyword)):
                     t0 = time.perf_counter()
                     with mem.storage.read() as session:
-                        query = VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension) if v is not None else None
-                        pipeline.run(session, request, query_vector=query if name == "retrieval" else None,
-                                     now=utc_now())
+                        query = (
+                            VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension)
+                            if v is not None
+                            else None
+                        )
+                        pipeline.run(
+                            session,
+                            request,
+                            query_vector=query if name == "retrieval" else None,
+                            now=utc_now(),
+                        )
                     out[name].append(time.perf_counter() - t0)
     return {"query_embedding": summary_ms(embed), **{k: summary_ms(v) for k, v in out.items()}}
 
@@ -262,8 +289,9 @@ def ingest_with_embedding(texts: list[str], models_dir: Path, n: int) -> dict[st
         env = env_for(Path(tmp) / "e.db", models_dir, "onnx")
         mcp = anyio.run(mcp_stores, env, sample)
         # This process's own session, never a shared host's: the comparison is against a bare session.
-        settings = Settings(db_path=Path(tmp) / "b.db", models_dir=models_dir, embedding_model=MODEL,
-                            model_sharing="off")
+        settings = Settings(
+            db_path=Path(tmp) / "b.db", models_dir=models_dir, embedding_model=MODEL, model_sharing="off"
+        )
         with Memory(settings, start_background=False) as mem:
             mem.embeddings.start()
             mem.wait_until_ready(300)
@@ -272,9 +300,13 @@ def ingest_with_embedding(texts: list[str], models_dir: Path, n: int) -> dict[st
             mem.embeddings.embed_documents(sample)
             ours = n / (time.perf_counter() - t0)
             bare = bare_session_rate(backend, sample, mem.settings.embed_batch_size)
-    return {"mcp_store_with_embedding": mcp["store"], "mcp_rate_per_s": mcp["rate_per_s"],
-            "bulk_rate_per_s": round(ours, 1), "bare_ort_rate_per_s": round(bare, 1),
-            "bare_over_ours": round(bare / ours, 3)}
+    return {
+        "mcp_store_with_embedding": mcp["store"],
+        "mcp_rate_per_s": mcp["rate_per_s"],
+        "bulk_rate_per_s": round(ours, 1),
+        "bare_ort_rate_per_s": round(bare, 1),
+        "bare_over_ours": round(bare / ours, 3),
+    }
 
 
 def bare_session_rate(backend: Any, texts: list[str], batch: int) -> float:
@@ -282,7 +314,9 @@ def bare_session_rate(backend: Any, texts: list[str], batch: int) -> float:
     beforehand (tokenising, padding and pooling are excluded: this is the model's own pace)."""
     encodings = backend._encode(backend._tokenizer, texts, backend._prompt("document"))
     order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-    feeds = [backend._feeds([encodings[i] for i in order[s : s + batch]])[0] for s in range(0, len(texts), batch)]
+    feeds = [
+        backend._feeds([encodings[i] for i in order[s : s + batch]])[0] for s in range(0, len(texts), batch)
+    ]
     session, output = backend._session, backend.manifest.output_name
     t0 = time.perf_counter()
     for feed in feeds:
@@ -290,7 +324,9 @@ def bare_session_rate(backend: Any, texts: list[str], batch: int) -> float:
     return len(texts) / (time.perf_counter() - t0)
 
 
-def run_size(size: int, texts: list[str], questions: list[str], models_dir: Path, meta: tuple[str, int]) -> dict:
+def run_size(
+    size: int, texts: list[str], questions: list[str], models_dir: Path, meta: tuple[str, int]
+) -> dict:
     """Every measurement at one corpus size."""
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "latency.db"
@@ -303,8 +339,15 @@ def run_size(size: int, texts: list[str], questions: list[str], models_dir: Path
         recalls = anyio.run(mcp_recalls, env, questions, marker)
         db_mb = round(sum(p.stat().st_size for p in db.parent.glob(db.name + "*")) / 1e6, 1)
         parts = split(db, models_dir, questions)
-    return {"size": size, "bulk_fill_rows_per_s": bulk_rate, **stores, "mcp_store_rate_per_s": stores["rate_per_s"],
-            **recalls, **parts, "db_mb": db_mb}
+    return {
+        "size": size,
+        "bulk_fill_rows_per_s": bulk_rate,
+        **stores,
+        "mcp_store_rate_per_s": stores["rate_per_s"],
+        **recalls,
+        **parts,
+        "db_mb": db_mb,
+    }
 
 
 def engines_side_by_side(args: argparse.Namespace, texts: list[str], questions: list[str]) -> int:
@@ -316,26 +359,48 @@ def engines_side_by_side(args: argparse.Namespace, texts: list[str], questions: 
         "locomo", lambda i, rng: text_at(texts, i), lambda j, rng: questions[j % len(questions)]
     )
     results = pg_latency.compare(
-        sizes, db_url=None if args.db_url == "auto" else args.db_url, pg_vector_index=args.pg_vector_index,
-        engines=args.engines, stores=args.stores, queries=args.queries, corpus=locomo,
+        sizes,
+        db_url=None if args.db_url == "auto" else args.db_url,
+        pg_vector_index=args.pg_vector_index,
+        engines=args.engines,
+        stores=args.stores,
+        queries=args.queries,
+        corpus=locomo,
     )
     pg_latency.print_results(results, args.pg_vector_index)
-    write_json(args.json, {"benchmark": "latency-engines", "corpus": "locomo", "data_dir": str(args.data_dir),
-                           "pg_vector_index": args.pg_vector_index, "machine": machine(), "results": results})
+    write_json(
+        args.json,
+        {
+            "benchmark": "latency-engines",
+            "corpus": "locomo",
+            "data_dir": str(args.data_dir),
+            "pg_vector_index": args.pg_vector_index,
+            "machine": machine(),
+            "results": results,
+        },
+    )
     return 0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data_dir", type=Path, help="directory of LoCoMo conversation JSON files")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--queries", type=int, default=200, help="questions recalled per size")
-    parser.add_argument("--embed-sample", type=int, default=1000, help="texts for the ingest-with-embedding run")
+    parser.add_argument(
+        "--embed-sample", type=int, default=1000, help="texts for the ingest-with-embedding run"
+    )
     parser.add_argument("--models-dir", type=Path)
     parser.add_argument("--json")
-    parser.add_argument("--db-url", help="compare with PostgreSQL: an admin URL, or 'auto' for a throwaway cluster")
+    parser.add_argument(
+        "--db-url", help="compare with PostgreSQL: an admin URL, or 'auto' for a throwaway cluster"
+    )
     parser.add_argument("--million", action="store_true", help="with --db-url: also 1,000,000 memories")
-    parser.add_argument("--engines", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"])
+    parser.add_argument(
+        "--engines", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"]
+    )
     parser.add_argument("--pg-vector-index", choices=("hnsw", "exact"), default="hnsw")
     parser.add_argument("--stores", type=int, default=300, help="with --db-url: timed stores per run")
     args = parser.parse_args()
@@ -354,20 +419,65 @@ def main() -> int:
         ingest = ingest_with_embedding(texts, models_dir, args.embed_sample) if args.embed_sample else {}
 
     print_table(
-        ["size", "store p50", "p95", "recall MCP p50", "p95", "query embed p50", "retrieval p50", "p95",
-         "keyword-only p50", "p95", "server peak RSS MB", "DB MB", "initialize s", "first vector recall s"],
-        [[r["size"], r["store"]["p50_ms"], r["store"]["p95_ms"], r["recall"]["p50_ms"], r["recall"]["p95_ms"],
-          r["query_embedding"]["p50_ms"], r["retrieval"]["p50_ms"], r["retrieval"]["p95_ms"],
-          r["keyword_only"]["p50_ms"], r["keyword_only"]["p95_ms"], r["server_peak_rss_mb"], r["db_mb"],
-          r["initialize_s"], r["first_vector_recall_s"]] for r in rows],
+        [
+            "size",
+            "store p50",
+            "p95",
+            "recall MCP p50",
+            "p95",
+            "query embed p50",
+            "retrieval p50",
+            "p95",
+            "keyword-only p50",
+            "p95",
+            "server peak RSS MB",
+            "DB MB",
+            "initialize s",
+            "first vector recall s",
+        ],
+        [
+            [
+                r["size"],
+                r["store"]["p50_ms"],
+                r["store"]["p95_ms"],
+                r["recall"]["p50_ms"],
+                r["recall"]["p95_ms"],
+                r["query_embedding"]["p50_ms"],
+                r["retrieval"]["p50_ms"],
+                r["retrieval"]["p95_ms"],
+                r["keyword_only"]["p50_ms"],
+                r["keyword_only"]["p95_ms"],
+                r["server_peak_rss_mb"],
+                r["db_mb"],
+                r["initialize_s"],
+                r["first_vector_recall_s"],
+            ]
+            for r in rows
+        ],
     )
-    print("\ningest (rows/s):", json.dumps({r["size"]: {"bulk fill, no embedding": r["bulk_fill_rows_per_s"],
-                                                      "MCP store, no embedding": r["mcp_store_rate_per_s"]}
-                                          for r in rows}))
+    print(
+        "\ningest (rows/s):",
+        json.dumps(
+            {
+                r["size"]: {
+                    "bulk fill, no embedding": r["bulk_fill_rows_per_s"],
+                    "MCP store, no embedding": r["mcp_store_rate_per_s"],
+                }
+                for r in rows
+            }
+        ),
+    )
     if ingest:
         print("ingest with embedding:", json.dumps(ingest))
-    write_json(args.json, {"benchmark": "latency", "data_dir": str(args.data_dir), "sizes": rows,
-                           "ingest_with_embedding": ingest})
+    write_json(
+        args.json,
+        {
+            "benchmark": "latency",
+            "data_dir": str(args.data_dir),
+            "sizes": rows,
+            "ingest_with_embedding": ingest,
+        },
+    )
     return 0
 
 

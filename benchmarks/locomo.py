@@ -75,7 +75,13 @@ ARMS = {
     "fused-rsf": ("rsf", frozenset(fusion.CHANNEL_ORDER)),
 }
 FUSED, ARM_PAIR = "fused-rsf", ("vector", "keyword")  # the target: fused beats both arms
-CATEGORY_NAMES = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}
+CATEGORY_NAMES = {
+    1: "1 multi-hop",
+    2: "2 temporal",
+    3: "3 open-domain",
+    4: "4 single-hop",
+    5: "5 adversarial",
+}
 LIMIT = 10
 
 
@@ -124,7 +130,9 @@ def summarise_arm(by_cat: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
     overall = [row for cat, rows in by_cat.items() if cat != 5 for row in rows]
     return {
         "overall_excl_5": {**mean(overall), "n": len(overall)},
-        "categories": {CATEGORY_NAMES.get(c, str(c)): {**mean(r), "n": len(r)} for c, r in sorted(by_cat.items())},
+        "categories": {
+            CATEGORY_NAMES.get(c, str(c)): {**mean(r), "n": len(r)} for c, r in sorted(by_cat.items())
+        },
     }
 
 
@@ -149,7 +157,11 @@ def run(
         data = datasets[index]
         conversation = data.get("conversation", data)
         with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-            url = stack.enter_context(fresh_database(db_url, f"cpersona_locomo_{path.stem}")) if db_url else None
+            url = (
+                stack.enter_context(fresh_database(db_url, f"cpersona_locomo_{path.stem}"))
+                if db_url
+                else None
+            )
             settings = Settings(
                 db_path=Path(tmp) / "locomo.db",
                 db_url=url,
@@ -166,18 +178,25 @@ def run(
                 for dia_id, content, stamp in turns(conversation):
                     out = mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
                     if out["result"] != "stored":
-                        print(f"  note: {path.name} {dia_id} {out['result']}: {out.get('reason')}", file=sys.stderr)
+                        print(
+                            f"  note: {path.name} {dia_id} {out['result']}: {out.get('reason')}",
+                            file=sys.stderr,
+                        )
                 timing["ingest_s"].append(time.perf_counter() - start)
                 rows = mem.storage.session().memories.list_recent(Scope("locomo"), 10**9)
                 id_to_dia = {r["id"]: r["msg_id"] for r in rows}
                 for arm in arms:
                     mode, channels = ARMS[arm]
-                    mem.recaller.pipeline = RecallPipeline(settings.with_overrides(recall_mode=mode), channels=channels)
+                    mem.recaller.pipeline = RecallPipeline(
+                        settings.with_overrides(recall_mode=mode), channels=channels
+                    )
                     for qa in data["qa"]:
                         start = time.perf_counter()
                         results = mem.recall("locomo", qa["question"], limit=LIMIT)["results"]
                         timing[f"recall_{arm}"].append(time.perf_counter() - start)
-                        ranked = [id_to_dia.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"]
+                        ranked = [
+                            id_to_dia.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"
+                        ]
                         evidence = [e for e in qa.get("evidence", []) if e]
                         if evidence:
                             scored = score_question(ranked, evidence)
@@ -188,10 +207,14 @@ def run(
                     other = datasets[(index + 1) % len(datasets)] if len(datasets) > 1 else {"qa": []}
                     curves[path.stem] = gate_curve(
                         mem,
-                        settings.with_overrides(recall_mode=gate.gate_mode, confidence_enabled=gate.confidence),
+                        settings.with_overrides(
+                            recall_mode=gate.gate_mode, confidence_enabled=gate.confidence
+                        ),
                         [q for q in data["qa"] if int(q["category"]) != 5 and any(q.get("evidence", []))],
                         [q for q in other["qa"] if int(q["category"]) != 5],
-                        lambda results, ids=id_to_dia: [ids.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"],
+                        lambda results, ids=id_to_dia: [
+                            ids.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"
+                        ],
                         score_question,
                         levels=gate.levels,
                         method=gate.calibration_method,
@@ -199,8 +222,12 @@ def run(
                     )
     report: dict[str, Any] = {"arms": {}, "conversations": {}, "timing_ms_p50": {}}
     if gate is not None:
-        report["gate"] = {"mode": gate.gate_mode, "confidence": gate.confidence,
-                          "calibration_method": gate.calibration_method, **summarise(curves, gate.levels)}
+        report["gate"] = {
+            "mode": gate.gate_mode,
+            "confidence": gate.confidence,
+            "calibration_method": gate.calibration_method,
+            **summarise(curves, gate.levels),
+        }
     for arm, by_cat in per_arm.items():
         report["arms"][arm] = summarise_arm(by_cat)
     for name, by_arm in per_conv.items():
@@ -226,24 +253,45 @@ def fused_beats_arms(report: dict[str, Any]) -> dict[str, bool]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data_dir", type=Path, help="directory of LoCoMo conversation JSON files")
     parser.add_argument("--models-dir", type=Path, help="models dir with the model installed")
     parser.add_argument("--model", default="all-minilm-l6-v2")
     parser.add_argument("--recent-recall-penalty", type=float, default=1.0)
-    parser.add_argument("--conversations", nargs="+", help="conversation files to run (stem, e.g. 26 30); default all")
-    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated arms (default all: {', '.join(ARMS)})")
+    parser.add_argument(
+        "--conversations", nargs="+", help="conversation files to run (stem, e.g. 26 30); default all"
+    )
+    parser.add_argument(
+        "--arms", default=",".join(ARMS), help=f"comma-separated arms (default all: {', '.join(ARMS)})"
+    )
     parser.add_argument("--json", help="write the full report here")
-    parser.add_argument("--gate-curve", action="store_true",
-                        help="also measure the quality gate per precision level, with negative questions")
-    parser.add_argument("--gate-levels", default=",".join(LEVELS),
-                        help=f"comma-separated subset of {','.join(LEVELS)}")
-    parser.add_argument("--gate-mode", default=Settings().recall_mode, choices=["rrf", "rsf", "cascade"],
-                        help="fusion mode for the gate curve (default: the product default)")
-    parser.add_argument("--confidence", action="store_true", help="gate curve with CPERSONA_CONFIDENCE_ENABLED")
-    parser.add_argument("--calibration-method", default="separation", choices=["separation", "percentile", "zscore"])
-    parser.add_argument("--db-url", help="run on PostgreSQL: an admin URL (a fresh database per conversation), "
-                        "or 'auto' for a throwaway pgserver cluster (default: SQLite files)")
+    parser.add_argument(
+        "--gate-curve",
+        action="store_true",
+        help="also measure the quality gate per precision level, with negative questions",
+    )
+    parser.add_argument(
+        "--gate-levels", default=",".join(LEVELS), help=f"comma-separated subset of {','.join(LEVELS)}"
+    )
+    parser.add_argument(
+        "--gate-mode",
+        default=Settings().recall_mode,
+        choices=["rrf", "rsf", "cascade"],
+        help="fusion mode for the gate curve (default: the product default)",
+    )
+    parser.add_argument(
+        "--confidence", action="store_true", help="gate curve with CPERSONA_CONFIDENCE_ENABLED"
+    )
+    parser.add_argument(
+        "--calibration-method", default="separation", choices=["separation", "percentile", "zscore"]
+    )
+    parser.add_argument(
+        "--db-url",
+        help="run on PostgreSQL: an admin URL (a fresh database per conversation), "
+        "or 'auto' for a throwaway pgserver cluster (default: SQLite files)",
+    )
     parser.add_argument("--pg-vector-index", choices=("hnsw", "exact"), default="hnsw")
     args = parser.parse_args()
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
@@ -267,14 +315,25 @@ def main() -> int:
             source = assemble_minilm(Path(tmp) / "minilm-src")
             models_dir = Path(tmp) / "models"
             install_from(source, "all-minilm-l6-v2", models_dir, stream=sys.stderr)
-        report = run(files, models_dir, args.model, args.recent_recall_penalty, arms,
-                     args if args.gate_curve else None, db_url, args.pg_vector_index)
+        report = run(
+            files,
+            models_dir,
+            args.model,
+            args.recent_recall_penalty,
+            arms,
+            args if args.gate_curve else None,
+            db_url,
+            args.pg_vector_index,
+        )
 
     metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]
     print("Overall (categories 1-4):")
     print_table(
         ["arm", *metrics, "n"],
-        [[arm, *(r["overall_excl_5"][m] for m in metrics), r["overall_excl_5"]["n"]] for arm, r in report["arms"].items()],
+        [
+            [arm, *(r["overall_excl_5"][m] for m in metrics), r["overall_excl_5"]["n"]]
+            for arm, r in report["arms"].items()
+        ],
     )
     print("\nPer category:")
     rows = []
@@ -291,18 +350,26 @@ def main() -> int:
     print_table(["conversation", "arm", *short, "n"], rows)
     report["fused_beats_both_arms"] = fused_beats_arms(report)
     for scope, ok in report["fused_beats_both_arms"].items():
-        print(f"{FUSED} above {' and '.join(ARM_PAIR)} on recall@10 and NDCG@10 [{scope}]: {'yes' if ok else 'NO'}")
+        print(
+            f"{FUSED} above {' and '.join(ARM_PAIR)} on recall@10 and NDCG@10 [{scope}]: {'yes' if ok else 'NO'}"
+        )
     print("\nLatency p50 (ms):", json.dumps(report["timing_ms_p50"]))
     if "gate" in report:
         g = report["gate"]
         cols = ["recall@10", "ndcg@10", "real_empty", "negative_empty"]
-        print(f"\nQuality gate (mode {g['mode']}, confidence {g['confidence']}, {g['calibration_method']}); "
-              "negatives = the next conversation's questions:")
-        rows = [["overall", level, *(v[c] for c in cols), "", v["n_real"], v["n_negative"]]
-                for level, v in g["overall"].items()]
+        print(
+            f"\nQuality gate (mode {g['mode']}, confidence {g['confidence']}, {g['calibration_method']}); "
+            "negatives = the next conversation's questions:"
+        )
+        rows = [
+            ["overall", level, *(v[c] for c in cols), "", v["n_real"], v["n_negative"]]
+            for level, v in g["overall"].items()
+        ]
         for conv, levels in g["per_conversation"].items():
-            rows += [[conv, level, *(v[c] for c in cols), v.get("threshold", ""), v["n_real"], v["n_negative"]]
-                     for level, v in levels.items()]
+            rows += [
+                [conv, level, *(v[c] for c in cols), v.get("threshold", ""), v["n_real"], v["n_negative"]]
+                for level, v in levels.items()
+            ]
         print_table(["conversation", "level", *cols, "threshold", "n_real", "n_neg"], rows)
     write_json(args.json, {"benchmark": "locomo", "data_dir": str(args.data_dir), "arms_run": arms, **report})
     return 0

@@ -80,11 +80,22 @@ def load(url: str, vectors: np.ndarray) -> None:
 
     PgStore(url).close()  # migrate
     with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
-        with cur.copy("COPY memories (agent_id, content, timestamp, created_at, embedding, embedding_model, "
-                      "embedding_dim) FROM STDIN") as copy:
+        with cur.copy(
+            "COPY memories (agent_id, content, timestamp, created_at, embedding, embedding_model, "
+            "embedding_dim) FROM STDIN"
+        ) as copy:
             for i, v in enumerate(vectors):
-                copy.write_row((AGENT, f"row {i}", "2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z",
-                                "[" + ",".join(f"{x:.7g}" for x in v) + "]", MODEL, DIM))
+                copy.write_row(
+                    (
+                        AGENT,
+                        f"row {i}",
+                        "2024-01-01T00:00:00Z",
+                        "2024-01-01T00:00:00Z",
+                        "[" + ",".join(f"{x:.7g}" for x in v) + "]",
+                        MODEL,
+                        DIM,
+                    )
+                )
         cur.execute("ANALYZE memories")
 
 
@@ -99,11 +110,15 @@ def measure(url: str, vectors: np.ndarray, queries: np.ndarray, ef: int, base: i
     truth = np.argsort(-(queries @ vectors.T), axis=1)[:, :60] + 1  # ids are row numbers + 1
     try:
         with store.read() as s:  # build the index (first use) outside the timing
-            s.vector_search.nearest("memories", VectorQuery(queries[0], MODEL, DIM), Scope(AGENT), 10, window=None)
+            s.vector_search.nearest(
+                "memories", VectorQuery(queries[0], MODEL, DIM), Scope(AGENT), 10, window=None
+            )
         for q, exact in zip(queries, truth, strict=True):
             start = time.perf_counter()
             with store.read() as s:
-                hits = s.vector_search.nearest("memories", VectorQuery(q, MODEL, DIM), Scope(AGENT), 60, window=None)
+                hits = s.vector_search.nearest(
+                    "memories", VectorQuery(q, MODEL, DIM), Scope(AGENT), 60, window=None
+                )
             times.append(time.perf_counter() - start)
             got = [h[0] for h in hits]
             found10 += len(set(got[:10]) & set(exact[:10].tolist()))
@@ -114,13 +129,19 @@ def measure(url: str, vectors: np.ndarray, queries: np.ndarray, ef: int, base: i
     finally:
         store.close()
     n = len(queries)
-    return {"ef_search": ef, "recall@10": round(found10 / (10 * n), 4), "recall@60": round(found60 / (60 * n), 4),
-            "fact_recall@10": round(facts / fact_total, 4),
-            "latency": summary_ms(times)}
+    return {
+        "ef_search": ef,
+        "recall@10": round(found10 / (10 * n), 4),
+        "recall@60": round(found60 / (60 * n), 4),
+        "fact_recall@10": round(facts / fact_total, 4),
+        "latency": summary_ms(times),
+    }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--ef", type=int, nargs="+", default=[40, 64, 100, 200])
@@ -153,11 +174,32 @@ def main() -> int:
                     r = {"size": size, **measure(url, vectors, queries, ef, len(base))}
                     rows.append(r)
                     print(json.dumps(r), flush=True)
-    print_table(["memories", "ef_search", "recall@10 vs exact", "recall@60 vs exact", "fact recall@10", "p50 ms",
-                 "p95 ms"],
-                [[r["size"], r["ef_search"], r["recall@10"], r["recall@60"], r["fact_recall@10"], r["latency"]["p50_ms"],
-                  r["latency"]["p95_ms"]] for r in rows])
-    write_json(args.json, {"benchmark": "pg_ef_search", "noise": args.noise, "mix": args.mix, "results": rows})
+    print_table(
+        [
+            "memories",
+            "ef_search",
+            "recall@10 vs exact",
+            "recall@60 vs exact",
+            "fact recall@10",
+            "p50 ms",
+            "p95 ms",
+        ],
+        [
+            [
+                r["size"],
+                r["ef_search"],
+                r["recall@10"],
+                r["recall@60"],
+                r["fact_recall@10"],
+                r["latency"]["p50_ms"],
+                r["latency"]["p95_ms"],
+            ]
+            for r in rows
+        ],
+    )
+    write_json(
+        args.json, {"benchmark": "pg_ef_search", "noise": args.noise, "mix": args.mix, "results": rows}
+    )
     return 0
 
 

@@ -95,8 +95,10 @@ def postgres_admin_url(given: str | None) -> Iterator[str]:
     server = pgserver.get_server(base / "data", cleanup_mode="delete")
     try:
         # Room for an in-memory HNSW build of 1M x 384 (pgvector slows down badly once the graph spills).
-        server.psql("ALTER SYSTEM SET max_wal_size = '4GB'; ALTER SYSTEM SET maintenance_work_mem = '3GB'; "
-                    "SELECT pg_reload_conf();")
+        server.psql(
+            "ALTER SYSTEM SET max_wal_size = '4GB'; ALTER SYSTEM SET maintenance_work_mem = '3GB'; "
+            "SELECT pg_reload_conf();"
+        )
         yield server.get_uri()
     finally:
         server.cleanup()
@@ -142,22 +144,42 @@ def bulk_load(
     started = time.perf_counter()
     for first in range(0, size, BATCH):
         if first and first % 100_000 == 0:  # progress of the long runs (1M)
-            print(f"  loaded {first} rows, {first / (time.perf_counter() - started):.0f}/s", file=sys.stderr, flush=True)
+            print(
+                f"  loaded {first} rows, {first / (time.perf_counter() - started):.0f}/s",
+                file=sys.stderr,
+                flush=True,
+            )
         texts = [corpus.text(first + k, rng) for k in range(min(BATCH, size - first))]
         vectors = backend.embed_documents(texts)
         now = format_ts(utc_now())
         with mem.storage.write() as session:
             for text, vector in zip(texts, vectors, strict=True):
-                session.memories.insert(NewMemory(
-                    agent_id="bench", project_id="", channel="", msg_id="", content=text, source=None,
-                    metadata=None, timestamp=now, created_at=now, embedding=to_blob(vector),
-                    embedding_model=model, embedding_dim=dim,
-                ))
+                session.memories.insert(
+                    NewMemory(
+                        agent_id="bench",
+                        project_id="",
+                        channel="",
+                        msg_id="",
+                        content=text,
+                        source=None,
+                        metadata=None,
+                        timestamp=now,
+                        created_at=now,
+                        embedding=to_blob(vector),
+                        embedding_model=model,
+                        embedding_dim=dim,
+                    )
+                )
     return size / (time.perf_counter() - started)
 
 
 def run(
-    engine: str, size: int, settings: Settings, backend: EmbeddingBackend, stores: int, queries: int,
+    engine: str,
+    size: int,
+    settings: Settings,
+    backend: EmbeddingBackend,
+    stores: int,
+    queries: int,
     corpus: Corpus = SYNTHETIC,
 ) -> dict:
     """One engine at one size: bulk ingest, timed stores, timed recalls."""
@@ -185,16 +207,29 @@ def run(
             vector_used = vector_used and out["search"]["vector"]
         db_bytes = mem.storage.size_bytes()
     return {
-        "engine": engine, "size": size, "vector_used": vector_used, "ingest_per_s": round(ingest, 1),
-        "store": summary_ms(store_times), "recall": summary_ms(recall_times), "first_recall_s": round(first_recall, 2),
-        "db_mb": round(db_bytes / 2**20, 1), "peak_rss_mb": peak_rss_mb(),
+        "engine": engine,
+        "size": size,
+        "vector_used": vector_used,
+        "ingest_per_s": round(ingest, 1),
+        "store": summary_ms(store_times),
+        "recall": summary_ms(recall_times),
+        "first_recall_s": round(first_recall, 2),
+        "db_mb": round(db_bytes / 2**20, 1),
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 
 def compare(
-    sizes: Sequence[int], *, db_url: str | None, pg_vector_index: str = "hnsw",
-    engines: Sequence[str] = ("sqlite", "postgres"), stores: int = 300, queries: int = 200,
-    models_dir: Path | None = None, model: str = "all-minilm-l6-v2", corpus: Corpus = SYNTHETIC,
+    sizes: Sequence[int],
+    *,
+    db_url: str | None,
+    pg_vector_index: str = "hnsw",
+    engines: Sequence[str] = ("sqlite", "postgres"),
+    stores: int = 300,
+    queries: int = 200,
+    models_dir: Path | None = None,
+    model: str = "all-minilm-l6-v2",
+    corpus: Corpus = SYNTHETIC,
 ) -> list[dict]:
     """Every size on every engine, one fresh database each; prints a line per run, returns the results."""
 
@@ -207,7 +242,8 @@ def compare(
 
     extra = (
         {"embedding_mode": "onnx", "models_dir": models_dir, "embedding_model": model}
-        if models_dir else {"embedding_mode": "none"}
+        if models_dir
+        else {"embedding_mode": "none"}
     )
     results: list[dict] = []
     with postgres_admin_url(db_url if "postgres" in engines else "unused") as admin_url:
@@ -215,12 +251,18 @@ def compare(
             for engine in engines:
                 with tempfile.TemporaryDirectory() as tmp:
                     common = dict(
-                        db_path=Path(tmp) / "bench.db", recent_recall_penalty=1.0, update_check=False,
-                        auto_fetch_model=False, pg_vector_index=pg_vector_index, **extra,
+                        db_path=Path(tmp) / "bench.db",
+                        recent_recall_penalty=1.0,
+                        update_check=False,
+                        auto_fetch_model=False,
+                        pg_vector_index=pg_vector_index,
+                        **extra,
                     )
                     if engine == "sqlite":
                         settings = Settings(**common)
-                        results.append(run(engine, size, settings, backend_for(settings), stores, queries, corpus))
+                        results.append(
+                            run(engine, size, settings, backend_for(settings), stores, queries, corpus)
+                        )
                     else:
                         with fresh_database(admin_url, f"cpersona_bench_{size}") as url:
                             settings = Settings(db_url=url, **common)
@@ -228,48 +270,88 @@ def compare(
                                 run(engine, size, settings, backend_for(settings), stores, queries, corpus)
                             )
                 r = results[-1]
-                print(f"{engine} {size}: ingest {r['ingest_per_s']}/s store p50 {r['store']['p50_ms']} ms "
-                      f"recall p50 {r['recall']['p50_ms']} p95 {r['recall']['p95_ms']} ms "
-                      f"first recall {r['first_recall_s']} s", flush=True)
+                print(
+                    f"{engine} {size}: ingest {r['ingest_per_s']}/s store p50 {r['store']['p50_ms']} ms "
+                    f"recall p50 {r['recall']['p50_ms']} p95 {r['recall']['p95_ms']} ms "
+                    f"first recall {r['first_recall_s']} s",
+                    flush=True,
+                )
     return results
 
 
 def print_results(results: Sequence[dict], pg_vector_index: str) -> None:
     """The side-by-side table."""
     print_table(
-        ["engine", "memories", "ingest/s", "store p50 ms", "store p95 ms", "recall p50 ms", "recall p95 ms",
-         "first recall s", "vector", "DB MB"],
         [
-            [r["engine"] if r["engine"] == "sqlite" else f"postgres ({pg_vector_index})", r["size"],
-             r["ingest_per_s"], r["store"]["p50_ms"], r["store"]["p95_ms"], r["recall"]["p50_ms"],
-             r["recall"]["p95_ms"], r["first_recall_s"], "yes" if r["vector_used"] else "no", r["db_mb"]]
+            "engine",
+            "memories",
+            "ingest/s",
+            "store p50 ms",
+            "store p95 ms",
+            "recall p50 ms",
+            "recall p95 ms",
+            "first recall s",
+            "vector",
+            "DB MB",
+        ],
+        [
+            [
+                r["engine"] if r["engine"] == "sqlite" else f"postgres ({pg_vector_index})",
+                r["size"],
+                r["ingest_per_s"],
+                r["store"]["p50_ms"],
+                r["store"]["p95_ms"],
+                r["recall"]["p50_ms"],
+                r["recall"]["p95_ms"],
+                r["first_recall_s"],
+                "yes" if r["vector_used"] else "no",
+                r["db_mb"],
+            ]
             for r in results
         ],
     )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--million", action="store_true", help="also run 1,000,000 memories (slow)")
     parser.add_argument("--db-url", help="PostgreSQL admin URL (default: a throwaway pgserver cluster)")
     parser.add_argument("--pg-vector-index", choices=("hnsw", "exact"), default="hnsw")
-    parser.add_argument("--engines", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"])
+    parser.add_argument(
+        "--engines", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"]
+    )
     parser.add_argument("--stores", type=int, default=300)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--models-dir", type=Path, help="use this models dir and the real model (small sizes)")
+    parser.add_argument(
+        "--models-dir", type=Path, help="use this models dir and the real model (small sizes)"
+    )
     parser.add_argument("--model", default="all-minilm-l6-v2")
     parser.add_argument("--json", help="write results to this file")
     args = parser.parse_args()
     sizes = [*args.sizes, *([1_000_000] if args.million else [])]
     results = compare(
-        sizes, db_url=args.db_url, pg_vector_index=args.pg_vector_index, engines=args.engines,
-        stores=args.stores, queries=args.queries, models_dir=args.models_dir, model=args.model,
+        sizes,
+        db_url=args.db_url,
+        pg_vector_index=args.pg_vector_index,
+        engines=args.engines,
+        stores=args.stores,
+        queries=args.queries,
+        models_dir=args.models_dir,
+        model=args.model,
     )
     print_results(results, args.pg_vector_index)
-    write_json(args.json, {
-        "benchmark": "pg_latency", "pg_vector_index": args.pg_vector_index, "machine": machine(), "results": results,
-    })
+    write_json(
+        args.json,
+        {
+            "benchmark": "pg_latency",
+            "pg_vector_index": args.pg_vector_index,
+            "machine": machine(),
+            "results": results,
+        },
+    )
     return 0
 
 

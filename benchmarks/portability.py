@@ -39,13 +39,57 @@ from cpersona.storage.interface import NewMemory  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
 
-WORDS = ["deploy", "pipeline", "staging", "cluster", "database", "password", "rotate", "meeting", "lunch", "ramen", "budget", "report", "quarterly", "invoice", "customer", "ticket", "bug", "login", "oauth", "token", "cache", "latency", "memory", "python", "sqlite", "index", "query", "vector", "embedding", "model", "laptop", "offline", "travel", "tokyo", "osaka", "garden", "coffee", "tea", "birthday", "release", "schema", "backup"]
+WORDS = [
+    "deploy",
+    "pipeline",
+    "staging",
+    "cluster",
+    "database",
+    "password",
+    "rotate",
+    "meeting",
+    "lunch",
+    "ramen",
+    "budget",
+    "report",
+    "quarterly",
+    "invoice",
+    "customer",
+    "ticket",
+    "bug",
+    "login",
+    "oauth",
+    "token",
+    "cache",
+    "latency",
+    "memory",
+    "python",
+    "sqlite",
+    "index",
+    "query",
+    "vector",
+    "embedding",
+    "model",
+    "laptop",
+    "offline",
+    "travel",
+    "tokyo",
+    "osaka",
+    "garden",
+    "coffee",
+    "tea",
+    "birthday",
+    "release",
+    "schema",
+    "backup",
+]
 AGENTS = 5
 
 
 def open_memory(db: Path) -> Memory:
-    settings = Settings(db_path=db, embedding_mode="none", update_check=False, auto_fetch_model=False,
-                        export_dir=db.parent)
+    settings = Settings(
+        db_path=db, embedding_mode="none", update_check=False, auto_fetch_model=False, export_dir=db.parent
+    )
     return Memory(settings, backend=NoEmbeddings(), start_background=False)
 
 
@@ -62,24 +106,42 @@ def build(mem: Memory, size: int, dim: int | None) -> None:
                     v = nrng.standard_normal(dim).astype(np.float32)
                     blob = to_blob(v / np.linalg.norm(v))
                 text = " ".join(rng.choice(WORDS) for _ in range(30)) + f" #{i}"
-                session.memories.insert(NewMemory(
-                    agent_id=f"agent-{i % AGENTS}", project_id=("", "proj")[i % 2], channel=("", "a", "b")[i % 3],
-                    msg_id=f"m{i}" if i % 4 == 0 else "", content=text, source='{"id": "U1", "type": "user"}',
-                    metadata=None, timestamp=now, created_at=now, embedding=blob,
-                    embedding_model="random-unit" if dim else None, embedding_dim=dim,
-                ))
+                session.memories.insert(
+                    NewMemory(
+                        agent_id=f"agent-{i % AGENTS}",
+                        project_id=("", "proj")[i % 2],
+                        channel=("", "a", "b")[i % 3],
+                        msg_id=f"m{i}" if i % 4 == 0 else "",
+                        content=text,
+                        source='{"id": "U1", "type": "user"}',
+                        metadata=None,
+                        timestamp=now,
+                        created_at=now,
+                        embedding=blob,
+                        embedding_model="random-unit" if dim else None,
+                        embedding_dim=dim,
+                    )
+                )
     for a in range(AGENTS):
         for e in range(size // 100):
-            mem.archive_episode(f"agent-{a}", f"session {e} of agent {a}: " + " ".join(rng.choice(WORDS) for _ in range(20)),
-                                keywords=["k1", "k2"])
+            mem.archive_episode(
+                f"agent-{a}",
+                f"session {e} of agent {a}: " + " ".join(rng.choice(WORDS) for _ in range(20)),
+                keywords=["k1", "k2"],
+            )
         mem.update_profile(f"agent-{a}", f"profile of agent {a}")
 
 
 def census(mem: Memory) -> dict[str, Any]:
     conn = mem.storage.db.connection()  # the SQLite file, counted behind the API's back, on purpose
     return {
-        "counts": {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("memories", "episodes", "profiles")},
-        "contents": Counter(conn.execute("SELECT agent_id, project_id, channel, content FROM memories").fetchall()),
+        "counts": {
+            t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            for t in ("memories", "episodes", "profiles")
+        },
+        "contents": Counter(
+            conn.execute("SELECT agent_id, project_id, channel, content FROM memories").fetchall()
+        ),
         "vectors": conn.execute("SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL").fetchone()[0],
     }
 
@@ -107,8 +169,12 @@ def run(size: int, dim: int | None) -> dict[str, Any]:
         with open_memory(src_db) as src:
             build(src, size, dim)
             before = census(src)
-            exported, export_s = timed(lambda: src.export_memories(None, "all.jsonl", include_embeddings=bool(dim)))
-            export_peak = heap_peak_mb(lambda: src.export_memories(None, "again.jsonl", include_embeddings=bool(dim)))
+            exported, export_s = timed(
+                lambda: src.export_memories(None, "all.jsonl", include_embeddings=bool(dim))
+            )
+            export_peak = heap_peak_mb(
+                lambda: src.export_memories(None, "again.jsonl", include_embeddings=bool(dim))
+            )
         with open_memory(Path(tmp) / "traced.db") as traced:
             import_peak = heap_peak_mb(lambda: traced.import_memories("all.jsonl"))
         with open_memory(dst_db) as dst:
@@ -118,9 +184,15 @@ def run(size: int, dim: int | None) -> dict[str, Any]:
             unchanged = census(dst) == after
         lost = sum((before["contents"] - after["contents"]).values())
         duplicated = sum((after["contents"] - before["contents"]).values())
-        ok = (before["counts"] == after["counts"] and lost == 0 and duplicated == 0 and unchanged
-              and imported["error_count"] == 0 and again["counts"]["memories"]["inserted"] == 0
-              and before["vectors"] == after["vectors"])
+        ok = (
+            before["counts"] == after["counts"]
+            and lost == 0
+            and duplicated == 0
+            and unchanged
+            and imported["error_count"] == 0
+            and again["counts"]["memories"]["inserted"] == 0
+            and before["vectors"] == after["vectors"]
+        )
         return {
             "memories": size,
             "vectors": f"{dim}-d" if dim else "none",
@@ -138,14 +210,20 @@ def run(size: int, dim: int | None) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--memories", type=int, nargs="+", default=[10_000], help="database sizes (default 10000)")
-    parser.add_argument("--dim", type=int, default=384, help="vector dimension of the embeddings run (0: skip it)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--memories", type=int, nargs="+", default=[10_000], help="database sizes (default 10000)"
+    )
+    parser.add_argument(
+        "--dim", type=int, default=384, help="vector dimension of the embeddings run (0: skip it)"
+    )
     parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args()
     results = []
     for size in args.memories:
-        for dim in ([None, args.dim] if args.dim else [None]):
+        for dim in [None, args.dim] if args.dim else [None]:
             results.append(run(size, dim))
             print(f"done: {size} memories, vectors {dim or 'none'}", file=sys.stderr)
     headers = list(results[0])

@@ -61,7 +61,9 @@ def _measure(calls: list[Callable[[], Any]], clock: Callable[[], float]) -> dict
 
 def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
     """Per-stage CPU and wall time of one recall, in this process."""
-    settings = Settings(db_path=db, models_dir=models_dir, embedding_model=lat.MODEL, recent_recall_penalty=1.0)
+    settings = Settings(
+        db_path=db, models_dir=models_dir, embedding_model=lat.MODEL, recent_recall_penalty=1.0
+    )
     out: dict[str, Any] = {}
     with Memory(settings, start_background=False) as mem:
         mem.embeddings.start()
@@ -76,7 +78,11 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
             def one(q: str, v: np.ndarray | None) -> Callable[[], Any]:
                 def call() -> Any:
                     request = RecallRequest(scope=Scope(lat.AGENT), query=q, limit=10)
-                    query = VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension) if with_vector else None
+                    query = (
+                        VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension)
+                        if with_vector
+                        else None
+                    )
                     with mem.storage.read() as session:
                         return pipeline.run(session, request, query_vector=query, now=utc_now())
 
@@ -86,14 +92,24 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
 
         keyword = frozenset({fusion.FTS_MEMORIES, fusion.FTS_WORDS, fusion.FTS_EPISODES})
         stages: dict[str, tuple[list[Callable[[], Any]], Callable[[], float]]] = {
-            "query embedding": ([lambda q=q: mem.embeddings.embed_query(q) for q in questions], time.process_time),
+            "query embedding": (
+                [lambda q=q: mem.embeddings.embed_query(q) for q in questions],
+                time.process_time,
+            ),
             "pipeline, all channels": (pipeline_calls(None, True), time.thread_time),
             "pipeline, keyword channels": (pipeline_calls(keyword, False), time.thread_time),
             "pipeline, vector channel": (pipeline_calls(frozenset({fusion.VECTOR}), True), time.thread_time),
-            "Memory.recall": ([lambda q=q: mem.recall(lat.AGENT, q, limit=10) for q in questions], time.process_time),
+            "Memory.recall": (
+                [lambda q=q: mem.recall(lat.AGENT, q, limit=10) for q in questions],
+                time.process_time,
+            ),
             "dispatch_tool recall": (
-                [lambda q=q: dispatch_tool(mem, settings, "recall", {"agent_id": lat.AGENT, "query": q, "limit": 10})
-                 for q in questions],
+                [
+                    lambda q=q: dispatch_tool(
+                        mem, settings, "recall", {"agent_id": lat.AGENT, "query": q, "limit": 10}
+                    )
+                    for q in questions
+                ],
                 time.process_time,
             ),
         }
@@ -139,18 +155,23 @@ async def through_mcp(db: Path, models_dir: Path, questions: list[str]) -> dict[
                 c0 = _cpu_seconds(pid)
                 for q in questions:
                     t0 = time.perf_counter()
-                    await client.call_tool(tool, args if args is not None else {"agent_id": lat.AGENT, "query": q,
-                                                                               "limit": 10})
+                    await client.call_tool(
+                        tool, args if args is not None else {"agent_id": lat.AGENT, "query": q, "limit": 10}
+                    )
                     wall.append(time.perf_counter() - t0)
-                out[name] = {"wall": summary_ms(wall),
-                             "server_cpu_ms_per_call": round((_cpu_seconds(pid) - c0) / len(questions) * 1e3, 3)}
+                out[name] = {
+                    "wall": summary_ms(wall),
+                    "server_cpu_ms_per_call": round((_cpu_seconds(pid) - c0) / len(questions) * 1e3, 3),
+                }
         out["server_rss_after_mb"] = _vm(pid, "VmRSS")
         out["server_peak_rss_mb"] = _vm(pid, "VmHWM")
     return out
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data_dir", type=Path, help="directory of LoCoMo conversation JSON files")
     parser.add_argument("--size", type=int, default=10000, help="rows to fill (ignored with --db)")
     parser.add_argument("--db", type=Path, help="an existing file to copy instead of filling one")
@@ -184,15 +205,36 @@ def main() -> int:
             else:
                 mcp = anyio.run(through_mcp, db, models_dir, questions)
 
-    rows = [[name, r["wall"]["p50_ms"], r["wall"]["p95_ms"], r["cpu"]["p50_ms"], r["cpu"]["mean_ms"]]
-            for name, r in stages.items()]
-    rows += [[f"MCP {name}", mcp[name]["wall"]["p50_ms"], mcp[name]["wall"]["p95_ms"], "",
-              mcp[name]["server_cpu_ms_per_call"]] for name in ("recall", "stats")]
+    rows = [
+        [name, r["wall"]["p50_ms"], r["wall"]["p95_ms"], r["cpu"]["p50_ms"], r["cpu"]["mean_ms"]]
+        for name, r in stages.items()
+    ]
+    rows += [
+        [
+            f"MCP {name}",
+            mcp[name]["wall"]["p50_ms"],
+            mcp[name]["wall"]["p95_ms"],
+            "",
+            mcp[name]["server_cpu_ms_per_call"],
+        ]
+        for name in ("recall", "stats")
+    ]
     print_table(["stage", "wall p50 ms", "wall p95 ms", "CPU p50 ms", "CPU mean ms"], rows)
-    print(f"\nserver RSS MB: idle {mcp['server_idle_rss_mb']}, after the recalls {mcp['server_rss_after_mb']}, "
-          f"peak {mcp['server_peak_rss_mb']}")
-    write_json(args.json, {"benchmark": "recall_path", "size": args.size, "db": str(args.db or ""),
-                           "queries": len(questions), "in_process": stages, "mcp": mcp})
+    print(
+        f"\nserver RSS MB: idle {mcp['server_idle_rss_mb']}, after the recalls {mcp['server_rss_after_mb']}, "
+        f"peak {mcp['server_peak_rss_mb']}"
+    )
+    write_json(
+        args.json,
+        {
+            "benchmark": "recall_path",
+            "size": args.size,
+            "db": str(args.db or ""),
+            "queries": len(questions),
+            "in_process": stages,
+            "mcp": mcp,
+        },
+    )
     return 0
 
 

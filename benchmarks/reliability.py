@@ -65,9 +65,13 @@ class Clock:
 
 def open_memory(db: Path, models_dir: Path | None) -> Memory:
     settings = Settings(
-        db_path=db, models_dir=models_dir or db.parent / "models",
-        embedding_mode="onnx" if models_dir else "none", embedding_model=MODEL,
-        update_check=False, auto_fetch_model=False, task_retry_delay=0,
+        db_path=db,
+        models_dir=models_dir or db.parent / "models",
+        embedding_mode="onnx" if models_dir else "none",
+        embedding_model=MODEL,
+        update_check=False,
+        auto_fetch_model=False,
+        task_retry_delay=0,
     )
     memory = Memory(settings)
     memory.wait_until_ready(120)
@@ -100,13 +104,18 @@ def kill_run(index: int, work: Path, models_dir: Path | None, rng: random.Random
     server = StdioServer(server_env(db, models_dir), db.parent / "stderr.log")
     server.initialize()
     ids = [server.next_id() for _ in range(BURST)]
-    contents = {rid: f"kill run {index} note {n}: token{rng.getrandbits(40):x} about the garden" for n, rid in
-                enumerate(ids)}
+    contents = {
+        rid: f"kill run {index} note {n}: token{rng.getrandbits(40):x} about the garden"
+        for n, rid in enumerate(ids)
+    }
 
     def burst() -> None:
         for rid in ids:
-            if not server.send(server.call_tool_message(rid, "store", {"agent_id": "kill", "message": {
-                    "content": contents[rid]}})):
+            if not server.send(
+                server.call_tool_message(
+                    rid, "store", {"agent_id": "kill", "message": {"content": contents[rid]}}
+                )
+            ):
                 return
 
     threading.Thread(target=burst, daemon=True).start()
@@ -134,30 +143,46 @@ def kill_run(index: int, work: Path, models_dir: Path | None, rng: random.Random
     checks = health["checks"]
     missing_vectors = checks["vectors"]["memories"]["missing"] if models_dir else None
     return {
-        "acknowledged": len(acknowledged), "persisted": persisted, "lost": lost,
-        "integrity_ok": checks["integrity"]["status"] == "healthy", "fts_ok": checks["fts"]["status"] == "healthy",
-        "queued_after_kill": queued_after_kill, "vectors_missing_after_backfill": missing_vectors,
+        "acknowledged": len(acknowledged),
+        "persisted": persisted,
+        "lost": lost,
+        "integrity_ok": checks["integrity"]["status"] == "healthy",
+        "fts_ok": checks["fts"]["status"] == "healthy",
+        "queued_after_kill": queued_after_kill,
+        "vectors_missing_after_backfill": missing_vectors,
     }
 
 
-def part_kill(runs: int, work: Path, models_dir: Path | None, clock: Clock, rng: random.Random) -> dict[str, Any]:
+def part_kill(
+    runs: int, work: Path, models_dir: Path | None, clock: Clock, rng: random.Random
+) -> dict[str, Any]:
     results = []
     for index in range(runs):
         if clock.left() < 60:
             break
         results.append(kill_run(index, work, models_dir, rng))
         print(f"  kill run {index + 1}/{runs}: {results[-1]}", file=sys.stderr)
-    good = [r for r in results if r["lost"] == 0 and r["integrity_ok"] and r["fts_ok"]
-            and (models_dir is None or r["vectors_missing_after_backfill"] == 0)]
+    good = [
+        r
+        for r in results
+        if r["lost"] == 0
+        and r["integrity_ok"]
+        and r["fts_ok"]
+        and (models_dir is None or r["vectors_missing_after_backfill"] == 0)
+    ]
     return {
-        "runs_planned": runs, "runs": len(results), "runs_clean": len(good),
-        "acknowledged": sum(r["acknowledged"] for r in results), "lost": sum(r["lost"] for r in results),
+        "runs_planned": runs,
+        "runs": len(results),
+        "runs_clean": len(good),
+        "acknowledged": sum(r["acknowledged"] for r in results),
+        "lost": sum(r["lost"] for r in results),
         "persisted": sum(r["persisted"] for r in results),
         "integrity_failures": sum(not r["integrity_ok"] for r in results),
         "fts_failures": sum(not r["fts_ok"] for r in results),
         "queued_after_kill": sum(r["queued_after_kill"] for r in results),
-        "vectors_missing_after_backfill": None if models_dir is None else
-        sum(r["vectors_missing_after_backfill"] or 0 for r in results),
+        "vectors_missing_after_backfill": None
+        if models_dir is None
+        else sum(r["vectors_missing_after_backfill"] or 0 for r in results),
         "passed": len(good) == runs,
         "per_run": results,
     }
@@ -166,8 +191,9 @@ def part_kill(runs: int, work: Path, models_dir: Path | None, clock: Clock, rng:
 # -- (b) racing stdio writers on one file -------------------------------------------------------
 
 
-def part_writers(work: Path, models_dir: Path | None, clock: Clock, writers: int = 4,
-                 per_writer: int = 500) -> dict[str, Any]:
+def part_writers(
+    work: Path, models_dir: Path | None, clock: Clock, writers: int = 4, per_writer: int = 500
+) -> dict[str, Any]:
     db = work / "writers" / "memory.db"
     db.parent.mkdir(parents=True)
     servers = [StdioServer(server_env(db, models_dir), db.parent / f"stderr-{w}.log") for w in range(writers)]
@@ -177,8 +203,11 @@ def part_writers(work: Path, models_dir: Path | None, clock: Clock, writers: int
     for w, server in enumerate(servers):
         plan = []
         for k in range(per_writer):
-            agent, text = ("race", f"shared race item {k // 2}") if k % 2 == 0 else \
-                (f"race-{w}", f"writer {w} own item {k // 2}")
+            agent, text = (
+                ("race", f"shared race item {k // 2}")
+                if k % 2 == 0
+                else (f"race-{w}", f"writer {w} own item {k // 2}")
+            )
             plan.append((server.next_id(), agent, text))
         plans.append(plan)
     start = threading.Barrier(writers)
@@ -186,10 +215,15 @@ def part_writers(work: Path, models_dir: Path | None, clock: Clock, writers: int
     def send_all(server: StdioServer, plan: list[tuple[int, str, str]]) -> None:
         start.wait()
         for rid, agent, text in plan:
-            server.send(server.call_tool_message(rid, "store", {"agent_id": agent, "message": {"content": text}}))
+            server.send(
+                server.call_tool_message(rid, "store", {"agent_id": agent, "message": {"content": text}})
+            )
 
     began = time.monotonic()
-    threads = [threading.Thread(target=send_all, args=(s, p), daemon=True) for s, p in zip(servers, plans, strict=True)]
+    threads = [
+        threading.Thread(target=send_all, args=(s, p), daemon=True)
+        for s, p in zip(servers, plans, strict=True)
+    ]
     for thread in threads:
         thread.start()
     errors, missing, samples = 0, 0, []
@@ -220,9 +254,17 @@ def part_writers(work: Path, models_dir: Path | None, clock: Clock, writers: int
         memory.close()
     expected_rows = per_writer // 2 + writers * (per_writer - per_writer // 2)
     return {
-        "writers": writers, "stores": writers * per_writer, "seconds": round(elapsed, 2),
-        "errors": errors, "unanswered": missing, "lost": lost, "duplicates": duplicates,
-        "rows": rows, "rows_expected": expected_rows, "exit_codes": exit_codes, "error_samples": samples,
+        "writers": writers,
+        "stores": writers * per_writer,
+        "seconds": round(elapsed, 2),
+        "errors": errors,
+        "unanswered": missing,
+        "lost": lost,
+        "duplicates": duplicates,
+        "rows": rows,
+        "rows_expected": expected_rows,
+        "exit_codes": exit_codes,
+        "error_samples": samples,
         "passed": errors == 0 and missing == 0 and lost == 0 and duplicates == 0 and rows == expected_rows,
     }
 
@@ -230,7 +272,9 @@ def part_writers(work: Path, models_dir: Path | None, clock: Clock, writers: int
 # -- (c) concurrent HTTP clients -----------------------------------------------------------------
 
 
-def part_http(work: Path, models_dir: Path | None, clock: Clock, clients: int = 8, calls: int = 250) -> dict[str, Any]:
+def part_http(
+    work: Path, models_dir: Path | None, clock: Clock, clients: int = 8, calls: int = 250
+) -> dict[str, Any]:
     db = work / "http" / "memory.db"
     db.parent.mkdir(parents=True)
     token = "reliability-benchmark-token-" + "x" * 16
@@ -254,13 +298,22 @@ def part_http(work: Path, models_dir: Path | None, clock: Clock, clients: int = 
                     text = f"client {c} call {i}: note about {rng.choice(['ports', 'rain', 'tea', 'maps'])}"
                     tool, args = "store", {"agent_id": agent, "message": {"content": text}}
                 elif roll < 0.7:
-                    tool, args = "recall", {"agent_id": agent, "query": rng.choice(["ports", "rain note", "maps"])}
+                    tool, args = (
+                        "recall",
+                        {"agent_id": agent, "query": rng.choice(["ports", "rain note", "maps"])},
+                    )
                 elif roll < 0.8:
                     tool, args = "list_memories", {"agent_id": agent, "limit": 20}
                 elif roll < 0.9 and own_refs:
-                    tool, args = "get_contents", {"agent_id": agent, "refs": rng.sample(own_refs, min(3, len(own_refs)))}
+                    tool, args = (
+                        "get_contents",
+                        {"agent_id": agent, "refs": rng.sample(own_refs, min(3, len(own_refs)))},
+                    )
                 elif roll < 0.95:
-                    tool, args = "update_profile", {"agent_id": agent, "profile": f"profile by client {c} at {i}"}
+                    tool, args = (
+                        "update_profile",
+                        {"agent_id": agent, "profile": f"profile by client {c} at {i}"},
+                    )
                 else:
                     tool, args = "get_profile", {"agent_id": agent}
                 began = time.monotonic()
@@ -299,9 +352,16 @@ def part_http(work: Path, models_dir: Path | None, clock: Clock, clients: int = 
         memory.close()
     done = len(latencies)
     return {
-        "clients": clients, "calls_planned": clients * calls, "calls": done, "seconds": round(elapsed, 2),
-        "calls_per_second": round(done / elapsed, 1) if elapsed else 0.0, **summary_ms(latencies),
-        "errors": len(errors), "lost": lost, "duplicates": duplicates, "error_samples": errors[:SAMPLES_KEPT],
+        "clients": clients,
+        "calls_planned": clients * calls,
+        "calls": done,
+        "seconds": round(elapsed, 2),
+        "calls_per_second": round(done / elapsed, 1) if elapsed else 0.0,
+        **summary_ms(latencies),
+        "errors": len(errors),
+        "lost": lost,
+        "duplicates": duplicates,
+        "error_samples": errors[:SAMPLES_KEPT],
         "passed": done == clients * calls and not errors and lost == 0 and duplicates == 0,
     }
 
@@ -389,9 +449,15 @@ def fuzz_stdio(cases: list[tuple[str, Any]], work: Path, clock: Clock, batch: in
             server = StdioServer(env, db.parent / f"stderr-{restarts}.log")
             server.initialize()
     exit_code = server.close()
-    return {"calls": sent, "outcomes": dict(outcomes), "unanswered_by_input": dict(causes),
-            "samples": samples, "restarts": restarts,
-            "exit_code": exit_code, "unparsable_stdout_lines": server.unparsable_lines}
+    return {
+        "calls": sent,
+        "outcomes": dict(outcomes),
+        "unanswered_by_input": dict(causes),
+        "samples": samples,
+        "restarts": restarts,
+        "exit_code": exit_code,
+        "unparsable_stdout_lines": server.unparsable_lines,
+    }
 
 
 def _settle(server: StdioServer, ids: list[int], timeout: float = 30.0, quiet: float = 2.0) -> dict[int, Any]:
@@ -455,21 +521,30 @@ def fuzz_http(cases: list[tuple[str, Any]], work: Path, clock: Clock, workers: i
                     outcomes[outcome] += 1
                     if outcome == "unanswered":
                         causes[suspect(args)] += 1
-                    if outcome not in ("ok", "refused") and len(samples.setdefault(outcome, [])) < SAMPLES_KEPT:
+                    if (
+                        outcome not in ("ok", "refused")
+                        and len(samples.setdefault(outcome, [])) < SAMPLES_KEPT
+                    ):
                         samples[outcome].append(_sample("http", tool, args, reply))
         finally:
             session.close()
 
-    threads = [threading.Thread(target=worker, args=(cases[w::workers],), daemon=True) for w in range(workers)]
+    threads = [
+        threading.Thread(target=worker, args=(cases[w::workers],), daemon=True) for w in range(workers)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=max(30.0, clock.left()))
     alive = server.alive()
     server.stop()
-    return {"calls": sum(outcomes.values()), "outcomes": dict(outcomes), "unanswered_by_input": dict(causes),
-            "samples": samples,
-            "server_alive_at_end": alive}
+    return {
+        "calls": sum(outcomes.values()),
+        "outcomes": dict(outcomes),
+        "unanswered_by_input": dict(causes),
+        "samples": samples,
+        "server_alive_at_end": alive,
+    }
 
 
 def part_fuzz(total: int, work: Path, clock: Clock, rng_seed: int) -> dict[str, Any]:
@@ -479,19 +554,31 @@ def part_fuzz(total: int, work: Path, clock: Clock, rng_seed: int) -> dict[str, 
     began = time.monotonic()
     cases = fuzz_cases(per_tool, rng_seed)
     generated = time.monotonic() - began
-    print(f"  fuzz: {len(cases)} cases generated in {generated:.0f}s; sending over stdio and HTTP", file=sys.stderr)
+    print(
+        f"  fuzz: {len(cases)} cases generated in {generated:.0f}s; sending over stdio and HTTP",
+        file=sys.stderr,
+    )
     stdio = fuzz_stdio(cases, work, clock)
     http = fuzz_http(cases, work, clock)
     combined: Counter[str] = Counter(stdio["outcomes"]) + Counter(http["outcomes"])
     calls = stdio["calls"] + http["calls"]
     bad = combined["crash"] + combined["unanswered"] + combined["internal"] + combined["malformed"]
     return {
-        "calls": calls, "calls_planned": 2 * len(cases), "tools": len(TOOLS), "cases_per_tool": per_tool,
-        "generation_seconds": round(generated, 1), "seed": rng_seed,
-        "crashes": combined["crash"], "unanswered": combined["unanswered"], "internal": combined["internal"],
-        "malformed_failures": combined["malformed"], "jsonrpc_errors": combined["jsonrpc_error"],
-        "ok": combined["ok"], "refused": combined["refused"],
-        "stdio": stdio, "http": http,
+        "calls": calls,
+        "calls_planned": 2 * len(cases),
+        "tools": len(TOOLS),
+        "cases_per_tool": per_tool,
+        "generation_seconds": round(generated, 1),
+        "seed": rng_seed,
+        "crashes": combined["crash"],
+        "unanswered": combined["unanswered"],
+        "internal": combined["internal"],
+        "malformed_failures": combined["malformed"],
+        "jsonrpc_errors": combined["jsonrpc_error"],
+        "ok": combined["ok"],
+        "refused": combined["refused"],
+        "stdio": stdio,
+        "http": http,
         "passed": bad == 0 and calls >= total,
     }
 
@@ -508,47 +595,110 @@ def table(report: dict[str, Any]) -> list[list[Any]]:
     if "kill" in report:
         k = report["kill"]
         rows += [
-            ["(a) kill", "clean runs", f"{k['runs_clean']} / {k['runs_planned']}", f"{k['runs_planned']}",
-             verdict(k["passed"])],
-            ["(a) kill", "acknowledged / lost", f"{k['acknowledged']} / {k['lost']}", "lost 0", verdict(k["lost"] == 0)],
-            ["(a) kill", "integrity / FTS failures", f"{k['integrity_failures']} / {k['fts_failures']}", "0 / 0",
-             verdict(k["integrity_failures"] == k["fts_failures"] == 0)],
-            ["(a) kill", "queued at kill / unembedded after back-fill",
-             f"{k['queued_after_kill']} / {k['vectors_missing_after_backfill']}", "- / 0",
-             verdict(k["vectors_missing_after_backfill"] in (0, None))],
+            [
+                "(a) kill",
+                "clean runs",
+                f"{k['runs_clean']} / {k['runs_planned']}",
+                f"{k['runs_planned']}",
+                verdict(k["passed"]),
+            ],
+            [
+                "(a) kill",
+                "acknowledged / lost",
+                f"{k['acknowledged']} / {k['lost']}",
+                "lost 0",
+                verdict(k["lost"] == 0),
+            ],
+            [
+                "(a) kill",
+                "integrity / FTS failures",
+                f"{k['integrity_failures']} / {k['fts_failures']}",
+                "0 / 0",
+                verdict(k["integrity_failures"] == k["fts_failures"] == 0),
+            ],
+            [
+                "(a) kill",
+                "queued at kill / unembedded after back-fill",
+                f"{k['queued_after_kill']} / {k['vectors_missing_after_backfill']}",
+                "- / 0",
+                verdict(k["vectors_missing_after_backfill"] in (0, None)),
+            ],
         ]
     if "writers" in report:
         w = report["writers"]
-        rows += [["(b) 4 stdio writers", "errors / unanswered / lost / duplicates",
-                  f"{w['errors']} / {w['unanswered']} / {w['lost']} / {w['duplicates']}", "0 / 0 / 0 / 0",
-                  verdict(w["passed"])],
-                 ["(b) 4 stdio writers", "rows (expected)", f"{w['rows']} ({w['rows_expected']})", "equal",
-                  verdict(w["rows"] == w["rows_expected"])]]
+        rows += [
+            [
+                "(b) 4 stdio writers",
+                "errors / unanswered / lost / duplicates",
+                f"{w['errors']} / {w['unanswered']} / {w['lost']} / {w['duplicates']}",
+                "0 / 0 / 0 / 0",
+                verdict(w["passed"]),
+            ],
+            [
+                "(b) 4 stdio writers",
+                "rows (expected)",
+                f"{w['rows']} ({w['rows_expected']})",
+                "equal",
+                verdict(w["rows"] == w["rows_expected"]),
+            ],
+        ]
     if "http" in report:
         h = report["http"]
-        rows += [["(c) 8 HTTP clients", "calls / errors / lost / duplicates",
-                  f"{h['calls']} / {h['errors']} / {h['lost']} / {h['duplicates']}", f"{h['calls_planned']} / 0 / 0 / 0",
-                  verdict(h["passed"])],
-                 ["(c) 8 HTTP clients", "calls/s, p50 / p95 ms",
-                  f"{h['calls_per_second']}, {h['p50_ms']:.1f} / {h['p95_ms']:.1f}", "-", "-"]]
+        rows += [
+            [
+                "(c) 8 HTTP clients",
+                "calls / errors / lost / duplicates",
+                f"{h['calls']} / {h['errors']} / {h['lost']} / {h['duplicates']}",
+                f"{h['calls_planned']} / 0 / 0 / 0",
+                verdict(h["passed"]),
+            ],
+            [
+                "(c) 8 HTTP clients",
+                "calls/s, p50 / p95 ms",
+                f"{h['calls_per_second']}, {h['p50_ms']:.1f} / {h['p95_ms']:.1f}",
+                "-",
+                "-",
+            ],
+        ]
     if "fuzz" in report:
         f = report["fuzz"]
-        rows += [["(d) fuzz", "calls (stdio + HTTP)", f"{f['calls']} ({f['stdio']['calls']} + {f['http']['calls']})",
-                  "≥ 5,000", verdict(f["calls"] >= 5000)],
-                 ["(d) fuzz", "crashes / unanswered / internal", f"{f['crashes']} / {f['unanswered']} / {f['internal']}",
-                  "0 / 0 / 0", verdict(f["crashes"] == f["unanswered"] == f["internal"] == 0)],
-                 ["(d) fuzz", "malformed failures / JSON-RPC errors", f"{f['malformed_failures']} / {f['jsonrpc_errors']}",
-                  "0 / -", verdict(f["malformed_failures"] == 0)],
-                 ["(d) fuzz", "ok / refused (ok:false)", f"{f['ok']} / {f['refused']}", "-", "-"]]
+        rows += [
+            [
+                "(d) fuzz",
+                "calls (stdio + HTTP)",
+                f"{f['calls']} ({f['stdio']['calls']} + {f['http']['calls']})",
+                "≥ 5,000",
+                verdict(f["calls"] >= 5000),
+            ],
+            [
+                "(d) fuzz",
+                "crashes / unanswered / internal",
+                f"{f['crashes']} / {f['unanswered']} / {f['internal']}",
+                "0 / 0 / 0",
+                verdict(f["crashes"] == f["unanswered"] == f["internal"] == 0),
+            ],
+            [
+                "(d) fuzz",
+                "malformed failures / JSON-RPC errors",
+                f"{f['malformed_failures']} / {f['jsonrpc_errors']}",
+                "0 / -",
+                verdict(f["malformed_failures"] == 0),
+            ],
+            ["(d) fuzz", "ok / refused (ok:false)", f"{f['ok']} / {f['refused']}", "-", "-"],
+        ]
     return rows
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models-dir", type=Path, help=f"models dir with {MODEL} installed (else assembled)")
     parser.add_argument("--keyword-only", action="store_true", help="no model: skip the back-fill check")
     parser.add_argument("--kill-runs", type=int, default=20)
-    parser.add_argument("--fuzz-calls", type=int, default=5400, help="fuzzed calls in total (half stdio, half HTTP)")
+    parser.add_argument(
+        "--fuzz-calls", type=int, default=5400, help="fuzzed calls in total (half stdio, half HTTP)"
+    )
     parser.add_argument("--parts", default="kill,writers,http,fuzz", help="comma-separated subset to run")
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--max-seconds", type=float, default=1800, help="the run stops itself after this")
@@ -596,10 +746,14 @@ def main() -> int:
             if causes:
                 print(f"\nfuzz {transport}: unanswered requests by input: {causes}")
             for outcome, items in report["fuzz"][transport]["samples"].items():
-                print(f"\nfuzz {transport} {outcome} ({report['fuzz'][transport]['outcomes'].get(outcome, 0)}), e.g.:")
+                print(
+                    f"\nfuzz {transport} {outcome} ({report['fuzz'][transport]['outcomes'].get(outcome, 0)}), e.g.:"
+                )
                 for item in items:
                     print(f"  {item['tool']}: {item['arguments'][:200]}\n    -> {item['reply'][:200]}")
-    print(f"\ntotal {report['seconds']} s{' (stopped by the time limit)' if report['stopped_by_time_limit'] else ''}")
+    print(
+        f"\ntotal {report['seconds']} s{' (stopped by the time limit)' if report['stopped_by_time_limit'] else ''}"
+    )
     write_json(args.json, report)
     passed = all(report[p]["passed"] for p in ("kill", "writers", "http", "fuzz") if p in report)
     return 0 if passed else 1

@@ -44,7 +44,10 @@ TOPICS = ["cat", "train", "revenue", "kernel", "garden", "concert", "recipe", "h
 
 def texts(count: int, seed: int) -> list[str]:
     """Distinct short memories about a rotating set of topics."""
-    return [f"Note {seed}-{i}: the {TOPICS[i % len(TOPICS)]} plan changed on day {i % 28 + 1}." for i in range(count)]
+    return [
+        f"Note {seed}-{i}: the {TOPICS[i % len(TOPICS)]} plan changed on day {i % 28 + 1}."
+        for i in range(count)
+    ]
 
 
 def queries(count: int) -> list[str]:
@@ -52,7 +55,9 @@ def queries(count: int) -> list[str]:
     return [f"what happened with the {TOPICS[i % len(TOPICS)]} on day {i % 28 + 1}?" for i in range(count)]
 
 
-def server_env(db: Path, models_dir: Path, run_dir: Path, mode: str, sharing: str, slot: str) -> dict[str, str]:
+def server_env(
+    db: Path, models_dir: Path, run_dir: Path, mode: str, sharing: str, slot: str
+) -> dict[str, str]:
     """A server environment: this DB and runtime dir, offline, the given embedding mode."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
     return {
@@ -79,7 +84,10 @@ def pid_of(slot: str) -> int:
             continue
         with contextlib.suppress(OSError, ValueError, IndexError):
             stat = (entry / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and needle in (entry / "environ").read_bytes():
+            if (
+                int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid()
+                and needle in (entry / "environ").read_bytes()
+            ):
                 return int(entry.name)
     raise RuntimeError(f"no server process for {slot}")
 
@@ -169,11 +177,15 @@ async def run_all(models_dir: Path, workdir: Path, n: int, stores: int, recalls:
         "baseline": [("onnx", "off")] + [("none", "off")] * (n - 1),
         "unshared": [("onnx", "off")] * n,
     }
-    return [await run_scenario(name, modes, models_dir, workdir, stores, recalls) for name, modes in plans.items()]
+    return [
+        await run_scenario(name, modes, models_dir, workdir, stores, recalls) for name, modes in plans.items()
+    ]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models-dir", type=Path)
     parser.add_argument("--servers", type=int, default=4)
     parser.add_argument("--stores", type=int, default=10, help="memories stored per server")
@@ -188,13 +200,40 @@ def main() -> int:
     rows = []
     for result in results:
         for server in result["servers"]:
-            role = "model" if server["holds_model"] else ("client" if server["mode"] == "onnx" and
-                                                         server["sharing"] == "auto" else "-")
-            rows.append([result["scenario"], server["slot"], server["mode"], server["sharing"], role,
-                         server["VmRSS"], server["VmHWM"], server["recall"]["p50_ms"], server["recall"]["p95_ms"],
-                         f"{server['vector_recalls']}/{server['recall']['n']}"])
-    print_table(["scenario", "server", "mode", "sharing", "holds", "VmRSS MB", "VmHWM MB", "recall p50 ms", "p95",
-                 "vector recalls"], rows)
+            role = (
+                "model"
+                if server["holds_model"]
+                else ("client" if server["mode"] == "onnx" and server["sharing"] == "auto" else "-")
+            )
+            rows.append(
+                [
+                    result["scenario"],
+                    server["slot"],
+                    server["mode"],
+                    server["sharing"],
+                    role,
+                    server["VmRSS"],
+                    server["VmHWM"],
+                    server["recall"]["p50_ms"],
+                    server["recall"]["p95_ms"],
+                    f"{server['vector_recalls']}/{server['recall']['n']}",
+                ]
+            )
+    print_table(
+        [
+            "scenario",
+            "server",
+            "mode",
+            "sharing",
+            "holds",
+            "VmRSS MB",
+            "VmHWM MB",
+            "recall p50 ms",
+            "p95",
+            "vector recalls",
+        ],
+        rows,
+    )
     totals = {r["scenario"]: r["total_rss_mb"] for r in results}
     target = round(totals["baseline"] * 1.1, 1)
     shared = next(r for r in results if r["scenario"] == "shared")
@@ -209,15 +248,29 @@ def main() -> int:
         "recall_p50_ms": {"host": p50_ms(host_samples), "clients": p50_ms(client_samples)},
     }
     print()
-    print_table(["scenario", f"total VmRSS MB ({args.servers} servers)", "vs baseline"],
-                [[name, total, round(total / totals["baseline"], 3)] for name, total in totals.items()])
-    print(f"\ntarget: shared <= baseline + 10% = {target} MB -> {'met' if summary['meets_target'] else 'MISSED'}")
-    print(f"recall p50 through MCP in the shared scenario: host {summary['recall_p50_ms']['host']} ms, "
-          f"clients {summary['recall_p50_ms']['clients']} ms")
+    print_table(
+        ["scenario", f"total VmRSS MB ({args.servers} servers)", "vs baseline"],
+        [[name, total, round(total / totals["baseline"], 3)] for name, total in totals.items()],
+    )
+    print(
+        f"\ntarget: shared <= baseline + 10% = {target} MB -> {'met' if summary['meets_target'] else 'MISSED'}"
+    )
+    print(
+        f"recall p50 through MCP in the shared scenario: host {summary['recall_p50_ms']['host']} ms, "
+        f"clients {summary['recall_p50_ms']['clients']} ms"
+    )
     for result in results:
         result.pop("_samples")
-    write_json(args.json, {"benchmark": "shared_model", "servers": args.servers, "recalls": args.recalls,
-                           "scenarios": results, "summary": summary})
+    write_json(
+        args.json,
+        {
+            "benchmark": "shared_model",
+            "servers": args.servers,
+            "recalls": args.recalls,
+            "scenarios": results,
+            "summary": summary,
+        },
+    )
     return 0
 
 

@@ -61,7 +61,9 @@ def sdk_import() -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--models-dir", type=Path)
     parser.add_argument("--json")
@@ -74,7 +76,9 @@ def main() -> int:
             from cpersona.embed.install.fetch import install_from
 
             models_dir = Path(tmp) / "models"
-            install_from(assemble_minilm(Path(tmp) / "src"), "all-minilm-l6-v2", models_dir, stream=sys.stderr)
+            install_from(
+                assemble_minilm(Path(tmp) / "src"), "all-minilm-l6-v2", models_dir, stream=sys.stderr
+            )
         base = {
             "CPERSONA_UPDATE_CHECK": "false",
             "CPERSONA_AUTO_FETCH_MODEL": "false",
@@ -83,7 +87,10 @@ def main() -> int:
         }
         scenarios = {
             "keyword-only": {"CPERSONA_EMBEDDING_MODE": "none"},
-            "onnx all-minilm-l6-v2": {"CPERSONA_EMBEDDING_MODE": "onnx", "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2"},
+            "onnx all-minilm-l6-v2": {
+                "CPERSONA_EMBEDDING_MODE": "onnx",
+                "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
+            },
         }
         results: dict[str, dict[str, dict[str, float]]] = {}
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in scenarios}
@@ -98,8 +105,15 @@ def main() -> int:
         sdk = summary_ms(baseline)
 
     print_table(
-        ["scenario", "initialize p50 ms", "p95", "minus SDK import p50", "tools/list p50 ms", "model ready p50 ms",
-         "p95"],
+        [
+            "scenario",
+            "initialize p50 ms",
+            "p95",
+            "minus SDK import p50",
+            "tools/list p50 ms",
+            "model ready p50 ms",
+            "p95",
+        ],
         [["python -c 'import mcp'", sdk["p50_ms"], sdk["p95_ms"], 0.0, "", "", ""]]
         + [
             [

@@ -24,7 +24,62 @@ from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 
-WORDS = ["deploy", "pipeline", "staging", "cluster", "database", "password", "rotate", "meeting", "lunch", "ramen", "budget", "report", "quarterly", "invoice", "customer", "ticket", "bug", "login", "oauth", "token", "cache", "latency", "memory", "python", "rust", "sqlite", "index", "query", "vector", "embedding", "model", "laptop", "offline", "travel", "tokyo", "osaka", "kyoto", "garden", "coffee", "tea", "birthday", "gift", "project", "roadmap", "release", "version", "migration", "schema", "backup", "restore", "alert", "pager", "incident", "review"]
+WORDS = [
+    "deploy",
+    "pipeline",
+    "staging",
+    "cluster",
+    "database",
+    "password",
+    "rotate",
+    "meeting",
+    "lunch",
+    "ramen",
+    "budget",
+    "report",
+    "quarterly",
+    "invoice",
+    "customer",
+    "ticket",
+    "bug",
+    "login",
+    "oauth",
+    "token",
+    "cache",
+    "latency",
+    "memory",
+    "python",
+    "rust",
+    "sqlite",
+    "index",
+    "query",
+    "vector",
+    "embedding",
+    "model",
+    "laptop",
+    "offline",
+    "travel",
+    "tokyo",
+    "osaka",
+    "kyoto",
+    "garden",
+    "coffee",
+    "tea",
+    "birthday",
+    "gift",
+    "project",
+    "roadmap",
+    "release",
+    "version",
+    "migration",
+    "schema",
+    "backup",
+    "restore",
+    "alert",
+    "pager",
+    "incident",
+    "review",
+]
 
 
 def make_text(rng: random.Random, n_words: int = 24) -> str:
@@ -65,7 +120,9 @@ def run_size(size: int, queries: int, settings_kwargs: dict, backend_factory) ->
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--models-dir", type=Path, help="run with this models dir (default: keyword-only)")
@@ -86,7 +143,16 @@ def main() -> int:
 
     results = [run_size(size, args.queries, kwargs, factory) for size in args.sizes]
     print_table(
-        ["memories", "vectors", "store p50 ms", "store p95 ms", "recall p50 ms", "recall p95 ms", "ingest/s", "peak RSS MB"],
+        [
+            "memories",
+            "vectors",
+            "store p50 ms",
+            "store p95 ms",
+            "recall p50 ms",
+            "recall p95 ms",
+            "ingest/s",
+            "peak RSS MB",
+        ],
         [
             [
                 r["size"],

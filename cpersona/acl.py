@@ -142,7 +142,9 @@ def parse_acl(text: str, path: Path) -> AccessList:
     unknown = sorted(set(data) - {"clients"})
     if unknown:
         line = _line_of(text, rf"^\s*\[?\s*{re.escape(unknown[0])}\b")
-        raise AclError(f"ACL file {path}, line {line}: unknown top-level key {unknown[0]!r}; only [clients.NAME]")
+        raise AclError(
+            f"ACL file {path}, line {line}: unknown top-level key {unknown[0]!r}; only [clients.NAME]"
+        )
     clients_raw = data.get("clients", {})
     if not isinstance(clients_raw, dict):
         line = _line_of(text, r"^\s*clients\b")
@@ -153,8 +155,10 @@ def parse_acl(text: str, path: Path) -> AccessList:
         client = _parse_client(text, path, name, body)
         other = seen_hashes.get(client.token_sha256)
         if other is not None:
-            raise AclError(f"ACL file {path}, line {_client_line(text, name)}: client {name!r} has the same "
-                           f"token hash as {other!r}; each client needs its own token")
+            raise AclError(
+                f"ACL file {path}, line {_client_line(text, name)}: client {name!r} has the same "
+                f"token hash as {other!r}; each client needs its own token"
+            )
         seen_hashes[client.token_sha256] = name
         clients.append(client)
     return AccessList(path, tuple(clients))
@@ -170,23 +174,31 @@ def _parse_client(text: str, path: Path, name: str, body: Any) -> Client:
     extra = sorted(set(body) - {"token_sha256", "grants"})
     if extra:
         line = _line_of(text, rf"^\s*{re.escape(extra[0])}\s*=", after=header)
-        raise AclError(f"ACL file {path}, line {line}: unknown key {extra[0]!r} in client {name!r} "
-                       "(allowed: token_sha256, grants)")
+        raise AclError(
+            f"ACL file {path}, line {line}: unknown key {extra[0]!r} in client {name!r} "
+            "(allowed: token_sha256, grants)"
+        )
     digest = body.get("token_sha256")
     if not isinstance(digest, str) or not _HEX64.match(digest):
         line = _line_of(text, r"^\s*token_sha256\s*=", after=header) if "token_sha256" in body else header
-        raise AclError(f"ACL file {path}, line {line}: client {name!r} needs token_sha256 = 64 lower-case hex "
-                       "digits (the SHA-256 of its token; `cpersona acl add-client` writes it); never the token")
+        raise AclError(
+            f"ACL file {path}, line {line}: client {name!r} needs token_sha256 = 64 lower-case hex "
+            "digits (the SHA-256 of its token; `cpersona acl add-client` writes it); never the token"
+        )
     grants_raw = body.get("grants", {})
     grants_line = _line_of(text, r"^\s*grants\s*=", after=header) if "grants" in body else header
     if not isinstance(grants_raw, dict):
-        raise AclError(f"ACL file {path}, line {grants_line}: grants of {name!r} must be a table "
-                       '{ "agent" = "read" | "write" | "admin" }')
+        raise AclError(
+            f"ACL file {path}, line {grants_line}: grants of {name!r} must be a table "
+            '{ "agent" = "read" | "write" | "admin" }'
+        )
     grants: dict[str, Level] = {}
     for agent, level in grants_raw.items():
         if not isinstance(level, str) or level not in LEVELS:
-            raise AclError(f"ACL file {path}, line {grants_line}: grant {agent!r} of client {name!r} is "
-                           f"{level!r}; use one of read, write, admin")
+            raise AclError(
+                f"ACL file {path}, line {grants_line}: grant {agent!r} of client {name!r} is "
+                f"{level!r}; use one of read, write, admin"
+            )
         grants[agent] = LEVELS[level]
     return Client(name, digest, grants)
 
@@ -232,11 +244,15 @@ def add_client(path: Path, name: str, grants: Mapping[str, Level]) -> str:
 def format_client(name: str, digest: str, grants: Mapping[str, Level]) -> str:
     """The TOML section for one client."""
     # json.dumps without ensure_ascii is a valid TOML basic string for any id (control chars escaped).
-    pairs = ", ".join(f"{json.dumps(agent, ensure_ascii=False)} = \"{level.label}\"" for agent, level in grants.items())
-    return f"[clients.{name}]\ntoken_sha256 = \"{digest}\"\ngrants = {{ {pairs} }}\n"
+    pairs = ", ".join(
+        f'{json.dumps(agent, ensure_ascii=False)} = "{level.label}"' for agent, level in grants.items()
+    )
+    return f'[clients.{name}]\ntoken_sha256 = "{digest}"\ngrants = {{ {pairs} }}\n'
 
 
-def merge_grants(read: Iterable[str] = (), write: Iterable[str] = (), admin: Iterable[str] = ()) -> dict[str, Level]:
+def merge_grants(
+    read: Iterable[str] = (), write: Iterable[str] = (), admin: Iterable[str] = ()
+) -> dict[str, Level]:
     """Grants from per-level agent lists; an agent named at several levels keeps the highest."""
     grants: dict[str, Level] = {}
     for level, agents in ((Level.READ, read), (Level.WRITE, write), (Level.ADMIN, admin)):

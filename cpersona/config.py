@@ -127,10 +127,14 @@ class Settings:
     # CPERSONA_DB_URL: postgresql://... selects the PostgreSQL engine (then db_path is unused for data)
     db_url: str | None = None
     pg_vector_index: str = "hnsw"  # CPERSONA_PG_VECTOR_INDEX: hnsw | exact (PostgreSQL vector search)
-    export_dir: Path | None = None  # CPERSONA_EXPORT_DIR: MCP export/import confinement (default <db dir>/exports)
+    export_dir: Path | None = (
+        None  # CPERSONA_EXPORT_DIR: MCP export/import confinement (default <db dir>/exports)
+    )
 
     # Retrieval
-    max_memories: int | None = None  # CPERSONA_MAX_MEMORIES: vector scan window per table (None: whole corpus)
+    max_memories: int | None = (
+        None  # CPERSONA_MAX_MEMORIES: vector scan window per table (None: whole corpus)
+    )
     recall_mode: str = "rsf"  # CPERSONA_RECALL_MODE: rsf | rrf | cascade (rsf: docs/decisions.md)
     rrf_k: int = 60  # CPERSONA_RRF_K
     episode_penalty_enabled: bool = True  # CPERSONA_EPISODE_PENALTY_ENABLED
@@ -162,7 +166,9 @@ class Settings:
     # CPERSONA_MODEL_SHARING: auto | off. auto: processes of one user with the same onnx model share
     # one loaded copy (the first loads it and serves the others over a Unix socket).
     model_sharing: str = "auto"
-    runtime_dir: Path = field(default_factory=default_runtime_dir)  # $XDG_RUNTIME_DIR/cpersona (lock + socket)
+    runtime_dir: Path = field(
+        default_factory=default_runtime_dir
+    )  # $XDG_RUNTIME_DIR/cpersona (lock + socket)
     degraded_advisory: bool = True  # CPERSONA_DEGRADED_ADVISORY
 
     # Queue
@@ -189,7 +195,9 @@ class Settings:
         default_factory=lambda: Path.home() / ".cpersona" / "operating-context.toml"
     )  # CPERSONA_OPERATING_CONTEXT_PATH
     update_check: bool = True  # CPERSONA_UPDATE_CHECK
-    update_index_url: str = "https://pypi.org/pypi"  # CPERSONA_UPDATE_INDEX_URL: JSON API base (tests: loopback)
+    update_index_url: str = (
+        "https://pypi.org/pypi"  # CPERSONA_UPDATE_INDEX_URL: JSON API base (tests: loopback)
+    )
     recall_precision: str = "balanced"  # CPERSONA_RECALL_PRECISION
     auto_calibrate: bool = False  # CPERSONA_AUTO_CALIBRATE
 
@@ -210,25 +218,36 @@ class Settings:
         settings = cls(
             db_path=Path(db_raw).expanduser() if db_raw else base.db_path,
             db_url=_db_url(e),
-            pg_vector_index=_choice(e, ("CPERSONA_PG_VECTOR_INDEX",), base.pg_vector_index, {"hnsw", "exact"}),
+            pg_vector_index=_choice(
+                e, ("CPERSONA_PG_VECTOR_INDEX",), base.pg_vector_index, {"hnsw", "exact"}
+            ),
             export_dir=Path(export_raw).expanduser() if export_raw else None,
             max_memories=_opt_int(e, "CPERSONA_MAX_MEMORIES") or base.max_memories,
             recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),
             rrf_k=_int(e, "CPERSONA_RRF_K", base.rrf_k, minimum=1),
-            episode_penalty_enabled=_bool(e, "CPERSONA_EPISODE_PENALTY_ENABLED", base.episode_penalty_enabled),
+            episode_penalty_enabled=_bool(
+                e, "CPERSONA_EPISODE_PENALTY_ENABLED", base.episode_penalty_enabled
+            ),
             episode_decay_rate=_float(e, "CPERSONA_EPISODE_DECAY_RATE", base.episode_decay_rate),
             episode_decay_floor=_float(e, "CPERSONA_EPISODE_DECAY_FLOOR", base.episode_decay_floor),
-            recent_recall_window_min=_float(e, "CPERSONA_RECENT_RECALL_WINDOW_MIN", base.recent_recall_window_min),
+            recent_recall_window_min=_float(
+                e, "CPERSONA_RECENT_RECALL_WINDOW_MIN", base.recent_recall_window_min
+            ),
             recent_recall_penalty=_float(e, "CPERSONA_RECENT_RECALL_PENALTY", base.recent_recall_penalty),
             fused_gate_enabled=_bool(e, "CPERSONA_FUSED_GATE_ENABLED", base.fused_gate_enabled),
             confidence_enabled=_bool(e, "CPERSONA_CONFIDENCE_ENABLED", base.confidence_enabled),
             autocut_min_results=_int(e, "CPERSONA_AUTOCUT_MIN_RESULTS", base.autocut_min_results, minimum=1),
-            recall_preview_chars=_int(e, "CPERSONA_RECALL_PREVIEW_CHARS", base.recall_preview_chars, minimum=1),
+            recall_preview_chars=_int(
+                e, "CPERSONA_RECALL_PREVIEW_CHARS", base.recall_preview_chars, minimum=1
+            ),
             max_content_length=_int(e, "CPERSONA_MAX_CONTENT_LENGTH", base.max_content_length, minimum=1),
             max_profile_length=_int(e, "CPERSONA_MAX_PROFILE_LENGTH", base.max_profile_length, minimum=1),
             max_metadata_bytes=_int(e, "CPERSONA_MAX_METADATA_BYTES", base.max_metadata_bytes, minimum=2),
             embedding_mode=_choice(
-                e, ("CPERSONA_EMBEDDING_MODE", "EMBEDDING_MODE"), base.embedding_mode, {"onnx", "http", "none"}
+                e,
+                ("CPERSONA_EMBEDDING_MODE", "EMBEDDING_MODE"),
+                base.embedding_mode,
+                {"onnx", "http", "none"},
             ),
             embedding_model=_get(e, "CPERSONA_EMBEDDING_MODEL") or base.embedding_model,
             models_dir=Path(models_raw).expanduser() if models_raw else base.models_dir,
@@ -251,11 +270,12 @@ class Settings:
             allow_unauthenticated_http=_bool(e, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", False),
             ui_host=_get(e, "CPERSONA_UI_HOST") or base.ui_host,
             ui_port=_int(e, "CPERSONA_UI_PORT", base.ui_port, minimum=0),
-
             http_allowed_hosts=_csv(e, "CPERSONA_HTTP_ALLOWED_HOSTS"),
             http_allowed_origins=_csv(e, "CPERSONA_HTTP_ALLOWED_ORIGINS"),
             operating_context=_bool(e, "CPERSONA_OPERATING_CONTEXT", base.operating_context),
-            operating_context_path=Path(ctx_path_raw).expanduser() if ctx_path_raw else base.operating_context_path,
+            operating_context_path=Path(ctx_path_raw).expanduser()
+            if ctx_path_raw
+            else base.operating_context_path,
             update_check=_bool(e, "CPERSONA_UPDATE_CHECK", base.update_check),
             update_index_url=(_get(e, "CPERSONA_UPDATE_INDEX_URL") or base.update_index_url).rstrip("/"),
             recall_precision=_choice(
@@ -264,4 +284,3 @@ class Settings:
             auto_calibrate=_bool(e, "CPERSONA_AUTO_CALIBRATE", base.auto_calibrate),
         )
         return settings
-

@@ -45,7 +45,9 @@ def validate_entries(entries: Any, field: str = "external_context") -> list[dict
     return clean
 
 
-def merge_chronologically(recalled: Sequence[dict[str, Any]], entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def merge_chronologically(
+    recalled: Sequence[dict[str, Any]], entries: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
     """Recalled rows plus user/assistant entries, deduplicated, oldest first.
 
     Entries without a timestamp are the live conversation: they sort after

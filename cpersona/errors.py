@@ -74,6 +74,7 @@ class CalibrationUnavailable(CPersonaError):
 
     code = "calibration_unavailable"
 
+
 class StorageFault(CPersonaError):
     """The database file refused a write for a reason outside the request (nothing was written)."""
 
@@ -99,8 +100,8 @@ class StorageFull(StorageFault):
 
     code = "storage_full"
 
+
 class Forbidden(CPersonaError):
     """The HTTP client's ACL grants do not cover this call (tool class or agent); nothing was done."""
 
     code = "forbidden"
-

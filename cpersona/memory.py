@@ -84,7 +84,8 @@ class Memory:
         if self.storage.read_only():
             log.warning(
                 "the database %s is read-only for this process: recall and reads work (recall statistics "
-                "are skipped); every write answers error_code read_only", self.storage.location,
+                "are skipped); every write answers error_code read_only",
+                self.storage.location,
             )
         self.health = HealthState(self.settings.degraded_advisory)
         self.embeddings = EmbeddingService(
@@ -94,16 +95,25 @@ class Memory:
             corpus_check=lambda b: self.admin.corpus_dimension_check(b),
             prepare=prepare_model,
         )
-        self.worker = BackfillWorker(self.storage, self.embeddings, retry_delay=self.settings.task_retry_delay)
+        self.worker = BackfillWorker(
+            self.storage, self.embeddings, retry_delay=self.settings.task_retry_delay
+        )
         self.writer = Writer(self.storage, self.settings, self.embeddings, self.health, self.worker.wake)
         self.reader = Reader(self.storage)
         self.browser = Browser(self.storage)
         self.calibration = Calibrator(self.storage, self.settings, self.embeddings)
         self.recaller = Recaller(
-            self.storage, self.embeddings, self.health, RecallPipeline(self.settings, gate=self.calibration.gate())
+            self.storage,
+            self.embeddings,
+            self.health,
+            RecallPipeline(self.settings, gate=self.calibration.gate()),
         )
         self.admin = Admin(
-            self.storage, self.settings, self.embeddings, self.health, self.worker,
+            self.storage,
+            self.settings,
+            self.embeddings,
+            self.health,
+            self.worker,
             discard_calibration=self.calibration.discard,
         )
         self.maintenance = Maintenance(

@@ -16,7 +16,9 @@ from cpersona.limits import (
 from cpersona.text import clean_text
 
 
-def optional_str(value: Any, name: str, max_len: int = MAX_IDENTIFIER_CHARS, *, free_text: bool = False) -> str | None:
+def optional_str(
+    value: Any, name: str, max_len: int = MAX_IDENTIFIER_CHARS, *, free_text: bool = False
+) -> str | None:
     """None or a cleaned string no longer than ``max_len``.
 
     Identifiers (the default) are keys: a NUL byte is refused rather than stripped, because
@@ -71,7 +73,9 @@ def row_id(value: Any, name: str, prefix: str) -> int:
     return value
 
 
-def string_list(value: Any, name: str, max_items: int = MAX_LIST_ITEMS, max_len: int = MAX_LIST_ITEM_CHARS) -> tuple[str, ...]:
+def string_list(
+    value: Any, name: str, max_items: int = MAX_LIST_ITEMS, max_len: int = MAX_LIST_ITEM_CHARS
+) -> tuple[str, ...]:
     """A list of strings (None → empty)."""
     if value is None:
         return ()

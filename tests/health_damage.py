@@ -80,15 +80,18 @@ def execute(target: Target, sql: str, params: Sequence[Any] = ()) -> list[dict[s
 
 
 def insert_memory(raw: Raw, agent: str, content: str, **extra: Any) -> int:
-    return raw.insert("memories", {"agent_id": agent, "content": content, "timestamp": NOW, "created_at": NOW,
-                                   **extra})
+    return raw.insert(
+        "memories", {"agent_id": agent, "content": content, "timestamp": NOW, "created_at": NOW, **extra}
+    )
 
 
 def seed(target: Target, agent: str, n: int = 4) -> list[int]:
     """Healthy rows of ``agent`` (inserted through the triggers)."""
     with connect(target) as raw:
-        return [insert_memory(raw, agent, f"{agent} healthy memory number {i} about the staging server")
-                for i in range(n)]
+        return [
+            insert_memory(raw, agent, f"{agent} healthy memory number {i} about the staging server")
+            for i in range(n)
+        ]
 
 
 def damage_rows(target: Target, agent: str, *, locked: bool = False) -> dict[str, int]:
@@ -99,10 +102,12 @@ def damage_rows(target: Target, agent: str, *, locked: bool = False) -> dict[str
     with connect(target) as raw:
         ids = {
             "oversized": insert_memory(raw, agent, f"{agent} long " + "x" * (CAP + 100), locked=locked),
-            "bad_json": insert_memory(raw, agent, f"{agent} with broken metadata", metadata="{not json",
-                                      locked=locked),
-            "naive_ts": insert_memory(raw, agent, f"{agent} with a naive time", timestamp="2024-01-02T03:04:05",
-                                      locked=locked),
+            "bad_json": insert_memory(
+                raw, agent, f"{agent} with broken metadata", metadata="{not json", locked=locked
+            ),
+            "naive_ts": insert_memory(
+                raw, agent, f"{agent} with a naive time", timestamp="2024-01-02T03:04:05", locked=locked
+            ),
         }
         raw.execute("DROP INDEX IF EXISTS memories_dedup_content")
         original = insert_memory(raw, agent, f"{agent} said this twice")
@@ -118,16 +123,20 @@ def damage_file(target: Target, agent: str) -> dict[str, int]:
     keeps its keyword indexes itself, so there the trigram index is dropped (a missing schema object).
     """
     with connect(target) as raw:
-        task = ("INSERT INTO pending_memory_tasks(kind, target_table, target_id, not_before, created_at) "
-                "VALUES ('embed', 'memories', 987654, ?, ?)")
+        task = (
+            "INSERT INTO pending_memory_tasks(kind, target_table, target_id, not_before, created_at) "
+            "VALUES ('embed', 'memories', 987654, ?, ?)"
+        )
         if raw.postgres:
             raw.execute("DROP INDEX memories_trgm")
             written = insert_memory(raw, agent, f"{agent} row written while the index was gone")
             raw.execute(task, (NOW, NOW))
             return {"unindexed": written}
         victim = insert_memory(raw, agent, f"{agent} row whose index entry is deleted")
-        raw.execute("INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', ?, ?)",
-                    (victim, f"{agent} row whose index entry is deleted"))
+        raw.execute(
+            "INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', ?, ?)",
+            (victim, f"{agent} row whose index entry is deleted"),
+        )
         raw.execute("DROP TRIGGER memories_fts_insert")
         unindexed = insert_memory(raw, agent, f"{agent} row written while the trigger was gone")
         raw.execute(task, (NOW, NOW))

@@ -47,8 +47,13 @@ class IndexStandIn:
 
 def release(*, yanked: bool = False) -> list[dict[str, Any]]:
     """The file list of one release as PyPI's JSON API shows it (one wheel)."""
-    return [{"filename": "cpersona_embedded-x-py3-none-any.whl", "yanked": yanked,
-             "yanked_reason": "broken" if yanked else None}]
+    return [
+        {
+            "filename": "cpersona_embedded-x-py3-none-any.whl",
+            "yanked": yanked,
+            "yanked_reason": "broken" if yanked else None,
+        }
+    ]
 
 
 @contextmanager
@@ -61,9 +66,11 @@ def index_standin(releases: dict[str, list[dict[str, Any]]] | None = None) -> It
             with state.lock:
                 state.seen.append(Seen("GET", self.path, {k.lower(): v for k, v in self.headers.items()}))
             if self.path.endswith("/json"):
-                body = state.body if state.body is not None else json.dumps(
-                    {"info": {"version": "ignored"}, "releases": state.releases}
-                ).encode()
+                body = (
+                    state.body
+                    if state.body is not None
+                    else json.dumps({"info": {"version": "ignored"}, "releases": state.releases}).encode()
+                )
                 self.send_response(state.status)
                 self.send_header("Content-Type", "application/json")
             else:

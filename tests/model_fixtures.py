@@ -278,6 +278,8 @@ def install_with_mismatched_tokenizer(installed_models: Path, dest_models: Path)
     shuffled_tokenizer(target / "tokenizer.json", target / "tokenizer.json")
     record = read_record(target)
     assert record is not None
-    record.files["tokenizer.json"] = record_file(target, "tokenizer.json", sha256_file(target / "tokenizer.json"))
+    record.files["tokenizer.json"] = record_file(
+        target, "tokenizer.json", sha256_file(target / "tokenizer.json")
+    )
     write_record(target, record)
     return dest_models

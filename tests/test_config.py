@@ -55,7 +55,9 @@ def test_operating_context_off_switch() -> None:
 
 
 def test_every_variable_read_is_in_the_readme_table() -> None:
-    names = set(re.findall(r'"(CPERSONA_[A-Z_]+|EMBEDDING_[A-Z_]+)"', (ROOT / "cpersona" / "config.py").read_text()))
+    names = set(
+        re.findall(r'"(CPERSONA_[A-Z_]+|EMBEDDING_[A-Z_]+)"', (ROOT / "cpersona" / "config.py").read_text())
+    )
     readme = (ROOT / "README.md").read_text()
     missing = sorted(n for n in names if f"`{n}`" not in readme)
     assert names and missing == []

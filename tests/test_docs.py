@@ -45,7 +45,9 @@ def test_tool_is_documented(tool: str) -> None:
 @pytest.mark.parametrize("tool", [spec.name for spec in TOOLS])
 def test_tool_has_a_section_in_tools_md(tool: str) -> None:
     text = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
-    assert re.search(rf"^#+ `{re.escape(tool)}`", text, flags=re.MULTILINE), f"docs/tools.md lacks a {tool} section"
+    assert re.search(rf"^#+ `{re.escape(tool)}`", text, flags=re.MULTILINE), (
+        f"docs/tools.md lacks a {tool} section"
+    )
 
 
 @pytest.mark.parametrize("command", command_names(build_parser()))

@@ -74,7 +74,9 @@ def test_core_layers_never_import_server_or_cli(layer: str) -> None:
 
 def test_storage_never_imports_retrieval() -> None:
     offenders = {
-        str(path.relative_to(PACKAGE_DIR)): sorted(n for n in imported_modules(path) if within(n, "cpersona.retrieval"))
+        str(path.relative_to(PACKAGE_DIR)): sorted(
+            n for n in imported_modules(path) if within(n, "cpersona.retrieval")
+        )
         for path in modules_in("storage")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
@@ -94,7 +96,10 @@ def test_embed_runtime_never_imports_install() -> None:
 @pytest.mark.parametrize("shared", ["registry.py", "integrity.py", "selftest_spec.py"])
 def test_embed_shared_modules_import_neither_side(shared: str) -> None:
     names = imported_modules(PACKAGE_DIR / "embed" / shared)
-    assert sorted(n for n in names if within(n, "cpersona.embed.runtime") or within(n, "cpersona.embed.install")) == []
+    assert (
+        sorted(n for n in names if within(n, "cpersona.embed.runtime") or within(n, "cpersona.embed.install"))
+        == []
+    )
 
 
 def test_embed_is_split_into_runtime_and_install() -> None:
@@ -102,7 +107,10 @@ def test_embed_is_split_into_runtime_and_install() -> None:
     assert (PACKAGE_DIR / "embed" / "runtime" / "onnx_backend.py").is_file()
     assert (PACKAGE_DIR / "embed" / "install" / "fetch.py").is_file()
     assert sorted(p.name for p in (PACKAGE_DIR / "embed").glob("*.py")) == [
-        "__init__.py", "integrity.py", "registry.py", "selftest_spec.py"
+        "__init__.py",
+        "integrity.py",
+        "registry.py",
+        "selftest_spec.py",
     ]
 
 
@@ -127,7 +135,8 @@ def test_the_checker_sees_relative_and_lazy_imports() -> None:
 
 
 @pytest.mark.parametrize(
-    ("driver", "sample"), [("sqlite3", "db.py"), ("psycopg", "postgres/sql.py"), ("psycopg_pool", "postgres/store.py")]
+    ("driver", "sample"),
+    [("sqlite3", "db.py"), ("psycopg", "postgres/sql.py"), ("psycopg_pool", "postgres/store.py")],
 )
 def test_only_storage_speaks_to_a_database_driver(driver: str, sample: str) -> None:
     # Stronger than an import check: not even a comment outside storage/ names the driver,
@@ -149,7 +158,8 @@ def test_only_storage_speaks_to_a_database_driver(driver: str, sample: str) -> N
 
 
 @pytest.mark.parametrize(
-    "upper", ["cpersona.embed", "cpersona.retrieval", "cpersona.memory", "cpersona.recaller", "cpersona.services"]
+    "upper",
+    ["cpersona.embed", "cpersona.retrieval", "cpersona.memory", "cpersona.recaller", "cpersona.services"],
 )
 def test_storage_never_imports_upper_layers(upper: str) -> None:
     offenders = {
@@ -163,13 +173,22 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
     # cpersona.ui is a client of the public API like the CLI: Memory, config, health, errors, the
     # result shapes and the ACL policy (cpersona.acl: plain Python); never the storage layer (no SQL in
     # the view) nor the MCP server.
-    allowed = ("cpersona.ui", "cpersona.memory", "cpersona.config", "cpersona.health", "cpersona.errors",
-               "cpersona.shapes", "cpersona.limits", "cpersona.acl")
+    allowed = (
+        "cpersona.ui",
+        "cpersona.memory",
+        "cpersona.config",
+        "cpersona.health",
+        "cpersona.errors",
+        "cpersona.shapes",
+        "cpersona.limits",
+        "cpersona.acl",
+    )
     modules = modules_in("ui")
     assert len(modules) >= 5, "the browser view package vanished"
     offenders = {
         str(path.relative_to(PACKAGE_DIR)): sorted(
-            n for n in imported_modules(path)
+            n
+            for n in imported_modules(path)
             if within(n, "cpersona") and n != "cpersona" and not any(within(n, a) for a in allowed)
         )
         for path in modules

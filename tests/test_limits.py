@@ -57,5 +57,7 @@ def test_descriptions_follow_the_settings_not_the_defaults() -> None:
     assert "1,234-character" in tools["recall"].input_schema["properties"]["full_content"]["description"]
     assert "4,321 characters" in tools["update_profile"].description
     assert "1,234-character" in instructions(settings)
-    everything = instructions(settings) + "".join(spec.description + str(spec.input_schema) for spec in tools.values())
+    everything = instructions(settings) + "".join(
+        spec.description + str(spec.input_schema) for spec in tools.values()
+    )
     assert "500" not in everything and "2,000" not in everything

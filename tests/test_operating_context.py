@@ -25,7 +25,9 @@ since = 2024-03-01
 
 @pytest.fixture
 def ctx_settings(tmp_path: Path) -> Settings:
-    return Settings(db_path=tmp_path / "memory.db", operating_context_path=tmp_path / "ctx" / "operating-context.toml")
+    return Settings(
+        db_path=tmp_path / "memory.db", operating_context_path=tmp_path / "ctx" / "operating-context.toml"
+    )
 
 
 def write(settings: Settings, text: str | bytes) -> Path:
@@ -75,9 +77,9 @@ def test_edits_show_on_the_next_call_without_restart(ctx_settings: Settings) -> 
     ("text", "line"),
     [
         ('[rules]\nlanguage = "English"\nnever = [unquoted]\n', 3),
-        ('[rules]\nlanguage = \n', 2),
-        ('a = 1\na = 2\n', 2),
-        ('[rules\n', 1),
+        ("[rules]\nlanguage = \n", 2),
+        ("a = 1\na = 2\n", 2),
+        ("[rules\n", 1),
     ],
 )
 def test_malformed_file_reports_the_error_and_line(
@@ -95,7 +97,7 @@ def test_malformed_file_reports_the_error_and_line(
 
 
 def test_unreadable_files_are_reported_not_raised(ctx_settings: Settings) -> None:
-    write(ctx_settings, b"title = \"caf\xe9\"\n")
+    write(ctx_settings, b'title = "caf\xe9"\n')
     answer = operating_context.get(ctx_settings)
     assert answer["ok"] is False and "UTF-8" in answer["error"]
     write(ctx_settings, "x = 1\n" + "#" * operating_context.MAX_FILE_BYTES)

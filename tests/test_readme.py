@@ -40,14 +40,21 @@ def test_the_tools_table_has_one_row_per_tool_and_no_other() -> None:
 
 
 def test_the_command_table_lists_every_command() -> None:
-    named = {m for row in table("Command line") for m in re.findall(r"`cpersona ([a-z-]+)", row.split("|")[1])}
+    named = {
+        m for row in table("Command line") for m in re.findall(r"`cpersona ([a-z-]+)", row.split("|")[1])
+    }
     assert named == set(command_names(build_parser()))
 
 
 def test_the_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     code = re.search(r"```python\n(.*?)```", section("Python API"), flags=re.DOTALL)
     assert code is not None
-    for key in ("CPERSONA_DB_PATH", "CPERSONA_EMBEDDING_MODE", "CPERSONA_UPDATE_CHECK", "CPERSONA_AUTO_FETCH_MODEL"):
+    for key in (
+        "CPERSONA_DB_PATH",
+        "CPERSONA_EMBEDDING_MODE",
+        "CPERSONA_UPDATE_CHECK",
+        "CPERSONA_AUTO_FETCH_MODEL",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("CPERSONA_DB_PATH", str(tmp_path / "memory.db"))
     monkeypatch.setenv("CPERSONA_MODELS_DIR", str(tmp_path / "models"))

@@ -63,7 +63,9 @@ def problems(value: Any, tp: Any, where: str = "result") -> list[str]:
             return [f"{where}: expected an object, got {type(value).__name__}"]
         key_type, value_type = get_args(tp)
         return [
-            p for k, v in value.items() for p in problems(k, key_type, where) + problems(v, value_type, f"{where}.{k}")
+            p
+            for k, v in value.items()
+            for p in problems(k, key_type, where) + problems(v, value_type, f"{where}.{k}")
         ]
     if tp is float:
         ok = isinstance(value, int | float) and not isinstance(value, bool)
@@ -111,7 +113,9 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
     stored = memory.store("a", "Deploy key for staging lives in vault", msg_id="m1", source={"id": "u1"})
     assert_shape("store", stored, shapes.StoreStored)
     assert_shape("store", memory.store("a", "other text", msg_id="m1"), shapes.StoreSkipped)
-    with pytest.raises(Rejected) as refused:  # refusals raise; the MCP layer adds result/reason from details()
+    with pytest.raises(
+        Rejected
+    ) as refused:  # refusals raise; the MCP layer adds result/reason from details()
         memory.store("a", "   ")
     assert refused.value.details() == {"result": "rejected", "reason": "content is empty"}
     long = memory.store("a", "y" * (memory.settings.max_content_length + 5))
@@ -124,7 +128,9 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
     assert_shape("get_profile", memory.get_profile("nobody"))
 
     episode = memory.archive_episode(
-        "a", "Staging deploy session", keywords="deploy, vault",
+        "a",
+        "Staging deploy session",
+        keywords="deploy, vault",
         history=[{"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00Z"}],
     )
     assert_shape("archive_episode", episode)
@@ -137,7 +143,10 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
     merged = memory.recall_with_context(
         "a",
         "deploy vault",
-        [{"role": "user", "content": "what about staging?", "name": "Ana"}, {"role": "system", "content": "x"}],
+        [
+            {"role": "user", "content": "what about staging?", "name": "Ana"},
+            {"role": "system", "content": "x"},
+        ],
         limit=100,
     )
     assert_shape("recall_with_context", merged)
@@ -153,7 +162,9 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
     assert_shape("list_memories", memory.list_memories("a", limit=5))
     assert_shape("list_episodes", memory.list_episodes("a"))
     assert_shape("list_agents", memory.list_agents())
-    assert_shape("browse_memories", memory.browse_memories("a", locked=False, embedded=False, offset=1, limit=3))
+    assert_shape(
+        "browse_memories", memory.browse_memories("a", locked=False, embedded=False, offset=1, limit=3)
+    )
     assert_shape("browse_episodes", memory.browse_episodes("a"))
     assert_shape("list_profiles", memory.list_profiles("a"))
     assert_shape("memory_timeline", memory.memory_timeline("a"))
@@ -168,8 +179,12 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
 @pytest.mark.slow
 def test_embedded_results_match_their_shapes(tmp_path: Path, minilm_models_dir: Path) -> None:
     settings = Settings(
-        db_path=tmp_path / "memory.db", embedding_mode="onnx", models_dir=minilm_models_dir,
-        embedding_model="all-minilm-l6-v2", update_check=False, auto_fetch_model=False,
+        db_path=tmp_path / "memory.db",
+        embedding_mode="onnx",
+        models_dir=minilm_models_dir,
+        embedding_model="all-minilm-l6-v2",
+        update_check=False,
+        auto_fetch_model=False,
     )
     with Memory(settings) as memory:
         assert memory.wait_until_ready(60)

@@ -112,7 +112,9 @@ def test_a_release_is_withdrawn_only_when_all_its_files_are() -> None:
     assert latest == "1.0" and yanked == ["2.0"]
 
 
-def test_offline_is_silent_fast_and_cached_as_a_failure(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_offline_is_silent_fast_and_cached_as_a_failure(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     url = closed_port_url()
     c = checker(tmp_path, url)
     with caplog.at_level(logging.DEBUG, logger="cpersona.update_check"):
@@ -203,5 +205,7 @@ def test_parse_releases_never_crashes_on_arbitrary_json(payload: Any) -> None:
 
 def test_index_url_setting() -> None:
     assert Settings.from_env({}).update_index_url == "https://pypi.org/pypi"
-    s = Settings.from_env({"CPERSONA_UPDATE_INDEX_URL": "http://127.0.0.1:9/pypi/", "CPERSONA_UPDATE_CHECK": "off"})
+    s = Settings.from_env(
+        {"CPERSONA_UPDATE_INDEX_URL": "http://127.0.0.1:9/pypi/", "CPERSONA_UPDATE_CHECK": "off"}
+    )
     assert s.update_index_url == "http://127.0.0.1:9/pypi" and s.update_check is False

@@ -158,14 +158,20 @@ def load_corpus(path: Path, cache_dir: Path, models_dir: Path, model: str, embed
         print(f"  building {db.name} (one-time ingest)...", file=sys.stderr)
         _build_db(db, conversation, models_dir, model)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
-    rows = conn.execute("SELECT id, msg_id, content, embedding, embedding_dim FROM memories ORDER BY id").fetchall()
+    rows = conn.execute(
+        "SELECT id, msg_id, content, embedding, embedding_dim FROM memories ORDER BY id"
+    ).fetchall()
     dim = int(rows[0][4])
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), dim)
     sessions = np.array([int(r[1].split(":")[0][1:]) for r in rows])
     words = sqlite3.connect(":memory:", check_same_thread=False)
-    words.execute("CREATE VIRTUAL TABLE w_porter USING fts5(content, tokenize='porter unicode61 remove_diacritics 2')")
-    words.execute("CREATE VIRTUAL TABLE w_plain USING fts5(content, tokenize='unicode61 remove_diacritics 2')")
+    words.execute(
+        "CREATE VIRTUAL TABLE w_porter USING fts5(content, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    words.execute(
+        "CREATE VIRTUAL TABLE w_plain USING fts5(content, tokenize='unicode61 remove_diacritics 2')"
+    )
     for table in ("w_porter", "w_plain"):
         words.executemany(f"INSERT INTO {table}(rowid, content) VALUES (?, ?)", [(r[0], r[2]) for r in rows])
     df: Counter[str] = Counter()
@@ -275,7 +281,9 @@ class Retriever:
     def trigram(self, corpus: Corpus, q: Question, cfg: Config) -> list[tuple[int, float]]:
         key = (corpus.name, q.text, TRIGRAM, cfg.stopwords, cfg.stem)
         if key not in self._memo:
-            hits = SqliteKeywordSearch(corpus.conn).memories(trigram_terms(q.text, cfg), Scope(AGENT), MAX_DEPTH)
+            hits = SqliteKeywordSearch(corpus.conn).memories(
+                trigram_terms(q.text, cfg), Scope(AGENT), MAX_DEPTH
+            )
             self._memo[key] = hits.hits
         return self._memo[key]
 
@@ -312,7 +320,9 @@ class Retriever:
 
 
 # -- fusion ----------------------------------------------------------------------------------------------
-def fuse(cfg: Config, channels: dict[str, list[tuple[int, float]]], cal: Calibration | None) -> list[tuple[int, float]]:
+def fuse(
+    cfg: Config, channels: dict[str, list[tuple[int, float]]], cal: Calibration | None
+) -> list[tuple[int, float]]:
     """Best-first (row id, fused score). Ties: higher score, then newer id (as the pipeline)."""
     scores: dict[int, float] = {}
     for name, hits in channels.items():
@@ -333,7 +343,9 @@ def fuse(cfg: Config, channels: dict[str, list[tuple[int, float]]], cal: Calibra
             # bm25's floor is 0 (no match). A weak top stays weak instead of being stretched to 1.
             floor = (cal.null_mean if cal else 0.0) if name == VECTOR else 0.0
             top = values.max()
-            contrib = list(w * np.clip((values - floor) / (top - floor), 0, None) if top > floor else 0 * values)
+            contrib = list(
+                w * np.clip((values - floor) / (top - floor), 0, None) if top > floor else 0 * values
+            )
         else:
             raise ValueError(cfg.fusion)
         for (rid, _), c in zip(hits, contrib, strict=True):
@@ -377,13 +389,23 @@ class Lab:
             for rid, _ in fused
         ]
         kept, info2 = apply_gate(
-            cfg.gate, rows, q.text, cal, cfg.precision, cfg.calibration_method, corpus.df, len(corpus.ids),
-            query_cosines=cos_all, kappa=cfg.kappa,
+            cfg.gate,
+            rows,
+            q.text,
+            cal,
+            cfg.precision,
+            cfg.calibration_method,
+            corpus.df,
+            len(corpus.ids),
+            query_cosines=cos_all,
+            kappa=cfg.kappa,
         )
         info.update(info2)
         return kept, info
 
-    def evaluate(self, cfg: Config, names: Sequence[str], categories: frozenset[int] = frozenset({1, 2, 3, 4})) -> dict[str, float]:
+    def evaluate(
+        self, cfg: Config, names: Sequence[str], categories: frozenset[int] = frozenset({1, 2, 3, 4})
+    ) -> dict[str, float]:
         rows = []
         for name in names:
             corpus = self.corpora[name]
@@ -412,7 +434,12 @@ class Lab:
                     top_cos.append(float(corpus.cosine(q.vector).max()))
                     if info.get("top_fused") is not None:
                         top_fused.append(info["top_fused"])
-        return {"n": n, "empty": empty / n if n else float("nan"), "top_cosine": top_cos, "top_fused": top_fused}
+        return {
+            "n": n,
+            "empty": empty / n if n else float("nan"),
+            "top_cosine": top_cos,
+            "top_fused": top_fused,
+        }
 
 
 def with_(cfg: Config, **kw: Any) -> Config:

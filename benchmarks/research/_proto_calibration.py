@@ -52,12 +52,19 @@ class Calibration:
         return float(self.null.std()) or 1e-6
 
     def threshold(
-        self, method: str = "separation", precision: str = "balanced", *, beta: float | None = None,
-        percentile: float | None = None, z_factor: float | None = None,
+        self,
+        method: str = "separation",
+        precision: str = "balanced",
+        *,
+        beta: float | None = None,
+        percentile: float | None = None,
+        z_factor: float | None = None,
     ) -> float:
         """The cosine threshold for ``method`` at ``precision`` (explicit beta/percentile/z override it)."""
         if method == "percentile":
-            return float(np.percentile(self.null, percentile if percentile is not None else PERCENTILE[precision]))
+            return float(
+                np.percentile(self.null, percentile if percentile is not None else PERCENTILE[precision])
+            )
         if method == "zscore":
             z = z_factor if z_factor is not None else Z_FACTOR[precision]
             return self.null_mean + z * self.null_sd

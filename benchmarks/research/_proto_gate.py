@@ -114,7 +114,9 @@ def apply_gate(
         info["z_top"] = z_top
         passed = z_top >= cal.z(threshold)
     elif mode == "rowcos":
-        kept = [r.row_id for r in rows if r.cosine >= threshold or cov[r.row_id] >= kappa or r.row_id in exact]
+        kept = [
+            r.row_id for r in rows if r.cosine >= threshold or cov[r.row_id] >= kappa or r.row_id in exact
+        ]
         return kept, info
     else:
         raise ValueError(f"unknown gate {mode!r}")

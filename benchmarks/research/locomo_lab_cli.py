@@ -70,17 +70,27 @@ def arms(cfg: lab.Config) -> dict[str, lab.Config]:
 def rotation_grid(cfg: lab.Config) -> list[lab.Config]:
     """The candidate configs the rotation chooses among (every fused decision measured in the findings)."""
     grid = []
-    for channels in [(lab.VECTOR, lab.TRIGRAM), (lab.VECTOR, lab.WORDS), (lab.VECTOR, lab.TRIGRAM, lab.WORDS)]:
+    for channels in [
+        (lab.VECTOR, lab.TRIGRAM),
+        (lab.VECTOR, lab.WORDS),
+        (lab.VECTOR, lab.TRIGRAM, lab.WORDS),
+    ]:
         for fusion in ["rrf", "rsf", "zsf"]:
             for depth in [0, 30, 50]:
                 for weight in [0.7, 1.0, 1.5]:
                     weights = () if weight == 1.0 else ((lab.VECTOR, weight),)
-                    grid.append(lab.with_(cfg, channels=channels, fusion=fusion, depth=depth, weights=weights, gate="off"))
+                    grid.append(
+                        lab.with_(
+                            cfg, channels=channels, fusion=fusion, depth=depth, weights=weights, gate="off"
+                        )
+                    )
     return grid
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data_dir", type=Path, help="directory of LoCoMo conversation JSON files")
     parser.add_argument("--conversations", nargs="*", help="file stems to use (default: all *.json)")
     parser.add_argument("--models-dir", type=Path, help="models dir with the model installed")
@@ -96,11 +106,17 @@ def main() -> int:
     parser.add_argument("--words-tokenizer", default="porter", choices=["porter", "plain"])
     parser.add_argument("--words-replace-trigram", action="store_true")
     parser.add_argument("--gate", default="topcos", choices=["off", "topcos", "evidence", "rowcos", "zq"])
-    parser.add_argument("--calibration-method", default="percentile", choices=["separation", "percentile", "zscore"])
+    parser.add_argument(
+        "--calibration-method", default="percentile", choices=["separation", "percentile", "zscore"]
+    )
     parser.add_argument("--kappa", type=float, help="lexical-coverage rescue level (>1 disables)")
     parser.add_argument("--gate-curve", action="store_true", help="gate levels + negative questions")
-    parser.add_argument("--probe-gate", action="store_true", help="probe-calibrated top-cosine gate (≥ 3 conversations)")
-    parser.add_argument("--rotate", action="store_true", help="choose on one conversation, confirm on the rest")
+    parser.add_argument(
+        "--probe-gate", action="store_true", help="probe-calibrated top-cosine gate (≥ 3 conversations)"
+    )
+    parser.add_argument(
+        "--rotate", action="store_true", help="choose on one conversation, confirm on the rest"
+    )
     parser.add_argument("--json", help="write the full report here")
     args = parser.parse_args()
 
@@ -118,7 +134,12 @@ def main() -> int:
     the_lab = lab.Lab(corpora)
     names = list(corpora)
     cfg = config_from(args)
-    report: dict[str, Any] = {"benchmark": "locomo", "conversations": names, "config": cfg.label(), "arms": {}}
+    report: dict[str, Any] = {
+        "benchmark": "locomo",
+        "conversations": names,
+        "config": cfg.label(),
+        "arms": {},
+    }
 
     print(f"Config: {cfg.label()}   conversations: {', '.join(names)}")
     rows = []
@@ -137,23 +158,44 @@ def main() -> int:
         print(f"\nGate curve ({gate}, {args.calibration_method}); negatives need ≥ 2 conversations:")
         grows = []
         for level in ["off", "strict", "balanced", "lenient"]:
-            level_cfg = lab.with_(cfg, gate="off") if level == "off" else lab.with_(cfg, gate=gate, precision=level)
+            level_cfg = (
+                lab.with_(cfg, gate="off") if level == "off" else lab.with_(cfg, gate=gate, precision=level)
+            )
             for scope in [*names, "all"]:
                 use = names if scope == "all" else [scope]
                 real = the_lab.evaluate(level_cfg, use)
-                neg = the_lab.negatives(level_cfg, names if scope == "all" else names) if scope == "all" else None
+                neg = (
+                    the_lab.negatives(level_cfg, names if scope == "all" else names)
+                    if scope == "all"
+                    else None
+                )
                 if scope != "all" and len(names) > 1:
                     neg = negatives_into(the_lab, level_cfg, names, scope)
                 entry = {
-                    "level": level, "conversation": scope, "recall@10": real["recall@10"], "ndcg@10": real["ndcg@10"],
-                    "real_empty": real["empty"], "negative_empty": neg["empty"] if neg else None,
+                    "level": level,
+                    "conversation": scope,
+                    "recall@10": real["recall@10"],
+                    "ndcg@10": real["ndcg@10"],
+                    "real_empty": real["empty"],
+                    "negative_empty": neg["empty"] if neg else None,
                     "negative_top_cosine": lab.quantiles(neg["top_cosine"]) if neg else None,
                     "negative_top_fused": lab.quantiles(neg["top_fused"]) if neg else None,
                 }
                 curve.append(entry)
-                grows.append([level, scope, real["recall@10"], real["ndcg@10"], real["empty"],
-                              neg["empty"] if neg else float("nan"), neg["n"] if neg else 0])
-        print_table(["level", "db", "recall@10", "ndcg@10", "real empty", "negative empty", "n negative"], grows)
+                grows.append(
+                    [
+                        level,
+                        scope,
+                        real["recall@10"],
+                        real["ndcg@10"],
+                        real["empty"],
+                        neg["empty"] if neg else float("nan"),
+                        neg["n"] if neg else 0,
+                    ]
+                )
+        print_table(
+            ["level", "db", "recall@10", "ndcg@10", "real empty", "negative empty", "n negative"], grows
+        )
         report["gate_curve"] = curve
 
     if args.probe_gate:
@@ -169,15 +211,51 @@ def main() -> int:
         for dev in names:
             held = [n for n in names if n != dev]
             best = max(per, key=lambda k: (per[k][dev]["recall@10"] + per[k][dev]["ndcg@10"], k))
-            held_best = {m: sum(per[best][n][m] * per[best][n]["n"] for n in held) / sum(per[best][n]["n"] for n in held)
-                         for m in ("recall@10", "ndcg@10")}
-            held_base = {m: sum(per[base][n][m] * per[base][n]["n"] for n in held) / sum(per[base][n]["n"] for n in held)
-                         for m in ("recall@10", "ndcg@10")}
-            rot.append({"dev": dev, "chosen": best, "dev_metrics": per[best][dev], "held_out": held_best, "held_out_today": held_base})
-            rrows.append([dev, best, per[best][dev]["recall@10"], per[best][dev]["ndcg@10"],
-                          held_best["recall@10"], held_best["ndcg@10"], held_base["recall@10"], held_base["ndcg@10"]])
+            held_best = {
+                m: sum(per[best][n][m] * per[best][n]["n"] for n in held)
+                / sum(per[best][n]["n"] for n in held)
+                for m in ("recall@10", "ndcg@10")
+            }
+            held_base = {
+                m: sum(per[base][n][m] * per[base][n]["n"] for n in held)
+                / sum(per[base][n]["n"] for n in held)
+                for m in ("recall@10", "ndcg@10")
+            }
+            rot.append(
+                {
+                    "dev": dev,
+                    "chosen": best,
+                    "dev_metrics": per[best][dev],
+                    "held_out": held_best,
+                    "held_out_today": held_base,
+                }
+            )
+            rrows.append(
+                [
+                    dev,
+                    best,
+                    per[best][dev]["recall@10"],
+                    per[best][dev]["ndcg@10"],
+                    held_best["recall@10"],
+                    held_best["ndcg@10"],
+                    held_base["recall@10"],
+                    held_base["ndcg@10"],
+                ]
+            )
         print("\nRotation (choose on dev, confirm on the others):")
-        print_table(["dev", "chosen", "dev r@10", "dev ndcg", "held r@10", "held ndcg", "today held r@10", "today held ndcg"], rrows)
+        print_table(
+            [
+                "dev",
+                "chosen",
+                "dev r@10",
+                "dev ndcg",
+                "held r@10",
+                "held ndcg",
+                "today held r@10",
+                "today held ndcg",
+            ],
+            rrows,
+        )
         report["rotation"] = rot
     write_json(args.json, report)
     return 0
@@ -194,14 +272,16 @@ def probe_gate(the_lab: lab.Lab, cfg: lab.Config, names: list[str]) -> list[dict
 
     def tops(db: str, source: str) -> np.ndarray:
         corpus = the_lab.corpora[db]
-        return np.array([corpus.cosine(q.vector).max() for q in the_lab.corpora[source].questions if q.category != 5])
+        return np.array(
+            [corpus.cosine(q.vector).max() for q in the_lab.corpora[source].questions if q.category != 5]
+        )
 
     off_cfg = lab.with_(cfg, gate="off")
     out, rows = [], []
     for level, pct in PROBE_PERCENTILE.items():
         for db in names:
             others = [n for n in names if n != db]
-            for probe, held in ([(others[0], others[1]), (others[1], others[0])] if len(others) >= 2 else []):
+            for probe, held in [(others[0], others[1]), (others[1], others[0])] if len(others) >= 2 else []:
                 corpus = the_lab.corpora[db]
                 threshold = float(np.percentile(tops(db, probe), pct))
                 scored, base = [], []
@@ -215,14 +295,48 @@ def probe_gate(the_lab: lab.Lab, cfg: lab.Config, names: list[str]) -> list[dict
                     scored.append(lab.score_question([corpus.dia[r] for r in ranked], q.evidence))
                 real, real_off = lab.mean(scored), lab.mean(base)
                 neg_empty = float((tops(db, held) < threshold).mean())
-                entry = {"level": level, "percentile": pct, "db": db, "probes": probe, "negatives": held,
-                         "threshold": threshold, "recall@10": real["recall@10"], "recall@10_off": real_off["recall@10"],
-                         "ndcg@10": real["ndcg@10"], "real_empty": real["empty"], "negative_empty": neg_empty}
+                entry = {
+                    "level": level,
+                    "percentile": pct,
+                    "db": db,
+                    "probes": probe,
+                    "negatives": held,
+                    "threshold": threshold,
+                    "recall@10": real["recall@10"],
+                    "recall@10_off": real_off["recall@10"],
+                    "ndcg@10": real["ndcg@10"],
+                    "real_empty": real["empty"],
+                    "negative_empty": neg_empty,
+                }
                 out.append(entry)
-                rows.append([level, db, probe, held, threshold, real["recall@10"] - real_off["recall@10"],
-                             real["ndcg@10"], real["empty"], neg_empty])
+                rows.append(
+                    [
+                        level,
+                        db,
+                        probe,
+                        held,
+                        threshold,
+                        real["recall@10"] - real_off["recall@10"],
+                        real["ndcg@10"],
+                        real["empty"],
+                        neg_empty,
+                    ]
+                )
     print("\nProbe-calibrated gate (top cosine ≥ percentile of probe questions' top cosine):")
-    print_table(["level", "db", "probes", "negatives", "threshold", "Δrecall@10", "ndcg@10", "real empty", "neg empty"], rows)
+    print_table(
+        [
+            "level",
+            "db",
+            "probes",
+            "negatives",
+            "threshold",
+            "Δrecall@10",
+            "ndcg@10",
+            "real empty",
+            "neg empty",
+        ],
+        rows,
+    )
     return out
 
 

@@ -38,8 +38,10 @@ def cmd_acl_add_client(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     grants = merge_grants(_agents(args.read), _agents(args.write), _agents(args.admin))
     if not grants:
-        print("cpersona acl: give at least one grant (--read, --write or --admin AGENT[,AGENT...]; '*' = all)",
-              file=sys.stderr)
+        print(
+            "cpersona acl: give at least one grant (--read, --write or --admin AGENT[,AGENT...]; '*' = all)",
+            file=sys.stderr,
+        )
         return 2
     try:
         token = add_client(path, args.name, grants)
@@ -47,13 +49,25 @@ def cmd_acl_add_client(args: argparse.Namespace, settings: Settings) -> int:
         print(f"cpersona acl: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({"ok": True, "client": args.name, "token": token, "file": str(path),
-                          "grants": {agent: level.label for agent, level in grants.items()}}))
+        print(
+            json.dumps(
+                {
+                    "ok": True,
+                    "client": args.name,
+                    "token": token,
+                    "file": str(path),
+                    "grants": {agent: level.label for agent, level in grants.items()},
+                }
+            )
+        )
     else:
         print(token)
         summary = ", ".join(f"{agent}={level.label}" for agent, level in grants.items())
-        print(f"added client {args.name!r} to {path} ({summary}). The token above is shown only now: give it "
-              "to the client (Authorization: Bearer <token>) and restart the server.", file=sys.stderr)
+        print(
+            f"added client {args.name!r} to {path} ({summary}). The token above is shown only now: give it "
+            "to the client (Authorization: Bearer <token>) and restart the server.",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -69,8 +83,11 @@ def cmd_acl_list(args: argparse.Namespace, settings: Settings) -> int:
         print(f"cpersona acl: {exc}", file=sys.stderr)
         return 1
     rows: list[dict[str, Any]] = [
-        {"client": c.name, "token_sha256_prefix": c.token_sha256[:HASH_SHOWN],
-         "grants": {agent: level.label for agent, level in c.grants.items()}}
+        {
+            "client": c.name,
+            "token_sha256_prefix": c.token_sha256[:HASH_SHOWN],
+            "grants": {agent: level.label for agent, level in c.grants.items()},
+        }
         for c in acl.clients
     ]
     if args.json:

@@ -75,9 +75,13 @@ def _print_checkup(result: dict[str, Any]) -> None:
         print(f"  back-filled {result['backfilled']} embedding task(s)")
     stats = result.get("stats", {})
     wal = stats.get("wal_bytes")
-    wal_text = f"WAL {wal} bytes" if wal is not None else "WAL: server-wide on PostgreSQL, not a file of its own"
-    print(f"database: {stats.get('db_path')} ({stats.get('db_bytes', 0)} bytes, {wal_text}); "
-          f"queue depth {stats.get('queue_depth', 0)}")
+    wal_text = (
+        f"WAL {wal} bytes" if wal is not None else "WAL: server-wide on PostgreSQL, not a file of its own"
+    )
+    print(
+        f"database: {stats.get('db_path')} ({stats.get('db_bytes', 0)} bytes, {wal_text}); "
+        f"queue depth {stats.get('queue_depth', 0)}"
+    )
     if result["status"] != "healthy" and not result.get("fix"):
         print("run `cpersona checkup --fix` to repair what can be repaired")
 
@@ -93,25 +97,35 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     db, emb, tr = report["database"], report["embedding"], report["transport"]
     print(f"database   {report['db_path']}")
     if db.get("exists"):
-        wal = f"+ WAL {db['wal_bytes']}" if db["wal_bytes"] is not None else "PostgreSQL: WAL and free space are server-wide"
-        print(f"           {db['bytes']} bytes ({wal}), schema {db['schema_version']}"
-              f"/{db['latest_schema_version']}, queue depth {db['queue_depth']}")
+        wal = (
+            f"+ WAL {db['wal_bytes']}"
+            if db["wal_bytes"] is not None
+            else "PostgreSQL: WAL and free space are server-wide"
+        )
+        print(
+            f"           {db['bytes']} bytes ({wal}), schema {db['schema_version']}"
+            f"/{db['latest_schema_version']}, queue depth {db['queue_depth']}"
+        )
     else:
         print(f"           {db.get('problem') or 'not created yet'}")
     model = emb.get("model") or emb.get("url") or ""
     print(f"embedding  mode {emb['mode']} {model}".rstrip())
     if "installed" in emb:
         print(f"           installed: {'yes' if emb['installed'] else 'no'} ({emb.get('model_dir', '-')})")
-    print(f"           loaded: {'yes' if emb['loaded'] else 'no'} (state {emb['state']})"
-          + (f", {emb['dimension']}-d" if emb.get("dimension") else ""))
+    print(
+        f"           loaded: {'yes' if emb['loaded'] else 'no'} (state {emb['state']})"
+        + (f", {emb['dimension']}-d" if emb.get("dimension") else "")
+    )
     if emb.get("problem"):
         print(f"           problem: {emb['problem']}")
         if emb.get("evidence"):  # e.g. the self-test's failing pair and its cosines
             print(f"           evidence: {emb['evidence']}")
         print(f"           fix: {emb['fix']}")
-    print(f"transport  {tr['transport']}; http {tr['http']}; auth token {tr['auth_token']}; "
-          f"unauthenticated http {'allowed' if tr['allow_unauthenticated_http'] else 'refused'}"
-          + (f"; ACL {tr['acl_file']}" if tr["acl_file"] else ""))
+    print(
+        f"transport  {tr['transport']}; http {tr['http']}; auth token {tr['auth_token']}; "
+        f"unauthenticated http {'allowed' if tr['allow_unauthenticated_http'] else 'refused'}"
+        + (f"; ACL {tr['acl_file']}" if tr["acl_file"] else "")
+    )
     print("next")
     for step in report["next_steps"]:
         print(f"  - {step}")
@@ -121,7 +135,8 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 def add_health_commands(subparsers: argparse._SubParsersAction) -> None:
     """Register ``checkup`` and ``doctor`` on the main parser."""
     checkup = subparsers.add_parser(
-        "checkup", help="run the health checks (exit 0 healthy, 3 degraded, 1 unhealthy); --fix repairs")
+        "checkup", help="run the health checks (exit 0 healthy, 3 degraded, 1 unhealthy); --fix repairs"
+    )
     checkup.add_argument("--fix", action="store_true", help="repair what can be repaired (never locked rows)")
     checkup.add_argument("--agent", help="only check this agent's rows")
     checkup.add_argument("--checks", help="comma-separated check names (default: all)")

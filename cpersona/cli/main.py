@@ -33,13 +33,14 @@ MODEL_WAIT_SECONDS = 120.0
 #: Characters of content shown per row in human-readable recall output.
 RECALL_SNIPPET_CHARS = 240
 
+
 def terminal_hint(program: str) -> str:
     """The paragraph `cpersona serve` (stdio) says on stderr when started from a terminal, not by an MCP host."""
     return (
         "cpersona: this is an MCP server: it speaks JSON-RPC on stdin/stdout and is now waiting for an MCP "
         "host (Claude Desktop, Claude Code, Cursor, ...) to talk to it, so typing here does nothing useful. "
         f"Register it with your host instead, e.g. `claude mcp add cpersona -- {program} serve` (README: "
-        "\"Register with an MCP host\"). To see what is stored, run `cpersona ui`; to check the set-up, "
+        '"Register with an MCP host"). To see what is stored, run `cpersona ui`; to check the set-up, '
         "`cpersona doctor`. Stop this server with Ctrl-C (or Ctrl-D to close its input)."
     )
 
@@ -136,8 +137,11 @@ def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:
     def prepare() -> str | None:
         problem = ensure_default_model(settings, stream=sys.stderr)
         if problem:
-            print(f"cpersona: {problem}; serving with keyword search only until a model is installed",
-                  file=sys.stderr, flush=True)
+            print(
+                f"cpersona: {problem}; serving with keyword search only until a model is installed",
+                file=sys.stderr,
+                flush=True,
+            )
         return problem
 
     return prepare
@@ -211,7 +215,11 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         if settings.embedding_mode != "none":
             memory.wait_until_ready(timeout=MODEL_WAIT_SECONDS)
         result = memory.recall(
-            args.agent, args.query, limit=args.limit, channel=args.channel, project_id=args.project,
+            args.agent,
+            args.query,
+            limit=args.limit,
+            channel=args.channel,
+            project_id=args.project,
             deep=args.deep,
         )
     if args.json:
@@ -265,7 +273,9 @@ def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         _print_json(result)
     elif result.get("ok"):
-        print(f"re-embedded: {result.get('processed', 0)} task(s) processed of {result.get('queued', 0)} queued")
+        print(
+            f"re-embedded: {result.get('processed', 0)} task(s) processed of {result.get('queued', 0)} queued"
+        )
     else:
         print(f"cpersona reembed: {result.get('error')}", file=sys.stderr)
     return 0 if result.get("ok") else 1
@@ -285,8 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the MCP server (default command)")
-    serve.add_argument("--transport", choices=["stdio", "streamable-http"],
-                       help="transport (default: CPERSONA_TRANSPORT or stdio)")
+    serve.add_argument(
+        "--transport",
+        choices=["stdio", "streamable-http"],
+        help="transport (default: CPERSONA_TRANSPORT or stdio)",
+    )
     serve.add_argument("--host", help="HTTP bind address (default: CPERSONA_HTTP_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default: CPERSONA_HTTP_PORT or 8402)")
     serve.set_defaults(func=cmd_serve)

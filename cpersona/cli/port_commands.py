@@ -50,30 +50,43 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """Export memories, episodes and profiles (one agent with --agent, else all) to a JSONL file."""
     with _memory(settings) as memory, _bar("rows", False, not args.quiet) as progress:
         result = memory.export_memories(
-            args.agent, args.path, args.include_embeddings, overwrite=args.force, confined=False, progress=progress
+            args.agent,
+            args.path,
+            args.include_embeddings,
+            overwrite=args.force,
+            confined=False,
+            progress=progress,
         )
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     else:
         c = result["counts"]
-        print(f"exported {c['memories']} memories, {c['episodes']} episodes, {c['profiles']} profiles "
-              f"to {result['path']} ({result['bytes']} bytes)")
+        print(
+            f"exported {c['memories']} memories, {c['episodes']} episodes, {c['profiles']} profiles "
+            f"to {result['path']} ({result['bytes']} bytes)"
+        )
     return 0
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     """Import an export file; prints counts, truncations and the first bad lines."""
     with _memory(settings) as memory, _bar("B", True, not args.quiet) as progress:
-        result = memory.import_memories(args.path, args.agent, args.dry_run, confined=False, progress=progress)
+        result = memory.import_memories(
+            args.path, args.agent, args.dry_run, confined=False, progress=progress
+        )
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0 if not result["error_count"] else 1
     c = result["counts"]
     verb = "would import" if result["dry_run"] else "imported"
-    print(f"{verb}: {c['memories']['inserted']} memories, {c['episodes']['inserted']} episodes, "
-          f"{c['profiles']['inserted'] + c['profiles']['updated']} profiles")
-    print(f"already present (skipped): {c['memories']['duplicates']} memories, {c['episodes']['duplicates']} "
-          f"episodes, {c['profiles']['kept']} profiles")
+    print(
+        f"{verb}: {c['memories']['inserted']} memories, {c['episodes']['inserted']} episodes, "
+        f"{c['profiles']['inserted'] + c['profiles']['updated']} profiles"
+    )
+    print(
+        f"already present (skipped): {c['memories']['duplicates']} memories, {c['episodes']['duplicates']} "
+        f"episodes, {c['profiles']['kept']} profiles"
+    )
     if result["truncated"]:
         print(f"truncated to the content cap: {result['truncated']}")
     if result["queued_for_embedding"]:

@@ -23,8 +23,11 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
 def add_ui_command(sub: Any) -> None:
     """Register ``ui`` on the CLI's subparsers."""
     ui = sub.add_parser("ui", help="browse, search and fix the store in a local web page (127.0.0.1:8403)")
-    ui.add_argument("--host", help="bind address (default: CPERSONA_UI_HOST or 127.0.0.1; beyond loopback "
-                                   "needs CPERSONA_AUTH_TOKEN)")
+    ui.add_argument(
+        "--host",
+        help="bind address (default: CPERSONA_UI_HOST or 127.0.0.1; beyond loopback "
+        "needs CPERSONA_AUTH_TOKEN)",
+    )
     ui.add_argument("--port", type=int, help="port (default: CPERSONA_UI_PORT or 8403)")
     ui.add_argument("--read-only", action="store_true", help="hide and refuse every change")
     ui.set_defaults(func=cmd_ui)

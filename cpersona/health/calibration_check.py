@@ -28,22 +28,41 @@ def _findings(ctx: HealthContext, name: str) -> tuple[list[Finding], dict[str, A
     calibrated = {a: e for a, e in agents.items() if e.get("fingerprint")}
     current = fingerprint(SCORING_VERSION, ctx.model_id, ctx.dimension) if ctx.model_id else None
     cutoff = format_ts(utc_now() - timedelta(days=STALE_CALIBRATION_DAYS))
-    mismatched = sorted(a for a, e in calibrated.items() if current is not None and e["fingerprint"] != current)
-    old = sorted(a for a, e in calibrated.items() if a not in mismatched and str(e.get("created_at", "")) < cutoff)
-    details: dict[str, Any] = {"calibrated_agents": len(calibrated), "fingerprint_mismatch": mismatched,
-                               "older_than_days": old}
+    mismatched = sorted(
+        a for a, e in calibrated.items() if current is not None and e["fingerprint"] != current
+    )
+    old = sorted(
+        a for a, e in calibrated.items() if a not in mismatched and str(e.get("created_at", "")) < cutoff
+    )
+    details: dict[str, Any] = {
+        "calibrated_agents": len(calibrated),
+        "fingerprint_mismatch": mismatched,
+        "older_than_days": old,
+    }
     findings = []
     if mismatched:
-        findings.append(Finding(
-            name, WARN, f"{len(mismatched)} agent(s) calibrated for another model, dimension or scoring version "
-            f"(now {ctx.model_id}, {ctx.dimension}-d, v{SCORING_VERSION}); their recall runs the heuristic gate: "
-            + ", ".join(map(repr, mismatched[:10])), count=len(mismatched),
-            fix="recalibrated in the background at the next start; or call calibrate_threshold(agent_id) now"))
+        findings.append(
+            Finding(
+                name,
+                WARN,
+                f"{len(mismatched)} agent(s) calibrated for another model, dimension or scoring version "
+                f"(now {ctx.model_id}, {ctx.dimension}-d, v{SCORING_VERSION}); their recall runs the heuristic gate: "
+                + ", ".join(map(repr, mismatched[:10])),
+                count=len(mismatched),
+                fix="recalibrated in the background at the next start; or call calibrate_threshold(agent_id) now",
+            )
+        )
     if old:
-        findings.append(Finding(
-            name, INFO, f"{len(old)} calibration(s) older than {STALE_CALIBRATION_DAYS} days: "
-            + ", ".join(map(repr, old[:10])), count=len(old),
-            fix="call calibrate_threshold(agent_id) to re-measure the corpus"))
+        findings.append(
+            Finding(
+                name,
+                INFO,
+                f"{len(old)} calibration(s) older than {STALE_CALIBRATION_DAYS} days: "
+                + ", ".join(map(repr, old[:10])),
+                count=len(old),
+                fix="call calibrate_threshold(agent_id) to re-measure the corpus",
+            )
+        )
     return findings, details
 
 
@@ -52,9 +71,16 @@ def _check(ctx: HealthContext) -> Outcome:
     return Outcome(findings, details=details)
 
 
-register(Check("calibration", "calibrations for another model/dimension/scoring version, or older than "
-               f"{STALE_CALIBRATION_DAYS} days", _check))
+register(
+    Check(
+        "calibration",
+        "calibrations for another model/dimension/scoring version, or older than "
+        f"{STALE_CALIBRATION_DAYS} days",
+        _check,
+    )
+)
 DEEP_REGISTRY["stale_calibration"] = DeepCheck(
-    "stale_calibration", "the agent's calibration is for another model or old",
+    "stale_calibration",
+    "the agent's calibration is for another model or old",
     lambda ctx: _findings(ctx, "stale_calibration"),
 )

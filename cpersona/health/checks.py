@@ -127,7 +127,9 @@ def select_checks(names: Sequence[str] | None, registry: Mapping[str, Any] | Non
         raise InvalidInput("checks must be a list of check names")
     unknown = [n for n in names if n not in reg]
     if unknown:
-        raise InvalidInput(f"unknown check(s) {', '.join(map(repr, unknown))}; valid checks: {', '.join(reg)}")
+        raise InvalidInput(
+            f"unknown check(s) {', '.join(map(repr, unknown))}; valid checks: {', '.join(reg)}"
+        )
     wanted = set(names)
     return [n for n in reg if n in wanted]  # registry order: repairs depend on it
 
@@ -155,8 +157,10 @@ def _bounded(items: list[Any]) -> list[Any]:
 
 def _not_applicable(check: str, na: NotApplicable) -> Outcome:
     # The engine has no equivalent: say so (info) rather than report a clean result it never measured.
-    return Outcome([Finding(check, INFO, f"not applicable on this storage engine: {na.reason}")],
-                   details={"applicable": False})
+    return Outcome(
+        [Finding(check, INFO, f"not applicable on this storage engine: {na.reason}")],
+        details={"applicable": False},
+    )
 
 
 def _integrity(ctx: HealthContext) -> Outcome:
@@ -166,8 +170,17 @@ def _integrity(ctx: HealthContext) -> Outcome:
         return _not_applicable("integrity", errors)
     if not errors:
         return Outcome()
-    return Outcome([Finding("integrity", CRITICAL, "integrity check failed: " + "; ".join(errors[:5]),
-                            count=len(errors), fix="restore from a backup; fix=true does not repair this")])
+    return Outcome(
+        [
+            Finding(
+                "integrity",
+                CRITICAL,
+                "integrity check failed: " + "; ".join(errors[:5]),
+                count=len(errors),
+                fix="restore from a backup; fix=true does not repair this",
+            )
+        ]
+    )
 
 
 def _schema(ctx: HealthContext) -> Outcome:
@@ -177,12 +190,24 @@ def _schema(ctx: HealthContext) -> Outcome:
     out.details["schema_version"] = version
     out.details["latest_version"] = latest
     if version < latest:
-        out.findings.append(Finding("schema", CRITICAL, f"schema version {version} is older than {latest}",
-                                    fix="start CPersona once (e.g. `cpersona stats`) to migrate the store"))
+        out.findings.append(
+            Finding(
+                "schema",
+                CRITICAL,
+                f"schema version {version} is older than {latest}",
+                fix="start CPersona once (e.g. `cpersona stats`) to migrate the store",
+            )
+        )
         return out
     if version > latest:
-        out.findings.append(Finding("schema", CRITICAL, f"schema version {version} is newer than this CPersona "
-                                    f"knows ({latest})", fix="pip install -U cpersona-embedded"))
+        out.findings.append(
+            Finding(
+                "schema",
+                CRITICAL,
+                f"schema version {version} is newer than this CPersona knows ({latest})",
+                fix="pip install -U cpersona-embedded",
+            )
+        )
         return out
 
     def missing() -> list[SchemaObject]:
@@ -204,13 +229,20 @@ def _schema(ctx: HealthContext) -> Outcome:
         out.repaired = {"fixed": fixed, "remaining": len(gone)}
     for obj in gone:
         severity = CRITICAL if obj.kind in ("trigger", "extension") or obj.unique else WARN
-        why = {"trigger": "the FTS index or vector generation is no longer kept in step",
-               "extension": "the queries that need it fail",
-               "index": "duplicates can slip in" if obj.unique else "queries are slower"}[obj.kind]
+        why = {
+            "trigger": "the FTS index or vector generation is no longer kept in step",
+            "extension": "the queries that need it fail",
+            "index": "duplicates can slip in" if obj.unique else "queries are slower",
+        }[obj.kind]
         note = next((f for f in failed if f.startswith(obj.name + ":")), "")
-        out.findings.append(Finding("schema", severity, f"missing {obj.kind} {obj.name}: {why}" +
-                                    (f" (recreate failed: {note})" if note else ""),
-                                    fix="fix=true recreates it from the migration DDL"))
+        out.findings.append(
+            Finding(
+                "schema",
+                severity,
+                f"missing {obj.kind} {obj.name}: {why}" + (f" (recreate failed: {note})" if note else ""),
+                fix="fix=true recreates it from the migration DDL",
+            )
+        )
     return out
 
 
@@ -234,12 +266,17 @@ def _fts(ctx: HealthContext) -> Outcome:
         bad = still
     for r in bad:
         prefix = "mem" if r.table == "memories" else "ep"
-        out.findings.append(Finding(
-            "fts", WARN,
-            f"{r.index} is out of step with {r.table}: {r.missing} row(s) not indexed, "
-            f"{r.mismatched} indexed with old text, {r.extra} stale entr(ies); keyword search misses them",
-            count=r.missing + r.mismatched + r.extra, refs=[f"{prefix}:{i}" for i in r.sample or []],
-            fix="fix=true rebuilds the index (FTS5 'rebuild')"))
+        out.findings.append(
+            Finding(
+                "fts",
+                WARN,
+                f"{r.index} is out of step with {r.table}: {r.missing} row(s) not indexed, "
+                f"{r.mismatched} indexed with old text, {r.extra} stale entr(ies); keyword search misses them",
+                count=r.missing + r.mismatched + r.extra,
+                refs=[f"{prefix}:{i}" for i in r.sample or []],
+                fix="fix=true rebuilds the index (FTS5 'rebuild')",
+            )
+        )
     return out
 
 
@@ -259,12 +296,19 @@ def _embedding(ctx: HealthContext) -> Outcome:
 def _operating_context(ctx: HealthContext) -> Outcome:
     # The file is served to every client; a broken one silently drops the operator's rules (SPEC §5).
     problem = operating_context.problem(ctx.settings)
-    out = Outcome(details={"path": str(ctx.settings.operating_context_path),
-                           "enabled": ctx.settings.operating_context})
+    out = Outcome(
+        details={"path": str(ctx.settings.operating_context_path), "enabled": ctx.settings.operating_context}
+    )
     if problem:
-        out.findings.append(Finding("operating_context", WARN, f"operating context not served: {problem}",
-                                    fix="report only: correct the TOML file (get_operating_context shows the "
-                                        "error and line), or set CPERSONA_OPERATING_CONTEXT=off"))
+        out.findings.append(
+            Finding(
+                "operating_context",
+                WARN,
+                f"operating context not served: {problem}",
+                fix="report only: correct the TOML file (get_operating_context shows the "
+                "error and line), or set CPERSONA_OPERATING_CONTEXT=off",
+            )
+        )
     return out
 
 
@@ -286,31 +330,53 @@ def _vectors(ctx: HealthContext) -> Outcome:
                 queued += w.repair.queue_embeddings(table, ids, _now())
                 budget -= len(ids)
         with ctx.store.read() as s:
-            remaining = sum(len(s.health.unqueued_vector_rows(t, ctx.agent_id, model, dim, 1)) for t in ROW_TABLES)
+            remaining = sum(
+                len(s.health.unqueued_vector_rows(t, ctx.agent_id, model, dim, 1)) for t in ROW_TABLES
+            )
         out.repaired = {"queued": queued, "fixed": queued, "remaining": remaining}
         if queued and ctx.on_queued is not None:
             ctx.on_queued()
     with ctx.store.read() as s:
         reports = [s.health.vector_report(t, ctx.agent_id, model, dim) for t in ROW_TABLES]
-    out.details = {r.table: {"missing": r.missing, "other_model": r.other_model, "queued": r.queued} for r in reports}
+    out.details = {
+        r.table: {"missing": r.missing, "other_model": r.other_model, "queued": r.queued} for r in reports
+    }
     total = sum(r.missing + r.other_model for r in reports)
     queued_total = sum(r.queued for r in reports)
     if not total:
         return out
     if not can_queue:
-        out.findings.append(Finding("vectors", INFO, f"{total} row(s) have no vector: embeddings are off, "
-                                    "recall is keyword-only", count=total,
-                                    fix="configure a model (CPERSONA_EMBEDDING_MODE=onnx); rows are then back-filled"))
+        out.findings.append(
+            Finding(
+                "vectors",
+                INFO,
+                f"{total} row(s) have no vector: embeddings are off, recall is keyword-only",
+                count=total,
+                fix="configure a model (CPERSONA_EMBEDDING_MODE=onnx); rows are then back-filled",
+            )
+        )
         return out
     unqueued = total - queued_total
     if unqueued:
         which = "without a vector or with another model's/dimension's vector" if model else "without a vector"
-        out.findings.append(Finding("vectors", WARN, f"{unqueued} row(s) {which} and not queued for embedding; "
-                                    "vector search cannot find them", count=unqueued,
-                                    fix="fix=true queues them for re-embedding"))
+        out.findings.append(
+            Finding(
+                "vectors",
+                WARN,
+                f"{unqueued} row(s) {which} and not queued for embedding; vector search cannot find them",
+                count=unqueued,
+                fix="fix=true queues them for re-embedding",
+            )
+        )
     if queued_total:
-        out.findings.append(Finding("vectors", INFO, f"{queued_total} row(s) are queued for embedding "
-                                    "(back-filled when the model is ready)", count=queued_total))
+        out.findings.append(
+            Finding(
+                "vectors",
+                INFO,
+                f"{queued_total} row(s) are queued for embedding (back-filled when the model is ready)",
+                count=queued_total,
+            )
+        )
     return out
 
 
@@ -324,17 +390,40 @@ def _dimensions(ctx: HealthContext) -> Outcome:
     bad_length = sum(s["bad_length"] for s in shapes)
     fix = "run the vectors check with fix=true (or `cpersona reembed`) to re-embed them with the active model"
     if bad_length:
-        out.findings.append(Finding("dimensions", WARN, f"{bad_length} stored vector(s) have a byte length that "
-                                    "does not match their dimension", count=bad_length, fix=fix))
+        out.findings.append(
+            Finding(
+                "dimensions",
+                WARN,
+                f"{bad_length} stored vector(s) have a byte length that does not match their dimension",
+                count=bad_length,
+                fix=fix,
+            )
+        )
     for model, dims in by_model.items():
         if len(dims) > 1:
-            out.findings.append(Finding("dimensions", WARN, f"model {model} has vectors of several dimensions "
-                                        f"({', '.join(str(d) for d in sorted(d or 0 for d in dims))})", fix=fix))
+            out.findings.append(
+                Finding(
+                    "dimensions",
+                    WARN,
+                    f"model {model} has vectors of several dimensions "
+                    f"({', '.join(str(d) for d in sorted(d or 0 for d in dims))})",
+                    fix=fix,
+                )
+            )
     if ctx.model_id:
-        drift = sum(s["rows"] for s in shapes if s["model"] == ctx.model_id and s["dimension"] != ctx.dimension)
+        drift = sum(
+            s["rows"] for s in shapes if s["model"] == ctx.model_id and s["dimension"] != ctx.dimension
+        )
         if drift:
-            out.findings.append(Finding("dimensions", WARN, f"{drift} vector(s) of the active model {ctx.model_id} "
-                                        f"are not {ctx.dimension}-d", count=drift, fix=fix))
+            out.findings.append(
+                Finding(
+                    "dimensions",
+                    WARN,
+                    f"{drift} vector(s) of the active model {ctx.model_id} are not {ctx.dimension}-d",
+                    count=drift,
+                    fix=fix,
+                )
+            )
     return out
 
 
@@ -357,9 +446,17 @@ def _duplicates(ctx: HealthContext) -> Outcome:
         out.repaired = {"fixed": deleted, "remaining": total}
     if total:
         refs = [f"mem:{i}" for g in groups for i, _ in g][:SAMPLE_REFS]
-        out.findings.append(Finding("duplicates", WARN, f"{total} group(s) of identical memories in one scope "
-                                    "(the unique index was missing when they were written)", count=total, refs=refs,
-                                    fix="fix=true deletes the newer unlocked copies (locked copies are kept)"))
+        out.findings.append(
+            Finding(
+                "duplicates",
+                WARN,
+                f"{total} group(s) of identical memories in one scope "
+                "(the unique index was missing when they were written)",
+                count=total,
+                refs=refs,
+                fix="fix=true deletes the newer unlocked copies (locked copies are kept)",
+            )
+        )
     return out
 
 
@@ -368,8 +465,10 @@ def _oversized(ctx: HealthContext) -> Outcome:
 
     def detect() -> tuple[int, list[tuple[int, int, bool]], int, list[tuple[str, str, str, int]]]:
         with ctx.store.read() as s:
-            return (*s.health.oversized_memories(ctx.agent_id, cap, MAX_REPAIRS_PER_CHECK),
-                    *s.health.oversized_profiles(ctx.agent_id, pcap, MAX_REPAIRS_PER_CHECK))
+            return (
+                *s.health.oversized_memories(ctx.agent_id, cap, MAX_REPAIRS_PER_CHECK),
+                *s.health.oversized_profiles(ctx.agent_id, pcap, MAX_REPAIRS_PER_CHECK),
+            )
 
     n_mem, mems, n_prof, profs = detect()
     out = Outcome()
@@ -391,14 +490,28 @@ def _oversized(ctx: HealthContext) -> Outcome:
             ctx.on_queued()
     if n_mem:
         n_locked = sum(1 for m in mems if m[2])
-        out.findings.append(Finding("oversized", WARN, f"{n_mem} memor(ies) longer than CPERSONA_MAX_CONTENT_LENGTH "
-                                    f"({cap})" + (f"; {n_locked} locked (never cut)" if n_locked else ""), count=n_mem,
-                                    refs=[f"mem:{m[0]}" for m in mems][:SAMPLE_REFS],
-                                    fix="fix=true cuts unlocked ones to the cap and re-embeds them"))
+        out.findings.append(
+            Finding(
+                "oversized",
+                WARN,
+                f"{n_mem} memor(ies) longer than CPERSONA_MAX_CONTENT_LENGTH "
+                f"({cap})" + (f"; {n_locked} locked (never cut)" if n_locked else ""),
+                count=n_mem,
+                refs=[f"mem:{m[0]}" for m in mems][:SAMPLE_REFS],
+                fix="fix=true cuts unlocked ones to the cap and re-embeds them",
+            )
+        )
     if n_prof:
-        out.findings.append(Finding("oversized", WARN, f"{n_prof} profile(s) longer than CPERSONA_MAX_PROFILE_LENGTH "
-                                    f"({pcap})", count=n_prof, refs=[f"profile:{p[0]}/{p[1]}/{p[2]}" for p in profs][:SAMPLE_REFS],
-                                    fix="fix=true cuts them to the cap"))
+        out.findings.append(
+            Finding(
+                "oversized",
+                WARN,
+                f"{n_prof} profile(s) longer than CPERSONA_MAX_PROFILE_LENGTH ({pcap})",
+                count=n_prof,
+                refs=[f"profile:{p[0]}/{p[1]}/{p[2]}" for p in profs][:SAMPLE_REFS],
+                fix="fix=true cuts them to the cap",
+            )
+        )
     return out
 
 
@@ -407,8 +520,18 @@ def _empty(ctx: HealthContext) -> Outcome:
         count, refs = s.health.empty_rows(ctx.agent_id, SAMPLE_REFS)
     if not count:
         return Outcome()
-    return Outcome([Finding("empty_content", WARN, f"{count} memor(ies)/episode(s) with empty text", count=count,
-                            refs=refs, fix="report only: review and delete them with delete_memory / delete_episode")])
+    return Outcome(
+        [
+            Finding(
+                "empty_content",
+                WARN,
+                f"{count} memor(ies)/episode(s) with empty text",
+                count=count,
+                refs=refs,
+                fix="report only: review and delete them with delete_memory / delete_episode",
+            )
+        ]
+    )
 
 
 def _invalid_json(ctx: HealthContext) -> Outcome:
@@ -423,16 +546,24 @@ def _invalid_json(ctx: HealthContext) -> Outcome:
     out = Outcome()
     if count and ctx.fix:
         with ctx.store.write() as w:
-            fixed = sum(w.repair.wrap_invalid_json(rid, col, raw) for rid, col, raw, locked in rows if not locked)
+            fixed = sum(
+                w.repair.wrap_invalid_json(rid, col, raw) for rid, col, raw, locked in rows if not locked
+            )
         again = detect()
         count, rows = again if not isinstance(again, NotApplicable) else (0, [])
         out.repaired = {"fixed": fixed, "remaining": count}
     if count:
-        out.findings.append(Finding("invalid_json", WARN, f"{count} source/metadata value(s) are not a JSON object "
-                                    "(reading those rows fails)", count=count,
-                                    refs=sorted({f"mem:{r[0]}" for r in rows})[:SAMPLE_REFS],
-                                    fix='fix=true replaces each with {"invalid_json": "<the original text>"} '
-                                        "(locked rows are left alone)"))
+        out.findings.append(
+            Finding(
+                "invalid_json",
+                WARN,
+                f"{count} source/metadata value(s) are not a JSON object (reading those rows fails)",
+                count=count,
+                refs=sorted({f"mem:{r[0]}" for r in rows})[:SAMPLE_REFS],
+                fix='fix=true replaces each with {"invalid_json": "<the original text>"} '
+                "(locked rows are left alone)",
+            )
+        )
     return out
 
 
@@ -458,10 +589,17 @@ def _timestamps(ctx: HealthContext) -> Outcome:
         out.repaired = {"fixed": fixed, "remaining": count}
     if count:
         refs = sorted({f"{'mem' if t == 'memories' else 'ep'}:{k}" for t, k, *_ in rows if t != "profiles"})
-        out.findings.append(Finding("timestamps", WARN, f"{count} timestamp(s) not in the stored UTC form "
-                                    "(they sort and compare wrongly)", count=count, refs=refs[:SAMPLE_REFS],
-                                    fix="fix=true rewrites parseable ones as UTC (no zone = UTC); locked rows "
-                                        "and unparseable values are left for a person"))
+        out.findings.append(
+            Finding(
+                "timestamps",
+                WARN,
+                f"{count} timestamp(s) not in the stored UTC form (they sort and compare wrongly)",
+                count=count,
+                refs=refs[:SAMPLE_REFS],
+                fix="fix=true rewrites parseable ones as UTC (no zone = UTC); locked rows "
+                "and unparseable values are left for a person",
+            )
+        )
     return out
 
 
@@ -474,9 +612,16 @@ def _window(ctx: HealthContext) -> Outcome:
     out = Outcome(details={"window": window, "rows_outside": outside})
     total = sum(n for tables in outside.values() for n in tables.values())
     if total:
-        out.findings.append(Finding("vector_window", INFO, f"{total} vector row(s) fall outside the "
-                                    f"CPERSONA_MAX_MEMORIES={window} scan window (keyword search still finds them)",
-                                    count=total, fix="raise CPERSONA_MAX_MEMORIES to search them by vector"))
+        out.findings.append(
+            Finding(
+                "vector_window",
+                INFO,
+                f"{total} vector row(s) fall outside the "
+                f"CPERSONA_MAX_MEMORIES={window} scan window (keyword search still finds them)",
+                count=total,
+                fix="raise CPERSONA_MAX_MEMORIES to search them by vector",
+            )
+        )
     return out
 
 
@@ -486,9 +631,14 @@ def _tasks(ctx: HealthContext) -> Outcome:
 
     def detect() -> tuple[int, list[int], int, list[dict[str, Any]]]:
         with ctx.store.read() as s:
-            n_orphans, orphans = (0, []) if ctx.agent_id is not None else s.health.orphan_tasks(MAX_REPAIRS_PER_CHECK)
-            return (n_orphans, orphans,
-                    *s.health.failing_tasks(ctx.agent_id, STALE_TASK_ATTEMPTS, before, SAMPLE_REFS))
+            n_orphans, orphans = (
+                (0, []) if ctx.agent_id is not None else s.health.orphan_tasks(MAX_REPAIRS_PER_CHECK)
+            )
+            return (
+                n_orphans,
+                orphans,
+                *s.health.failing_tasks(ctx.agent_id, STALE_TASK_ATTEMPTS, before, SAMPLE_REFS),
+            )
 
     n_orphans, orphans, n_failing, failing = detect()
     if n_orphans and ctx.fix:
@@ -497,40 +647,77 @@ def _tasks(ctx: HealthContext) -> Outcome:
         n_orphans, orphans, n_failing, failing = detect()
         out.repaired = {"fixed": fixed, "remaining": n_orphans}
     if n_orphans:
-        out.findings.append(Finding("tasks", WARN, f"{n_orphans} queued task(s) target rows that no longer exist",
-                                    count=n_orphans, fix="fix=true removes them"))
+        out.findings.append(
+            Finding(
+                "tasks",
+                WARN,
+                f"{n_orphans} queued task(s) target rows that no longer exist",
+                count=n_orphans,
+                fix="fix=true removes them",
+            )
+        )
     if n_failing:
         last = next((t["last_error"] for t in failing if t.get("last_error")), None)
-        out.findings.append(Finding("tasks", WARN, f"{n_failing} task(s) failed {STALE_TASK_ATTEMPTS}+ times or "
-                                    f"wait for more than {STALE_TASK_HOURS} h" + (f"; last error: {last}" if last else ""),
-                                    count=n_failing,
-                                    refs=[f"{'mem' if t['table'] == 'memories' else 'ep'}:{t['target_id']}" for t in failing],
-                                    fix="report only: fix the embedding model (see the embedding check); the "
-                                        "worker retries them"))
+        out.findings.append(
+            Finding(
+                "tasks",
+                WARN,
+                f"{n_failing} task(s) failed {STALE_TASK_ATTEMPTS}+ times or "
+                f"wait for more than {STALE_TASK_HOURS} h" + (f"; last error: {last}" if last else ""),
+                count=n_failing,
+                refs=[f"{'mem' if t['table'] == 'memories' else 'ep'}:{t['target_id']}" for t in failing],
+                fix="report only: fix the embedding model (see the embedding check); the worker retries them",
+            )
+        )
     return out
 
 
 for _check in (
-    Check("integrity", "the engine's structural check (SQLite integrity_check; PostgreSQL amcheck)", _integrity,
-          row_level=False),
+    Check(
+        "integrity",
+        "the engine's structural check (SQLite integrity_check; PostgreSQL amcheck)",
+        _integrity,
+        row_level=False,
+    ),
     Check("embedding", "the embedding model's state (a fault carries its fix)", _embedding, row_level=False),
     Check("duplicates", "identical memories in one scope", _duplicates, "deletes newer unlocked copies"),
-    Check("schema", "schema version, triggers, indexes and extensions", _schema,
-          "recreates missing triggers and indexes", row_level=False),
+    Check(
+        "schema",
+        "schema version, triggers, indexes and extensions",
+        _schema,
+        "recreates missing triggers and indexes",
+        row_level=False,
+    ),
     Check("oversized", "content / profile over the caps", _oversized, "cuts unlocked rows to the cap"),
     Check("empty_content", "memories or episodes with empty text", _empty),
-    Check("invalid_json", "source/metadata that is not a JSON object", _invalid_json,
-          'wraps the text as {"invalid_json": ...}'),
+    Check(
+        "invalid_json",
+        "source/metadata that is not a JSON object",
+        _invalid_json,
+        'wraps the text as {"invalid_json": ...}',
+    ),
     Check("timestamps", "timestamps not in the stored UTC form", _timestamps, "normalises parseable ones"),
-    Check("fts", "trigram and word indexes vs their tables (count and text)", _fts, "rebuilds the index", row_level=False),
+    Check(
+        "fts",
+        "trigram and word indexes vs their tables (count and text)",
+        _fts,
+        "rebuilds the index",
+        row_level=False,
+    ),
     Check("vectors", "rows without a vector of the active model", _vectors, "queues them for embedding"),
     Check("dimensions", "vector dimension drift and malformed vectors", _dimensions),
     Check("vector_window", "rows beyond the CPERSONA_MAX_MEMORIES scan window", _window),
     Check("tasks", "orphaned and long-failing queue tasks", _tasks, "removes orphaned tasks"),
 ):
     register(_check)
-register(Check("operating_context", "the operator's context file parses (SPEC §5)", _operating_context,
-               row_level=False))
+register(
+    Check(
+        "operating_context",
+        "the operator's context file parses (SPEC §5)",
+        _operating_context,
+        row_level=False,
+    )
+)
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -546,7 +733,9 @@ def storage_stats(ctx: HealthContext) -> dict[str, Any]:
     return stats
 
 
-def run_checks(ctx: HealthContext, names: Sequence[str] | None = None, *, fix_requested: bool | None = None) -> dict[str, Any]:
+def run_checks(
+    ctx: HealthContext, names: Sequence[str] | None = None, *, fix_requested: bool | None = None
+) -> dict[str, Any]:
     """Run the selected checks; the response shape is documented in docs/health.md."""
     selected = select_checks(names)
     findings: list[Finding] = []
@@ -555,7 +744,11 @@ def run_checks(ctx: HealthContext, names: Sequence[str] | None = None, *, fix_re
     for name in selected:
         outcome = REGISTRY[name].run(ctx)
         findings += outcome.findings
-        per_check[name] = {"status": verdict(outcome.findings), "findings": len(outcome.findings), **outcome.details}
+        per_check[name] = {
+            "status": verdict(outcome.findings),
+            "findings": len(outcome.findings),
+            **outcome.details,
+        }
         if outcome.repaired:
             repairs[name] = outcome.repaired
     counts = {s: sum(1 for f in findings if f.severity == s) for s in (CRITICAL, WARN, INFO)}

@@ -45,14 +45,23 @@ def _anonymous(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     with ctx.store.read() as s:
         found = s.health.anonymous_sources(ctx.agent_id, SAMPLE_REFS)
     if isinstance(found, NotApplicable):
-        return [Finding("anonymous_sources", INFO, f"not applicable on this storage engine: {found.reason}")], \
-            {"applicable": False}
+        return [
+            Finding("anonymous_sources", INFO, f"not applicable on this storage engine: {found.reason}")
+        ], {"applicable": False}
     count, ids = found
     if not count:
         return [], {}
-    return [Finding("anonymous_sources", INFO, f"{count} memor(ies) have no source or a source without id/name "
-                    "(source_id filters cannot find them)", count=count, refs=[f"mem:{i}" for i in ids],
-                    fix="report only: pass message.source {type, id, name} when storing")], {}
+    return [
+        Finding(
+            "anonymous_sources",
+            INFO,
+            f"{count} memor(ies) have no source or a source without id/name "
+            "(source_id filters cannot find them)",
+            count=count,
+            refs=[f"mem:{i}" for i in ids],
+            fix="report only: pass message.source {type, id, name} when storing",
+        )
+    ], {}
 
 
 def _short(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
@@ -61,9 +70,16 @@ def _short(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
         count, ids = s.health.short_memories(ctx.agent_id, SHORT_CONTENT_CHARS, SAMPLE_REFS)
     if not count:
         return [], {}
-    return [Finding("short_content", INFO, f"{count} memor(ies) shorter than {SHORT_CONTENT_CHARS} characters "
-                    "(little to recall them by)", count=count, refs=[f"mem:{i}" for i in ids],
-                    fix="report only: update_memory them with context, or delete_memory")], {}
+    return [
+        Finding(
+            "short_content",
+            INFO,
+            f"{count} memor(ies) shorter than {SHORT_CONTENT_CHARS} characters (little to recall them by)",
+            count=count,
+            refs=[f"mem:{i}" for i in ids],
+            fix="report only: update_memory them with context, or delete_memory",
+        )
+    ], {}
 
 
 def _stale_profile(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
@@ -78,10 +94,17 @@ def _stale_profile(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
         except ValueError:
             old = True  # a malformed time is check_health's business; treat it as old here
         if old and p["newer_memories"] >= STALE_PROFILE_NEW_MEMORIES:
-            findings.append(Finding("stale_profile", WARN, f"profile (project {p['project_id']!r}, user "
-                                    f"{p['user_id']!r}) last updated {p['updated_at']}, {p['newer_memories']} "
-                                    "memories arrived since", count=p["newer_memories"],
-                                    fix="report only: review it with get_profile and update_profile"))
+            findings.append(
+                Finding(
+                    "stale_profile",
+                    WARN,
+                    f"profile (project {p['project_id']!r}, user "
+                    f"{p['user_id']!r}) last updated {p['updated_at']}, {p['newer_memories']} "
+                    "memories arrived since",
+                    count=p["newer_memories"],
+                    fix="report only: review it with get_profile and update_profile",
+                )
+            )
     return findings, {}
 
 
@@ -91,16 +114,29 @@ def _orphaned(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
         count, ids = s.health.orphaned_episodes(ctx.agent_id, SAMPLE_REFS)
     if not count:
         return [], {}
-    return [Finding("orphaned_episodes", INFO, f"{count} episode(s) summarise a time range with no memory in "
-                    "their scope", count=count, refs=[f"ep:{i}" for i in ids],
-                    fix="report only: keep them (summaries still recall) or delete_episode")], {}
+    return [
+        Finding(
+            "orphaned_episodes",
+            INFO,
+            f"{count} episode(s) summarise a time range with no memory in their scope",
+            count=count,
+            refs=[f"ep:{i}" for i in ids],
+            fix="report only: keep them (summaries still recall) or delete_episode",
+        )
+    ], {}
 
 
 def _near_duplicates(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
     if not ctx.model_id:
-        return [Finding("near_duplicates", INFO, "skipped: no embedding model is active, so vectors cannot be "
-                        "compared", fix="see the embedding check of check_health")], {"compared": 0}
+        return [
+            Finding(
+                "near_duplicates",
+                INFO,
+                "skipped: no embedding model is active, so vectors cannot be compared",
+                fix="see the embedding check of check_health",
+            )
+        ], {"compared": 0}
     with ctx.store.read() as s:
         rows = s.health.recent_vectors(ctx.agent_id, ctx.model_id, ctx.dimension, NEAR_DUPLICATE_WINDOW)
     details: dict[str, Any] = {"compared": len(rows), "threshold": NEAR_DUPLICATE_COSINE}
@@ -120,16 +156,26 @@ def _near_duplicates(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]
     a_idx, b_idx = np.nonzero(upper)
     order = np.argsort(-sims[a_idx, b_idx], kind="stable")
     pairs: list[dict[str, Any]] = [
-        {"refs": [f"mem:{int(ids[b_idx[k]])}", f"mem:{int(ids[a_idx[k]])}"], "cosine": round(float(sims[a_idx[k], b_idx[k]]), 4)}
+        {
+            "refs": [f"mem:{int(ids[b_idx[k]])}", f"mem:{int(ids[a_idx[k]])}"],
+            "cosine": round(float(sims[a_idx[k], b_idx[k]]), 4),
+        }
         for k in order[:NEAR_DUPLICATE_PAIRS]
     ]
     details["pairs"] = pairs
     if not pairs:
         return [], details
-    return [Finding("near_duplicates", INFO, f"{len(a_idx)} pair(s) of memories with cosine >= "
-                    f"{NEAR_DUPLICATE_COSINE} (merge candidates; see checks.near_duplicates.pairs)",
-                    count=int(len(a_idx)), refs=[r for p in pairs[:10] for r in p["refs"]],
-                    fix="report only: keep one (update_memory) and delete_memory the other")], details
+    return [
+        Finding(
+            "near_duplicates",
+            INFO,
+            f"{len(a_idx)} pair(s) of memories with cosine >= "
+            f"{NEAR_DUPLICATE_COSINE} (merge candidates; see checks.near_duplicates.pairs)",
+            count=int(len(a_idx)),
+            refs=[r for p in pairs[:10] for r in p["refs"]],
+            fix="report only: keep one (update_memory) and delete_memory the other",
+        )
+    ], details
 
 
 DEEP_REGISTRY: dict[str, DeepCheck] = {

@@ -37,7 +37,9 @@ def probe_model(settings: Settings) -> tuple[EmbeddingBackend, HealthState, bool
     return backend, health, usable
 
 
-def report_only(settings: Settings, agent_id: str | None = None, checks: Sequence[str] | None = None) -> dict[str, Any]:
+def report_only(
+    settings: Settings, agent_id: str | None = None, checks: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Run the registry without writing anything (raises InvalidInput for unknown check names)."""
     selected = select_checks(checks)
     db = _open_read_only(settings)
@@ -65,7 +67,9 @@ def report_only(settings: Settings, agent_id: str | None = None, checks: Sequenc
 
 
 def _open_read_only(settings: Settings) -> Store:
-    return open_store(settings.db_url or settings.db_path, pg_vector_index=settings.pg_vector_index, read_only=True)
+    return open_store(
+        settings.db_url or settings.db_path, pg_vector_index=settings.pg_vector_index, read_only=True
+    )
 
 
 def _database(settings: Settings, next_steps: list[str]) -> dict[str, Any]:
@@ -140,11 +144,20 @@ def doctor_report(settings: Settings) -> dict[str, Any]:
         "allow_unauthenticated_http": settings.allow_unauthenticated_http,
         "acl_file": str(settings.acl_file) if settings.acl_file else None,
     }
-    if settings.transport == "streamable-http" and not settings.auth_token and not settings.allow_unauthenticated_http:
-        next_steps.append("HTTP refuses to start without CPERSONA_AUTH_TOKEN (or CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)")
+    if (
+        settings.transport == "streamable-http"
+        and not settings.auth_token
+        and not settings.allow_unauthenticated_http
+    ):
+        next_steps.append(
+            "HTTP refuses to start without CPERSONA_AUTH_TOKEN (or CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)"
+        )
     context_problem = operating_context.problem(settings)
-    out["operating_context"] = {"path": str(settings.operating_context_path), "enabled": settings.operating_context,
-                                "problem": context_problem}
+    out["operating_context"] = {
+        "path": str(settings.operating_context_path),
+        "enabled": settings.operating_context,
+        "problem": context_problem,
+    }
     if context_problem:
         next_steps.append(f"the operating context is not served: {context_problem}")
     if out["database"].get("queue_depth"):

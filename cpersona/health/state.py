@@ -95,5 +95,7 @@ class HealthState:
                 self._advised_outage = self._outage
                 advisory.update(evidence=c.evidence, runbook=c.runbook, full=True)
             else:
-                advisory.update(full=False, reminder="still degraded; `cpersona stats` shows the evidence and the fix")
+                advisory.update(
+                    full=False, reminder="still degraded; `cpersona stats` shows the evidence and the fix"
+                )
             return advisory

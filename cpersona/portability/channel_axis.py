@@ -58,23 +58,36 @@ def _field(text: str | None, name: str) -> Any:
 
 def resolve_channel(source: str | None, metadata: str | None) -> str | None:
     """Rule 2: metadata.session_id first, then source.id."""
-    return channel_from_session_id(_field(metadata, "session_id")) or channel_from_session_id(_field(source, "id"))
+    return channel_from_session_id(_field(metadata, "session_id")) or channel_from_session_id(
+        _field(source, "id")
+    )
 
 
 def migrate(
-    rows: MaintenanceRows, *, agent_id: str | None, dry_run: bool, globalize_unrecoverable: bool,
+    rows: MaintenanceRows,
+    *,
+    agent_id: str | None,
+    dry_run: bool,
+    globalize_unrecoverable: bool,
     bridge_channels: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run (or preview) the repair; returns counts, target channels and example refs per problem."""
     agent = optional_str(agent_id, "agent_id")
     if not isinstance(dry_run, bool) or not isinstance(globalize_unrecoverable, bool):
         raise InvalidInput("dry_run and globalize_unrecoverable must be true or false")
-    names = BRIDGE_CHANNELS if bridge_channels is None else string_list(bridge_channels, "bridge_channels", 50, 512)
+    names = (
+        BRIDGE_CHANNELS
+        if bridge_channels is None
+        else string_list(bridge_channels, "bridge_channels", 50, 512)
+    )
     bridges = tuple(dict.fromkeys(n for n in names if n))
     if not bridges:
         raise InvalidInput("bridge_channels must name at least one non-empty channel")
     report = rows.migrate_channels(
-        agent_id=agent, bridges=bridges, resolve=resolve_channel, globalize=globalize_unrecoverable,
+        agent_id=agent,
+        bridges=bridges,
+        resolve=resolve_channel,
+        globalize=globalize_unrecoverable,
         dry_run=dry_run,
     )
     return {

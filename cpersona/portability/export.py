@@ -41,7 +41,9 @@ def export_file(
     partial file behind. Returns the path, bytes written and per-type counts.
     """
     if target.exists() and not overwrite:
-        raise InvalidInput(f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)")
+        raise InvalidInput(
+            f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)"
+        )
     if target.is_dir():
         raise InvalidInput(f"{target} is a directory")
     written = {"memories": 0, "episodes": 0, "profiles": 0}
@@ -64,7 +66,9 @@ def export_file(
             if progress is not None:
                 progress(done, total)
         if target.exists() and not overwrite:  # appeared while we were writing: raising keeps it as it is
-            raise InvalidInput(f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)")
+            raise InvalidInput(
+                f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)"
+            )
     return {
         "ok": True,
         "path": str(target),

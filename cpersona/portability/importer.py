@@ -161,10 +161,13 @@ def import_file(
         if not batch:
             return
         if keys is not None:
-            outcomes = [DUPLICATE if keys.check(r) else o for r, o in zip(batch, rows.probe_batch(batch), strict=True)]
+            outcomes = [
+                DUPLICATE if keys.check(r) else o for r, o in zip(batch, rows.probe_batch(batch), strict=True)
+            ]
         else:
-            outcomes, queued = rows.write_batch(batch, queued_at=now if queue_backfill else None,
-                                                active_model=active_model)
+            outcomes, queued = rows.write_batch(
+                batch, queued_at=now if queue_backfill else None, active_model=active_model
+            )
             tally.queued += queued
         for record, outcome in zip(batch, outcomes, strict=True):
             tally.outcome(record, outcome)
@@ -205,8 +208,18 @@ def import_file(
         "dry_run": dry_run,
         "path": str(source),
         "target_agent_id": target_agent,
-        "header": {k: head.get(k) for k in ("version", "exported_at", "source_schema_version", "agent_id",
-                                              "include_embeddings", "embedding_model", "embedding_dim")},
+        "header": {
+            k: head.get(k)
+            for k in (
+                "version",
+                "exported_at",
+                "source_schema_version",
+                "agent_id",
+                "include_embeddings",
+                "embedding_model",
+                "embedding_dim",
+            )
+        },
         "lines": tally.lines,
         "counts": tally.counts,
         "truncated": tally.truncated,

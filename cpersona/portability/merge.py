@@ -13,7 +13,13 @@ MODES = (COPY, MOVE)
 
 
 def merge(
-    rows: MaintenanceRows, source_agent_id: str, target_agent_id: str, *, strategy: str, mode: str, dry_run: bool,
+    rows: MaintenanceRows,
+    source_agent_id: str,
+    target_agent_id: str,
+    *,
+    strategy: str,
+    mode: str,
+    dry_run: bool,
     queued_at: str | None,
 ) -> dict[str, Any]:
     """Copy or move every row of one agent to another, skipping what the target already holds."""
@@ -27,7 +33,9 @@ def merge(
         raise InvalidInput(f"mode must be one of {', '.join(MODES)} (got {str(mode)[:40]!r})")
     if not isinstance(dry_run, bool):
         raise InvalidInput("dry_run must be true or false")
-    counts = rows.merge_agents(source, target, mode=mode, dry_run=dry_run, queued_at=None if dry_run else queued_at)
+    counts = rows.merge_agents(
+        source, target, mode=mode, dry_run=dry_run, queued_at=None if dry_run else queued_at
+    )
     return {
         "ok": True,
         "dry_run": dry_run,

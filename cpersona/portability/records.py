@@ -30,8 +30,13 @@ RECORD_TYPES = ("memory", "episode", "profile")
 
 
 def header(
-    *, exported_at: str, schema_version: int, agent_id: str | None, include_embeddings: bool,
-    model: tuple[str, int] | None, counts: dict[str, int],
+    *,
+    exported_at: str,
+    schema_version: int,
+    agent_id: str | None,
+    include_embeddings: bool,
+    model: tuple[str, int] | None,
+    counts: dict[str, int],
 ) -> dict[str, Any]:
     """The first line of every export file."""
     return {
@@ -54,7 +59,9 @@ def check_header(obj: Any) -> dict[str, Any]:
         raise InvalidInput(f"line 1 is not a {FORMAT} header; is this file an export from cpersona export?")
     version = obj.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= VERSION:
-        raise InvalidInput(f"export format version {version!r} is not supported (this CPersona reads 1..{VERSION})")
+        raise InvalidInput(
+            f"export format version {version!r} is not supported (this CPersona reads 1..{VERSION})"
+        )
     return obj
 
 
@@ -123,7 +130,10 @@ def episode_line(cols: dict[str, Any], include_embeddings: bool) -> dict[str, An
 
 def profile_line(cols: dict[str, Any]) -> dict[str, Any]:
     """A profile row as an export record."""
-    return {"type": "profile", **{k: cols[k] for k in ("agent_id", "project_id", "user_id", "content", "updated_at")}}
+    return {
+        "type": "profile",
+        **{k: cols[k] for k in ("agent_id", "project_id", "user_id", "content", "updated_at")},
+    }
 
 
 # -- import-side validation -----------------------------------------------------------------
@@ -199,7 +209,9 @@ def parse_record(
         raise InvalidInput("a record must be a JSON object")
     kind = obj.get("type")
     if kind not in RECORD_TYPES:
-        raise InvalidInput(f"unknown record type {str(kind)[:40]!r}; expected one of {', '.join(RECORD_TYPES)}")
+        raise InvalidInput(
+            f"unknown record type {str(kind)[:40]!r}; expected one of {', '.join(RECORD_TYPES)}"
+        )
     agent = _agent(obj, target_agent)
     if kind == "profile":
         text, cut = _text(obj, "content", settings.max_profile_length)
@@ -214,10 +226,18 @@ def parse_record(
             raise InvalidInput("'keywords' must be a list of strings")
         clean_words = [k for k in (clean_text(w).strip()[:200] for w in words) if k and "\n" not in k]
         episode = ImportedEpisode(
-            agent_id=agent, project_id=_axis(obj, "project_id"), channel=_axis(obj, "channel"), summary=text,
-            keywords="\n".join(clean_words), start_time=_stamp(obj, "start_time", None),
-            end_time=_stamp(obj, "end_time", None), resolved=_flag(obj, "resolved"), created_at=created,
-            embedding=blob, embedding_model=model, embedding_dim=dim,
+            agent_id=agent,
+            project_id=_axis(obj, "project_id"),
+            channel=_axis(obj, "channel"),
+            summary=text,
+            keywords="\n".join(clean_words),
+            start_time=_stamp(obj, "start_time", None),
+            end_time=_stamp(obj, "end_time", None),
+            resolved=_flag(obj, "resolved"),
+            created_at=created,
+            embedding=blob,
+            embedding_model=model,
+            embedding_dim=dim,
         )
         return episode, cut
     text, cut = _text(obj, "content", settings.max_content_length)
@@ -225,13 +245,18 @@ def parse_record(
     if isinstance(msg, int) and not isinstance(msg, bool):
         msg = str(msg)
     row = NewMemory(
-        agent_id=agent, project_id=_axis(obj, "project_id"), channel=_axis(obj, "channel"),
-        msg_id=(optional_str(msg, "msg_id") or "").strip(), content=text,
+        agent_id=agent,
+        project_id=_axis(obj, "project_id"),
+        channel=_axis(obj, "channel"),
+        msg_id=(optional_str(msg, "msg_id") or "").strip(),
+        content=text,
         source=json_field(obj.get("source"), "source", settings.max_metadata_bytes),
         metadata=json_field(obj.get("metadata"), "metadata", settings.max_metadata_bytes),
-        timestamp=_stamp(obj, "timestamp", created) or created, created_at=created,
-        embedding=blob, embedding_model=model, embedding_dim=dim,
+        timestamp=_stamp(obj, "timestamp", created) or created,
+        created_at=created,
+        embedding=blob,
+        embedding_model=model,
+        embedding_dim=dim,
     )
     last = _stamp(obj, "last_recalled_at", None)
     return ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked")), cut
-

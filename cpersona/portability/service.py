@@ -57,8 +57,13 @@ class Portability:
         agent = optional_str(agent_id, "agent_id")
         target = resolve_path(self.settings, output_path, confined=confined)
         return export.export_file(
-            self.rows, target, agent_id=agent, include_embeddings=boolean(include_embeddings, "include_embeddings"),
-            model=self._active_model(), overwrite=boolean(overwrite, "overwrite"), progress=progress,
+            self.rows,
+            target,
+            agent_id=agent,
+            include_embeddings=boolean(include_embeddings, "include_embeddings"),
+            model=self._active_model(),
+            overwrite=boolean(overwrite, "overwrite"),
+            progress=progress,
         )
 
     def import_memories(
@@ -77,15 +82,25 @@ class Portability:
         if not dry:
             persistence.check_writable("import_memories")
         result = importer.import_file(
-            self.rows, self.settings, source, target_agent=target, dry_run=dry,
-            queue_backfill=self._queue_backfill(), active_model=self._active_model(), progress=progress,
+            self.rows,
+            self.settings,
+            source,
+            target_agent=target,
+            dry_run=dry,
+            queue_backfill=self._queue_backfill(),
+            active_model=self._active_model(),
+            progress=progress,
         )
         if result["queued_for_embedding"]:
             self._wake()
         return result
 
     def merge_memories(
-        self, source_agent_id: str, target_agent_id: str, strategy: str = "skip", mode: str = "copy",
+        self,
+        source_agent_id: str,
+        target_agent_id: str,
+        strategy: str = "skip",
+        mode: str = "copy",
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """Copy or move one agent's rows to another in one transaction, skipping duplicates."""
@@ -93,16 +108,23 @@ class Portability:
             persistence.check_writable("merge_memories")
         queued_at = format_ts(utc_now()) if self._queue_backfill() else None
         result = merge.merge(
-            self.store.maintenance_rows(), required_str(source_agent_id, "source_agent_id"),
+            self.store.maintenance_rows(),
+            required_str(source_agent_id, "source_agent_id"),
             required_str(target_agent_id, "target_agent_id"),
-            strategy=strategy, mode=mode, dry_run=dry_run, queued_at=queued_at,
+            strategy=strategy,
+            mode=mode,
+            dry_run=dry_run,
+            queued_at=queued_at,
         )
         if queued_at is not None and not dry_run:
             self._wake()
         return result
 
     def migrate_channel_axis(
-        self, agent_id: str | None = None, dry_run: bool = True, globalize_unrecoverable: bool = False,
+        self,
+        agent_id: str | None = None,
+        dry_run: bool = True,
+        globalize_unrecoverable: bool = False,
         bridge_channels: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Move rows off bridge channels onto the channel in their session id; see channel_axis.py."""
@@ -110,7 +132,10 @@ class Portability:
             raise InvalidInput("bridge_channels must be a list of channel names")
         dry, note = persistence.effective_dry_run(boolean(dry_run, "dry_run"))  # SPEC §5: forced while paused
         result = channel_axis.migrate(
-            self.store.maintenance_rows(), agent_id=agent_id, dry_run=dry, globalize_unrecoverable=globalize_unrecoverable,
+            self.store.maintenance_rows(),
+            agent_id=agent_id,
+            dry_run=dry,
+            globalize_unrecoverable=globalize_unrecoverable,
             bridge_channels=bridge_channels,
         )
         if note:

@@ -91,11 +91,19 @@ class RowPairs:
     positive_source: str  # "adjacent" | "nearest"
 
     def threshold(
-        self, method: str, beta: float, level: str, *, percentile: float | None = None, z_factor: float | None = None
+        self,
+        method: str,
+        beta: float,
+        level: str,
+        *,
+        percentile: float | None = None,
+        z_factor: float | None = None,
     ) -> float:
         """The cosine cut for ``method`` (explicit ``percentile`` / ``z_factor`` override the level's)."""
         if method == "percentile":
-            return float(np.percentile(self.null, percentile if percentile is not None else ROW_PERCENTILE[level]))
+            return float(
+                np.percentile(self.null, percentile if percentile is not None else ROW_PERCENTILE[level])
+            )
         if method == "zscore":
             z = z_factor if z_factor is not None else ROW_Z[level]
             return float(self.null.mean() + z * self.null.std())
@@ -136,7 +144,11 @@ def session_keys(timeline: list[tuple[int, str, str, str]]) -> np.ndarray:
             seconds = math.nan
         if previous is not None:
             same_scope = previous[0] == project and previous[1] == channel
-            close = abs(seconds - previous[2]) <= SESSION_GAP_SECONDS if math.isfinite(seconds + previous[2]) else False
+            close = (
+                abs(seconds - previous[2]) <= SESSION_GAP_SECONDS
+                if math.isfinite(seconds + previous[2])
+                else False
+            )
             if not (same_scope and close):
                 session += 1
         keys[i] = session

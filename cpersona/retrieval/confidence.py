@@ -34,7 +34,9 @@ RECALL_CAP = 3.0
 MIN_HALF_LIFE_HOURS = 24.0
 
 
-def blend(cosine: float, age_hours: float, half_life_hours: float | None, resolved: bool, recall_count: int) -> float:
+def blend(
+    cosine: float, age_hours: float, half_life_hours: float | None, resolved: bool, recall_count: int
+) -> float:
     """The confidence of one row (``half_life_hours`` None: no time decay)."""
     decay = 1.0 if half_life_hours is None else 0.5 ** (max(age_hours, 0.0) / half_life_hours)
     value = max(cosine, 0.0) * (TIME_FLOOR + (1.0 - TIME_FLOOR) * decay)

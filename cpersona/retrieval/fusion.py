@@ -101,12 +101,16 @@ def cascade(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, Fu
             if ref in fused:
                 fused[ref].channels[name] = raw
                 continue
-            fused[ref] = Fused(ref, 1.0 / (1 + position), "cascade", cosine=cosines.get(ref), channels={name: raw})
+            fused[ref] = Fused(
+                ref, 1.0 / (1 + position), "cascade", cosine=cosines.get(ref), channels={name: raw}
+            )
             position += 1
     return fused
 
 
-def fuse(mode: str, channels: Mapping[str, Sequence[tuple[str, float]]], *, rrf_k: int = 60) -> dict[str, Fused]:
+def fuse(
+    mode: str, channels: Mapping[str, Sequence[tuple[str, float]]], *, rrf_k: int = 60
+) -> dict[str, Fused]:
     """Dispatch on CPERSONA_RECALL_MODE."""
     if mode == "rrf":
         return rrf(channels, rrf_k)

@@ -163,8 +163,13 @@ class QualityGate:
             info["keyed_on"] = "confidence"
         else:
             if top is None:
-                info.update(kind="off", threshold=None, passed=True, keyed_on=None,
-                            reason="keyword-only recall: no query vector to measure")
+                info.update(
+                    kind="off",
+                    threshold=None,
+                    passed=True,
+                    keyed_on=None,
+                    reason="keyword-only recall: no query vector to measure",
+                )
                 return GateDecision(rows, info)
             passed = top >= threshold
             kept = rows if passed else [r for r in rows if id(r) in exact]

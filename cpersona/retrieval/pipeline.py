@@ -87,13 +87,23 @@ class GateStage(Protocol):
 class NoGate:
     """Passes every row (CPERSONA_FUSED_GATE_ENABLED=false, and benchmarks measuring gate-off)."""
 
-    def __init__(self, reason: str = "the quality gate is disabled (CPERSONA_FUSED_GATE_ENABLED=false)") -> None:
+    def __init__(
+        self, reason: str = "the quality gate is disabled (CPERSONA_FUSED_GATE_ENABLED=false)"
+    ) -> None:
         self.reason = reason
 
     def apply(self, rows: list[ScoredRow], request: RecallRequest, evidence: GateEvidence) -> GateDecision:
         top = None if evidence.top_cosine is None else round(evidence.top_cosine, 6)
-        info = {"kind": "off", "level": None, "beta": None, "threshold": None, "top_cosine": top,
-                "passed": True, "keyed_on": None, "reason": self.reason}
+        info = {
+            "kind": "off",
+            "level": None,
+            "beta": None,
+            "threshold": None,
+            "top_cosine": top,
+            "passed": True,
+            "keyed_on": None,
+            "reason": self.reason,
+        }
         return GateDecision(rows, info)
 
 
@@ -168,7 +178,9 @@ class RecallPipeline:
             channels[fusion.FTS_MEMORIES] = [(f"mem:{i}", s) for i, s in mem_hits.hits]
             methods[fusion.FTS_MEMORIES] = mem_hits.method
         if fusion.FTS_WORDS in self.channels:
-            word_hits = session.keyword.memories_words(terms, request.scope, depth, source_id=request.source_id)
+            word_hits = session.keyword.memories_words(
+                terms, request.scope, depth, source_id=request.source_id
+            )
             channels[fusion.FTS_WORDS] = [(f"mem:{i}", s) for i, s in word_hits.hits]
             methods[fusion.FTS_WORDS] = word_hits.method
         if include_episodes and fusion.FTS_EPISODES in self.channels:
@@ -206,8 +218,16 @@ class RecallPipeline:
     def _most_recent(self, session: Session, request: RecallRequest) -> RecallOutcome:
         rows = session.memories.list_recent(request.scope, request.limit * 2 + 50)
         rows = [r for r in rows if self._keep(r, request)]
-        gate = {"kind": "off", "level": None, "beta": None, "threshold": None, "top_cosine": None,
-                "passed": True, "keyed_on": None, "reason": "empty query: the most recent memories, ungated"}
+        gate = {
+            "kind": "off",
+            "level": None,
+            "beta": None,
+            "threshold": None,
+            "top_cosine": None,
+            "passed": True,
+            "keyed_on": None,
+            "reason": "empty query: the most recent memories, ungated",
+        }
         return RecallOutcome(rows=rows[: request.limit], keyword_method="none", vector_used=False, gate=gate)
 
     @staticmethod
@@ -264,4 +284,3 @@ class RecallPipeline:
                 parse_ts(last) if last else None, now, s.recent_recall_window_min, s.recent_recall_penalty
             )
         return scored
-

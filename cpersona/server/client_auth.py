@@ -49,7 +49,9 @@ class AclMiddleware:
             token = bearer_token(scope)
             client = None if token is None else self.acl.authenticate(token)
             if client is None:
-                await reject(send, "unauthorized: send 'Authorization: Bearer <token>' with a token of the ACL file")
+                await reject(
+                    send, "unauthorized: send 'Authorization: Bearer <token>' with a token of the ACL file"
+                )
                 return
             scope[SCOPE_KEY] = client
         await self.app(scope, receive, send)

@@ -90,7 +90,9 @@ def _describe(error: ValidationError, tool: str) -> str:
     if kind == "pattern":
         if path in {"memory_id", "episode_id"}:
             prefix = "mem" if path == "memory_id" else "ep"
-            return f"{where} must be an integer id or a '{prefix}:<id>' ref string, got {error.instance[:60]!r}"
+            return (
+                f"{where} must be an integer id or a '{prefix}:<id>' ref string, got {error.instance[:60]!r}"
+            )
         return f"{where} does not match the expected form {error.validator_value}"
     if kind in {"minimum", "maximum"}:
         bound = "at least" if kind == "minimum" else "at most"
@@ -160,7 +162,9 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allo
     )
 
 
-def _recall_with_context(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _recall_with_context(
+    memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed
+) -> dict[str, Any]:
     result = memory.recall_with_context(
         a["agent_id"],
         a["query"],
@@ -177,7 +181,9 @@ def _get_contents(memory: Memory, settings: Settings, a: dict[str, Any], allowed
     return shaping.shape_get_contents(memory.get_contents(a["agent_id"], a["refs"]))
 
 
-def _archive_episode(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _archive_episode(
+    memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed
+) -> dict[str, Any]:
     return memory.archive_episode(
         a["agent_id"],
         a["summary"],
@@ -199,7 +205,9 @@ def _get_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed:
     return memory.get_profile(a["agent_id"], project_id=a.get("project_id", ""), user_id=a.get("user_id", ""))
 
 
-def _update_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _update_profile(
+    memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed
+) -> dict[str, Any]:
     return memory.update_profile(
         a["agent_id"], a["profile"], project_id=a.get("project_id", ""), user_id=a.get("user_id", "")
     )
@@ -207,7 +215,9 @@ def _update_profile(memory: Memory, settings: Settings, a: dict[str, Any], allow
 
 def _list_memories(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     result = memory.list_memories(
-        a.get("agent_id"), limit=a.get("limit", LIST_MEMORIES_LIMIT_DEFAULT), project_id=a.get("project_id"),
+        a.get("agent_id"),
+        limit=a.get("limit", LIST_MEMORIES_LIMIT_DEFAULT),
+        project_id=a.get("project_id"),
         allowed_agents=allowed,
     )
     return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars)
@@ -215,7 +225,9 @@ def _list_memories(memory: Memory, settings: Settings, a: dict[str, Any], allowe
 
 def _list_episodes(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     result = memory.list_episodes(
-        a.get("agent_id"), limit=a.get("limit", LIST_EPISODES_LIMIT_DEFAULT), project_id=a.get("project_id"),
+        a.get("agent_id"),
+        limit=a.get("limit", LIST_EPISODES_LIMIT_DEFAULT),
+        project_id=a.get("project_id"),
         allowed_agents=allowed,
     )
     return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars)
@@ -253,7 +265,9 @@ HANDLERS: dict[str, Handler] = {
     "pause_persistence": lambda memory, settings, a, allowed: persistence.PROCESS.pause(a["ttl_seconds"]),
     "resume_persistence": lambda memory, settings, a, allowed: persistence.PROCESS.resume(),
     "persistence_status": lambda memory, settings, a, allowed: persistence.PROCESS.status(),
-    "get_operating_context": lambda memory, settings, a, allowed: operating_context.get(settings, a.get("section")),
+    "get_operating_context": lambda memory, settings, a, allowed: operating_context.get(
+        settings, a.get("section")
+    ),
     "check_update": _check_update,
     "check_health": lambda memory, settings, a, allowed: memory.check_health(
         a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks")
@@ -262,31 +276,46 @@ HANDLERS: dict[str, Handler] = {
         a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
     ),
     "calibrate_threshold": lambda memory, settings, a, allowed: memory.calibrate_threshold(
-        a["agent_id"], a.get("sample_size"), a.get("method", "separation"), a.get("z_factor"), a.get("percentile")
+        a["agent_id"],
+        a.get("sample_size"),
+        a.get("method", "separation"),
+        a.get("z_factor"),
+        a.get("percentile"),
     ),
     "set_recall_precision": lambda memory, settings, a, allowed: memory.set_recall_precision(
         a["agent_id"], a.get("precision"), a.get("beta")
     ),
     "get_recall_precision": lambda memory, settings, a, allowed: memory.get_recall_precision(a["agent_id"]),
     "export_memories": lambda memory, settings, a, allowed: memory.export_memories(
-        a["agent_id"], a["output_path"], a.get("include_embeddings", False), overwrite=a.get("overwrite", False)
+        a["agent_id"],
+        a["output_path"],
+        a.get("include_embeddings", False),
+        overwrite=a.get("overwrite", False),
     ),
     "import_memories": lambda memory, settings, a, allowed: memory.import_memories(
         a["input_path"], a.get("target_agent_id"), a.get("dry_run", False)
     ),
     "merge_memories": lambda memory, settings, a, allowed: memory.merge_memories(
-        a["source_agent_id"], a["target_agent_id"], a.get("strategy", "skip"), a.get("mode", "copy"),
+        a["source_agent_id"],
+        a["target_agent_id"],
+        a.get("strategy", "skip"),
+        a.get("mode", "copy"),
         a.get("dry_run", False),
     ),
     "migrate_channel_axis": lambda memory, settings, a, allowed: memory.migrate_channel_axis(
-        a.get("agent_id"), a.get("dry_run", True), a.get("globalize_unrecoverable", False), a.get("bridge_channels")
+        a.get("agent_id"),
+        a.get("dry_run", True),
+        a.get("globalize_unrecoverable", False),
+        a.get("bridge_channels"),
     ),
 }
 
 if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time
     raise RuntimeError(f"tool registry and handlers disagree: {sorted(set(HANDLERS) ^ set(TOOLS_BY_NAME))}")
 if set(TOOL_ACCESS) != set(TOOLS_BY_NAME):  # every tool needs an access class (read / write / admin)
-    raise RuntimeError(f"tool registry and access classes disagree: {sorted(set(TOOL_ACCESS) ^ set(TOOLS_BY_NAME))}")
+    raise RuntimeError(
+        f"tool registry and access classes disagree: {sorted(set(TOOL_ACCESS) ^ set(TOOLS_BY_NAME))}"
+    )
 
 
 # -- response hygiene -----------------------------------------------------------------------
@@ -344,7 +373,9 @@ def dispatch_tool(
     return json_safe(response)
 
 
-def _dispatch(memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None) -> dict[str, Any]:
+def _dispatch(
+    memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None
+) -> dict[str, Any]:
     spec = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
     if spec is None:
         shown = clean_text(str(name))[:80]
@@ -352,7 +383,9 @@ def _dispatch(memory: Memory, settings: Settings, name: str, arguments: Any, cli
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        return failure(f"arguments of {name} must be a JSON object, got {_json_type(arguments)}", "invalid_input")
+        return failure(
+            f"arguments of {name} must be a JSON object, got {_json_type(arguments)}", "invalid_input"
+        )
     arguments = _drop_nulls(spec, arguments)
     problem = validate_arguments(spec, arguments)
     if problem is not None:

@@ -26,7 +26,7 @@ def token_refusal(settings: Settings) -> str | None:
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         return (
             f"CPERSONA_AUTH_TOKEN is {len(token)} characters; at least {MIN_TOKEN_CHARS} are required "
-            "(generate one with `openssl rand -hex 24` or `python -c \"import secrets; print(secrets.token_hex(24))\"`)"
+            '(generate one with `openssl rand -hex 24` or `python -c "import secrets; print(secrets.token_hex(24))"`)'
         )
     return None
 
@@ -64,7 +64,9 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
     if bound not in _ANY_ADDRESS:
         names.append(_host_form(bound))
     hosts = [form for name in names for form in (name, f"{name}:*")]
-    origins = [f"{scheme}://{name}{port}" for name in names for scheme in ("http", "https") for port in ("", ":*")]
+    origins = [
+        f"{scheme}://{name}{port}" for name in names for scheme in ("http", "https") for port in ("", ":*")
+    ]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[*dict.fromkeys([*hosts, *settings.http_allowed_hosts])],

@@ -61,7 +61,10 @@ def preview_row(row: dict[str, Any], preview_chars: int) -> dict[str, Any]:
 
 
 def shape_recall(
-    result: dict[str, Any], *, preview_chars: int, full_content: bool,
+    result: dict[str, Any],
+    *,
+    preview_chars: int,
+    full_content: bool,
     budget_chars: int = RECALL_FULL_CONTENT_BUDGET_CHARS,
 ) -> dict[str, Any]:
     """Apply the preview tier (or the full-content budget) to a recall-shaped result.
@@ -101,7 +104,9 @@ def shape_recall(
     return shaped
 
 
-def shape_get_contents(result: dict[str, Any], *, budget_chars: int = GET_CONTENTS_BUDGET_CHARS) -> dict[str, Any]:
+def shape_get_contents(
+    result: dict[str, Any], *, budget_chars: int = GET_CONTENTS_BUDGET_CHARS
+) -> dict[str, Any]:
     """Cut a get_contents batch to the character budget; refs that did not fit go to ``deferred``.
 
     Items keep request order and ``deferred`` is the contiguous tail that did not
@@ -175,4 +180,3 @@ def shape_context_results(result: dict[str, Any], *, preview_chars: int) -> dict
         if isinstance(rows, list):
             shaped[key] = [preview_row(r, preview_chars) if isinstance(r, dict) else r for r in rows]
     return shaped
-

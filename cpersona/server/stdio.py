@@ -48,8 +48,9 @@ async def guarded_stdio() -> AsyncIterator[
     """(read_stream, write_stream) for ``Server.run``, fed by a reader that answers unreadable lines."""
     wire_in, wire_out, restore = _claim_std_streams()
     # closefd=False: the reader thread may still block on the descriptor after we return.
-    stdin = anyio.wrap_file(TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8",
-                                          errors="replace"))
+    stdin = anyio.wrap_file(
+        TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
+    )
     stdout = anyio.wrap_file(TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8"))
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)

@@ -90,8 +90,11 @@ class BearerTokenMiddleware:
     @staticmethod
     async def _reject(send: Send) -> None:
         body = json.dumps(
-            {"ok": False, "error": "unauthorized: send 'Authorization: Bearer <CPERSONA_AUTH_TOKEN>'",
-             "error_code": "unauthorized"}
+            {
+                "ok": False,
+                "error": "unauthorized: send 'Authorization: Bearer <CPERSONA_AUTH_TOKEN>'",
+                "error_code": "unauthorized",
+            }
         ).encode()
         await send(
             {
@@ -134,19 +137,25 @@ def build_http_app(memory: Memory | PendingMemory, settings: Settings) -> ASGIAp
     acl = _load_acl_or_refuse(settings)
     server = build_server(memory, settings, acl=acl is not None)
     app: ASGIApp = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, host=settings.http_host, transport_security=transport_security(settings)
+        streamable_http_path=HTTP_PATH,
+        host=settings.http_host,
+        transport_security=transport_security(settings),
     )
     app = WireScreenMiddleware(app, HTTP_PATH)
     if acl is not None:
         if settings.auth_token is not None:
-            log.warning("CPERSONA_AUTH_TOKEN is ignored: CPERSONA_ACL_FILE is set, so only the ACL's client "
-                        "tokens are accepted")
+            log.warning(
+                "CPERSONA_AUTH_TOKEN is ignored: CPERSONA_ACL_FILE is set, so only the ACL's client "
+                "tokens are accepted"
+            )
         log.info("HTTP access by ACL file %s: %d client(s), deny by default", acl.path, len(acl.clients))
         app = AclMiddleware(app, acl)
     elif settings.auth_token is not None:
         app = BearerTokenMiddleware(app, settings.auth_token)
     else:
-        log.warning("serving streamable HTTP WITHOUT authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)")
+        log.warning(
+            "serving streamable HTTP WITHOUT authentication (CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true)"
+        )
     return app
 
 
@@ -163,8 +172,10 @@ def stdio_acl_notice(settings: Settings) -> str | None:
     """The start-up notice when an ACL file is set but the transport (stdio) does not apply it."""
     if settings.acl_file is None:
         return None
-    return (f"CPERSONA_ACL_FILE ({settings.acl_file}) does not apply over stdio: the process that launched "
-            "this server has full access to its database (ACLs apply to streamable HTTP only)")
+    return (
+        f"CPERSONA_ACL_FILE ({settings.acl_file}) does not apply over stdio: the process that launched "
+        "this server has full access to its database (ACLs apply to streamable HTTP only)"
+    )
 
 
 def run_http(memory: Memory | PendingMemory, settings: Settings) -> int:
@@ -181,7 +192,12 @@ def run_http(memory: Memory | PendingMemory, settings: Settings) -> int:
     warning = bind_warning(settings)
     if warning is not None:
         log.warning("%s", warning)
-    log.info("serving MCP over streamable HTTP at http://%s:%d%s", settings.http_host, settings.http_port, HTTP_PATH)
+    log.info(
+        "serving MCP over streamable HTTP at http://%s:%d%s",
+        settings.http_host,
+        settings.http_port,
+        HTTP_PATH,
+    )
     config = uvicorn.Config(
         app,
         host=settings.http_host,

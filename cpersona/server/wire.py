@@ -72,8 +72,12 @@ def screen(text: str) -> Screened:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except (ValidationError, ValueError) as exc:
         detail = str(exc).splitlines()[0][:200]
-        return _refused(request_id, INVALID_REQUEST, f"Invalid Request: not a JSON-RPC 2.0 message ({detail})",
-                        notification)
+        return _refused(
+            request_id,
+            INVALID_REQUEST,
+            f"Invalid Request: not a JSON-RPC 2.0 message ({detail})",
+            notification,
+        )
     return Screened(message=message, text=text)
 
 
@@ -90,10 +94,16 @@ def tools_call_problem(obj: Any) -> str | None:
         return f"tools/call needs params as a JSON object with a tool name, got {_json_kind(params)}"
     name = params.get("name")
     if not isinstance(name, str):
-        return f'tools/call params.name must be the tool\'s name as a string, got {_json_kind(name)}'
-    if "arguments" in params and params["arguments"] is not None and not isinstance(params["arguments"], dict):
-        return (f"tools/call params.arguments must be a JSON object of the tool's arguments, "
-                f"got {_json_kind(params['arguments'])}")
+        return f"tools/call params.name must be the tool's name as a string, got {_json_kind(name)}"
+    if (
+        "arguments" in params
+        and params["arguments"] is not None
+        and not isinstance(params["arguments"], dict)
+    ):
+        return (
+            f"tools/call params.arguments must be a JSON object of the tool's arguments, "
+            f"got {_json_kind(params['arguments'])}"
+        )
     return None
 
 
@@ -157,7 +167,9 @@ def _top_level_id(obj: Any) -> RequestId:
 
 
 def _refused(request_id: RequestId, code: int, message: str, notification: bool) -> Screened:
-    return Screened(reply=error_reply(request_id, code, message), notification=notification and request_id is None)
+    return Screened(
+        reply=error_reply(request_id, code, message), notification=notification and request_id is None
+    )
 
 
 def _too_deep() -> str:

@@ -78,7 +78,12 @@ class Admin:
     def get_queue_status(self) -> dict[str, Any]:
         """Background queue: depth, retrying, oldest task, per-kind depth, model readiness."""
         status = self.storage.session().tasks.status()
-        return {"ok": True, **status, "model_ready": self.embeddings.ready, "processed": self.worker.processed}
+        return {
+            "ok": True,
+            **status,
+            "model_ready": self.embeddings.ready,
+            "processed": self.worker.processed,
+        }
 
     def delete_agent_data(self, agent_id: str) -> dict[str, Any]:
         """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks,
@@ -119,7 +124,9 @@ class Admin:
             "memories_with_active_vectors": session.admin.active_vector_count(model_id or None),
             "vector_window": {
                 "size": window,
-                "rows_outside": session.admin.rows_beyond_window(model_id, window) if model_id and window else {},
+                "rows_outside": session.admin.rows_beyond_window(model_id, window)
+                if model_id and window
+                else {},
             },
             "recall_mode": self.settings.recall_mode,
             "embedding": self.embedding_status(),

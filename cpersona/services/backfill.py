@@ -38,7 +38,9 @@ def enqueue_missing(store: Store, model_id: str, dimension: int) -> int:
 class BackfillWorker:
     """A daemon thread draining the embedding tasks whenever the model is usable."""
 
-    def __init__(self, store: Store, embeddings: EmbeddingService, *, retry_delay: float, poll: float = 5.0) -> None:
+    def __init__(
+        self, store: Store, embeddings: EmbeddingService, *, retry_delay: float, poll: float = 5.0
+    ) -> None:
         self.store = store
         self.embeddings = embeddings
         self.retry_delay = retry_delay

@@ -39,8 +39,15 @@ class Browser:
         for row in axes:
             agent = agents.setdefault(
                 row["agent_id"],
-                {"agent_id": row["agent_id"], "memories": 0, "episodes": 0, "embedded_memories": 0,
-                 "locked_memories": 0, "profiles": profiles.get(row["agent_id"], 0), "axes": []},
+                {
+                    "agent_id": row["agent_id"],
+                    "memories": 0,
+                    "episodes": 0,
+                    "embedded_memories": 0,
+                    "locked_memories": 0,
+                    "profiles": profiles.get(row["agent_id"], 0),
+                    "axes": [],
+                },
             )
             for key in ("memories", "episodes", "embedded_memories", "locked_memories"):
                 agent[key] += row[key]
@@ -48,8 +55,15 @@ class Browser:
         for name, n in profiles.items():  # an agent may hold only a profile
             agents.setdefault(
                 name,
-                {"agent_id": name, "memories": 0, "episodes": 0, "embedded_memories": 0, "locked_memories": 0,
-                 "profiles": n, "axes": []},
+                {
+                    "agent_id": name,
+                    "memories": 0,
+                    "episodes": 0,
+                    "embedded_memories": 0,
+                    "locked_memories": 0,
+                    "profiles": n,
+                    "axes": [],
+                },
             )
         listed = [agents[k] for k in sorted(agents)]
         return {"ok": True, "agents": listed, "count": len(listed)}

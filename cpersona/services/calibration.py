@@ -79,11 +79,16 @@ class Calibrator:
     def policy_for(self, agent_id: str | None) -> GatePolicy:
         """Which gate applies to a recall by ``agent_id`` (None: a cross-agent scan, never calibrated)."""
         if not self.settings.fused_gate_enabled:
-            return GatePolicy("off", reason="the quality gate is disabled (CPERSONA_FUSED_GATE_ENABLED=false)")
+            return GatePolicy(
+                "off", reason="the quality gate is disabled (CPERSONA_FUSED_GATE_ENABLED=false)"
+            )
         entry = self.sidecar.get(agent_id) if agent_id is not None else None
         level, beta, _ = self._precision(entry)
         heuristic = GatePolicy(
-            "heuristic", level, beta, HEURISTIC_TOP_COSINE,
+            "heuristic",
+            level,
+            beta,
+            HEURISTIC_TOP_COSINE,
             reason="not calibrated: a fixed low top-cosine floor is in force (run calibrate_threshold)",
         )
         gate = (entry or {}).get("gate")
@@ -93,13 +98,21 @@ class Calibrator:
         if current is not None and entry is not None and entry.get("fingerprint") != current:
             stale = entry.get("fingerprint") or {}
             return GatePolicy(
-                "heuristic", level, beta, HEURISTIC_TOP_COSINE, stale=True,
+                "heuristic",
+                level,
+                beta,
+                HEURISTIC_TOP_COSINE,
+                stale=True,
                 reason=f"calibrated for {stale.get('model_id')} ({stale.get('dimension')}-d, scoring "
                 f"v{stale.get('scoring_version')}); recalibration pending, heuristic floor in force",
             )
         threshold = cal.gate_threshold(
-            gate["probe_top_cosines"], str(entry.get("method", "separation")) if entry else "separation",
-            beta, level, percentile=(entry or {}).get("percentile"), z_factor=(entry or {}).get("z_factor"),
+            gate["probe_top_cosines"],
+            str(entry.get("method", "separation")) if entry else "separation",
+            beta,
+            level,
+            percentile=(entry or {}).get("percentile"),
+            z_factor=(entry or {}).get("z_factor"),
         )
         return GatePolicy("calibrated", level, beta, threshold)
 
@@ -123,8 +136,10 @@ class Calibrator:
         agent = required_str(agent_id, "agent_id")
         if method not in cal.METHODS:
             raise InvalidInput(f"method must be one of {', '.join(cal.METHODS)}, got {method!r}")
-        size = cal.DEFAULT_SAMPLE_SIZE if sample_size is None else bounded_int(
-            sample_size, "sample_size", 10, cal.MAX_SAMPLE_SIZE
+        size = (
+            cal.DEFAULT_SAMPLE_SIZE
+            if sample_size is None
+            else bounded_int(sample_size, "sample_size", 10, cal.MAX_SAMPLE_SIZE)
         )
         pct = _number(percentile, "percentile", 0.0, 100.0)
         z = _number(z_factor, "z_factor", -5.0, 10.0)
@@ -141,7 +156,9 @@ class Calibrator:
         agent = required_str(agent_id, "agent_id")
         level = optional_str(precision, "precision") or None
         if level is not None and level not in cal.LEVELS:
-            raise InvalidInput(f"precision must be one of {', '.join(cal.LEVELS)} (or empty to clear), got {level!r}")
+            raise InvalidInput(
+                f"precision must be one of {', '.join(cal.LEVELS)} (or empty to clear), got {level!r}"
+            )
         raw = None if beta is None else cal.validate_beta(beta)
         with self._lock:
             entry = self.sidecar.get(agent) or {}
@@ -154,8 +171,11 @@ class Calibrator:
         try:
             previous = self.sidecar.get(agent) or {}
             self._calibrate(
-                agent, int(previous.get("sample_size") or cal.DEFAULT_SAMPLE_SIZE),
-                str(previous.get("method") or "separation"), previous.get("z_factor"), previous.get("percentile"),
+                agent,
+                int(previous.get("sample_size") or cal.DEFAULT_SAMPLE_SIZE),
+                str(previous.get("method") or "separation"),
+                previous.get("z_factor"),
+                previous.get("percentile"),
             )
             result = self.get_recall_precision(agent)
             result["recalibrated"] = True
@@ -176,8 +196,12 @@ class Calibrator:
         if policy.stale:
             state["stale"] = True
         if entry and entry.get("fingerprint"):
-            state.update(fingerprint=entry["fingerprint"], created_at=entry.get("created_at"),
-                         method=entry.get("method"), rows=entry.get("rows"))
+            state.update(
+                fingerprint=entry["fingerprint"],
+                created_at=entry.get("created_at"),
+                method=entry.get("method"),
+                rows=entry.get("rows"),
+            )
         glob = self.settings.recall_precision
         return {
             "ok": True,
@@ -205,7 +229,9 @@ class Calibrator:
             for text in cal.probe_questions():
                 vector = self.embeddings.embed_query(text)
                 if vector is None:
-                    raise CalibrationUnavailable("the embedding model failed while embedding the probe questions")
+                    raise CalibrationUnavailable(
+                        "the embedding model failed while embedding the probe questions"
+                    )
                 vectors.append(np.asarray(vector, dtype=np.float32))
             cached = np.vstack(vectors)
             self._probes[key] = cached
@@ -216,11 +242,15 @@ class Calibrator:
     ) -> dict[str, Any]:
         current = self._current_fingerprint()
         if current is None or not self.embeddings.ready:
-            raise CalibrationUnavailable("no embedding model is ready: calibration measures cosines (recall is "
-                                         "keyword-only and ungated until one is)")
+            raise CalibrationUnavailable(
+                "no embedding model is ready: calibration measures cosines (recall is "
+                "keyword-only and ungated until one is)"
+            )
         with self._lock:
             model_id, dimension = self.embeddings.model_id, self.embeddings.dimension
-            with self.store.read() as session:  # the engine's own vectors (SQLite: its synced in-memory index)
+            with (
+                self.store.read() as session
+            ):  # the engine's own vectors (SQLite: its synced in-memory index)
                 ids, vectors = session.vector_search.agent_vectors(MEMORIES, model_id, dimension, agent)
             if ids.size < cal.MIN_ROWS:
                 raise CalibrationUnavailable(
@@ -235,8 +265,13 @@ class Calibrator:
             vector_threshold = pairs.threshold(method, beta, level, percentile=pct, z_factor=z)
             entry: dict[str, Any] = self.sidecar.get(agent) or {}
             entry.update(
-                fingerprint=current, created_at=format_ts(utc_now()), method=method, sample_size=size,
-                rows=int(ids.size), percentile=pct, z_factor=z,
+                fingerprint=current,
+                created_at=format_ts(utc_now()),
+                method=method,
+                sample_size=size,
+                rows=int(ids.size),
+                percentile=pct,
+                z_factor=z,
                 vector={"threshold": round(vector_threshold, 6), **pairs.summary()},
             )
             gate_out: dict[str, Any] = {"enabled": self.settings.fused_gate_enabled}
@@ -246,13 +281,23 @@ class Calibrator:
                     episodes = session.vector_search.agent_vectors(EPISODES, model_id, dimension, agent)[1]
                 corpus = np.vstack([corpus, episodes])
                 tops = np.sort((self._probe_vectors() @ corpus.T).max(axis=1))
-                entry["gate"] = {"kind": "query_top_cosine", "probes": int(tops.size),
-                                 "probe_top_cosines": [round(float(t), 6) for t in tops]}
+                entry["gate"] = {
+                    "kind": "query_top_cosine",
+                    "probes": int(tops.size),
+                    "probe_top_cosines": [round(float(t), 6) for t in tops],
+                }
                 gate_out.update(
-                    kind="query_top_cosine", probes=int(tops.size),
-                    threshold=round(cal.gate_threshold(tops, method, beta, level, percentile=pct, z_factor=z), 6),
-                    thresholds={lv: round(cal.gate_threshold(tops, method, cal.BETA[lv], lv, percentile=pct,
-                                                             z_factor=z), 6) for lv in cal.LEVELS},
+                    kind="query_top_cosine",
+                    probes=int(tops.size),
+                    threshold=round(
+                        cal.gate_threshold(tops, method, beta, level, percentile=pct, z_factor=z), 6
+                    ),
+                    thresholds={
+                        lv: round(
+                            cal.gate_threshold(tops, method, cal.BETA[lv], lv, percentile=pct, z_factor=z), 6
+                        )
+                        for lv in cal.LEVELS
+                    },
                     probe_top_cosine={f"p{q}": round(float(np.percentile(tops, q)), 6) for q in (50, 75, 90)},
                 )
             else:
@@ -290,7 +335,11 @@ class Calibrator:
         stored = self.sidecar.agents()
         todo = [a for a, e in stored.items() if e.get("fingerprint") and e.get("fingerprint") != current]
         if self.settings.auto_calibrate:
-            todo += [a for a in self.store.session().admin.agent_ids() if not (stored.get(a) or {}).get("fingerprint")]
+            todo += [
+                a
+                for a in self.store.session().admin.agent_ids()
+                if not (stored.get(a) or {}).get("fingerprint")
+            ]
         return sorted(set(todo))
 
     def _background(self) -> None:
@@ -300,8 +349,11 @@ class Calibrator:
             previous = self.sidecar.get(agent) or {}
             try:
                 self._calibrate(
-                    agent, int(previous.get("sample_size") or cal.DEFAULT_SAMPLE_SIZE),
-                    str(previous.get("method") or "separation"), previous.get("z_factor"), previous.get("percentile"),
+                    agent,
+                    int(previous.get("sample_size") or cal.DEFAULT_SAMPLE_SIZE),
+                    str(previous.get("method") or "separation"),
+                    previous.get("z_factor"),
+                    previous.get("percentile"),
                 )
                 self.background_runs += 1
             except (CalibrationUnavailable, PersistencePaused) as exc:

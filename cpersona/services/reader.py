@@ -78,7 +78,9 @@ class Reader:
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
         scope = Scope(
-            optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), agents=agent_set(allowed_agents)
+            optional_str(agent_id, "agent_id"),
+            optional_str(project_id, "project_id"),
+            agents=agent_set(allowed_agents),
         )
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:
@@ -99,7 +101,9 @@ class Reader:
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
         scope = Scope(
-            optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), agents=agent_set(allowed_agents)
+            optional_str(agent_id, "agent_id"),
+            optional_str(project_id, "project_id"),
+            agents=agent_set(allowed_agents),
         )
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:

@@ -61,9 +61,13 @@ class Recaller:
         """
         request = RecallRequest(
             scope=Scope(
-                optional_str(agent_id, "agent_id"), optional_str(project_id, "project_id"), optional_str(channel, "channel")
+                optional_str(agent_id, "agent_id"),
+                optional_str(project_id, "project_id"),
+                optional_str(channel, "channel"),
             ),
-            query=clean_text(optional_str(query, "query", max_len=10**9, free_text=True) or "")[:MAX_QUERY_CHARS],
+            query=clean_text(optional_str(query, "query", max_len=10**9, free_text=True) or "")[
+                :MAX_QUERY_CHARS
+            ],
             limit=bounded_int(limit, "limit", 0, RECALL_LIMIT_MAX),
             deep=boolean(deep, "deep"),
             exclude_contents=string_list(exclude_contents, "exclude_contents"),
@@ -77,8 +81,16 @@ class Recaller:
         if advisory is not None:
             response["advisory"] = advisory
         if request.limit == 0:
-            response["gate"] = {"kind": "off", "level": None, "beta": None, "threshold": None, "top_cosine": None,
-                                "passed": True, "keyed_on": None, "reason": "limit 0: nothing to gate"}
+            response["gate"] = {
+                "kind": "off",
+                "level": None,
+                "beta": None,
+                "threshold": None,
+                "top_cosine": None,
+                "passed": True,
+                "keyed_on": None,
+                "reason": "limit 0: nothing to gate",
+            }
             return response
         now = utc_now()
         with self.store.read() as session:
@@ -141,7 +153,13 @@ class Recaller:
             exclude_contents=[e["content"] for e in entries if e["content"].strip()],
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
-        response = {"ok": True, **merged, "count": len(merged["items"]), "mode": recalled["mode"], "gate": recalled["gate"]}
+        response = {
+            "ok": True,
+            **merged,
+            "count": len(merged["items"]),
+            "mode": recalled["mode"],
+            "gate": recalled["gate"],
+        }
         if "advisory" in recalled:
             response["advisory"] = recalled["advisory"]
         return response

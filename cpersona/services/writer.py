@@ -26,7 +26,9 @@ from cpersona.validation import agent_set, boolean, optional_str, required_str, 
 
 
 def _skipped(existing_id: int, why: str) -> dict[str, Any]:
-    reason = "same msg_id already stored in this scope" if why == "msg_id" else "identical content already stored"
+    reason = (
+        "same msg_id already stored in this scope" if why == "msg_id" else "identical content already stored"
+    )
     return {"ok": True, "result": "skipped", "id": existing_id, "ref": f"mem:{existing_id}", "reason": reason}
 
 
@@ -122,7 +124,9 @@ class Writer:
         if duplicate is not None:
             return _skipped(*duplicate)
         blob, model_id, dim = self._embed_document(new.content)
-        new = NewMemory(**{**new.__dict__, "embedding": blob, "embedding_model": model_id, "embedding_dim": dim})
+        new = NewMemory(
+            **{**new.__dict__, "embedding": blob, "embedding_model": model_id, "embedding_dim": dim}
+        )
         try:
             with self.storage.write() as session:
                 duplicate = session.memories.find_duplicate(new)
@@ -239,7 +243,9 @@ class Writer:
             result["truncated"] = True
         return result
 
-    def update_profile(self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = "") -> dict[str, Any]:
+    def update_profile(
+        self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = ""
+    ) -> dict[str, Any]:
         """Replace the profile (capped at CPERSONA_MAX_PROFILE_LENGTH, says ``truncated``)."""
         persistence.check_writable("update_profile")
         agent = required_str(agent_id, "agent_id")
@@ -270,19 +276,31 @@ class Writer:
         return {"ok": True, "id": rid, "ref": f"mem:{rid}", "locked": locked}
 
     def lock_memory(
-        self, memory_id: int | str, *, agent_id: str | None = None, allowed_agents: Collection[str] | None = None
+        self,
+        memory_id: int | str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
         """Protect a memory from edit and delete."""
         return self._set_lock(memory_id, agent_id, allowed_agents, True)
 
     def unlock_memory(
-        self, memory_id: int | str, *, agent_id: str | None = None, allowed_agents: Collection[str] | None = None
+        self,
+        memory_id: int | str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
         """Remove the protection."""
         return self._set_lock(memory_id, agent_id, allowed_agents, False)
 
     def delete_memory(
-        self, memory_id: int | str, *, agent_id: str | None = None, allowed_agents: Collection[str] | None = None
+        self,
+        memory_id: int | str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
         """Delete one memory (refused when locked; not found when owned by another or an ungranted agent)."""
         persistence.check_writable("delete_memory")
@@ -296,7 +314,11 @@ class Writer:
         return {"ok": True, "id": rid, "ref": f"mem:{rid}", "deleted": True}
 
     def delete_episode(
-        self, episode_id: int | str, *, agent_id: str | None = None, allowed_agents: Collection[str] | None = None
+        self,
+        episode_id: int | str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
         """Delete one episode (ownership enforced when agent_id or allowed_agents is given)."""
         persistence.check_writable("delete_episode")
@@ -306,7 +328,9 @@ class Writer:
         with self.storage.write() as session:
             row = session.episodes.get(rid)
             if row is None or not _visible(row, agent, allowed):
-                raise NotFound(f"episode {rid} not found" + (f" for agent {agent!r}" if agent is not None else ""))
+                raise NotFound(
+                    f"episode {rid} not found" + (f" for agent {agent!r}" if agent is not None else "")
+                )
             session.episodes.delete(rid)
             session.tasks.remove_for_target(EPISODES, rid)
         return {"ok": True, "id": rid, "ref": f"ep:{rid}", "deleted": True}

@@ -74,8 +74,11 @@ class Advisory(TypedDict):
 class RecallGate(TypedDict):
     """Which quality gate was in force for a recall, and its verdict (docs/retrieval.md)."""
 
-    kind: Annotated[str, "'calibrated' (this agent's corpus), 'heuristic' (uncalibrated or stale: a fixed low "
-                         "floor) or 'off' (disabled, keyword-only recall, empty query, limit 0)."]
+    kind: Annotated[
+        str,
+        "'calibrated' (this agent's corpus), 'heuristic' (uncalibrated or stale: a fixed low "
+        "floor) or 'off' (disabled, keyword-only recall, empty query, limit 0).",
+    ]
     level: Annotated[str | None, "Precision level: strict, balanced or lenient (null when off)."]
     beta: Annotated[float | None, "Effective β (null when off)."]
     threshold: Annotated[float | None, "The cut on the cosine scale (null when off)."]
@@ -83,7 +86,9 @@ class RecallGate(TypedDict):
     passed: Annotated[bool, "The query passed (false: only exact lexical matches or fallbacks were kept)."]
     keyed_on: Annotated[str | None, "'top_cosine' (per query) or 'confidence' (per row); null when off."]
     reason: NotRequired[Annotated[str, "Why the gate is off or heuristic."]]
-    stale: NotRequired[Annotated[bool, "The stored calibration is for another model/dimension/scoring version."]]
+    stale: NotRequired[
+        Annotated[bool, "The stored calibration is for another model/dimension/scoring version."]
+    ]
     cut: NotRequired[Annotated[int, "Candidate rows the gate removed."]]
     autocut: NotRequired[Annotated[int, "Rows removed by largest-gap autocut (similarity-scale lists only)."]]
 
@@ -99,7 +104,9 @@ class RecallResult(TypedDict):
     gate: Annotated[RecallGate, "Which quality gate was in force and whether the query passed."]
     advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
     storage: NotRequired[
-        Annotated[str, "Present when the database could not record recall statistics (read_only / storage_full)."]
+        Annotated[
+            str, "Present when the database could not record recall statistics (read_only / storage_full)."
+        ]
     ]
 
 

@@ -35,7 +35,9 @@ class EmbeddingStatus(TypedDict):
 class VectorWindow(TypedDict):
     """How much of the corpus the vector scan window covers."""
 
-    size: Annotated[int | None, "CPERSONA_MAX_MEMORIES: rows scanned per table and scope (null: the whole corpus)."]
+    size: Annotated[
+        int | None, "CPERSONA_MAX_MEMORIES: rows scanned per table and scope (null: the whole corpus)."
+    ]
     rows_outside: Annotated[dict[str, dict[str, int]], "Per agent and table, vector rows past the window."]
 
 
@@ -90,7 +92,9 @@ class CheckHealthResult(TypedDict):
     """check_health: the verdict, findings and repairs of the selected checks."""
 
     ok: Annotated[Literal[True], "Success (an unhealthy store is a result, not an error)."]
-    status: Annotated[Literal["healthy", "degraded", "unhealthy"], "Worst severity found (info never degrades)."]
+    status: Annotated[
+        Literal["healthy", "degraded", "unhealthy"], "Worst severity found (info never degrades)."
+    ]
     agent_id: Annotated[str | None, "The agent the row checks were scoped to (None: every agent)."]
     fix: Annotated[bool, "Whether repairs ran."]
     checks_run: Annotated[list[str], "The checks that ran, in registry order."]

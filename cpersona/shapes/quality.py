@@ -76,7 +76,9 @@ class CalibrationState(TypedDict):
     calibrated: Annotated[bool, "A calibration is stored."]
     gate: Annotated[str, "calibrated, heuristic or off."]
     threshold: NotRequired[Annotated[float, "The gate's cut now (absent when off)."]]
-    stale: NotRequired[Annotated[bool, "The stored calibration is for another fingerprint (recalibration pending)."]]
+    stale: NotRequired[
+        Annotated[bool, "The stored calibration is for another fingerprint (recalibration pending)."]
+    ]
     fingerprint: NotRequired[Annotated[Fingerprint, "Of the stored calibration."]]
     created_at: NotRequired[Annotated[str | None, "When it was made."]]
     method: NotRequired[Annotated[str | None, "Its method."]]
@@ -94,10 +96,14 @@ RecallPrecisionResult = TypedDict(
         "overridden": Annotated[bool, "Set for this agent (else the global one applies)."],
         "global": Annotated[GlobalPrecision, "CPERSONA_RECALL_PRECISION and its β."],
         "calibration": Annotated[CalibrationState, "The agent's calibration state."],
-        "recalibrated": NotRequired[Annotated[bool, "set_recall_precision: the thresholds were recomputed now."]],
+        "recalibrated": NotRequired[
+            Annotated[bool, "set_recall_precision: the thresholds were recomputed now."]
+        ],
         "note": NotRequired[
             Annotated[str, "set_recall_precision: why it was not recalibrated (no model, too few rows)."]
         ],
     },
 )
-RecallPrecisionResult.__doc__ = "get_recall_precision / set_recall_precision: the agent's effective precision."
+RecallPrecisionResult.__doc__ = (
+    "get_recall_precision / set_recall_precision: the agent's effective precision."
+)

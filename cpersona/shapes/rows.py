@@ -11,16 +11,24 @@ class MatchReason(TypedDict):
     """Why a scored row was returned (only rows recall ranked carry it)."""
 
     signal: Annotated[
-        str, "What ranking keyed on (priority confidence > rsf > cosine > rrf): confidence, rsf, cosine (a list "
-        "ranked by cosine alone), rrf or cascade."
+        str,
+        "What ranking keyed on (priority confidence > rsf > cosine > rrf): confidence, rsf, cosine (a list "
+        "ranked by cosine alone), rrf or cascade.",
     ]
     score: Annotated[float, "The final score rows are ordered by (after penalties), rounded to 6 places."]
     confidence: NotRequired[Annotated[float, "Confidence before penalties (CPERSONA_CONFIDENCE_ENABLED)."]]
-    cosine: NotRequired[Annotated[float, "Cosine similarity to the query (the vector channel found the row)."]]
+    cosine: NotRequired[
+        Annotated[float, "Cosine similarity to the query (the vector channel found the row)."]
+    ]
     rrf: NotRequired[Annotated[float, "Reciprocal-rank-fusion score before penalties."]]
     rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties."]]
-    gate: NotRequired[Annotated[str, "'exact_match': the row holds an identifier-like query token or the whole "
-                                     "query verbatim, so the gate never cuts it."]]
+    gate: NotRequired[
+        Annotated[
+            str,
+            "'exact_match': the row holds an identifier-like query token or the whole "
+            "query verbatim, so the gate never cuts it.",
+        ]
+    ]
 
 
 class MemoryRow(TypedDict):
@@ -44,8 +52,13 @@ class MemoryRow(TypedDict):
     embedded: Annotated[bool, "A vector is stored for it."]
     embedding_model: Annotated[str | None, "The model the stored vector came from."]
     match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
-    gate_fallback: NotRequired[Annotated[Literal[True], "Below the gate, returned as a lexical match because "
-                                         "every row was below it (only with confidence scoring on)."]]
+    gate_fallback: NotRequired[
+        Annotated[
+            Literal[True],
+            "Below the gate, returned as a lexical match because "
+            "every row was below it (only with confidence scoring on).",
+        ]
+    ]
 
 
 class EpisodeRow(TypedDict):
@@ -67,8 +80,13 @@ class EpisodeRow(TypedDict):
     embedded: Annotated[bool, "A vector is stored for it."]
     embedding_model: Annotated[str | None, "The model the stored vector came from."]
     match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
-    gate_fallback: NotRequired[Annotated[Literal[True], "Below the gate, returned as a lexical match because "
-                                         "every row was below it (only with confidence scoring on)."]]
+    gate_fallback: NotRequired[
+        Annotated[
+            Literal[True],
+            "Below the gate, returned as a lexical match because "
+            "every row was below it (only with confidence scoring on).",
+        ]
+    ]
 
 
 class ProfileRow(TypedDict):

@@ -25,7 +25,8 @@ class SqliteAdmin:
         """Memories holding a vector of ``model_id``."""
         return int(
             self.conn.execute(
-                "SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model IS ?", (model_id,)
+                "SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND embedding_model IS ?",
+                (model_id,),
             ).fetchone()[0]
         )
 

@@ -41,17 +41,30 @@ class SqliteBrowse:
         """Rows per (agent, project, channel): memories, episodes, embedded memories, locked memories."""
         merged: dict[tuple[str, str, str], Row] = {}
         queries = (
-            ("memories", "SELECT agent_id, project_id, channel, COUNT(*), "
-             "SUM(embedding IS NOT NULL), SUM(locked) FROM memories GROUP BY 1, 2, 3"),
-            ("episodes", "SELECT agent_id, project_id, channel, COUNT(*), "
-             "SUM(embedding IS NOT NULL), 0 FROM episodes GROUP BY 1, 2, 3"),
+            (
+                "memories",
+                "SELECT agent_id, project_id, channel, COUNT(*), "
+                "SUM(embedding IS NOT NULL), SUM(locked) FROM memories GROUP BY 1, 2, 3",
+            ),
+            (
+                "episodes",
+                "SELECT agent_id, project_id, channel, COUNT(*), "
+                "SUM(embedding IS NOT NULL), 0 FROM episodes GROUP BY 1, 2, 3",
+            ),
         )
         for table, sql in queries:
             for agent, project, channel, n, embedded, locked in self.conn.execute(sql):
                 row = merged.setdefault(
                     (agent, project, channel),
-                    {"agent_id": agent, "project_id": project, "channel": channel, "memories": 0,
-                     "episodes": 0, "embedded_memories": 0, "locked_memories": 0},
+                    {
+                        "agent_id": agent,
+                        "project_id": project,
+                        "channel": channel,
+                        "memories": 0,
+                        "episodes": 0,
+                        "embedded_memories": 0,
+                        "locked_memories": 0,
+                    },
                 )
                 row[table] = int(n)
                 if table == "memories":
@@ -88,7 +101,8 @@ class SqliteBrowse:
     def profiles(self, agent_id: str) -> list[Row]:
         """Every profile of one agent, newest first."""
         rows = self.conn.execute(
-            "SELECT * FROM profiles WHERE agent_id = ? ORDER BY updated_at DESC, project_id, user_id", (agent_id,)
+            "SELECT * FROM profiles WHERE agent_id = ? ORDER BY updated_at DESC, project_id, user_id",
+            (agent_id,),
         ).fetchall()
         return [profile_dict(r) for r in rows]
 

@@ -13,7 +13,12 @@ def anonymous_sources(conn: sqlite3.Connection, agent: str, limit: int) -> tuple
         "(COALESCE(json_extract(source, '$.id'), '') = '' AND COALESCE(json_extract(source, '$.name'), '') = ''))"
     )
     count = int(conn.execute(f"SELECT COUNT(*) FROM memories WHERE {cond}", (agent,)).fetchone()[0])
-    ids = [int(r[0]) for r in conn.execute(f"SELECT id FROM memories WHERE {cond} ORDER BY id DESC LIMIT ?", (agent, limit))]
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT id FROM memories WHERE {cond} ORDER BY id DESC LIMIT ?", (agent, limit)
+        )
+    ]
     return count, ids
 
 
@@ -21,8 +26,12 @@ def short_memories(conn: sqlite3.Connection, agent: str, min_chars: int, limit: 
     """Memories whose trimmed text is shorter than ``min_chars`` characters."""
     cond = "agent_id = ? AND length(trim(content)) < ?"
     count = int(conn.execute(f"SELECT COUNT(*) FROM memories WHERE {cond}", (agent, min_chars)).fetchone()[0])
-    ids = [int(r[0]) for r in conn.execute(
-        f"SELECT id FROM memories WHERE {cond} ORDER BY id DESC LIMIT ?", (agent, min_chars, limit))]
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT id FROM memories WHERE {cond} ORDER BY id DESC LIMIT ?", (agent, min_chars, limit)
+        )
+    ]
     return count, ids
 
 
@@ -33,7 +42,9 @@ def profiles_with_newer_memories(conn: sqlite3.Connection, agent: str) -> list[d
         "AND m.project_id = p.project_id AND m.created_at > p.updated_at) FROM profiles p WHERE p.agent_id = ?",
         (agent,),
     ).fetchall()
-    return [{"project_id": r[0], "user_id": r[1], "updated_at": r[2], "newer_memories": int(r[3])} for r in rows]
+    return [
+        {"project_id": r[0], "user_id": r[1], "updated_at": r[2], "newer_memories": int(r[3])} for r in rows
+    ]
 
 
 def orphaned_episodes(conn: sqlite3.Connection, agent: str, limit: int) -> tuple[int, list[int]]:
@@ -49,12 +60,18 @@ def orphaned_episodes(conn: sqlite3.Connection, agent: str, limit: int) -> tuple
         "THEN m.timestamp BETWEEN e.start_time AND e.end_time ELSE m.created_at <= e.created_at END))"
     )
     count = int(conn.execute(f"SELECT COUNT(*) FROM episodes e WHERE {cond}", (agent,)).fetchone()[0])
-    ids = [int(r[0]) for r in conn.execute(f"SELECT e.id FROM episodes e WHERE {cond} ORDER BY e.id DESC LIMIT ?",
-                                           (agent, limit))]
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT e.id FROM episodes e WHERE {cond} ORDER BY e.id DESC LIMIT ?", (agent, limit)
+        )
+    ]
     return count, ids
 
 
-def recent_vectors(conn: sqlite3.Connection, agent: str, model_id: str, dimension: int, limit: int) -> list[tuple[int, bytes]]:
+def recent_vectors(
+    conn: sqlite3.Connection, agent: str, model_id: str, dimension: int, limit: int
+) -> list[tuple[int, bytes]]:
     """The agent's ``limit`` newest memory vectors of the active model: [(id, blob)]."""
     return [
         (int(r[0]), bytes(r[1]))

@@ -86,19 +86,26 @@ class SqliteEpisodes:
 
     def get(self, episode_id: int) -> Row | None:
         """One row by id, whoever owns it."""
-        row = self.conn.execute(f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        row = self.conn.execute(
+            f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ?", (episode_id,)
+        ).fetchone()
         return None if row is None else row_to_dict(row)
 
     def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
         """Rows by id, restricted to ``scope`` when given."""
-        return {i: row_to_dict(r) for i, r in fetch_by_ids(self.conn, "episodes", EPISODE_COLUMNS, ids, scope).items()}
+        return {
+            i: row_to_dict(r)
+            for i, r in fetch_by_ids(self.conn, "episodes", EPISODE_COLUMNS, ids, scope).items()
+        }
 
     def text_of(self, episode_id: int) -> str | None:
         """The summary an embedding is computed from."""
         row = self.conn.execute("SELECT summary FROM episodes WHERE id = ?", (episode_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_embedding(self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+    def set_embedding(
+        self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None
+    ) -> None:
         """Record (or clear) the vector of one episode."""
         self.conn.execute(
             "UPDATE episodes SET embedding = ?, embedding_model = ?, embedding_dim = ? WHERE id = ?",

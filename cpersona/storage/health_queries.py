@@ -213,7 +213,11 @@ def vector_report(
 
 
 def unqueued_vector_rows(
-    conn: sqlite3.Connection, table: str, agent: str | None, model_id: str | None, dimension: int | None,
+    conn: sqlite3.Connection,
+    table: str,
+    agent: str | None,
+    model_id: str | None,
+    dimension: int | None,
     limit: int,
 ) -> list[int]:
     """Ids (oldest first) needing a vector that have no embedding task yet."""
@@ -242,7 +246,13 @@ def vector_shapes(conn: sqlite3.Connection, agent: str | None) -> list[dict[str,
             params,
         ):
             shapes.append(
-                {"table": table, "model": r[0], "dimension": r[1], "rows": int(r[2]), "bad_length": int(r[3] or 0)}
+                {
+                    "table": table,
+                    "model": r[0],
+                    "dimension": r[1],
+                    "rows": int(r[2]),
+                    "bad_length": int(r[3] or 0),
+                }
             )
     return shapes
 
@@ -267,7 +277,9 @@ def rows_outside_window(
 # -- rows -----------------------------------------------------------------------------------------
 
 
-def duplicate_groups(conn: sqlite3.Connection, agent: str | None, limit: int) -> tuple[int, list[list[tuple[int, bool]]]]:
+def duplicate_groups(
+    conn: sqlite3.Connection, agent: str | None, limit: int
+) -> tuple[int, list[list[tuple[int, bool]]]]:
     """Memories sharing (agent, project, channel, content) or (agent, project, msg_id).
 
     Such rows exist only when a unique index was missing. Returns the number of
@@ -295,7 +307,11 @@ def oversized_memories(
 ) -> tuple[int, list[tuple[int, int, bool]]]:
     """Memories longer than ``cap`` characters: (count, [(id, length, locked)])."""
     where, params = _scope(agent)
-    count = int(conn.execute(f"SELECT COUNT(*) FROM memories WHERE length(content) > ?{where}", [cap, *params]).fetchone()[0])
+    count = int(
+        conn.execute(
+            f"SELECT COUNT(*) FROM memories WHERE length(content) > ?{where}", [cap, *params]
+        ).fetchone()[0]
+    )
     rows = conn.execute(
         f"SELECT id, length(content), locked FROM memories WHERE length(content) > ?{where} ORDER BY locked, id LIMIT ?",
         [cap, *params, limit],
@@ -303,10 +319,16 @@ def oversized_memories(
     return count, [(int(r[0]), int(r[1]), bool(r[2])) for r in rows]
 
 
-def oversized_profiles(conn: sqlite3.Connection, agent: str | None, cap: int, limit: int) -> tuple[int, list[tuple[str, str, str, int]]]:
+def oversized_profiles(
+    conn: sqlite3.Connection, agent: str | None, cap: int, limit: int
+) -> tuple[int, list[tuple[str, str, str, int]]]:
     """Profiles longer than ``cap`` characters: (count, [(agent, project, user, length)])."""
     where, params = _scope(agent)
-    count = int(conn.execute(f"SELECT COUNT(*) FROM profiles WHERE length(content) > ?{where}", [cap, *params]).fetchone()[0])
+    count = int(
+        conn.execute(
+            f"SELECT COUNT(*) FROM profiles WHERE length(content) > ?{where}", [cap, *params]
+        ).fetchone()[0]
+    )
     rows = conn.execute(
         f"SELECT agent_id, project_id, user_id, length(content) FROM profiles WHERE length(content) > ?{where} LIMIT ?",
         [cap, *params, limit],
@@ -323,8 +345,12 @@ def empty_rows(conn: sqlite3.Connection, agent: str | None, limit: int) -> tuple
     for table, col, prefix in (("memories", "content", "mem"), ("episodes", "summary", "ep")):
         cond = blank.format(col=col)
         count += int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", params).fetchone()[0])
-        refs += [f"{prefix}:{r[0]}" for r in conn.execute(
-            f"SELECT id FROM {table} WHERE {cond}{where} ORDER BY id LIMIT ?", [*params, limit])]
+        refs += [
+            f"{prefix}:{r[0]}"
+            for r in conn.execute(
+                f"SELECT id FROM {table} WHERE {cond}{where} ORDER BY id LIMIT ?", [*params, limit]
+            )
+        ]
     return count, refs[:limit]
 
 
@@ -337,8 +363,10 @@ def invalid_json_rows(
     count = 0
     for column in ("source", "metadata"):
         # json_type() raises on malformed text, so guard it with CASE.
-        cond = (f"{column} IS NOT NULL AND (CASE WHEN json_valid({column}) THEN json_type({column}) "
-                f"ELSE '' END) IS NOT 'object'")
+        cond = (
+            f"{column} IS NOT NULL AND (CASE WHEN json_valid({column}) THEN json_type({column}) "
+            f"ELSE '' END) IS NOT 'object'"
+        )
         count += int(conn.execute(f"SELECT COUNT(*) FROM memories WHERE {cond}{where}", params).fetchone()[0])
         for r in conn.execute(
             f"SELECT id, {column}, locked FROM memories WHERE {cond}{where} ORDER BY locked, id LIMIT ?",
@@ -364,7 +392,9 @@ def malformed_timestamps(
         order = "locked, id" if table == "memories" else key
         for column in columns:
             cond = f"{column} IS NOT NULL AND NOT ({column} GLOB '{_TS_GLOB}')"
-            count += int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", params).fetchone()[0])
+            count += int(
+                conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", params).fetchone()[0]
+            )
             for r in conn.execute(
                 f"SELECT {key}, {column}, {locked} FROM {table} WHERE {cond}{where} ORDER BY {order} LIMIT ?",
                 [*params, limit],
@@ -385,7 +415,12 @@ def orphan_tasks(conn: sqlite3.Connection, limit: int) -> tuple[int, list[int]]:
         "target_table NOT IN ('memories', 'episodes')"
     )
     count = int(conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {cond}").fetchone()[0])
-    ids = [int(r[0]) for r in conn.execute(f"SELECT id FROM pending_memory_tasks WHERE {cond} ORDER BY id LIMIT ?", (limit,))]
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT id FROM pending_memory_tasks WHERE {cond} ORDER BY id LIMIT ?", (limit,)
+        )
+    ]
     return count, ids
 
 
@@ -403,14 +438,20 @@ def failing_tasks(
         )
         params += [agent, agent]
     cond = f"(p.attempts >= ? OR p.created_at < ?){scope}"
-    count = int(conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks p WHERE {cond}", params).fetchone()[0])
+    count = int(
+        conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks p WHERE {cond}", params).fetchone()[0]
+    )
     rows = conn.execute(
         f"SELECT p.id, p.kind, p.target_table, p.target_id, p.attempts, p.created_at, p.last_error "
         f"FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT ?",
         [*params, limit],
     ).fetchall()
-    return count, [dict(zip(("id", "kind", "table", "target_id", "attempts", "created_at", "last_error"), r, strict=True))
-                   for r in rows]
+    return count, [
+        dict(
+            zip(("id", "kind", "table", "target_id", "attempts", "created_at", "last_error"), r, strict=True)
+        )
+        for r in rows
+    ]
 
 
 def queue_depth(conn: sqlite3.Connection) -> int:

@@ -67,7 +67,9 @@ class SqliteHealth:
         """Number of queued tasks."""
         return q.queue_depth(self.conn)
 
-    def vector_report(self, table: str, agent: str | None, model_id: str | None, dimension: int | None) -> VectorReport:
+    def vector_report(
+        self, table: str, agent: str | None, model_id: str | None, dimension: int | None
+    ) -> VectorReport:
         """Counts of rows needing a (new) vector."""
         return q.vector_report(self.conn, table, agent, model_id, dimension)
 
@@ -81,7 +83,9 @@ class SqliteHealth:
         """Stored vectors per table, model and dimension."""
         return q.vector_shapes(self.conn, agent)
 
-    def rows_outside_window(self, agent: str | None, model_id: str | None, window: int) -> dict[str, dict[str, int]]:
+    def rows_outside_window(
+        self, agent: str | None, model_id: str | None, window: int
+    ) -> dict[str, dict[str, int]]:
         """Per agent and table, vector rows beyond the window."""
         return q.rows_outside_window(self.conn, agent, model_id, window)
 
@@ -89,11 +93,15 @@ class SqliteHealth:
         """Memories sharing a dedup key."""
         return q.duplicate_groups(self.conn, agent, limit)
 
-    def oversized_memories(self, agent: str | None, cap: int, limit: int) -> tuple[int, list[tuple[int, int, bool]]]:
+    def oversized_memories(
+        self, agent: str | None, cap: int, limit: int
+    ) -> tuple[int, list[tuple[int, int, bool]]]:
         """Memories longer than ``cap``."""
         return q.oversized_memories(self.conn, agent, cap, limit)
 
-    def oversized_profiles(self, agent: str | None, cap: int, limit: int) -> tuple[int, list[tuple[str, str, str, int]]]:
+    def oversized_profiles(
+        self, agent: str | None, cap: int, limit: int
+    ) -> tuple[int, list[tuple[str, str, str, int]]]:
         """Profiles longer than ``cap``."""
         return q.oversized_profiles(self.conn, agent, cap, limit)
 
@@ -101,11 +109,15 @@ class SqliteHealth:
         """Memories and episodes with empty text."""
         return q.empty_rows(self.conn, agent, limit)
 
-    def invalid_json_rows(self, agent: str | None, limit: int) -> tuple[int, list[tuple[int, str, str, bool]]]:
+    def invalid_json_rows(
+        self, agent: str | None, limit: int
+    ) -> tuple[int, list[tuple[int, str, str, bool]]]:
         """Memories whose source or metadata is not a JSON object."""
         return q.invalid_json_rows(self.conn, agent, limit)
 
-    def malformed_timestamps(self, agent: str | None, limit: int) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
+    def malformed_timestamps(
+        self, agent: str | None, limit: int
+    ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
         """Timestamps not in the stored form."""
         return q.malformed_timestamps(self.conn, agent, limit)
 
@@ -139,7 +151,9 @@ class SqliteHealth:
         """Episodes with no memory in their scope and range."""
         return dq.orphaned_episodes(self.conn, agent, limit)
 
-    def recent_vectors(self, agent: str, model_id: str, dimension: int, limit: int) -> list[tuple[int, bytes]]:
+    def recent_vectors(
+        self, agent: str, model_id: str, dimension: int, limit: int
+    ) -> list[tuple[int, bytes]]:
         """The agent's newest active-model vectors."""
         return dq.recent_vectors(self.conn, agent, model_id, dimension, limit)
 
@@ -202,8 +216,15 @@ class SqliteMaintenanceRows:
         return merge_agents(self.db, source, target, mode=mode, dry_run=dry_run, queued_at=queued_at)
 
     def migrate_channels(
-        self, *, agent_id: str | None, bridges: Sequence[str], resolve: Resolver, globalize: bool, dry_run: bool
+        self,
+        *,
+        agent_id: str | None,
+        bridges: Sequence[str],
+        resolve: Resolver,
+        globalize: bool,
+        dry_run: bool,
     ) -> ChannelReport:
         """See ``cpersona.storage.port_channels.migrate_channels``."""
-        return migrate_channels(self.db, agent_id=agent_id, bridges=bridges, resolve=resolve, globalize=globalize,
-                                dry_run=dry_run)
+        return migrate_channels(
+            self.db, agent_id=agent_id, bridges=bridges, resolve=resolve, globalize=globalize, dry_run=dry_run
+        )

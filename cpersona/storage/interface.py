@@ -139,7 +139,9 @@ class MemoryRows(Protocol):
         """The text an embedding is computed from (None when the row is gone)."""
         ...
 
-    def set_embedding(self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+    def set_embedding(
+        self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None
+    ) -> None:
         """Record (or clear) the vector of one row."""
         ...
 
@@ -210,7 +212,9 @@ class EpisodeRows(Protocol):
         """The text an embedding is computed from (None when the row is gone)."""
         ...
 
-    def set_embedding(self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+    def set_embedding(
+        self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None
+    ) -> None:
         """Record (or clear) the vector of one episode."""
         ...
 
@@ -282,7 +286,9 @@ class TaskQueue(Protocol):
 class KeywordSearch(Protocol):
     """Full-text search; how it ranks (FTS5 bm25, tsvector, ...) is the engine's business."""
 
-    def memories(self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None) -> KeywordHits:
+    def memories(
+        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+    ) -> KeywordHits:
         """Ranked memory ids; a substring pass stands in when full-text search cannot run or finds nothing."""
         ...
 
@@ -321,7 +327,9 @@ class VectorSearch(Protocol):
         """Cosine of the query with each of ``ids`` that holds a vector of the query's model and dimension."""
         ...
 
-    def agent_vectors(self, table: str, model_id: str, dimension: int, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+    def agent_vectors(
+        self, table: str, model_id: str, dimension: int, agent_id: str
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of one agent's rows holding a vector of this model and dimension, in id order."""
         ...
 

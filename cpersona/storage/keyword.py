@@ -36,7 +36,10 @@ def like_pattern(term: str) -> str:
 def _source_clause(source_id: str | None, alias: str) -> tuple[str, list[object]]:
     if source_id is None:
         return "", []
-    return f" AND substr(COALESCE(json_extract({alias}.source, '$.id'), ''), 1, ?) = ?", [len(source_id), source_id]
+    return f" AND substr(COALESCE(json_extract({alias}.source, '$.id'), ''), 1, ?) = ?", [
+        len(source_id),
+        source_id,
+    ]
 
 
 class SqliteKeywordSearch:
@@ -48,7 +51,9 @@ class SqliteKeywordSearch:
         self.conn = conn
         self.row_budget = row_budget  # rows one channel may rank by bm25 (cpersona.storage.keyword_prune)
 
-    def memories(self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None) -> KeywordHits:
+    def memories(
+        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+    ) -> KeywordHits:
         """FTS5 trigram MATCH ranked by bm25 (rarest terms within the row budget); the LIKE pass when
         MATCH cannot run or finds nothing."""
         if limit <= 0:
@@ -112,8 +117,13 @@ class SqliteKeywordSearch:
             f"SELECT m.id AS id, m.content AS content FROM {table} JOIN memories m ON m.id = {table}.rowid "
             f"WHERE {table} MATCH ? AND {where}{source_sql} ORDER BY {table}.rowid DESC LIMIT ?"
             ") c ORDER BY hits DESC, c.id DESC",
-            [*patterns, or_expression(plan.dropped if plan.kept else live), *params, *source_params,
-             max(self.row_budget, limit)],
+            [
+                *patterns,
+                or_expression(plan.dropped if plan.kept else live),
+                *params,
+                *source_params,
+                max(self.row_budget, limit),
+            ],
         ).fetchall()
         return filled(hits, [(int(r[0]), float(r[1])) for r in rows], plan, limit)
 

@@ -57,7 +57,9 @@ def capped_counts(conn: sqlite3.Connection, table: str, terms: Sequence[str], ca
     return [int(conn.execute(sql, [phrase(term), cap]).fetchone()[0]) for term in terms]
 
 
-def plan_terms(conn: sqlite3.Connection, table: str, terms: Sequence[str], budget: int = ROW_BUDGET) -> TermPlan:
+def plan_terms(
+    conn: sqlite3.Connection, table: str, terms: Sequence[str], budget: int = ROW_BUDGET
+) -> TermPlan:
     """The terms worth matching in ``table`` within ``budget`` rows (query order kept among them)."""
     return choose_terms(terms, capped_counts(conn, table, terms, budget + 1), budget)
 
@@ -93,4 +95,3 @@ def filled(
     seen = {rid for rid, _ in hits}
     fill = [(rid, 0.0 if plan.kept else score) for rid, score in newest if rid not in seen]
     return hits + fill[: limit - len(hits)]
-

@@ -158,7 +158,9 @@ class HealthQueries(Protocol):
         ...
 
     # -- rows ----------------------------------------------------------------------------------
-    def vector_report(self, table: str, agent: str | None, model_id: str | None, dimension: int | None) -> VectorReport:
+    def vector_report(
+        self, table: str, agent: str | None, model_id: str | None, dimension: int | None
+    ) -> VectorReport:
         """Counts of rows needing a (new) vector; with no active model only missing vectors count."""
         ...
 
@@ -172,7 +174,9 @@ class HealthQueries(Protocol):
         """Stored vectors per table, model and dimension: {table, model, dimension, rows, bad_length}."""
         ...
 
-    def rows_outside_window(self, agent: str | None, model_id: str | None, window: int) -> dict[str, dict[str, int]]:
+    def rows_outside_window(
+        self, agent: str | None, model_id: str | None, window: int
+    ) -> dict[str, dict[str, int]]:
         """Per agent and table, vector rows beyond the newest ``window``."""
         ...
 
@@ -180,11 +184,15 @@ class HealthQueries(Protocol):
         """Memories sharing a dedup key: (groups, up to ``limit`` groups of [(id, locked)] oldest first)."""
         ...
 
-    def oversized_memories(self, agent: str | None, cap: int, limit: int) -> tuple[int, list[tuple[int, int, bool]]]:
+    def oversized_memories(
+        self, agent: str | None, cap: int, limit: int
+    ) -> tuple[int, list[tuple[int, int, bool]]]:
         """Memories longer than ``cap`` characters: (count, [(id, length, locked)])."""
         ...
 
-    def oversized_profiles(self, agent: str | None, cap: int, limit: int) -> tuple[int, list[tuple[str, str, str, int]]]:
+    def oversized_profiles(
+        self, agent: str | None, cap: int, limit: int
+    ) -> tuple[int, list[tuple[str, str, str, int]]]:
         """Profiles longer than ``cap`` characters: (count, [(agent, project, user, length)])."""
         ...
 
@@ -198,7 +206,9 @@ class HealthQueries(Protocol):
         """Memories whose source or metadata is not a JSON object: (count, [(id, column, raw, locked)])."""
         ...
 
-    def malformed_timestamps(self, agent: str | None, limit: int) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
+    def malformed_timestamps(
+        self, agent: str | None, limit: int
+    ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
         """Timestamps not in the stored form: (count, [(table, key, column, value, locked)])."""
         ...
 
@@ -233,7 +243,9 @@ class HealthQueries(Protocol):
         """Episodes with no memory of their scope in their time range."""
         ...
 
-    def recent_vectors(self, agent: str, model_id: str, dimension: int, limit: int) -> list[tuple[int, bytes]]:
+    def recent_vectors(
+        self, agent: str, model_id: str, dimension: int, limit: int
+    ) -> list[tuple[int, bytes]]:
         """The agent's ``limit`` newest memory vectors of the active model: [(id, float32 bytes)]."""
         ...
 
@@ -288,7 +300,13 @@ class MaintenanceRows(Protocol):
         ...
 
     def migrate_channels(
-        self, *, agent_id: str | None, bridges: Sequence[str], resolve: Resolver, globalize: bool, dry_run: bool
+        self,
+        *,
+        agent_id: str | None,
+        bridges: Sequence[str],
+        resolve: Resolver,
+        globalize: bool,
+        dry_run: bool,
     ) -> ChannelReport:
         """Move rows under ``bridges`` onto the channel ``resolve`` finds (locked rows stay, collisions skipped)."""
         ...

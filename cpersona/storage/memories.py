@@ -112,19 +112,26 @@ class SqliteMemories:
 
     def get(self, memory_id: int) -> Row | None:
         """One row by id, whoever owns it (callers check ownership)."""
-        row = self.conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        row = self.conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone()
         return None if row is None else row_to_dict(row)
 
     def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
         """Rows by id, restricted to ``scope`` when given."""
-        return {i: row_to_dict(r) for i, r in fetch_by_ids(self.conn, "memories", MEMORY_COLUMNS, ids, scope).items()}
+        return {
+            i: row_to_dict(r)
+            for i, r in fetch_by_ids(self.conn, "memories", MEMORY_COLUMNS, ids, scope).items()
+        }
 
     def text_of(self, memory_id: int) -> str | None:
         """The content an embedding is computed from."""
         row = self.conn.execute("SELECT content FROM memories WHERE id = ?", (memory_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_embedding(self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+    def set_embedding(
+        self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None
+    ) -> None:
         """Record (or clear) the vector of one row."""
         self.conn.execute(
             "UPDATE memories SET embedding = ?, embedding_model = ?, embedding_dim = ? WHERE id = ?",

@@ -47,7 +47,9 @@ def migrate_channels(
             ).fetchall()
             for row in rows:
                 report.scanned += 1
-                _migrate_memory(conn, row, resolve(row["source"], row["metadata"]), globalize, set(bridges), report)
+                _migrate_memory(
+                    conn, row, resolve(row["source"], row["metadata"]), globalize, set(bridges), report
+                )
             episodes = conn.execute(
                 f"SELECT id, agent_id, project_id, channel, summary FROM episodes "
                 f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
@@ -88,7 +90,9 @@ def _migrate_memory(
     report.targets[target] = report.targets.get(target, 0) + 1
 
 
-def _migrate_episode(conn: sqlite3.Connection, ep: sqlite3.Row, globalize: bool, report: ChannelReport) -> None:
+def _migrate_episode(
+    conn: sqlite3.Connection, ep: sqlite3.Row, globalize: bool, report: ChannelReport
+) -> None:
     ref = f"ep:{ep['id']}"
     if not globalize:
         report.note("unrecoverable", ref, channel=ep["channel"])

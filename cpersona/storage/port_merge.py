@@ -58,7 +58,9 @@ def merge_agents(
 
 
 def _ids(conn: sqlite3.Connection, table: str, agent: str) -> list[int]:
-    return [int(r[0]) for r in conn.execute(f"SELECT id FROM {table} WHERE agent_id = ? ORDER BY id", (agent,))]
+    return [
+        int(r[0]) for r in conn.execute(f"SELECT id FROM {table} WHERE agent_id = ? ORDER BY id", (agent,))
+    ]
 
 
 def _result(mode: str) -> dict[str, int]:
@@ -119,8 +121,21 @@ def _merge_memories(
                 (target, project, channel, content),
             ).fetchone()
         if dup is not None and mode == MOVE and locked:
-            conn.execute("UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],))  # the lock survives the move
-        _place(conn, "memories", _MEMORY_COPY_COLUMNS, rid, target, mode, dup is not None, has_vector, queued_at, result)
+            conn.execute(
+                "UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],)
+            )  # the lock survives the move
+        _place(
+            conn,
+            "memories",
+            _MEMORY_COPY_COLUMNS,
+            rid,
+            target,
+            mode,
+            dup is not None,
+            has_vector,
+            queued_at,
+            result,
+        )
     return result
 
 
@@ -136,7 +151,18 @@ def _merge_episodes(
             "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
             (target, project, channel, summary),
         ).fetchone()
-        _place(conn, "episodes", _EPISODE_COPY_COLUMNS, rid, target, mode, dup is not None, has_vector, queued_at, result)
+        _place(
+            conn,
+            "episodes",
+            _EPISODE_COPY_COLUMNS,
+            rid,
+            target,
+            mode,
+            dup is not None,
+            has_vector,
+            queued_at,
+            result,
+        )
     return result
 
 
@@ -164,6 +190,7 @@ def _merge_profiles(conn: sqlite3.Connection, source: str, target: str, mode: st
             result["copied" if mode == COPY else "moved"] += 1
         if mode == MOVE:
             conn.execute(
-                "DELETE FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?", (source, project, user)
+                "DELETE FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
+                (source, project, user),
             )
     return result

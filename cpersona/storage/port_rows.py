@@ -29,8 +29,15 @@ from cpersona.storage.port_records import (
 from cpersona.storage.tasks import EMBED, SqliteTasks
 
 __all__ = [
-    "DUPLICATE", "INSERTED", "KEPT", "UPDATED", "ImportRecord", "ImportedEpisode", "ImportedMemory",
-    "ImportedProfile", "SqlitePortabilityRows",
+    "DUPLICATE",
+    "INSERTED",
+    "KEPT",
+    "UPDATED",
+    "ImportRecord",
+    "ImportedEpisode",
+    "ImportedMemory",
+    "ImportedProfile",
+    "SqlitePortabilityRows",
 ]
 
 #: Rows fetched per round trip while streaming an export.
@@ -75,12 +82,28 @@ class SqlitePortabilityRows:
             counts["schema_version"] = current_version(conn)
             yield "counts", counts
             vec = ", embedding" if include_vectors else ""
-            yield from _chunked(conn, "memory", f"SELECT {_MEMORY_EXPORT}{vec} FROM memories WHERE {where} "
-                                "ORDER BY id", params, chunk)
-            yield from _chunked(conn, "episode", f"SELECT {_EPISODE_EXPORT}{vec} FROM episodes WHERE {where} "
-                                "ORDER BY id", params, chunk)
-            yield from _chunked(conn, "profile", f"SELECT {_PROFILE_EXPORT} FROM profiles WHERE {where} "
-                                "ORDER BY agent_id, project_id, user_id", params, chunk)
+            yield from _chunked(
+                conn,
+                "memory",
+                f"SELECT {_MEMORY_EXPORT}{vec} FROM memories WHERE {where} ORDER BY id",
+                params,
+                chunk,
+            )
+            yield from _chunked(
+                conn,
+                "episode",
+                f"SELECT {_EPISODE_EXPORT}{vec} FROM episodes WHERE {where} ORDER BY id",
+                params,
+                chunk,
+            )
+            yield from _chunked(
+                conn,
+                "profile",
+                f"SELECT {_PROFILE_EXPORT} FROM profiles WHERE {where} "
+                "ORDER BY agent_id, project_id, user_id",
+                params,
+                chunk,
+            )
 
     # -- import -----------------------------------------------------------------------
     def write_batch(
@@ -191,9 +214,21 @@ def _write_memory(
             "created_at, embedding, embedding_model, embedding_dim, recall_count, last_recalled_at, locked) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                new.agent_id, new.project_id, new.channel, new.msg_id, new.content, new.source, new.metadata,
-                new.timestamp, new.created_at, new.embedding, new.embedding_model, new.embedding_dim,
-                record.recall_count, record.last_recalled_at, int(record.locked),
+                new.agent_id,
+                new.project_id,
+                new.channel,
+                new.msg_id,
+                new.content,
+                new.source,
+                new.metadata,
+                new.timestamp,
+                new.created_at,
+                new.embedding,
+                new.embedding_model,
+                new.embedding_dim,
+                record.recall_count,
+                record.last_recalled_at,
+                int(record.locked),
             ),
         )
     except sqlite3.IntegrityError:  # the unique indexes refuse what the probe could not see
@@ -211,8 +246,18 @@ def _write_episode(
         "INSERT INTO episodes(agent_id, project_id, channel, summary, keywords, start_time, end_time, resolved, "
         "created_at, embedding, embedding_model, embedding_dim) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            ep.agent_id, ep.project_id, ep.channel, ep.summary, ep.keywords, ep.start_time, ep.end_time,
-            int(ep.resolved), ep.created_at, ep.embedding, ep.embedding_model, ep.embedding_dim,
+            ep.agent_id,
+            ep.project_id,
+            ep.channel,
+            ep.summary,
+            ep.keywords,
+            ep.start_time,
+            ep.end_time,
+            int(ep.resolved),
+            ep.created_at,
+            ep.embedding,
+            ep.embedding_model,
+            ep.embedding_dim,
         ),
     )
     model = _model(ep.embedding_model, ep.embedding_dim, ep.embedding)

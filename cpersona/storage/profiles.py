@@ -51,6 +51,7 @@ class SqliteProfiles:
         """Up to ``limit`` profiles in scope, newest first (recall's profile injection)."""
         where, params = scope.where(has_channel=False)
         rows = self.conn.execute(
-            f"SELECT * FROM profiles WHERE {where} ORDER BY updated_at DESC, user_id LIMIT ?", [*params, limit]
+            f"SELECT * FROM profiles WHERE {where} ORDER BY updated_at DESC, user_id LIMIT ?",
+            [*params, limit],
         ).fetchall()
         return [row_to_dict(r) for r in rows]

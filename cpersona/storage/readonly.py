@@ -46,8 +46,9 @@ class ReadOnlyDatabase(Database):
             wal = self.path.with_name(self.path.name + "-wal")
             flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
             uri = f"file:{quote(str(self.path.resolve()))}?{flags}"
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA query_only = 1")

@@ -87,8 +87,10 @@ def set_timestamp(conn: sqlite3.Connection, table: str, key: Any, column: str, o
     """Rewrite one timestamp in the stored form (only if it still holds ``old``)."""
     if table == "profiles":
         agent, project, user = key
-        sql = (f"UPDATE profiles SET {column} = ? WHERE agent_id = ? AND project_id = ? AND user_id = ? "
-               f"AND {column} = ?")
+        sql = (
+            f"UPDATE profiles SET {column} = ? WHERE agent_id = ? AND project_id = ? AND user_id = ? "
+            f"AND {column} = ?"
+        )
         return bool(conn.execute(sql, (new, agent, project, user, old)).rowcount)
     lock = " AND locked = 0" if table == "memories" else ""
     sql = f"UPDATE {table} SET {column} = ? WHERE id = ? AND {column} = ?{lock}"

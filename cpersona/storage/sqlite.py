@@ -27,8 +27,18 @@ class SqliteSession:
     """Every repository of the ``Session`` protocol, bound to one connection."""
 
     __slots__ = (
-        "conn", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin", "browse",
-        "health", "repair",
+        "conn",
+        "memories",
+        "episodes",
+        "profiles",
+        "tasks",
+        "keyword",
+        "vectors",
+        "vector_search",
+        "admin",
+        "browse",
+        "health",
+        "repair",
     )
 
     def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:

@@ -53,12 +53,16 @@ class SqliteVectorFeed:
         self, table: str, after_id: int, model_id: str, dimension: int, limit: int | None = None
     ) -> list[VectorRow]:
         """Vectors of this model and dimension with id > ``after_id``, in id order (at most ``limit``)."""
-        rows: list[VectorRow] = self._plain().execute(
-            f"SELECT id, agent_id, project_id, channel, embedding FROM {_table(table)} "
-            "WHERE id > ? AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ? "
-            "ORDER BY id LIMIT ?",
-            (after_id, model_id, dimension, -1 if limit is None else limit),
-        ).fetchall()
+        rows: list[VectorRow] = (
+            self._plain()
+            .execute(
+                f"SELECT id, agent_id, project_id, channel, embedding FROM {_table(table)} "
+                "WHERE id > ? AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ? "
+                "ORDER BY id LIMIT ?",
+                (after_id, model_id, dimension, -1 if limit is None else limit),
+            )
+            .fetchall()
+        )
         return rows
 
     def changed_since(self, table: str, seq: int) -> list[int]:
@@ -76,11 +80,15 @@ class SqliteVectorFeed:
         for start in range(0, len(ids), _ID_CHUNK):
             chunk = ids[start : start + _ID_CHUNK]
             marks = ",".join("?" * len(chunk))
-            rows += self._plain().execute(
-                f"SELECT id, agent_id, project_id, channel, embedding FROM {_table(table)} "
-                f"WHERE id IN ({marks}) AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ?",
-                (*chunk, model_id, dimension),
-            ).fetchall()
+            rows += (
+                self._plain()
+                .execute(
+                    f"SELECT id, agent_id, project_id, channel, embedding FROM {_table(table)} "
+                    f"WHERE id IN ({marks}) AND embedding IS NOT NULL AND embedding_model = ? AND embedding_dim = ?",
+                    (*chunk, model_id, dimension),
+                )
+                .fetchall()
+            )
         return rows
 
     def dimensions(self, model_id: str) -> set[int]:

@@ -118,9 +118,15 @@ class VectorIndex:
         if start and self._ordered and int(ids[0]) < int(self._ids[start - 1]):
             self._ordered = False
         self._ids[start:end] = ids
-        self._axes[0, start:end] = np.fromiter((self._code(r[1]) for r in rows), dtype=np.int32, count=len(rows))
-        self._axes[1, start:end] = np.fromiter((self._code(r[2]) for r in rows), dtype=np.int32, count=len(rows))
-        self._axes[2, start:end] = np.fromiter((self._code(r[3]) for r in rows), dtype=np.int32, count=len(rows))
+        self._axes[0, start:end] = np.fromiter(
+            (self._code(r[1]) for r in rows), dtype=np.int32, count=len(rows)
+        )
+        self._axes[1, start:end] = np.fromiter(
+            (self._code(r[2]) for r in rows), dtype=np.int32, count=len(rows)
+        )
+        self._axes[2, start:end] = np.fromiter(
+            (self._code(r[3]) for r in rows), dtype=np.int32, count=len(rows)
+        )
         self._live[start:end] = True
         if self._positions is not None:
             for offset, row_id in enumerate(ids.tolist()):
@@ -346,6 +352,8 @@ class SqliteVectorSearch:
             return {}
         return self.synced(table, query.model_id, query.dimension).cosines(query.vector, ids)
 
-    def agent_vectors(self, table: str, model_id: str, dimension: int, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+    def agent_vectors(
+        self, table: str, model_id: str, dimension: int, agent_id: str
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of one agent's rows with vectors of this model, in id order."""
         return self.synced(table, model_id, dimension).agent_rows(agent_id)

@@ -83,11 +83,19 @@ class UiApp:
         return pages.View(csrf=request.state.csrf, read_only=self.read_only or not writable)
 
     def _page(self, request: Request, title: str, body: str, active: str, status: int = 200) -> HTMLResponse:
-        html = layout(title, body, active=active, csrf=request.state.csrf, read_only=self.read_only,
-                      authenticated_by_login=self.guard.login_required)
+        html = layout(
+            title,
+            body,
+            active=active,
+            csrf=request.state.csrf,
+            read_only=self.read_only,
+            authenticated_by_login=self.guard.login_required,
+        )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
-    def _error(self, request: Request, exc: CPersonaError | Forbidden, back: str | None = None) -> HTMLResponse:
+    def _error(
+        self, request: Request, exc: CPersonaError | Forbidden, back: str | None = None
+    ) -> HTMLResponse:
         code = exc.status if isinstance(exc, Forbidden) else _status(exc)
         kind = getattr(exc, "code", "forbidden")
         link = f'<p><a href="{pages.esc(back)}">Back</a></p>' if back else ""
@@ -121,9 +129,13 @@ class UiApp:
     def _filters(self, request: Request) -> pages.Filters:
         q = request.query_params
         return pages.Filters(
-            agent=_opt(q.get("agent")), project=_opt(q.get("project")), channel=_opt(q.get("channel")),
-            locked=_tri(q.get("locked")), embedded=_tri(q.get("embedded")),
-            offset=_int(q.get("offset"), 0, 0, 10_000_000), size=_int(q.get("size"), 25, 1, 200),
+            agent=_opt(q.get("agent")),
+            project=_opt(q.get("project")),
+            channel=_opt(q.get("channel")),
+            locked=_tri(q.get("locked")),
+            embedded=_tri(q.get("embedded")),
+            offset=_int(q.get("offset"), 0, 0, 10_000_000),
+            size=_int(q.get("size"), 25, 1, 200),
         )
 
     # -- pages -------------------------------------------------------------------------------
@@ -137,8 +149,13 @@ class UiApp:
         try:
             self._allow(request, "read", f.agent)
             result = self.memory.browse_memories(
-                f.agent, project_id=f.project, channel=f.channel, locked=f.locked, embedded=f.embedded,
-                offset=f.offset, limit=f.size,
+                f.agent,
+                project_id=f.project,
+                channel=f.channel,
+                locked=f.locked,
+                embedded=f.embedded,
+                offset=f.offset,
+                limit=f.size,
             )
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/")
@@ -161,7 +178,9 @@ class UiApp:
             row = self._memory_row(agent, mid)
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/memories")
-        return self._page(request, f"Memory {row['ref']}", pages.memory_page(row, self._view(request, agent)), "/memories")
+        return self._page(
+            request, f"Memory {row['ref']}", pages.memory_page(row, self._view(request, agent)), "/memories"
+        )
 
     def episodes(self, request: Request) -> Response:
         """GET /episodes: filtered, paged, newest first."""
@@ -169,7 +188,12 @@ class UiApp:
         try:
             self._allow(request, "read", f.agent)
             result = self.memory.browse_episodes(
-                f.agent, project_id=f.project, channel=f.channel, embedded=f.embedded, offset=f.offset, limit=f.size
+                f.agent,
+                project_id=f.project,
+                channel=f.channel,
+                embedded=f.embedded,
+                offset=f.offset,
+                limit=f.size,
             )
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/")
@@ -197,8 +221,9 @@ class UiApp:
         if "q" in q:
             try:
                 self._allow(request, "read", agent)
-                result = self.memory.recall(agent, query, limit=limit, project_id=project, channel=channel,
-                                            record=False)
+                result = self.memory.recall(
+                    agent, query, limit=limit, project_id=project, channel=channel, record=False
+                )
             except (CPersonaError, Forbidden) as exc:
                 return self._error(request, exc, "/search")
             body += insight.search_results(result, self._view(request, agent))
@@ -208,7 +233,9 @@ class UiApp:
         """GET /health: verdict, findings, embeddings with the fix, queue, the store over time."""
         try:
             self._allow(request, "admin", None)
-            body = insight.health_page(self.memory.check_health(), self.memory.stats(), self.memory.memory_timeline())
+            body = insight.health_page(
+                self.memory.check_health(), self.memory.stats(), self.memory.memory_timeline()
+            )
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/")
         return self._page(request, "Health", body, "/health")
@@ -219,7 +246,11 @@ class UiApp:
         try:
             form = await self._form(request)
             agent, rid = form.get("agent", ""), form.get("id", "")
-            back = f"/memory?{_qs(agent=agent, id=rid)}" if kind != "delete_episode" else f"/episodes?{_qs(agent=agent)}"
+            back = (
+                f"/memory?{_qs(agent=agent, id=rid)}"
+                if kind != "delete_episode"
+                else f"/episodes?{_qs(agent=agent)}"
+            )
             self._allow(request, "write", agent)
             return await self._run(lambda: self._apply(request, kind, form, agent, rid))
         except (CPersonaError, Forbidden) as exc:
@@ -237,10 +268,18 @@ class UiApp:
             content = form.get("content", "")
             if not confirmed:
                 row = self._memory_row(agent, rid)
-                preview = (f'<h2>Before</h2><pre class="content">{pages.esc(row["content"])}</pre>'
-                           f'<h2>After</h2><pre class="content" data-testid="after">{pages.esc(content)}</pre>')
-                body = pages.confirm_page(f"Save this change to mem:{rid}?", preview, "/memory/edit",
-                                          {**key, "content": content}, view, url("/memory", **key))
+                preview = (
+                    f'<h2>Before</h2><pre class="content">{pages.esc(row["content"])}</pre>'
+                    f'<h2>After</h2><pre class="content" data-testid="after">{pages.esc(content)}</pre>'
+                )
+                body = pages.confirm_page(
+                    f"Save this change to mem:{rid}?",
+                    preview,
+                    "/memory/edit",
+                    {**key, "content": content},
+                    view,
+                    url("/memory", **key),
+                )
                 return self._page(request, "Confirm edit", body, "/memories")
             self.memory.update_memory(rid, content, agent_id=agent)
         elif kind in ("delete", "delete_episode"):
@@ -257,15 +296,21 @@ class UiApp:
                 body = pages.confirm_page(
                     f"Delete {ref} of {agent}? This cannot be undone.",
                     f'<pre class="content">{pages.esc(text)}</pre>',
-                    "/episode/delete" if episode else "/memory/delete", key, view,
+                    "/episode/delete" if episode else "/memory/delete",
+                    key,
+                    view,
                     url("/episodes", agent=agent) if episode else url("/memory", **key),
                 )
                 return self._page(request, "Confirm delete", body, "/episodes" if episode else "/memories")
             if episode:
                 self.memory.delete_episode(rid, agent_id=agent)
-                return RedirectResponse(f"/episodes?{_qs(agent=agent, done=f'deleted ep:{rid}')}", status_code=303)
+                return RedirectResponse(
+                    f"/episodes?{_qs(agent=agent, done=f'deleted ep:{rid}')}", status_code=303
+                )
             self.memory.delete_memory(rid, agent_id=agent)
-            return RedirectResponse(f"/memories?{_qs(agent=agent, done=f'deleted mem:{rid}')}", status_code=303)
+            return RedirectResponse(
+                f"/memories?{_qs(agent=agent, done=f'deleted mem:{rid}')}", status_code=303
+            )
         return RedirectResponse(f"/memory?{_qs(**key)}", status_code=303)
 
     async def delete_confirm(self, request: Request) -> Response:
@@ -276,8 +321,9 @@ class UiApp:
         agent, rid = request.query_params.get("agent", ""), request.query_params.get("id", "")
         try:
             self._allow(request, "write", agent)
-            return await self._run(lambda: self._apply(
-                request, "delete_episode" if episode else "delete", {}, agent, rid))
+            return await self._run(
+                lambda: self._apply(request, "delete_episode" if episode else "delete", {}, agent, rid)
+            )
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/")
 
@@ -340,10 +386,16 @@ def build_app(memory: Memory, guard: Guard, *, read_only: bool = False) -> Starl
         return handler
 
     routes = [
-        Route("/", ui.agents), Route("/memories", ui.memories), Route("/memory", ui.memory_detail),
-        Route("/episodes", ui.episodes), Route("/profile", ui.profile), Route("/search", ui.search),
-        Route("/health", ui.health), Route("/login", ui.login_form, methods=["GET"]),
-        Route("/login", ui.login, methods=["POST"]), Route("/logout", ui.logout, methods=["POST"]),
+        Route("/", ui.agents),
+        Route("/memories", ui.memories),
+        Route("/memory", ui.memory_detail),
+        Route("/episodes", ui.episodes),
+        Route("/profile", ui.profile),
+        Route("/search", ui.search),
+        Route("/health", ui.health),
+        Route("/login", ui.login_form, methods=["GET"]),
+        Route("/login", ui.login, methods=["POST"]),
+        Route("/logout", ui.logout, methods=["POST"]),
         Route("/static/{name}", ui.static),
         Route("/memory/edit", change("edit"), methods=["POST"]),
         Route("/memory/lock", change("lock"), methods=["POST"]),

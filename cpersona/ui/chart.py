@@ -71,7 +71,9 @@ def timeline_svg(days: list[dict[str, Any]]) -> str:
             "</g>"
         )
     parts.append(f'<text x="{PAD_LEFT}" y="{HEIGHT - 8}" class="tick">{esc(bars[0][0])}</text>')
-    parts.append(f'<text x="{WIDTH - 8}" y="{HEIGHT - 8}" class="tick" text-anchor="end">{esc(bars[-1][1])}</text>')
+    parts.append(
+        f'<text x="{WIDTH - 8}" y="{HEIGHT - 8}" class="tick" text-anchor="end">{esc(bars[-1][1])}</text>'
+    )
     parts.append("</svg>")
     stored_total = sum(b[2] for b in bars)
     embedded_total = sum(b[3] for b in bars)

@@ -28,7 +28,9 @@ def hidden(fields: Mapping[str, Any]) -> str:
     return "".join(f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">' for k, v in fields.items())
 
 
-def post_button(action: str, label: str, csrf: str, fields: Mapping[str, Any], *, css: str = "", name: str = "") -> str:
+def post_button(
+    action: str, label: str, csrf: str, fields: Mapping[str, Any], *, css: str = "", name: str = ""
+) -> str:
     """A one-button POST form carrying the CSRF token."""
     test_id = f' data-testid="{esc(name)}"' if name else ""
     return (
@@ -60,14 +62,22 @@ def message(text: str | None, kind: str = "error") -> str:
     return f'<p class="notice {esc(kind)}" role="alert">{esc(text)}</p>' if text else ""
 
 
-NAV = (("/", "Agents"), ("/memories", "Memories"), ("/episodes", "Episodes"), ("/search", "Search"),
-       ("/health", "Health"))
+NAV = (
+    ("/", "Agents"),
+    ("/memories", "Memories"),
+    ("/episodes", "Episodes"),
+    ("/search", "Search"),
+    ("/health", "Health"),
+)
 
 
-def layout(title: str, body: str, *, active: str, csrf: str, read_only: bool, authenticated_by_login: bool) -> str:
+def layout(
+    title: str, body: str, *, active: str, csrf: str, read_only: bool, authenticated_by_login: bool
+) -> str:
     """The page frame: head, navigation, the read-only banner, the body."""
     links = "".join(
-        f'<a href="{esc(path)}"{" class=active" if path == active else ""}>{esc(label)}</a>' for path, label in NAV
+        f'<a href="{esc(path)}"{" class=active" if path == active else ""}>{esc(label)}</a>'
+        for path, label in NAV
     )
     logout = post_button("/logout", "Log out", csrf, {}, css="link") if authenticated_by_login else ""
     banner = '<p class="notice info">Read-only view: changes are hidden and refused.</p>' if read_only else ""

@@ -40,9 +40,13 @@ class Filters:
         """Query parameters that reproduce these filters (with ``changes`` applied)."""
         tri = {True: "yes", False: "no", None: None}
         values: dict[str, Any] = {
-            "agent": self.agent, "project": self.project, "channel": self.channel,
-            "locked": tri[self.locked], "embedded": tri[self.embedded],
-            "offset": self.offset or None, "size": self.size if self.size != 25 else None,
+            "agent": self.agent,
+            "project": self.project,
+            "channel": self.channel,
+            "locked": tri[self.locked],
+            "embedded": tri[self.embedded],
+            "offset": self.offset or None,
+            "size": self.size if self.size != 25 else None,
         }
         values.update(changes)
         return values
@@ -62,7 +66,7 @@ def agents_page(agents: list[dict[str, Any]]) -> str:
         name = a["agent_id"]
         axes = "".join(
             f'<li><a href="{url("/memories", agent=name, project=x["project_id"], channel=x["channel"])}">'
-            f'project {axis_label(x["project_id"])} · channel {axis_label(x["channel"])}</a> '
+            f"project {axis_label(x['project_id'])} · channel {axis_label(x['channel'])}</a> "
             f'<span class="muted">{x["memories"]} memories, {x["episodes"]} episodes</span></li>'
             for x in a["axes"]
         )
@@ -70,13 +74,22 @@ def agents_page(agents: list[dict[str, Any]]) -> str:
             f'<a href="{url("/memories", agent=name)}">memories</a> · <a href="{url("/episodes", agent=name)}">episodes</a>'
             f' · <a href="{url("/profile", agent=name)}">profile</a> · <a href="{url("/search", agent=name)}">search</a>'
         )
-        rows.append([
-            f'<strong data-testid="agent">{esc(name)}</strong><br>{links}',
-            str(a["memories"]), str(a["episodes"]), f'{a["embedded_memories"]} / {a["memories"]}',
-            str(a["locked_memories"]), str(a["profiles"]), f'<ul class="axes">{axes}</ul>',
-        ])
-    return table(["agent", "memories", "episodes", "embedded", "locked", "profiles", "project · channel"], rows,
-                 css="agents")
+        rows.append(
+            [
+                f'<strong data-testid="agent">{esc(name)}</strong><br>{links}',
+                str(a["memories"]),
+                str(a["episodes"]),
+                f"{a['embedded_memories']} / {a['memories']}",
+                str(a["locked_memories"]),
+                str(a["profiles"]),
+                f'<ul class="axes">{axes}</ul>',
+            ]
+        )
+    return table(
+        ["agent", "memories", "episodes", "embedded", "locked", "profiles", "project · channel"],
+        rows,
+        css="agents",
+    )
 
 
 def _select(name: str, label: str, options: list[tuple[str, str]], current: str | None) -> str:
@@ -94,7 +107,9 @@ def _tri(value: bool | None) -> str | None:
 def filter_form(path: str, f: Filters, agents: list[dict[str, Any]], *, memories: bool) -> str:
     """The filter bar above a listing (plain GET form; ui.js submits it when a select changes)."""
     agent_opts = [(ANY, "all agents")] + [(a["agent_id"], a["agent_id"]) for a in agents]
-    projects = sorted({x["project_id"] for a in agents for x in a["axes"] if f.agent in (None, a["agent_id"])})
+    projects = sorted(
+        {x["project_id"] for a in agents for x in a["axes"] if f.agent in (None, a["agent_id"])}
+    )
     channels = sorted({x["channel"] for a in agents for x in a["axes"] if f.agent in (None, a["agent_id"])})
     axis = [(ANY, "any")]
     parts = [
@@ -119,11 +134,13 @@ def pager(path: str, f: Filters, total: int, shown: int) -> str:
     first, last = f.offset + 1, f.offset + shown
     prev_link = (
         f'<a href="{url(path, **f.params(offset=max(0, f.offset - f.size) or None))}" rel="prev">← newer</a>'
-        if f.offset > 0 else ""
+        if f.offset > 0
+        else ""
     )
     next_link = (
         f'<a href="{url(path, **f.params(offset=f.offset + f.size))}" rel="next">older →</a>'
-        if last < total else ""
+        if last < total
+        else ""
     )
     return f'<p class="pager" data-testid="pager">{prev_link} rows {first}–{last} of {total} {next_link}</p>'
 
@@ -140,7 +157,8 @@ def memory_actions(row: dict[str, Any], view: View) -> str:
     key = {"agent": row["agent_id"], "id": row["id"]}
     lock = (
         post_button("/memory/unlock", "Unlock", view.csrf, key, name=f"unlock-{row['id']}")
-        if row.get("locked") else post_button("/memory/lock", "Lock", view.csrf, key, name=f"lock-{row['id']}")
+        if row.get("locked")
+        else post_button("/memory/lock", "Lock", view.csrf, key, name=f"lock-{row['id']}")
     )
     return (
         f'<a href="{url("/memory", **key)}" data-testid="edit-{row["id"]}">Edit</a> {lock} '
@@ -154,25 +172,42 @@ def memories_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
         [
             f'<a href="{url("/memory", agent=r["agent_id"], id=r["id"])}">{esc(r["ref"])}</a>',
             esc(r["created_at"][:19].replace("T", " ")),
-            esc(r["agent_id"]), axis_label(r["project_id"]), axis_label(r["channel"]),
+            esc(r["agent_id"]),
+            axis_label(r["project_id"]),
+            axis_label(r["channel"]),
             f'<span class="content" data-testid="content-{r["id"]}">{snippet(r["content"])}</span>',
-            _state_badges(r), memory_actions(r, view),
+            _state_badges(r),
+            memory_actions(r, view),
         ]
         for r in result["items"]
     ]
-    listing = table(["ref", "stored (UTC)", "agent", "project", "channel", "content", "state", ""], rows,
-                    css="memories") if rows else ""
-    return (filter_form("/memories", f, agents, memories=True) + pager("/memories", f, result["total"], result["count"])
-            + listing)
+    listing = (
+        table(
+            ["ref", "stored (UTC)", "agent", "project", "channel", "content", "state", ""],
+            rows,
+            css="memories",
+        )
+        if rows
+        else ""
+    )
+    return (
+        filter_form("/memories", f, agents, memories=True)
+        + pager("/memories", f, result["total"], result["count"])
+        + listing
+    )
 
 
 def memory_page(row: dict[str, Any], view: View, error: str | None = None) -> str:
     """One memory in full, with its edit form."""
     fields = [
-        ("ref", row["ref"]), ("agent", row["agent_id"]), ("project", row["project_id"] or "(none)"),
-        ("channel", row["channel"] or "(none)"), ("msg_id", row["msg_id"] or "-"),
-        ("happened (timestamp)", row["timestamp"]), ("stored (created_at)", row["created_at"]),
-        ("recalled", f'{row["recall_count"]} time(s), last {row["last_recalled_at"] or "never"}'),
+        ("ref", row["ref"]),
+        ("agent", row["agent_id"]),
+        ("project", row["project_id"] or "(none)"),
+        ("channel", row["channel"] or "(none)"),
+        ("msg_id", row["msg_id"] or "-"),
+        ("happened (timestamp)", row["timestamp"]),
+        ("stored (created_at)", row["created_at"]),
+        ("recalled", f"{row['recall_count']} time(s), last {row['last_recalled_at'] or 'never'}"),
         ("embedding", row["embedding_model"] or "none yet"),
         ("source", json.dumps(row["source"], ensure_ascii=False) if row["source"] else "-"),
         ("metadata", json.dumps(row["metadata"], ensure_ascii=False) if row["metadata"] else "-"),
@@ -185,7 +220,11 @@ def memory_page(row: dict[str, Any], view: View, error: str | None = None) -> st
     if view.read_only:
         return body
     key = {"agent": row["agent_id"], "id": row["id"]}
-    note = '<p class="notice warn">This memory is locked: unlock it before editing.</p>' if row.get("locked") else ""
+    note = (
+        '<p class="notice warn">This memory is locked: unlock it before editing.</p>'
+        if row.get("locked")
+        else ""
+    )
     return body + (
         f"<h2>Edit</h2>{note}"
         f'<form method="post" action="/memory/edit" data-testid="edit-form">{hidden({"csrf": view.csrf, **key})}'
@@ -205,12 +244,14 @@ def done_box(text: str | None) -> str:
     return f'<p class="notice ok" role="status" data-testid="done">{esc(text)}</p>' if text else ""
 
 
-def confirm_page(question: str, preview: str, action: str, fields: dict[str, Any], view: View, cancel: str) -> str:
+def confirm_page(
+    question: str, preview: str, action: str, fields: dict[str, Any], view: View, cancel: str
+) -> str:
     """The confirmation step every edit and delete goes through."""
     return (
         f'<p data-testid="question">{esc(question)}</p>{preview}'
         f'<form method="post" action="{esc(action)}" data-testid="confirm-form">'
-        f'{hidden({"csrf": view.csrf, **fields, "confirmed": "1"})}'
+        f"{hidden({'csrf': view.csrf, **fields, 'confirmed': '1'})}"
         f'<button type="submit" class="danger" data-testid="confirm">Yes, {esc(question.split()[0].lower())}</button> '
         f'<a href="{cancel}" data-testid="cancel">Cancel</a></form>'
     )
@@ -220,24 +261,46 @@ def episodes_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
     """A filtered page of episodes, newest first."""
     rows = []
     for r in result["items"]:
-        delete = "" if view.read_only else (
-            f'<a href="{url("/episode/delete", agent=r["agent_id"], id=r["id"])}" class="danger" '
-            f'data-testid="delete-ep-{r["id"]}">Delete</a>'
+        delete = (
+            ""
+            if view.read_only
+            else (
+                f'<a href="{url("/episode/delete", agent=r["agent_id"], id=r["id"])}" class="danger" '
+                f'data-testid="delete-ep-{r["id"]}">Delete</a>'
+            )
         )
-        span = f'{r["start_time"] or "?"} → {r["end_time"] or "?"}' if r["start_time"] or r["end_time"] else "-"
-        rows.append([
-            esc(r["ref"]), esc(r["created_at"][:19].replace("T", " ")), esc(r["agent_id"]),
-            axis_label(r["project_id"]), axis_label(r["channel"]),
-            f'<span data-testid="summary-{r["id"]}">{snippet(r["summary"])}</span><br>'
-            f'<span class="muted">{esc(", ".join(r["keywords"]))}</span>',
-            esc(span), (badge("resolved", "ok") if r["resolved"] else "")
-            + (badge("embedded", "ok") if r["embedded"] else badge("not embedded", "warn")),
-            delete,
-        ])
-    listing = table(["ref", "archived (UTC)", "agent", "project", "channel", "summary", "session", "state", ""],
-                    rows, css="episodes") if rows else ""
-    return (filter_form("/episodes", f, agents, memories=False)
-            + pager("/episodes", f, result["total"], result["count"]) + listing)
+        span = (
+            f"{r['start_time'] or '?'} → {r['end_time'] or '?'}" if r["start_time"] or r["end_time"] else "-"
+        )
+        rows.append(
+            [
+                esc(r["ref"]),
+                esc(r["created_at"][:19].replace("T", " ")),
+                esc(r["agent_id"]),
+                axis_label(r["project_id"]),
+                axis_label(r["channel"]),
+                f'<span data-testid="summary-{r["id"]}">{snippet(r["summary"])}</span><br>'
+                f'<span class="muted">{esc(", ".join(r["keywords"]))}</span>',
+                esc(span),
+                (badge("resolved", "ok") if r["resolved"] else "")
+                + (badge("embedded", "ok") if r["embedded"] else badge("not embedded", "warn")),
+                delete,
+            ]
+        )
+    listing = (
+        table(
+            ["ref", "archived (UTC)", "agent", "project", "channel", "summary", "session", "state", ""],
+            rows,
+            css="episodes",
+        )
+        if rows
+        else ""
+    )
+    return (
+        filter_form("/episodes", f, agents, memories=False)
+        + pager("/episodes", f, result["total"], result["count"])
+        + listing
+    )
 
 
 def profiles_page(agent: str, result: dict[str, Any]) -> str:
@@ -254,8 +317,11 @@ def profiles_page(agent: str, result: dict[str, Any]) -> str:
 
 def login_page(csrf: str, error: str | None, *, acl: bool = False) -> str:
     """The token form (``acl``: the view takes ACL client tokens, not CPERSONA_AUTH_TOKEN)."""
-    which = ("your client token (from `cpersona acl add-client`; you see only what its grants allow)" if acl
-             else "the token (CPERSONA_AUTH_TOKEN)")
+    which = (
+        "your client token (from `cpersona acl add-client`; you see only what its grants allow)"
+        if acl
+        else "the token (CPERSONA_AUTH_TOKEN)"
+    )
     return (
         f"{message_box(error)}<p>This view is protected: enter {esc(which)}.</p>"
         f'<form method="post" action="/login">{hidden({"csrf": csrf})}'

@@ -225,7 +225,9 @@ class GuardMiddleware:
             if scope.get("method") == "GET":
                 await _redirect(send, "/login", set_cookie)
             else:
-                await _plain(send, 401, "unauthorized: log in or send 'Authorization: Bearer <token>'", set_cookie)
+                await _plain(
+                    send, 401, "unauthorized: log in or send 'Authorization: Bearer <token>'", set_cookie
+                )
             return
 
         async def send_with_cookie(message: Message) -> None:

@@ -34,19 +34,38 @@ def run_ui(settings: Settings, *, read_only: bool = False) -> int:
         return 2
     if acl is not None:
         if settings.auth_token is not None:
-            log.warning("CPERSONA_AUTH_TOKEN is ignored by the browser view: CPERSONA_ACL_FILE is set, so only "
-                        "the ACL's client tokens log in")
-        log.warning("browser view access by ACL file %s: %d client(s); each sees only what its grants allow",
-                    acl.path, len(acl.clients))
+            log.warning(
+                "CPERSONA_AUTH_TOKEN is ignored by the browser view: CPERSONA_ACL_FILE is set, so only "
+                "the ACL's client tokens log in"
+            )
+        log.warning(
+            "browser view access by ACL file %s: %d client(s); each sees only what its grants allow",
+            acl.path,
+            len(acl.clients),
+        )
     if not is_loopback(settings.ui_host):
-        log.warning("the browser view is reachable beyond this machine on %s; it needs a login", settings.ui_host)
-    guard = Guard(settings.ui_host, settings.ui_port, None if acl is not None else settings.auth_token, acl=acl)
+        log.warning(
+            "the browser view is reachable beyond this machine on %s; it needs a login", settings.ui_host
+        )
+    guard = Guard(
+        settings.ui_host, settings.ui_port, None if acl is not None else settings.auth_token, acl=acl
+    )
     with Memory(settings) as memory:
         app = build_app(memory, guard, read_only=read_only)
         host = f"[{settings.ui_host}]" if ":" in settings.ui_host else settings.ui_host
-        log.warning("cpersona ui: open http://%s:%d/ in a browser (Ctrl-C stops it)%s", host, settings.ui_port,
-                    "; read-only" if read_only else "")
-        config = uvicorn.Config(app, host=settings.ui_host, port=settings.ui_port, log_level="warning",
-                                access_log=False, lifespan="off")
+        log.warning(
+            "cpersona ui: open http://%s:%d/ in a browser (Ctrl-C stops it)%s",
+            host,
+            settings.ui_port,
+            "; read-only" if read_only else "",
+        )
+        config = uvicorn.Config(
+            app,
+            host=settings.ui_host,
+            port=settings.ui_port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
         uvicorn.Server(config).run()
     return 0

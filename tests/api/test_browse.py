@@ -32,10 +32,19 @@ def test_list_agents_counts_axes_and_profile_only_agents(memory: Memory) -> None
     assert (ana["memories"], ana["episodes"], ana["profiles"], ana["locked_memories"]) == (3, 1, 1, 1)
     assert ana["embedded_memories"] == 0  # keyword-only fixture: nothing has a vector
     assert [(x["project_id"], x["channel"], x["memories"], x["episodes"]) for x in ana["axes"]] == [
-        ("", "", 1, 0), ("p1", "", 1, 1), ("p1", "c1", 1, 0)
+        ("", "", 1, 0),
+        ("p1", "", 1, 1),
+        ("p1", "c1", 1, 0),
     ]
-    assert agents["cy"] == {"agent_id": "cy", "memories": 0, "episodes": 0, "embedded_memories": 0,
-                            "locked_memories": 0, "profiles": 1, "axes": []}
+    assert agents["cy"] == {
+        "agent_id": "cy",
+        "memories": 0,
+        "episodes": 0,
+        "embedded_memories": 0,
+        "locked_memories": 0,
+        "profiles": 1,
+        "axes": [],
+    }
 
 
 def test_browse_memories_pages_newest_first_with_exact_filters(memory: Memory) -> None:
@@ -62,7 +71,9 @@ def test_browse_episodes_profiles_and_timeline(memory: Memory) -> None:
     assert [e["summary"] for e in episodes["items"]] == ["a session in p1"] and episodes["total"] == 1
     assert memory.browse_episodes("ana", project_id="")["total"] == 0
     profiles = memory.list_profiles("ana")
-    assert [(p["project_id"], p["user_id"], p["content"]) for p in profiles["items"]] == [("", "", "likes tea")]
+    assert [(p["project_id"], p["user_id"], p["content"]) for p in profiles["items"]] == [
+        ("", "", "likes tea")
+    ]
     timeline = memory.memory_timeline()
     assert timeline["stored"] == 4 and timeline["embedded"] == 0
     assert len(timeline["days"]) == 1 and timeline["days"][0]["stored"] == 4
@@ -71,7 +82,14 @@ def test_browse_episodes_profiles_and_timeline(memory: Memory) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"offset": -1}, {"limit": 10**9}, {"locked": "yes"}, {"embedded": 1}, {"agent_id": 5}, {"project_id": []}],
+    [
+        {"offset": -1},
+        {"limit": 10**9},
+        {"locked": "yes"},
+        {"embedded": 1},
+        {"agent_id": 5},
+        {"project_id": []},
+    ],
 )
 def test_browse_refuses_bad_arguments(memory: Memory, kwargs: dict[str, object]) -> None:
     with pytest.raises(InvalidInput):
@@ -88,24 +106,47 @@ def test_recall_without_record_leaves_bookkeeping_alone(memory: Memory) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    agent=st.one_of(st.none(), st.text(max_size=40)), project=st.one_of(st.none(), st.text(max_size=40)),
-    channel=st.one_of(st.none(), st.text(max_size=40)), locked=st.one_of(st.none(), st.booleans()),
-    embedded=st.one_of(st.none(), st.booleans()), offset=st.integers(-5, 50), limit=st.integers(-5, 600),
+    agent=st.one_of(st.none(), st.text(max_size=40)),
+    project=st.one_of(st.none(), st.text(max_size=40)),
+    channel=st.one_of(st.none(), st.text(max_size=40)),
+    locked=st.one_of(st.none(), st.booleans()),
+    embedded=st.one_of(st.none(), st.booleans()),
+    offset=st.integers(-5, 50),
+    limit=st.integers(-5, 600),
 )
 def test_browse_answers_any_filter_with_rows_or_invalid_input(
-    memory: Memory, agent: str | None, project: str | None, channel: str | None, locked: bool | None,
-    embedded: bool | None, offset: int, limit: int,
+    memory: Memory,
+    agent: str | None,
+    project: str | None,
+    channel: str | None,
+    locked: bool | None,
+    embedded: bool | None,
+    offset: int,
+    limit: int,
 ) -> None:
     if memory.list_agents()["count"] == 0:
         _fill(memory)
     try:
-        result = memory.browse_memories(agent, project_id=project, channel=channel, locked=locked,
-                                        embedded=embedded, offset=offset, limit=limit)
+        result = memory.browse_memories(
+            agent,
+            project_id=project,
+            channel=channel,
+            locked=locked,
+            embedded=embedded,
+            offset=offset,
+            limit=limit,
+        )
     except InvalidInput:
         return
     every = memory.browse_memories(limit=1000)["items"]
-    expected = [r for r in every if (agent is None or r["agent_id"] == agent)
-                and (project is None or r["project_id"] == project) and (channel is None or r["channel"] == channel)
-                and (locked is None or r["locked"] == locked) and (embedded is None or r["embedded"] == embedded)]
+    expected = [
+        r
+        for r in every
+        if (agent is None or r["agent_id"] == agent)
+        and (project is None or r["project_id"] == project)
+        and (channel is None or r["channel"] == channel)
+        and (locked is None or r["locked"] == locked)
+        and (embedded is None or r["embedded"] == embedded)
+    ]
     assert result["total"] == len(expected)
-    assert [r["id"] for r in result["items"]] == [r["id"] for r in expected][offset:offset + limit]
+    assert [r["id"] for r in result["items"]] == [r["id"] for r in expected][offset : offset + limit]

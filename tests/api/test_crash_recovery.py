@@ -66,7 +66,11 @@ def test_sigkill_mid_back_fill_resumes_and_every_vector_matches_its_text(
         assert mem.embeddings.try_load()
         mem.drain_queue()
         assert mem.get_queue_status()["depth"] == 0
-        rows = mem.storage.db.connection().execute("SELECT content, embedding FROM memories ORDER BY id").fetchall()
+        rows = (
+            mem.storage.db.connection()
+            .execute("SELECT content, embedding FROM memories ORDER BY id")
+            .fetchall()
+        )
         assert all(r[1] is not None for r in rows)
         expected = mem.embeddings.backend.embed_documents([r[0] for r in rows])
         stored = np.stack([from_blob(r[1]) for r in rows])

@@ -47,7 +47,9 @@ def test_paraphrase_found_through_the_vector_channel(
         assert out["search"]["vector"] is True
         assert "advisory" not in out
         norm = raw_rows(mem, "SELECT embedding FROM memories WHERE id = ?", (target["id"],))[0][0]
-        vector = from_blob(norm) if isinstance(norm, bytes) else np.array(str(norm).strip("[]").split(","), float)
+        vector = (
+            from_blob(norm) if isinstance(norm, bytes) else np.array(str(norm).strip("[]").split(","), float)
+        )
         assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
 
 
@@ -93,7 +95,11 @@ def test_back_fill_resumes_after_a_crash(
 
 
 def test_model_change_re_embeds_through_the_queue(
-    tmp_path: Path, minilm_models_dir: Path, tiny_jina_models_dir: Path, db_url: str | None, pg_vector_index: str
+    tmp_path: Path,
+    minilm_models_dir: Path,
+    tiny_jina_models_dir: Path,
+    db_url: str | None,
+    pg_vector_index: str,
 ) -> None:
     with Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index)) as mem:
         assert mem.wait_until_ready(60)

@@ -35,8 +35,13 @@ EPISODE_COLUMNS = (
 
 def settings_for(tmp: Path, name: str, **extra: Any) -> Settings:
     return Settings(
-        db_path=tmp / name / "memory.db", models_dir=tmp / "models", embedding_mode="none", update_check=False,
-        auto_fetch_model=False, export_dir=tmp / "exports", **extra,
+        db_path=tmp / name / "memory.db",
+        models_dir=tmp / "models",
+        embedding_mode="none",
+        update_check=False,
+        auto_fetch_model=False,
+        export_dir=tmp / "exports",
+        **extra,
     )
 
 
@@ -50,12 +55,24 @@ def rows(db: Path, agent: str | None = None, *, vectors: bool = True) -> dict[st
     """Every row minus its id, sorted, so two databases can be compared."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     where, params = ("WHERE agent_id = ?", [agent]) if agent is not None else ("", [])
-    mem_cols = MEMORY_COLUMNS if vectors else MEMORY_COLUMNS.replace("embedding, embedding_model, embedding_dim, ", "")
-    ep_cols = EPISODE_COLUMNS if vectors else EPISODE_COLUMNS.replace(", embedding, embedding_model, embedding_dim", "")
+    mem_cols = (
+        MEMORY_COLUMNS
+        if vectors
+        else MEMORY_COLUMNS.replace("embedding, embedding_model, embedding_dim, ", "")
+    )
+    ep_cols = (
+        EPISODE_COLUMNS
+        if vectors
+        else EPISODE_COLUMNS.replace(", embedding, embedding_model, embedding_dim", "")
+    )
     try:
         return {
-            "memories": sorted(conn.execute(f"SELECT {mem_cols} FROM memories {where}", params).fetchall(), key=repr),
-            "episodes": sorted(conn.execute(f"SELECT {ep_cols} FROM episodes {where}", params).fetchall(), key=repr),
+            "memories": sorted(
+                conn.execute(f"SELECT {mem_cols} FROM memories {where}", params).fetchall(), key=repr
+            ),
+            "episodes": sorted(
+                conn.execute(f"SELECT {ep_cols} FROM episodes {where}", params).fetchall(), key=repr
+            ),
             "profiles": sorted(conn.execute(f"SELECT * FROM profiles {where}", params).fetchall(), key=repr),
         }
     finally:
@@ -67,7 +84,9 @@ def rows_in(mem: Memory, agent: str | None = None) -> dict[str, list[tuple[Any, 
     where, params = ("WHERE agent_id = ?", (agent,)) if agent is not None else ("", ())
     return {
         "memories": sorted(raw_rows(mem, f"SELECT {MEMORY_COLUMNS} FROM memories {where}", params), key=repr),
-        "episodes": sorted(raw_rows(mem, f"SELECT {EPISODE_COLUMNS} FROM episodes {where}", params), key=repr),
+        "episodes": sorted(
+            raw_rows(mem, f"SELECT {EPISODE_COLUMNS} FROM episodes {where}", params), key=repr
+        ),
         "profiles": sorted(raw_rows(mem, f"SELECT * FROM profiles {where}", params), key=repr),
     }
 
@@ -77,7 +96,8 @@ def populate(mem: Memory, agent: str, *, vectors: bool = False) -> None:
     ids = []
     for i in range(12):
         out = mem.store(
-            agent, f"{agent} memory number {i} about topic {i % 3} — ünïcødé 日本語",
+            agent,
+            f"{agent} memory number {i} about topic {i % 3} — ünïcødé 日本語",
             msg_id=f"m{i}" if i % 2 else None,
             source={"type": "user", "id": f"U{i}", "name": "Ana"} if i % 3 == 0 else None,
             metadata={"tags": ["x", i], "nested": {"k": i}} if i % 4 == 0 else None,
@@ -91,9 +111,16 @@ def populate(mem: Memory, agent: str, *, vectors: bool = False) -> None:
     mem.lock_memory(ids[5])
     mem.recall(agent, "topic 1")
     mem.recall(agent, "topic 1")
-    mem.archive_episode(agent, f"{agent} first session summary", keywords=["alpha", "beta"], resolved=True,
-                        history=[{"role": "user", "content": "hi", "timestamp": "2025-03-01T10:00:00Z"},
-                                 {"role": "assistant", "content": "yo", "timestamp": "2025-03-01T11:00:00Z"}])
+    mem.archive_episode(
+        agent,
+        f"{agent} first session summary",
+        keywords=["alpha", "beta"],
+        resolved=True,
+        history=[
+            {"role": "user", "content": "hi", "timestamp": "2025-03-01T10:00:00Z"},
+            {"role": "assistant", "content": "yo", "timestamp": "2025-03-01T11:00:00Z"},
+        ],
+    )
     mem.archive_episode(agent, f"{agent} second session summary", channel="dev", project_id="proj")
     mem.update_profile(agent, f"{agent} likes tea")
     mem.update_profile(agent, f"{agent} in proj for bob", project_id="proj", user_id="bob")
@@ -101,7 +128,9 @@ def populate(mem: Memory, agent: str, *, vectors: bool = False) -> None:
         rng = np.random.default_rng(7)
         with mem.storage.write() as s:
             for table, repo in (("memories", s.memories), ("episodes", s.episodes)):
-                for (rid,) in raw_rows(mem, f"SELECT id FROM {table} WHERE agent_id = ? ORDER BY id", (agent,)):
+                for (rid,) in raw_rows(
+                    mem, f"SELECT id FROM {table} WHERE agent_id = ? ORDER BY id", (agent,)
+                ):
                     v = rng.standard_normal(8).astype(np.float32)
                     repo.set_embedding(rid, to_blob(v / np.linalg.norm(v)), "test-model", 8)
 
@@ -181,26 +210,35 @@ HEADER = {"type": "header", "format": "cpersona-export", "version": 1}
 
 
 def good(content: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "memory", "agent_id": "ana", "content": content, "created_at": "2025-01-01T00:00:00Z", **extra}
+    return {
+        "type": "memory",
+        "agent_id": "ana",
+        "content": content,
+        "created_at": "2025-01-01T00:00:00Z",
+        **extra,
+    }
 
 
 def test_bad_lines_are_reported_by_number_and_good_lines_imported(tmp_path: Path) -> None:
-    write_lines(tmp_path / "exports" / "bad.jsonl", [
-        HEADER,                                                     # 1
-        good("first good line"),                                    # 2
-        "this is not json {",                                       # 3
-        {"type": "gadget", "agent_id": "ana", "content": "x"},      # 4
-        {"type": "memory", "agent_id": "ana"},                      # 5 missing content
-        good("x" * 20_000),                                         # 6 huge: truncated, imported
-        good("bad metadata", metadata="{not json"),                 # 7
-        good("meta too big", metadata={"k": "v" * 9000}),           # 8
-        good("bad stamp", timestamp="yesterday"),                   # 9
-        good("bad vector", embedding="AAAA", embedding_model="m", embedding_dim=8),  # 10
-        ["a", "list"],                                              # 11
-        "",                                                         # 12 blank: ignored
-        good("last good line", locked=True),                        # 13
-        good("bad lock", locked="yes"),                             # 14
-    ])
+    write_lines(
+        tmp_path / "exports" / "bad.jsonl",
+        [
+            HEADER,  # 1
+            good("first good line"),  # 2
+            "this is not json {",  # 3
+            {"type": "gadget", "agent_id": "ana", "content": "x"},  # 4
+            {"type": "memory", "agent_id": "ana"},  # 5 missing content
+            good("x" * 20_000),  # 6 huge: truncated, imported
+            good("bad metadata", metadata="{not json"),  # 7
+            good("meta too big", metadata={"k": "v" * 9000}),  # 8
+            good("bad stamp", timestamp="yesterday"),  # 9
+            good("bad vector", embedding="AAAA", embedding_model="m", embedding_dim=8),  # 10
+            ["a", "list"],  # 11
+            "",  # 12 blank: ignored
+            good("last good line", locked=True),  # 13
+            good("bad lock", locked="yes"),  # 14
+        ],
+    )
     with open_memory(tmp_path, "db") as mem:
         dry = mem.import_memories("bad.jsonl", dry_run=True)
         assert rows(mem.storage.db.path)["memories"] == []
@@ -226,8 +264,10 @@ def test_error_list_is_capped_but_counted(tmp_path: Path) -> None:
     assert result["error_count"] == MAX_LISTED_ERRORS + 15 and len(result["errors"]) == MAX_LISTED_ERRORS
 
 
-@pytest.mark.parametrize("first", ["", "not json", json.dumps({"type": "memory", "content": "x"}),
-                                   json.dumps({**HEADER, "version": 99})])
+@pytest.mark.parametrize(
+    "first",
+    ["", "not json", json.dumps({"type": "memory", "content": "x"}), json.dumps({**HEADER, "version": 99})],
+)
 def test_a_file_without_a_valid_header_is_refused_whole(tmp_path: Path, first: str) -> None:
     write_lines(tmp_path / "exports" / "h.jsonl", [first, good("would be fine")] if first else [])
     with open_memory(tmp_path, "db") as mem:
@@ -237,10 +277,18 @@ def test_a_file_without_a_valid_header_is_refused_whole(tmp_path: Path, first: s
 
 
 def test_dry_run_counts_in_file_repeats_and_writes_nothing(tmp_path: Path) -> None:
-    write_lines(tmp_path / "exports" / "rep.jsonl", [
-        HEADER, good("same"), good("same"), good("other", msg_id="7"), good("other text", msg_id="7"),
-        {"type": "episode", "agent_id": "ana", "summary": "ep"}, {"type": "episode", "agent_id": "ana", "summary": "ep"},
-    ])
+    write_lines(
+        tmp_path / "exports" / "rep.jsonl",
+        [
+            HEADER,
+            good("same"),
+            good("same"),
+            good("other", msg_id="7"),
+            good("other text", msg_id="7"),
+            {"type": "episode", "agent_id": "ana", "summary": "ep"},
+            {"type": "episode", "agent_id": "ana", "summary": "ep"},
+        ],
+    )
     with open_memory(tmp_path, "db") as mem:
         dry = mem.import_memories("rep.jsonl", dry_run=True)
         assert rows(mem.storage.db.path) == {"memories": [], "episodes": [], "profiles": []}
@@ -256,7 +304,9 @@ def test_export_refuses_to_overwrite_and_is_atomic(tmp_path: Path) -> None:
         populate(mem, "ana")
         mem.export_memories("ana", "a.jsonl")
         first = (tmp_path / "exports" / "a.jsonl").read_bytes()
-        assert (tmp_path / "exports" / "a.jsonl").stat().st_mode & 0o777 == 0o600  # private: docs/decisions.md
+        assert (
+            tmp_path / "exports" / "a.jsonl"
+        ).stat().st_mode & 0o777 == 0o600  # private: docs/decisions.md
         with pytest.raises(Exception, match="already exists"):
             mem.export_memories("ana", "a.jsonl")
         assert (tmp_path / "exports" / "a.jsonl").read_bytes() == first
@@ -295,8 +345,13 @@ def test_symlink_escaping_the_export_dir_is_refused(tmp_path: Path) -> None:
 
 
 def test_default_export_dir_is_beside_the_database(tmp_path: Path) -> None:
-    settings = Settings(db_path=tmp_path / "d" / "memory.db", models_dir=tmp_path / "m", embedding_mode="none",
-                        update_check=False, auto_fetch_model=False)
+    settings = Settings(
+        db_path=tmp_path / "d" / "memory.db",
+        models_dir=tmp_path / "m",
+        embedding_mode="none",
+        update_check=False,
+        auto_fetch_model=False,
+    )
     with Memory(settings, backend=NoEmbeddings()) as mem:
         out = mem.export_memories("a", "x.jsonl")
     assert Path(out["path"]) == (tmp_path / "d" / "exports" / "x.jsonl").resolve()
@@ -309,8 +364,10 @@ def test_default_export_dir_is_beside_the_database(tmp_path: Path) -> None:
 def test_merge_copy_and_move_with_dedup(tmp_path: Path, db_url: str | None) -> None:
     with open_memory(tmp_path, "db", db_url=db_url, pg_vector_index=PG_VECTOR_INDEX) as mem:
         populate(mem, "src")
-        mem.store("dst", "src memory number 0 about topic 0 — ünïcødé 日本語")  # same content and scope as one source row
-        mem.store("dst", "unrelated", msg_id="m1", project_id="proj")           # same msg_id as another
+        mem.store(
+            "dst", "src memory number 0 about topic 0 — ünïcødé 日本語"
+        )  # same content and scope as one source row
+        mem.store("dst", "unrelated", msg_id="m1", project_id="proj")  # same msg_id as another
         mem.archive_episode("dst", "src first session summary")
         dry = mem.merge_memories("src", "dst", dry_run=True)
         assert rows_in(mem, "dst")["memories"].__len__() == 2
@@ -326,7 +383,10 @@ def test_merge_copy_and_move_with_dedup(tmp_path: Path, db_url: str | None) -> N
         assert move["counts"]["memories"] == {"moved": 0, "skipped": 12}
         assert rows_in(mem, "src") == {"memories": [], "episodes": [], "profiles": []}
         assert len(rows_in(mem, "dst")["memories"]) == 12
-        assert mem.merge_memories("src", "dst", mode="move")["counts"]["memories"] == {"moved": 0, "skipped": 0}
+        assert mem.merge_memories("src", "dst", mode="move")["counts"]["memories"] == {
+            "moved": 0,
+            "skipped": 0,
+        }
 
 
 @BOTH_ENGINES
@@ -334,7 +394,9 @@ def test_merge_move_keeps_ids_vectors_and_locks(tmp_path: Path, db_url: str | No
     with open_memory(tmp_path, "db", db_url=db_url, pg_vector_index=PG_VECTOR_INDEX) as mem:
         populate(mem, "src", vectors=True)
         before = {r[4]: r for r in rows_in(mem, "src")["memories"]}
-        mem.store("dst", "src memory number 5 about topic 2 — ünïcødé 日本語", channel="dev", project_id="proj")
+        mem.store(
+            "dst", "src memory number 5 about topic 2 — ünïcødé 日本語", channel="dev", project_id="proj"
+        )
         result = mem.merge_memories("src", "dst", mode="move")
         assert result["counts"]["memories"] == {"moved": 11, "skipped": 1}
         after = {r[4]: r for r in rows_in(mem, "dst")["memories"]}
@@ -358,10 +420,20 @@ def test_merge_refuses_same_agent_and_bad_mode(tmp_path: Path, db_url: str | Non
 # -- channel axis ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "channel"), [
-    ("discord:general:8812", "general"), ("slack:dev", "dev"), ("irc:#ops:x:y", "#ops"), ("nocolon", None),
-    (":general:1", None), ("discord::1", None), ("discord:has space:1", None), (42, None), (None, None),
-])
+@pytest.mark.parametrize(
+    ("value", "channel"),
+    [
+        ("discord:general:8812", "general"),
+        ("slack:dev", "dev"),
+        ("irc:#ops:x:y", "#ops"),
+        ("nocolon", None),
+        (":general:1", None),
+        ("discord::1", None),
+        ("discord:has space:1", None),
+        (42, None),
+        (None, None),
+    ],
+)
 def test_session_id_parsing(value: Any, channel: str | None) -> None:
     assert channel_from_session_id(value) == channel
 
@@ -372,7 +444,9 @@ def test_migrate_channel_axis_dry_run_real_and_idempotent(tmp_path: Path, db_url
         mem.store("ana", "from general", channel="bridge", metadata={"session_id": "discord:general:1"})
         mem.store("ana", "from dev", channel="bridge", source={"type": "user", "id": "slack:dev:42"})
         mem.store("ana", "no session", channel="bridge")
-        locked = mem.store("ana", "locked one", channel="bridge", metadata={"session_id": "discord:general:2"})
+        locked = mem.store(
+            "ana", "locked one", channel="bridge", metadata={"session_id": "discord:general:2"}
+        )
         mem.lock_memory(locked["id"])
         mem.store("ana", "clash", channel="general")
         mem.store("ana", "clash", channel="bridge", metadata={"session_id": "discord:general:3"})
@@ -383,11 +457,18 @@ def test_migrate_channel_axis_dry_run_real_and_idempotent(tmp_path: Path, db_url
         dry = mem.migrate_channel_axis("ana")
         assert rows_in(mem) == before
         assert dry["dry_run"] is True
-        assert (dry["scanned"], dry["moved"], dry["unrecoverable"], dry["collisions"], dry["locked"]) == (7, 2, 3, 1, 1)
+        assert (dry["scanned"], dry["moved"], dry["unrecoverable"], dry["collisions"], dry["locked"]) == (
+            7,
+            2,
+            3,
+            1,
+            1,
+        )
         assert dry["targets"] == {"general": 1, "dev": 1}
         real = mem.migrate_channel_axis("ana", dry_run=False)
         assert {k: real[k] for k in ("moved", "unrecoverable", "collisions", "locked")} == {
-            k: dry[k] for k in ("moved", "unrecoverable", "collisions", "locked")}
+            k: dry[k] for k in ("moved", "unrecoverable", "collisions", "locked")
+        }
         channels = {r["content"]: r["channel"] for r in mem.list_memories("ana")["items"]}
         assert channels["from general"] == "general" and channels["from dev"] == "dev"
         assert channels["no session"] == "bridge" and channels["locked one"] == "bridge"
@@ -419,7 +500,9 @@ def test_imported_rows_without_vectors_are_queued_when_a_model_is_configured(tmp
     with open_memory(tmp_path, "src") as src:
         populate(src, "ana")
         src.export_memories("ana", "ana.jsonl")
-    settings = settings_for(tmp_path, "dst").with_overrides(embedding_mode="onnx", embedding_model="all-minilm-l6-v2")
+    settings = settings_for(tmp_path, "dst").with_overrides(
+        embedding_mode="onnx", embedding_model="all-minilm-l6-v2"
+    )
     with Memory(settings, start_background=False) as dst:  # model never loaded: the queue keeps the tasks
         result = dst.import_memories("ana.jsonl")
         assert result["queued_for_embedding"] == 14

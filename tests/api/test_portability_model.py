@@ -14,20 +14,34 @@ from cpersona.storage.vectors import from_blob
 
 pytestmark = pytest.mark.slow
 
-TEXTS = ["The cat sits on the mat", "Quarterly revenue grew by eight percent", "The train to Osaka leaves at noon"]
+TEXTS = [
+    "The cat sits on the mat",
+    "Quarterly revenue grew by eight percent",
+    "The train to Osaka leaves at noon",
+]
 
 
 def _settings(tmp: Path, name: str, models_dir: Path) -> Settings:
-    return Settings(db_path=tmp / name / "memory.db", embedding_mode="onnx", models_dir=models_dir,
-                    embedding_model="all-minilm-l6-v2", export_dir=tmp / "exports", update_check=False,
-                    auto_fetch_model=False)
+    return Settings(
+        db_path=tmp / name / "memory.db",
+        embedding_mode="onnx",
+        models_dir=models_dir,
+        embedding_model="all-minilm-l6-v2",
+        export_dir=tmp / "exports",
+        update_check=False,
+        auto_fetch_model=False,
+    )
 
 
 def vectors(db: Path) -> dict[str, tuple[np.ndarray, str]]:
     conn = sqlite3.connect(db)
     try:
-        return {c: (from_blob(b), m) for c, b, m in conn.execute(
-            "SELECT content, embedding, embedding_model FROM memories WHERE embedding IS NOT NULL")}
+        return {
+            c: (from_blob(b), m)
+            for c, b, m in conn.execute(
+                "SELECT content, embedding, embedding_model FROM memories WHERE embedding IS NOT NULL"
+            )
+        }
     finally:
         conn.close()
 
@@ -45,7 +59,9 @@ def test_vectors_round_trip_and_missing_ones_are_back_filled(tmp_path: Path, min
     with Memory(_settings(tmp_path, "with", minilm_models_dir)) as dst:
         assert dst.wait_until_ready(60)
         result = dst.import_memories("with.jsonl")
-        assert result["queued_for_embedding"] == 0 and result["header"]["embedding_model"] == "all-minilm-l6-v2"
+        assert (
+            result["queued_for_embedding"] == 0 and result["header"]["embedding_model"] == "all-minilm-l6-v2"
+        )
         assert dst.get_queue_status()["depth"] == 0
         best = dst.recall("a", "A kitten is resting on a rug")["results"][-1]
         assert best["content"] == TEXTS[0] and best["match_reason"]["cosine"] > 0.5

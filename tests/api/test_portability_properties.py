@@ -23,16 +23,36 @@ JSON = st.recursive(
 )
 RECORD = st.fixed_dictionaries(
     {"type": st.sampled_from(["memory", "episode", "profile", "other"])},
-    optional={k: JSON for k in ("agent_id", "content", "summary", "msg_id", "channel", "timestamp", "created_at",
-                                "metadata", "source", "keywords", "locked", "recall_count", "embedding",
-                                "embedding_dim", "embedding_model", "updated_at")},
+    optional={
+        k: JSON
+        for k in (
+            "agent_id",
+            "content",
+            "summary",
+            "msg_id",
+            "channel",
+            "timestamp",
+            "created_at",
+            "metadata",
+            "source",
+            "keywords",
+            "locked",
+            "recall_count",
+            "embedding",
+            "embedding_dim",
+            "embedding_model",
+            "updated_at",
+        )
+    },
 )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(RECORD | JSON, max_size=8))
 def test_any_line_is_imported_or_reported(tmp_path: Path, lines: list[Any]) -> None:
-    cfg = Settings(db_path=tmp_path / "p.db", embedding_mode="none", update_check=False, auto_fetch_model=False)
+    cfg = Settings(
+        db_path=tmp_path / "p.db", embedding_mode="none", update_check=False, auto_fetch_model=False
+    )
     db = Database(cfg.db_path)
     migrate(db)
     try:
@@ -40,7 +60,9 @@ def test_any_line_is_imported_or_reported(tmp_path: Path, lines: list[Any]) -> N
         header = {"type": "header", "format": "cpersona-export", "version": 1}
         path.write_text("\n".join(json.dumps(x) for x in [header, *lines]) + "\n")
         rows = SqlitePortabilityRows(db)
-        result = import_file(rows, cfg, path, target_agent=None, dry_run=False, queue_backfill=False, active_model=None)
+        result = import_file(
+            rows, cfg, path, target_agent=None, dry_run=False, queue_backfill=False, active_model=None
+        )
         written = sum(sum(v for k, v in c.items() if k != "duplicates") for c in result["counts"].values())
         handled = written + sum(c.get("duplicates", 0) for c in result["counts"].values())
         blank = sum(1 for x in lines if json.dumps(x).strip() == "")
@@ -50,7 +72,11 @@ def test_any_line_is_imported_or_reported(tmp_path: Path, lines: list[Any]) -> N
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(requested=st.lists(st.sampled_from(["a", "b", ".", "/", "~", "\\", ":", "..", "/tmp", "\x00"]), max_size=12).map("".join))
+@given(
+    requested=st.lists(
+        st.sampled_from(["a", "b", ".", "/", "~", "\\", ":", "..", "/tmp", "\x00"]), max_size=12
+    ).map("".join)
+)
 def test_a_confined_path_is_inside_the_export_dir_or_refused(tmp_path: Path, requested: str) -> None:
     cfg = Settings(db_path=tmp_path / "p.db", export_dir=tmp_path / "exports")
     try:

@@ -36,18 +36,35 @@ FACTS = [
     "Dmitri is learning Japanese and practices every morning",
 ]
 EXACT = "Incident note: ERR_PAY_4021 means the card issuer declined the payment"
-REAL = ["what coffee does Ana like", "which region is the Kubernetes cluster in", "when is the standup",
-        "who reviews iOS changes", "what database does staging use"]
-UNRELATED = ["how long should I boil an egg", "what is the capital of Peru", "how do volcanoes erupt",
-             "best way to learn the violin", "how to grow tomatoes on a balcony", "who painted the Mona Lisa",
-             "what is the plot of Hamlet", "how do I tie a bowline knot"]
+REAL = [
+    "what coffee does Ana like",
+    "which region is the Kubernetes cluster in",
+    "when is the standup",
+    "who reviews iOS changes",
+    "what database does staging use",
+]
+UNRELATED = [
+    "how long should I boil an egg",
+    "what is the capital of Peru",
+    "how do volcanoes erupt",
+    "best way to learn the violin",
+    "how to grow tomatoes on a balcony",
+    "who painted the Mona Lisa",
+    "what is the plot of Hamlet",
+    "how do I tie a bowline knot",
+]
 
 
 def minilm_settings(tmp_path: Path, models_dir: Path, **extra: Any) -> Settings:
     return Settings(
-        db_path=tmp_path / "memory.db", embedding_mode="onnx", models_dir=models_dir,
-        embedding_model="all-minilm-l6-v2", update_check=False, auto_fetch_model=False,
-        recent_recall_penalty=1.0, **extra,
+        db_path=tmp_path / "memory.db",
+        embedding_mode="onnx",
+        models_dir=models_dir,
+        embedding_model="all-minilm-l6-v2",
+        update_check=False,
+        auto_fetch_model=False,
+        recent_recall_penalty=1.0,
+        **extra,
     )
 
 
@@ -80,13 +97,20 @@ def test_calibration_persists_and_the_gate_uses_it(mem: Memory) -> None:
     assert out["rows"] == len(FACTS) + 1 and out["gate"]["probes"] >= 60
     t = out["gate"]["thresholds"]
     assert t["strict"] > t["balanced"] > t["lenient"] and out["gate"]["threshold"] == t["balanced"]
-    assert out["fingerprint"] == {"scoring_version": SCORING_VERSION, "model_id": "all-minilm-l6-v2", "dimension": 384}
+    assert out["fingerprint"] == {
+        "scoring_version": SCORING_VERSION,
+        "model_id": "all-minilm-l6-v2",
+        "dimension": 384,
+    }
     sidecar = json.loads(Path(out["sidecar"]).read_text())
     assert sidecar["agents"]["a"]["fingerprint"] == out["fingerprint"]
     assert Path(out["sidecar"]) == mem.settings.db_path.with_name("memory.db.calibration.json")
     for query in REAL:
         recalled = mem.recall("a", query)
-        assert recalled["gate"]["kind"] == "calibrated" and recalled["gate"]["passed"], (query, recalled["gate"])
+        assert recalled["gate"]["kind"] == "calibrated" and recalled["gate"]["passed"], (
+            query,
+            recalled["gate"],
+        )
         assert recalled["count"] > 0
     cut = [q for q in UNRELATED if not mem.recall("a", q)["gate"]["passed"]]
     assert len(cut) >= len(UNRELATED) // 2, cut
@@ -141,7 +165,9 @@ def test_an_exact_match_of_a_project_scoped_row_is_never_cut(mem: Memory) -> Non
 def test_gate_fallback_only_under_confidence(tmp_path: Path, minilm_models_dir: Path) -> None:
     seen = {}
     for confidence in (False, True):
-        settings = minilm_settings(tmp_path / str(confidence), minilm_models_dir, confidence_enabled=confidence)
+        settings = minilm_settings(
+            tmp_path / str(confidence), minilm_models_dir, confidence_enabled=confidence
+        )
         with Memory(settings) as memory:
             assert memory.wait_until_ready(60)
             seed(memory)
@@ -157,8 +183,12 @@ def test_gate_fallback_only_under_confidence(tmp_path: Path, minilm_models_dir: 
 def test_confidence_reorders_by_confidence(tmp_path: Path, minilm_models_dir: Path) -> None:
     orders = {}
     for confidence in (False, True):
-        settings = minilm_settings(tmp_path / str(confidence), minilm_models_dir, confidence_enabled=confidence,
-                                   fused_gate_enabled=False)
+        settings = minilm_settings(
+            tmp_path / str(confidence),
+            minilm_models_dir,
+            confidence_enabled=confidence,
+            fused_gate_enabled=False,
+        )
         with Memory(settings) as memory:
             assert memory.wait_until_ready(60)
             seed(memory)
@@ -170,7 +200,9 @@ def test_confidence_reorders_by_confidence(tmp_path: Path, minilm_models_dir: Pa
                 assert scores == sorted(scores)  # worst → best by confidence
                 assert all(0 <= m["confidence"] <= 1 for m in reasons)
             else:
-                assert {m["signal"] for m in reasons} == {settings.recall_mode} and all("confidence" not in m for m in reasons)
+                assert {m["signal"] for m in reasons} == {settings.recall_mode} and all(
+                    "confidence" not in m for m in reasons
+                )
             orders[confidence] = [r["id"] for r in rows]
     assert orders[False] != orders[True]
 

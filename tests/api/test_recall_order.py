@@ -46,14 +46,18 @@ def test_limit_cuts_worst_first(settings: Settings) -> None:
 
 
 def _build(path: Path, mode: str, db_url: str | None) -> Memory:
-    settings = Settings(db_path=path, db_url=db_url, embedding_mode="none", recall_mode=mode, recent_recall_penalty=1.0)
+    settings = Settings(
+        db_path=path, db_url=db_url, embedding_mode="none", recall_mode=mode, recent_recall_penalty=1.0
+    )
     mem = Memory(settings, backend=NoEmbeddings())
     for i, text in enumerate(CORPUS * 3):
         mem.store("a", f"{text} #{i % 7}")
     return mem
 
 
-def test_same_corpus_and_query_give_identical_rows(tmp_path: Path, new_db_url: Callable[[], str | None]) -> None:
+def test_same_corpus_and_query_give_identical_rows(
+    tmp_path: Path, new_db_url: Callable[[], str | None]
+) -> None:
     for mode in ("rrf", "rsf", "cascade"):
         one = _build(tmp_path / f"one-{mode}.db", mode, new_db_url())
         two = _build(tmp_path / f"two-{mode}.db", mode, new_db_url())
@@ -78,7 +82,9 @@ def test_recent_recall_penalty_applies_within_window(memory: Memory) -> None:
 def test_episode_boundary_penalty_scores_older_memories_down(settings: Settings) -> None:
     with Memory(settings.with_overrides(recent_recall_penalty=1.0), backend=NoEmbeddings()) as mem:
         old = mem.store("a", "old note on kiwi fruit")
-        raw_rows(mem, "UPDATE memories SET created_at = '2020-01-01T00:00:00.000000Z' WHERE id = ?", (old["id"],))
+        raw_rows(
+            mem, "UPDATE memories SET created_at = '2020-01-01T00:00:00.000000Z' WHERE id = ?", (old["id"],)
+        )
         before = mem.recall("a", "kiwi fruit", deep=True)["results"][-1]["match_reason"]["score"]
         mem.archive_episode("a", "session about something else")
         after = mem.recall("a", "kiwi fruit")["results"][-1]["match_reason"]["score"]

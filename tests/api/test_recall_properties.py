@@ -43,7 +43,9 @@ queries = st.tuples(
 @given(corpus=rows, query=queries)
 def test_recall_respects_scope_order_and_limit(tmp_path_factory, new_db_url, corpus, query) -> None:
     path: Path = tmp_path_factory.mktemp("prop") / "m.db"
-    with Memory(Settings(db_path=path, db_url=new_db_url(), embedding_mode="none"), backend=NoEmbeddings()) as mem:
+    with Memory(
+        Settings(db_path=path, db_url=new_db_url(), embedding_mode="none"), backend=NoEmbeddings()
+    ) as mem:
         for agent, project, channel, text in corpus:
             mem.store(agent, text, project_id=project, channel=channel)
         agent, project, channel, text, limit = query

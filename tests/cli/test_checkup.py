@@ -33,15 +33,17 @@ def cpersona() -> str:
 
 def env_for(tmp: Path, **extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
-    base.update({
-        "CPERSONA_DB_PATH": str(tmp / "memory.db"),
-        "CPERSONA_MODELS_DIR": str(tmp / "models"),
-        "CPERSONA_EMBEDDING_MODE": "none",
-        "CPERSONA_AUTO_FETCH_MODEL": "false",
-        "CPERSONA_UPDATE_CHECK": "false",
-        "CPERSONA_MAX_CONTENT_LENGTH": str(CAP),
-        "HF_HUB_OFFLINE": "1",
-    })
+    base.update(
+        {
+            "CPERSONA_DB_PATH": str(tmp / "memory.db"),
+            "CPERSONA_MODELS_DIR": str(tmp / "models"),
+            "CPERSONA_EMBEDDING_MODE": "none",
+            "CPERSONA_AUTO_FETCH_MODEL": "false",
+            "CPERSONA_UPDATE_CHECK": "false",
+            "CPERSONA_MAX_CONTENT_LENGTH": str(CAP),
+            "HF_HUB_OFFLINE": "1",
+        }
+    )
     base.update(extra)
     return base
 
@@ -57,7 +59,9 @@ def create(path: Path) -> None:
 
 
 def snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
-    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(directory.iterdir()) if p.is_file()}
+    return {
+        p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(directory.iterdir()) if p.is_file()
+    }
 
 
 def test_checkup_on_a_damaged_copy_exits_nonzero_then_fix_then_zero(tmp_path: Path) -> None:
@@ -108,8 +112,10 @@ def test_report_only_checkup_writes_nothing_beside_a_live_writer(tmp_path: Path)
     create(db)
     with closing(sqlite3.connect(str(db), isolation_level=None)) as conn:
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('w', 'in the wal', "
-                     "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')")
+        conn.execute(
+            "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('w', 'in the wal', "
+            "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')"
+        )
         before = {k: v for k, v in snapshot(tmp_path).items() if not k.endswith("-shm")}
         assert "memory.db-wal" in before
         result = run(env_for(tmp_path), "checkup", "--json")
@@ -120,15 +126,23 @@ def test_report_only_checkup_writes_nothing_beside_a_live_writer(tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_checkup_fix_queues_and_backfills_null_vectors_with_minilm(tmp_path: Path, minilm_models_dir: Path) -> None:
-    env = env_for(tmp_path, CPERSONA_EMBEDDING_MODE="onnx", CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
-                  CPERSONA_MODELS_DIR=str(minilm_models_dir))
+def test_checkup_fix_queues_and_backfills_null_vectors_with_minilm(
+    tmp_path: Path, minilm_models_dir: Path
+) -> None:
+    env = env_for(
+        tmp_path,
+        CPERSONA_EMBEDDING_MODE="onnx",
+        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
+        CPERSONA_MODELS_DIR=str(minilm_models_dir),
+    )
     for text in ("The cat sits on the mat.", "The stock market fell sharply."):
         stored = run(env, "store", "vec", text, "--json")
         assert json.loads(stored.stdout)["embedded"] is True, stored.stdout + stored.stderr
     db = tmp_path / "memory.db"
     with closing(sqlite3.connect(str(db), isolation_level=None)) as conn:
-        conn.execute("UPDATE memories SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL WHERE id = 1")
+        conn.execute(
+            "UPDATE memories SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL WHERE id = 1"
+        )
 
     report = run(env, "checkup", "--json")
     assert report.returncode == 3, report.stdout + report.stderr
@@ -147,8 +161,15 @@ def test_doctor_shows_one_screen_and_never_the_token(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     create(db)
     secret = "s3cret-token-value-123"
-    result = run(env_for(tmp_path, CPERSONA_AUTH_TOKEN=secret, CPERSONA_EMBEDDING_MODE="onnx",
-                         CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2"), "doctor")
+    result = run(
+        env_for(
+            tmp_path,
+            CPERSONA_AUTH_TOKEN=secret,
+            CPERSONA_EMBEDDING_MODE="onnx",
+            CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
+        ),
+        "doctor",
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert secret not in out and secret not in result.stderr
@@ -174,7 +195,9 @@ def test_a_model_failing_its_self_test_is_shown_by_doctor_checkup_and_recall(
     out = doctor.stdout
     assert "installed: yes" in out and "loaded: no (state fault)" in out
     evidence_line = next(line for line in out.splitlines() if line.strip().startswith("evidence:"))
-    assert "pair " in evidence_line and "own document cos" in evidence_line and "best other cos" in evidence_line
+    assert (
+        "pair " in evidence_line and "own document cos" in evidence_line and "best other cos" in evidence_line
+    )
     assert f"fix: reinstall the model (`cpersona fetch-model {MINILM}`" in out
     as_json = json.loads(run(env, "doctor", "--json").stdout)
     report = as_json["embedding"]
@@ -186,8 +209,14 @@ def test_a_model_failing_its_self_test_is_shown_by_doctor_checkup_and_recall(
     assert report["evidence"] in checkup.stdout and "models --check" in checkup.stdout
 
     # The server's recall answers keyword-only and its advisory names the same pair and fix.
-    settings = Settings(db_path=db, models_dir=models, embedding_mode="onnx", embedding_model=MINILM,
-                        auto_fetch_model=False, update_check=False)
+    settings = Settings(
+        db_path=db,
+        models_dir=models,
+        embedding_mode="onnx",
+        embedding_model=MINILM,
+        auto_fetch_model=False,
+        update_check=False,
+    )
     with Memory(settings, start_background=False) as mem:
         assert not mem.embeddings.try_load()
         out_recall = mem.recall("seed", "file exists")
@@ -204,8 +233,14 @@ def test_a_model_failing_its_self_test_is_shown_by_doctor_checkup_and_recall(
 def pg_env(tmp_path: Path, pg_cluster: PgCluster) -> Iterator[tuple[dict[str, str], str]]:
     """The checkup environment on a fresh PostgreSQL database holding one memory, and its URL."""
     url = pg_cluster.create()
-    settings = Settings(db_path=tmp_path / "unused.db", db_url=url, pg_vector_index=PG_VECTOR_INDEX,
-                        embedding_mode="none", auto_fetch_model=False, update_check=False)
+    settings = Settings(
+        db_path=tmp_path / "unused.db",
+        db_url=url,
+        pg_vector_index=PG_VECTOR_INDEX,
+        embedding_mode="none",
+        auto_fetch_model=False,
+        update_check=False,
+    )
     with Memory(settings, backend=NoEmbeddings(), start_background=False) as memory:
         memory.store("seed", "the database exists")
     yield env_for(tmp_path, CPERSONA_DB_URL=url, CPERSONA_PG_VECTOR_INDEX=PG_VECTOR_INDEX), url
@@ -213,8 +248,11 @@ def pg_env(tmp_path: Path, pg_cluster: PgCluster) -> Iterator[tuple[dict[str, st
 
 
 def _table_dump(url: str) -> list[dict[str, Any]]:
-    return [*execute(url, "SELECT * FROM memories ORDER BY id"), *execute(url, "SELECT * FROM profiles"),
-            *execute(url, "SELECT * FROM pending_memory_tasks ORDER BY id")]
+    return [
+        *execute(url, "SELECT * FROM memories ORDER BY id"),
+        *execute(url, "SELECT * FROM profiles"),
+        *execute(url, "SELECT * FROM pending_memory_tasks ORDER BY id"),
+    ]
 
 
 def test_checkup_on_postgres_reports_read_only_then_fix_repairs(pg_env: tuple[dict[str, str], str]) -> None:
@@ -242,7 +280,9 @@ def test_checkup_on_postgres_reports_read_only_then_fix_repairs(pg_env: tuple[di
     assert again.returncode == 0 and again.stdout.startswith("status: healthy"), again.stdout
 
 
-def test_doctor_on_postgres_names_the_engine_and_hides_the_password(pg_env: tuple[dict[str, str], str]) -> None:
+def test_doctor_on_postgres_names_the_engine_and_hides_the_password(
+    pg_env: tuple[dict[str, str], str],
+) -> None:
     from cpersona.storage.postgres.migrations import LATEST_VERSION as PG_LATEST
 
     env, url = pg_env
@@ -253,7 +293,10 @@ def test_doctor_on_postgres_names_the_engine_and_hides_the_password(pg_env: tupl
     report = json.loads(run(env, "doctor", "--json").stdout)
     database = report["database"]
     assert database["exists"] is True and database["engine"] == "postgresql" and database["bytes"] > 0
-    assert database["wal_bytes"] is None and set(database["not_applicable"]) == {"wal_bytes", "freelist_count"}
+    assert database["wal_bytes"] is None and set(database["not_applicable"]) == {
+        "wal_bytes",
+        "freelist_count",
+    }
     assert report["db_path"].startswith("postgresql://")
     if password:
         assert password not in result.stdout and password not in json.dumps(report)

@@ -21,7 +21,9 @@ def executable() -> str:
     return str(beside) if beside.exists() else (shutil.which("cpersona") or "cpersona")
 
 
-def run(tmp_path: Path, *args: str, stdin: str | None = None, **env_extra: str) -> subprocess.CompletedProcess[str]:
+def run(
+    tmp_path: Path, *args: str, stdin: str | None = None, **env_extra: str
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
     env.update(
         CPERSONA_DB_PATH=str(tmp_path / "memory.db"),
@@ -33,8 +35,12 @@ def run(tmp_path: Path, *args: str, stdin: str | None = None, **env_extra: str) 
     )
     env.update(env_extra)
     return subprocess.run(
-        [executable(), *args], env=env, input=stdin if stdin is not None else "", capture_output=True,
-        text=True, timeout=120,
+        [executable(), *args],
+        env=env,
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -43,12 +49,19 @@ def test_store_recall_stats(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith("stored mem:")
     assert run(tmp_path, "store", "cli-agent", "A zebra crossing was repainted downtown").returncode == 0
-    assert run(tmp_path, "store", "cli-agent", "Billing migration finished on Tuesday", "--project", "P").returncode == 0
+    assert (
+        run(
+            tmp_path, "store", "cli-agent", "Billing migration finished on Tuesday", "--project", "P"
+        ).returncode
+        == 0
+    )
     again = run(tmp_path, "store", "cli-agent", "Zebra migration across the Serengeti follows the rains")
     assert again.returncode == 0 and again.stdout.startswith("skipped")
     rejected = run(tmp_path, "store", "cli-agent", "   ")
     assert rejected.returncode == 1 and "rejected" in rejected.stderr
-    piped = run(tmp_path, "store", "cli-agent", "-", "--msg-id", "stdin-1", "--json", stdin="from standard input\n")
+    piped = run(
+        tmp_path, "store", "cli-agent", "-", "--msg-id", "stdin-1", "--json", stdin="from standard input\n"
+    )
     assert json.loads(piped.stdout)["result"] == "stored"
 
     recall = run(tmp_path, "recall", "cli-agent", "zebra migration Serengeti rains")
@@ -95,7 +108,9 @@ def test_bare_command_serves_stdio_and_keeps_stdout_clean(tmp_path: Path) -> Non
 
 
 def test_module_entry_point(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "cpersona", "--version"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "cpersona", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and done.stdout.startswith("cpersona ")
 
 

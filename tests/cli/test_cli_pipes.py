@@ -23,19 +23,26 @@ def test_closed_stdout_exits_quietly(tmp_path: Path, args: tuple[str, ...]) -> N
     assert run(tmp_path, "store", "pipe-agent", "a zebra note so every command has output").returncode == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
     env.update(
-        CPERSONA_DB_PATH=str(tmp_path / "memory.db"), CPERSONA_EMBEDDING_MODE="none",
-        CPERSONA_UPDATE_CHECK="false", CPERSONA_AUTO_FETCH_MODEL="false", CPERSONA_OPERATING_CONTEXT="off",
+        CPERSONA_DB_PATH=str(tmp_path / "memory.db"),
+        CPERSONA_EMBEDDING_MODE="none",
+        CPERSONA_UPDATE_CHECK="false",
+        CPERSONA_AUTO_FETCH_MODEL="false",
+        CPERSONA_OPERATING_CONTEXT="off",
         CPERSONA_MODELS_DIR=str(tmp_path / "models"),
     )
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first byte, as `head` is after its lines
     try:
         done = subprocess.run(
-            [executable(), *args], env=env, stdin=subprocess.DEVNULL, stdout=write_end,
-            stderr=subprocess.PIPE, text=True, timeout=120,
+            [executable(), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
         )
     finally:
         os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
     assert done.returncode == EXIT_BROKEN_PIPE, done.stderr
-

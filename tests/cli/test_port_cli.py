@@ -28,8 +28,10 @@ def test_export_then_import_through_the_cli(tmp_path: Path) -> None:
     assert refused.returncode == 1 and "already exists" in refused.stderr
     dry = run(dst, "import", str(out_file), "--dry-run")
     assert dry.returncode == 0 and "would import: 3 memories" in dry.stdout
-    assert not (dst / "memory.db").exists() or sqlite3.connect(dst / "memory.db").execute(
-        "SELECT COUNT(*) FROM memories").fetchone()[0] == 0
+    assert (
+        not (dst / "memory.db").exists()
+        or sqlite3.connect(dst / "memory.db").execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 0
+    )
     first = run(dst, "import", str(out_file), "--agent", "bea", "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["counts"]["memories"]["inserted"] == 3
@@ -41,8 +43,12 @@ def test_export_then_import_through_the_cli(tmp_path: Path) -> None:
 
 def test_import_reports_bad_lines_and_exits_1(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"type": "header", "format": "cpersona-export", "version": 1}) + "\n{nope\n"
-                   + json.dumps({"type": "memory", "agent_id": "a", "content": "ok"}) + "\n")
+    bad.write_text(
+        json.dumps({"type": "header", "format": "cpersona-export", "version": 1})
+        + "\n{nope\n"
+        + json.dumps({"type": "memory", "agent_id": "a", "content": "ok"})
+        + "\n"
+    )
     result = run(tmp_path, "import", str(bad))
     assert result.returncode == 1
     assert "line 2: not valid JSON" in result.stderr and "imported: 1 memories" in result.stdout

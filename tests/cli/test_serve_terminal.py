@@ -21,16 +21,27 @@ def _cpersona() -> str:
 
 def _env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
-    env.update(CPERSONA_DB_PATH=str(tmp / "memory.db"), CPERSONA_EMBEDDING_MODE="none",
-               CPERSONA_UPDATE_CHECK="false", CPERSONA_OPERATING_CONTEXT="off", PYTHONUNBUFFERED="1")
+    env.update(
+        CPERSONA_DB_PATH=str(tmp / "memory.db"),
+        CPERSONA_EMBEDDING_MODE="none",
+        CPERSONA_UPDATE_CHECK="false",
+        CPERSONA_OPERATING_CONTEXT="off",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
 @pytest.mark.slow
 def test_serve_from_a_terminal_says_what_it_is_and_stops_on_ctrl_d(tmp_path: Path) -> None:
     primary, secondary = pty.openpty()
-    proc = subprocess.Popen([_cpersona(), "serve"], env=_env(tmp_path), stdin=secondary, stdout=secondary,
-                            stderr=subprocess.PIPE, close_fds=True)
+    proc = subprocess.Popen(
+        [_cpersona(), "serve"],
+        env=_env(tmp_path),
+        stdin=secondary,
+        stdout=secondary,
+        stderr=subprocess.PIPE,
+        close_fds=True,
+    )
     os.close(secondary)
     try:
         assert proc.stderr is not None
@@ -56,6 +67,8 @@ def test_serve_from_a_terminal_says_what_it_is_and_stops_on_ctrl_d(tmp_path: Pat
 
 @pytest.mark.slow
 def test_serve_under_a_host_pipe_prints_no_explanation(tmp_path: Path) -> None:
-    done = subprocess.run([_cpersona(), "serve"], env=_env(tmp_path), input=b"", capture_output=True, timeout=60)
+    done = subprocess.run(
+        [_cpersona(), "serve"], env=_env(tmp_path), input=b"", capture_output=True, timeout=60
+    )
     assert done.returncode == 0
     assert HINT.encode() not in done.stderr and done.stdout == b""

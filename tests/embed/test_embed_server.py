@@ -52,7 +52,10 @@ def test_embed_returns_model_vectors(server: EmbedHTTPServer, minilm_backend: On
 def test_health(server: EmbedHTTPServer) -> None:
     status, payload = request(server.url + "/health", method="GET")
     assert status == 200 and payload == {
-        "status": "ok", "model": "all-minilm-l6-v2", "dimension": 384, "roles": ["document", "query"],
+        "status": "ok",
+        "model": "all-minilm-l6-v2",
+        "dimension": 384,
+        "roles": ["document", "query"],
         "pid": os.getpid(),
     }
 
@@ -62,7 +65,9 @@ def test_the_query_role_embeds_as_a_query(server: EmbedHTTPServer, minilm_backen
     body = json.dumps({"texts": ["where is the cat", "the mat"], "role": "query"}).encode()
     status, payload = request(server.url + "/embed", body)
     assert status == 200
-    expected = np.stack([minilm_backend.embed_query("where is the cat"), minilm_backend.embed_query("the mat")])
+    expected = np.stack(
+        [minilm_backend.embed_query("where is the cat"), minilm_backend.embed_query("the mat")]
+    )
     np.testing.assert_allclose(np.array(payload["embeddings"]), expected, atol=1e-6)
     status, payload = request(server.url + "/embed", json.dumps({"texts": ["x"], "role": 3}).encode())
     assert status == 400 and "role" in payload["error"]
@@ -97,8 +102,19 @@ def test_cli_embed_server_serves_until_ctrl_c(minilm_models_dir: Path) -> None:
     # The command runs the library's serve_embed: it answers /embed, and SIGINT ends it with exit 0.
     exe = Path(sys.executable).with_name("cpersona")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
-    env.update(CPERSONA_EMBEDDING_MODE="onnx", CPERSONA_AUTO_FETCH_MODEL="false", CPERSONA_UPDATE_CHECK="false")
-    cmd = [str(exe), "embed-server", "--model", "all-minilm-l6-v2", "--dir", str(minilm_models_dir), "--port", "0"]
+    env.update(
+        CPERSONA_EMBEDDING_MODE="onnx", CPERSONA_AUTO_FETCH_MODEL="false", CPERSONA_UPDATE_CHECK="false"
+    )
+    cmd = [
+        str(exe),
+        "embed-server",
+        "--model",
+        "all-minilm-l6-v2",
+        "--dir",
+        str(minilm_models_dir),
+        "--port",
+        "0",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None

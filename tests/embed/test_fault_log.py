@@ -16,8 +16,12 @@ from cpersona.health.state import HealthState
 
 def test_persistent_fault_warns_once_then_debug(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings = Settings(
-        db_path=tmp_path / "memory.db", models_dir=tmp_path / "no-models", embedding_mode="onnx",
-        embedding_model="all-minilm-l6-v2", update_check=False, auto_fetch_model=False,
+        db_path=tmp_path / "memory.db",
+        models_dir=tmp_path / "no-models",
+        embedding_mode="onnx",
+        embedding_model="all-minilm-l6-v2",
+        update_check=False,
+        auto_fetch_model=False,
     )
     service = EmbeddingService(create_backend(settings), HealthState(True), retry_seconds=0.05)
     caplog.set_level(logging.DEBUG, logger="cpersona")

@@ -48,7 +48,10 @@ print(loaded, rss_mb())
 def _rss(models_dir: Path, trim: str) -> tuple[int, int]:
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(models_dir / "all-minilm-l6-v2"), trim],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
     ).stdout.split()
     return int(out[-2]), int(out[-1])
 

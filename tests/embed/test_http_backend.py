@@ -139,7 +139,10 @@ def test_factory_modes(tmp_path) -> None:  # type: ignore[no-untyped-def]
     )
     assert isinstance(http, HttpBackend) and http.timeout == 3
     onnx_settings = Settings(
-        models_dir=tmp_path, embedding_model="all-minilm-l6-v2", embedding_dim=None, runtime_dir=tmp_path / "run"
+        models_dir=tmp_path,
+        embedding_model="all-minilm-l6-v2",
+        embedding_dim=None,
+        runtime_dir=tmp_path / "run",
     )
     shared = create_backend(onnx_settings)
     # Shared by default (one copy per machine); the wrapped backend is the ordinary in-process one.

@@ -182,7 +182,9 @@ def test_wrong_pooling_fails(minilm_models_dir: Path, pooling: str) -> None:
 def test_wrong_pooling_is_not_installed(minilm_source_dir: Path, tmp_path: Path, pooling: str) -> None:
     models = tmp_path / "models"
     with pytest.raises(FetchError) as info:
-        install_from(minilm_source_dir, replace(load_manifest(MINILM), pooling=pooling), models, io.StringIO())
+        install_from(
+            minilm_source_dir, replace(load_manifest(MINILM), pooling=pooling), models, io.StringIO()
+        )
     assert info.value.kind == "self_test_failed"
     message = str(info.value)
     assert "not installed" in message and "pair 5" in message and "own document cos" in message
@@ -193,7 +195,9 @@ def test_missing_normalisation_fails_on_the_norm_check(
     minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A runtime that cuts but forgets to normalise (the backend's own step replaced by a plain slice).
-    monkeypatch.setattr(onnx_backend, "truncate_and_normalise", lambda v, dim: v if dim is None else v[..., :dim])
+    monkeypatch.setattr(
+        onnx_backend, "truncate_and_normalise", lambda v, dim: v if dim is None else v[..., :dim]
+    )
     result = run_self_test(_backend(minilm_models_dir))
     assert result is not None and not result.passed
     assert "not L2-normalised" in result.evidence()
@@ -230,7 +234,9 @@ def test_swapped_prompts_fail_for_this_prompt_pair(minilm_models_dir: Path) -> N
     assert result is not None and not result.passed and "pair 4 [en]" in result.evidence()
 
 
-def test_a_matryoshka_cut_the_model_was_not_trained_for_fails(minilm_source_dir: Path, tmp_path: Path) -> None:
+def test_a_matryoshka_cut_the_model_was_not_trained_for_fails(
+    minilm_source_dir: Path, tmp_path: Path
+) -> None:
     variant = replace(load_manifest(MINILM), matryoshka_dims=(32,))
     models = tmp_path / "models"
     with pytest.raises(FetchError) as info:
@@ -278,7 +284,9 @@ def test_models_check_table_and_exit_code(
     shuffled_tokenizer(minilm_source_dir / "tokenizer.json", target / "tokenizer.json")
     record = read_record(target)
     assert record is not None
-    record.files["tokenizer.json"] = record_file(target, "tokenizer.json", sha256_file(target / "tokenizer.json"))
+    record.files["tokenizer.json"] = record_file(
+        target, "tokenizer.json", sha256_file(target / "tokenizer.json")
+    )
     write_record(target, record)
     assert run(["models", "--check", "--json"], settings) == 1
     (row,) = json.loads(capsys.readouterr().out)

@@ -222,7 +222,9 @@ def test_the_unix_server_answers_bad_requests_with_400(minilm_models_dir: Path, 
             ({"texts": ["x"] * 33}, "at most 32"),
         ):
             conn = UnixHTTPConnection(host.socket_path, 10)
-            conn.request("POST", "/embed", body=json.dumps(body), headers={"Content-Type": "application/json"})
+            conn.request(
+                "POST", "/embed", body=json.dumps(body), headers={"Content-Type": "application/json"}
+            )
             response = conn.getresponse()
             assert response.status == 400
             assert fragment in json.loads(response.read())["error"]
@@ -231,8 +233,13 @@ def test_the_unix_server_answers_bad_requests_with_400(minilm_models_dir: Path, 
         conn.request("GET", "/health")
         health = json.loads(conn.getresponse().read())
         conn.close()
-        assert health == {"status": "ok", "model": MINILM, "dimension": 384, "roles": ["document", "query"],
-                          "pid": os.getpid()}
+        assert health == {
+            "status": "ok",
+            "model": MINILM,
+            "dimension": 384,
+            "roles": ["document", "query"],
+            "pid": os.getpid(),
+        }
     finally:
         host.close()
 
@@ -295,13 +302,18 @@ def test_a_client_process_never_imports_the_runtime(minilm_models_dir: Path, run
         host.load()
         done = subprocess.run(
             [sys.executable, "-c", CLIENT_SCRIPT, str(minilm_models_dir), str(run_dir)],
-            capture_output=True, text=True, timeout=120, check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert done.returncode == 0, done.stderr
         answer = json.loads(done.stdout)
         assert answer["role"] == CLIENT
         assert answer["onnxruntime"] is False and answer["tokenizers"] is False
-        np.testing.assert_allclose(answer["vector"], host.embed_query("a kitten is resting on a rug"), atol=1e-6)
+        np.testing.assert_allclose(
+            answer["vector"], host.embed_query("a kitten is resting on a rug"), atol=1e-6
+        )
     finally:
         host.close()
 
@@ -310,11 +322,18 @@ def test_two_memories_share_one_model_and_say_so(minilm_models_dir: Path, tmp_pa
     from cpersona.memory import Memory
 
     settings = Settings(
-        db_path=tmp_path / "memory.db", models_dir=minilm_models_dir, embedding_model=MINILM,
-        runtime_dir=tmp_path / "run", update_check=False, auto_fetch_model=False,
+        db_path=tmp_path / "memory.db",
+        models_dir=minilm_models_dir,
+        embedding_model=MINILM,
+        runtime_dir=tmp_path / "run",
+        update_check=False,
+        auto_fetch_model=False,
         operating_context_path=tmp_path / "operating-context.toml",
     )
-    with Memory(settings, start_background=False) as first, Memory(settings, start_background=False) as second:
+    with (
+        Memory(settings, start_background=False) as first,
+        Memory(settings, start_background=False) as second,
+    ):
         assert first.embeddings.try_load() and second.embeddings.try_load()
         one, two = first.embedding_status(), second.embedding_status()
         assert (one["sharing"]["role"], two["sharing"]["role"]) == (HOST, CLIENT)
@@ -328,5 +347,8 @@ def test_two_memories_share_one_model_and_say_so(minilm_models_dir: Path, tmp_pa
         recalled = second.recall("shared", "A kitten is resting on a rug")
         assert recalled["results"][-1]["match_reason"].get("cosine") is not None
         assert second.embedding_status()["sharing"] == {
-            "role": HOST, "host_pid": os.getpid(), "socket": two["sharing"]["socket"], "takeovers": 1
+            "role": HOST,
+            "host_pid": os.getpid(),
+            "socket": two["sharing"]["socket"],
+            "takeovers": 1,
         }

@@ -49,7 +49,10 @@ def test_missing_model_is_a_fault_naming_the_fetch_command_and_recovery_rearms(
 ) -> None:
     models = tmp_path / "models"
     settings = Settings(
-        db_path=tmp_path / "m.db", embedding_mode="onnx", models_dir=models, embedding_model="all-minilm-l6-v2"
+        db_path=tmp_path / "m.db",
+        embedding_mode="onnx",
+        models_dir=models,
+        embedding_model="all-minilm-l6-v2",
     )
     mem = Memory(settings, start_background=False)
     try:
@@ -88,7 +91,10 @@ def test_corrupt_model_bytes_are_a_fault(tmp_path: Path, minilm_source_dir: Path
     data[len(data) // 2 : len(data) // 2 + 64] = b"\xff" * 64
     onnx_file.write_bytes(bytes(data))
     settings = Settings(
-        db_path=tmp_path / "m.db", embedding_mode="onnx", models_dir=models, embedding_model="all-minilm-l6-v2"
+        db_path=tmp_path / "m.db",
+        embedding_mode="onnx",
+        models_dir=models,
+        embedding_model="all-minilm-l6-v2",
     )
     with Memory(settings, start_background=False) as mem:
         assert not mem.embeddings.try_load()

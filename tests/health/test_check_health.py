@@ -26,10 +26,17 @@ def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
     if request.param == "postgres":
         cluster: PgCluster = request.getfixturevalue("pg_cluster")
         url = cluster.create()
-    settings = Settings(db_path=tmp_path / "memory.db", db_url=url, pg_vector_index=PG_VECTOR_INDEX,
-                        models_dir=tmp_path / "models", embedding_mode="none",
-                        update_check=False, auto_fetch_model=False, max_content_length=CAP,
-                        operating_context_path=tmp_path / "operating-context.toml")
+    settings = Settings(
+        db_path=tmp_path / "memory.db",
+        db_url=url,
+        pg_vector_index=PG_VECTOR_INDEX,
+        models_dir=tmp_path / "models",
+        embedding_mode="none",
+        update_check=False,
+        auto_fetch_model=False,
+        max_content_length=CAP,
+        operating_context_path=tmp_path / "operating-context.toml",
+    )
     try:
         with Memory(settings, backend=NoEmbeddings()) as memory:
             memory.wait_until_ready(5)
@@ -39,7 +46,9 @@ def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
             cluster.drop(url)
 
 
-def by_check(result: dict[str, Any], severities: tuple[str, ...] = ("critical", "warn")) -> dict[str, list[dict[str, Any]]]:
+def by_check(
+    result: dict[str, Any], severities: tuple[str, ...] = ("critical", "warn")
+) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for f in result["findings"]:
         if f["severity"] in severities:
@@ -70,7 +79,9 @@ def test_every_damage_is_found_fixed_and_clean_on_the_next_run(mem: Memory) -> N
     rows = damage_rows(path, "victim")
     files = damage_file(path, "victim")
     # The keyword-index damage exists only where the engine does not keep the index itself (SQLite FTS5).
-    damaged = {"schema", "duplicates", "oversized", "invalid_json", "timestamps", "tasks"} | (set() if pg else {"fts"})
+    damaged = {"schema", "duplicates", "oversized", "invalid_json", "timestamps", "tasks"} | (
+        set() if pg else {"fts"}
+    )
 
     report = mem.check_health()
     assert report["status"] == "unhealthy"  # a missing unique index (and, on SQLite, trigger) is critical
@@ -179,7 +190,9 @@ def test_repairs_are_bounded_and_report_remaining(mem: Memory) -> None:
     with connect(location(mem)) as raw:
         raw.executemany(
             "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('bulk', ?, '2024-05-06 07:08:09', "
-            "'2026-01-01T00:00:00.000000Z')", [(f"row {i}",) for i in range(n)])
+            "'2026-01-01T00:00:00.000000Z')",
+            [(f"row {i}",) for i in range(n)],
+        )
     first = mem.check_health("bulk", fix=True, checks=["timestamps"])
     assert first["repairs"]["timestamps"] == {"fixed": MAX_REPAIRS_PER_CHECK, "remaining": 5}
     assert first["status"] == "degraded"
@@ -200,8 +213,11 @@ def test_empty_content_is_reported_not_deleted(mem: Memory) -> None:
 
 def test_oversized_profiles_are_cut(mem: Memory) -> None:
     cap = mem.settings.max_profile_length
-    execute(location(mem), "INSERT INTO profiles(agent_id, content, updated_at) VALUES ('pr', ?, "
-            "'2026-01-01T00:00:00.000000Z')", ("p" * (cap + 10),))
+    execute(
+        location(mem),
+        "INSERT INTO profiles(agent_id, content, updated_at) VALUES ('pr', ?, '2026-01-01T00:00:00.000000Z')",
+        ("p" * (cap + 10),),
+    )
     assert "oversized" in by_check(mem.check_health("pr"))
     mem.check_health("pr", fix=True)
     assert len(mem.get_profile("pr")["profile"]) == cap
@@ -210,16 +226,22 @@ def test_oversized_profiles_are_cut(mem: Memory) -> None:
 
 def test_a_malformed_operating_context_is_a_warning_and_off_is_silent(mem: Memory) -> None:
     path = mem.settings.operating_context_path
-    assert "operating_context" not in by_check(mem.check_health(), ("critical", "warn", "info"))  # missing: normal
+    assert "operating_context" not in by_check(
+        mem.check_health(), ("critical", "warn", "info")
+    )  # missing: normal
     path.write_text('[rules]\nlanguage = "English"\n', encoding="utf-8")
     assert mem.check_health()["status"] == "healthy"
     path.write_text('[rules]\nlanguage = "English"\ntone = \n', encoding="utf-8")  # no value on line 3
     report = mem.check_health(fix=True)
     assert report["status"] == "degraded"
     (finding,) = by_check(report)["operating_context"]
-    assert finding["severity"] == "warn" and "line 3" in finding["message"] and str(path) in finding["message"]
+    assert (
+        finding["severity"] == "warn" and "line 3" in finding["message"] and str(path) in finding["message"]
+    )
     assert "report only" in finding["fix"] and "operating_context" not in report["repairs"]
-    assert path.read_text(encoding="utf-8").endswith("tone = \n")  # fix=true never touches the operator's file
+    assert path.read_text(encoding="utf-8").endswith(
+        "tone = \n"
+    )  # fix=true never touches the operator's file
     # Scoped to an agent it still runs (the file is not an agent's), and checks=[...] can ask for it alone.
     assert report["checks"]["operating_context"]["status"] == "degraded"
     assert mem.check_health("someone", checks=["operating_context"])["status"] == "degraded"

@@ -19,17 +19,25 @@ from cpersona.services.maintenance import UnknownCheck
 @BOTH_ENGINES
 def test_semantic_findings_are_reported_and_nothing_changes(memory: Memory) -> None:
     memory.store("d", "ok")  # short, anonymous
-    named = memory.store("d", "the deploy script lives in tools/deploy.sh",
-                         source={"type": "user", "id": "u1", "name": "Ann"})
+    named = memory.store(
+        "d", "the deploy script lives in tools/deploy.sh", source={"type": "user", "id": "u1", "name": "Ann"}
+    )
     memory.update_profile("d", "Ann runs the deploys")
-    orphan = memory.archive_episode("d", "a session about something", history=[
-        {"role": "user", "content": "x", "timestamp": "2020-01-01T00:00:00Z"},
-        {"role": "user", "content": "y", "timestamp": "2020-01-02T00:00:00Z"}])
+    orphan = memory.archive_episode(
+        "d",
+        "a session about something",
+        history=[
+            {"role": "user", "content": "x", "timestamp": "2020-01-01T00:00:00Z"},
+            {"role": "user", "content": "y", "timestamp": "2020-01-02T00:00:00Z"},
+        ],
+    )
     with connect(location(memory)) as raw:
         raw.execute("UPDATE profiles SET updated_at = '2020-01-01T00:00:00.000000Z' WHERE agent_id = 'd'")
-        raw.executemany("INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('d', ?, "
-                         "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')",
-                         [(f"later memory number {i} with enough text",) for i in range(20)])
+        raw.executemany(
+            "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('d', ?, "
+            "'2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')",
+            [(f"later memory number {i} with enough text",) for i in range(20)],
+        )
     before = memory.list_memories("d", limit=100)["items"]
     result = memory.deep_check("d", fix=True)
     assert result["ok"] is True and result["checks_run"] == deep_check_names() and result["fixed"] == 0
@@ -41,7 +49,9 @@ def test_semantic_findings_are_reported_and_nothing_changes(memory: Memory) -> N
     assert by["orphaned_episodes"]["refs"] == [orphan["ref"]]
     assert memory.list_memories("d", limit=100)["items"] == before
     # Another agent's rows are never part of the pass.
-    assert {f["check"] for f in memory.deep_check("nobody")["findings"]} == {"near_duplicates"}  # skipped: no model
+    assert {f["check"] for f in memory.deep_check("nobody")["findings"]} == {
+        "near_duplicates"
+    }  # skipped: no model
 
 
 def test_unknown_deep_check_is_refused(memory: Memory) -> None:
@@ -55,9 +65,16 @@ def test_unknown_deep_check_is_refused(memory: Memory) -> None:
 def test_near_duplicates_by_embedding_with_minilm(
     tmp_path: Path, minilm_models_dir: Path, new_db_url: Callable[[], str | None]
 ) -> None:
-    settings = Settings(db_path=tmp_path / "memory.db", db_url=new_db_url(), pg_vector_index=PG_VECTOR_INDEX,
-                        embedding_mode="onnx", models_dir=minilm_models_dir,
-                        embedding_model="all-minilm-l6-v2", auto_fetch_model=False, update_check=False)
+    settings = Settings(
+        db_path=tmp_path / "memory.db",
+        db_url=new_db_url(),
+        pg_vector_index=PG_VECTOR_INDEX,
+        embedding_mode="onnx",
+        models_dir=minilm_models_dir,
+        embedding_model="all-minilm-l6-v2",
+        auto_fetch_model=False,
+        update_check=False,
+    )
     with Memory(settings) as mem:
         assert mem.wait_until_ready(120)
         a = mem.store("n", "The staging database moved to port 5433.")

@@ -41,7 +41,12 @@ def switch(clock: FakeClock) -> PersistenceSwitch:
 
 def test_not_paused_by_default(switch: PersistenceSwitch) -> None:
     assert switch.status() == {
-        "ok": True, "paused": False, "remaining_seconds": 0, "since": None, "until": None, "ttl_seconds": None,
+        "ok": True,
+        "paused": False,
+        "remaining_seconds": 0,
+        "since": None,
+        "until": None,
+        "ttl_seconds": None,
     }
     switch.check_writable("store")  # does not raise
     assert switch.effective_fix(True) == (True, None)
@@ -64,7 +69,9 @@ def test_pause_reports_its_window_and_expires_by_itself(switch: PersistenceSwitc
     switch.check_writable("update_memory")
 
 
-def test_pausing_again_replaces_the_window_and_resume_ends_it(switch: PersistenceSwitch, clock: FakeClock) -> None:
+def test_pausing_again_replaces_the_window_and_resume_ends_it(
+    switch: PersistenceSwitch, clock: FakeClock
+) -> None:
     switch.pause(3600)
     clock.advance(10)
     again = switch.pause(5)
@@ -164,7 +171,9 @@ def test_every_write_is_a_no_op_while_paused(memory: Memory) -> None:
     assert memory.list_memories("a")["items"][-1]["recall_count"] == 1
 
 
-def test_pause_expires_for_the_process(memory: Memory, monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> None:
+def test_pause_expires_for_the_process(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, clock: FakeClock
+) -> None:
     monkeypatch.setattr(persistence.PROCESS, "_clock", lambda: clock.mono)
     persistence.PROCESS.pause(10)
     assert memory.store("b", "while paused")["persisted"] is False

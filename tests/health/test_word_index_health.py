@@ -16,8 +16,13 @@ from cpersona.memory import Memory
 
 @pytest.fixture
 def mem(tmp_path: Path) -> Iterator[Memory]:
-    settings = Settings(db_path=tmp_path / "memory.db", models_dir=tmp_path / "models", embedding_mode="none",
-                        update_check=False, auto_fetch_model=False)
+    settings = Settings(
+        db_path=tmp_path / "memory.db",
+        models_dir=tmp_path / "models",
+        embedding_mode="none",
+        update_check=False,
+        auto_fetch_model=False,
+    )
     with Memory(settings, backend=NoEmbeddings()) as memory:
         memory.wait_until_ready(5)
         yield memory
@@ -33,15 +38,21 @@ def test_word_index_damage_is_found_and_fixed(mem: Memory) -> None:
     kept = mem.store("a", "the athlete runs every morning")["id"]
     stale = mem.store("a", "a row whose text changes behind the index")["id"]
     with closing(sqlite3.connect(str(mem.storage.path), isolation_level=None)) as conn:
-        conn.execute("INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', ?, ?)",
-                     (kept, "the athlete runs every morning"))
+        conn.execute(
+            "INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', ?, ?)",
+            (kept, "the athlete runs every morning"),
+        )
         conn.execute("DROP TRIGGER memories_words_insert")
         conn.execute("DROP TRIGGER memories_words_update")
-        unindexed = int(conn.execute(
-            "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', 'swims daily', 't', 't')"
-        ).lastrowid)
-        conn.execute("UPDATE memories SET content = 'now a much longer text with many more words in it' "
-                     "WHERE id = ?", (stale,))
+        unindexed = int(
+            conn.execute(
+                "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', 'swims daily', 't', 't')"
+            ).lastrowid
+        )
+        conn.execute(
+            "UPDATE memories SET content = 'now a much longer text with many more words in it' WHERE id = ?",
+            (stale,),
+        )
 
     report = mem.check_health()
     assert report["status"] == "unhealthy"

@@ -104,7 +104,9 @@ def test_bad_beta_is_refused(bad: Any) -> None:
 def test_the_probe_set_ships_with_the_package() -> None:
     probes = cal.probe_questions()
     assert 60 <= len(probes) <= 100 and all(p.endswith("?") for p in probes)
-    assert cal.gate_percentile(2.0) == 95 and cal.gate_percentile(1.0) == 90 and cal.gate_percentile(0.5) == 75
+    assert (
+        cal.gate_percentile(2.0) == 95 and cal.gate_percentile(1.0) == 90 and cal.gate_percentile(0.5) == 75
+    )
 
 
 @pytest.mark.parametrize(
@@ -143,7 +145,10 @@ def test_one_matcher_per_query_agrees_with_the_rule_on_every_row(query: str, tex
 
 def test_identifier_tokens() -> None:
     assert identifier_tokens("is ERR_PAY_4021, v2.4 or fooBar ok? a-b x1 Plain") == [
-        "ERR_PAY_4021", "v2.4", "fooBar", "a-b"
+        "ERR_PAY_4021",
+        "v2.4",
+        "fooBar",
+        "a-b",
     ]
 
 
@@ -155,7 +160,9 @@ def test_autocut_keeps_at_least_the_minimum_and_cuts_only_a_standing_out_gap() -
     assert autocut([0.9, 0.2], 3) == 2
 
 
-def scored(ref: str, signal: str, score: float, cosine: float | None, channels: dict[str, float]) -> ScoredRow:
+def scored(
+    ref: str, signal: str, score: float, cosine: float | None, channels: dict[str, float]
+) -> ScoredRow:
     kind, rid = ref.split(":")
     fused = fusion.Fused(ref, score, signal, cosine=cosine, channels=dict(channels))
     row = {"type": "memory" if kind == "mem" else "episode", "id": int(rid), "content": f"row {rid}"}
@@ -173,8 +180,10 @@ def gate(threshold: float, min_results: int = 3) -> QualityGate:
 @pytest.mark.parametrize("signal", ["rrf", "rsf"])
 def test_autocut_never_fires_on_rrf_or_rsf_scores(signal: str) -> None:
     values = [1.0, 0.99, 0.98, 0.97, 0.2, 0.1]  # a huge gap after the 4th row
-    rows = [scored(f"mem:{i}", signal, v, 0.9 - i * 0.01, {"vector": v, "fts_memories": v})
-            for i, v in enumerate(values, start=1)]
+    rows = [
+        scored(f"mem:{i}", signal, v, 0.9 - i * 0.01, {"vector": v, "fts_memories": v})
+        for i, v in enumerate(values, start=1)
+    ]
     decision = gate(0.1).apply(rows, request(), GateEvidence(top_cosine=0.9))
     assert len(decision.rows) == len(values) and "autocut" not in decision.info
     assert all(r.similarity() is None for r in rows)
@@ -190,18 +199,24 @@ def test_autocut_fires_on_an_all_cosine_list() -> None:
 
 
 def test_a_failing_query_keeps_only_exact_matches() -> None:
-    rows = [scored("mem:1", "rrf", 0.03, 0.2, {"vector": 0.2}),
-            scored("mem:2", "rrf", 0.02, 0.1, {"fts_memories": 3.0})]
+    rows = [
+        scored("mem:1", "rrf", 0.03, 0.2, {"vector": 0.2}),
+        scored("mem:2", "rrf", 0.02, 0.1, {"fts_memories": 3.0}),
+    ]
     rows[1].row["content"] = "ticket ERR_PAY_4021 was closed"
     decision = gate(0.5).apply(rows, request("what is ERR_PAY_4021"), GateEvidence(top_cosine=0.2))
     assert decision.info["passed"] is False and decision.info["cut"] == 1
-    assert [r.row["id"] for r in decision.rows] == [2] and decision.rows[0].match_reason()["gate"] == "exact_match"
+    assert [r.row["id"] for r in decision.rows] == [2] and decision.rows[0].match_reason()[
+        "gate"
+    ] == "exact_match"
 
 
 def test_gate_fallback_only_under_confidence() -> None:
     def rows() -> list[ScoredRow]:
-        return [scored("mem:1", "rrf", 0.03, 0.2, {"vector": 0.2}),
-                scored("mem:2", "rrf", 0.02, 0.1, {"vector": 0.1, "fts_memories": 3.0})]
+        return [
+            scored("mem:1", "rrf", 0.03, 0.2, {"vector": 0.2}),
+            scored("mem:2", "rrf", 0.02, 0.1, {"vector": 0.1, "fts_memories": 3.0}),
+        ]
 
     off = gate(0.9).apply(rows(), request(), GateEvidence(top_cosine=0.2))
     assert off.rows == [] and off.info["keyed_on"] == "top_cosine"
@@ -219,4 +234,7 @@ def test_confidence_blend_is_on_the_cosine_scale_and_orders_as_documented() -> N
     assert confidence.blend(0.8, 1000, 24, False, 0) < confidence.blend(0.8, 1, 24, False, 0)
     assert confidence.blend(0.8, 0, None, True, 0) < confidence.blend(0.8, 0, None, False, 0)
     assert confidence.blend(0.8, 0, None, False, 20) > confidence.blend(0.8, 0, None, False, 0)
-    assert confidence.blend(-0.3, 0, None, False, 0) == 0.0 and confidence.blend(0.99, 0, None, False, 100) <= 1.0
+    assert (
+        confidence.blend(-0.3, 0, None, False, 0) == 0.0
+        and confidence.blend(0.99, 0, None, False, 100) <= 1.0
+    )

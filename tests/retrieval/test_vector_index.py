@@ -19,7 +19,9 @@ def _unit(seed: int, dim: int = 8) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def _insert(db: Database, agent: str, seed: int, model: str = "m", project: str = "", channel: str = "") -> int:
+def _insert(
+    db: Database, agent: str, seed: int, model: str = "m", project: str = "", channel: str = ""
+) -> int:
     with db.write() as conn:
         cur = conn.execute(
             "INSERT INTO memories(agent_id, project_id, channel, content, timestamp, created_at, embedding, "
@@ -87,6 +89,10 @@ def test_dot_is_the_matrix_vector_product_on_one_thread() -> None:
     query = _unit(4, 384)
     scores = dot(matrix, query)
     assert scores.dtype == np.float32 and scores.shape == (2000,)
-    np.testing.assert_allclose(scores, matrix.astype(np.float64) @ query.astype(np.float64), rtol=1e-5, atol=1e-5)
-    assert np.array_equal(np.argsort(-scores, kind="stable")[:10], np.argsort(-(matrix @ query), kind="stable")[:10])
+    np.testing.assert_allclose(
+        scores, matrix.astype(np.float64) @ query.astype(np.float64), rtol=1e-5, atol=1e-5
+    )
+    assert np.array_equal(
+        np.argsort(-scores, kind="stable")[:10], np.argsort(-(matrix @ query), kind="stable")[:10]
+    )
     assert dot(matrix[:0], query).shape == (0,)

@@ -37,12 +37,24 @@ def _unit(seed: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def _store(store: SqliteStore, n: int, agent: str, project: str, channel: str, embedded: bool, model: str) -> int:
+def _store(
+    store: SqliteStore, n: int, agent: str, project: str, channel: str, embedded: bool, model: str
+) -> int:
     with store.write() as s:
         return s.memories.insert(
             NewMemory(
-                agent, project, channel, "", f"row {n} {agent}", None, None, "t", "t",
-                to_blob(_unit(n)) if embedded else None, model if embedded else None, DIM if embedded else None,
+                agent,
+                project,
+                channel,
+                "",
+                f"row {n} {agent}",
+                None,
+                None,
+                "t",
+                "t",
+                to_blob(_unit(n)) if embedded else None,
+                model if embedded else None,
+                DIM if embedded else None,
             )
         )
 
@@ -79,7 +91,9 @@ def _assert_equal_to_fresh(index: VectorIndex, store: SqliteStore) -> None:
         fresh = VectorIndex("memories", MODEL, DIM)
         fresh.sync(s.vectors)
     assert len(index) == len(fresh) == len(_reference(store))
-    scopes = [Scope(None)] + [Scope(a, p, c) for a in AGENTS for p in (None, *PROJECTS) for c in (None, *CHANNELS, "discord")]
+    scopes = [Scope(None)] + [
+        Scope(a, p, c) for a in AGENTS for p in (None, *PROJECTS) for c in (None, *CHANNELS, "discord")
+    ]
     for seed in range(2):
         q = _unit(1000 + seed)
         for scope in scopes:
@@ -93,8 +107,14 @@ def _assert_equal_to_fresh(index: VectorIndex, store: SqliteStore) -> None:
 
 
 _op = st.one_of(
-    st.tuples(st.just("store"), st.sampled_from(AGENTS), st.sampled_from(PROJECTS), st.sampled_from(CHANNELS),
-              st.booleans(), st.sampled_from((MODEL, MODEL, "other"))),
+    st.tuples(
+        st.just("store"),
+        st.sampled_from(AGENTS),
+        st.sampled_from(PROJECTS),
+        st.sampled_from(CHANNELS),
+        st.booleans(),
+        st.sampled_from((MODEL, MODEL, "other")),
+    ),
     st.tuples(st.just("reembed"), st.integers(0, 10**6)),
     st.tuples(st.just("backfill"), st.integers(0, 10**6)),
     st.tuples(st.just("clear"), st.integers(0, 10**6)),
@@ -140,8 +160,9 @@ def test_index_equals_fresh_load_after_any_interleaving(ops: list[tuple[bool, tu
                         s.memories.update_content(pick, f"edited {n}")
                 elif kind == "move":
                     with store.write() as s:  # a channel-axis migration or an agent rename moves rows
-                        s.conn.execute("UPDATE memories SET agent_id = ?, channel = ? WHERE id = ?",
-                                       (op[2], op[3], pick))
+                        s.conn.execute(
+                            "UPDATE memories SET agent_id = ?, channel = ? WHERE id = ?", (op[2], op[3], pick)
+                        )
                 elif kind == "delete":
                     with store.write() as s:
                         s.memories.delete(pick)
@@ -208,8 +229,9 @@ def test_a_pruned_change_log_forces_a_full_reload(tmp_path: Path) -> None:
     with store.write() as s:
         s.memories.delete(ids[0])
         # Another long-lived writer churned the log past what this index saw.
-        s.conn.executemany("INSERT INTO vector_changes(tbl, row_id) VALUES ('episodes', ?)",
-                           [(i,) for i in range(70_000)])
+        s.conn.executemany(
+            "INSERT INTO vector_changes(tbl, row_id) VALUES ('episodes', ?)", [(i,) for i in range(70_000)]
+        )
         oldest = s.conn.execute("SELECT MIN(seq) FROM vector_changes").fetchone()[0]
     assert oldest > 2  # the trigger pruned it
     with store.read() as s:
@@ -273,8 +295,22 @@ def test_top10_equals_brute_force_float32_at_scale(tmp_path: Path) -> None:
             v /= np.linalg.norm(v)
             if n % 50 == 0:  # exact duplicates: ties must break on the newer id
                 v = _unit(1)
-            s.memories.insert(NewMemory(AGENTS[n % 3], PROJECTS[n % 2], CHANNELS[n % 5 == 0], "", f"r{n}",
-                                        None, None, "t", "t", to_blob(v), MODEL, DIM))
+            s.memories.insert(
+                NewMemory(
+                    AGENTS[n % 3],
+                    PROJECTS[n % 2],
+                    CHANNELS[n % 5 == 0],
+                    "",
+                    f"r{n}",
+                    None,
+                    None,
+                    "t",
+                    "t",
+                    to_blob(v),
+                    MODEL,
+                    DIM,
+                )
+            )
     index = VectorIndex("memories", MODEL, DIM)
     with store.read() as s:
         index.sync(SqliteVectorFeed(s.conn))

@@ -34,4 +34,3 @@ def tool_memory(tmp_path: Path) -> Iterator[tuple[Memory, Settings]]:
     with Memory(settings) as memory:
         memory.wait_until_ready(5)
         yield memory, settings
-

@@ -24,14 +24,35 @@ from anyio.from_thread import start_blocking_portal
 
 #: The 30 tools of SPEC §5, written out from the spec (not derived from the registry), in its order.
 SPEC_TOOL_NAMES = (
-    "store", "recall", "recall_with_context", "get_contents", "archive_episode", "update_memory",
-    "get_profile", "update_profile", "get_operating_context",
-    "list_memories", "list_episodes", "get_queue_status",
-    "lock_memory", "unlock_memory", "delete_memory", "delete_episode", "delete_agent_data",
-    "calibrate_threshold", "set_recall_precision", "get_recall_precision",
-    "export_memories", "import_memories", "merge_memories", "migrate_channel_axis",
-    "check_health", "deep_check",
-    "pause_persistence", "resume_persistence", "persistence_status",
+    "store",
+    "recall",
+    "recall_with_context",
+    "get_contents",
+    "archive_episode",
+    "update_memory",
+    "get_profile",
+    "update_profile",
+    "get_operating_context",
+    "list_memories",
+    "list_episodes",
+    "get_queue_status",
+    "lock_memory",
+    "unlock_memory",
+    "delete_memory",
+    "delete_episode",
+    "delete_agent_data",
+    "calibrate_threshold",
+    "set_recall_precision",
+    "get_recall_precision",
+    "export_memories",
+    "import_memories",
+    "merge_memories",
+    "migrate_channel_axis",
+    "check_health",
+    "deep_check",
+    "pause_persistence",
+    "resume_persistence",
+    "persistence_status",
     "check_update",
 )
 
@@ -132,9 +153,20 @@ def http_server(
     log_path = tmp / "server.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [cpersona_executable(), "serve", "--transport", "streamable-http", "--host", bind,
-             "--port", str(port)],
-            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            [
+                cpersona_executable(),
+                "serve",
+                "--transport",
+                "streamable-http",
+                "--host",
+                bind,
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             _wait_for_port(port, proc, log_path)

@@ -19,14 +19,25 @@ from mcp_helpers import cpersona_executable, full_env, server_env
 
 PROTOCOL = "2025-06-18"
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": PROTOCOL,
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def tool_call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
 
 
 class RawStdio:
@@ -36,8 +47,11 @@ class RawStdio:
         self.stderr_path = tmp / "stderr.log"
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            [cpersona_executable(), "serve"], env=full_env(server_env(tmp, **env)),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            [cpersona_executable(), "serve"],
+            env=full_env(server_env(tmp, **env)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
         )
         self.replies: dict[Any, dict[str, Any]] = {}
         self.null_replies: list[dict[str, Any]] = []
@@ -52,7 +66,9 @@ class RawStdio:
 
     def send_line(self, line: str | bytes) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write((line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line) + b"\n")
+        self.proc.stdin.write(
+            (line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line) + b"\n"
+        )
         self.proc.stdin.flush()
 
     def send(self, message: dict[str, Any]) -> None:
@@ -107,8 +123,10 @@ class RawHttp:
     def __init__(self, url: str, token: str) -> None:
         self.url = url
         self.headers = {
-            "Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json", "MCP-Protocol-Version": PROTOCOL,
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": PROTOCOL,
         }
 
     def handshake(self) -> None:

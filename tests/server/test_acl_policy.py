@@ -72,8 +72,15 @@ def test_odd_agent_ids_round_trip(tmp_path: Path) -> None:
         ('[clients.a]\ngrants = { "x" = "read" }\n', 1, "token_sha256"),
         ('[clients.a]\ntoken_sha256 = "' + "a" * 64 + '"\ntoken = "plain"\n', 3, "unknown key 'token'"),
         ('\n[client.a]\ntoken_sha256 = "' + "a" * 64 + '"\n', 2, "unknown top-level key"),
-        ('[clients.a]\ntoken_sha256 = "' + "a" * 64 + '"\n\n[clients.b]\ntoken_sha256 = "' + "a" * 64 + '"\n',
-         4, "same token hash"),
+        (
+            '[clients.a]\ntoken_sha256 = "'
+            + "a" * 64
+            + '"\n\n[clients.b]\ntoken_sha256 = "'
+            + "a" * 64
+            + '"\n',
+            4,
+            "same token hash",
+        ),
         ('[clients.a]\ntoken_sha256 = "' + "a" * 64 + '"\ngrants = ["x"]\n', 3, "must be a table"),
     ],
 )
@@ -122,8 +129,9 @@ def test_every_agent_argument_is_checked() -> None:
     for spec in TOOLS:
         for name in spec.input_schema["properties"]:
             assert "agent" not in name or name.endswith("agent_id"), (spec.name, name)
-    assert named_agents({"source_agent_id": "a", "target_agent_id": "b", "agent_id": "c", "query": "agent_id"}) == [
-        "a", "b", "c"]
+    assert named_agents(
+        {"source_agent_id": "a", "target_agent_id": "b", "agent_id": "c", "query": "agent_id"}
+    ) == ["a", "b", "c"]
 
 
 def test_docs_state_each_tools_class() -> None:

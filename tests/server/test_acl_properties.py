@@ -42,8 +42,12 @@ def rows_of_b(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("acl-props")
     cfg = Settings(
-        db_path=tmp / "memory.db", models_dir=tmp / "models", embedding_mode="none",
-        update_check=False, auto_fetch_model=False, export_dir=tmp / "exports",
+        db_path=tmp / "memory.db",
+        models_dir=tmp / "models",
+        embedding_mode="none",
+        update_check=False,
+        auto_fetch_model=False,
+        export_dir=tmp / "exports",
     )
     with Memory(cfg) as memory:
         memory.wait_until_ready(5)
@@ -66,7 +70,12 @@ def test_a_read_client_never_reaches_another_agent(guarded: Any, tool: str, data
     check_response(response)
     assert rows_of_b(cfg.db_path) == before, (tool, arguments, response)
     text = json.dumps(response, ensure_ascii=False)
-    assert "seed b" not in text and "profile of b" not in text and "episode of b" not in text, (tool, response)
+    assert "seed b" not in text and "profile of b" not in text and "episode of b" not in text, (
+        tool,
+        response,
+    )
     rule = TOOL_ACCESS[tool]
-    if rule.level > Level.READ or (rule.admin_when and isinstance(arguments, dict) and arguments.get(rule.admin_when)):
+    if rule.level > Level.READ or (
+        rule.admin_when and isinstance(arguments, dict) and arguments.get(rule.admin_when)
+    ):
         assert response["ok"] is False, (tool, arguments, response)

@@ -33,15 +33,22 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         with mcp_session(stdio_target(server_env(tmp))) as opened:
             yield opened
     else:
-        with http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc), mcp_session(authed_transport(url)) as opened:
+        with (
+            http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
+            mcp_session(authed_transport(url)) as opened,
+        ):
             yield opened
 
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[Memory]:
     settings = Settings(
-        db_path=tmp_path / "memory.db", models_dir=tmp_path / "models", embedding_mode="none",
-        update_check=False, auto_fetch_model=False, operating_context_path=tmp_path / "ctx.toml",
+        db_path=tmp_path / "memory.db",
+        models_dir=tmp_path / "models",
+        embedding_mode="none",
+        update_check=False,
+        auto_fetch_model=False,
+        operating_context_path=tmp_path / "ctx.toml",
     )
     with Memory(settings) as opened:
         yield opened
@@ -86,15 +93,19 @@ def nested(depth: int) -> dict[str, Any]:
 def test_deep_metadata_string_is_rejected(session: McpSession) -> None:
     agent = next_agent()
     deep_text = '{"a":' * 5000 + "1" + "}" * 5000
-    response = session.call("store", {"agent_id": agent, "message": {"content": "deep", "metadata": deep_text}})
+    response = session.call(
+        "store", {"agent_id": agent, "message": {"content": "deep", "metadata": deep_text}}
+    )
     refused(response, "rejected")
     assert f"deeper than {MAX_JSON_DEPTH}" in response["error"]
     ok = session.call(
-        "store", {"agent_id": agent, "message": {"content": "deep enough", "metadata": nested(MAX_JSON_DEPTH)}}
+        "store",
+        {"agent_id": agent, "message": {"content": "deep enough", "metadata": nested(MAX_JSON_DEPTH)}},
     )
     assert ok["result"] == "stored", ok
     over = session.call(
-        "store", {"agent_id": agent, "message": {"content": "too deep", "metadata": nested(MAX_JSON_DEPTH + 1)}}
+        "store",
+        {"agent_id": agent, "message": {"content": "too deep", "metadata": nested(MAX_JSON_DEPTH + 1)}},
     )
     refused(over, "rejected")
     assert session.call("list_memories", {"agent_id": agent})["total"] == 1
@@ -137,7 +148,8 @@ def test_nul_in_identifiers_in_the_api(memory: Memory) -> None:
 
 def test_archive_episode_names_history(session: McpSession) -> None:
     response = session.call(
-        "archive_episode", {"agent_id": next_agent(), "summary": "s", "history": [{"role": "", "content": "x"}]}
+        "archive_episode",
+        {"agent_id": next_agent(), "summary": "s", "history": [{"role": "", "content": "x"}]},
     )
     assert response["ok"] is False and response["error_code"] == "invalid_input", response
     assert "history[0]" in response["error"] and "external_context" not in response["error"]

@@ -21,8 +21,11 @@ from cpersona.server.http_guard import bind_warning, is_loopback, transport_secu
 pytestmark = pytest.mark.slow
 
 TOKEN = "a-sixteen-char-token-and-more"
-BASE = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-        "MCP-Protocol-Version": PROTOCOL}
+BASE = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": PROTOCOL,
+}
 
 
 def initialize(url: str, **headers: str) -> httpx2.Response:
@@ -36,7 +39,10 @@ def port_of(url: str) -> int:
 
 @pytest.mark.parametrize("bind", ["0.0.0.0", "127.0.0.1"])
 def test_host_and_origin_checked_on_every_bind(tmp_path: Path, bind: str) -> None:
-    extra = {"CPERSONA_HTTP_ALLOWED_HOSTS": "memory.lan:*", "CPERSONA_HTTP_ALLOWED_ORIGINS": "https://app.example"}
+    extra = {
+        "CPERSONA_HTTP_ALLOWED_HOSTS": "memory.lan:*",
+        "CPERSONA_HTTP_ALLOWED_ORIGINS": "https://app.example",
+    }
     with http_server(tmp_path, bind, CPERSONA_AUTH_TOKEN=TOKEN, **extra) as (url, _proc):
         port = port_of(url)
         assert initialize(url, Host="evil.com").status_code == 421
@@ -66,7 +72,10 @@ def test_short_tokens_refused_at_start(tmp_path: Path, token: str) -> None:
     assert len(token) < MIN_TOKEN_CHARS
     done = subprocess.run(
         [cpersona_executable(), "serve", "--transport", "streamable-http", "--port", "1"],
-        env=full_env(server_env(tmp_path, CPERSONA_AUTH_TOKEN=token)), capture_output=True, text=True, timeout=60,
+        env=full_env(server_env(tmp_path, CPERSONA_AUTH_TOKEN=token)),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2, done.stderr
     assert f"at least {MIN_TOKEN_CHARS}" in done.stderr and "Traceback" not in done.stderr
@@ -81,7 +90,12 @@ def test_sixteen_characters_are_enough(tmp_path: Path) -> None:
 
 
 def test_allow_lists_and_warning_rules() -> None:
-    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.1.2.3")
+    assert (
+        is_loopback("127.0.0.1")
+        and is_loopback("::1")
+        and is_loopback("localhost")
+        and is_loopback("127.1.2.3")
+    )
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4") and not is_loopback("::")
     wide = Settings(http_host="0.0.0.0", http_allowed_hosts=("memory.lan",))
     security = transport_security(wide)

@@ -30,7 +30,9 @@ SHARED_TOKEN = "shared-token-that-must-not-work"
 
 
 def transport(url: str, token: str) -> Any:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=120))
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=120)
+    )
     return streamable_http_client(url, http_client=http)
 
 
@@ -58,9 +60,15 @@ def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclServer]:
     with http_server(tmp, CPERSONA_ACL_FILE=str(acl), CPERSONA_AUTH_TOKEN=SHARED_TOKEN) as (url, _proc):
         with mcp_session(transport(url, tokens["admin"])) as admin:
             seeded = {
-                "a": admin.call("store", {"agent_id": "agent-a", "message": {"content": "alpha keeps the keys"}}),
-                "b": admin.call("store", {"agent_id": "agent-b", "message": {"content": "bravo secret plan"}}),
-                "b_locked": admin.call("store", {"agent_id": "agent-b", "message": {"content": "bravo locked"}}),
+                "a": admin.call(
+                    "store", {"agent_id": "agent-a", "message": {"content": "alpha keeps the keys"}}
+                ),
+                "b": admin.call(
+                    "store", {"agent_id": "agent-b", "message": {"content": "bravo secret plan"}}
+                ),
+                "b_locked": admin.call(
+                    "store", {"agent_id": "agent-b", "message": {"content": "bravo locked"}}
+                ),
                 "b_ep": admin.call("archive_episode", {"agent_id": "agent-b", "summary": "bravo's episode"}),
             }
             assert all(r["ok"] for r in seeded.values()), seeded
@@ -73,18 +81,24 @@ def forbidden(response: dict[str, Any]) -> bool:
 
 def test_read_client_cannot_store_to_its_own_agent(acl_server: AclServer) -> None:
     with acl_server.session("reader") as reader:
-        refused = reader.call("store", {"agent_id": "agent-a", "message": {"content": "reader tries to write"}})
+        refused = reader.call(
+            "store", {"agent_id": "agent-a", "message": {"content": "reader tries to write"}}
+        )
         assert forbidden(refused), refused
         assert "reader" in refused["error"] and "write" in refused["error"]
-        assert reader.call("recall", {"agent_id": "agent-a", "query": "keys"})["results"][-1]["id"] == \
-            acl_server.seeded["a"]["id"]
+        assert (
+            reader.call("recall", {"agent_id": "agent-a", "query": "keys"})["results"][-1]["id"]
+            == acl_server.seeded["a"]["id"]
+        )
         for tool, args in [
             ("update_profile", {"agent_id": "agent-a", "profile": "nope"}),
             ("archive_episode", {"agent_id": "agent-a", "summary": "nope"}),
             ("delete_memory", {"memory_id": acl_server.seeded["a"]["id"]}),
             ("delete_agent_data", {"agent_id": "agent-a"}),
         ]:
-            assert forbidden(reader.call(tool, args)) or reader.call(tool, args)["error_code"] == "not_found", tool
+            assert (
+                forbidden(reader.call(tool, args)) or reader.call(tool, args)["error_code"] == "not_found"
+            ), tool
 
 
 def test_read_client_sees_and_touches_nothing_of_another_agent(acl_server: AclServer) -> None:
@@ -117,13 +131,19 @@ def test_read_client_sees_and_touches_nothing_of_another_agent(acl_server: AclSe
             ("delete_episode", {"episode_id": b_ep}),
         ]:
             response = reader.call(tool, args)
-            assert response["ok"] is False and response["error_code"] in {"not_found", "forbidden"}, (tool, response)
+            assert response["ok"] is False and response["error_code"] in {"not_found", "forbidden"}, (
+                tool,
+                response,
+            )
         # get_contents of B's ref under A's id: missing, never revealed
         got = reader.call("get_contents", {"agent_id": "agent-a", "refs": [f"mem:{b_id}"]})
         assert got["items"] == [] and got["missing"] == [f"mem:{b_id}"]
     with acl_server.session("writer") as writer:
         # a write client on A cannot edit or delete B's rows by id either
-        assert writer.call("update_memory", {"memory_id": b_id, "content": "defaced"})["error_code"] == "not_found"
+        assert (
+            writer.call("update_memory", {"memory_id": b_id, "content": "defaced"})["error_code"]
+            == "not_found"
+        )
         assert writer.call("delete_memory", {"memory_id": b_id})["error_code"] == "not_found"
         assert writer.call("delete_episode", {"episode_id": b_ep})["error_code"] == "not_found"
     with acl_server.session("admin") as admin:
@@ -161,14 +181,23 @@ def test_admin_client_can_export_and_manage(acl_server: AclServer) -> None:
 def test_wrong_or_shared_token_is_401(acl_server: AclServer) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    for auth in (None, "Bearer wrong-token-0123456789", f"Bearer {SHARED_TOKEN}",
-                 f"Bearer {acl_server.tokens['reader']}x", f"Basic {acl_server.tokens['reader']}"):
+    for auth in (
+        None,
+        "Bearer wrong-token-0123456789",
+        f"Bearer {SHARED_TOKEN}",
+        f"Bearer {acl_server.tokens['reader']}x",
+        f"Basic {acl_server.tokens['reader']}",
+    ):
         sent = dict(headers) if auth is None else {**headers, "Authorization": auth}
         response = httpx2.post(acl_server.url, json=body, headers=sent, timeout=10)
         assert response.status_code == 401, auth
         assert response.json()["error_code"] == "unauthorized"
-    ok = httpx2.post(acl_server.url, json=body, timeout=10,
-                     headers={**headers, "Authorization": f"bearer {acl_server.tokens['reader']}"})
+    ok = httpx2.post(
+        acl_server.url,
+        json=body,
+        timeout=10,
+        headers={**headers, "Authorization": f"bearer {acl_server.tokens['reader']}"},
+    )
     assert ok.status_code != 401
     with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the HTTP 401 in its own error group
         anyio.run(_connect, acl_server.url, SHARED_TOKEN)
@@ -184,11 +213,16 @@ async def _connect(url: str, token: str) -> None:
 
 def test_malformed_acl_refuses_start_with_the_line(tmp_path: Path) -> None:
     acl = tmp_path / "acl.toml"
-    acl.write_text('# comment\n[clients.x]\ntoken_sha256 = "' + "a" * 64 + '"\ngrants = { "a" = "superuser" }\n')
+    acl.write_text(
+        '# comment\n[clients.x]\ntoken_sha256 = "' + "a" * 64 + '"\ngrants = { "a" = "superuser" }\n'
+    )
     env = full_env(server_env(tmp_path, CPERSONA_ACL_FILE=str(acl)))
     done = subprocess.run(
         [cpersona_executable(), "serve", "--transport", "streamable-http", "--port", "1"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2
     assert "line 4" in done.stderr and "superuser" in done.stderr and str(acl) in done.stderr
@@ -201,8 +235,9 @@ def test_stdio_says_the_acl_does_not_apply(tmp_path: Path) -> None:
     add_client(acl, "someone", {"agent-a": Level.READ})
     env = full_env(server_env(tmp_path, CPERSONA_ACL_FILE=str(acl)))
     # stdin at EOF: the server starts, says its piece on stderr and exits when the client "closes".
-    done = subprocess.run([cpersona_executable(), "serve"], env=env, input="", capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [cpersona_executable(), "serve"], env=env, input="", capture_output=True, text=True, timeout=60
+    )
     assert "does not apply over stdio" in done.stderr, done.stderr
     assert done.stdout == ""
 

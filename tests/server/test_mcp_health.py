@@ -89,8 +89,16 @@ def test_unknown_check_name_fails_naming_the_valid_ones(served: tuple[McpSession
 def test_deep_check_reports_over_mcp(served: tuple[McpSession, Target]) -> None:
     session, _ = served
     session.call("store", {"agent_id": "deep", "message": {"content": "ok"}})
-    session.call("store", {"agent_id": "deep", "message": {"content": "a longer memory with a named source",
-                                                           "source": {"type": "user", "id": "u1", "name": "Ann"}}})
+    session.call(
+        "store",
+        {
+            "agent_id": "deep",
+            "message": {
+                "content": "a longer memory with a named source",
+                "source": {"type": "user", "id": "u1", "name": "Ann"},
+            },
+        },
+    )
     result = session.call("deep_check", {"agent_id": "deep", "fix": True})
     assert result["ok"] is True and result["checks_run"] == deep_check_names() and result["fixed"] == 0
     by = {f["check"]: f for f in result["findings"]}

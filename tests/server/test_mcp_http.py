@@ -21,12 +21,17 @@ TOKEN = "s3cret-token-for-tests"
 
 def authed_transport(url: str, token: str = TOKEN) -> Any:
     """A streamable-HTTP transport whose every request carries the bearer token."""
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300))
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300)
+    )
     return streamable_http_client(url, http_client=http)
 
 
 def test_store_and_recall_over_http_with_token(tmp_path: Path) -> None:
-    with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc), mcp_session(authed_transport(url)) as session:
+    with (
+        http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
+        mcp_session(authed_transport(url)) as session,
+    ):
         tools = session.list_tools().tools
         assert sorted(t.name for t in tools) == sorted(SPEC_TOOL_NAMES)
         stored = session.call("store", {"agent_id": "web", "message": {"content": "HTTP works: port check"}})
@@ -63,7 +68,10 @@ def test_refuses_to_start_without_auth(tmp_path: Path) -> None:
     env = full_env(server_env(tmp_path))
     done = subprocess.run(
         [cpersona_executable(), "serve", "--transport", "streamable-http", "--port", "1"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2
     assert "CPERSONA_AUTH_TOKEN" in done.stderr and "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP" in done.stderr
@@ -72,10 +80,15 @@ def test_refuses_to_start_without_auth(tmp_path: Path) -> None:
 
 
 def test_missing_acl_file_refuses_start(tmp_path: Path) -> None:
-    env = full_env(server_env(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN, CPERSONA_ACL_FILE=str(tmp_path / "acl.toml")))
+    env = full_env(
+        server_env(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN, CPERSONA_ACL_FILE=str(tmp_path / "acl.toml"))
+    )
     done = subprocess.run(
         [cpersona_executable(), "serve", "--transport", "streamable-http", "--port", "1"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2
     assert "cannot read ACL file" in done.stderr and "acl.toml" in done.stderr
@@ -87,6 +100,7 @@ def test_two_clients_storing_concurrently_lose_nothing(tmp_path: Path) -> None:
 
     async def client_run(url: str, name: str, responses: list[dict[str, Any]]) -> None:
         async with Client(authed_transport(url), read_timeout_seconds=60) as client:
+
             async def one(i: int) -> None:
                 result = await client.call_tool(
                     "store", {"agent_id": "shared", "message": {"content": f"{name} concurrent note {i}"}}
@@ -121,12 +135,23 @@ def test_operations_tools_over_http(tmp_path: Path) -> None:
     ctx = tmp_path / "operating-context.toml"
     ctx.write_text('[rules]\nlanguage = "English"\n', encoding="utf-8")
     exports = tmp_path / "exports"
-    with index_standin({"0.1.0": release(), "9.9.9": release()}) as index, http_server(
-        tmp_path, CPERSONA_AUTH_TOKEN=TOKEN, CPERSONA_EXPORT_DIR=str(exports), CPERSONA_OPERATING_CONTEXT="on",
-        CPERSONA_OPERATING_CONTEXT_PATH=str(ctx), CPERSONA_UPDATE_CHECK="false", CPERSONA_UPDATE_INDEX_URL=index.url,
-    ) as (url, _proc), mcp_session(authed_transport(url)) as session:
+    with (
+        index_standin({"0.1.0": release(), "9.9.9": release()}) as index,
+        http_server(
+            tmp_path,
+            CPERSONA_AUTH_TOKEN=TOKEN,
+            CPERSONA_EXPORT_DIR=str(exports),
+            CPERSONA_OPERATING_CONTEXT="on",
+            CPERSONA_OPERATING_CONTEXT_PATH=str(ctx),
+            CPERSONA_UPDATE_CHECK="false",
+            CPERSONA_UPDATE_INDEX_URL=index.url,
+        ) as (url, _proc),
+        mcp_session(authed_transport(url)) as session,
+    ):
         for i in range(3):
-            assert session.call("store", {"agent_id": "src", "message": {"content": f"http portable fact {i}"}})["ok"]
+            assert session.call(
+                "store", {"agent_id": "src", "message": {"content": f"http portable fact {i}"}}
+            )["ok"]
 
         health = session.call("check_health", {"agent_id": "src"})
         assert health["status"] == "healthy" and "operating_context" in health["checks_run"]
@@ -150,7 +175,9 @@ def test_operations_tools_over_http(tmp_path: Path) -> None:
         assert skipped["ok"] is True and skipped["persisted"] is False
         assert session.call("resume_persistence")["was_paused"] is True
         assert session.call("persistence_status")["paused"] is False
-        assert session.call("list_memories", {"agent_id": "dst"})["total"] == 3  # the paused store wrote nothing
+        assert (
+            session.call("list_memories", {"agent_id": "dst"})["total"] == 3
+        )  # the paused store wrote nothing
 
         context = session.call("get_operating_context", {"section": "rules"})
         assert context["ok"] is True and context["context"] == {"language": "English"}

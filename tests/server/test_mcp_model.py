@@ -32,10 +32,15 @@ def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path
         assert sorted(t.name for t in session.list_tools().tools) == sorted(SPEC_TOOL_NAMES)
         wait_for_model(session)
         agent = "minilm"
-        target = session.call("store", {"agent_id": agent, "message": {"content": "The cat sits on the mat."}})
+        target = session.call(
+            "store", {"agent_id": agent, "message": {"content": "The cat sits on the mat."}}
+        )
         assert target["result"] == "stored" and target["embedded"] is True, target
-        for text in ("Quarterly revenue grew by eight percent.", "The train to Berlin leaves at noon.",
-                     "Compile the kernel with debug symbols."):
+        for text in (
+            "Quarterly revenue grew by eight percent.",
+            "The train to Berlin leaves at noon.",
+            "Compile the kernel with debug symbols.",
+        ):
             stored = session.call("store", {"agent_id": agent, "message": {"content": text}})
             assert stored["embedded"] is True
         recalled = session.call("recall", {"agent_id": agent, "query": "A kitten is resting on a rug"})
@@ -56,7 +61,9 @@ def test_missing_model_serves_keyword_only_at_once(tmp_path: Path) -> None:
     with mcp_session(stdio_target(env)) as session:
         assert sorted(t.name for t in session.list_tools().tools) == sorted(SPEC_TOOL_NAMES)
         assert time.monotonic() - started < 30
-        stored = session.call("store", {"agent_id": "offline", "message": {"content": "offline keyword note"}})
+        stored = session.call(
+            "store", {"agent_id": "offline", "message": {"content": "offline keyword note"}}
+        )
         assert stored["result"] == "stored" and stored["embedded"] is False
         deadline = time.monotonic() + 30
         while True:

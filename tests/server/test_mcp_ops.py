@@ -25,7 +25,9 @@ owner = "Ana"
 def test_pause_store_resume_and_operating_context(tmp_path: Path) -> None:
     ctx = tmp_path / "operating-context.toml"
     ctx.write_text(CONTEXT, encoding="utf-8")
-    env = full_env(server_env(tmp_path, CPERSONA_OPERATING_CONTEXT="on", CPERSONA_OPERATING_CONTEXT_PATH=str(ctx)))
+    env = full_env(
+        server_env(tmp_path, CPERSONA_OPERATING_CONTEXT="on", CPERSONA_OPERATING_CONTEXT_PATH=str(ctx))
+    )
     with mcp_session(stdio_target(env)) as session:
         instructions = session.client.instructions or ""
         assert "call recall" in instructions  # the fixed guidance is still there
@@ -44,7 +46,9 @@ def test_pause_store_resume_and_operating_context(tmp_path: Path) -> None:
         assert session.call("persistence_status")["paused"] is False
         paused = session.call("pause_persistence", {"ttl_seconds": 600})
         assert paused["ok"] is True and paused["paused"] is True and paused["remaining_seconds"] == 600
-        skipped = session.call("store", {"agent_id": "ops", "message": {"content": "off the record: the vault code"}})
+        skipped = session.call(
+            "store", {"agent_id": "ops", "message": {"content": "off the record: the vault code"}}
+        )
         assert skipped["ok"] is True and skipped["result"] == "skipped" and skipped["persisted"] is False
         refused = session.call("update_profile", {"agent_id": "ops", "profile": "p"})
         assert refused["ok"] is False and refused["error_code"] == "persistence_paused"
@@ -56,7 +60,9 @@ def test_pause_store_resume_and_operating_context(tmp_path: Path) -> None:
         assert bad["ok"] is False and "ttl_seconds" in bad["error"]
 
         assert session.call("resume_persistence") == {"ok": True, "paused": False, "was_paused": True}
-        stored = session.call("store", {"agent_id": "ops", "message": {"content": "on the record: lunch at noon"}})
+        stored = session.call(
+            "store", {"agent_id": "ops", "message": {"content": "on the record: lunch at noon"}}
+        )
         assert stored["result"] == "stored" and "persisted" not in stored
         listed = session.call("list_memories", {"agent_id": "ops"})["items"]
         assert [row["content"] for row in listed] == ["on the record: lunch at noon"]
@@ -94,7 +100,9 @@ def test_serve_asks_the_index_at_most_once_per_day_and_never_when_disabled(tmp_p
         _serve_once(tmp_path, index, enabled=True)  # within 24 h: the cache answers
         assert len(index.json_requests()) == 1
 
-        env = full_env(server_env(tmp_path, CPERSONA_UPDATE_CHECK="true", CPERSONA_UPDATE_INDEX_URL=index.url))
+        env = full_env(
+            server_env(tmp_path, CPERSONA_UPDATE_CHECK="true", CPERSONA_UPDATE_INDEX_URL=index.url)
+        )
         with mcp_session(stdio_target(env)) as session:
             report = session.call("check_update")
             assert report["ok"] is True and report["cached"] is True

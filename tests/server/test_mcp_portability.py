@@ -41,8 +41,13 @@ def store(session: McpSession, agent: str, content: str, **extra: object) -> Non
 def test_annotations_are_truthful(port_session: tuple[McpSession, Path]) -> None:
     session, _ = port_session
     tools = {t.name: t.annotations for t in session.list_tools().tools}
-    assert tools["export_memories"].read_only_hint is False and tools["export_memories"].destructive_hint is False
-    assert tools["import_memories"].idempotent_hint is True and tools["import_memories"].read_only_hint is False
+    assert (
+        tools["export_memories"].read_only_hint is False
+        and tools["export_memories"].destructive_hint is False
+    )
+    assert (
+        tools["import_memories"].idempotent_hint is True and tools["import_memories"].read_only_hint is False
+    )
     assert tools["merge_memories"].destructive_hint is True
     assert tools["migrate_channel_axis"].idempotent_hint is True
 
@@ -60,7 +65,9 @@ def test_export_import_round_trip_over_mcp(port_session: tuple[McpSession, Path]
     assert "not for export" not in text and json.loads(text.splitlines()[0])["format"] == "cpersona-export"
     again = session.call_raw("export_memories", {"agent_id": agent, "output_path": f"{agent}.jsonl"})
     assert again.is_error
-    dry = session.call("import_memories", {"input_path": f"{agent}.jsonl", "target_agent_id": copy, "dry_run": True})
+    dry = session.call(
+        "import_memories", {"input_path": f"{agent}.jsonl", "target_agent_id": copy, "dry_run": True}
+    )
     assert dry["counts"]["memories"]["inserted"] == 5
     assert session.call("list_memories", {"agent_id": copy})["total"] == 0
     first = session.call("import_memories", {"input_path": f"{agent}.jsonl", "target_agent_id": copy})
@@ -75,12 +82,17 @@ def test_bad_lines_over_mcp(port_session: tuple[McpSession, Path]) -> None:
     session, exports = port_session
     agent = next_agent()
     exports.mkdir(exist_ok=True)
-    (exports / "bad.jsonl").write_text("\n".join([
-        json.dumps({"type": "header", "format": "cpersona-export", "version": 1}),
-        json.dumps({"type": "memory", "agent_id": agent, "content": "fine"}),
-        "{garbage",
-        json.dumps({"type": "memory", "agent_id": agent}),
-    ]) + "\n")
+    (exports / "bad.jsonl").write_text(
+        "\n".join(
+            [
+                json.dumps({"type": "header", "format": "cpersona-export", "version": 1}),
+                json.dumps({"type": "memory", "agent_id": agent, "content": "fine"}),
+                "{garbage",
+                json.dumps({"type": "memory", "agent_id": agent}),
+            ]
+        )
+        + "\n"
+    )
     result = session.call("import_memories", {"input_path": "bad.jsonl"})
     assert [e["line"] for e in result["errors"]] == [3, 4] and result["counts"]["memories"]["inserted"] == 1
 
@@ -91,8 +103,10 @@ def test_paths_are_confined_over_mcp(port_session: tuple[McpSession, Path], path
     exports.mkdir(exist_ok=True)
     if not (exports / "link").exists():
         os.symlink(exports.parent, exports / "link")
-    for tool, args in (("export_memories", {"agent_id": "a", "output_path": path}),
-                       ("import_memories", {"input_path": path})):
+    for tool, args in (
+        ("export_memories", {"agent_id": "a", "output_path": path}),
+        ("import_memories", {"input_path": path}),
+    ):
         response = session.call(tool, args)
         assert response["ok"] is False and response["error_code"] == "path_refused", response
     assert not (exports.parent / "outside.jsonl").exists() and not (exports.parent / "x.jsonl").exists()
@@ -113,6 +127,8 @@ def test_merge_and_migrate_over_mcp(port_session: tuple[McpSession, Path]) -> No
     assert session.call("list_memories", {"agent_id": src})["total"] == 0
     dry = session.call("migrate_channel_axis", {"agent_id": dst})
     assert dry["dry_run"] is True and dry["unrecoverable"] == 1
-    real = session.call("migrate_channel_axis", {"agent_id": dst, "dry_run": False, "globalize_unrecoverable": True})
+    real = session.call(
+        "migrate_channel_axis", {"agent_id": dst, "dry_run": False, "globalize_unrecoverable": True}
+    )
     assert real["globalized"] == 1
     assert session.call("migrate_channel_axis", {"agent_id": dst, "dry_run": False})["scanned"] == 0

@@ -31,8 +31,12 @@ EXACT = "Incident note: ERR_PAY_4021 means the card issuer declined the payment"
 
 def model_env(tmp_path: Path, models_dir: Path, **extra: str) -> dict[str, str]:
     return server_env(
-        tmp_path, CPERSONA_EMBEDDING_MODE="onnx", CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
-        CPERSONA_MODELS_DIR=str(models_dir), CPERSONA_RECENT_RECALL_PENALTY="1.0", **extra,
+        tmp_path,
+        CPERSONA_EMBEDDING_MODE="onnx",
+        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
+        CPERSONA_MODELS_DIR=str(models_dir),
+        CPERSONA_RECENT_RECALL_PENALTY="1.0",
+        **extra,
     )
 
 
@@ -62,18 +66,28 @@ def test_gate_tools_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> None:
         assert real["gate"]["kind"] == "calibrated" and real["gate"]["passed"] is True
         assert real["results"][-1]["content"] == FACTS[1]
 
-        queries = ["how do volcanoes erupt", "what is the capital of Peru", "who painted the Mona Lisa",
-                   "best way to learn the violin", "what coffee does Ana like", "when is the standup"]
+        queries = [
+            "how do volcanoes erupt",
+            "what is the capital of Peru",
+            "who painted the Mona Lisa",
+            "best way to learn the violin",
+            "what coffee does Ana like",
+            "when is the standup",
+        ]
         cut = {}
         for level in ("strict", "balanced", "lenient"):
             set_out = session.call("set_recall_precision", {"agent_id": "q", "precision": level})
             assert set_out["recalibrated"] is True and set_out["level"] == level
             cut[level] = sum(
-                1 for q in queries if not session.call("recall", {"agent_id": "q", "query": q})["gate"]["passed"]
+                1
+                for q in queries
+                if not session.call("recall", {"agent_id": "q", "query": q})["gate"]["passed"]
             )
         assert cut["strict"] >= cut["balanced"] >= cut["lenient"], cut
         got = session.call("get_recall_precision", {"agent_id": "q"})
-        assert got["level"] == "lenient" and got["overridden"] is True and got["global"]["level"] == "balanced"
+        assert (
+            got["level"] == "lenient" and got["overridden"] is True and got["global"]["level"] == "balanced"
+        )
         cleared = session.call("set_recall_precision", {"agent_id": "q", "precision": ""})
         assert cleared["overridden"] is False and cleared["beta"] == 1.0
         bad = session.call("set_recall_precision", {"agent_id": "q", "precision": "extreme"})
@@ -81,13 +95,21 @@ def test_gate_tools_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> None:
 
         # A cut no query below reaches: the project-scoped exact match still comes back.
         session.call("calibrate_threshold", {"agent_id": "q", "method": "zscore", "z_factor": 10})
-        exact = session.call("recall", {"agent_id": "q", "project_id": "shop",
-                                        "query": "grandma's tomato soup, volcano hikes and ERR_PAY_4021"})
+        exact = session.call(
+            "recall",
+            {
+                "agent_id": "q",
+                "project_id": "shop",
+                "query": "grandma's tomato soup, volcano hikes and ERR_PAY_4021",
+            },
+        )
         assert exact["gate"]["passed"] is False
         assert [r["content"] for r in exact["results"]] == [EXACT]
         assert exact["results"][0]["match_reason"]["gate"] == "exact_match"
         fallback = session.call("recall", {"agent_id": "q", "query": "volcano soup with kenya beans"})
-        assert fallback["results"] == [] and fallback["gate"]["passed"] is False  # no gate_fallback: confidence off
+        assert (
+            fallback["results"] == [] and fallback["gate"]["passed"] is False
+        )  # no gate_fallback: confidence off
 
         session.call("pause_persistence", {"ttl_seconds": 60})
         paused = session.call("calibrate_threshold", {"agent_id": "q"})
@@ -100,7 +122,9 @@ def test_gate_tools_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> None:
         session.call("calibrate_threshold", {"agent_id": "gone"})
         deleted = session.call("delete_agent_data", {"agent_id": "gone"})
         assert deleted["calibration_discarded"] is True
-        assert session.call("get_recall_precision", {"agent_id": "gone"})["calibration"]["calibrated"] is False
+        assert (
+            session.call("get_recall_precision", {"agent_id": "gone"})["calibration"]["calibrated"] is False
+        )
 
     sidecar = tmp_path / "memory.db.calibration.json"
     data = json.loads(sidecar.read_text())
@@ -137,8 +161,14 @@ def test_gate_fallback_and_confidence_over_mcp(minilm_models_dir: Path, tmp_path
         fallback = session.call("recall", {"agent_id": "c", "query": "volcano soup with kenya beans"})
         assert fallback["gate"]["keyed_on"] == "confidence" and fallback["gate"]["passed"] is False
         assert fallback["results"] and all(r["gate_fallback"] is True for r in fallback["results"])
-        exact = session.call("recall", {"agent_id": "c", "project_id": "shop",
-                                        "query": "grandma's tomato soup, volcano hikes and ERR_PAY_4021"})
+        exact = session.call(
+            "recall",
+            {
+                "agent_id": "c",
+                "project_id": "shop",
+                "query": "grandma's tomato soup, volcano hikes and ERR_PAY_4021",
+            },
+        )
         assert EXACT in [r["content"] for r in exact["results"]]
 
 

@@ -61,7 +61,11 @@ def vector_recall(session: McpSession, agent: str, target_id: str) -> tuple[bool
     recalled = session.call("recall", {"agent_id": agent, "query": "A kitten is resting on a rug"})
     assert recalled["ok"] is True, recalled
     results = recalled["results"]
-    by_vector = bool(results) and results[-1]["id"] == target_id and results[-1]["match_reason"].get("cosine") is not None
+    by_vector = (
+        bool(results)
+        and results[-1]["id"] == target_id
+        and results[-1]["match_reason"].get("cosine") is not None
+    )
     return by_vector, recalled
 
 
@@ -112,7 +116,9 @@ def test_killing_the_model_holder_leaves_the_others_answering_and_one_takes_over
             for pid, session in survivors.items():
                 # Every request is answered (keyword-only is allowed while the model moves).
                 by_vector, _ = vector_recall(session, agent, target["id"])
-                stored = session.call("store", {"agent_id": agent, "message": {"content": f"note from {pid}"}})
+                stored = session.call(
+                    "store", {"agent_id": agent, "message": {"content": f"note from {pid}"}}
+                )
                 assert stored["ok"] is True and stored["result"] == "stored", stored
                 if by_vector:
                     recovered.add(pid)

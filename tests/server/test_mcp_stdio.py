@@ -18,7 +18,9 @@ next_agent = unique("stdio")
 
 
 @pytest.fixture(scope="module", params=ENGINES)
-def stdio_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
+def stdio_session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[McpSession]:
     """One keyword-only stdio server per engine for the module (overrides conftest's SQLite-only one)."""
     tmp = tmp_path_factory.mktemp("stdio")
     extra: dict[str, str] = {}
@@ -37,17 +39,22 @@ def test_two_server_processes_on_one_postgresql_see_each_others_writes(
 ) -> None:
     url = pg_cluster.create()
     env = {"CPERSONA_DB_URL": url, "CPERSONA_PG_VECTOR_INDEX": PG_VECTOR_INDEX}
-    with mcp_session(stdio_target(server_env(tmp_path / "one", **env))) as one, \
-            mcp_session(stdio_target(server_env(tmp_path / "two", **env))) as two:
+    with (
+        mcp_session(stdio_target(server_env(tmp_path / "one", **env))) as one,
+        mcp_session(stdio_target(server_env(tmp_path / "two", **env))) as two,
+    ):
         first = store(one, "shared", "the on-call rota moves to Tuesdays")
         seen = two.call("recall", {"agent_id": "shared", "query": "on-call rota"})["results"]
         assert [r["id"] for r in seen] == [first["id"]]
         second = store(two, "shared", "the on-call phone lives in the top drawer")
         seen = one.call("recall", {"agent_id": "shared", "query": "on-call phone drawer"})["results"]
         assert seen[-1]["id"] == second["id"]
-        assert one.call("store", {"agent_id": "shared", "message": {"content": "the on-call rota moves to Tuesdays"}})[
-            "result"
-        ] == "skipped"
+        assert (
+            one.call(
+                "store", {"agent_id": "shared", "message": {"content": "the on-call rota moves to Tuesdays"}}
+            )["result"]
+            == "skipped"
+        )
     pg_cluster.drop(url)
 
 
@@ -89,7 +96,11 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
     assert tools["delete_memory"].annotations.destructive_hint is True
     assert tools["store"].annotations.read_only_hint is False
     assert set(tools["store"].input_schema["properties"]["message"]["properties"]) == {
-        "id", "content", "source", "timestamp", "metadata",
+        "id",
+        "content",
+        "source",
+        "timestamp",
+        "metadata",
     }
 
 
@@ -108,7 +119,9 @@ def test_a_configured_preview_size_is_what_descriptions_instructions_and_preview
 
 def test_store_then_recall(stdio_session: McpSession) -> None:
     agent = next_agent()
-    stored = store(stdio_session, agent, "The deploy key for staging lives in vault path secret/staging/deploy")
+    stored = store(
+        stdio_session, agent, "The deploy key for staging lives in vault path secret/staging/deploy"
+    )
     assert stored["result"] == "stored" and stored["embedded"] is False
     assert stored["ref"] == f"mem:{stored['id']}"
     recalled = stdio_session.call("recall", {"agent_id": agent, "query": "deploy key staging"})
@@ -145,7 +158,9 @@ def test_dedup_on_msg_id_and_content_without_upsert(stdio_session: McpSession) -
 def test_agents_never_see_each_others_rows(stdio_session: McpSession) -> None:
     alice, bob = next_agent(), next_agent()
     secret = store(stdio_session, alice, "Alice's secret: the launch code is tangerine-42.")
-    episode = stdio_session.call("archive_episode", {"agent_id": alice, "summary": "Alice planned the tangerine launch."})
+    episode = stdio_session.call(
+        "archive_episode", {"agent_id": alice, "summary": "Alice planned the tangerine launch."}
+    )
     assert episode["ok"] is True, episode
     store(stdio_session, bob, "Bob likes tangerine juice.")
 
@@ -188,8 +203,14 @@ def test_project_scope(stdio_session: McpSession) -> None:
     store(stdio_session, agent, "project note: global conventions use black")
 
     def seen(**scope: Any) -> set[str]:
-        result = stdio_session.call("recall", {"agent_id": agent, "query": "project note", "limit": 50, **scope})
-        return {row["content"].split(": ")[1].split()[1] for row in result["results"] if row.get("type") == "memory"}
+        result = stdio_session.call(
+            "recall", {"agent_id": agent, "query": "project note", "limit": 50, **scope}
+        )
+        return {
+            row["content"].split(": ")[1].split()[1]
+            for row in result["results"]
+            if row.get("type") == "memory"
+        }
 
     assert seen(project_id="X") == {"X", "conventions"}
     assert seen(project_id="Y") == {"Y", "conventions"}
@@ -206,7 +227,9 @@ def test_channel_scope(stdio_session: McpSession) -> None:
     store(stdio_session, agent, "channel memo none about releases")
 
     def seen(**scope: Any) -> set[str]:
-        result = stdio_session.call("recall", {"agent_id": agent, "query": "channel memo", "limit": 50, **scope})
+        result = stdio_session.call(
+            "recall", {"agent_id": agent, "query": "channel memo", "limit": 50, **scope}
+        )
         return {row["content"].split()[2] for row in result["results"] if row.get("type") == "memory"}
 
     assert seen(channel="alpha") == {"alpha", "none"}
@@ -231,7 +254,9 @@ def test_preview_and_get_contents_round_trip(stdio_session: McpSession) -> None:
     assert full["ok"] is True and full["missing"] == [] and full["deferred"] == []
     assert full["items"][0]["content"] == body
 
-    whole = stdio_session.call("recall", {"agent_id": agent, "query": "incident report kestrel", "full_content": True})
+    whole = stdio_session.call(
+        "recall", {"agent_id": agent, "query": "incident report kestrel", "full_content": True}
+    )
     assert whole["results"][-1]["content"] == body
     assert "content_truncated" not in whole["results"][-1]
     assert whole["full_content_budget_chars"] == 200_000
@@ -245,7 +270,9 @@ def test_get_contents_batch_budget_defers(stdio_session: McpSession) -> None:
     assert fetched["deferred"] == refs[2:]
     again = stdio_session.call("get_contents", {"agent_id": agent, "refs": fetched["deferred"]})
     assert [item["ref"] for item in again["items"]] == refs[2:]
-    too_many = stdio_session.call("get_contents", {"agent_id": agent, "refs": [f"mem:{i}" for i in range(1, 22)]})
+    too_many = stdio_session.call(
+        "get_contents", {"agent_id": agent, "refs": [f"mem:{i}" for i in range(1, 22)]}
+    )
     assert too_many["ok"] is False and "refs" in too_many["error"]
 
 
@@ -260,7 +287,9 @@ def test_locked_rows_refuse_edit_and_delete(stdio_session: McpSession) -> None:
         refused = stdio_session.call(tool, args)
         assert refused["ok"] is False and refused["error_code"] == "locked", refused
     assert stdio_session.call("unlock_memory", {"memory_id": stored["id"], "agent_id": agent})["ok"] is True
-    updated = stdio_session.call("update_memory", {"memory_id": stored["id"], "content": "changed", "agent_id": agent})
+    updated = stdio_session.call(
+        "update_memory", {"memory_id": stored["id"], "content": "changed", "agent_id": agent}
+    )
     assert updated["ok"] is True, updated
     assert stdio_session.call("delete_memory", {"memory_id": stored["id"], "agent_id": agent})["ok"] is True
     assert stdio_session.call("list_memories", {"agent_id": agent})["items"] == []
@@ -296,5 +325,9 @@ def test_unknown_tool_and_bad_arguments_keep_the_server_answering(stdio_session:
         assert response["ok"] is False, (tool, args, response)
         assert argument in response["error"], (tool, args, response)
     rejected = stdio_session.call("store", {"agent_id": "a", "message": {"content": "   "}})
-    assert rejected["ok"] is False and rejected["result"] == "rejected" and rejected["error"] == rejected["reason"]
+    assert (
+        rejected["ok"] is False
+        and rejected["result"] == "rejected"
+        and rejected["error"] == rejected["reason"]
+    )
     assert stdio_session.call("get_queue_status")["ok"] is True

@@ -24,7 +24,11 @@ def test_recall_previews_long_rows_but_never_profiles() -> None:
     rows = shaped["results"]
     assert rows[0] == profile
     assert rows[1] == mem(1, 499)
-    assert rows[2]["content"] == "c" * 500 and rows[2]["content_truncated"] is True and rows[2]["content_len"] == 501
+    assert (
+        rows[2]["content"] == "c" * 500
+        and rows[2]["content_truncated"] is True
+        and rows[2]["content_len"] == 501
+    )
     assert rows[3]["content"] == rows[3]["summary"] == "e" * 500 and rows[3]["ref"] == "ep:3"
     assert result["results"][2]["content"] == "c" * 501  # the input is not mutated
     assert "full_content_budget_chars" not in shaped
@@ -35,7 +39,9 @@ def test_full_content_spends_the_budget_from_the_best_end() -> None:
     shaped = shaping.shape_recall({"results": rows}, preview_chars=10, full_content=True, budget_chars=200)
     out = shaped["results"]
     assert out[2] == rows[2] and out[1] == rows[1]  # the two most relevant stay whole
-    assert out[0]["content_truncated"] is True and out[0]["content"] == "b" * 10 and out[0]["content_len"] == 100
+    assert (
+        out[0]["content_truncated"] is True and out[0]["content"] == "b" * 10 and out[0]["content_len"] == 100
+    )
     assert shaped["full_content_budget_chars"] == 200
 
 
@@ -51,19 +57,25 @@ def test_full_content_budget_exact_accounting() -> None:
 
 def test_get_contents_defers_the_tail_but_always_returns_the_first_item() -> None:
     items = [mem(1, 50_000), mem(2, 10), mem(3, 10)]
-    shaped = shaping.shape_get_contents({"ok": True, "items": items, "missing": ["mem:9"]}, budget_chars=40_000)
+    shaped = shaping.shape_get_contents(
+        {"ok": True, "items": items, "missing": ["mem:9"]}, budget_chars=40_000
+    )
     assert [i["ref"] for i in shaped["items"]] == ["mem:1"]
     assert shaped["items"][0]["content"] == items[0]["content"]
     assert shaped["deferred"] == ["mem:2", "mem:3"] and shaped["missing"] == ["mem:9"]
 
-    fits = shaping.shape_get_contents({"ok": True, "items": [mem(1, 30_000), mem(2, 10_000), mem(3, 1)], "missing": []})
+    fits = shaping.shape_get_contents(
+        {"ok": True, "items": [mem(1, 30_000), mem(2, 10_000), mem(3, 1)], "missing": []}
+    )
     assert [i["ref"] for i in fits["items"]] == ["mem:1", "mem:2"] and fits["deferred"] == ["mem:3"]
     assert fits["budget_chars"] == GET_CONTENTS_BUDGET_CHARS
 
 
 def test_listing_budget_previews_after_the_budget() -> None:
     items = [mem(i, 300) for i in range(10)]
-    shaped = shaping.shape_listing({"ok": True, "items": items, "count": 10}, preview_chars=100, budget_chars=1000)
+    shaped = shaping.shape_listing(
+        {"ok": True, "items": items, "count": 10}, preview_chars=100, budget_chars=1000
+    )
     whole = [i for i in shaped["items"] if "content_truncated" not in i]
     assert len(whole) == 3 and shaped["previewed_count"] == 7
     assert shaped["content_budget_exceeded"] is True and shaped["content_budget_chars"] == 1000

@@ -108,7 +108,9 @@ def test_the_handshake_waits_on_no_heavy_import(tmp_path: Path) -> None:
 
     gate, out = tmp_path / "gate", tmp_path / "imported.json"
     target = StdioServerParameters(
-        command=sys.executable, args=["-c", _HELD_SERVE, str(gate), str(out)], env=full_env(server_env(tmp_path))
+        command=sys.executable,
+        args=["-c", _HELD_SERVE, str(gate), str(out)],
+        env=full_env(server_env(tmp_path)),
     )
     with mcp_session(target) as session:
         # Answered while Memory's import is held: nothing below may need it.

@@ -39,8 +39,9 @@ def immutable(path: Path) -> Iterator[None]:
 @contextmanager
 def tiny_disk(where: Path, size: str = "1m") -> Iterator[Path]:
     where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here (needs root): {done.stderr.strip()}")
     try:
@@ -56,13 +57,17 @@ def served(transport: str, tmp: Path, **env: str) -> Iterator[McpSession]:
 
         # The server's stderr goes to server.log, as http_server does for HTTP.
         target = StdioServerParameters(
-            command="bash", args=["-c", f"exec '{cpersona_executable()}' serve 2>>'{tmp / 'server.log'}'"],
+            command="bash",
+            args=["-c", f"exec '{cpersona_executable()}' serve 2>>'{tmp / 'server.log'}'"],
             env=full_env(server_env(tmp, **env)),
         )
         with mcp_session(target) as session:
             yield session
     else:
-        with http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN, **env) as (url, _p), mcp_session(authed_transport(url)) as s:
+        with (
+            http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN, **env) as (url, _p),
+            mcp_session(authed_transport(url)) as s,
+        ):
             yield s
 
 

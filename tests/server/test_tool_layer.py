@@ -13,7 +13,9 @@ from cpersona.server.dispatch import dispatch_tool
 def snapshot(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in ("memories", "profiles")}
+        return {
+            t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in ("memories", "profiles")
+        }
     finally:
         conn.close()
 
@@ -37,7 +39,9 @@ def test_full_content_budget_with_real_rows(tool_memory: Any) -> None:
     assert sum(len(r["content"]) for r in whole) <= RECALL_FULL_CONTENT_BUDGET_CHARS
     assert len(whole) == 13 and len(previewed) == 2
     assert all("content_truncated" not in r for r in rows[-13:])  # the best end stays whole
-    assert all(len(r["content"]) == cfg.recall_preview_chars and r["content_len"] == 15_000 for r in previewed)
+    assert all(
+        len(r["content"]) == cfg.recall_preview_chars and r["content_len"] == 15_000 for r in previewed
+    )
     assert response["full_content_budget_exceeded"] is True
     assert response["full_content_budget_chars"] == RECALL_FULL_CONTENT_BUDGET_CHARS
 
@@ -49,7 +53,9 @@ def test_full_content_budget_with_real_rows(tool_memory: Any) -> None:
 def test_profile_rows_are_never_previewed(tool_memory: Any) -> None:
     memory, cfg = tool_memory
     for i in range(55):
-        dispatch_tool(memory, cfg, "store", {"agent_id": "pf", "message": {"content": f"pool filler note {i}"}})
+        dispatch_tool(
+            memory, cfg, "store", {"agent_id": "pf", "message": {"content": f"pool filler note {i}"}}
+        )
     long_profile = "Profile sentence that is long. " * 60
     assert dispatch_tool(memory, cfg, "update_profile", {"agent_id": "pf", "profile": long_profile})["ok"]
     response = dispatch_tool(memory, cfg, "recall", {"agent_id": "pf", "query": "pool filler", "limit": 100})
@@ -62,7 +68,9 @@ def test_profile_rows_are_never_previewed(tool_memory: Any) -> None:
 
 def test_exclude_contents_accepts_a_single_string(tool_memory: Any) -> None:
     memory, cfg = tool_memory
-    kept = dispatch_tool(memory, cfg, "store", {"agent_id": "ex", "message": {"content": "keep this kiwi note"}})
+    kept = dispatch_tool(
+        memory, cfg, "store", {"agent_id": "ex", "message": {"content": "keep this kiwi note"}}
+    )
     dispatch_tool(memory, cfg, "store", {"agent_id": "ex", "message": {"content": "drop this kiwi note"}})
     response = dispatch_tool(
         memory, cfg, "recall", {"agent_id": "ex", "query": "kiwi note", "exclude_contents": "drop this"}
@@ -72,13 +80,28 @@ def test_exclude_contents_accepts_a_single_string(tool_memory: Any) -> None:
 
 def test_text_hygiene_and_timestamps(tool_memory: Any) -> None:
     memory, cfg = tool_memory
-    stored = dispatch_tool(memory, cfg, "store", {
-        "agent_id": "h", "message": {"content": "nul\x00 byte and lone \ud800 surrogate", "timestamp": "2026-01-31T09:30:00+09:00"},
-    })
+    stored = dispatch_tool(
+        memory,
+        cfg,
+        "store",
+        {
+            "agent_id": "h",
+            "message": {
+                "content": "nul\x00 byte and lone \ud800 surrogate",
+                "timestamp": "2026-01-31T09:30:00+09:00",
+            },
+        },
+    )
     assert stored["result"] == "stored", stored
-    naive = dispatch_tool(memory, cfg, "store", {
-        "agent_id": "h", "message": {"content": "naive time", "timestamp": "2026-01-31T09:30:00"},
-    })
+    naive = dispatch_tool(
+        memory,
+        cfg,
+        "store",
+        {
+            "agent_id": "h",
+            "message": {"content": "naive time", "timestamp": "2026-01-31T09:30:00"},
+        },
+    )
     assert naive["result"] == "stored"
     rows = {r["id"]: r for r in dispatch_tool(memory, cfg, "list_memories", {"agent_id": "h"})["items"]}
     assert rows[stored["id"]]["content"] == "nul byte and lone \ufffd surrogate"
@@ -87,16 +110,28 @@ def test_text_hygiene_and_timestamps(tool_memory: Any) -> None:
 
     before = snapshot(cfg.db_path)
     for bad in ('{"a": ', "[1, 2]", "not json"):
-        rejected = dispatch_tool(memory, cfg, "store", {"agent_id": "h", "message": {"content": "m", "metadata": bad}})
-        assert rejected["ok"] is False and rejected["result"] == "rejected" and "metadata" in rejected["error"]
+        rejected = dispatch_tool(
+            memory, cfg, "store", {"agent_id": "h", "message": {"content": "m", "metadata": bad}}
+        )
+        assert (
+            rejected["ok"] is False and rejected["result"] == "rejected" and "metadata" in rejected["error"]
+        )
     assert snapshot(cfg.db_path) == before
 
 
 def test_null_optional_arguments_count_as_omitted(tool_memory: Any) -> None:
     memory, cfg = tool_memory
-    stored = dispatch_tool(memory, cfg, "store", {
-        "agent_id": "n", "message": {"content": "null scope"}, "channel": None, "project_id": None,
-    })
+    stored = dispatch_tool(
+        memory,
+        cfg,
+        "store",
+        {
+            "agent_id": "n",
+            "message": {"content": "null scope"},
+            "channel": None,
+            "project_id": None,
+        },
+    )
     assert stored["result"] == "stored", stored
     recalled = dispatch_tool(memory, cfg, "recall", {"agent_id": "n", "query": "null scope", "limit": None})
     assert recalled["ok"] is True and recalled["results"][-1]["id"] == stored["id"]

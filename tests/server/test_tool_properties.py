@@ -26,16 +26,34 @@ from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME
 
 TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks")
 FTS_BITS = ['"', "*", ":", "(", ")", "NEAR", "AND", "OR", "NOT", "^", "-", "+", "{", "}", "NEAR/3", "'", "\\"]
-NASTY_BITS = [*FTS_BITS, "\x00", "\ud800", "\udfff", "\ufeff", "ｚｅｂｒａ", "記憶", " ", "\n", "mem:1", "%", "_"]
+NASTY_BITS = [
+    *FTS_BITS,
+    "\x00",
+    "\ud800",
+    "\udfff",
+    "\ufeff",
+    "ｚｅｂｒａ",
+    "記憶",
+    " ",
+    "\n",
+    "mem:1",
+    "%",
+    "_",
+]
 
 nasty_text = st.one_of(
     st.text(max_size=40),
     st.lists(st.sampled_from(NASTY_BITS), max_size=10).map(" ".join),
-    st.lists(st.one_of(st.sampled_from(NASTY_BITS), st.characters(categories=["Cs"])), max_size=10).map("".join),
+    st.lists(st.one_of(st.sampled_from(NASTY_BITS), st.characters(categories=["Cs"])), max_size=10).map(
+        "".join
+    ),
 )
 json_scalar = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False), nasty_text,
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    nasty_text,
 )
 json_value = st.recursive(
     json_scalar,
@@ -43,17 +61,30 @@ json_value = st.recursive(
     max_leaves=8,
 )
 ids = st.one_of(
-    st.integers(min_value=1, max_value=8), st.integers(min_value=1, max_value=8).map(lambda i: f"mem:{i}"),
+    st.integers(min_value=1, max_value=8),
+    st.integers(min_value=1, max_value=8).map(lambda i: f"mem:{i}"),
     st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False), st.booleans(), nasty_text,
+    st.floats(allow_nan=False),
+    st.booleans(),
+    nasty_text,
     st.sampled_from(["mem:1", "ep:1", "mem:2", "mem:0", "ep:99999999999999999999", "1", "mem:-1"]),
 )
 timestamps = st.one_of(
-    st.sampled_from([
-        "2026-01-31T09:30:00", "2026-01-31T09:30:00+09:00", "2026-01-31T09:30:00Z", "2026-01-31",
-        "9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+14:00", "yesterday", "",
-    ]),
-    st.integers(min_value=-(2**62), max_value=2**62), st.floats(), nasty_text,
+    st.sampled_from(
+        [
+            "2026-01-31T09:30:00",
+            "2026-01-31T09:30:00+09:00",
+            "2026-01-31T09:30:00Z",
+            "2026-01-31",
+            "9999-12-31T23:59:59-12:00",
+            "0001-01-01T00:00:00+14:00",
+            "yesterday",
+            "",
+        ]
+    ),
+    st.integers(min_value=-(2**62), max_value=2**62),
+    st.floats(),
+    nasty_text,
 )
 metadata = st.one_of(
     st.dictionaries(nasty_text, json_value, max_size=3),
@@ -80,7 +111,9 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "summary": nasty_text,
     "profile": nasty_text,
     "limit": st.one_of(
-        st.integers(min_value=0, max_value=100), st.integers(min_value=-(2**40), max_value=2**40), st.just(101)
+        st.integers(min_value=0, max_value=100),
+        st.integers(min_value=-(2**40), max_value=2**40),
+        st.just(101),
     ),
     "deep": st.booleans(),
     "resolved": st.booleans(),
@@ -94,7 +127,9 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "memory_id": ids,
     "episode_id": ids,
     "refs": st.one_of(
-        st.lists(st.sampled_from(["mem:1", "ep:1", "mem:2", "ep:2", "mem:5", "ep:99"]), min_size=1, max_size=21),
+        st.lists(
+            st.sampled_from(["mem:1", "ep:1", "mem:2", "ep:2", "mem:5", "ep:99"]), min_size=1, max_size=21
+        ),
         st.lists(st.one_of(st.sampled_from(["mem:1", "ep:1"]), nasty_text), max_size=24),
     ),
     "external_context": entries,
@@ -104,7 +139,9 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
         optional={
             "id": st.one_of(nasty_text, st.integers()),
             "source": st.one_of(
-                st.fixed_dictionaries({}, optional={"type": nasty_text, "id": nasty_text, "name": nasty_text}),
+                st.fixed_dictionaries(
+                    {}, optional={"type": nasty_text, "id": nasty_text, "name": nasty_text}
+                ),
                 metadata,
             ),
             "timestamp": timestamps,
@@ -124,7 +161,9 @@ def arguments_for(tool: str) -> st.SearchStrategy[dict[str, Any]]:
     )
     anything = st.fixed_dictionaries({}, optional={name: json_value for name in props})
     extra = st.dictionaries(nasty_text, json_value, min_size=1, max_size=2)
-    return st.one_of(plausible, plausible, plausible, anything, st.builds(lambda a, b: {**b, **a}, plausible, extra))
+    return st.one_of(
+        plausible, plausible, plausible, anything, st.builds(lambda a, b: {**b, **a}, plausible, extra)
+    )
 
 
 def snapshot(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -152,8 +191,11 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One Memory for the module with a few rows of agents 'a' and 'b' to aim ids at."""
     tmp = tmp_path_factory.mktemp("props")
     cfg = Settings(
-        db_path=tmp / "memory.db", models_dir=tmp / "models", embedding_mode="none",
-        update_check=False, auto_fetch_model=False,
+        db_path=tmp / "memory.db",
+        models_dir=tmp / "models",
+        embedding_mode="none",
+        update_check=False,
+        auto_fetch_model=False,
     )
     with Memory(cfg) as memory:
         memory.wait_until_ready(5)
@@ -174,7 +216,8 @@ def _run(seeded: Any, tool: str, arguments: Any) -> None:
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=60, deadline=None,
+    max_examples=60,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 
@@ -199,19 +242,24 @@ def test_any_name_and_any_json_answer_cleanly(seeded: Any, name: str, arguments:
         assert snapshot(cfg.db_path) == before
 
 
-@pytest.mark.parametrize("query", [
-    "x" * 100_000,
-    ('"zebra" AND (migration OR NEAR/2 "notes") * : ^ ' * 2_500)[:100_000],
-    "記憶" * 50_000,
-    "\x00\ud800" * 50_000,
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "x" * 100_000,
+        ('"zebra" AND (migration OR NEAR/2 "notes") * : ^ ' * 2_500)[:100_000],
+        "記憶" * 50_000,
+        "\x00\ud800" * 50_000,
+    ],
+)
 def test_huge_queries_are_answered(seeded: Any, query: str) -> None:
     memory, cfg = seeded
     response = dispatch_tool(memory, cfg, "recall", {"agent_id": "a", "query": query, "limit": 100})
     check_response(response)
 
 
-@pytest.mark.parametrize("query", FTS_BITS + ['zebra"', '"zebra', "zebra*", "NEAR(zebra migration)", "a:b", "(("])
+@pytest.mark.parametrize(
+    "query", FTS_BITS + ['zebra"', '"zebra', "zebra*", "NEAR(zebra migration)", "a:b", "(("]
+)
 def test_fts_syntax_never_errors(seeded: Any, query: str) -> None:
     memory, cfg = seeded
     response = dispatch_tool(memory, cfg, "recall", {"agent_id": "a", "query": query})

@@ -33,7 +33,11 @@ Caller = Callable[[dict[str, Any]], dict[str, Any]]
 def seed(call: Caller) -> None:
     for agent in ("a", "b"):
         for i in range(3):
-            call(tool_call(next(_ids), "store", {"agent_id": agent, "message": {"content": f"seed {agent} {i}"}}))
+            call(
+                tool_call(
+                    next(_ids), "store", {"agent_id": agent, "message": {"content": f"seed {agent} {i}"}}
+                )
+            )
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +87,13 @@ def answered_cleanly(call: Caller, tool: str, arguments: dict[str, Any]) -> None
 
 
 WIRE_SETTINGS = settings(
-    max_examples=10, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 
 

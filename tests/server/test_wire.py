@@ -64,7 +64,9 @@ def test_unreadable_stdio_lines_are_answered(tmp_path: Path) -> None:
         raw.send_line(deep_line(12, MAX_MESSAGE_DEPTH))  # past ours, under the SDK's
         raw.send_line("not json at all")
         raw.send_line('{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"recall"')  # cut short
-        raw.send_line(b'{"jsonrpc":"2.0","id":14,"method":"tools/list","params":{"x":"\xff\xfe"}}')  # bad UTF-8
+        raw.send_line(
+            b'{"jsonrpc":"2.0","id":14,"method":"tools/list","params":{"x":"\xff\xfe"}}'
+        )  # bad UTF-8
         raw.send_line('{"jsonrpc":"2.0","id":15}')  # JSON, not a JSON-RPC message
         raw.send_line("[]")
         raw.send_line("")  # a blank line is no message: no reply
@@ -109,8 +111,13 @@ def test_unreadable_http_bodies_are_answered(tmp_path: Path) -> None:
         assert good.status_code == 200, good.text[:300]
         stored = tool_payload(RawHttp.reply(good))
         assert stored["result"] == "stored", stored
-        fetched = RawHttp.reply(raw.post(json.dumps(
-            tool_call(5, "get_contents", {"agent_id": "wire", "refs": [stored["ref"]]})).encode()))
+        fetched = RawHttp.reply(
+            raw.post(
+                json.dumps(
+                    tool_call(5, "get_contents", {"agent_id": "wire", "refs": [stored["ref"]]})
+                ).encode()
+            )
+        )
         assert tool_payload(fetched)["items"][0]["content"] == "half \ufffd pair"
         recalled = RawHttp.reply(raw.post(SURROGATE_RECALL.encode()))
         assert recalled["id"] == 2 and tool_payload(recalled)["ok"] is True

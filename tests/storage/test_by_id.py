@@ -14,7 +14,9 @@ NOW = "2026-01-01T00:00:00.000000Z"
 def _fill(store: SqliteStore, agent: str, count: int, project: str = "") -> list[int]:
     with store.write() as s:
         return [
-            s.memories.insert(NewMemory(agent, project, "", "", f"{agent} row {k}", None, None, NOW, NOW, None, None, None))
+            s.memories.insert(
+                NewMemory(agent, project, "", "", f"{agent} row {k}", None, None, NOW, NOW, None, None, None)
+            )
             for k in range(count)
         ]
 

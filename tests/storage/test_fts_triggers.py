@@ -7,7 +7,10 @@ from cpersona.memory import Memory
 
 def _fts_ids(memory: Memory, text: str) -> list[int]:
     conn = memory.storage.db.connection()
-    return [r[0] for r in conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f'"{text}"',))]
+    return [
+        r[0]
+        for r in conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f'"{text}"',))
+    ]
 
 
 def test_update_and_delete_keep_fts_in_step(memory: Memory) -> None:
@@ -29,7 +32,10 @@ def test_episode_fts_covers_summary_and_keywords(memory: Memory) -> None:
     hits = [r[0] for r in conn.execute("SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH '\"oauth\"'")]
     assert hits == [ep["id"]]
     memory.delete_episode(ep["id"])
-    assert conn.execute("SELECT COUNT(*) FROM episodes_fts WHERE episodes_fts MATCH '\"oauth\"'").fetchone()[0] == 0
+    assert (
+        conn.execute("SELECT COUNT(*) FROM episodes_fts WHERE episodes_fts MATCH '\"oauth\"'").fetchone()[0]
+        == 0
+    )
 
 
 def test_japanese_found_by_three_character_substring(memory: Memory) -> None:

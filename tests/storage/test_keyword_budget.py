@@ -37,8 +37,11 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
     with store.write() as s:
         for text in ROWS:
             s.memories.insert(NewMemory("a", "", "", "", text, None, None, NOW, NOW, None, None, None))
-        s.memories.insert(NewMemory("b", "", "", "", "other agent: pottery kiln 2023", None, None, NOW, NOW,
-                                    None, None, None))
+        s.memories.insert(
+            NewMemory(
+                "b", "", "", "", "other agent: pottery kiln 2023", None, None, NOW, NOW, None, None, None
+            )
+        )
     yield store
     store.close()
 

@@ -17,8 +17,16 @@ def test_fresh_file_gets_every_table_in_wal(tmp_path: Path) -> None:
     assert migrate(db) == [m.version for m in MIGRATIONS]
     conn = db.connection()
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    for table in ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_version",
-                  "memories_fts", "memories_words", "episodes_fts"):
+    for table in (
+        "memories",
+        "episodes",
+        "profiles",
+        "pending_memory_tasks",
+        "schema_version",
+        "memories_fts",
+        "memories_words",
+        "episodes_fts",
+    ):
         assert table in names
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -74,7 +82,9 @@ def test_failed_migration_rolls_back_whole_step(tmp_path: Path) -> None:
 def test_new_migration_applies_on_existing_file(tmp_path: Path) -> None:
     db = Database(tmp_path / "m.db")
     migrate(db)
-    extra = Migration(LATEST_VERSION + 1, "add a column", lambda c: c.execute("ALTER TABLE profiles ADD COLUMN note TEXT"))
+    extra = Migration(
+        LATEST_VERSION + 1, "add a column", lambda c: c.execute("ALTER TABLE profiles ADD COLUMN note TEXT")
+    )
     assert migrate(db, (*MIGRATIONS, extra)) == [LATEST_VERSION + 1]
     assert migrate(db, (*MIGRATIONS, extra)) == []
     cols = [r[1] for r in db.connection().execute("PRAGMA table_info(profiles)")]

@@ -38,8 +38,10 @@ def corpus(pg_cluster: PgCluster) -> Iterator[tuple[str, np.ndarray]]:
         cur.executemany(
             "INSERT INTO memories (agent_id, content, timestamp, created_at, embedding, embedding_model, embedding_dim) "
             "VALUES (%s, %s, '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z', %s::vector, %s, %s)",
-            [("ab"[i % 2], f"row {i}", "[" + ",".join(map(str, v.tolist())) + "]", MODEL, DIM)
-             for i, v in enumerate(vectors)],
+            [
+                ("ab"[i % 2], f"row {i}", "[" + ",".join(map(str, v.tolist())) + "]", MODEL, DIM)
+                for i, v in enumerate(vectors)
+            ],
         )
     yield url, vectors
     pg_cluster.drop(url)
@@ -47,7 +49,9 @@ def corpus(pg_cluster: PgCluster) -> Iterator[tuple[str, np.ndarray]]:
 
 def _nearest(store: PgStore, query: np.ndarray, scope: Scope, limit: int, window: int | None) -> list[int]:
     with store.read() as s:
-        hits = s.vector_search.nearest("memories", VectorQuery(query, MODEL, DIM), scope, limit, window=window)
+        hits = s.vector_search.nearest(
+            "memories", VectorQuery(query, MODEL, DIM), scope, limit, window=window
+        )
     return [row_id for row_id, _ in hits]
 
 
@@ -71,7 +75,9 @@ def test_hnsw_top_ten_matches_the_exact_scan(corpus: tuple[str, np.ndarray]) -> 
 
 
 def _index_scans(conn: psycopg.Connection, name: str) -> int:
-    row = conn.execute("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s", (name,)).fetchone()
+    row = conn.execute(
+        "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s", (name,)
+    ).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -90,7 +96,9 @@ def test_the_index_is_built_and_the_search_uses_it(corpus: tuple[str, np.ndarray
         with psycopg.connect(url, autocommit=True) as conn:
             before = _index_scans(conn, name)
             assert _nearest(store, vectors[0], Scope("a"), 5, None)[0] == 1  # row 0 is agent 'a', id 1
-            definition = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (name,)).fetchone()
+            definition = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (name,)
+            ).fetchone()
             assert definition is not None and "USING hnsw" in definition[0]
             # A backend flushes its statistics when it goes idle, at most once a second, and an idle one
             # within PGSTAT_IDLE_INTERVAL (10 s): allow well over that before calling the scan missing.
@@ -112,6 +120,8 @@ def test_exact_mode_builds_no_index(pg_cluster: PgCluster) -> None:
         finally:
             store.close()
         with psycopg.connect(url, autocommit=True) as conn:
-            assert conn.execute("SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'").fetchone() == (0,)
+            assert conn.execute(
+                "SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
+            ).fetchone() == (0,)
     finally:
         pg_cluster.drop(url)

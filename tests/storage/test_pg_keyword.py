@@ -56,8 +56,13 @@ def engines(pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     mems: dict[str, Memory] = {}
     for name, db_url in (("sqlite", None), ("postgres", url)):
         settings = Settings(
-            db_path=tmp / f"{name}.db", db_url=db_url, pg_vector_index=PG_VECTOR_INDEX, embedding_mode="none",
-            models_dir=tmp / "models", update_check=False, auto_fetch_model=False,
+            db_path=tmp / f"{name}.db",
+            db_url=db_url,
+            pg_vector_index=PG_VECTOR_INDEX,
+            embedding_mode="none",
+            models_dir=tmp / "models",
+            update_check=False,
+            auto_fetch_model=False,
             operating_context_path=Path(tmp / "oc.toml"),
         )
         mem = Memory(settings, backend=NoEmbeddings())
@@ -82,7 +87,9 @@ def _ranked(mem: Memory, channel: str, query: str) -> list[str]:
 
 @pytest.mark.parametrize("channel", ["trigram", "words"])
 @pytest.mark.parametrize("query", QUERIES)
-def test_both_engines_rank_the_same_rows_in_the_same_order(engines: dict[str, Memory], channel: str, query: str) -> None:
+def test_both_engines_rank_the_same_rows_in_the_same_order(
+    engines: dict[str, Memory], channel: str, query: str
+) -> None:
     sqlite, postgres = (_ranked(engines[name], channel, query) for name in ("sqlite", "postgres"))
     assert sqlite, "every query matches something here"
     assert postgres == sqlite
@@ -112,14 +119,24 @@ def test_both_engines_spend_the_same_row_budget(engines: dict[str, Memory]) -> N
             search = s.keyword.memories if channel == "trigram" else s.keyword.memories_words
             hits = search(query_terms(query), Scope("budget"), 10)
         wanted = {row_id for row_id, _ in hits.hits}
-        texts = {r["id"]: r["content"] for r in mem.list_memories("budget", limit=1000)["items"] if r["id"] in wanted}
+        texts = {
+            r["id"]: r["content"]
+            for r in mem.list_memories("budget", limit=1000)["items"]
+            if r["id"] in wanted
+        }
         return [texts[row_id] for row_id, _ in hits.hits]
 
     for channel in ("trigram", "words"):
-        sqlite, postgres = (ranked(engines[name], channel, "zeppelin harbour") for name in ("sqlite", "postgres"))
+        sqlite, postgres = (
+            ranked(engines[name], channel, "zeppelin harbour") for name in ("sqlite", "postgres")
+        )
         assert len(sqlite) == len(postgres) == 10
-        assert all("zeppelin" in text for text in sqlite[:3]) and all("zeppelin" in text for text in postgres[:3])
+        assert all("zeppelin" in text for text in sqlite[:3]) and all(
+            "zeppelin" in text for text in postgres[:3]
+        )
         assert {t for t in sqlite[:3]} == {t for t in postgres[:3]}
-        newest_sqlite, newest_pg = (ranked(engines[name], channel, "harbour") for name in ("sqlite", "postgres"))
+        newest_sqlite, newest_pg = (
+            ranked(engines[name], channel, "harbour") for name in ("sqlite", "postgres")
+        )
         assert newest_sqlite == newest_pg and len(newest_pg) == 10
         assert all("zeppelin" in text for text in newest_pg[:3])  # the newest rows come first

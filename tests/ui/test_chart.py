@@ -8,13 +8,19 @@ from cpersona.ui.chart import MAX_BARS, MIN_DAYS, buckets, timeline_svg
 
 
 def test_days_are_filled_in_and_padded_to_a_minimum_span() -> None:
-    bars = buckets([{"day": "2026-03-10", "stored": 4, "embedded": 1}, {"day": "2026-03-12", "stored": 2, "embedded": 2}])
+    bars = buckets(
+        [{"day": "2026-03-10", "stored": 4, "embedded": 1}, {"day": "2026-03-12", "stored": 2, "embedded": 2}]
+    )
     assert len(bars) == MIN_DAYS and bars[-1] == ("2026-03-12", "2026-03-12", 2, 2)
     assert bars[-2] == ("2026-03-11", "2026-03-11", 0, 0) and bars[-3] == ("2026-03-10", "2026-03-10", 4, 1)
 
 
 def test_a_long_span_is_grouped_and_keeps_every_row() -> None:
-    days = [{"day": f"2025-{m:02d}-{d:02d}", "stored": 1, "embedded": d % 2} for m in range(1, 13) for d in (1, 15)]
+    days = [
+        {"day": f"2025-{m:02d}-{d:02d}", "stored": 1, "embedded": d % 2}
+        for m in range(1, 13)
+        for d in (1, 15)
+    ]
     bars = buckets(days)
     assert len(bars) <= MAX_BARS
     assert sum(b[2] for b in bars) == 24 and sum(b[3] for b in bars) == sum(d["embedded"] for d in days)

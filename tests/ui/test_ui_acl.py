@@ -28,8 +28,9 @@ SINGLE_TOKEN = "the-single-ui-token-0123456789"
 
 
 def _memory(tmp: Path) -> Memory:
-    return Memory(Settings(db_path=tmp / "memory.db", embedding_mode="none", update_check=False),
-                  start_background=False)
+    return Memory(
+        Settings(db_path=tmp / "memory.db", embedding_mode="none", update_check=False), start_background=False
+    )
 
 
 def _csrf(page: str) -> str:
@@ -109,8 +110,12 @@ def test_the_read_client_sees_only_its_agent(acl_view: AclView) -> None:
         assert "/memory/delete" not in own.text and "/memory/lock" not in own.text
         detail = client.get(f"/memory?agent={OWN}&id={acl_view.own_id}")
         assert detail.status_code == 200 and "<textarea" not in detail.text
-        for path in (f"/memories?agent={OTHER}", f"/episodes?agent={OTHER}", f"/profile?agent={OTHER}",
-                     f"/memory?agent={OTHER}&id={acl_view.other_id}"):
+        for path in (
+            f"/memories?agent={OTHER}",
+            f"/episodes?agent={OTHER}",
+            f"/profile?agent={OTHER}",
+            f"/memory?agent={OTHER}&id={acl_view.other_id}",
+        ):
             refused = client.get(path)
             assert refused.status_code == 403 and "your grants do not allow read" in refused.text, path
             assert "osprey confidential" not in refused.text, path
@@ -124,7 +129,9 @@ def test_the_read_client_sees_only_its_agent(acl_view: AclView) -> None:
 def test_the_read_client_may_search_its_agent_but_not_another(acl_view: AclView) -> None:
     with _login(acl_view, acl_view.reader) as client:
         form = client.get("/search")
-        assert form.status_code == 200 and OTHER not in form.text  # the agent picker lists granted agents only
+        assert (
+            form.status_code == 200 and OTHER not in form.text
+        )  # the agent picker lists granted agents only
         own = client.get("/search", params={"q": "kestrel", "agent": OWN})
         assert own.status_code == 200 and "kestrel nesting plan" in own.text
         other = client.get("/search", params={"q": "osprey", "agent": OTHER})
@@ -139,14 +146,18 @@ def test_the_read_client_cannot_change_its_agent_even_with_a_valid_csrf_token(ac
     with _login(acl_view, acl_view.reader) as client:
         csrf = _csrf(client.get(f"/memories?agent={OWN}").text)
         key = {"csrf": csrf, "agent": OWN, "id": str(acl_view.own_id)}
-        for path, extra in (("/memory/edit", {"content": "overwritten", "confirmed": "1"}),
-                            ("/memory/delete", {"confirmed": "1"}), ("/memory/lock", {}),
-                            ("/memory/edit", {"content": "overwritten"})):
+        for path, extra in (
+            ("/memory/edit", {"content": "overwritten", "confirmed": "1"}),
+            ("/memory/delete", {"confirmed": "1"}),
+            ("/memory/lock", {}),
+            ("/memory/edit", {"content": "overwritten"}),
+        ):
             refused = client.post(path, data={**key, **extra})
             assert refused.status_code == 403 and "your grants do not allow write" in refused.text, path
         assert client.get(f"/memory/delete?agent={OWN}&id={acl_view.own_id}").status_code == 403
-        other = client.post("/memory/delete", data={**key, "agent": OTHER, "id": str(acl_view.other_id),
-                                                    "confirmed": "1"})
+        other = client.post(
+            "/memory/delete", data={**key, "agent": OTHER, "id": str(acl_view.other_id), "confirmed": "1"}
+        )
         assert other.status_code == 403
     after = _row(acl_view.tmp, OWN, acl_view.own_id)
     assert after["content"] == before["content"] and after["locked"] == before["locked"]
@@ -165,8 +176,9 @@ def test_the_admin_client_sees_both_agents_health_and_may_change(acl_view: AclVi
         # The positive control for the read client's refusal: the same POST works with write access.
         page = client.get(f"/memories?agent={OTHER}").text
         assert "/memory/lock" in page
-        locked = client.post("/memory/lock", data={"csrf": _csrf(page), "agent": OTHER,
-                                                   "id": str(acl_view.other_id)})
+        locked = client.post(
+            "/memory/lock", data={"csrf": _csrf(page), "agent": OTHER, "id": str(acl_view.other_id)}
+        )
         assert locked.status_code == 303
     assert _row(acl_view.tmp, OTHER, acl_view.other_id)["locked"]
 
@@ -175,7 +187,9 @@ def test_a_client_token_works_as_a_bearer_too(acl_view: AclView) -> None:
     base = acl_view.server.base
     page = httpx2.get(base + "/", headers={"Authorization": f"Bearer {acl_view.reader}"})
     assert page.status_code == 200 and OWN in page.text and OTHER not in page.text
-    refused = httpx2.get(base + f"/memories?agent={OTHER}", headers={"Authorization": f"Bearer {acl_view.reader}"})
+    refused = httpx2.get(
+        base + f"/memories?agent={OTHER}", headers={"Authorization": f"Bearer {acl_view.reader}"}
+    )
     assert refused.status_code == 403
 
 
@@ -186,8 +200,11 @@ def test_a_malformed_acl_file_refuses_start_naming_the_line(tmp_path: Path) -> N
     acl_file.write_text(text + '\n[clients.bad]\ntoken_sha256 = "nothex"\n', encoding="utf-8")
     bad_line = len((text + "\n[clients.bad]\n").splitlines()) + 1
     done = subprocess.run(
-        [cpersona_executable(), "ui", "--port", "1"], env=ui_env(tmp_path, CPERSONA_ACL_FILE=str(acl_file)),
-        capture_output=True, text=True, timeout=60,
+        [cpersona_executable(), "ui", "--port", "1"],
+        env=ui_env(tmp_path, CPERSONA_ACL_FILE=str(acl_file)),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2, done.stderr
     assert "refusing to serve the browser view" in done.stderr and f"line {bad_line}" in done.stderr
@@ -198,7 +215,9 @@ def test_a_missing_acl_file_refuses_start(tmp_path: Path) -> None:
     done = subprocess.run(
         [cpersona_executable(), "ui", "--host", "0.0.0.0", "--port", "1"],
         env=ui_env(tmp_path, CPERSONA_ACL_FILE=str(tmp_path / "missing.toml")),
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2 and "cannot read ACL file" in done.stderr
 

@@ -37,8 +37,14 @@ def chromium() -> str:
 
 
 def _settings(tmp: Path, models: Path) -> Settings:
-    return Settings(db_path=tmp / "memory.db", models_dir=models, embedding_mode="onnx",
-                    embedding_model="all-minilm-l6-v2", update_check=False, auto_fetch_model=False)
+    return Settings(
+        db_path=tmp / "memory.db",
+        models_dir=models,
+        embedding_mode="onnx",
+        embedding_model="all-minilm-l6-v2",
+        update_check=False,
+        auto_fetch_model=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +65,11 @@ def site(
     memory.archive_episode("ana", "Session about moving the staging database", keywords="staging, database")
     memory.update_profile("ana", "Ana is an SRE who likes <b>precise</b> answers")
     memory.drain_queue()
-    env = {"CPERSONA_EMBEDDING_MODE": "onnx", "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
-           "CPERSONA_MODELS_DIR": str(minilm_models_dir)}
+    env = {
+        "CPERSONA_EMBEDDING_MODE": "onnx",
+        "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
+        "CPERSONA_MODELS_DIR": str(minilm_models_dir),
+    }
     with ui_server(tmp, **env) as server:
         browser = Browser(chromium, tmp / "chromium-profile")
         try:
@@ -70,7 +79,9 @@ def site(
             memory.close()
 
 
-def test_agents_and_memories_newest_first_with_filters_and_paging(site: tuple[UiServer, Browser, Memory, Path]) -> None:
+def test_agents_and_memories_newest_first_with_filters_and_paging(
+    site: tuple[UiServer, Browser, Memory, Path],
+) -> None:
     server, browser, memory, shots = site
     browser.goto(server.base + "/")
     assert browser.texts("[data-testid=agent]") == ["ana", "bo"]
@@ -98,7 +109,9 @@ def test_agents_and_memories_newest_first_with_filters_and_paging(site: tuple[Ui
     browser.goto(server.base + "/episodes?agent=ana")
     assert "Session about moving the staging database" in browser.text("table.episodes")
     browser.goto(server.base + "/profile?agent=ana")
-    assert browser.text("[data-testid=profile]") == "Ana is an SRE who likes <b>precise</b> answers"  # escaped
+    assert (
+        browser.text("[data-testid=profile]") == "Ana is an SRE who likes <b>precise</b> answers"
+    )  # escaped
     browser.screenshot(shots / "profile.png")
 
 
@@ -133,21 +146,33 @@ def test_edit_lock_refusal_unlock_and_delete(site: tuple[UiServer, Browser, Memo
     browser.click("[data-testid=edit-submit]")
     assert "Save this change" in browser.text("[data-testid=question]")
     assert browser.text("[data-testid=after]") == "The deploy key moved to the new vault"
-    assert memory.get_contents("ana", [f"mem:{target}"])["items"][0]["content"] == "The deploy key is in the old vault"
+    assert (
+        memory.get_contents("ana", [f"mem:{target}"])["items"][0]["content"]
+        == "The deploy key is in the old vault"
+    )
     browser.screenshot(shots / "confirm-edit.png")
     browser.click("[data-testid=confirm]")
     assert browser.text("[data-testid=full-content]") == "The deploy key moved to the new vault"
-    assert memory.get_contents("ana", [f"mem:{target}"])["items"][0]["content"] == "The deploy key moved to the new vault"
+    assert (
+        memory.get_contents("ana", [f"mem:{target}"])["items"][0]["content"]
+        == "The deploy key moved to the new vault"
+    )
 
     browser.click(f"[data-testid=lock-{target}]")
-    assert "locked" in browser.text("p .badge.locked") and memory.browse_memories("ana", locked=True)["total"] == 1
+    assert (
+        "locked" in browser.text("p .badge.locked")
+        and memory.browse_memories("ana", locked=True)["total"] == 1
+    )
     browser.fill("[data-testid=edit-content]", "sneaky change")
     browser.click("[data-testid=edit-submit]")
     browser.click("[data-testid=confirm]")
     error = browser.text("[data-testid=error]")
     assert "locked" in error  # the API's rule, shown as it was raised
     browser.screenshot(shots / "locked-refusal.png")
-    assert memory.get_contents("ana", [f"mem:{target}"])["items"][0]["content"] == "The deploy key moved to the new vault"
+    assert (
+        memory.get_contents("ana", [f"mem:{target}"])["items"][0]["content"]
+        == "The deploy key moved to the new vault"
+    )
 
     browser.goto(f"{server.base}/memory?agent=ana&id={target}")
     browser.click(f"[data-testid=unlock-{target}]")

@@ -35,16 +35,18 @@ def cpersona_executable() -> str:
 def ui_env(tmp: Path, **extra: str) -> dict[str, str]:
     """The process environment: the developer's shell minus CPERSONA_ settings, plus a keyword-only store."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
-    env.update({
-        "CPERSONA_DB_PATH": str(tmp / "memory.db"),
-        "CPERSONA_MODELS_DIR": str(tmp / "models"),
-        "CPERSONA_EMBEDDING_MODE": "none",
-        "CPERSONA_AUTO_FETCH_MODEL": "false",
-        "CPERSONA_UPDATE_CHECK": "false",
-        "CPERSONA_OPERATING_CONTEXT": "off",
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "CPERSONA_DB_PATH": str(tmp / "memory.db"),
+            "CPERSONA_MODELS_DIR": str(tmp / "models"),
+            "CPERSONA_EMBEDDING_MODE": "none",
+            "CPERSONA_AUTO_FETCH_MODEL": "false",
+            "CPERSONA_UPDATE_CHECK": "false",
+            "CPERSONA_OPERATING_CONTEXT": "off",
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     env.update(extra)
     return env
 
@@ -67,13 +69,18 @@ def ui_server(tmp: Path, *args: str, **env_extra: str) -> Iterator[UiServer]:
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [cpersona_executable(), "ui", "--port", str(port), *args],
-            env=ui_env(tmp, **env_extra), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=ui_env(tmp, **env_extra),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             deadline = time.monotonic() + 60
             while True:
                 if proc.poll() is not None:
-                    pytest.fail(f"cpersona ui exited with {proc.returncode}: {log_path.read_text(errors='replace')}")
+                    pytest.fail(
+                        f"cpersona ui exited with {proc.returncode}: {log_path.read_text(errors='replace')}"
+                    )
                 try:
                     with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                         break

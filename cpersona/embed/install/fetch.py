@@ -214,7 +214,11 @@ def verify_model_dir(manifest: ModelManifest, path: Path, stream: TextIO | None 
             "invalid_model",
         )
     if result is not None:
-        print(f"{manifest.name}: {result.summary()} ({result.seconds:.2f} s)", file=stream or sys.stderr, flush=True)
+        print(
+            f"{manifest.name}: {result.summary()} ({result.seconds:.2f} s)",
+            file=stream or sys.stderr,
+            flush=True,
+        )
         if not result.passed:
             raise FetchError(
                 f"{manifest.name} failed its self-test, so it was not installed: {result.evidence()} "

@@ -46,7 +46,9 @@ def ensure_private_dir(path: Path) -> Path:
         raise RendezvousError(f"{path} belongs to uid {info.st_uid}, not this user ({os.getuid()})")
     if info.st_mode & 0o077:
         # Another user able to create files here could impersonate the model host.
-        raise RendezvousError(f"{path} is open to other users (mode {stat.S_IMODE(info.st_mode):o}); use 0700")
+        raise RendezvousError(
+            f"{path} is open to other users (mode {stat.S_IMODE(info.st_mode):o}); use 0700"
+        )
     return path
 
 

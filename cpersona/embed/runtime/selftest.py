@@ -125,7 +125,9 @@ class SelfTestResult:
         dims = ", ".join(str(d) for d in self.dimensions)
         verdict = "passed" if self.passed else "FAILED"
         worst = self.worst
-        tail = f"worst margin {worst.margin:+.3f} (pair {worst.index + 1}, {worst.dimension}-d)" if worst else ""
+        tail = (
+            f"worst margin {worst.margin:+.3f} (pair {worst.index + 1}, {worst.dimension}-d)" if worst else ""
+        )
         return (
             f"self-test {verdict}: {self.pairs_passed}/{self.pair_count} pairs at {dims}-d, "
             f"{tail}, required >= {self.min_margin:.3f}"
@@ -152,7 +154,9 @@ def norm_problem(vectors: np.ndarray, what: str) -> str | None:
     )
 
 
-def rank_pairs(spec: SelfTestSpec, queries: np.ndarray, documents: np.ndarray, dimension: int) -> list[PairOutcome]:
+def rank_pairs(
+    spec: SelfTestSpec, queries: np.ndarray, documents: np.ndarray, dimension: int
+) -> list[PairOutcome]:
     """Rank every test document for every query by dot product (as the index does)."""
     texts = spec.documents
     scores = np.asarray(queries, dtype=np.float64) @ np.asarray(documents, dtype=np.float64).T

@@ -172,7 +172,10 @@ class EmbeddingService:
     def _fault(self, fault: EmbeddingFault) -> None:
         if self._prepare_error and fault.kind == FaultKind.MODEL_MISSING:
             fault = EmbeddingFault(
-                fault.kind, fault.reason, f"{fault.evidence}; automatic fetch failed: {self._prepare_error}", fault.runbook
+                fault.kind,
+                fault.reason,
+                f"{fault.evidence}; automatic fetch failed: {self._prepare_error}",
+                fault.runbook,
             )
         self._ready.clear()
         # The loader retries every retry_seconds: a fault that persists (offline, model missing) is
@@ -183,8 +186,11 @@ class EmbeddingService:
             log.debug("embedding fault persists (attempt %d): %s", self._fault_repeats + 1, text)
         else:
             self._last_fault, self._fault_repeats = text, 0
-            log.warning("embedding fault: %s (retrying every %d s; repeats logged at debug)", text,
-                        int(self.retry_seconds))
+            log.warning(
+                "embedding fault: %s (retrying every %d s; repeats logged at debug)",
+                text,
+                int(self.retry_seconds),
+            )
         self.health.set(Condition(FAULT, fault.kind, fault.reason, fault.evidence, fault.runbook))
 
     def _mark_healthy(self) -> None:

@@ -77,7 +77,9 @@ class SharedModelBackend(EmbeddingBackend):
         self.rendezvous = rendezvous
         self.timeout = float(timeout)
         self.load_wait = float(load_wait)
-        self.takeover_wait = min(self.timeout, TAKEOVER_WAIT_SECONDS) if takeover_wait is None else takeover_wait
+        self.takeover_wait = (
+            min(self.timeout, TAKEOVER_WAIT_SECONDS) if takeover_wait is None else takeover_wait
+        )
         self._role = ""
         self._lock = HostLock(rendezvous.lock_path)
         self._state_lock = threading.RLock()
@@ -115,8 +117,12 @@ class SharedModelBackend(EmbeddingBackend):
 
     def sharing_status(self) -> dict[str, Any]:
         """Role, host pid and socket: what ``embedding_status`` shows about sharing."""
-        return {"role": self._role or "none", "host_pid": self.host_pid, "socket": self.socket_path,
-                "takeovers": self.takeovers}
+        return {
+            "role": self._role or "none",
+            "host_pid": self.host_pid,
+            "socket": self.socket_path,
+            "takeovers": self.takeovers,
+        }
 
     # -- election ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -155,8 +161,12 @@ class SharedModelBackend(EmbeddingBackend):
             try:
                 self._check_host()
                 self._role = CLIENT
-                log.info("using the embedding model %s held by process %s at %s", self.model_id, self.host_pid,
-                         self.socket_path)
+                log.info(
+                    "using the embedding model %s held by process %s at %s",
+                    self.model_id,
+                    self.host_pid,
+                    self.socket_path,
+                )
                 return
             except _HostGone as gone:
                 last = gone.__cause__ or gone
@@ -192,7 +202,10 @@ class SharedModelBackend(EmbeddingBackend):
             self._lock.release()
             raise
         thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="cpersona-model-host", daemon=True
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="cpersona-model-host",
+            daemon=True,
         )
         thread.start()
         self._server, self._server_thread = server, thread
@@ -312,7 +325,9 @@ class SharedModelBackend(EmbeddingBackend):
             self._elect(self.takeover_wait)
             if self._role == HOST:
                 self.takeovers += 1
-                log.warning("the process holding the shared embedding model is gone; this process holds it now")
+                log.warning(
+                    "the process holding the shared embedding model is gone; this process holds it now"
+                )
 
     def _unreachable(self, gone: _HostGone) -> EmbeddingFault:
         return EmbeddingFault(

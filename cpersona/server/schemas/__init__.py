@@ -22,7 +22,10 @@ __all__ = ["TOOLS", "TOOLS_BY_NAME", "ToolSpec", "build_tools", "tool_names"]
 def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
     """The registry for one server: descriptions quote the configured preview size and profile cap."""
     return (
-        *everyday.tools(settings), *quality.tools(settings), *operations.tools(settings), *portability.tools(settings)
+        *everyday.tools(settings),
+        *quality.tools(settings),
+        *operations.tools(settings),
+        *portability.tools(settings),
     )
 
 

@@ -97,12 +97,15 @@ PROJECT_ID_WRITE = string_schema("Project to file the row under; omitted or '' s
 CHANNEL_READ = string_schema(
     "Channel scope. Omitted or '': every channel. 'X': channel X plus channel-less rows."
 )
-CHANNEL_WRITE = string_schema("Channel (e.g. a chat room or tool name) to file the row under; omitted stores ''.")
+CHANNEL_WRITE = string_schema(
+    "Channel (e.g. a chat room or tool name) to file the row under; omitted stores ''."
+)
 USER_ID = string_schema("Whose profile, when one agent serves several users; default ''.", default="")
 TIMESTAMP = {
     "type": ["string", "number"],
     "description": "When it happened: ISO-8601 (naive times are taken as UTC) or Unix seconds.",
 }
+
 
 def thousands(value: int) -> str:
     """A number as descriptions spell it (thousands separated by commas)."""

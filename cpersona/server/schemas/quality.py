@@ -15,72 +15,92 @@ PRECISION = string_schema(
 def tools(settings: Settings) -> list[ToolSpec]:
     """Retrieval-quality tools, described for ``settings``."""
     return [
-    ToolSpec(
-        name="calibrate_threshold",
-        title="Calibrate the recall gate",
-        description=(
-            "Measure this agent's own memories (no labels needed) and set the thresholds recall's quality gate "
-            "uses, so a question about something never stored comes back empty instead of with loosely related "
-            "rows. Row pairs give the vector threshold (random pairs = unrelated, adjacent same-session pairs = "
-            "related; method separation maximises sensitivity + beta*specificity, percentile / zscore cut the "
-            "unrelated distribution); with the gate on, shipped probe questions about unrelated topics give the "
-            "query gate's cut on the top-cosine scale. Needs an embedding model and at least 10 memories with "
-            "vectors. Saved beside the database; recall uses it at once. Returns vector, gate (threshold per "
-            "precision level), precision and fingerprint. Recalibrate after large imports."
+        ToolSpec(
+            name="calibrate_threshold",
+            title="Calibrate the recall gate",
+            description=(
+                "Measure this agent's own memories (no labels needed) and set the thresholds recall's quality gate "
+                "uses, so a question about something never stored comes back empty instead of with loosely related "
+                "rows. Row pairs give the vector threshold (random pairs = unrelated, adjacent same-session pairs = "
+                "related; method separation maximises sensitivity + beta*specificity, percentile / zscore cut the "
+                "unrelated distribution); with the gate on, shipped probe questions about unrelated topics give the "
+                "query gate's cut on the top-cosine scale. Needs an embedding model and at least 10 memories with "
+                "vectors. Saved beside the database; recall uses it at once. Returns vector, gate (threshold per "
+                "precision level), precision and fingerprint. Recalibrate after large imports."
+            ),
+            input_schema=object_schema(
+                {
+                    "agent_id": AGENT_ID,
+                    "sample_size": {
+                        "type": "integer",
+                        "minimum": 10,
+                        "maximum": 100000,
+                        "default": 2000,
+                        "description": "Random row pairs to sample (default 2000).",
+                    },
+                    "method": string_schema(
+                        "separation (default), percentile or zscore.",
+                        enum=["separation", "percentile", "zscore"],
+                        default="separation",
+                    ),
+                    "z_factor": {
+                        "type": "number",
+                        "minimum": -5,
+                        "maximum": 10,
+                        "description": "zscore: cut at mean + z_factor * sd (default per precision level).",
+                    },
+                    "percentile": {
+                        "type": "number",
+                        "minimum": 0,
+                        "maximum": 100,
+                        "description": "percentile: cut at this percentile (default per precision level).",
+                    },
+                },
+                required=["agent_id"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=True,
         ),
-        input_schema=object_schema(
-            {
-                "agent_id": AGENT_ID,
-                "sample_size": {"type": "integer", "minimum": 10, "maximum": 100000, "default": 2000,
-                                "description": "Random row pairs to sample (default 2000)."},
-                "method": string_schema("separation (default), percentile or zscore.",
-                                        enum=["separation", "percentile", "zscore"], default="separation"),
-                "z_factor": {"type": "number", "minimum": -5, "maximum": 10,
-                             "description": "zscore: cut at mean + z_factor * sd (default per precision level)."},
-                "percentile": {"type": "number", "minimum": 0, "maximum": 100,
-                               "description": "percentile: cut at this percentile (default per precision level)."},
-            },
-            required=["agent_id"],
+        ToolSpec(
+            name="set_recall_precision",
+            title="Set recall precision",
+            description=(
+                "Choose how hard recall's quality gate filters for this agent: strict (beta 2.0: more unanswerable "
+                "questions come back empty, a few real ones too), balanced (beta 1.0) or lenient (beta 0.5: keeps "
+                "recall, lets more noise through); or a raw beta (0.05 to 20), which overrides the level. An empty "
+                "precision without beta clears the setting (the server's CPERSONA_RECALL_PRECISION applies). "
+                "Recalibrates at once when a model is ready (recalibrated: true; otherwise note says why). Returns "
+                "the effective level, beta, overridden and the global default."
+            ),
+            input_schema=object_schema(
+                {
+                    "agent_id": AGENT_ID,
+                    "precision": PRECISION,
+                    "beta": {
+                        "type": "number",
+                        "minimum": 0.05,
+                        "maximum": 20,
+                        "description": "A raw beta (sensitivity + beta*specificity); overrides the level.",
+                    },
+                },
+                required=["agent_id"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=True,
         ),
-        read_only=False,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="set_recall_precision",
-        title="Set recall precision",
-        description=(
-            "Choose how hard recall's quality gate filters for this agent: strict (beta 2.0: more unanswerable "
-            "questions come back empty, a few real ones too), balanced (beta 1.0) or lenient (beta 0.5: keeps "
-            "recall, lets more noise through); or a raw beta (0.05 to 20), which overrides the level. An empty "
-            "precision without beta clears the setting (the server's CPERSONA_RECALL_PRECISION applies). "
-            "Recalibrates at once when a model is ready (recalibrated: true; otherwise note says why). Returns "
-            "the effective level, beta, overridden and the global default."
+        ToolSpec(
+            name="get_recall_precision",
+            title="Get recall precision",
+            description=(
+                "This agent's effective recall precision: level, beta, overridden (set for this agent or the "
+                "global default), global {level, beta}, and calibration {calibrated, gate: calibrated | heuristic "
+                "| off, threshold, stale, fingerprint, created_at}."
+            ),
+            input_schema=object_schema({"agent_id": AGENT_ID}, required=["agent_id"]),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
         ),
-        input_schema=object_schema(
-            {
-                "agent_id": AGENT_ID,
-                "precision": PRECISION,
-                "beta": {"type": "number", "minimum": 0.05, "maximum": 20,
-                         "description": "A raw beta (sensitivity + beta*specificity); overrides the level."},
-            },
-            required=["agent_id"],
-        ),
-        read_only=False,
-        destructive=False,
-        idempotent=True,
-    ),
-    ToolSpec(
-        name="get_recall_precision",
-        title="Get recall precision",
-        description=(
-            "This agent's effective recall precision: level, beta, overridden (set for this agent or the "
-            "global default), global {level, beta}, and calibration {calibrated, gate: calibrated | heuristic "
-            "| off, threshold, stale, fingerprint, created_at}."
-        ),
-        input_schema=object_schema({"agent_id": AGENT_ID}, required=["agent_id"]),
-        read_only=True,
-        destructive=False,
-        idempotent=True,
-    ),
     ]

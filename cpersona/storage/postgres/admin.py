@@ -55,4 +55,6 @@ class PgAdmin:
                 f"(SELECT id FROM {table} WHERE agent_id = %s)",
                 (agent_id,),
             )
-        return {table: self.ex.run(f"DELETE FROM {table} WHERE agent_id = %s", (agent_id,)) for table in _COUNTED}
+        return {
+            table: self.ex.run(f"DELETE FROM {table} WHERE agent_id = %s", (agent_id,)) for table in _COUNTED
+        }

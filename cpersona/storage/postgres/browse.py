@@ -43,18 +43,31 @@ class PgBrowse:
         """Rows per (agent, project, channel): memories, episodes, embedded memories, locked memories."""
         merged: dict[tuple[str, str, str], Row] = {}
         queries = (
-            ("memories", "SELECT agent_id, project_id, channel, COUNT(*) AS n, COUNT(embedding) AS embedded, "
-             "COUNT(*) FILTER (WHERE locked) AS locked FROM memories GROUP BY 1, 2, 3"),
-            ("episodes", "SELECT agent_id, project_id, channel, COUNT(*) AS n, COUNT(embedding) AS embedded, "
-             "0 AS locked FROM episodes GROUP BY 1, 2, 3"),
+            (
+                "memories",
+                "SELECT agent_id, project_id, channel, COUNT(*) AS n, COUNT(embedding) AS embedded, "
+                "COUNT(*) FILTER (WHERE locked) AS locked FROM memories GROUP BY 1, 2, 3",
+            ),
+            (
+                "episodes",
+                "SELECT agent_id, project_id, channel, COUNT(*) AS n, COUNT(embedding) AS embedded, "
+                "0 AS locked FROM episodes GROUP BY 1, 2, 3",
+            ),
         )
         for table, sql in queries:
             for r in self.ex.all(sql):
                 key = (r["agent_id"], r["project_id"], r["channel"])
                 row = merged.setdefault(
                     key,
-                    {"agent_id": key[0], "project_id": key[1], "channel": key[2], "memories": 0,
-                     "episodes": 0, "embedded_memories": 0, "locked_memories": 0},
+                    {
+                        "agent_id": key[0],
+                        "project_id": key[1],
+                        "channel": key[2],
+                        "memories": 0,
+                        "episodes": 0,
+                        "embedded_memories": 0,
+                        "locked_memories": 0,
+                    },
                 )
                 row[table] = int(r["n"])
                 if table == "memories":
@@ -92,7 +105,8 @@ class PgBrowse:
     def profiles(self, agent_id: str) -> list[Row]:
         """Every profile of one agent, newest first."""
         rows = self.ex.all(
-            "SELECT * FROM profiles WHERE agent_id = %s ORDER BY updated_at DESC, project_id, user_id", (agent_id,)
+            "SELECT * FROM profiles WHERE agent_id = %s ORDER BY updated_at DESC, project_id, user_id",
+            (agent_id,),
         )
         return [profile_dict(r) for r in rows]
 

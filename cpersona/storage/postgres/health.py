@@ -50,7 +50,9 @@ _NO_AMCHECK = NotApplicable(
     "PostgreSQL has no integrity_check pragma; with the amcheck extension installed (CREATE EXTENSION amcheck, "
     "as a superuser) this check verifies every CPersona B-tree index with bt_index_check"
 )
-_NO_JSON_PREDICATE = NotApplicable("needs PostgreSQL 16 or newer (the IS JSON predicate); this server is older")
+_NO_JSON_PREDICATE = NotApplicable(
+    "needs PostgreSQL 16 or newer (the IS JSON predicate); this server is older"
+)
 
 
 def _scope(agent: str | None, alias: str = "") -> tuple[str, list[Any]]:
@@ -61,8 +63,10 @@ def _scope(agent: str | None, alias: str = "") -> tuple[str, list[Any]]:
 def _needs_vector_sql(model_id: str | None) -> str:
     # vector_dims reads the stored header: a vector whose length disagrees with embedding_dim is unusable.
     if model_id:
-        return ("(t.embedding IS NULL OR t.embedding_model IS DISTINCT FROM %s OR t.embedding_dim IS DISTINCT FROM %s "
-                "OR vector_dims(t.embedding) IS DISTINCT FROM t.embedding_dim)")
+        return (
+            "(t.embedding IS NULL OR t.embedding_model IS DISTINCT FROM %s OR t.embedding_dim IS DISTINCT FROM %s "
+            "OR vector_dims(t.embedding) IS DISTINCT FROM t.embedding_dim)"
+        )
     return "(t.embedding IS NULL)"
 
 
@@ -75,7 +79,9 @@ class PgHealth:
         self.ex = ex
 
     def _json_predicate(self) -> bool:
-        return int(self.ex.value("SELECT current_setting('server_version_num')::int")) >= JSON_PREDICATE_VERSION
+        return (
+            int(self.ex.value("SELECT current_setting('server_version_num')::int")) >= JSON_PREDICATE_VERSION
+        )
 
     # -- the store itself ------------------------------------------------------------------------
 
@@ -122,7 +128,9 @@ class PgHealth:
         for statement in migration_statements():
             created = _CREATE_INDEX.match(statement)
             if created:
-                objects[created.group(2)] = SchemaObject("index", created.group(2), bool(created.group(1)), statement)
+                objects[created.group(2)] = SchemaObject(
+                    "index", created.group(2), bool(created.group(1)), statement
+                )
             dropped = _DROP_INDEX.match(statement)
             if dropped:
                 objects.pop(dropped.group(1), None)
@@ -168,7 +176,9 @@ class PgHealth:
 
     # -- vectors ---------------------------------------------------------------------------------
 
-    def vector_report(self, table: str, agent: str | None, model_id: str | None, dimension: int | None) -> VectorReport:
+    def vector_report(
+        self, table: str, agent: str | None, model_id: str | None, dimension: int | None
+    ) -> VectorReport:
         """Counts of rows needing a (new) vector; with no active model only missing vectors count."""
         params: list[Any] = [model_id, dimension] if model_id else []
         where, scope = _scope(agent, "t")
@@ -209,11 +219,20 @@ class PgHealth:
                 'ORDER BY embedding_model COLLATE "C" NULLS FIRST, embedding_dim NULLS FIRST',
                 params,
             ):
-                shapes.append({"table": table, "model": r["model"], "dimension": r["dimension"], "rows": int(r["n"]),
-                               "bad_length": int(r["bad"])})
+                shapes.append(
+                    {
+                        "table": table,
+                        "model": r["model"],
+                        "dimension": r["dimension"],
+                        "rows": int(r["n"]),
+                        "bad_length": int(r["bad"]),
+                    }
+                )
         return shapes
 
-    def rows_outside_window(self, agent: str | None, model_id: str | None, window: int) -> dict[str, dict[str, int]]:
+    def rows_outside_window(
+        self, agent: str | None, model_id: str | None, window: int
+    ) -> dict[str, dict[str, int]]:
         """Per agent and table, vector rows beyond the newest ``window``."""
         where, params = _scope(agent)
         model_sql = "embedding_model = %s" if model_id else "embedding IS NOT NULL"
@@ -247,10 +266,14 @@ class PgHealth:
                     groups.append([(int(i), bool(lk)) for i, lk in zip(r["ids"], r["locks"], strict=True)])
         return total, groups
 
-    def oversized_memories(self, agent: str | None, cap: int, limit: int) -> tuple[int, list[tuple[int, int, bool]]]:
+    def oversized_memories(
+        self, agent: str | None, cap: int, limit: int
+    ) -> tuple[int, list[tuple[int, int, bool]]]:
         """Memories longer than ``cap`` characters: (count, [(id, length, locked)])."""
         where, params = _scope(agent)
-        count = int(self.ex.value(f"SELECT COUNT(*) FROM memories WHERE length(content) > %s{where}", [cap, *params]))
+        count = int(
+            self.ex.value(f"SELECT COUNT(*) FROM memories WHERE length(content) > %s{where}", [cap, *params])
+        )
         rows = self.ex.all(
             f"SELECT id, length(content) AS n, locked FROM memories WHERE length(content) > %s{where} "
             "ORDER BY locked, id LIMIT %s",
@@ -258,16 +281,22 @@ class PgHealth:
         )
         return count, [(int(r["id"]), int(r["n"]), bool(r["locked"])) for r in rows]
 
-    def oversized_profiles(self, agent: str | None, cap: int, limit: int) -> tuple[int, list[tuple[str, str, str, int]]]:
+    def oversized_profiles(
+        self, agent: str | None, cap: int, limit: int
+    ) -> tuple[int, list[tuple[str, str, str, int]]]:
         """Profiles longer than ``cap`` characters: (count, [(agent, project, user, length)])."""
         where, params = _scope(agent)
-        count = int(self.ex.value(f"SELECT COUNT(*) FROM profiles WHERE length(content) > %s{where}", [cap, *params]))
+        count = int(
+            self.ex.value(f"SELECT COUNT(*) FROM profiles WHERE length(content) > %s{where}", [cap, *params])
+        )
         rows = self.ex.all(
             f"SELECT agent_id, project_id, user_id, length(content) AS n FROM profiles WHERE length(content) > %s"
             f"{where} ORDER BY agent_id, project_id, user_id LIMIT %s",
             [cap, *params, limit],
         )
-        return count, [(str(r["agent_id"]), str(r["project_id"]), str(r["user_id"]), int(r["n"])) for r in rows]
+        return count, [
+            (str(r["agent_id"]), str(r["project_id"]), str(r["user_id"]), int(r["n"])) for r in rows
+        ]
 
     def empty_rows(self, agent: str | None, limit: int) -> tuple[int, list[str]]:
         """Memories and episodes whose text is empty or only whitespace: (count, refs)."""
@@ -276,8 +305,12 @@ class PgHealth:
         for table, col, prefix in (("memories", "content", "mem"), ("episodes", "summary", "ep")):
             cond = f"btrim({col}, ' ' || chr(9) || chr(10) || chr(13)) = ''"
             count += int(self.ex.value(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", params))
-            refs += [f"{prefix}:{r['id']}" for r in self.ex.all(
-                f"SELECT id FROM {table} WHERE {cond}{where} ORDER BY id LIMIT %s", [*params, limit])]
+            refs += [
+                f"{prefix}:{r['id']}"
+                for r in self.ex.all(
+                    f"SELECT id FROM {table} WHERE {cond}{where} ORDER BY id LIMIT %s", [*params, limit]
+                )
+            ]
         return count, refs[:limit]
 
     def invalid_json_rows(
@@ -299,7 +332,9 @@ class PgHealth:
                 found.append((int(r["id"]), column, str(r["raw"]), bool(r["locked"])))
         return count, found
 
-    def malformed_timestamps(self, agent: str | None, limit: int) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
+    def malformed_timestamps(
+        self, agent: str | None, limit: int
+    ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
         """Timestamps not in the stored form: (count, [(table, key, column, value, locked)])."""
         where, params = _scope(agent)
         found: list[tuple[str, Any, str, str, bool]] = []
@@ -310,14 +345,19 @@ class PgHealth:
             order = "locked, id" if table == "memories" else key
             for column in columns:
                 cond = f"{column} IS NOT NULL AND {column} !~ %s"
-                count += int(self.ex.value(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", [_TS_PATTERN, *params]))
+                count += int(
+                    self.ex.value(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", [_TS_PATTERN, *params])
+                )
                 for r in self.ex.all(
                     f"SELECT {key}, {column} AS value, {locked} FROM {table} WHERE {cond}{where} ORDER BY {order} "
                     "LIMIT %s",
                     [_TS_PATTERN, *params, limit],
                 ):
-                    row_key: Any = ((r["agent_id"], r["project_id"], r["user_id"]) if table == "profiles"
-                                    else int(r["id"]))
+                    row_key: Any = (
+                        (r["agent_id"], r["project_id"], r["user_id"])
+                        if table == "profiles"
+                        else int(r["id"])
+                    )
                     found.append((table, row_key, column, str(r["value"]), bool(r["locked"])))
         return count, found
 
@@ -369,7 +409,9 @@ class PgHealth:
                 "ORDER BY COUNT(*) DESC, agent_id LIMIT %s",
                 [*params, limit],
             ):
-                per_agent.setdefault(str(r["agent_id"]), {"memories": 0, "episodes": 0, "profiles": 0})[table] = int(r["n"])
+                per_agent.setdefault(str(r["agent_id"]), {"memories": 0, "episodes": 0, "profiles": 0})[
+                    table
+                ] = int(r["n"])
         out: dict[str, Any] = {"rows_per_agent": per_agent}
         for axis in ("project_id", "channel"):
             out[f"memories_per_{axis.removesuffix('_id')}"] = [
@@ -401,7 +443,9 @@ class PgHealth:
         """Memories whose trimmed text is shorter than ``min_chars`` characters."""
         cond = "agent_id = %s AND length(btrim(content)) < %s"
         count = int(self.ex.value(f"SELECT COUNT(*) FROM memories WHERE {cond}", (agent, min_chars)))
-        rows = self.ex.all(f"SELECT id FROM memories WHERE {cond} ORDER BY id DESC LIMIT %s", (agent, min_chars, limit))
+        rows = self.ex.all(
+            f"SELECT id FROM memories WHERE {cond} ORDER BY id DESC LIMIT %s", (agent, min_chars, limit)
+        )
         return count, [int(r["id"]) for r in rows]
 
     def profiles_with_newer_memories(self, agent: str) -> list[dict[str, Any]]:
@@ -412,8 +456,15 @@ class PgHealth:
             "WHERE p.agent_id = %s",
             (agent,),
         )
-        return [{"project_id": r["project_id"], "user_id": r["user_id"], "updated_at": r["updated_at"],
-                 "newer_memories": int(r["newer"])} for r in rows]
+        return [
+            {
+                "project_id": r["project_id"],
+                "user_id": r["user_id"],
+                "updated_at": r["updated_at"],
+                "newer_memories": int(r["newer"]),
+            }
+            for r in rows
+        ]
 
     def orphaned_episodes(self, agent: str, limit: int) -> tuple[int, list[int]]:
         """Episodes with no memory of the same (agent, project, channel) in their time range."""
@@ -424,10 +475,14 @@ class PgHealth:
             "THEN m.timestamp BETWEEN e.start_time AND e.end_time ELSE m.created_at <= e.created_at END))"
         )
         count = int(self.ex.value(f"SELECT COUNT(*) FROM episodes e WHERE {cond}", (agent,)))
-        rows = self.ex.all(f"SELECT e.id FROM episodes e WHERE {cond} ORDER BY e.id DESC LIMIT %s", (agent, limit))
+        rows = self.ex.all(
+            f"SELECT e.id FROM episodes e WHERE {cond} ORDER BY e.id DESC LIMIT %s", (agent, limit)
+        )
         return count, [int(r["id"]) for r in rows]
 
-    def recent_vectors(self, agent: str, model_id: str, dimension: int, limit: int) -> list[tuple[int, bytes]]:
+    def recent_vectors(
+        self, agent: str, model_id: str, dimension: int, limit: int
+    ) -> list[tuple[int, bytes]]:
         """The agent's ``limit`` newest memory vectors of the active model: [(id, float32 bytes)]."""
         rows = self.ex.all_binary(
             "SELECT id, embedding FROM memories WHERE agent_id = %s AND embedding_model = %s AND embedding_dim = %s "

@@ -54,14 +54,23 @@ def _bm25(tf: str, df: str, dl: str, avgdl: str, total: str) -> str:
 
 
 def _trigram_bm25(
-    ex: Executor, table: str, alias: str, text: str, terms: tuple[str, ...], clause: str, params: list[Any],
-    extra_sql: str, extra_params: list[Any], limit: int,
+    ex: Executor,
+    table: str,
+    alias: str,
+    text: str,
+    terms: tuple[str, ...],
+    clause: str,
+    params: list[Any],
+    extra_sql: str,
+    extra_params: list[Any],
+    limit: int,
 ) -> list[tuple[int, float]]:
     patterns = [like_pattern(t) for t in terms]
     # Occurrences of a (lower-case) term: the length the text loses when every occurrence is removed.
     # The text is lower-cased once per row (in c), not once per term.
     tf_cols = ", ".join(
-        f"(char_length(lc) - char_length(replace(lc, %s, ''))) / {len(t)}::float8 AS t{i}" for i, t in enumerate(terms)
+        f"(char_length(lc) - char_length(replace(lc, %s, ''))) / {len(t)}::float8 AS t{i}"
+        for i, t in enumerate(terms)
     )
     df_cols = ", ".join(f"COUNT(*) FILTER (WHERE t{i} > 0) OVER () AS n{i}" for i in range(len(terms)))
     any_sql = " OR ".join(f"{text} ILIKE %s" for _ in terms)
@@ -79,7 +88,13 @@ def _trigram_bm25(
 
 
 def _like_ranked(
-    ex: Executor, table: str, alias: str, text: str, terms: tuple[str, ...], scope_sql: str, params: list[Any],
+    ex: Executor,
+    table: str,
+    alias: str,
+    text: str,
+    terms: tuple[str, ...],
+    scope_sql: str,
+    params: list[Any],
     limit: int,
 ) -> list[tuple[int, float]]:
     patterns = [like_pattern(t) for t in terms]
@@ -101,7 +116,9 @@ class PgKeywordSearch:
     def __init__(self, ex: Executor) -> None:
         self.ex = ex
 
-    def memories(self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None) -> KeywordHits:
+    def memories(
+        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+    ) -> KeywordHits:
         """Trigram substring search ranked by idf; the LIKE pass when it cannot run or finds nothing."""
         if limit <= 0:
             return KeywordHits([], "none")
@@ -109,13 +126,16 @@ class PgKeywordSearch:
         source_sql, source_params = source_clause(source_id, "m")
         scope_sql, scope_params = clause + source_sql, [*params, *source_params]
         if terms.match:
-            hits = self._budgeted(_TrigramChannel(clause, params, source_sql, source_params), terms.match, limit)
+            hits = self._budgeted(
+                _TrigramChannel(clause, params, source_sql, source_params), terms.match, limit
+            )
             if hits:
                 return KeywordHits(hits, "fts")
         if not terms.like:
             return KeywordHits([], "none")
         return KeywordHits(
-            _like_ranked(self.ex, "memories", "m", _MEMORY_TEXT, terms.like, scope_sql, scope_params, limit), "like"
+            _like_ranked(self.ex, "memories", "m", _MEMORY_TEXT, terms.like, scope_sql, scope_params, limit),
+            "like",
         )
 
     def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
@@ -125,12 +145,16 @@ class PgKeywordSearch:
         clause, params = where(scope, "e")
         if terms.match:
             return KeywordHits(
-                _trigram_bm25(self.ex, "episodes", "e", _EPISODE_TEXT, terms.match, clause, params, "", [], limit),
+                _trigram_bm25(
+                    self.ex, "episodes", "e", _EPISODE_TEXT, terms.match, clause, params, "", [], limit
+                ),
                 "fts",
             )
         if not terms.like:
             return KeywordHits([], "none")
-        return KeywordHits(_like_ranked(self.ex, "episodes", "e", _EPISODE_TEXT, terms.like, clause, params, limit), "like")
+        return KeywordHits(
+            _like_ranked(self.ex, "episodes", "e", _EPISODE_TEXT, terms.like, clause, params, limit), "like"
+        )
 
     def memories_words(
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
@@ -141,7 +165,9 @@ class PgKeywordSearch:
             return KeywordHits([], "none")
         clause, params = where(scope, "m")
         source_sql, source_params = source_clause(source_id, "m")
-        return KeywordHits(self._budgeted(_WordChannel(clause, params, source_sql, source_params), words, limit), "fts")
+        return KeywordHits(
+            self._budgeted(_WordChannel(clause, params, source_sql, source_params), words, limit), "fts"
+        )
 
     def _budgeted(self, channel: _Channel, terms: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
         """bm25 over the terms that fit the row budget, then the newest rows of dropped terms (as SQLite)."""
@@ -167,7 +193,12 @@ class _Channel:
     """One budgeted memories channel: how to count a term's rows, rank kept terms, list the newest matches."""
 
     def __init__(self, clause: str, params: list[Any], source_sql: str, source_params: list[Any]) -> None:
-        self.clause, self.params, self.source_sql, self.source_params = clause, params, source_sql, source_params
+        self.clause, self.params, self.source_sql, self.source_params = (
+            clause,
+            params,
+            source_sql,
+            source_params,
+        )
 
     def _match(self, terms: tuple[str, ...]) -> tuple[str, list[Any]]:
         raise NotImplementedError
@@ -204,26 +235,47 @@ class _Channel:
 
 class _TrigramChannel(_Channel):
     def _match(self, terms: tuple[str, ...]) -> tuple[str, list[Any]]:
-        return "(" + " OR ".join(f"{_MEMORY_TEXT} ILIKE %s" for _ in terms) + ")", [like_pattern(t) for t in terms]
+        return "(" + " OR ".join(f"{_MEMORY_TEXT} ILIKE %s" for _ in terms) + ")", [
+            like_pattern(t) for t in terms
+        ]
 
     def _contains(self, term: str) -> tuple[str, list[Any]]:
         return "m.content ILIKE %s", [like_pattern(term)]
 
     def bm25(self, ex: Executor, terms: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
-        return _trigram_bm25(ex, "memories", "m", _MEMORY_TEXT, terms, self.clause, self.params, self.source_sql,
-                             self.source_params, limit)
+        return _trigram_bm25(
+            ex,
+            "memories",
+            "m",
+            _MEMORY_TEXT,
+            terms,
+            self.clause,
+            self.params,
+            self.source_sql,
+            self.source_params,
+            limit,
+        )
 
 
 class _WordChannel(_Channel):
     def _match(self, terms: tuple[str, ...]) -> tuple[str, list[Any]]:
-        return "m.content_words @@ websearch_to_tsquery('cpersona_words'::regconfig, %s)", [_words_query(terms)]
+        return "m.content_words @@ websearch_to_tsquery('cpersona_words'::regconfig, %s)", [
+            _words_query(terms)
+        ]
 
     def _contains(self, term: str) -> tuple[str, list[Any]]:
-        return "m.content_words @@ websearch_to_tsquery('cpersona_words'::regconfig, %s)", [_words_query((term,))]
+        return "m.content_words @@ websearch_to_tsquery('cpersona_words'::regconfig, %s)", [
+            _words_query((term,))
+        ]
 
     def bm25(self, ex: Executor, terms: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
         words, query = list(terms), _words_query(terms)
-        clause, params, source_sql, source_params = self.clause, self.params, self.source_sql, self.source_params
+        clause, params, source_sql, source_params = (
+            self.clause,
+            self.params,
+            self.source_sql,
+            self.source_params,
+        )
         score = _bm25("t.tf", "t.df", "d.dl", "a.avgdl", "n.total")
         rows = ex.all(
             # q: the query's stems; c: matching rows; d: their length in distinct stems (length() is cheap;

@@ -63,7 +63,13 @@ class PgMaintenanceRows:
         return counts
 
     def migrate_channels(
-        self, *, agent_id: str | None, bridges: Sequence[str], resolve: Resolver, globalize: bool, dry_run: bool
+        self,
+        *,
+        agent_id: str | None,
+        bridges: Sequence[str],
+        resolve: Resolver,
+        globalize: bool,
+        dry_run: bool,
     ) -> ChannelReport:
         """Move rows under ``bridges`` onto the channel ``resolve`` finds; one transaction."""
         report = ChannelReport()
@@ -78,7 +84,9 @@ class PgMaintenanceRows:
                     [list(bridges), *agent_params],
                 ):
                     report.scanned += 1
-                    _migrate_memory(ex, row, resolve(row["source"], row["metadata"]), globalize, set(bridges), report)
+                    _migrate_memory(
+                        ex, row, resolve(row["source"], row["metadata"]), globalize, set(bridges), report
+                    )
                 for ep in ex.all(
                     f"SELECT id, agent_id, project_id, channel, summary FROM episodes WHERE channel = ANY(%s){agent_sql} "
                     "ORDER BY id",
@@ -112,8 +120,15 @@ def _skip(ex: Executor, table: str, rid: int, mode: str, result: dict[str, int])
 
 
 def _place(
-    ex: Executor, table: str, rid: int, target: str, mode: str, duplicate: bool, has_vector: bool,
-    queued_at: str | None, result: dict[str, int],
+    ex: Executor,
+    table: str,
+    rid: int,
+    target: str,
+    mode: str,
+    duplicate: bool,
+    has_vector: bool,
+    queued_at: str | None,
+    result: dict[str, int],
 ) -> None:
     """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it."""
     if duplicate:
@@ -142,7 +157,9 @@ def _place(
         PgTasks(ex).enqueue(EMBED, table, int(new_id), queued_at)
 
 
-def _merge_memories(ex: Executor, source: str, target: str, mode: str, queued_at: str | None) -> dict[str, int]:
+def _merge_memories(
+    ex: Executor, source: str, target: str, mode: str, queued_at: str | None
+) -> dict[str, int]:
     result = _result(mode)
     for rid in _ids(ex, "memories", source):
         row = ex.one(
@@ -170,7 +187,9 @@ def _merge_memories(ex: Executor, source: str, target: str, mode: str, queued_at
     return result
 
 
-def _merge_episodes(ex: Executor, source: str, target: str, mode: str, queued_at: str | None) -> dict[str, int]:
+def _merge_episodes(
+    ex: Executor, source: str, target: str, mode: str, queued_at: str | None
+) -> dict[str, int]:
     result = _result(mode)
     for rid in _ids(ex, "episodes", source):
         row = ex.one(
@@ -196,7 +215,8 @@ def _merge_profiles(ex: Executor, source: str, target: str, mode: str) -> dict[s
     for r in rows:
         key = (r["project_id"], r["user_id"])
         existing = ex.value(
-            "SELECT updated_at FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s", (target, *key)
+            "SELECT updated_at FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s",
+            (target, *key),
         )
         if existing is not None and existing >= r["updated_at"]:
             result["skipped"] += 1
@@ -209,7 +229,10 @@ def _merge_profiles(ex: Executor, source: str, target: str, mode: str) -> dict[s
             )
             result["copied" if mode == COPY else "moved"] += 1
         if mode == MOVE:
-            ex.run("DELETE FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s", (source, *key))
+            ex.run(
+                "DELETE FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s",
+                (source, *key),
+            )
     return result
 
 
@@ -217,7 +240,12 @@ def _merge_profiles(ex: Executor, source: str, target: str, mode: str) -> dict[s
 
 
 def _migrate_memory(
-    ex: Executor, row: dict[str, Any], found: str | None, globalize: bool, bridges: set[str], report: ChannelReport
+    ex: Executor,
+    row: dict[str, Any],
+    found: str | None,
+    globalize: bool,
+    bridges: set[str],
+    report: ChannelReport,
 ) -> None:
     ref = f"mem:{row['id']}"
     destination = report.target_for(row, found, globalize, bridges)

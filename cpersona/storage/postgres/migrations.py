@@ -142,13 +142,19 @@ def _script(sql: str) -> Callable[[psycopg.Connection[Any]], None]:
 
 def migration_statements(migrations: tuple[Migration, ...] | None = None) -> list[str]:
     """Every statement of the migrations written as SQL, in order (what ``check_health`` expects to exist)."""
-    return [s for m in (MIGRATIONS if migrations is None else migrations) if isinstance(m.apply, _Script)
-            for s in m.apply.statements]
+    return [
+        s
+        for m in (MIGRATIONS if migrations is None else migrations)
+        if isinstance(m.apply, _Script)
+        for s in m.apply.statements
+    ]
 
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue; trigram GIN and tsvector indexes", _script(_V1)),
-    Migration(2, "word channel stemmed like SQLite's porter index (cpersona_words), no stop words", _script(_V2)),
+    Migration(
+        2, "word channel stemmed like SQLite's porter index (cpersona_words), no stop words", _script(_V2)
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -65,8 +65,11 @@ class PgPortabilityRows:
             queries = (
                 ("memory", f"SELECT {_MEMORY_EXPORT}{vec} FROM memories WHERE {where} ORDER BY id"),
                 ("episode", f"SELECT {_EPISODE_EXPORT}{vec} FROM episodes WHERE {where} ORDER BY id"),
-                ("profile", f"SELECT {_PROFILE_EXPORT} FROM profiles WHERE {where} "
-                            "ORDER BY agent_id, project_id, user_id"),
+                (
+                    "profile",
+                    f"SELECT {_PROFILE_EXPORT} FROM profiles WHERE {where} "
+                    "ORDER BY agent_id, project_id, user_id",
+                ),
             )
             for n, (kind, query) in enumerate(queries):
                 yield from _server_side(conn, f"cpersona_export_{n}", query, params, kind, chunk)
@@ -142,23 +145,45 @@ def _write_one(ex: Executor, record: ImportRecord) -> tuple[str, int | None, boo
             return DUPLICATE, None, False, None
         try:
             new_id = insert_memory(
-                ex, new, recall_count=record.recall_count, last_recalled_at=record.last_recalled_at,
+                ex,
+                new,
+                recall_count=record.recall_count,
+                last_recalled_at=record.last_recalled_at,
                 locked=record.locked,
             )
         except DuplicateRow:  # the unique indexes refuse what the probe could not see
             return DUPLICATE, None, False, None
-        return INSERTED, new_id, new.embedding is not None, _model(new.embedding_model, new.embedding_dim, new.embedding)
+        return (
+            INSERTED,
+            new_id,
+            new.embedding is not None,
+            _model(new.embedding_model, new.embedding_dim, new.embedding),
+        )
     if isinstance(record, ImportedEpisode):
         if _episode_duplicate(ex, record) is not None:
             return DUPLICATE, None, False, None
         new_id = insert_episode(
-            ex, (record.agent_id, record.project_id, record.channel, record.summary, record.keywords,
-                 record.start_time, record.end_time, bool(record.resolved), record.created_at, record.embedding,
-                 record.embedding_model, record.embedding_dim),
+            ex,
+            (
+                record.agent_id,
+                record.project_id,
+                record.channel,
+                record.summary,
+                record.keywords,
+                record.start_time,
+                record.end_time,
+                bool(record.resolved),
+                record.created_at,
+                record.embedding,
+                record.embedding_model,
+                record.embedding_dim,
+            ),
         )
         model = _model(record.embedding_model, record.embedding_dim, record.embedding)
         return INSERTED, new_id, record.embedding is not None, model
     outcome = _profile_outcome(ex, record)
     if outcome in (INSERTED, UPDATED):
-        upsert_profile(ex, (record.agent_id, record.project_id, record.user_id, record.content, record.updated_at))
+        upsert_profile(
+            ex, (record.agent_id, record.project_id, record.user_id, record.content, record.updated_at)
+        )
     return outcome, None, False, None

@@ -60,7 +60,10 @@ class PgTasks:
             (now, limit, lease_end),
         )
         rows.sort(key=lambda r: r["id"])
-        return [Task(int(r["id"]), r["kind"], r["target_table"], int(r["target_id"]), int(r["attempts"])) for r in rows]
+        return [
+            Task(int(r["id"]), r["kind"], r["target_table"], int(r["target_id"]), int(r["attempts"]))
+            for r in rows
+        ]
 
     def complete(self, task_id: int) -> None:
         """Remove a finished task."""
@@ -82,13 +85,18 @@ class PgTasks:
 
     def status(self) -> dict[str, Any]:
         """Depth, tasks that failed at least once, the oldest task, depth per kind, last error."""
-        head = self.ex.one(
-            "SELECT COUNT(*) AS depth, COUNT(*) FILTER (WHERE attempts > 0) AS retrying, "
-            "MIN(created_at) AS oldest FROM pending_memory_tasks"
-        ) or {}
+        head = (
+            self.ex.one(
+                "SELECT COUNT(*) AS depth, COUNT(*) FILTER (WHERE attempts > 0) AS retrying, "
+                "MIN(created_at) AS oldest FROM pending_memory_tasks"
+            )
+            or {}
+        )
         by_kind = {
             r["kind"]: int(r["n"])
-            for r in self.ex.all("SELECT kind, COUNT(*) AS n FROM pending_memory_tasks GROUP BY kind ORDER BY kind")
+            for r in self.ex.all(
+                "SELECT kind, COUNT(*) AS n FROM pending_memory_tasks GROUP BY kind ORDER BY kind"
+            )
         }
         last_error = self.ex.value(
             "SELECT last_error FROM pending_memory_tasks WHERE last_error IS NOT NULL ORDER BY id DESC LIMIT 1"

@@ -49,11 +49,17 @@ class PgRepairs:
 
     def delete_unlocked_memories(self, ids: Iterable[int]) -> int:
         """Delete memories (and their queued tasks) unless locked; returns rows deleted."""
-        gone = [int(r["id"]) for r in self.ex.all(
-            "DELETE FROM memories WHERE id = ANY(%s) AND NOT locked RETURNING id", (list(ids),))]
+        gone = [
+            int(r["id"])
+            for r in self.ex.all(
+                "DELETE FROM memories WHERE id = ANY(%s) AND NOT locked RETURNING id", (list(ids),)
+            )
+        ]
         if gone:
-            self.ex.run("DELETE FROM pending_memory_tasks WHERE target_table = 'memories' AND target_id = ANY(%s)",
-                        (gone,))
+            self.ex.run(
+                "DELETE FROM pending_memory_tasks WHERE target_table = 'memories' AND target_id = ANY(%s)",
+                (gone,),
+            )
         return len(gone)
 
     def cut_memory(self, rid: int, cap: int) -> bool:
@@ -72,33 +78,43 @@ class PgRepairs:
 
     def cut_profile(self, agent: str, project: str, user: str, cap: int) -> bool:
         """Cut a profile to ``cap`` characters."""
-        return bool(self.ex.run(
-            "UPDATE profiles SET content = substr(content, 1, %s) WHERE agent_id = %s AND project_id = %s "
-            "AND user_id = %s",
-            (cap, agent, project, user),
-        ))
+        return bool(
+            self.ex.run(
+                "UPDATE profiles SET content = substr(content, 1, %s) WHERE agent_id = %s AND project_id = %s "
+                "AND user_id = %s",
+                (cap, agent, project, user),
+            )
+        )
 
     def wrap_invalid_json(self, rid: int, column: str, raw: str) -> bool:
         """Replace a non-object source/metadata with ``{"invalid_json": <the original text>}`` (nothing lost)."""
         if column not in ("source", "metadata"):
             raise ValueError(column)
         wrapped = json.dumps({"invalid_json": raw}, ensure_ascii=False)
-        return bool(self.ex.run(
-            f"UPDATE memories SET {column} = %s WHERE id = %s AND NOT locked AND {column} = %s", (wrapped, rid, raw)
-        ))
+        return bool(
+            self.ex.run(
+                f"UPDATE memories SET {column} = %s WHERE id = %s AND NOT locked AND {column} = %s",
+                (wrapped, rid, raw),
+            )
+        )
 
     def set_timestamp(self, table: str, key: Any, column: str, old: str, new: str) -> bool:
         """Rewrite one timestamp in the stored form (only if it still holds ``old``)."""
         if table == "profiles":
             agent, project, user = key
-            return bool(self.ex.run(
-                f"UPDATE profiles SET {column} = %s WHERE agent_id = %s AND project_id = %s AND user_id = %s "
-                f"AND {column} = %s",
-                (new, agent, project, user, old),
-            ))
+            return bool(
+                self.ex.run(
+                    f"UPDATE profiles SET {column} = %s WHERE agent_id = %s AND project_id = %s AND user_id = %s "
+                    f"AND {column} = %s",
+                    (new, agent, project, user, old),
+                )
+            )
         lock = " AND NOT locked" if table == "memories" else ""
-        return bool(self.ex.run(f"UPDATE {table} SET {column} = %s WHERE id = %s AND {column} = %s{lock}",
-                                (new, key, old)))
+        return bool(
+            self.ex.run(
+                f"UPDATE {table} SET {column} = %s WHERE id = %s AND {column} = %s{lock}", (new, key, old)
+            )
+        )
 
     def delete_tasks(self, ids: Iterable[int]) -> int:
         """Remove queued tasks by id."""

@@ -93,7 +93,9 @@ class PgMemories:
         found = self.ex.value("SELECT content FROM memories WHERE id = %s", (memory_id,))
         return None if found is None else str(found)
 
-    def set_embedding(self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+    def set_embedding(
+        self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None
+    ) -> None:
         """Record (or clear) the vector of one row."""
         self.ex.run(
             "UPDATE memories SET embedding = %b, embedding_model = %s, embedding_dim = %s WHERE id = %s",
@@ -161,7 +163,12 @@ class PgMemories:
 
 
 def insert_memory(
-    ex: Executor, new: NewMemory, *, recall_count: int = 0, last_recalled_at: str | None = None, locked: bool = False
+    ex: Executor,
+    new: NewMemory,
+    *,
+    recall_count: int = 0,
+    last_recalled_at: str | None = None,
+    locked: bool = False,
 ) -> int:
     """``INSERT ... ON CONFLICT DO NOTHING RETURNING id``; DuplicateRow when nothing was inserted."""
     found = ex.value(
@@ -169,9 +176,21 @@ def insert_memory(
         "created_at, embedding, embedding_model, embedding_dim, recall_count, last_recalled_at, locked) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %b, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
         (
-            new.agent_id, new.project_id, new.channel, new.msg_id, new.content, new.source, new.metadata,
-            new.timestamp, new.created_at, vector_param(new.embedding), new.embedding_model, new.embedding_dim,
-            recall_count, last_recalled_at, locked,
+            new.agent_id,
+            new.project_id,
+            new.channel,
+            new.msg_id,
+            new.content,
+            new.source,
+            new.metadata,
+            new.timestamp,
+            new.created_at,
+            vector_param(new.embedding),
+            new.embedding_model,
+            new.embedding_dim,
+            recall_count,
+            last_recalled_at,
+            locked,
         ),
     )
     if found is None:
@@ -205,8 +224,21 @@ class PgEpisodes:
     ) -> int:
         """Insert one episode; keywords are stored one per line."""
         return insert_episode(
-            self.ex, (agent_id, project_id, channel, summary, "\n".join(keywords), start_time, end_time,
-                      bool(resolved), created_at, embedding, embedding_model, embedding_dim),
+            self.ex,
+            (
+                agent_id,
+                project_id,
+                channel,
+                summary,
+                "\n".join(keywords),
+                start_time,
+                end_time,
+                bool(resolved),
+                created_at,
+                embedding,
+                embedding_model,
+                embedding_dim,
+            ),
         )
 
     def get(self, episode_id: int) -> Row | None:
@@ -229,7 +261,9 @@ class PgEpisodes:
         found = self.ex.value("SELECT summary FROM episodes WHERE id = %s", (episode_id,))
         return None if found is None else str(found)
 
-    def set_embedding(self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+    def set_embedding(
+        self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None
+    ) -> None:
         """Record (or clear) the vector of one episode."""
         self.ex.run(
             "UPDATE episodes SET embedding = %b, embedding_model = %s, embedding_dim = %s WHERE id = %s",
@@ -298,7 +332,8 @@ class PgProfiles:
         """Up to ``limit`` profiles in scope, newest first."""
         clause, params = where(scope, has_channel=False)
         rows = self.ex.all(
-            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT %s", [*params, limit]
+            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT %s",
+            [*params, limit],
         )
         return [profile_dict(r) for r in rows]
 

@@ -71,8 +71,18 @@ class PgSession:
     """Every repository of the ``Session`` protocol over one ``Executor``."""
 
     __slots__ = (
-        "ex", "memories", "episodes", "profiles", "tasks", "keyword", "vectors", "vector_search", "admin", "browse",
-        "health", "repair",
+        "ex",
+        "memories",
+        "episodes",
+        "profiles",
+        "tasks",
+        "keyword",
+        "vectors",
+        "vector_search",
+        "admin",
+        "browse",
+        "health",
+        "repair",
     )
 
     def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
@@ -118,8 +128,14 @@ class PgStore:
         except psycopg.Error as exc:
             raise DatabaseUnavailable(f"cannot open the PostgreSQL database {redact(url)}: {exc}") from exc
         self.pool: ConnectionPool[Any] = ConnectionPool(
-            url, min_size=1, max_size=pool_size, open=False, configure=_configure,
-            kwargs=kwargs, timeout=CONNECT_TIMEOUT_S, name="cpersona",
+            url,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            configure=_configure,
+            kwargs=kwargs,
+            timeout=CONNECT_TIMEOUT_S,
+            name="cpersona",
         )
         self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         self.indexes = IndexRegistry(self._build_index)
@@ -137,7 +153,9 @@ class PgStore:
 
     def session(self) -> PgSession:
         """Autocommit access: each statement borrows a pooled connection (or joins this thread's transaction)."""
-        return PgSession(Executor(self.pool, getattr(self._local, "conn", None)), self.indexes, exact=self._exact)
+        return PgSession(
+            Executor(self.pool, getattr(self._local, "conn", None)), self.indexes, exact=self._exact
+        )
 
     @contextmanager
     def _transaction(self, read_only: bool) -> Iterator[Executor]:

@@ -86,8 +86,12 @@ def build_index(ex: Executor, table: str, model_id: str, dimension: int) -> None
             "CREATE INDEX IF NOT EXISTS {name} ON {table} USING hnsw ((embedding::vector({dim})) vector_cosine_ops) "
             "WITH (m = {m}, ef_construction = {efc}) WHERE embedding_model = {model} AND embedding_dim = {dim}"
         ).format(
-            name=sql.Identifier(name), table=sql.Identifier(table), dim=sql.Literal(dimension),
-            m=sql.Literal(HNSW_M), efc=sql.Literal(HNSW_EF_CONSTRUCTION), model=sql.Literal(model_id),
+            name=sql.Identifier(name),
+            table=sql.Identifier(table),
+            dim=sql.Literal(dimension),
+            m=sql.Literal(HNSW_M),
+            efc=sql.Literal(HNSW_EF_CONSTRUCTION),
+            model=sql.Literal(model_id),
         )
     )
 
@@ -128,22 +132,28 @@ class PgVectorSearch:
             params = [*params, list(allowed_ids)]
         # The window: only the `window` newest rows in scope compete (as in SQLite). Its lower id bound comes
         # from the scope index; when the scope holds fewer rows there is no bound.
-        floor = None if window is None else self.ex.value(
-            sql.SQL("SELECT id FROM {table} WHERE {filters} ORDER BY id DESC OFFSET %s LIMIT 1").format(
-                table=sql.Identifier(table), filters=filters
-            ),
-            [*params, window - 1],
+        floor = (
+            None
+            if window is None
+            else self.ex.value(
+                sql.SQL("SELECT id FROM {table} WHERE {filters} ORDER BY id DESC OFFSET %s LIMIT 1").format(
+                    table=sql.Identifier(table), filters=filters
+                ),
+                [*params, window - 1],
+            )
         )
         if floor is not None:
             filters = sql.SQL("{f} AND id >= %s").format(f=filters)
             params = [*params, int(floor)]
         vector = PgVector(to_blob(query.vector))
-        distance = sql.SQL("embedding::vector({dim}) <=> %b::vector({dim})").format(dim=sql.Literal(query.dimension))
+        distance = sql.SQL("embedding::vector({dim}) <=> %b::vector({dim})").format(
+            dim=sql.Literal(query.dimension)
+        )
         # ORDER BY the distance alone, so the HNSW index can deliver the order; ties are settled below.
         rows = self.ex.all(
-            sql.SQL("SELECT id, {distance} AS distance FROM {table} WHERE {filters} ORDER BY {distance} LIMIT %s").format(
-                distance=distance, table=sql.Identifier(table), filters=filters
-            ),
+            sql.SQL(
+                "SELECT id, {distance} AS distance FROM {table} WHERE {filters} ORDER BY {distance} LIMIT %s"
+            ).format(distance=distance, table=sql.Identifier(table), filters=filters),
             [vector, *params, vector, limit],
         )
         scored = [(int(r["id"]), 1.0 - float(r["distance"])) for r in rows]
@@ -151,9 +161,13 @@ class PgVectorSearch:
         scored.sort(key=lambda hit: (-hit[1], -hit[0]))
         return scored
 
-
     def _exact(
-        self, table: str, query: VectorQuery, scope: Scope, limit: int, window: int | None,
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        window: int | None,
         allowed_ids: Sequence[int] | None,
     ) -> list[tuple[int, float]]:
         clause, scope_params = where(scope)
@@ -173,7 +187,6 @@ class PgVectorSearch:
         scores = matrix @ np.asarray(query.vector, dtype=np.float32)
         order = np.lexsort((-ids, -scores))[:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
-
 
     def _vectors(self, sql_text: str, params: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         rows = self.ex.all_binary(sql_text, params)
@@ -197,7 +210,9 @@ class PgVectorSearch:
         scores = matrix @ np.asarray(query.vector, dtype=np.float32)
         return {int(i): float(v) for i, v in zip(found, scores, strict=True)}
 
-    def agent_vectors(self, table: str, model_id: str, dimension: int, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+    def agent_vectors(
+        self, table: str, model_id: str, dimension: int, agent_id: str
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of one agent's rows with vectors of this model, in id order."""
         ids, matrix = self._vectors(
             f"SELECT id, embedding FROM {_table(table)} WHERE agent_id = %s AND embedding_model = %s "
