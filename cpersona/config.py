@@ -127,6 +127,9 @@ class Settings:
     # CPERSONA_DB_URL: postgresql://... selects the PostgreSQL engine (then db_path is unused for data)
     db_url: str | None = None
     pg_vector_index: str = "hnsw"  # CPERSONA_PG_VECTOR_INDEX: hnsw | exact (PostgreSQL vector search)
+    # CPERSONA_VECTOR_FLOAT32: memory | file. The SQLite vector index scans int8 codes, then rescores the best
+    # few hundred rows in float32 read from its own copy (memory) or from the file (file: a quarter of the RAM)
+    vector_float32: str = "memory"
     export_dir: Path | None = (
         None  # CPERSONA_EXPORT_DIR: MCP export/import confinement (default <db dir>/exports)
     )
@@ -221,6 +224,7 @@ class Settings:
             pg_vector_index=_choice(
                 e, ("CPERSONA_PG_VECTOR_INDEX",), base.pg_vector_index, {"hnsw", "exact"}
             ),
+            vector_float32=_choice(e, ("CPERSONA_VECTOR_FLOAT32",), base.vector_float32, {"memory", "file"}),
             export_dir=Path(export_raw).expanduser() if export_raw else None,
             max_memories=_opt_int(e, "CPERSONA_MAX_MEMORIES") or base.max_memories,
             recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),

@@ -79,7 +79,9 @@ class Memory:
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.storage = open_store(
-            self.settings.db_url or self.settings.db_path, pg_vector_index=self.settings.pg_vector_index
+            self.settings.db_url or self.settings.db_path,
+            pg_vector_index=self.settings.pg_vector_index,
+            vector_float32=self.settings.vector_float32,
         )
         if self.storage.read_only():
             log.warning(

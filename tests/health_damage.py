@@ -120,7 +120,7 @@ def damage_file(target: Target, agent: str) -> dict[str, int]:
     """Store-level damage and an orphan task.
 
     SQLite: a trigger dropped (and a row written without it), an FTS entry removed. PostgreSQL
-    keeps its keyword indexes itself, so there the trigram index is dropped (a missing schema object).
+    keeps its keyword indexes itself, so there the keyword postings index is dropped (a missing schema object).
     """
     with connect(target) as raw:
         task = (
@@ -128,7 +128,7 @@ def damage_file(target: Target, agent: str) -> dict[str, int]:
             "VALUES ('embed', 'memories', 987654, ?, ?)"
         )
         if raw.postgres:
-            raw.execute("DROP INDEX memories_trgm")
+            raw.execute("DROP INDEX memory_tokens_read")
             written = insert_memory(raw, agent, f"{agent} row written while the index was gone")
             raw.execute(task, (NOW, NOW))
             return {"unindexed": written}

@@ -68,7 +68,10 @@ def report_only(
 
 def _open_read_only(settings: Settings) -> Store:
     return open_store(
-        settings.db_url or settings.db_path, pg_vector_index=settings.pg_vector_index, read_only=True
+        settings.db_url or settings.db_path,
+        pg_vector_index=settings.pg_vector_index,
+        read_only=True,
+        vector_float32=settings.vector_float32,
     )
 
 

@@ -30,10 +30,18 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
 
 
-def open_store(location: Path | str, *, pg_vector_index: str = "hnsw", read_only: bool = False) -> Store:
+def open_store(
+    location: Path | str,
+    *,
+    pg_vector_index: str = "hnsw",
+    read_only: bool = False,
+    vector_float32: str = "memory",
+) -> Store:
     """Open (and migrate) the store at ``location``: a ``postgresql://`` URL or a SQLite file path.
 
     ``pg_vector_index`` ("hnsw" | "exact") is how PostgreSQL searches vectors (see storage.postgres.vectors).
+    ``vector_float32`` ("memory" | "file") is where SQLite's vector index reads the float32 rows it rescores
+    after its int8 pass (see storage.vector_index).
     ``read_only`` opens it without migrating, and every write is refused by the engine itself (SQLite:
     ``mode=ro`` + ``query_only``; PostgreSQL: ``default_transaction_read_only``): report-only health checks.
     """
@@ -48,4 +56,7 @@ def open_store(location: Path | str, *, pg_vector_index: str = "hnsw", read_only
         return PgStore(str(location), vector_index=pg_vector_index, read_only=read_only)
     from cpersona.storage.sqlite import SqliteStore
 
-    return SqliteStore.read_only_view(location) if read_only else SqliteStore(location)
+    keep_vectors = vector_float32 == "memory"
+    if read_only:
+        return SqliteStore.read_only_view(location, keep_vectors=keep_vectors)
+    return SqliteStore(location, keep_vectors=keep_vectors)

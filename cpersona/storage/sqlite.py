@@ -59,10 +59,10 @@ class SqliteSession:
 class SqliteStore:
     """The ``Store`` protocol over one SQLite file (WAL; see ``Database``). Migrates on open."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, keep_vectors: bool = True) -> None:
         self.db = Database(path)
         # One set of in-memory vector indexes per store, shared by its sessions (kept in step with the file).
-        self.indexes = VectorIndexes()
+        self.indexes = VectorIndexes(keep_vectors=keep_vectors)
         try:
             migrate(self.db)
         except BaseException:
@@ -70,11 +70,11 @@ class SqliteStore:
             raise
 
     @classmethod
-    def read_only_view(cls, path: Path | str) -> SqliteStore:
+    def read_only_view(cls, path: Path | str, *, keep_vectors: bool = True) -> SqliteStore:
         """The file opened ``mode=ro`` + ``query_only``, never migrated: report-only health checks."""
         store = cls.__new__(cls)
         store.db = ReadOnlyDatabase(path)
-        store.indexes = VectorIndexes()
+        store.indexes = VectorIndexes(keep_vectors=keep_vectors)
         return store
 
     @property

@@ -15,22 +15,31 @@ Only vectors of the active model id and dimension are held: vectors of different
 models are never compared. The matrix grows in place with ~12% headroom, so its
 memory stays near the raw vector bytes.
 
-Search scores every held row with one matrix-vector product over the contiguous
-matrix (no gather copy of the rows in scope) and then selects: a partial sort
-finds the top candidates, ties break on the newer id.
+Search, over a small candidate set (fewer than ``EXACT_BELOW`` rows in scope), scores
+every row with one float32 matrix-vector product and selects: a partial sort finds
+the top candidates, ties break on the newer id. Over a larger one it first scans int8
+codes of the rows (``storage/vector_quant.py``: a quarter of the bytes), then scores
+the best few hundred exactly in float32, so the cosines returned are always exact.
+Those float32 rows come from the index's own float32 copy, or, when the index keeps
+no float32 copy (``keep_vectors=False``: a quarter of the memory), from the file,
+read by id in the same snapshot the index was synced in.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from cpersona.storage.interface import VECTOR_TABLES, VectorQuery, VectorRow
 from cpersona.storage.scope import Scope
 from cpersona.storage.vector_feed import SqliteVectorFeed
+from cpersona.storage.vector_quant import EXACT_BELOW, approximate, quantize, rescore_count
+
+#: Reads the float32 vectors of some ids from the file (when the index keeps no float32 copy).
+Fetch = Callable[[list[int]], dict[int, bytes]]
 
 _PAGE = 8192  # rows fetched per query during a full load
 _RELOAD_FRACTION = 3  # more than 1/3 of the rows changed: reload instead of patching
@@ -55,14 +64,25 @@ def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
 class VectorIndex:
     """Vectors of ``table`` ('memories' or 'episodes') for one model id and dimension."""
 
-    def __init__(self, table: str, model_id: str, dimension: int) -> None:
+    def __init__(
+        self,
+        table: str,
+        model_id: str,
+        dimension: int,
+        *,
+        keep_vectors: bool = True,
+        exact_below: int = EXACT_BELOW,
+    ) -> None:
         if table not in VECTOR_TABLES:
             raise ValueError(f"no vector index for table {table!r}")
         self.table = table
+        self.keep_vectors = keep_vectors  # hold the float32 rows too (else they are read from the file)
+        # Fewer candidates than this are scored exactly in float32 at once (with a float32 copy at hand).
+        self.exact_below = exact_below
         self.model_id = model_id
         self.dimension = dimension
         self._lock = threading.Lock()
-        self._codes: dict[str, int] = {}
+        self._codes_of: dict[str, int] = {}
         self._generation: int | None = None
         self._max_seen_id = 0
         self._seen_seq = 0
@@ -75,7 +95,9 @@ class VectorIndex:
     def _reset(self, capacity: int) -> None:
         self._n = 0  # positions in use (live or holes)
         self._live_count = 0
-        self._vectors = np.zeros((capacity, self.dimension), dtype=np.float32)
+        self._vectors = np.zeros((capacity if self.keep_vectors else 0, self.dimension), dtype=np.float32)
+        self._codes = np.zeros((capacity, self.dimension), dtype=np.int8)
+        self._scales = np.zeros(capacity, dtype=np.float32)
         self._ids = np.zeros(capacity, dtype=np.int64)
         self._axes = np.zeros((3, capacity), dtype=np.int32)  # agent, project, channel codes
         self._live = np.zeros(capacity, dtype=bool)
@@ -88,9 +110,14 @@ class VectorIndex:
         if need <= capacity:
             return
         grown = max(need, capacity + capacity // 8 + 1024)
-        vectors = np.zeros((grown, self.dimension), dtype=np.float32)
-        vectors[: self._n] = self._vectors[: self._n]
-        self._vectors = vectors
+        if self.keep_vectors:
+            vectors = np.zeros((grown, self.dimension), dtype=np.float32)
+            vectors[: self._n] = self._vectors[: self._n]
+            self._vectors = vectors
+        codes = np.zeros((grown, self.dimension), dtype=np.int8)
+        codes[: self._n] = self._codes[: self._n]
+        self._codes = codes
+        self._scales = np.concatenate([self._scales[: self._n], np.zeros(grown - self._n, dtype=np.float32)])
         self._ids = np.concatenate([self._ids[: self._n], np.zeros(grown - self._n, dtype=np.int64)])
         axes = np.zeros((3, grown), dtype=np.int32)
         axes[:, : self._n] = self._axes[:, : self._n]
@@ -101,10 +128,10 @@ class VectorIndex:
         return self._live_count
 
     def _code(self, value: str) -> int:
-        code = self._codes.get(value)
+        code = self._codes_of.get(value)
         if code is None:
-            code = len(self._codes)
-            self._codes[value] = code
+            code = len(self._codes_of)
+            self._codes_of[value] = code
         return code
 
     def _append(self, rows: list[VectorRow]) -> None:
@@ -112,8 +139,10 @@ class VectorIndex:
             return
         self._reserve(len(rows))
         start, end = self._n, self._n + len(rows)
-        block = np.frombuffer(b"".join(r[4] for r in rows), dtype="<f4")
-        self._vectors[start:end] = block.reshape(len(rows), self.dimension)
+        block = np.frombuffer(b"".join(r[4] for r in rows), dtype="<f4").reshape(len(rows), self.dimension)
+        if self.keep_vectors:
+            self._vectors[start:end] = block
+        self._codes[start:end], self._scales[start:end] = quantize(block)
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if start and self._ordered and int(ids[0]) < int(self._ids[start - 1]):
             self._ordered = False
@@ -193,7 +222,11 @@ class VectorIndex:
             elif pos is None:  # back-filled: a row this index has not held
                 fresh.append(row)
             else:
-                self._vectors[pos] = np.frombuffer(row[4], dtype="<f4")
+                vector = np.frombuffer(row[4], dtype="<f4")
+                if self.keep_vectors:
+                    self._vectors[pos] = vector
+                codes, scales = quantize(vector[None, :])
+                self._codes[pos], self._scales[pos] = codes[0], scales[0]
                 self._axes[:, pos] = (self._code(row[1]), self._code(row[2]), self._code(row[3]))
         self._append(sorted(fresh))
         self.patched += len(changed)
@@ -203,7 +236,10 @@ class VectorIndex:
     def _compact(self) -> None:
         keep = np.flatnonzero(self._live[: self._n])
         order = keep[np.argsort(self._ids[keep], kind="stable")]
-        self._vectors = np.ascontiguousarray(self._vectors[order])
+        if self.keep_vectors:
+            self._vectors = np.ascontiguousarray(self._vectors[order])
+        self._codes = np.ascontiguousarray(self._codes[order])
+        self._scales = self._scales[order].copy()
         self._ids = self._ids[order].copy()
         self._axes = np.ascontiguousarray(self._axes[:, order])
         self._live = np.ones(order.size, dtype=bool)
@@ -217,14 +253,14 @@ class VectorIndex:
         n = self._n
         mask = self._live[:n].copy()
         if scope.agent_id is not None:
-            code = self._codes.get(scope.agent_id)
+            code = self._codes_of.get(scope.agent_id)
             if code is None:
                 return np.zeros(n, dtype=bool)
             mask &= self._axes[0, :n] == code
         for axis, value in ((1, scope.project_id), (2, scope.channel or None)):
             if value is None:
                 continue
-            allowed = [self._codes[v] for v in {value, ""} if v in self._codes]
+            allowed = [self._codes_of[v] for v in {value, ""} if v in self._codes_of]
             column = self._axes[axis, :n]
             if len(allowed) == 1:
                 mask &= column == allowed[0]
@@ -242,11 +278,14 @@ class VectorIndex:
         *,
         window: int | None = None,
         allowed_ids: Sequence[int] | np.ndarray | None = None,
+        fetch: Fetch | None = None,
     ) -> list[tuple[int, float]]:
         """Top ``limit`` (id, cosine) among rows in scope (the ``window`` most recent when set).
 
-        Ties break on the higher (newer) id so results are deterministic.
+        Ties break on the higher (newer) id so results are deterministic. ``fetch`` reads float32 rows
+        from the file; it is needed when the index keeps no float32 copy.
         """
+        q = np.asarray(query, dtype=np.float32)
         with self._lock:  # sync patches rows in place; a search never sees half a change
             n = self._n
             if limit <= 0 or self._live_count == 0:
@@ -263,12 +302,13 @@ class VectorIndex:
                     positions = np.sort(positions[newest])
             if positions.size == 0:
                 return []
-            q = np.asarray(query, dtype=np.float32)
-            if positions.size * _GATHER_FRACTION < n:
-                scores = dot(self._vectors[positions], q)
-            else:
-                scores = dot(self._vectors[:n], q)[positions]
-            ids = self._ids[positions]
+            rescore = rescore_count(limit)
+            if positions.size > (self.exact_below if self.keep_vectors else rescore):
+                positions = self._best_approximate(positions, q, rescore)
+            ids = self._ids[positions].copy()
+            scores = dot(self._vectors[positions], q) if self.keep_vectors else None
+        if scores is None:
+            ids, scores = self._exact_from_file(ids, q, fetch)
         if scores.size > limit:
             # Keep everything tied with the limit-th score, then order exactly.
             kth = np.partition(scores, scores.size - limit)[scores.size - limit]
@@ -277,42 +317,88 @@ class VectorIndex:
         order = np.lexsort((-ids, -scores))[:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
 
-    def cosines(self, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+    def _best_approximate(self, positions: np.ndarray, q: np.ndarray, count: int) -> np.ndarray:
+        """The ``count`` positions of ``positions`` with the best int8 scores, every tie at the cut kept."""
+        n = self._n
+        if positions.size * _GATHER_FRACTION < n:
+            approx = approximate(self._codes[positions], self._scales[positions], q)
+        else:
+            approx = approximate(self._codes[:n], self._scales[:n], q)[positions]
+        if approx.size <= count:
+            return positions
+        kth = np.partition(approx, approx.size - count)[approx.size - count]
+        return positions[approx >= kth]
+
+    def _exact_from_file(
+        self, ids: np.ndarray, q: np.ndarray, fetch: Fetch | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if fetch is None:
+            raise ValueError("this vector index keeps no float32 rows: search needs a fetch from the file")
+        blobs = fetch([int(i) for i in ids])
+        found = np.fromiter((i for i in ids.tolist() if i in blobs), dtype=np.int64)
+        if found.size == 0:
+            return found, np.zeros(0, dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs[int(i)] for i in found), dtype="<f4").reshape(found.size, -1)
+        return found, dot(matrix, q)
+
+    def cosines(self, query: np.ndarray, ids: Sequence[int], fetch: Fetch | None = None) -> dict[int, float]:
         """Cosine of ``query`` with each of ``ids`` that holds a vector of this index's model."""
+        q = np.asarray(query, dtype=np.float32)
         with self._lock:
             n = self._n
             if not ids or self._live_count == 0:
                 return {}
             live = self._live[:n] & np.isin(self._ids[:n], np.asarray(ids, dtype=np.int64))
             positions = np.flatnonzero(live)
-            scores = dot(self._vectors[positions], np.asarray(query, dtype=np.float32))
-            return {int(self._ids[p]): float(v) for p, v in zip(positions, scores, strict=True)}
+            held = self._ids[positions].copy()
+            scores = dot(self._vectors[positions], q) if self.keep_vectors else None
+        if scores is None:
+            held, scores = self._exact_from_file(held, q, fetch)
+        return {int(i): float(v) for i, v in zip(held, scores, strict=True)}
 
-    def agent_rows(self, agent_id: str) -> tuple[np.ndarray, np.ndarray]:
+    def agent_rows(self, agent_id: str, fetch: Fetch | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of one agent's rows in id order (copies; empty arrays when none)."""
+        empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
             n = self._n
-            code = self._codes.get(agent_id)
+            code = self._codes_of.get(agent_id)
             if code is None or self._live_count == 0:
-                return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
+                return empty
             positions = np.flatnonzero(self._live[:n] & (self._axes[0, :n] == code))
             order = positions[np.argsort(self._ids[positions], kind="stable")]
-            return self._ids[order].copy(), self._vectors[order].copy()
+            ids = self._ids[order].copy()
+            if self.keep_vectors:
+                return ids, self._vectors[order].copy()
+        if fetch is None:
+            raise ValueError(
+                "this vector index keeps no float32 rows: agent_rows needs a fetch from the file"
+            )
+        blobs = fetch([int(i) for i in ids])
+        ids = np.fromiter((i for i in ids.tolist() if i in blobs), dtype=np.int64)
+        if ids.size == 0:
+            return empty
+        rows = np.frombuffer(b"".join(blobs[int(i)] for i in ids), dtype="<f4").reshape(ids.size, -1)
+        return ids, rows.copy()
 
 
 class VectorIndexes:
-    """The indexes of one ``SqliteStore``, one per table, rebuilt when the active model or dimension changes."""
+    """The indexes of one ``SqliteStore``, one per table, rebuilt when the active model or dimension changes.
 
-    def __init__(self) -> None:
+    ``keep_vectors`` (``CPERSONA_VECTOR_FLOAT32``): whether each index holds its float32 rows as well as the
+    int8 codes, or reads the few it rescores from the file.
+    """
+
+    def __init__(self, *, keep_vectors: bool = True) -> None:
         self._indexes: dict[str, VectorIndex] = {}
         self._lock = threading.Lock()
+        self.keep_vectors = keep_vectors
 
     def get(self, table: str, model_id: str, dimension: int) -> VectorIndex:
         """The index of ``table`` for this model and dimension (a fresh one after a model change)."""
         with self._lock:
             index = self._indexes.get(table)
             if index is None or index.model_id != model_id or index.dimension != dimension:
-                index = VectorIndex(table, model_id, dimension)
+                index = VectorIndex(table, model_id, dimension, keep_vectors=self.keep_vectors)
                 self._indexes[table] = index
             return index
 
@@ -332,6 +418,15 @@ class SqliteVectorSearch:
         index.sync(SqliteVectorFeed(self.conn))
         return index
 
+    def _fetch(self, table: str, model_id: str, dimension: int) -> Fetch:
+        """Reads float32 rows by id on this connection (the snapshot the index was just synced in)."""
+        feed = SqliteVectorFeed(self.conn)
+
+        def fetch(ids: list[int]) -> dict[int, bytes]:
+            return {int(r[0]): r[4] for r in feed.rows_by_id(table, ids, model_id, dimension)}
+
+        return fetch
+
     def nearest(
         self,
         table: str,
@@ -342,18 +437,21 @@ class SqliteVectorSearch:
         window: int | None,
         allowed_ids: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """Top ``limit`` (id, cosine) among the ``window`` most recent rows in scope (exact scan)."""
+        """Top ``limit`` (id, exact cosine) among the ``window`` most recent rows in scope."""
         index = self.synced(table, query.model_id, query.dimension)
-        return index.search(query.vector, scope, limit, window=window, allowed_ids=allowed_ids)
+        fetch = self._fetch(table, query.model_id, query.dimension)
+        return index.search(query.vector, scope, limit, window=window, allowed_ids=allowed_ids, fetch=fetch)
 
     def cosines(self, table: str, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
         """Cosine of the query with each of ``ids`` holding a vector of the query's model."""
         if not ids:
             return {}
-        return self.synced(table, query.model_id, query.dimension).cosines(query.vector, ids)
+        index = self.synced(table, query.model_id, query.dimension)
+        return index.cosines(query.vector, ids, self._fetch(table, query.model_id, query.dimension))
 
     def agent_vectors(
         self, table: str, model_id: str, dimension: int, agent_id: str
     ) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of one agent's rows with vectors of this model, in id order."""
-        return self.synced(table, model_id, dimension).agent_rows(agent_id)
+        index = self.synced(table, model_id, dimension)
+        return index.agent_rows(agent_id, self._fetch(table, model_id, dimension))

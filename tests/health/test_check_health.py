@@ -88,7 +88,7 @@ def test_every_damage_is_found_fixed_and_clean_on_the_next_run(mem: Memory) -> N
     found = by_check(report)
     assert set(found) >= damaged
     schema_text = " ".join(f["message"] for f in found["schema"])
-    assert ("memories_trgm" if pg else "memories_fts_insert") in schema_text
+    assert ("memory_tokens_read" if pg else "memories_fts_insert") in schema_text
     assert "memories_dedup_content" in schema_text
     assert f"mem:{rows['oversized']}" in found["oversized"][0]["refs"]
     assert f"mem:{rows['bad_json']}" in found["invalid_json"][0]["refs"]

@@ -249,21 +249,24 @@ def test_file_level_checks_say_not_applicable_and_every_tool_answers(tmp_path: P
 def test_a_dropped_extension_index_is_found_and_recreated(tmp_path: Path, pg_url: str) -> None:
     with Memory(_settings(tmp_path, pg_url), backend=NoEmbeddings()) as mem:
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute("DROP INDEX memories_trgm")
+            conn.execute("DROP INDEX memory_tokens_read")
             conn.execute("DROP INDEX memories_dedup_msg_id")
         report = mem.check_health(checks=["schema"])
         messages = [f["message"] for f in report["findings"]]
         assert report["status"] == "unhealthy"  # a missing unique index lets duplicates in
-        assert any("memories_trgm" in m for m in messages) and any(
+        assert any("memory_tokens_read" in m for m in messages) and any(
             "memories_dedup_msg_id" in m for m in messages
         )
         fixed = mem.check_health(fix=True, checks=["schema"])
         assert fixed["repairs"]["schema"] == {"fixed": 2, "remaining": 0} and fixed["status"] == "healthy"
         with psycopg.connect(pg_url, autocommit=True) as conn:
             names = {
-                r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")
+                r[0]
+                for r in conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE tablename IN ('memories', 'memory_tokens')"
+                )
             }
-        assert {"memories_trgm", "memories_dedup_msg_id"} <= names
+        assert {"memory_tokens_read", "memories_dedup_msg_id"} <= names
 
 
 def test_the_dimension_rule_holds_vectors_of_other_models_never_compare(tmp_path: Path, pg_url: str) -> None:

@@ -22,6 +22,8 @@ from typing import Any
 import psycopg
 
 from cpersona.errors import DatabaseUnavailable, SchemaTooNew
+from cpersona.storage.postgres.counts import counts_migration_sql
+from cpersona.storage.postgres.postings import postings_migration_sql
 from cpersona.text import format_ts, utc_now
 
 #: The advisory-lock key migrations serialise on (any constant; "cpersona" in ASCII).
@@ -116,6 +118,24 @@ CREATE INDEX memories_words ON memories USING gin (content_words)
 """
 
 
+# The keyword channels without per-row work (docs/decisions.md): bm25's N as trigger-kept row counts per
+# scope (storage/postgres/counts.py) and the keyword postings (storage/postgres/postings.py), which answer
+# both memories channels, so the trigram GIN index, the word tsvector and its GIN index go (each insert paid
+# for all three). And room on each heap page so the recall bookkeeping (recall_count, last_recalled_at)
+# updates in place: a HOT update touches no index, where a full page made every recall re-insert its rows
+# into every index, HNSW included.
+_V3 = ";\n".join(
+    [
+        counts_migration_sql(),
+        postings_migration_sql(),
+        "DROP INDEX memories_trgm",
+        "DROP INDEX memories_words",
+        "ALTER TABLE memories DROP COLUMN content_words",
+        "ALTER TABLE memories SET (fillfactor = 85)",
+    ]
+)
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step; ``apply`` runs inside the single migration transaction."""
@@ -125,11 +145,24 @@ class Migration:
     apply: Callable[[psycopg.Connection[Any]], None]
 
 
+def split_statements(sql: str) -> list[str]:
+    """``sql`` cut at each ``;`` outside a ``$$ ... $$`` body (a function body holds its own semicolons)."""
+    statements = [""]
+    for n, part in enumerate(sql.split("$$")):
+        if n % 2:  # inside a dollar-quoted body: kept whole, quotes restored
+            statements[-1] += f"$${part}$$"
+            continue
+        first, *rest = part.split(";")
+        statements[-1] += first
+        statements.extend(rest)
+    return [statement for statement in (s.strip() for s in statements) if statement]
+
+
 class _Script:
     """A migration written as SQL statements; the health check reads its DDL (``statements``)."""
 
     def __init__(self, sql: str) -> None:
-        self.statements = [statement for statement in (s.strip() for s in sql.split(";")) if statement]
+        self.statements = split_statements(sql)
 
     def __call__(self, conn: psycopg.Connection[Any]) -> None:
         for statement in self.statements:
@@ -154,6 +187,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue; trigram GIN and tsvector indexes", _script(_V1)),
     Migration(
         2, "word channel stemmed like SQLite's porter index (cpersona_words), no stop words", _script(_V2)
+    ),
+    Migration(
+        3, "keyword postings and rows per scope kept by triggers; room for in-place updates", _script(_V3)
     ),
 )
 

@@ -1,8 +1,9 @@
 """Export and import on PostgreSQL: the same records and outcomes as ``cpersona.storage.port_rows``.
 
 Export streams from one REPEATABLE READ snapshot through a server-side cursor
-(bounded memory at any size). Import writes a batch per transaction, probing the
-same dedup scopes as ``store`` and inserting with ``ON CONFLICT DO NOTHING``.
+(bounded memory at any size). Import writes a batch per transaction: its memories with
+one COPY and one ``INSERT ... ON CONFLICT DO NOTHING`` (the unique indexes are the dedup,
+as for ``store``), episodes probing the same scope as ``store``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from cpersona.errors import DuplicateRow
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -22,9 +22,9 @@ from cpersona.storage.port_records import (
     ImportedProfile,
     ImportRecord,
 )
+from cpersona.storage.postgres.bulk import enqueue_many, insert_memories
 from cpersona.storage.postgres.migrations import current_version
-from cpersona.storage.postgres.queue import PgTasks
-from cpersona.storage.postgres.rows import PgMemories, insert_episode, insert_memory, upsert_profile
+from cpersona.storage.postgres.rows import PgMemories, insert_episode, upsert_profile
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.tasks import EMBED
 
@@ -77,19 +77,37 @@ class PgPortabilityRows:
     def write_batch(
         self, records: Sequence[ImportRecord], *, queued_at: str | None, active_model: tuple[str, int] | None
     ) -> tuple[list[str], int]:
-        """Write ``records`` in one transaction; (outcome per record, rows queued for embedding)."""
-        outcomes: list[str] = []
-        queued = 0
+        """Write ``records`` in one transaction; (outcome per record, rows queued for embedding).
+
+        The batch's memories go in with one COPY and one INSERT (``storage/postgres/bulk.py``); episodes
+        and profiles, few per export, one by one.
+        """
+        outcomes: list[str] = [""] * len(records)
+        backfill: dict[str, list[int]] = {"memories": [], "episodes": []}
         with self.transaction(False) as ex:
-            for record in records:
-                outcome, new_id, has_vector, model = _write_one(ex, record)
-                outcomes.append(outcome)
-                if outcome != INSERTED or new_id is None or queued_at is None:
+            memories = [(n, r) for n, r in enumerate(records) if isinstance(r, ImportedMemory)]
+            new_ids = insert_memories(ex, [r for _, r in memories])
+            for (n, memory), new_id in zip(memories, new_ids, strict=True):
+                outcomes[n] = DUPLICATE if new_id is None else INSERTED
+                if new_id is not None and _needs_vector(
+                    memory.row.embedding, _memory_model(memory), active_model
+                ):
+                    backfill["memories"].append(new_id)
+            for n, other in enumerate(records):
+                if isinstance(other, ImportedMemory):
                     continue
-                if not has_vector or (active_model is not None and model != active_model):
-                    table = "memories" if isinstance(record, ImportedMemory) else "episodes"
-                    PgTasks(ex).enqueue(EMBED, table, new_id, queued_at)
-                    queued += 1
+                outcome, new_id, has_vector, model = _write_one(ex, other)
+                outcomes[n] = outcome
+                if (
+                    outcome == INSERTED
+                    and new_id is not None
+                    and (not has_vector or _differs(model, active_model))
+                ):
+                    backfill["episodes"].append(new_id)
+            if queued_at is not None:
+                for table, ids in backfill.items():
+                    enqueue_many(ex, EMBED, table, ids, queued_at)
+        queued = sum(len(ids) for ids in backfill.values()) if queued_at is not None else 0
         return outcomes, queued
 
     def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
@@ -138,27 +156,25 @@ def _model(model_id: str | None, dim: int | None, blob: bytes | None) -> tuple[s
     return (model_id, dim) if blob is not None and model_id and dim else None
 
 
-def _write_one(ex: Executor, record: ImportRecord) -> tuple[str, int | None, bool, tuple[str, int] | None]:
-    if isinstance(record, ImportedMemory):
-        new = record.row
-        if PgMemories(ex).find_duplicate(new) is not None:
-            return DUPLICATE, None, False, None
-        try:
-            new_id = insert_memory(
-                ex,
-                new,
-                recall_count=record.recall_count,
-                last_recalled_at=record.last_recalled_at,
-                locked=record.locked,
-            )
-        except DuplicateRow:  # the unique indexes refuse what the probe could not see
-            return DUPLICATE, None, False, None
-        return (
-            INSERTED,
-            new_id,
-            new.embedding is not None,
-            _model(new.embedding_model, new.embedding_dim, new.embedding),
-        )
+def _memory_model(record: ImportedMemory) -> tuple[str, int] | None:
+    new = record.row
+    return _model(new.embedding_model, new.embedding_dim, new.embedding)
+
+
+def _differs(model: tuple[str, int] | None, active_model: tuple[str, int] | None) -> bool:
+    return active_model is not None and model != active_model
+
+
+def _needs_vector(
+    blob: bytes | None, model: tuple[str, int] | None, active_model: tuple[str, int] | None
+) -> bool:
+    """A new row is queued for embedding when it has no vector, or one of another model than the active one."""
+    return blob is None or _differs(model, active_model)
+
+
+def _write_one(
+    ex: Executor, record: ImportedEpisode | ImportedProfile
+) -> tuple[str, int | None, bool, tuple[str, int] | None]:
     if isinstance(record, ImportedEpisode):
         if _episode_duplicate(ex, record) is not None:
             return DUPLICATE, None, False, None

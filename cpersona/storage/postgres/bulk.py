@@ -1,0 +1,104 @@
+"""Bulk memory inserts on PostgreSQL: one COPY and one INSERT per batch, with ``store``'s dedup.
+
+A batch of memories is copied (binary, vectors included) into a temporary staging
+table, then moved with one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``: the
+unique indexes refuse a duplicate of an existing row or of an earlier row of the same
+batch, exactly as ``store`` and the one-row import did, and never abort the
+transaction. Ids are reserved from the table's sequence before the copy, in batch
+order, so ``RETURNING id`` tells which records went in (the others are duplicates)
+and later records get higher ids, as row-by-row inserts would. The statement-level
+triggers (keyword postings, row counts) then run once per batch instead of once per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cpersona.storage.port_records import ImportedMemory
+from cpersona.storage.postgres.sql import Executor, PgVector
+
+_COLUMNS = (
+    "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
+    "embedding, embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
+)
+_STAGING = "cpersona_staged_memories"
+# Column types in _COLUMNS order ("vector" is looked up: an extension type has no fixed oid).
+_TYPES = (
+    "int8", "text", "text", "text", "text", "text", "text", "text", "text", "text",
+    "vector", "text", "int4", "int4", "text", "bool",
+)  # fmt: skip
+
+
+def _ensure_staging(ex: Executor) -> None:
+    # A temporary table lives as long as the pooled connection; ON COMMIT DELETE ROWS empties it per batch.
+    ex.run(
+        f"CREATE TEMP TABLE IF NOT EXISTS {_STAGING} (id BIGINT, agent_id TEXT, project_id TEXT, channel TEXT, "
+        "msg_id TEXT, content TEXT, source TEXT, metadata TEXT, timestamp TEXT, created_at TEXT, embedding vector, "
+        "embedding_model TEXT, embedding_dim INTEGER, recall_count INTEGER, last_recalled_at TEXT, "
+        "locked BOOLEAN) ON COMMIT DELETE ROWS"
+    )
+
+
+def insert_memories(ex: Executor, records: Sequence[ImportedMemory]) -> list[int | None]:
+    """Insert ``records`` (inside the caller's transaction); the new id per record, None for a duplicate."""
+    if not records:
+        return []
+    conn = ex.conn
+    assert conn is not None, "insert_memories runs inside a write transaction"
+    _ensure_staging(ex)
+    ids = [
+        int(r["id"])
+        for r in ex.all(
+            "SELECT nextval(pg_get_serial_sequence('memories', 'id')) AS id FROM generate_series(1, %s)",
+            [len(records)],
+        )
+    ]
+    vector_oid = int(ex.value("SELECT 'vector'::regtype::oid"))
+    with conn.cursor() as cur:
+        # The staging table is dropped with the connection: truncate whatever a failed batch left behind.
+        cur.execute(f"TRUNCATE {_STAGING}")
+        with cur.copy(f"COPY {_STAGING} ({_COLUMNS}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types([vector_oid if t == "vector" else t for t in _TYPES])
+            for new_id, record in zip(ids, records, strict=True):
+                copy.write_row(_row(new_id, record))
+    inserted = {
+        int(r["id"])
+        for r in ex.all(
+            f"INSERT INTO memories ({_COLUMNS}) SELECT {_COLUMNS} FROM {_STAGING} ORDER BY id "
+            "ON CONFLICT DO NOTHING RETURNING id"
+        )
+    }
+    return [new_id if new_id in inserted else None for new_id in ids]
+
+
+def _row(new_id: int, record: ImportedMemory) -> tuple[Any, ...]:
+    new = record.row
+    return (
+        new_id,
+        new.agent_id,
+        new.project_id,
+        new.channel,
+        new.msg_id,
+        new.content,
+        new.source,
+        new.metadata,
+        new.timestamp,
+        new.created_at,
+        None if new.embedding is None else PgVector(new.embedding),
+        new.embedding_model,
+        new.embedding_dim,
+        record.recall_count,
+        record.last_recalled_at,
+        record.locked,
+    )
+
+
+def enqueue_many(ex: Executor, kind: str, table: str, target_ids: Sequence[int], when: str) -> None:
+    """Queue one task per target (an identical pending task is kept as it is), in one statement."""
+    if target_ids:
+        ex.run(
+            "INSERT INTO pending_memory_tasks(kind, target_table, target_id, not_before, created_at) "
+            "SELECT %s, %s, t, %s, %s FROM unnest(%s::bigint[]) AS t ON CONFLICT DO NOTHING",
+            (kind, table, when, when, list(target_ids)),
+        )

@@ -1,0 +1,165 @@
+"""The PostgreSQL keyword index: one posting per (token, row), kept by triggers, read in id order.
+
+Why postings and not only the GIN indexes: a GIN index answers "which rows hold this
+term" as a bitmap, built whole before the first row comes back, and cannot hand rows
+back newest first. The keyword channels ask three questions that a bitmap answers at
+the cost of every matching row: how many rows hold a term (counted up to the row
+budget), the bm25 figures of the rarest terms, and the newest rows holding a common
+term. A B-tree on (token, agent, row id) answers each by reading at most about a
+budget of index entries, newest first, and carries what bm25 needs (occurrences,
+lengths) in the entry itself: no row is read and no pattern is matched per row.
+
+- ``cpersona_tokens`` splits text as the ``simple`` configuration does (lower-cased
+  words, numbers, hosts, paths, e-mail addresses, CJK runs between punctuation) but
+  without the compound types (hyphenated words, whole URLs) whose parts are tokens
+  already, so no character is counted twice.
+- ``memory_tokens`` / ``episode_tokens``: one row per distinct token of a row, with
+  its occurrences ``n``, the row's length in trigram tokens ``dl`` (characters - 2, as
+  FTS5 trigram counts) and in distinct tokens ``dw`` (the word channel's length), and
+  the row's isolation axes, so the scope filter reads the index too.
+- ``keyword_vocab``: every token seen, with its stem (the word channel's Snowball
+  stemmer). The trigram channel matches substrings: a query term (letters, digits, _)
+  can only occur inside one token, so the rows holding it are the postings of the
+  vocabulary tokens that contain it (found through the vocabulary's trigram index),
+  and its occurrences in a row are the sum over those tokens. The word channel maps
+  a query word to its stem, then to every token with that stem.
+
+Triggers keep the postings in the writer's transaction (statement-level for inserts
+and deletes, so a COPY of 1,000 rows is one pass; row-level for content or axis
+changes). Writers only insert rows that name their own row, and the vocabulary has no
+unique constraint (two writers may add the same new token: lookups use DISTINCT), so
+no writer ever waits for another on this index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpersona.storage.postgres.sql import where
+from cpersona.storage.scope import Scope
+
+#: table -> (postings table, its id column, the searched text as SQL over a row, the columns it reads).
+POSTED = {
+    "memories": ("memory_tokens", "memory_id", "{r}.content", "content"),
+    "episodes": ("episode_tokens", "episode_id", "{r}.summary || ' ' || {r}.keywords", "summary, keywords"),
+}
+
+_VOCAB = """
+CREATE TEXT SEARCH CONFIGURATION cpersona_tokens (COPY = simple);
+ALTER TEXT SEARCH CONFIGURATION cpersona_tokens DROP MAPPING FOR hword, asciihword, numhword, url;
+CREATE TABLE keyword_vocab (token TEXT NOT NULL, stem TEXT NOT NULL);
+CREATE INDEX keyword_vocab_token ON keyword_vocab(token);
+CREATE INDEX keyword_vocab_stem ON keyword_vocab(stem) INCLUDE (token);
+CREATE INDEX keyword_vocab_trgm ON keyword_vocab USING gin (token gin_trgm_ops)
+"""
+
+_TABLE = """
+CREATE TABLE {postings} (
+    token TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    {rid} BIGINT NOT NULL,
+    project_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    dl INTEGER NOT NULL,
+    dw INTEGER NOT NULL
+);
+{backfill};
+CREATE INDEX {postings}_read ON {postings}(token, agent_id, {rid} DESC) INCLUDE (project_id, channel, n, dl, dw);
+CREATE FUNCTION cpersona_{table}_posted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    {post_added};
+    RETURN NULL;
+END $$;
+CREATE FUNCTION cpersona_{table}_unposted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    {unpost_removed};
+    RETURN NULL;
+END $$;
+CREATE FUNCTION cpersona_{table}_reposted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    {unpost_old};
+    {post_new};
+    RETURN NULL;
+END $$;
+CREATE FUNCTION cpersona_{table}_unposted_all() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    TRUNCATE {postings};
+    RETURN NULL;
+END $$;
+CREATE TRIGGER {table}_posted AFTER INSERT ON {table} REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION cpersona_{table}_posted();
+CREATE TRIGGER {table}_unposted AFTER DELETE ON {table} REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION cpersona_{table}_unposted();
+CREATE TRIGGER {table}_reposted AFTER UPDATE OF {columns}, agent_id, project_id, channel ON {table} FOR EACH ROW
+    WHEN ({changed})
+    EXECUTE FUNCTION cpersona_{table}_reposted();
+CREATE TRIGGER {table}_unposted_all AFTER TRUNCATE ON {table} FOR EACH STATEMENT
+    EXECUTE FUNCTION cpersona_{table}_unposted_all()
+"""
+
+
+def _post(postings: str, rid: str, rows: str) -> str:
+    """SQL posting every row of ``rows`` (id, agent_id, project_id, channel, body) and adding new tokens."""
+    return f"""WITH t AS MATERIALIZED (
+            SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
+                   to_tsvector('cpersona_tokens'::regconfig, r.body) AS tv
+            FROM ({rows}) r),
+        u AS MATERIALIZED (
+            SELECT t.id, t.agent_id, t.project_id, t.channel, t.dl, length(t.tv) AS dw, x.lexeme AS token,
+                   cardinality(x.positions) AS n
+            FROM t, unnest(t.tv) x),
+        v AS (
+            INSERT INTO keyword_vocab(token, stem)
+            SELECT w.token, COALESCE((ts_lexize('cpersona_stem', w.token))[1], w.token)
+            FROM (SELECT DISTINCT token FROM u) w
+            WHERE NOT EXISTS (SELECT 1 FROM keyword_vocab k WHERE k.token = w.token))
+        INSERT INTO {postings}(token, agent_id, {rid}, project_id, channel, n, dl, dw)
+        SELECT token, agent_id, id, project_id, channel, n, dl, dw FROM u"""
+
+
+def _unpost(postings: str, rid: str, rows: str) -> str:
+    """SQL deleting the postings of every row of ``rows`` (id, agent_id, body as it was posted)."""
+    return f"""DELETE FROM {postings} p USING (
+            SELECT r.id, r.agent_id, x.lexeme AS token
+            FROM ({rows}) r, unnest(to_tsvector('cpersona_tokens'::regconfig, r.body)) x) d
+        WHERE p.token = d.token AND p.agent_id = d.agent_id AND p.{rid} = d.id"""
+
+
+def postings_migration_sql() -> str:
+    """The DDL of the vocabulary, the postings tables, their backfill and triggers (one migration)."""
+    parts = [_VOCAB.strip()]
+    for table, (postings, rid, text, columns) in POSTED.items():
+
+        def rows(alias: str, source: str, text: str = text) -> str:
+            body = text.format(r=alias)
+            return f"SELECT {alias}.id, {alias}.agent_id, {alias}.project_id, {alias}.channel, {body} AS body FROM {source}"
+
+        def row(record: str, text: str = text) -> str:
+            body = text.format(r=record)
+            return f"SELECT {record}.id, {record}.agent_id, {record}.project_id, {record}.channel, {body} AS body"
+
+        changed = " OR ".join(
+            f"OLD.{c} IS DISTINCT FROM NEW.{c}"
+            for c in [*(c.strip() for c in columns.split(",")), "agent_id", "project_id", "channel"]
+        )
+        parts.append(
+            _TABLE.format(
+                table=table,
+                postings=postings,
+                rid=rid,
+                columns=columns,
+                changed=changed,
+                backfill=_post(postings, rid, rows("s", f"{table} s")),
+                post_added=_post(postings, rid, rows("a", "added a")),
+                unpost_removed=_unpost(postings, rid, rows("d", "removed d")),
+                unpost_old=_unpost(postings, rid, row("OLD")),
+                post_new=_post(postings, rid, row("NEW")),
+            ).strip()
+        )
+    return ";\n".join(parts)
+
+
+def postings_scope(scope: Scope, alias: str = "p") -> tuple[str, list[Any]]:
+    """The isolation rule over a postings table (its axis columns mirror the row's)."""
+    return where(scope, alias)
