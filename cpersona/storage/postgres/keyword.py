@@ -71,10 +71,13 @@ def _like_ranked(
 class PgKeywordSearch:
     """``KeywordSearch`` on PostgreSQL."""
 
-    __slots__ = ("ex",)
+    __slots__ = ("ex", "_trigram_tokens")
 
     def __init__(self, ex: Executor) -> None:
         self.ex = ex
+        # Trigram terms' vocabulary tokens, as the memories channel resolved them: the episodes channel of the
+        # same recall asks for the same terms (the vocabulary serves both tables).
+        self._trigram_tokens: dict[str, Resolved] = {}
 
     def memories(
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
@@ -117,7 +120,10 @@ class PgKeywordSearch:
             return KeywordHits([], "none")
         if terms.match:
             query = PostingsQuery("episodes", TRIGRAM, scope)
-            resolved = query.resolve(self.ex, terms.match, None)
+            missing = [t for t in terms.match if t not in self._trigram_tokens]
+            if missing:
+                self._trigram_tokens.update(zip(missing, query.resolve(self.ex, missing, None), strict=True))
+            resolved = [self._trigram_tokens[t] for t in terms.match]
             return KeywordHits(query.bm25(self.ex, dict(enumerate(resolved)), limit), "fts")
         if not terms.like:
             return KeywordHits([], "none")
@@ -140,6 +146,8 @@ class PgKeywordSearch:
     def _budgeted(self, query: PostingsQuery, terms: tuple[str, ...], limit: int) -> list[tuple[int, float]]:
         """bm25 over the terms that fit the row budget, then the newest rows of dropped terms (as SQLite)."""
         resolved = query.resolve(self.ex, terms, ROW_BUDGET + 1)
+        if query.kind == TRIGRAM:
+            self._trigram_tokens.update(zip(terms, resolved, strict=True))
         plan: TermPlan = choose_terms(terms, [r.count for r in resolved], ROW_BUDGET)
         if plan.matches_nothing:
             return []

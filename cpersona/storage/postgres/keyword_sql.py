@@ -92,7 +92,7 @@ class PostingsQuery:
             rows = ex.all(
                 f"WITH r AS MATERIALIZED ({tokens_sql}), "
                 "g AS (SELECT i, array_agg(token) AS tokens FROM r GROUP BY i), "
-                f"c AS (SELECT g.i, (SELECT count(*) FROM (SELECT 1 FROM {self.postings} p "
+                f"c AS MATERIALIZED (SELECT g.i, (SELECT count(*) FROM (SELECT 1 FROM {self.postings} p "
                 f"WHERE p.token = ANY(g.tokens) AND {self.scope_sql} LIMIT %s) x) AS n FROM g) "
                 "SELECT r.i, r.token, r.occ, c.n FROM r JOIN c USING (i)",
                 [*tokens_params, *self.scope_params, cap],
@@ -144,23 +144,37 @@ class PostingsQuery:
 
         A row among the ``cap`` newest of the union is among the ``cap`` newest of each of its tokens, so
         each token's newest ``cap`` postings are enough to find the rows and their wanted terms; the kept
-        terms fit the budget, so all their postings are read.
+        terms fit the budget, so all their postings are read. A term inside many tokens (a short word in a
+        large vocabulary) would make that a cap per token, so a first pass takes a few of each token's
+        newest postings: the ``cap``-th newest row among them is a floor no row of the answer lies below
+        (the answer's ``cap``-th newest is at least as new), and the second pass reads each token's postings
+        above it only.
         """
         w_index, w_tokens, _ = self._arrays(wanted)
         k_index, k_tokens, _ = self._arrays(kept)
         if not w_tokens:
             return []
         scope, params = self.scope_sql, self.scope_params
+        seed = max(
+            8, -(-2 * cap // len(w_tokens))
+        )  # first-pass postings per token (ceil of 2 * cap / tokens)
+        newest_of = (
+            f"SELECT p.{self.rid} AS id FROM {self.postings} p WHERE p.token = w.token AND {scope} "
+            f"{{floor}} ORDER BY p.{self.rid} DESC LIMIT %s"
+        )
         rows = ex.all(
             "WITH w AS (SELECT * FROM unnest(%s::int[], %s::text[]) AS w(i, token)), "
-            f"got AS (SELECT w.i, x.id FROM w CROSS JOIN LATERAL (SELECT p.{self.rid} AS id FROM {self.postings} p "
-            f"WHERE p.token = w.token AND {scope} ORDER BY p.{self.rid} DESC LIMIT %s) x), "
+            f"seed AS MATERIALIZED (SELECT x.id FROM w CROSS JOIN LATERAL ({newest_of.format(floor='')}) x), "
+            "floor AS MATERIALIZED (SELECT CASE WHEN count(*) >= %s THEN min(id) ELSE 0 END AS id "
+            "FROM (SELECT DISTINCT id FROM seed ORDER BY id DESC LIMIT %s) t), "
+            "got AS MATERIALIZED (SELECT w.i, x.id FROM w CROSS JOIN LATERAL ("
+            f"{newest_of.format(floor=f'AND p.{self.rid} >= (SELECT id FROM floor)')}) x), "
             "newest AS (SELECT DISTINCT id FROM got ORDER BY id DESC LIMIT %s), "
             "k AS (SELECT * FROM unnest(%s::int[], %s::text[]) AS k(i, token)), "
             f"kept AS (SELECT k.i, p.{self.rid} AS id FROM k JOIN {self.postings} p ON p.token = k.token AND {scope}), "
             "h AS (SELECT i, id FROM got UNION SELECT i, id FROM kept) "
             "SELECT n.id, COUNT(DISTINCT h.i) AS hits FROM newest n JOIN h USING (id) "
             "GROUP BY n.id ORDER BY hits DESC, n.id DESC",
-            [w_index, w_tokens, *params, cap, cap, k_index, k_tokens, *params],
+            [w_index, w_tokens, *params, seed, cap, cap, *params, cap, cap, k_index, k_tokens, *params],
         )
         return [(int(r["id"]), float(r["hits"])) for r in rows]

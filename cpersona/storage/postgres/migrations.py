@@ -132,6 +132,8 @@ _V3 = ";\n".join(
         "DROP INDEX memories_words",
         "ALTER TABLE memories DROP COLUMN content_words",
         "ALTER TABLE memories SET (fillfactor = 85)",
+        # The episode boundary penalty asks for the newest episode in scope on every recall.
+        "CREATE INDEX episodes_newest ON episodes(agent_id, created_at DESC) INCLUDE (project_id, channel)",
     ]
 )
 
