@@ -33,11 +33,6 @@ no writer ever waits for another on this index.
 
 from __future__ import annotations
 
-from typing import Any
-
-from cpersona.storage.postgres.sql import where
-from cpersona.storage.scope import Scope
-
 #: table -> (postings table, its id column, the searched text as SQL over a row, the columns it reads).
 POSTED = {
     "memories": ("memory_tokens", "memory_id", "{r}.content", "content"),
@@ -158,8 +153,3 @@ def postings_migration_sql() -> str:
             ).strip()
         )
     return ";\n".join(parts)
-
-
-def postings_scope(scope: Scope, alias: str = "p") -> tuple[str, list[Any]]:
-    """The isolation rule over a postings table (its axis columns mirror the row's)."""
-    return where(scope, alias)
