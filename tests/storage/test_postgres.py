@@ -269,6 +269,20 @@ def test_a_dropped_extension_index_is_found_and_recreated(tmp_path: Path, pg_url
         assert {"memory_tokens_read", "memories_dedup_msg_id"} <= names
 
 
+def test_a_dropped_keyword_trigger_is_found_and_recreated(tmp_path: Path, pg_url: str) -> None:
+    """The keyword postings live on triggers: losing one is critical (new rows go unindexed)."""
+    with Memory(_settings(tmp_path, pg_url), backend=NoEmbeddings()) as mem:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("DROP TRIGGER memories_posted ON memories")
+        report = mem.check_health(checks=["schema"])
+        assert report["status"] == "unhealthy"
+        assert any("missing trigger memories_posted" in f["message"] for f in report["findings"])
+        fixed = mem.check_health(fix=True, checks=["schema"])
+        assert fixed["repairs"]["schema"] == {"fixed": 1, "remaining": 0} and fixed["status"] == "healthy"
+        mem.store("a", "a quokka after the repair")
+        assert [r["content"] for r in mem.recall("a", "quokka")["results"]] == ["a quokka after the repair"]
+
+
 def test_the_dimension_rule_holds_vectors_of_other_models_never_compare(tmp_path: Path, pg_url: str) -> None:
     from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope

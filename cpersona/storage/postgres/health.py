@@ -42,9 +42,10 @@ _TIMESTAMP_COLUMNS = {
 }
 _CREATE_INDEX = re.compile(r"^CREATE\s+(UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 _DROP_INDEX = re.compile(r"^DROP\s+INDEX\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+_CREATE_TRIGGER = re.compile(r"^CREATE\s+TRIGGER\s+(\w+)", re.IGNORECASE)
 _NO_FTS = NotApplicable(
-    "keyword search runs on a generated tsvector column and pg_trgm GIN indexes that PostgreSQL keeps in step "
-    "with the rows itself (no FTS5 shadow tables to drift); the schema check verifies those indexes exist"
+    "keyword search reads postings that triggers keep in step with the rows inside each writer's transaction "
+    "(no FTS5 shadow tables to drift); the schema check verifies their indexes exist"
 )
 _NO_AMCHECK = NotApplicable(
     "PostgreSQL has no integrity_check pragma; with the amcheck extension installed (CREATE EXTENSION amcheck, "
@@ -120,7 +121,7 @@ class PgHealth:
         return LATEST_VERSION
 
     def expected_objects(self) -> list[SchemaObject]:
-        """The extensions, then every index the migrations' SQL creates (a later DROP removes one)."""
+        """The extensions, then every index and trigger the migrations' SQL creates (a later DROP removes one)."""
         objects: dict[str, SchemaObject] = {
             name: SchemaObject("extension", name, False, f"CREATE EXTENSION IF NOT EXISTS {name}")
             for name in _EXTENSIONS
@@ -134,13 +135,18 @@ class PgHealth:
             dropped = _DROP_INDEX.match(statement)
             if dropped:
                 objects.pop(dropped.group(1), None)
+            trigger = _CREATE_TRIGGER.match(statement)
+            if trigger:  # the keyword postings and row counts (PG migration 3)
+                objects[trigger.group(1)] = SchemaObject("trigger", trigger.group(1), False, statement)
         return list(objects.values())
 
     def present_objects(self) -> set[tuple[str, str]]:
-        """(kind, name) of every index in the current schema and every installed extension."""
+        """(kind, name) of every index and trigger in the current schema and every installed extension."""
         rows = self.ex.all(
             "SELECT 'index' AS kind, indexname AS name FROM pg_indexes WHERE schemaname = current_schema() "
-            "UNION ALL SELECT 'extension', extname FROM pg_extension"
+            "UNION ALL SELECT 'extension', extname FROM pg_extension "
+            "UNION ALL SELECT 'trigger', t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace"
         )
         return {(str(r["kind"]), str(r["name"])) for r in rows}
 
