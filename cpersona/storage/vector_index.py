@@ -82,7 +82,7 @@ class VectorIndex:
         self.model_id = model_id
         self.dimension = dimension
         self._lock = threading.Lock()
-        self._codes_of: dict[str, int] = {}
+        self._codes: dict[str, int] = {}
         self._generation: int | None = None
         self._max_seen_id = 0
         self._seen_seq = 0
@@ -96,7 +96,7 @@ class VectorIndex:
         self._n = 0  # positions in use (live or holes)
         self._live_count = 0
         self._vectors = np.zeros((capacity if self.keep_vectors else 0, self.dimension), dtype=np.float32)
-        self._codes = np.zeros((capacity, self.dimension), dtype=np.int8)
+        self._int8 = np.zeros((capacity, self.dimension), dtype=np.int8)
         self._scales = np.zeros(capacity, dtype=np.float32)
         self._ids = np.zeros(capacity, dtype=np.int64)
         self._axes = np.zeros((3, capacity), dtype=np.int32)  # agent, project, channel codes
@@ -115,8 +115,8 @@ class VectorIndex:
             vectors[: self._n] = self._vectors[: self._n]
             self._vectors = vectors
         codes = np.zeros((grown, self.dimension), dtype=np.int8)
-        codes[: self._n] = self._codes[: self._n]
-        self._codes = codes
+        codes[: self._n] = self._int8[: self._n]
+        self._int8 = codes
         self._scales = np.concatenate([self._scales[: self._n], np.zeros(grown - self._n, dtype=np.float32)])
         self._ids = np.concatenate([self._ids[: self._n], np.zeros(grown - self._n, dtype=np.int64)])
         axes = np.zeros((3, grown), dtype=np.int32)
@@ -128,10 +128,10 @@ class VectorIndex:
         return self._live_count
 
     def _code(self, value: str) -> int:
-        code = self._codes_of.get(value)
+        code = self._codes.get(value)
         if code is None:
-            code = len(self._codes_of)
-            self._codes_of[value] = code
+            code = len(self._codes)
+            self._codes[value] = code
         return code
 
     def _append(self, rows: list[VectorRow]) -> None:
@@ -142,7 +142,7 @@ class VectorIndex:
         block = np.frombuffer(b"".join(r[4] for r in rows), dtype="<f4").reshape(len(rows), self.dimension)
         if self.keep_vectors:
             self._vectors[start:end] = block
-        self._codes[start:end], self._scales[start:end] = quantize(block)
+        self._int8[start:end], self._scales[start:end] = quantize(block)
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if start and self._ordered and int(ids[0]) < int(self._ids[start - 1]):
             self._ordered = False
@@ -226,7 +226,7 @@ class VectorIndex:
                 if self.keep_vectors:
                     self._vectors[pos] = vector
                 codes, scales = quantize(vector[None, :])
-                self._codes[pos], self._scales[pos] = codes[0], scales[0]
+                self._int8[pos], self._scales[pos] = codes[0], scales[0]
                 self._axes[:, pos] = (self._code(row[1]), self._code(row[2]), self._code(row[3]))
         self._append(sorted(fresh))
         self.patched += len(changed)
@@ -238,7 +238,7 @@ class VectorIndex:
         order = keep[np.argsort(self._ids[keep], kind="stable")]
         if self.keep_vectors:
             self._vectors = np.ascontiguousarray(self._vectors[order])
-        self._codes = np.ascontiguousarray(self._codes[order])
+        self._int8 = np.ascontiguousarray(self._int8[order])
         self._scales = self._scales[order].copy()
         self._ids = self._ids[order].copy()
         self._axes = np.ascontiguousarray(self._axes[:, order])
@@ -253,14 +253,14 @@ class VectorIndex:
         n = self._n
         mask = self._live[:n].copy()
         if scope.agent_id is not None:
-            code = self._codes_of.get(scope.agent_id)
+            code = self._codes.get(scope.agent_id)
             if code is None:
                 return np.zeros(n, dtype=bool)
             mask &= self._axes[0, :n] == code
         for axis, value in ((1, scope.project_id), (2, scope.channel or None)):
             if value is None:
                 continue
-            allowed = [self._codes_of[v] for v in {value, ""} if v in self._codes_of]
+            allowed = [self._codes[v] for v in {value, ""} if v in self._codes]
             column = self._axes[axis, :n]
             if len(allowed) == 1:
                 mask &= column == allowed[0]
@@ -321,9 +321,9 @@ class VectorIndex:
         """The ``count`` positions of ``positions`` with the best int8 scores, every tie at the cut kept."""
         n = self._n
         if positions.size * _GATHER_FRACTION < n:
-            approx = approximate(self._codes[positions], self._scales[positions], q)
+            approx = approximate(self._int8[positions], self._scales[positions], q)
         else:
-            approx = approximate(self._codes[:n], self._scales[:n], q)[positions]
+            approx = approximate(self._int8[:n], self._scales[:n], q)[positions]
         if approx.size <= count:
             return positions
         kth = np.partition(approx, approx.size - count)[approx.size - count]
@@ -361,7 +361,7 @@ class VectorIndex:
         empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
             n = self._n
-            code = self._codes_of.get(agent_id)
+            code = self._codes.get(agent_id)
             if code is None or self._live_count == 0:
                 return empty
             positions = np.flatnonzero(self._live[:n] & (self._axes[0, :n] == code))
