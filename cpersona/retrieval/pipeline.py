@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from cpersona.config import Settings
-from cpersona.retrieval import confidence, fusion
+from cpersona.retrieval import confidence, context, fusion
 from cpersona.retrieval.gate import GateDecision, GateEvidence
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
@@ -71,6 +71,8 @@ class ScoredRow:
             reason["rrf"] = round(self.fused.rrf, 6)
         if self.fused.rsf is not None:
             reason["rsf"] = round(self.fused.rsf, 6)
+        if context.CONTEXT in self.fused.channels:
+            reason["context"] = round(self.fused.channels[context.CONTEXT], 6)
         if self.gate is not None:
             reason["gate"] = self.gate
         return reason
@@ -126,11 +128,18 @@ class RecallPipeline:
         settings: Settings,
         gate: GateStage | None = None,
         channels: frozenset[str] = frozenset(fusion.CHANNEL_ORDER),
+        context_policy: context.ContextPolicy | None | str = "settings",
     ) -> None:
         self.settings = settings
         self.gate: GateStage = gate or NoGate()
         # Which retrievers run: all four in production; benchmarks measure each arm alone.
         self.channels = channels
+        # The context channel (neighbouring turns of the best hits): from the settings unless given.
+        self.context_policy = (
+            context.policy_for(settings.recall_mode, settings.context_weight)
+            if isinstance(context_policy, str)
+            else context_policy
+        )
 
     def run(
         self,
@@ -197,7 +206,11 @@ class RecallPipeline:
             confidence.key_on_cosine(scored)
         scored.sort(key=ScoredRow.sort_key)
         vector_hits = channels.get(fusion.VECTOR)
-        evidence = GateEvidence(top_cosine=max(s for _, s in vector_hits) if vector_hits else None)
+        evidence = GateEvidence(
+            top_cosine=max(s for _, s in vector_hits) if vector_hits else None,
+            query_vector=query_vector,
+            search=session.vector_search,
+        )
         decision = self.gate.apply(scored, request, evidence)
         rows = []
         for item in decision.rows[: request.limit]:
@@ -257,6 +270,9 @@ class RecallPipeline:
             found[f"mem:{rid}"] = mem
         for rid, ep in session.episodes.get_many(ep_ids, request.scope).items():
             found[f"ep:{rid}"] = ep
+        if self.context_policy is not None:
+            kept = {ref: row for ref, row in found.items() if self._keep(row, request)}
+            found.update(context.spread(fused, kept, session.memories, request.scope, self.context_policy))
         scored = []
         for ref, entry in fused.items():
             row = found.get(ref)

@@ -1,0 +1,149 @@
+"""The context channel: neighbouring turns of a strong hit (issue 19, point 6).
+
+A conversation answers a question over several turns: "Did you go to the support group?" /
+"Yes, last Friday — it was so powerful". The second turn holds the answer but shares no word and
+little meaning with a question about the support group; its neighbour does. So after fusion the
+rows next to the best hits — the memory stored just before or just after, by the same agent in the
+same project and channel, within one session (timestamps at most an hour apart, the calibration's
+session rule) — get a share of their neighbour's fused score.
+
+Neighbours are found by id (insertion order) through ``get_many``, so both engines serve it with
+the hydration query they already have; a window of ids around each parent absorbs other agents'
+rows interleaved in one file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cpersona.retrieval import fusion
+from cpersona.text import parse_ts
+
+if TYPE_CHECKING:
+    from cpersona.storage.interface import MemoryRows
+    from cpersona.storage.scope import Scope
+
+#: Rows more than this many seconds apart are not one session (as in calibration.session_keys).
+SESSION_GAP_SECONDS = 3600.0
+CONTEXT = "context"
+
+
+@dataclass(frozen=True)
+class ContextPolicy:
+    """How the channel spreads score: from the ``parents`` best fused memories to ``reach`` rows each side.
+
+    Defaults as measured (docs/research/held-out-2026-12.md): 5 parents, 2 rows each side, weight
+    0.6 (``CPERSONA_CONTEXT_WEIGHT``), a share divided by the distance in rows.
+    """
+
+    parents: int = 5
+    weight: float = 0.6
+    reach: int = 2
+    before: bool = True
+    after: bool = True
+    id_window: int = 4  # ids fetched each side of a parent, to step over other scopes' rows
+    combine: str = "max"  # "max" | "sum" when several parents share a neighbour
+
+
+def policy_for(mode: str, weight: float) -> ContextPolicy | None:
+    """The channel for these settings: rsf only (measured there; rrf and cascade scores are ranks),
+    and off at weight 0."""
+    if mode != "rsf" or weight <= 0:
+        return None
+    return ContextPolicy(weight=weight)
+
+
+def _seconds(row: dict[str, Any]) -> float | None:
+    when = row.get("timestamp") or row.get("created_at")
+    if not isinstance(when, str):
+        return None
+    try:
+        return parse_ts(when).timestamp()
+    except ValueError:
+        return None
+
+
+def same_session(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Same agent, project and channel, timestamps within SESSION_GAP_SECONDS."""
+    if any(a.get(k) != b.get(k) for k in ("agent_id", "project_id", "channel")):
+        return False
+    ta, tb = _seconds(a), _seconds(b)
+    return ta is not None and tb is not None and abs(ta - tb) <= SESSION_GAP_SECONDS
+
+
+def neighbours(
+    rows: MemoryRows, scope: Scope, parents: Sequence[dict[str, Any]], policy: ContextPolicy
+) -> tuple[dict[int, list[tuple[int, int]]], dict[int, dict[str, Any]]]:
+    """For each neighbour id: [(parent id, distance)] over ``parents`` (hydrated memory rows); and
+    the rows read on the way (neighbours among them)."""
+    span = policy.id_window + policy.reach - 1
+    wanted: set[int] = set()
+    for parent in parents:
+        pid = int(parent["id"])
+        low = pid - (span if policy.before else 0)
+        high = pid + (span if policy.after else 0)
+        wanted.update(i for i in range(low, high + 1) if i > 0 and i != pid)
+    found = rows.get_many(sorted(wanted), scope) if wanted else {}
+    out: dict[int, list[tuple[int, int]]] = {}
+    for parent in parents:
+        pid = int(parent["id"])
+        for direction, enabled in ((-1, policy.before), (1, policy.after)):
+            if not enabled:
+                continue
+            steps = 0
+            for offset in range(1, span + 1):
+                candidate = found.get(pid + direction * offset)
+                if candidate is None:
+                    continue
+                if not same_session(parent, candidate):
+                    break
+                steps += 1
+                out.setdefault(pid + direction * offset, []).append((pid, steps))
+                if steps >= policy.reach:
+                    break
+    return out, found
+
+
+def spread(
+    fused: dict[str, fusion.Fused],
+    hydrated: dict[str, dict[str, Any]],
+    rows: MemoryRows,
+    scope: Scope,
+    policy: ContextPolicy,
+) -> dict[str, dict[str, Any]]:
+    """Add the context channel to ``fused`` in place; return the neighbour rows it hydrated.
+
+    A neighbour gets ``weight × parent score / distance`` (the best parent's, or the sum); a row
+    already in the list adds it to its score, a new one enters with it alone. ``Fused.rsf`` stays the
+    retrievers' sum; ``channels["context"]`` holds the bonus (score = rsf + context).
+    """
+    ranked = sorted(
+        (ref for ref in fused if ref.startswith("mem:") and ref in hydrated),
+        key=lambda ref: (-fused[ref].score, ref),
+    )[: policy.parents]
+    if not ranked or policy.weight <= 0:
+        return {}
+    parent_rows = [hydrated[ref] for ref in ranked]
+    links, extra = neighbours(rows, scope, parent_rows, policy)
+    if not links:
+        return {}
+    base = {int(hydrated[ref]["id"]): fused[ref].score for ref in ranked}
+    added: dict[str, dict[str, Any]] = {}
+    for nid in sorted(links):
+        shares = [policy.weight * base[pid] / distance for pid, distance in links[nid]]
+        bonus = sum(shares) if policy.combine == "sum" else max(shares)
+        ref = f"mem:{nid}"
+        entry = fused.get(ref)
+        if entry is None:
+            row = extra.get(nid)
+            if row is None:
+                continue
+            entry = fused[ref] = fusion.Fused(ref, 0.0, next(iter(fused.values())).signal)
+            added[ref] = row
+            if entry.signal == "rsf":
+                entry.rsf = 0.0  # found by no retriever: its whole score is context
+        entry.score += bonus
+        entry.channels[CONTEXT] = bonus
+    return added
