@@ -8,8 +8,9 @@ same project and channel, within one session (timestamps at most an hour apart, 
 session rule) — get a share of their neighbour's fused score.
 
 Neighbours are found by id (insertion order) through ``get_many``, so both engines serve it with
-the hydration query they already have; a window of ids around each parent absorbs other agents'
-rows interleaved in one file.
+the hydration query they already have, in one call: ``id_window × reach`` ids each side of each
+parent are read, which steps over other agents' (or projects', channels') rows interleaved in one
+file — up to ``id_window`` of them per step; a neighbour farther away is not found.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ class ContextPolicy:
     reach: int = 2
     before: bool = True
     after: bool = True
-    id_window: int = 4  # ids fetched each side of a parent, to step over other scopes' rows
+    id_window: int = 4  # ids looked at per step each side of a parent (steps over other scopes' rows)
     combine: str = "max"  # "max" | "sum" when several parents share a neighbour
+    add_new: bool = True  # a neighbour no retriever found enters the list (False: only boost candidates)
 
 
 def policy_for(mode: str, weight: float) -> ContextPolicy | None:
@@ -78,7 +80,7 @@ def neighbours(
 ) -> tuple[dict[int, list[tuple[int, int]]], dict[int, dict[str, Any]]]:
     """For each neighbour id: [(parent id, distance)] over ``parents`` (hydrated memory rows); and
     the rows read on the way (neighbours among them)."""
-    span = policy.id_window + policy.reach - 1
+    span = policy.id_window * policy.reach
     wanted: set[int] = set()
     for parent in parents:
         pid = int(parent["id"])
@@ -138,7 +140,7 @@ def spread(
         entry = fused.get(ref)
         if entry is None:
             row = extra.get(nid)
-            if row is None:
+            if row is None or not policy.add_new:
                 continue
             entry = fused[ref] = fusion.Fused(ref, 0.0, next(iter(fused.values())).signal)
             added[ref] = row

@@ -8,7 +8,7 @@ corpus itself, label-free:
 - **speaker labels**: the ``Name:`` that opens a row (after an optional ``[...]`` prefix, such as a
   date), one to three capitalised words, seen at the start of at least ``MIN_LABEL_ROWS`` rows;
 - **frequent proper nouns**: a Title-case word written in the middle of a sentence in at least
-  ``MIN_NAME_SHARE`` of the rows and almost never written in lower case (so not "The", not "Art"),
+  ``MIN_NAME_SHARE`` of the rows (and ``MIN_NAME_ROWS``) and almost never written in lower case (so not "The", not "Art"),
   which is how nicknames ("Mel") and the other people an agent talks about show up;
 - names given by the caller (e.g. the rows' ``source.name``).
 
@@ -26,8 +26,10 @@ from cpersona.retrieval.match_query import STOPWORDS
 #: A label must open at least this many rows (and this share of them) to count.
 MIN_LABEL_ROWS = 3
 MIN_LABEL_SHARE = 0.01
-#: A capitalised mid-sentence word must be in this share of rows to count.
+#: A capitalised mid-sentence word must be in this share of rows, and in at least MIN_NAME_ROWS of
+#: them, to count (in a small corpus one mention is not "full of").
 MIN_NAME_SHARE = 0.02
+MIN_NAME_ROWS = 5
 #: ... and its lower-case form in at most this many rows per row it is capitalised in.
 MAX_LOWER_RATIO = 0.05
 #: At most this many names are kept (most frequent first): the mask stays small and cheap.
@@ -89,7 +91,8 @@ def corpus_entities(texts: Sequence[str], known: Iterable[str] = ()) -> list[str
         if count >= MIN_LABEL_ROWS and count >= MIN_LABEL_SHARE * n:
             scores[word] = max(scores[word], count)
     for word, count in capital.items():
-        if count >= MIN_NAME_SHARE * n and lower[word.lower()] <= MAX_LOWER_RATIO * count:
+        frequent = count >= MIN_NAME_ROWS and count >= MIN_NAME_SHARE * n
+        if frequent and lower[word.lower()] <= MAX_LOWER_RATIO * count:
             scores[word] = max(scores[word], count)
     for word in known:
         for part in _WORD.findall(word):

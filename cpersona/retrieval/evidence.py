@@ -39,6 +39,9 @@ from cpersona.retrieval.match_query import STOPWORDS, _stem
 #: How much a row's coverage of the query's words adds to its cosine (chosen on LoCoMo; see
 #: docs/research/held-out-2026-12.md for the curve and the rotation).
 WEIGHT = 1.0
+#: The evidence is taken over this many of the best fused candidates (a query's and a probe's alike):
+#: the row that is both close and covering ranks high in fusion, which weighs both.
+CANDIDATES = 30
 #: Words in at least this share of the rows get their own document frequency in the lexicon ...
 LEXICON_MIN_SHARE = 0.01
 #: ... at most this many of them (the most frequent), so the stored form stays a few KB.

@@ -97,9 +97,10 @@ class GateEvidence:
     def of_rows(
         self, rows: list[ScoredRow], query: str, lexicon: ev.Lexicon, weight: float = ev.WEIGHT
     ) -> tuple[float, float]:
-        """(evidence, the best row's coverage) of ``query`` over the candidate ``rows``; never below the
-        top cosine (the best row by cosine may have been filtered out of the candidates)."""
+        """(evidence, the best row's coverage) of ``query`` over the best ``ev.CANDIDATES`` of ``rows``
+        (best first); never below the top cosine (the best row by cosine may have been filtered out)."""
         top = self.top_cosine if self.top_cosine is not None else -math.inf
+        rows = rows[: ev.CANDIDATES]
         if not rows:
             return top, 0.0
         value, cover = ev.query_evidence(

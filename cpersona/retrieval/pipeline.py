@@ -7,7 +7,7 @@ bookkeeping, profile injection, the final reversal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -198,7 +198,7 @@ class RecallPipeline:
             methods[fusion.FTS_EPISODES] = ep_hits.method
 
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
-        scored = self._hydrate(session, request, fused)
+        scored = self._hydrate(session, request, fused, vector_used)
         scored = self._penalise(session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:
             confidence.apply(scored, query_vector, session.vector_search, now, deep=request.deep)
@@ -261,7 +261,7 @@ class RecallPipeline:
         return True
 
     def _hydrate(
-        self, session: Session, request: RecallRequest, fused: dict[str, fusion.Fused]
+        self, session: Session, request: RecallRequest, fused: dict[str, fusion.Fused], vector_used: bool
     ) -> list[ScoredRow]:
         mem_ids = [int(ref[4:]) for ref in fused if ref.startswith("mem:")]
         ep_ids = [int(ref[3:]) for ref in fused if ref.startswith("ep:")]
@@ -272,7 +272,9 @@ class RecallPipeline:
             found[f"ep:{rid}"] = ep
         if self.context_policy is not None:
             kept = {ref: row for ref, row in found.items() if self._keep(row, request)}
-            found.update(context.spread(fused, kept, session.memories, request.scope, self.context_policy))
+            # Keyword-only recall returns what matched: neighbours then only lift candidates.
+            policy = self.context_policy if vector_used else replace(self.context_policy, add_new=False)
+            found.update(context.spread(fused, kept, session.memories, request.scope, policy))
         scored = []
         for ref, entry in fused.items():
             row = found.get(ref)

@@ -3,11 +3,13 @@
 Layout (docs/retrieval.md)::
 
     {"format": 1, "agents": {"<agent_id>": {
-        "fingerprint": {"scoring_version": 1, "model_id": "...", "dimension": 384},
+        "fingerprint": {"scoring_version": 2, "model_id": "...", "dimension": 384},
         "created_at": "...", "method": "separation", "sample_size": 2000, "rows": 1234,
         "percentile": null, "z_factor": null,
         "vector": {"threshold": 0.61, "null_mean": ..., ...},
-        "gate": {"kind": "query_top_cosine", "probes": 80, "probe_top_cosines": [...]},
+        "gate": {"kind": "query_evidence", "probes": 80, "probe_evidence": [...],
+                 "probe_top_cosines": [...], "weight": 1.0,
+                 "lexicon": {"rows": 1234, "entities": [...], "frequent": "word count ..."}},
         "precision": {"level": "strict", "beta": null}}}}
 
 ``precision`` may exist without a calibration (set before any model was ready). Writes go to a
@@ -26,7 +28,7 @@ from cpersona.atomic import write_json
 
 #: Bump when what the gate compares (or how its threshold is derived) changes: stored calibrations
 #: then no longer match and are redone in the background.
-SCORING_VERSION = 1
+SCORING_VERSION = 2  # 2: the gate keys on evidence (cosine + coverage of the non-name words)
 
 FORMAT = 1
 

@@ -20,6 +20,7 @@ from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
 from cpersona.health import persistence
 from cpersona.retrieval import calibration as cal
+from cpersona.retrieval import probing
 from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
 from cpersona.retrieval.pipeline import GateStage, NoGate
 from cpersona.retrieval.sidecar import Sidecar, fingerprint, sidecar_path
@@ -91,9 +92,10 @@ class Calibrator:
             HEURISTIC_TOP_COSINE,
             reason="not calibrated: a fixed low top-cosine floor is in force (run calibrate_threshold)",
         )
-        gate = (entry or {}).get("gate")
-        if not isinstance(gate, dict) or not gate.get("probe_top_cosines"):
+        inputs = cal.gate_inputs((entry or {}).get("gate"))
+        if inputs is None:
             return heuristic
+        probe_values, lexicon, weight = inputs
         current = self._current_fingerprint()
         if current is not None and entry is not None and entry.get("fingerprint") != current:
             stale = entry.get("fingerprint") or {}
@@ -107,14 +109,14 @@ class Calibrator:
                 f"v{stale.get('scoring_version')}); recalibration pending, heuristic floor in force",
             )
         threshold = cal.gate_threshold(
-            gate["probe_top_cosines"],
+            probe_values,
             str(entry.get("method", "separation")) if entry else "separation",
             beta,
             level,
             percentile=(entry or {}).get("percentile"),
             z_factor=(entry or {}).get("z_factor"),
         )
-        return GatePolicy("calibrated", level, beta, threshold)
+        return GatePolicy("calibrated", level, beta, threshold, lexicon=lexicon, weight=weight)
 
     # -- tools ----------------------------------------------------------------------------------
     def calibrate_threshold(
@@ -280,14 +282,23 @@ class Calibrator:
                 with self.store.read() as session:
                     episodes = session.vector_search.agent_vectors(EPISODES, model_id, dimension, agent)[1]
                 corpus = np.vstack([corpus, episodes])
-                tops = np.sort((self._probe_vectors() @ corpus.T).max(axis=1))
-                entry["gate"] = {
-                    "kind": "query_top_cosine",
-                    "probes": int(tops.size),
-                    "probe_top_cosines": [round(float(t), 6) for t in tops],
-                }
+                probe_vectors = self._probe_vectors()
+                cosines = np.sort((probe_vectors @ corpus.T).max(axis=1))
+                with self.store.read() as session:  # the probes' evidence, measured as recalls
+                    entry["gate"] = probing.measure_gate(
+                        session,
+                        self.settings,
+                        agent,
+                        ids,
+                        probe_vectors,
+                        cosines,
+                        (model_id, dimension),
+                        utc_now(),
+                    )
+                tops = np.asarray(entry["gate"]["probe_evidence"])
                 gate_out.update(
-                    kind="query_top_cosine",
+                    kind=cal.GATE_KIND,
+                    entities=entry["gate"]["lexicon"]["entities"],
                     probes=int(tops.size),
                     threshold=round(
                         cal.gate_threshold(tops, method, beta, level, percentile=pct, z_factor=z), 6
@@ -298,7 +309,10 @@ class Calibrator:
                         )
                         for lv in cal.LEVELS
                     },
-                    probe_top_cosine={f"p{q}": round(float(np.percentile(tops, q)), 6) for q in (50, 75, 90)},
+                    probe_evidence={f"p{q}": round(float(np.percentile(tops, q)), 6) for q in (50, 75, 90)},
+                    probe_top_cosine={
+                        f"p{q}": round(float(np.percentile(cosines, q)), 6) for q in (50, 75, 90)
+                    },
                 )
             else:
                 entry.pop("gate", None)

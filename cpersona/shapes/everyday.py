@@ -81,10 +81,28 @@ class RecallGate(TypedDict):
     ]
     level: Annotated[str | None, "Precision level: strict, balanced or lenient (null when off)."]
     beta: Annotated[float | None, "Effective β (null when off)."]
-    threshold: Annotated[float | None, "The cut on the cosine scale (null when off)."]
+    threshold: Annotated[
+        float | None, "The cut on the scale of keyed_on: evidence, top cosine or confidence (null when off)."
+    ]
     top_cosine: Annotated[float | None, "The query's best cosine in scope (null without a query vector)."]
+    evidence: NotRequired[
+        Annotated[
+            float,
+            "keyed_on 'evidence': the best candidate's cosine + its coverage of the query's words "
+            "(the corpus's frequent names left out), at least top_cosine.",
+        ]
+    ]
+    coverage: NotRequired[
+        Annotated[
+            float, "keyed_on 'evidence': that candidate's idf-weighted share of the query's words (0..1)."
+        ]
+    ]
     passed: Annotated[bool, "The query passed (false: only exact lexical matches or fallbacks were kept)."]
-    keyed_on: Annotated[str | None, "'top_cosine' (per query) or 'confidence' (per row); null when off."]
+    keyed_on: Annotated[
+        str | None,
+        "'evidence' (per query, calibrated), 'top_cosine' (per query: heuristic, or a calibration from "
+        "before scoring version 2) or 'confidence' (per row); null when off.",
+    ]
     reason: NotRequired[Annotated[str, "Why the gate is off or heuristic."]]
     stale: NotRequired[
         Annotated[bool, "The stored calibration is for another model/dimension/scoring version."]

@@ -24,10 +24,14 @@ class GateCalibration(TypedDict):
     """The query gate's calibration from the probe questions."""
 
     enabled: Annotated[bool, "CPERSONA_FUSED_GATE_ENABLED."]
-    kind: NotRequired[Annotated[str, "'query_top_cosine'."]]
-    probes: NotRequired[Annotated[int, "Probe questions embedded."]]
-    threshold: NotRequired[Annotated[float, "The gate's top-cosine cut at the agent's effective precision."]]
+    kind: NotRequired[Annotated[str, "'query_evidence': the gate keys on the query's evidence."]]
+    probes: NotRequired[Annotated[int, "Probe questions measured."]]
+    entities: NotRequired[
+        Annotated[list[str], "The names the corpus is full of, left out of a query's words (at most 32)."]
+    ]
+    threshold: NotRequired[Annotated[float, "The gate's evidence cut at the agent's effective precision."]]
     thresholds: NotRequired[Annotated[dict[str, float], "The cut at strict, balanced and lenient."]]
+    probe_evidence: NotRequired[Annotated[dict[str, float], "p50 / p75 / p90 of the probes' evidence."]]
     probe_top_cosine: NotRequired[Annotated[dict[str, float], "p50 / p75 / p90 of the probes' top cosines."]]
 
 
