@@ -63,6 +63,24 @@ def _measure(calls: list[Callable[[], Any]], clock: Callable[[], float]) -> dict
     return {"wall": summary_ms(wall), "cpu": summary_ms(cpu)}
 
 
+def _interleaved(a: list[Callable[[], Any]], b: list[Callable[[], Any]], rounds: int = 3) -> dict[str, Any]:
+    """Thread CPU of two variants called alternately per query (A, B, A, B, ...), so the machine's
+    drift hits both alike: p50 of each and the p50 of the per-call differences B − A."""
+    cpu_a: list[float] = []
+    cpu_b: list[float] = []
+    for _ in range(rounds):
+        for call_a, call_b in zip(a, b, strict=True):
+            c0 = time.thread_time()
+            call_a()
+            c1 = time.thread_time()
+            call_b()
+            c2 = time.thread_time()
+            cpu_a.append(c1 - c0)
+            cpu_b.append(c2 - c1)
+    diffs = [y - x for x, y in zip(cpu_a, cpu_b, strict=True)]
+    return {"a": summary_ms(cpu_a), "b": summary_ms(cpu_b), "b_minus_a": summary_ms(diffs)}
+
+
 def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
     """Per-stage CPU and wall time of one recall, in this process."""
     settings = Settings(
@@ -106,8 +124,11 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
             "cpu_s": round(time.process_time() - c0, 3),
             "rows": calibrated["rows"],
         }
-        policy = mem.calibration.policy_for(lat.AGENT)
-        cosine_gate = QualityGate(lambda agent: replace(policy, lexicon=None), settings.autocut_min_results)
+        # The same calibration keyed on the top cosine (the policy read per recall, as the product does).
+        cosine_gate = QualityGate(
+            lambda agent: replace(mem.calibration.policy_for(agent), lexicon=None),
+            settings.autocut_min_results,
+        )
         stages: dict[str, tuple[list[Callable[[], Any]], Callable[[], float]]] = {
             "query embedding": (
                 [lambda q=q: mem.embeddings.embed_query(q) for q in questions],
@@ -142,6 +163,16 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
         for _ in range(2):  # the first pass loads the index and warms the page cache
             for name, (calls, clock) in stages.items():
                 out[name] = _measure(calls, clock)
+        evidence_gate = RecallPipeline(settings, gate=mem.calibration.gate())
+        out["ab"] = {
+            "context channel: off (a) vs on (b)": _interleaved(
+                pipeline_calls(None, True, no_context), pipeline_calls(None, True)
+            ),
+            "calibrated gate: top cosine (a) vs evidence (b)": _interleaved(
+                pipeline_calls(None, True, RecallPipeline(settings, gate=cosine_gate)),
+                pipeline_calls(None, True, evidence_gate),
+            ),
+        }
     return out
 
 
@@ -232,6 +263,7 @@ def main() -> int:
                 mcp = anyio.run(through_mcp, db, models_dir, questions)
 
     calibration = stages.pop("calibrate_threshold")
+    ab = stages.pop("ab")
     rows = [
         [name, r["wall"]["p50_ms"], r["wall"]["p95_ms"], r["cpu"]["p50_ms"], r["cpu"]["mean_ms"]]
         for name, r in stages.items()
@@ -247,6 +279,14 @@ def main() -> int:
         for name in ("recall", "stats")
     ]
     print_table(["stage", "wall p50 ms", "wall p95 ms", "CPU p50 ms", "CPU mean ms"], rows)
+    print("\nInterleaved A/B, thread CPU per pipeline run (ms):")
+    print_table(
+        ["comparison", "a p50", "b p50", "b − a p50", "b − a mean"],
+        [
+            [name, r["a"]["p50_ms"], r["b"]["p50_ms"], r["b_minus_a"]["p50_ms"], r["b_minus_a"]["mean_ms"]]
+            for name, r in ab.items()
+        ],
+    )
     print(
         f"\ncalibrate_threshold of {calibration['rows']} rows: {calibration['wall_s']} s wall, "
         f"{calibration['cpu_s']} s process CPU"
@@ -264,6 +304,7 @@ def main() -> int:
             "queries": len(questions),
             "in_process": stages,
             "calibrate_threshold": calibration,
+            "ab": ab,
             "mcp": mcp,
         },
     )

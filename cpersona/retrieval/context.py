@@ -8,9 +8,11 @@ same project and channel, within one session (timestamps at most an hour apart, 
 session rule) — get a share of their neighbour's fused score.
 
 Neighbours are found by id (insertion order) through ``get_many``, so both engines serve it with
-the hydration query they already have, in one call: ``id_window × reach`` ids each side of each
-parent are read, which steps over other agents' (or projects', channels') rows interleaved in one
-file — up to ``id_window`` of them per step; a neighbour farther away is not found.
+the hydration query they already have: the ``reach`` ids each side of each parent first (rows
+already hydrated are not read again), then, where some were not in scope, up to ``id_window ×
+reach`` ids that side — which steps over other agents' (or projects', channels') rows
+interleaved in one file, up to ``id_window`` of them per step; a neighbour farther away is not
+found.
 """
 
 from __future__ import annotations
@@ -67,31 +69,57 @@ def _seconds(row: dict[str, Any]) -> float | None:
         return None
 
 
-def same_session(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Same agent, project and channel, timestamps within SESSION_GAP_SECONDS."""
+def same_session(a: dict[str, Any], b: dict[str, Any], a_seconds: float | None = None) -> bool:
+    """Same agent, project and channel, timestamps within SESSION_GAP_SECONDS (``a_seconds``: a's
+    timestamp already parsed)."""
     if any(a.get(k) != b.get(k) for k in ("agent_id", "project_id", "channel")):
         return False
-    ta, tb = _seconds(a), _seconds(b)
+    ta = a_seconds if a_seconds is not None else _seconds(a)
+    tb = _seconds(b)
     return ta is not None and tb is not None and abs(ta - tb) <= SESSION_GAP_SECONDS
 
 
 def neighbours(
-    rows: MemoryRows, scope: Scope, parents: Sequence[dict[str, Any]], policy: ContextPolicy
+    rows: MemoryRows,
+    scope: Scope,
+    parents: Sequence[dict[str, Any]],
+    policy: ContextPolicy,
+    known: dict[int, dict[str, Any]] | None = None,
 ) -> tuple[dict[int, list[tuple[int, int]]], dict[int, dict[str, Any]]]:
     """For each neighbour id: [(parent id, distance)] over ``parents`` (hydrated memory rows); and
-    the rows read on the way (neighbours among them)."""
+    the rows read on the way (neighbours among them).
+
+    Ids are read in two rounds: the ``reach`` ids each side of every parent (all that a file written
+    by one agent needs), then, only for a side where some of them were not in scope, the rest of its
+    window (``id_window × reach`` ids). ``known`` rows (already hydrated) are not read again.
+    """
     span = policy.id_window * policy.reach
-    wanted: set[int] = set()
-    for parent in parents:
-        pid = int(parent["id"])
-        low = pid - (span if policy.before else 0)
-        high = pid + (span if policy.after else 0)
-        wanted.update(i for i in range(low, high + 1) if i > 0 and i != pid)
-    found = rows.get_many(sorted(wanted), scope) if wanted else {}
+    found: dict[int, dict[str, Any]] = {}
+    seen: set[int] = set(known or {})
+    sides = [(-1, policy.before), (1, policy.after)]
+
+    def read(ids: set[int]) -> None:
+        fresh = sorted(i for i in ids if i > 0 and i not in seen)
+        seen.update(fresh)
+        if fresh:
+            found.update(rows.get_many(fresh, scope))
+
+    if known:
+        found.update(known)
+    read({int(p["id"]) + d * k for p in parents for d, on in sides if on for k in range(1, policy.reach + 1)})
+    wider = {
+        int(p["id"]) + d * k
+        for p in parents
+        for d, on in sides
+        if on and any(int(p["id"]) + d * k not in found for k in range(1, policy.reach + 1))
+        for k in range(policy.reach + 1, span + 1)
+    }
+    read(wider)
     out: dict[int, list[tuple[int, int]]] = {}
     for parent in parents:
         pid = int(parent["id"])
-        for direction, enabled in ((-1, policy.before), (1, policy.after)):
+        when = _seconds(parent)
+        for direction, enabled in sides:
             if not enabled:
                 continue
             steps = 0
@@ -99,7 +127,7 @@ def neighbours(
                 candidate = found.get(pid + direction * offset)
                 if candidate is None:
                     continue
-                if not same_session(parent, candidate):
+                if not same_session(parent, candidate, when):
                     break
                 steps += 1
                 out.setdefault(pid + direction * offset, []).append((pid, steps))
@@ -128,7 +156,8 @@ def spread(
     if not ranked or policy.weight <= 0:
         return {}
     parent_rows = [hydrated[ref] for ref in ranked]
-    links, extra = neighbours(rows, scope, parent_rows, policy)
+    known = {int(ref[4:]): row for ref, row in hydrated.items() if ref.startswith("mem:")}
+    links, extra = neighbours(rows, scope, parent_rows, policy, known)
     if not links:
         return {}
     base = {int(hydrated[ref]["id"]): fused[ref].score for ref in ranked}

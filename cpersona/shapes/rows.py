@@ -21,7 +21,14 @@ class MatchReason(TypedDict):
         Annotated[float, "Cosine similarity to the query (the vector channel found the row)."]
     ]
     rrf: NotRequired[Annotated[float, "Reciprocal-rank-fusion score before penalties."]]
-    rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties."]]
+    rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties (the retrievers' sum)."]]
+    context: NotRequired[
+        Annotated[
+            float,
+            "The context channel's share: the row was stored next to one of the best hits, in its "
+            "session (rsf only); the fused score is rsf + context.",
+        ]
+    ]
     gate: NotRequired[
         Annotated[
             str,
