@@ -38,7 +38,15 @@ MAX_ENTITIES = 32
 _PREFIX = re.compile(r"^\s*(?:\[[^\]\n]{0,80}\]\s*)?")
 _LABEL = re.compile(r"([^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,2})\s*:\s")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
-_SENTENCE_END = re.compile(r"[.!?…]\s*$|^\s*$")
+_SENTENCE_END = ".!?…"
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    """True when the word at ``at`` opens ``text`` or follows sentence-ending punctuation."""
+    i = at - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return i < 0 or text[i] in _SENTENCE_END
 
 
 def _body(text: str) -> tuple[str, list[str]]:
@@ -80,7 +88,7 @@ def corpus_entities(texts: Sequence[str], known: Iterable[str] = ()) -> list[str
             if len(word) < 2 or "'" in word or "’" in word:
                 continue
             if _title_case(word):
-                if not _SENTENCE_END.search(body[: match.start()]):
+                if not _starts_sentence(body, match.start()):
                     mid.add(word)
             elif word[0].islower():
                 low.add(word)

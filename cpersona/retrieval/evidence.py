@@ -49,6 +49,11 @@ LEXICON_MAX_WORDS = 500
 #: The lexicon is counted on at most this many rows (a random sample beyond): a share ≥ 1% is
 #: estimated within ~15% from 5,000 rows, and calibration stays bounded at 100k rows.
 LEXICON_SAMPLE = 5000
+#: A query's words are its first MAX_WORDS content words of at most MAX_WORD_CHARS characters: an
+#: 8,000-character query costs what an ordinary one does (longer tokens, e.g. CJK runs without
+#: spaces, are left to the cosine).
+MAX_WORDS = 48
+MAX_WORD_CHARS = 64
 #: The light stem's suffixes (match_query._SUFFIXES): a row word matches a query stem plus one of them.
 _SUFFIX = r"(?:ing|ed|es|s|ly)?"
 
@@ -63,12 +68,15 @@ def words_of(text: str) -> set[str]:
 def query_words(query: str, entities: Iterable[str]) -> list[str]:
     """The query's content words with the corpus's names masked out (order kept, no duplicates)."""
     masked = mask(query, entities)
-    out = []
-    for token in _WORD.findall(masked.lower()):
-        if token in STOPWORDS or len(token) < 3:
+    out: dict[str, None] = {}
+    for match in _WORD.finditer(masked.lower()):
+        token = match.group()
+        if token in STOPWORDS or not 3 <= len(token) <= MAX_WORD_CHARS:
             continue
-        out.append(_stem(token))
-    return list(dict.fromkeys(out))
+        out[_stem(token)] = None
+        if len(out) >= MAX_WORDS:
+            break
+    return list(out)
 
 
 def word_pattern(word: str) -> re.Pattern[str]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cpersona.retrieval import evidence as ev
+from cpersona.storage.interface import EPISODES, MEMORIES
 
 if TYPE_CHECKING:
     from cpersona.retrieval.pipeline import RecallRequest, ScoredRow
@@ -71,8 +72,6 @@ class GateEvidence:
 
     def cosines(self, rows: list[ScoredRow]) -> list[float]:
         """Each row's cosine with the query (0 for a row without a vector of the query's model)."""
-        from cpersona.storage.interface import EPISODES, MEMORIES
-
         missing: dict[str, list[int]] = {"memory": [], "episode": []}
         for r in rows:
             if r.fused.cosine is None:

@@ -25,6 +25,8 @@ from cpersona.storage.scope import Scope
 
 #: Rows read per ``get_many`` while sampling the corpus's texts.
 _CHUNK = 500
+#: The lexicon reads at most this much of each sampled row (a 16,000-character row counts as its start).
+ROW_CHARS = 2000
 #: The limit a probe is recalled with (the candidate pool does not depend on it below rsf's depth).
 PROBE_LIMIT = 10
 
@@ -42,7 +44,7 @@ def sample_texts(
     for start in range(0, picks.size, _CHUNK):
         chunk = [int(i) for i in picks[start : start + _CHUNK]]
         for row in session.memories.get_many(chunk, scope).values():
-            texts.append(str(row.get("content") or ""))
+            texts.append(str(row.get("content") or "")[:ROW_CHARS])
             source = row.get("source")
             if isinstance(source, dict) and isinstance(source.get("name"), str):
                 names.add(source["name"])

@@ -163,3 +163,9 @@ def test_the_gate_keys_on_evidence_when_calibrated_with_a_lexicon() -> None:
     # without a lexicon (a calibration from before scoring version 2) it keys on the top cosine
     old = QualityGate(lambda agent: GatePolicy("calibrated", "balanced", 1.0, 0.42))
     assert old.apply(list(rows), renamed, GateEvidence(top_cosine=0.45)).info["keyed_on"] == "top_cosine"
+
+
+def test_query_words_are_bounded() -> None:
+    words = ev.query_words(" ".join(f"word{i}" for i in range(500)) + " " + "a" * 8000, [])
+    assert len(words) == ev.MAX_WORDS and all(len(w) <= ev.MAX_WORD_CHARS for w in words)
+    assert ev.query_words("x" * 8000, []) == []
