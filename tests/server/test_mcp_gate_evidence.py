@@ -54,3 +54,19 @@ def test_renamed_negatives_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> 
                 and gate["evidence"] < gate["threshold"]
                 and gate["keyed_on"] == "evidence"
             )
+        # Agent-written query text the evidence has to tokenise: regex syntax, the names alone, a
+        # possessive, CJK, a very long token, many words. Every one answers ok with a gate verdict.
+        odd = [
+            "(.*)+[a-z]{2,}\\b $^ | ? Aurelia's",
+            "Aurelia Bastian",
+            "Bastian's",
+            "東京タワーに行きました",
+            "a" * 8000,
+            " ".join(f"word{i}" for i in range(400)),
+            "?!",
+        ]
+        for query in odd:
+            answer = session.call("recall", {"agent_id": "chat", "query": query})
+            assert answer["ok"] is True and answer["gate"]["kind"] == "calibrated", (query[:40], answer)
+            assert answer["gate"]["keyed_on"] == "evidence"
+            assert answer["gate"]["evidence"] >= answer["gate"]["top_cosine"] - 1e-6
