@@ -19,7 +19,8 @@ def test_a_query_of_one_maximal_token_still_finds_the_row_holding_it(memory: Mem
     out = memory.recall("atk", "a" * MAX_QUERY_CHARS)
     ids = [r["id"] for r in out["results"]]
     assert ids[-1] == long_row and other not in ids
-    assert out["search"]["keyword_channels"]["fts_memories"] == "fts"  # found by trigram MATCH, not the LIKE stand-in
+    # Found by trigram MATCH, not by the LIKE stand-in.
+    assert out["search"]["keyword_channels"]["fts_memories"] == "fts"
 
 
 def test_a_long_identifier_is_found_by_its_bounded_prefix(memory: Memory) -> None:
