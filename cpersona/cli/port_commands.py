@@ -12,15 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from cpersona.config import Settings
+from cpersona.work import Work
 
 
 @contextmanager
-def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Work | None]:
+    """A ``Work`` whose progress reports drive a tqdm bar on stderr (None when disabled)."""
     if not enabled:
         yield None
         return
@@ -28,13 +30,13 @@ def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Callable[[int, int],
 
     bar = tqdm(total=0, unit=unit, unit_scale=scale, file=sys.stderr, dynamic_ncols=True, leave=False)
 
-    def update(done: int, total: int) -> None:
-        if bar.total != total:
+    def update(done: float, total: float | None, message: str | None) -> None:
+        if total is not None and bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
 
     try:
-        yield update
+        yield Work(on_progress=update)
     finally:
         bar.close()
 
@@ -48,14 +50,14 @@ def _memory(settings: Settings) -> Any:
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """Export memories, episodes and profiles (one agent with --agent, else all) to a JSONL file."""
-    with _memory(settings) as memory, _bar("rows", False, not args.quiet) as progress:
+    with _memory(settings) as memory, _bar("rows", False, not args.quiet) as work:
         result = memory.export_memories(
             args.agent,
             args.path,
             args.include_embeddings,
             overwrite=args.force,
             confined=False,
-            progress=progress,
+            work=work,
         )
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
@@ -70,10 +72,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     """Import an export file; prints counts, truncations and the first bad lines."""
-    with _memory(settings) as memory, _bar("B", True, not args.quiet) as progress:
-        result = memory.import_memories(
-            args.path, args.agent, args.dry_run, confined=False, progress=progress
-        )
+    with _memory(settings) as memory, _bar("records", False, not args.quiet) as work:
+        result = memory.import_memories(args.path, args.agent, args.dry_run, confined=False, work=work)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0 if not result["error_count"] else 1

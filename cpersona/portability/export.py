@@ -1,4 +1,8 @@
-"""Export: stream an agent's (or every agent's) rows to a JSONL file, written atomically."""
+"""Export: stream an agent's (or every agent's) rows to a JSONL file, written atomically.
+
+A cancel (``cpersona.work``) is honoured every ``BATCH`` rows: the temporary file is removed and
+the target is left as it was, since a cut-off export would pass for a whole backup.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,10 @@ from cpersona.errors import InvalidInput
 from cpersona.portability import records
 from cpersona.storage.interface import PortabilityRows
 from cpersona.text import format_ts, utc_now
+from cpersona.work import Work
 
-#: ``progress(rows_written, rows_total)`` after each row.
-Progress = Callable[[int, int], None]
+#: Rows written between progress reports and cancel checks.
+BATCH = 500
 
 _LINE_BUILDERS: dict[str, Callable[[dict[str, Any], bool], dict[str, Any]]] = {
     "memory": records.memory_line,
@@ -33,7 +38,7 @@ def export_file(
     include_embeddings: bool,
     model: tuple[str, int] | None,
     overwrite: bool = False,
-    progress: Progress | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
     """Write the export to ``target``: a temporary file beside it, fsynced, then renamed into place.
 
@@ -47,6 +52,7 @@ def export_file(
     if target.is_dir():
         raise InvalidInput(f"{target} is a directory")
     written = {"memories": 0, "episodes": 0, "profiles": 0}
+    work = work or Work()
     stream = rows.stream(agent_id, include_vectors=include_embeddings)
     with closing(stream), atomic_text(target) as out:
         _, counts = next(stream)
@@ -63,8 +69,11 @@ def export_file(
         for done, (kind, cols) in enumerate(stream, start=1):
             out.write(_dump(_LINE_BUILDERS[kind](cols, include_embeddings)))
             written[_PLURAL[kind]] += 1
-            if progress is not None:
-                progress(done, total)
+            if done % BATCH == 0:
+                work.report(done, total, "rows")
+                # Raising here, inside atomic_text, removes the temporary file: the target stays as it was.
+                work.checkpoint("export_memories", f"nothing was written: {target.name} is unchanged")
+        work.report(sum(written.values()), total, "rows")
         if target.exists() and not overwrite:  # appeared while we were writing: raising keeps it as it is
             raise InvalidInput(
                 f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)"

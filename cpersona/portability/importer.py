@@ -5,13 +5,15 @@ line over ``MAX_LINE_BYTES`` is reported and skipped without being held), and
 records are written ``BATCH`` per transaction. Each record is validated whole
 before anything is written, and a record is one INSERT, so it lands whole or
 not at all. A bad line is reported by number and skipped; the rest goes on.
+A cancel (``cpersona.work``) is honoured between batches: the batches written stay, and the
+``Cancelled`` failure carries their counts.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,6 +32,7 @@ from cpersona.storage.port_records import (
     ImportRecord,
 )
 from cpersona.text import format_ts, utc_now
+from cpersona.work import Work
 
 #: Longest line read; longer ones are reported and skipped (a capped record is far smaller).
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -37,9 +40,6 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 BATCH = 500
 #: Line errors listed in the result (``error_count`` counts them all).
 MAX_LISTED_ERRORS = 20
-
-#: ``progress(bytes_read, bytes_total)`` after each batch.
-Progress = Callable[[int, int], None]
 
 
 class InvalidExportFile(CPersonaError):
@@ -67,6 +67,11 @@ class _Tally:
         self.error_count += 1
         if len(self.errors) < MAX_LISTED_ERRORS:
             self.errors.append({"line": line, "error": message[:300]})
+
+    @property
+    def records(self) -> int:
+        """Records handled so far (inserted, duplicate, updated or kept)."""
+        return sum(sum(c.values()) for c in self.counts.values())
 
     def outcome(self, record: ImportRecord, outcome: str) -> None:
         table = _table(record)
@@ -145,17 +150,29 @@ def import_file(
     dry_run: bool,
     queue_backfill: bool,
     active_model: tuple[str, int] | None,
-    progress: Progress | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
-    """Import ``source``; returns counts per table, truncations, line errors and rows queued for embedding."""
+    """Import ``source``; returns counts per table, truncations, line errors and rows queued for embedding.
+
+    ``work`` gets a progress report (records handled, of the header's counts) after each batch and
+    may stop the import before the next one (``Cancelled``, with the counts of what was written).
+    """
     if not source.is_file():
         raise InvalidExportFile(f"{source} does not exist or is not a file")
-    total = source.stat().st_size
+    size = source.stat().st_size
     tally = _Tally()
     keys = _DryRunKeys() if dry_run else None
     head: dict[str, Any] | None = None
     batch: list[ImportRecord] = []
     now = format_ts(utc_now())
+    work = work or Work()
+    verb = "checked" if dry_run else "written"
+    kept = (
+        "a dry run writes nothing"
+        if dry_run
+        else "the records of the batches before it were written whole and stay (importing the file "
+        "again finishes the job: what is already there is skipped)"
+    )
 
     def flush(position: int) -> None:
         if not batch:
@@ -172,8 +189,12 @@ def import_file(
         for record, outcome in zip(batch, outcomes, strict=True):
             tally.outcome(record, outcome)
         batch.clear()
-        if progress is not None:
-            progress(position, total)
+        work.report(
+            tally.records,
+            _records_in(head),
+            "records",
+            f"{tally.records:,} records {verb}; {position:,} of {size:,} bytes read",
+        )
 
     with open(source, "rb") as handle:
         for number, raw in _lines(handle):
@@ -200,12 +221,12 @@ def import_file(
             batch.append(record)
             if len(batch) >= BATCH:
                 flush(handle.tell())
+                work.checkpoint("import_memories", kept, lambda: _tally_result(tally, dry_run))
         flush(handle.tell())
     if head is None:
         raise InvalidExportFile(f"{source.name} is empty")
     return {
         "ok": True,
-        "dry_run": dry_run,
         "path": str(source),
         "target_agent_id": target_agent,
         "header": {
@@ -220,6 +241,25 @@ def import_file(
                 "embedding_dim",
             )
         },
+        **_tally_result(tally, dry_run),
+    }
+
+
+def _records_in(head: dict[str, Any] | None) -> int | None:
+    """The records the header says the file holds (None when it does not say)."""
+    counts = (head or {}).get("counts")
+    if not isinstance(counts, dict):
+        return None
+    values = [counts.get(k) for k in ("memories", "episodes", "profiles")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        return None
+    return sum(v for v in values if isinstance(v, int))
+
+
+def _tally_result(tally: _Tally, dry_run: bool) -> dict[str, Any]:
+    """The counts part of the result (also what a cancelled import reports as written)."""
+    return {
+        "dry_run": dry_run,
         "lines": tally.lines,
         "counts": tally.counts,
         "truncated": tally.truncated,

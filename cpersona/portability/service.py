@@ -12,16 +12,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cpersona.config import Settings
-from cpersona.errors import InvalidInput
+from cpersona.errors import Cancelled, InvalidInput
 from cpersona.health import persistence
 from cpersona.portability import channel_axis, export, importer, merge
 from cpersona.portability.paths import resolve_path
 from cpersona.storage.interface import Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import boolean, optional_str, required_str
-
-#: ``progress(done, total)``: rows for export, bytes for import.
-Progress = Callable[[int, int], None]
+from cpersona.work import Work
 
 
 class Portability:
@@ -51,9 +49,12 @@ class Portability:
         *,
         overwrite: bool = False,
         confined: bool = True,
-        progress: Progress | None = None,
+        work: Work | None = None,
     ) -> dict[str, Any]:
-        """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md."""
+        """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md.
+
+        ``work`` (``cpersona.work``) gets progress in rows and may cancel: the file is then not written.
+        """
         agent = optional_str(agent_id, "agent_id")
         target = resolve_path(self.settings, output_path, confined=confined)
         return export.export_file(
@@ -63,7 +64,7 @@ class Portability:
             include_embeddings=boolean(include_embeddings, "include_embeddings"),
             model=self._active_model(),
             overwrite=boolean(overwrite, "overwrite"),
-            progress=progress,
+            work=work,
         )
 
     def import_memories(
@@ -73,24 +74,32 @@ class Portability:
         dry_run: bool = False,
         *,
         confined: bool = True,
-        progress: Progress | None = None,
+        work: Work | None = None,
     ) -> dict[str, Any]:
-        """Read an export file into this database, idempotently; see docs/tools.md."""
+        """Read an export file into this database, idempotently; see docs/tools.md.
+
+        ``work`` (``cpersona.work``) gets progress in bytes and may cancel between batches.
+        """
         target = optional_str(target_agent_id, "target_agent_id")
         source = resolve_path(self.settings, input_path, confined=confined)
         dry = boolean(dry_run, "dry_run")
         if not dry:
             persistence.check_writable("import_memories")
-        result = importer.import_file(
-            self.rows,
-            self.settings,
-            source,
-            target_agent=target,
-            dry_run=dry,
-            queue_backfill=self._queue_backfill(),
-            active_model=self._active_model(),
-            progress=progress,
-        )
+        try:
+            result = importer.import_file(
+                self.rows,
+                self.settings,
+                source,
+                target_agent=target,
+                dry_run=dry,
+                queue_backfill=self._queue_backfill(),
+                active_model=self._active_model(),
+                work=work,
+            )
+        except Cancelled as exc:
+            if exc.committed.get("queued_for_embedding"):
+                self._wake()  # the batches written before the cancel need their vectors too
+            raise
         if result["queued_for_embedding"]:
             self._wake()
         return result
@@ -102,8 +111,14 @@ class Portability:
         strategy: str = "skip",
         mode: str = "copy",
         dry_run: bool = False,
+        *,
+        work: Work | None = None,
     ) -> dict[str, Any]:
-        """Copy or move one agent's rows to another in one transaction, skipping duplicates."""
+        """Copy or move one agent's rows to another in one transaction, skipping duplicates.
+
+        ``work`` (``cpersona.work``) gets progress in source rows and may cancel: the transaction is
+        then rolled back, so nothing is merged.
+        """
         if not boolean(dry_run, "dry_run"):
             persistence.check_writable("merge_memories")
         queued_at = format_ts(utc_now()) if self._queue_backfill() else None
@@ -115,6 +130,7 @@ class Portability:
             mode=mode,
             dry_run=dry_run,
             queued_at=queued_at,
+            work=work,
         )
         if queued_at is not None and not dry_run:
             self._wake()

@@ -32,6 +32,7 @@ from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
 from cpersona.text import clean_text
 from cpersona.update_check import UpdateChecker
+from cpersona.work import Work
 
 log = logging.getLogger("cpersona.server")
 
@@ -53,6 +54,8 @@ _JSON_TYPE_NAMES = {
 Allowed = frozenset[str] | None
 #: A handler gets the validated arguments and the ACL narrowing (cpersona.server.access.authorise).
 Handler = Callable[[Memory, Settings, dict[str, Any], Allowed], dict[str, Any]]
+#: A long tool's handler also gets the call's ``Work``: cancel flag and progress (cpersona.work).
+WorkHandler = Callable[[Memory, Settings, dict[str, Any], Allowed, Work], dict[str, Any]]
 
 
 def failure(message: str, code: str, **extra: Any) -> dict[str, Any]:
@@ -269,39 +272,13 @@ HANDLERS: dict[str, Handler] = {
         settings, a.get("section")
     ),
     "check_update": _check_update,
-    "check_health": lambda memory, settings, a, allowed: memory.check_health(
-        a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks")
-    ),
     "deep_check": lambda memory, settings, a, allowed: memory.deep_check(
         a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
-    ),
-    "calibrate_threshold": lambda memory, settings, a, allowed: memory.calibrate_threshold(
-        a["agent_id"],
-        a.get("sample_size"),
-        a.get("method", "separation"),
-        a.get("z_factor"),
-        a.get("percentile"),
     ),
     "set_recall_precision": lambda memory, settings, a, allowed: memory.set_recall_precision(
         a["agent_id"], a.get("precision"), a.get("beta")
     ),
     "get_recall_precision": lambda memory, settings, a, allowed: memory.get_recall_precision(a["agent_id"]),
-    "export_memories": lambda memory, settings, a, allowed: memory.export_memories(
-        a["agent_id"],
-        a["output_path"],
-        a.get("include_embeddings", False),
-        overwrite=a.get("overwrite", False),
-    ),
-    "import_memories": lambda memory, settings, a, allowed: memory.import_memories(
-        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False)
-    ),
-    "merge_memories": lambda memory, settings, a, allowed: memory.merge_memories(
-        a["source_agent_id"],
-        a["target_agent_id"],
-        a.get("strategy", "skip"),
-        a.get("mode", "copy"),
-        a.get("dry_run", False),
-    ),
     "migrate_channel_axis": lambda memory, settings, a, allowed: memory.migrate_channel_axis(
         a.get("agent_id"),
         a.get("dry_run", True),
@@ -310,8 +287,43 @@ HANDLERS: dict[str, Handler] = {
     ),
 }
 
-if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time
-    raise RuntimeError(f"tool registry and handlers disagree: {sorted(set(HANDLERS) ^ set(TOOLS_BY_NAME))}")
+#: The long tools: they honour a cancel at their batch boundaries and report progress (docs/tools.md).
+WORK_HANDLERS: dict[str, WorkHandler] = {
+    "check_health": lambda memory, settings, a, allowed, work: memory.check_health(
+        a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks"), work=work
+    ),
+    "calibrate_threshold": lambda memory, settings, a, allowed, work: memory.calibrate_threshold(
+        a["agent_id"],
+        a.get("sample_size"),
+        a.get("method", "separation"),
+        a.get("z_factor"),
+        a.get("percentile"),
+        work=work,
+    ),
+    "export_memories": lambda memory, settings, a, allowed, work: memory.export_memories(
+        a["agent_id"],
+        a["output_path"],
+        a.get("include_embeddings", False),
+        overwrite=a.get("overwrite", False),
+        work=work,
+    ),
+    "import_memories": lambda memory, settings, a, allowed, work: memory.import_memories(
+        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False), work=work
+    ),
+    "merge_memories": lambda memory, settings, a, allowed, work: memory.merge_memories(
+        a["source_agent_id"],
+        a["target_agent_id"],
+        a.get("strategy", "skip"),
+        a.get("mode", "copy"),
+        a.get("dry_run", False),
+        work=work,
+    ),
+}
+
+_ALL_HANDLERS = set(HANDLERS) | set(WORK_HANDLERS)
+if set(TOOLS_BY_NAME) != _ALL_HANDLERS or set(HANDLERS) & set(WORK_HANDLERS):
+    # a registry entry without a handler would fail only at call time
+    raise RuntimeError(f"tool registry and handlers disagree: {sorted(_ALL_HANDLERS ^ set(TOOLS_BY_NAME))}")
 if set(TOOL_ACCESS) != set(TOOLS_BY_NAME):  # every tool needs an access class (read / write / admin)
     raise RuntimeError(
         f"tool registry and access classes disagree: {sorted(set(TOOL_ACCESS) ^ set(TOOLS_BY_NAME))}"
@@ -352,7 +364,12 @@ def _finish(name: str, result: Any) -> dict[str, Any]:
 
 
 def dispatch_tool(
-    memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None = None
+    memory: Memory,
+    settings: Settings,
+    name: str,
+    arguments: Any,
+    client: Client | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
     """Run one tool call end to end; always returns a JSON-ready dict, never raises.
 
@@ -361,10 +378,11 @@ def dispatch_tool(
     token), call ``Memory``, shape the result (previews, budgets). Failures are
     ``{"ok": false, "error", "error_code"}`` plus whatever fields the refusal
     itself carries (``CPersonaError.details``: ``store``'s ``Rejected`` adds
-    ``result: "rejected"`` and ``reason``).
+    ``result: "rejected"`` and ``reason``). ``work`` reaches the long tools (``WORK_HANDLERS``):
+    a cancelled one answers ``error_code: "cancelled"`` with how far it got.
     """
     try:
-        response = _dispatch(memory, settings, name, arguments, client)
+        response = _dispatch(memory, settings, name, arguments, client, work)
     except CPersonaError as exc:
         response = failure(str(exc) or exc.code, exc.code, **exc.details())
     except Exception as exc:  # the server must keep answering whatever Memory raises
@@ -374,7 +392,7 @@ def dispatch_tool(
 
 
 def _dispatch(
-    memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None
+    memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None, work: Work | None
 ) -> dict[str, Any]:
     spec = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
     if spec is None:
@@ -391,4 +409,6 @@ def _dispatch(
     if problem is not None:
         return failure(problem, "invalid_input")
     allowed = authorise(client, name, arguments)  # raises Forbidden
+    if name in WORK_HANDLERS:
+        return _finish(name, WORK_HANDLERS[name](memory, settings, arguments, allowed, work or Work()))
     return _finish(name, HANDLERS[name](memory, settings, arguments, allowed))

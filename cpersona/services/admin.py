@@ -14,6 +14,7 @@ from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.storage.interface import Store
 from cpersona.validation import required_str
+from cpersona.work import Work
 
 
 class Admin:
@@ -60,8 +61,12 @@ class Admin:
             "corpus with the installed model",
         )
 
-    def reembed(self) -> dict[str, Any]:
-        """Re-embed every row whose vector is missing or from another model/dimension (blocking)."""
+    def reembed(self, *, work: Work | None = None) -> dict[str, Any]:
+        """Re-embed every row whose vector is missing or from another model/dimension (blocking).
+
+        ``work`` (``cpersona.work``) gets progress in tasks after each back-fill batch and may cancel
+        between batches: the vectors written so far stay, the rest stay queued for the worker.
+        """
         persistence.check_writable("reembed")
         backend = self.embeddings.backend
         if backend.mode == "none":
@@ -72,7 +77,18 @@ class Admin:
         queued = enqueue_missing(self.storage, backend.model_id, backend.dimension)
         if not self.embeddings.try_load():
             return {"ok": False, "error": self.health.condition.reason, "queued": queued}
-        handled = self.worker.drain()
+        work = work or Work()
+        pending = int(self.storage.session().tasks.status().get("depth", 0))  # queued before, and now
+
+        def after_batch(handled: int) -> None:
+            work.report(handled, pending, "tasks")
+            work.checkpoint(
+                "reembed",
+                "the vectors written so far stay; the other rows stay queued for the back-fill worker",
+                lambda: {"queued": queued, "processed": handled},
+            )
+
+        handled = self.worker.drain(after_batch=after_batch)
         return {"ok": True, "queued": queued, "processed": handled}
 
     def get_queue_status(self) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from cpersona.retrieval.sidecar import Sidecar, fingerprint, sidecar_path
 from cpersona.storage.interface import EPISODES, MEMORIES, Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import bounded_int, optional_str, required_str
+from cpersona.work import Work
 
 log = logging.getLogger("cpersona.calibration")
 
@@ -124,13 +125,16 @@ class Calibrator:
         method: str = "separation",
         z_factor: float | None = None,
         percentile: float | None = None,
+        *,
+        work: Work | None = None,
     ) -> dict[str, Any]:
         """Derive the agent's thresholds from its own corpus, label-free, and persist them (docs/retrieval.md).
 
         Row pairs give the vector threshold (random pairs = null; adjacent same-session pairs =
         positives, nearest neighbours as fallback); with the fused gate on, probe questions give the
         query gate's threshold. Raises ``CalibrationUnavailable`` without a ready model or with fewer
-        than 10 rows with vectors.
+        than 10 rows with vectors. ``work`` (``cpersona.work``) may cancel it before the thresholds
+        are saved (nothing is saved then).
         """
         persistence.check_writable("calibrate_threshold")
         agent = required_str(agent_id, "agent_id")
@@ -143,7 +147,7 @@ class Calibrator:
         )
         pct = _number(percentile, "percentile", 0.0, 100.0)
         z = _number(z_factor, "z_factor", -5.0, 10.0)
-        return self._calibrate(agent, size, method, z, pct)
+        return self._calibrate(agent, size, method, z, pct, work)
 
     def set_recall_precision(
         self, agent_id: str, precision: str | None = None, beta: float | None = None
@@ -238,7 +242,7 @@ class Calibrator:
         return cached
 
     def _calibrate(
-        self, agent: str, size: int, method: str, z: float | None, pct: float | None
+        self, agent: str, size: int, method: str, z: float | None, pct: float | None, work: Work | None = None
     ) -> dict[str, Any]:
         current = self._current_fingerprint()
         if current is None or not self.embeddings.ready:
@@ -303,6 +307,9 @@ class Calibrator:
             else:
                 entry.pop("gate", None)
             persistence.check_writable("calibrate_threshold")
+            if work is not None:
+                work.report(1, 2, "steps", "thresholds measured")
+                work.checkpoint("calibrate_threshold", "nothing was saved: the previous calibration stays")
             self.sidecar.update(agent, entry)
         return {
             "ok": True,
