@@ -151,25 +151,32 @@ def test_a_cancelled_import_over_http_stops_within_one_batch(tmp_path: Path) -> 
     check(outcome, (tmp_path / "server.log").read_text(errors="replace"))
 
 
-def test_progress_arrives_to_the_end_of_an_uncancelled_import(tmp_path: Path) -> None:
+def test_progress_arrives_to_the_end_of_an_uncancelled_import_and_export(tmp_path: Path) -> None:
     write_export(tmp_path / "exports" / "small.jsonl", 3 * BATCH + 1)
     env = full_env(server_env(tmp_path, CPERSONA_EXPORT_DIR=str(tmp_path / "exports")))
 
-    async def run() -> tuple[list[float], dict[str, Any]]:
+    async def with_progress(client: Client, tool: str, arguments: dict[str, Any], reports: int) -> Any:
         seen: list[float] = []
 
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
             seen.append(done)
 
-        async with Client(stdio_target(env), read_timeout_seconds=120) as client:
-            result = await client.call_tool(
-                "import_memories", {"input_path": "small.jsonl"}, progress_callback=on_progress
-            )
-            with anyio.fail_after(10):  # the client runs progress callbacks as tasks of their own
-                while len(seen) < 4:
-                    await anyio.sleep(0.05)
-            return seen, dict(result.structured_content)
+        result = await client.call_tool(tool, arguments, progress_callback=on_progress)
+        with anyio.fail_after(10):  # the client runs progress callbacks as tasks of their own
+            while len(seen) < reports:
+                await anyio.sleep(0.05)
+        return seen, dict(result.structured_content)
 
-    seen, result = anyio.run(run)
+    async def run() -> list[tuple[list[float], dict[str, Any]]]:
+        async with Client(stdio_target(env), read_timeout_seconds=120) as client:
+            imported = await with_progress(client, "import_memories", {"input_path": "small.jsonl"}, 4)
+            exported = await with_progress(
+                client, "export_memories", {"agent_id": "big", "output_path": "out.jsonl"}, 4
+            )
+            return [imported, exported]
+
+    (seen, result), (export_seen, exported) = anyio.run(run)
     assert result["counts"]["memories"]["inserted"] == 3 * BATCH + 1
     assert seen == [BATCH, 2 * BATCH, 3 * BATCH, 3 * BATCH + 1]
+    assert exported["counts"]["memories"] == 3 * BATCH + 1
+    assert export_seen == [500, 1000, 1500, 3 * BATCH + 1]
