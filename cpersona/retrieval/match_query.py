@@ -29,6 +29,10 @@ MAX_TERMS = 48  # a 100 KB query must not become a 100 KB MATCH expression
 MAX_TERM_CHARS = 32
 #: Longest word the word index gets (whole; a SHA-512 in hex has 128). It only bounds the MATCH text.
 MAX_WORD_CHARS = 128
+#: Characters of trigram (and of LIKE) terms per query: a phrase's cost grows with its trigrams, so
+#: this bounds a query's phrase work to about an ordinary long question's (48 words of ~5 characters);
+#: LoCoMo's questions use at most 57.
+MAX_QUERY_TERM_CHARS = 256
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
@@ -178,25 +182,48 @@ def _cjk_pieces(token: str) -> list[str]:
     return [token[i : i + 3] for i in range(len(token) - 2)]
 
 
+class _Terms:
+    """Distinct terms in query order, until ``MAX_TERMS`` of them or ``MAX_QUERY_TERM_CHARS`` in all."""
+
+    __slots__ = ("chars", "refused", "terms")
+
+    def __init__(self) -> None:
+        self.terms: dict[str, None] = {}
+        self.chars = 0
+        self.refused = False  # a term did not fit the character budget: take no more
+
+    @property
+    def full(self) -> bool:
+        return self.refused or len(self.terms) >= MAX_TERMS
+
+    def add(self, term: str) -> None:
+        if self.full or term in self.terms:
+            return
+        if self.chars + len(term) > MAX_QUERY_TERM_CHARS:
+            self.refused = True
+            return
+        self.terms[term] = None
+        self.chars += len(term)
+
+
 def query_terms(query: str) -> QueryTerms:
     """Split ``query`` into trigram MATCH terms, LIKE terms and word-index terms (deduplicated, order kept).
 
     Each group holds at most ``MAX_TERMS`` terms, of at most ``MAX_TERM_CHARS`` characters
-    (``MAX_WORD_CHARS`` for the word index), whatever the query; building them is linear in the
+    (``MAX_WORD_CHARS`` for the word index); the trigram and LIKE terms at most
+    ``MAX_QUERY_TERM_CHARS`` characters in all, whatever the query. Building them is linear in the
     query's length (dicts, not list scans, dedupe).
     """
     tokens = [t.lower() for t in _TOKEN.findall(query)]
     content = [t for t in tokens if t not in STOPWORDS] or tokens
-    match: dict[str, None] = {}
-    like: dict[str, None] = {}
+    match, like = _Terms(), _Terms()
     words = tuple(w for w in dict.fromkeys(content) if len(w) <= MAX_WORD_CHARS)[:MAX_TERMS]
     for token in content:
         pieces = _cjk_pieces(token) if _CJK.search(token) else [_stem(token)]
         for piece in pieces:
             if len(piece) >= 3:
-                match.setdefault(piece[:MAX_TERM_CHARS])
-        if len(like) < MAX_TERMS:
-            like.setdefault(token[:MAX_TERM_CHARS])
-        if len(match) >= MAX_TERMS:
+                match.add(piece[:MAX_TERM_CHARS])
+        like.add(token[:MAX_TERM_CHARS])
+        if match.full:
             break
-    return QueryTerms(tuple(match)[:MAX_TERMS], tuple(like)[:MAX_TERMS], words)
+    return QueryTerms(tuple(match.terms), tuple(like.terms), words)

@@ -7,7 +7,13 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpersona.retrieval.match_query import MAX_TERM_CHARS, MAX_TERMS, MAX_WORD_CHARS, query_terms
+from cpersona.retrieval.match_query import (
+    MAX_QUERY_TERM_CHARS,
+    MAX_TERM_CHARS,
+    MAX_TERMS,
+    MAX_WORD_CHARS,
+    query_terms,
+)
 from cpersona.storage.keyword import like_pattern, match_expression
 
 
@@ -30,8 +36,18 @@ def test_short_words_go_to_like_only() -> None:
 
 
 def test_term_count_is_capped() -> None:
-    terms = query_terms(" ".join(f"word{i}" for i in range(500)))
+    terms = query_terms(" ".join(f"w{i:03d}" for i in range(500)))
     assert len(terms.match) == MAX_TERMS
+
+
+def test_the_characters_of_a_querys_terms_are_capped_in_query_order() -> None:
+    """Issue 17: 48 terms of 32 characters each still cost seconds of phrase matching on repetitive rows."""
+    tokens = [f"{i:02d}" + "ab" * 20 for i in range(100)]  # distinct 32-character prefixes
+    terms = query_terms(" ".join(tokens))
+    fits = MAX_QUERY_TERM_CHARS // MAX_TERM_CHARS
+    assert terms.match == tuple(t[:MAX_TERM_CHARS] for t in tokens[:fits])
+    assert terms.like == terms.match
+    assert sum(map(len, terms.match)) <= MAX_QUERY_TERM_CHARS
 
 
 def test_like_pattern_escapes_wildcards() -> None:
@@ -75,7 +91,8 @@ def test_every_term_of_any_query_is_bounded() -> None:
         ):
             assert len(group) <= MAX_TERMS
             assert all(len(term) <= longest for term in group)
-        assert sum(len(t) for t in terms.match) <= MAX_TERMS * MAX_TERM_CHARS
+        assert sum(len(t) for t in terms.match) <= MAX_QUERY_TERM_CHARS
+        assert sum(len(t) for t in terms.like) <= MAX_QUERY_TERM_CHARS
 
 
 def test_a_cut_term_is_a_prefix_so_it_still_finds_the_row() -> None:
