@@ -107,7 +107,7 @@ def test_a_cut_term_is_a_prefix_so_it_still_finds_the_row() -> None:
 
 def test_many_short_tokens_give_the_first_distinct_ones_to_like() -> None:
     """Thousands of distinct two-character tokens (none reaches the trigram channel): LIKE gets the first
-    MAX_TERMS of them, in query order (benchmarks/reliability.py measures what such a query costs)."""
+    MAX_TERMS of them, in query order (benchmarks/reliability, part query, measures what such a query costs)."""
     tokens = [f"{i:02x}" for i in range(256)]
     terms = query_terms(" ".join(tokens * 10))
     assert terms.match == () and terms.like == tuple(tokens[:MAX_TERMS])
