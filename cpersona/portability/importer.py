@@ -73,6 +73,11 @@ class _Tally:
         """Records handled so far (inserted, duplicate, updated or kept)."""
         return sum(sum(c.values()) for c in self.counts.values())
 
+    @property
+    def new(self) -> int:
+        """Records that were (or, in a dry run, would be) inserted or replace a profile."""
+        return sum(c.get(INSERTED, 0) + c.get(UPDATED, 0) for c in self.counts.values())
+
     def outcome(self, record: ImportRecord, outcome: str) -> None:
         table = _table(record)
         key = "duplicates" if outcome == DUPLICATE else outcome
@@ -166,7 +171,7 @@ def import_file(
     batch: list[ImportRecord] = []
     now = format_ts(utc_now())
     work = work or Work()
-    verb = "checked" if dry_run else "written"
+    verb = "checked" if dry_run else "imported"
     kept = (
         "a dry run writes nothing"
         if dry_run
@@ -193,7 +198,7 @@ def import_file(
             tally.records,
             _records_in(head),
             "records",
-            f"{tally.records:,} records {verb}; {position:,} of {size:,} bytes read",
+            f"{tally.records:,} records {verb} ({tally.new:,} new); {position:,} of {size:,} bytes read",
         )
 
     with open(source, "rb") as handle:

@@ -97,7 +97,7 @@ def test_progress_without_a_cancel_reaches_the_end_and_a_failing_sink_is_harmles
     assert out["counts"]["memories"]["inserted"] == 2 * importer.BATCH + 1
     assert [r[0] for r in reports] == [importer.BATCH, 2 * importer.BATCH, 2 * importer.BATCH + 1]
     assert all(r[1] == 2 * importer.BATCH + 1 for r in reports)
-    assert "records written" in str(reports[-1][2])
+    assert "records imported" in str(reports[-1][2])
 
 
 def test_a_cancelled_export_writes_no_file_and_keeps_the_old_one(memory: Memory, tmp_path: Path) -> None:

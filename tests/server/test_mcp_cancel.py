@@ -113,7 +113,7 @@ def check(outcome: dict[str, Any], log: str) -> None:
     assert outcome["finished"] == []  # the cancelled call got no reply, as MCP says
     assert progress, "no progress notification arrived"
     done, total, message = progress[0]
-    assert total == ROWS and done == BATCH and "records written" in str(message)
+    assert total == ROWS and done == BATCH and "records imported" in str(message)
     rows = outcome["rows"]
     assert 0 < rows < ROWS, rows  # the work stopped, not only the reply
     reported = cancelled_line(log)
