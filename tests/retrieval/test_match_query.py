@@ -111,3 +111,20 @@ def test_many_short_tokens_give_the_first_distinct_ones_to_like() -> None:
     tokens = [f"{i:02x}" for i in range(256)]
     terms = query_terms(" ".join(tokens * 10))
     assert terms.match == () and terms.like == tuple(tokens[:MAX_TERMS])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from(list("ab東京 x1_-.")), min_size=1, max_size=400), max_size=40
+    ).map(" ".join)
+)
+def test_the_bounds_hold_for_any_query(query: str) -> None:
+    terms = query_terms(query)
+    assert len(terms.match) <= MAX_TERMS and len(terms.like) <= MAX_TERMS and len(terms.words) <= MAX_TERMS
+    assert (
+        sum(map(len, terms.match)) <= MAX_QUERY_TERM_CHARS
+        and sum(map(len, terms.like)) <= MAX_QUERY_TERM_CHARS
+    )
+    assert all(len(t) <= MAX_TERM_CHARS for t in (*terms.match, *terms.like))
+    assert all(len(w) <= MAX_WORD_CHARS for w in terms.words)
