@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from cpersona.config import Settings
+from cpersona.embed.registry import expected_dimension
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput, StorageFault
@@ -14,6 +16,8 @@ from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.storage.interface import Store
 from cpersona.validation import required_str
+
+log = logging.getLogger(__name__)
 
 
 class Admin:
@@ -47,17 +51,47 @@ class Admin:
         self.worker.wake()
 
     def corpus_dimension_check(self, backend: EmbeddingBackend) -> EmbeddingFault | None:
-        """A fault when the corpus holds vectors of this model id with another dimension."""
-        stored = sorted(self.storage.session().vectors.dimensions(backend.model_id) - {backend.dimension})
-        if not stored:
+        """A fault only when the corpus was built by this model id at another dimension.
+
+        Rows holding a vector of this model id at another length are *stray* and never
+        fault the model when the registry vouches for the backend's dimension (a known
+        model giving its known length: those rows cannot be right), nor when they are
+        not most of the corpus (one imported row once switched vector search off for
+        every agent: issue 17). Stray rows are logged here, re-queued for embedding when
+        the model is ready (``enqueue_missing`` queues any row of another dimension) and
+        reported by ``check_health`` (dimensions). Only a corpus mostly at another
+        dimension under a model the registry does not know (an HTTP endpoint that
+        changed its model under the same name) is a fault: re-embedding all of it is the
+        operator's decision.
+        """
+        session = self.storage.session()
+        if not session.vectors.dimensions(backend.model_id) - {backend.dimension}:
             return None
+        stray = sum(
+            s["rows"]
+            for s in session.health.vector_shapes(None)
+            if s["model"] == backend.model_id and s["dimension"] != backend.dimension
+        )
+        counts = session.admin.row_counts()
+        rows = counts.get("memories", 0) + counts.get("episodes", 0)
+        vouched = expected_dimension(backend.model_id) == backend.dimension
+        if vouched or 2 * stray <= rows:
+            log.warning(
+                "%d row(s) hold a vector of %s that is not %d-d; they are re-embedded (check_health: dimensions)",
+                stray,
+                backend.model_id,
+                backend.dimension,
+            )
+            return None
+        stored = sorted(session.vectors.dimensions(backend.model_id) - {backend.dimension})
         return EmbeddingFault(
             FaultKind.DIMENSION_MISMATCH,
-            f"model {backend.model_id} now gives {backend.dimension}-d vectors but the corpus holds "
+            f"model {backend.model_id} now gives {backend.dimension}-d vectors but most of the corpus holds "
             f"{', '.join(map(str, stored))}-d vectors from it",
-            f"{self.settings.db_path}: embedding_dim {stored} for model {backend.model_id}",
-            "restore the model files that built the corpus, or run `cpersona reembed` to re-embed the "
-            "corpus with the installed model",
+            f"{self.settings.db_path}: {stray} of {rows} row(s) have embedding_dim {stored} for model "
+            f"{backend.model_id}",
+            "restore the model that built the corpus, or run `cpersona reembed` to re-embed the "
+            "corpus with the current one",
         )
 
     def reembed(self) -> dict[str, Any]:
