@@ -260,9 +260,12 @@ def _changed(shown: Path) -> FileProblem:
 
 def _locate_unconfined(text: str, create: bool) -> Place:
     path = Path(os.path.abspath(Path(text).expanduser()))
-    if path.is_symlink() and path.is_file():
-        path = path.resolve()  # like cp: write through a symlink to a regular file
-    _check_names([path.name])
+    _check_names(list(path.parts[1:]))
+    try:
+        if path.is_symlink() and path.is_file():
+            path = path.resolve()  # like cp: write through a symlink to a regular file
+    except OSError as exc:
+        raise file_error(exc, path, "read") from exc
     parent = path.parent
     if create:
         try:

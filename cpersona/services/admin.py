@@ -15,6 +15,7 @@ from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.storage.interface import Store
+from cpersona.storage.tasks import EMBED
 from cpersona.validation import required_str
 
 log = logging.getLogger(__name__)
@@ -95,19 +96,39 @@ class Admin:
         )
 
     def reembed(self) -> dict[str, Any]:
-        """Re-embed every row whose vector is missing or from another model/dimension (blocking)."""
+        """Re-embed every row whose vector is missing or from another model/dimension (blocking).
+
+        A model that cannot load (not installed, an unsupported CPERSONA_EMBEDDING_DIM, an
+        endpoint down) is an ``ok: false`` answer naming the fault and its fix, never a
+        raised EmbeddingFault; the rows stay queued. ``queued`` counts every embedding task
+        waiting when the drain started (queued earlier or by this call), ``remaining`` those
+        still waiting after it (retried later).
+        """
         persistence.check_writable("reembed")
         backend = self.embeddings.backend
         if backend.mode == "none":
             raise InvalidInput("embeddings are off (CPERSONA_EMBEDDING_MODE=none): nothing to re-embed with")
-        backend.load()
+        try:
+            backend.load()
+        except EmbeddingFault as fault:
+            return {"ok": False, "error": str(fault), "fault": fault.kind, "queued": self._embed_depth()}
         with self.storage.write() as session:
             session.vectors.invalidate(backend.model_id, backend.dimension)
-        queued = enqueue_missing(self.storage, backend.model_id, backend.dimension)
+        enqueue_missing(self.storage, backend.model_id, backend.dimension)
         if not self.embeddings.try_load():
-            return {"ok": False, "error": self.health.condition.reason, "queued": queued}
+            condition = self.health.condition
+            return {
+                "ok": False,
+                "error": f"{condition.reason} ({condition.evidence}). Fix: {condition.runbook}",
+                "fault": condition.kind or "fault",
+                "queued": self._embed_depth(),
+            }
+        queued = self._embed_depth()
         handled = self.worker.drain()
-        return {"ok": True, "queued": queued, "processed": handled}
+        return {"ok": True, "queued": queued, "processed": handled, "remaining": self._embed_depth()}
+
+    def _embed_depth(self) -> int:
+        return int(self.storage.session().tasks.status()["by_kind"].get(EMBED, 0))
 
     def get_queue_status(self) -> dict[str, Any]:
         """Background queue: depth, retrying, oldest task, per-kind depth, model readiness."""
