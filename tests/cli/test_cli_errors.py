@@ -144,8 +144,15 @@ def fifo(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_export_force_never_replaces_a_device_or_fifo(tmp_path: Path, fifo: Path) -> None:
+    # Own nodes only: a regression must not replace the machine's /dev/full (issue 17 saw that).
+    targets = [str(fifo)]
+    try:
+        os.mknod(tmp_path / "full", stat.S_IFCHR | 0o666, os.makedev(1, 7))  # what /dev/full is
+        targets.append(str(tmp_path / "full"))
+    except PermissionError:
+        pass  # creating a device node needs root; the FIFO case still runs
     assert run(tmp_path, "store", "a", "row").returncode == 0
-    for target in ("/dev/full", "/dev/null", str(fifo)):
+    for target in targets:
         before = os.stat(target)
         done = run(tmp_path, "export", target, "--force", "--quiet")
         assert done.returncode == 1 and no_traceback(done), done.stderr

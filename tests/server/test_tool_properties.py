@@ -107,7 +107,16 @@ entries = st.lists(
 #: Export/import paths an agent might send: odd, too long, escaping, device-like (issue 17).
 paths = st.one_of(
     st.sampled_from(
-        ["a.jsonl", "sub/a.jsonl", "-", "/dev/null", "/dev/stdout", "../up.jsonl", "clients/x/a.jsonl", "."]
+        [
+            "a.jsonl",
+            "sub/a.jsonl",
+            "-",
+            "/no-such-dir/a.jsonl",
+            "/dev/stdout",
+            "../up.jsonl",
+            "clients/x/a.jsonl",
+            ".",
+        ]
     ),
     st.sampled_from(["x" * 300 + ".jsonl", "y/" * 80 + "z.jsonl", "é" * 130]),
     st.text(alphabet="ab./-_é~\\:", max_size=40),
