@@ -77,11 +77,19 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from cpersona.server.transport import EXIT_REFUSED, http_refusal, run_http, run_stdio
 
+    listeners = None
     if settings.transport == "streamable-http":
         refusal = http_refusal(settings)
         if refusal is not None:
             print(f"cpersona: {refusal}", file=sys.stderr)
             return EXIT_REFUSED
+        from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
+
+        try:  # before anything is opened or announced: a taken port must not show a URL first
+            listeners = bind_listeners(settings.http_host, settings.http_port, setting="CPERSONA_HTTP_PORT")
+        except BindFailed as exc:
+            print(f"cpersona: {exc}", file=sys.stderr)
+            return EXIT_BIND
 
     from cpersona.server.app import PendingMemory
 
@@ -112,7 +120,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     try:
         if settings.transport == "streamable-http":
-            return run_http(pending.start(), settings)
+            return run_http(pending.start(), settings, listeners)
         if sys.stdin.isatty():  # a person started it; an MCP host always connects a pipe
             print(terminal_hint(os.path.abspath(sys.argv[0])), file=sys.stderr, flush=True)
         run_stdio(pending.start(), settings)
@@ -267,18 +275,27 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
-    """Re-embed rows whose vectors are missing or come from another model/dimension."""
+    """Re-embed rows whose vectors are missing or come from another model/dimension.
+
+    Exit 0 when done, 2 when the model cannot load because of the configuration (an
+    unsupported CPERSONA_EMBEDDING_DIM), 1 for any other fault (model not installed, ...).
+    """
+    from cpersona.embed.runtime.base import FaultKind
+
     with _open_memory(settings, background=False) as memory:
         result = memory.reembed()
     if args.json:
         _print_json(result)
     elif result.get("ok"):
-        print(
-            f"re-embedded: {result.get('processed', 0)} task(s) processed of {result.get('queued', 0)} queued"
-        )
+        line = f"re-embedded {result['processed']} of {result['queued']} queued row(s)"
+        if result.get("remaining"):
+            line += f"; {result['remaining']} still queued (retried later; `cpersona stats` shows the queue)"
+        print(line)
     else:
         print(f"cpersona reembed: {result.get('error')}", file=sys.stderr)
-    return 0 if result.get("ok") else 1
+    if result.get("ok"):
+        return 0
+    return EXIT_CONFIG if result.get("fault") == FaultKind.MISCONFIGURED else 1
 
 
 # -- parser ------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from cpersona.limits import (
     RECALL_LIMIT_DEFAULT,
 )
 from cpersona.memory import Memory
+from cpersona.portability.grants import FileScope
 from cpersona.server import shaping
 from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
@@ -286,15 +287,6 @@ HANDLERS: dict[str, Handler] = {
         a["agent_id"], a.get("precision"), a.get("beta")
     ),
     "get_recall_precision": lambda memory, settings, a, allowed: memory.get_recall_precision(a["agent_id"]),
-    "export_memories": lambda memory, settings, a, allowed: memory.export_memories(
-        a["agent_id"],
-        a["output_path"],
-        a.get("include_embeddings", False),
-        overwrite=a.get("overwrite", False),
-    ),
-    "import_memories": lambda memory, settings, a, allowed: memory.import_memories(
-        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False)
-    ),
     "merge_memories": lambda memory, settings, a, allowed: memory.merge_memories(
         a["source_agent_id"],
         a["target_agent_id"],
@@ -310,8 +302,24 @@ HANDLERS: dict[str, Handler] = {
     ),
 }
 
-if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time
-    raise RuntimeError(f"tool registry and handlers disagree: {sorted(set(HANDLERS) ^ set(TOOLS_BY_NAME))}")
+#: Tools that read or write export files: they also get the caller's reach through files (grants.py).
+FileHandler = Callable[[Memory, dict[str, Any], FileScope | None], dict[str, Any]]
+FILE_HANDLERS: dict[str, FileHandler] = {
+    "export_memories": lambda memory, a, scope: memory.export_memories(
+        a["agent_id"],
+        a["output_path"],
+        a.get("include_embeddings", False),
+        overwrite=a.get("overwrite", False),
+        scope=scope,
+    ),
+    "import_memories": lambda memory, a, scope: memory.import_memories(
+        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False), scope=scope
+    ),
+}
+
+_HANDLED = set(HANDLERS) | set(FILE_HANDLERS)
+if set(TOOLS_BY_NAME) != _HANDLED:  # a registry entry without a handler would fail only at call time
+    raise RuntimeError(f"tool registry and handlers disagree: {sorted(_HANDLED ^ set(TOOLS_BY_NAME))}")
 if set(TOOL_ACCESS) != set(TOOLS_BY_NAME):  # every tool needs an access class (read / write / admin)
     raise RuntimeError(
         f"tool registry and access classes disagree: {sorted(set(TOOL_ACCESS) ^ set(TOOLS_BY_NAME))}"
@@ -391,4 +399,8 @@ def _dispatch(
     if problem is not None:
         return failure(problem, "invalid_input")
     allowed = authorise(client, name, arguments)  # raises Forbidden
+    file_handler = FILE_HANDLERS.get(name)
+    if file_handler is not None:  # grants hold for the rows inside files too (SPEC §9)
+        scope = FileScope.of(client) if client is not None else None
+        return _finish(name, file_handler(memory, arguments, scope))
     return _finish(name, HANDLERS[name](memory, settings, arguments, allowed))

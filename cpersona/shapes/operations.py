@@ -59,16 +59,18 @@ class ReembedDone(TypedDict):
     """reembed: stale vectors cleared, queue drained."""
 
     ok: Annotated[Literal[True], "Success."]
-    queued: Annotated[int, "Rows queued for embedding."]
+    queued: Annotated[int, "Embedding tasks waiting when the drain started (queued before or by this call)."]
     processed: Annotated[int, "Tasks handled in this call."]
+    remaining: Annotated[int, "Embedding tasks still waiting afterwards (retried later)."]
 
 
 class ReembedFailed(TypedDict):
     """reembed: the model could not be loaded; rows stay queued."""
 
     ok: Annotated[Literal[False], "Failure."]
-    error: Annotated[str, "Why the model did not load."]
-    queued: Annotated[int, "Rows queued for embedding."]
+    error: Annotated[str, "Why the model did not load, with the fix."]
+    fault: Annotated[str, "The fault kind (model_missing, misconfigured, ...; see embedding_status)."]
+    queued: Annotated[int, "Embedding tasks waiting (they stay queued)."]
 
 
 ReembedResult = ReembedDone | ReembedFailed
@@ -148,6 +150,9 @@ class ImportResult(TypedDict):
     lines: Annotated[int, "Lines read."]
     counts: Annotated[dict[str, dict[str, int]], "Per type: inserted / duplicate / ... counts."]
     truncated: Annotated[int, "Records whose text was cut to the caps."]
+    vectors_dropped: Annotated[
+        int, "Vectors not kept: their length contradicts the registry's dimension for their model."
+    ]
     queued_for_embedding: Annotated[int, "Rows queued for back-fill."]
     error_count: Annotated[int, "Bad lines (skipped)."]
     errors: Annotated[list[dict[str, Any]], "The first bad lines: line number and why."]
