@@ -29,7 +29,7 @@ _EXIT = {"healthy": EXIT_HEALTHY, "degraded": EXIT_DEGRADED, "unhealthy": EXIT_U
 def _run_fix(settings: Settings, agent: str | None, checks: list[str] | None) -> dict[str, Any]:
     from cpersona.memory import Memory
 
-    with Memory(settings, start_background=False) as memory:
+    with Memory(settings, start_background=False, self_calibration=False) as memory:
         if settings.embedding_mode != "none":
             memory.embeddings.try_load()
         result = memory.check_health(agent, fix=True, checks=checks)

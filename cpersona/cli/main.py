@@ -53,7 +53,8 @@ Command = Callable[[argparse.Namespace, Settings], int]
 def _open_memory(settings: Settings, *, background: bool) -> Any:
     from cpersona.memory import Memory
 
-    return Memory(settings, start_background=background)
+    # A CLI command lives for one call: background calibration is the long-running server's job.
+    return Memory(settings, start_background=background, self_calibration=False)
 
 
 def _print_json(value: Any, stream: TextIO | None = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health import persistence
@@ -56,7 +57,7 @@ class Portability:
         """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md."""
         agent = optional_str(agent_id, "agent_id")
         target = resolve_path(self.settings, output_path, confined=confined)
-        return export.export_file(
+        result = export.export_file(
             self.rows,
             target,
             agent_id=agent,
@@ -65,6 +66,11 @@ class Portability:
             overwrite=boolean(overwrite, "overwrite"),
             progress=progress,
         )
+        if agent is not None and not any(result.get("counts", {}).values()):
+            notice = agent_notice(self.store.session().admin, agent)
+            if notice:
+                result["notice"] = notice  # an empty export of a mistyped agent id must say so
+        return result
 
     def import_memories(
         self,

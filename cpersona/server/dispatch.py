@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from cpersona import operating_context
-from cpersona.acl import Client
+from cpersona.acl import Client, Level
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError
 from cpersona.health import persistence
@@ -156,6 +156,7 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allo
         project_id=a.get("project_id"),
         exclude_contents=_strings(a.get("exclude_contents")),
         source_id=a.get("source_id"),
+        trace=a.get("trace", False),
     )
     return shaping.shape_recall(
         result, preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
@@ -391,4 +392,10 @@ def _dispatch(
     if problem is not None:
         return failure(problem, "invalid_input")
     allowed = authorise(client, name, arguments)  # raises Forbidden
-    return _finish(name, HANDLERS[name](memory, settings, arguments, allowed))
+    result = HANDLERS[name](memory, settings, arguments, allowed)
+    if client is not None and isinstance(result, dict) and "notice" in result:
+        # The API names every known agent; an ACL client hears only of the agents it may read.
+        result["notice"] = memory.agent_notice(arguments.get("agent_id"), client.agents_at(Level.READ))
+        if result["notice"] is None:
+            result.pop("notice")
+    return _finish(name, result)
