@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
+from latency import AGENT as FILLED_AGENT  # noqa: E402
 from latency import corpus, fill  # noqa: E402
 from locomo import conversation_files, turns  # noqa: E402
 
@@ -274,8 +275,8 @@ def cost(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for size in args.cost:
         with tempfile.TemporaryDirectory() as tmp:
-            db = Path(tmp) / "cost.db"
-            settings = settings_for(Path(tmp), models_dir, 1.0, db_path=db, auto_calibrate=False)
+            settings = settings_for(Path(tmp), models_dir, 1.0, auto_calibrate=False)
+            db = settings.db_path
             with Memory(settings) as mem:
                 mem.wait_until_ready(300)
                 model_id, dim = mem.embeddings.model_id, mem.embeddings.dimension
@@ -283,13 +284,13 @@ def cost(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
             row: dict[str, Any] = {}
             with Memory(settings) as mem:
                 mem.wait_until_ready(300)
-                mem.recall(AGENT, "warm the index", limit=1)
+                mem.recall(FILLED_AGENT, "warm the index", limit=1)
                 runs = []
                 peak = 0
                 for _ in range(3):
                     tracemalloc.start()
                     started = time.perf_counter()
-                    mem.calibrate_threshold(AGENT)
+                    mem.calibrate_threshold(FILLED_AGENT)
                     runs.append(time.perf_counter() - started)
                     peak = max(peak, tracemalloc.get_traced_memory()[1])
                     tracemalloc.stop()
@@ -312,7 +313,7 @@ def cost(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
                     mem.wait_until_ready(300)
                     for i in range(200):
                         started = time.perf_counter()
-                        mem.store(AGENT, f"timed store {auto} {i}: {texts[i % len(texts)]}")
+                        mem.store(FILLED_AGENT, f"timed store {auto} {i}: {texts[i % len(texts)]}")
                         stores.append(time.perf_counter() - started)
                     mem.self_calibration.wait_idle(120)
                     row[f"store_{'auto' if auto else 'off'}"] = summary_ms(stores)
@@ -326,6 +327,7 @@ def cost(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
             "worker count ms",
             "notice_store µs",
             "store p50 off/auto ms",
+            "store p95 off/auto ms",
         ],
         [
             [
@@ -334,7 +336,8 @@ def cost(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
                 r["calibration_peak_mb"],
                 r["worker_count_ms_p50"],
                 r["notice_store_us"],
-                f"{r['store_off']['p50']:.2f} / {r['store_auto']['p50']:.2f}",
+                f"{r['store_off']['p50_ms']:.2f} / {r['store_auto']['p50_ms']:.2f}",
+                f"{r['store_off']['p95_ms']:.2f} / {r['store_auto']['p95_ms']:.2f}",
             ]
             for size, r in out.items()
         ],

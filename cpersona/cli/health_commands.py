@@ -64,6 +64,8 @@ def cmd_checkup(args: argparse.Namespace, settings: Settings) -> int:
 def _print_checkup(result: dict[str, Any]) -> None:
     scope = f" (agent {result['agent_id']!r})" if result.get("agent_id") is not None else ""
     print(f"status: {result['status']}{scope}; checks: {', '.join(result['checks_run'])}")
+    if result.get("notice"):
+        print(f"notice: {result['notice']}")
     for f in result["findings"]:
         refs = f" [{', '.join(f['refs'][:5])}{', …' if len(f['refs']) > 5 else ''}]" if f.get("refs") else ""
         print(f"  {f['severity']:8} {f['check']}: {f['message']}{refs}")

@@ -65,6 +65,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             f"exported {c['memories']} memories, {c['episodes']} episodes, {c['profiles']} profiles "
             f"to {result['path']} ({result['bytes']} bytes)"
         )
+        if result.get("notice"):
+            print(f"notice: {result['notice']}")
     return 0
 
 

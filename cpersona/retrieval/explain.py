@@ -13,11 +13,11 @@ def _num(value: Any) -> str:
 
 
 def gate_name(gate: dict[str, Any]) -> str:
-    """'the calibrated gate (balanced)', 'the uncalibrated gate', 'the stale gate', 'no gate'."""
+    """'the calibrated balanced gate', 'the uncalibrated gate', ..., 'no gate'."""
     kind = gate.get("kind")
     level = gate.get("level")
     if kind == "calibrated":
-        return f"the calibrated gate ({level})" if level else "the calibrated gate"
+        return f"the calibrated {level} gate" if level else "the calibrated gate"
     if kind == "heuristic":
         return (
             "the uncalibrated gate (its calibration is stale)"
@@ -30,8 +30,8 @@ def gate_name(gate: dict[str, Any]) -> str:
 def _advice(gate: dict[str, Any]) -> str:
     if gate.get("kind") == "calibrated":
         level = gate.get("level")
-        looser = " or a more lenient precision (set_recall_precision)" if level != "lenient" else ""
-        return f"Try other words, a name or identifier a memory contains{looser}."
+        looser = ", or a more lenient precision (set_recall_precision)" if level != "lenient" else ""
+        return f"Try other words or a name or identifier a memory contains{looser}."
     return (
         "Nothing stored resembles it at all; try other words, or the exact name or identifier a memory uses."
     )
@@ -92,9 +92,9 @@ def explain(
             f"Nothing matched by keyword, and search is keyword-only ({reason}): try the exact words a "
             "memory uses."
         )
+    best = "" if top is None else f" (best similarity {_num(top)})"
     return (
-        "Nothing returned: no memory or episode in this scope matched the query by keyword or meaning "
-        f"({name} passed it{'' if top is None else f', best similarity {_num(top)}'})."
+        f"Nothing returned: no memory or episode in this scope matched the query by keyword or meaning{best}."
     )
 
 
@@ -145,3 +145,14 @@ def describe_search(search: dict[str, Any], mode: str | None = None) -> str:
         )
     fused = f", fused by {mode}" if mode and len(parts) > 1 else ""
     return f"Search: {', '.join(parts)}{fused}."
+
+
+def describe_factors(reason: dict[str, Any]) -> str:
+    """``rsf 2 × recent_recall_penalty 0.7 = 1.4``: what a row's score is made of (its match_reason)."""
+    factors = reason.get("factors") or {}
+    parts = [f"{name} {value:g}" for name, value in factors.items() if isinstance(value, int | float)]
+    score = reason.get("score")
+    if not parts:
+        return ""
+    total = f" = {score:g}" if isinstance(score, int | float) and len(parts) > 1 else ""
+    return " × ".join(parts) + total

@@ -224,6 +224,9 @@ class RecallPipeline:
         vector_hits = channels.get(fusion.VECTOR)
         evidence = GateEvidence(top_cosine=max(s for _, s in vector_hits) if vector_hits else None)
         decision = self.gate.apply(scored, request, evidence)
+        if vector_used and not vector_hits and decision.info.get("kind") == "off":
+            # A query vector existed but nothing in scope has a vector to compare it with.
+            decision.info["reason"] = "nothing in this scope has a vector of the active model to compare with"
         rows = []
         returned = decision.rows[: request.limit]
         for item in returned:

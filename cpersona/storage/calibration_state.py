@@ -226,7 +226,7 @@ class SidecarStates:
                 for agent in pending:
                     if self._unsaved.get(agent, ...) == pending[agent]:
                         self._unsaved.pop(agent, None)
-                self._problem = None
+                self._problem = self._read_problem = None
                 self._cache, self._stamp = None, None
             return Saved(entry, True)
 
