@@ -182,6 +182,9 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         "cpersona.shapes",
         "cpersona.limits",
         "cpersona.acl",
+        # Recall's metadata in words (pure functions of a response, no storage): the CLI and the MCP
+        # response say the same sentences.
+        "cpersona.retrieval.explain",
     )
     modules = modules_in("ui")
     assert len(modules) >= 5, "the browser view package vanished"

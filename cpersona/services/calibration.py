@@ -322,8 +322,15 @@ class Calibrator:
                 f"needs at least {cal.MIN_ROWS}"
             )
         # Both lists are in id order; a row deleted in between gets a session of its own.
-        timeline = {row[0]: row for row in self.store.session().memories.timeline(agent)}
-        sessions = cal.session_keys([timeline.get(int(i), (int(i), "", f"#{i}", "")) for i in ids])
+        rows = self.store.session().memories.timeline(agent)
+        known = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        at = np.minimum(np.searchsorted(known, ids), max(len(rows) - 1, 0))
+        sessions = cal.session_keys(
+            [
+                rows[p] if rows and rows[p][0] == i else (int(i), "", f"#{i}", "")
+                for p, i in zip(at.tolist(), ids.tolist(), strict=True)
+            ]
+        )
         pairs = cal.row_pairs(vectors, sessions, size)
         level, beta, overridden = self._precision(self.states.get(agent))
         vector_threshold = pairs.threshold(method, beta, level, percentile=pct, z_factor=z)

@@ -297,7 +297,7 @@ class VectorIndex:
                 return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
             positions = np.flatnonzero(self._live[:n] & (self._axes[0, :n] == code))
             order = positions[np.argsort(self._ids[positions], kind="stable")]
-            return self._ids[order].copy(), self._vectors[order].copy()
+            return self._ids[order], self._vectors[order]  # fancy indexing already copies
 
     def agent_counts(self) -> dict[str, int]:
         """Live rows per agent (a count over the in-memory columns: no database read)."""

@@ -15,7 +15,17 @@ from cpersona.ui.pages import ANY, View, axis_label, memory_actions
 _KNOWN_ROW_KEYS = (
     set(MemoryRow.__annotations__) | set(EpisodeRow.__annotations__) | set(ProfileRow.__annotations__)
 )
-_SHOWN_RESPONSE_KEYS = {"ok", "results", "count", "explanation", "notice", "gate", "search", "mode"}
+_SHOWN_RESPONSE_KEYS = {
+    "ok",
+    "results",
+    "count",
+    "explanation",
+    "notice",
+    "gate",
+    "search",
+    "mode",
+    "advisory",
+}
 
 
 def _value(value: Any) -> str:
@@ -68,6 +78,10 @@ def search_results(result: dict[str, Any], view: View) -> str:
         about["gate"] = describe_gate(result["gate"])
     if isinstance(result.get("search"), dict):
         about["search"] = describe_search(result["search"], result.get("mode"))
+    advisory = result.get("advisory")
+    if isinstance(advisory, dict):
+        fix = f" Fix: {advisory['runbook']}" if advisory.get("runbook") else ""
+        about["advisory"] = f"{advisory.get('reason') or 'search is degraded'}.{fix}"
     about.update({k: v for k, v in result.items() if k not in _SHOWN_RESPONSE_KEYS})
     said = "".join(
         f'<p class="{key}" data-testid="{key}">{esc(result[key])}</p>'
