@@ -1,7 +1,8 @@
 """``cpersona export`` / ``cpersona import``: the operator's portability commands.
 
 These are operator commands: the path is used as given (relative to the
-current directory), not confined to CPERSONA_EXPORT_DIR as the MCP tools are.
+current directory), not confined to CPERSONA_EXPORT_DIR as the MCP tools are;
+``-`` is standard output (export) or standard input (import).
 Progress bars go to stderr; the summary goes to stdout (``--json`` for the raw
 result). Embeddings are not needed to export or import, so the model is never
 loaded here; rows without a vector are queued and the server back-fills them.
@@ -45,11 +46,14 @@ def _memory(settings: Settings) -> Any:
     from cpersona.memory import Memory
 
     # No model is loaded to move rows: rows without a vector are queued and the server back-fills them.
-    return Memory(settings, start_background=False)
+    return Memory(settings, start_background=False, self_calibration=False)
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    """Export memories, episodes and profiles (one agent with --agent, else all) to a JSONL file."""
+    """Export memories, episodes and profiles (one agent with --agent, else all) to a JSONL file.
+
+    ``-`` writes the export to standard output; the summary then goes to stderr.
+    """
     with _memory(settings) as memory, _bar("rows", False, not args.quiet) as work:
         result = memory.export_memories(
             args.agent,
@@ -59,14 +63,19 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             confined=False,
             work=work,
         )
+    summary = sys.stderr if args.path == "-" else sys.stdout
     if args.json:
-        print(json.dumps(result, ensure_ascii=False, indent=2))
+        print(json.dumps(result, ensure_ascii=False, indent=2), file=summary)
     else:
         c = result["counts"]
+        where = "standard output" if args.path == "-" else result["path"]
         print(
             f"exported {c['memories']} memories, {c['episodes']} episodes, {c['profiles']} profiles "
-            f"to {result['path']} ({result['bytes']} bytes)"
+            f"to {where} ({result['bytes']} bytes)",
+            file=summary,
         )
+        if result.get("notice"):
+            print(f"notice: {result['notice']}")
     return 0
 
 
@@ -101,7 +110,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 def add_port_commands(sub: Any) -> None:
     """Register ``export`` and ``import`` on the main parser's subcommands."""
     export = sub.add_parser("export", help="export memories, episodes and profiles to a JSONL file")
-    export.add_argument("path", help="file to write (any path; refused if it exists unless --force)")
+    export.add_argument(
+        "path",
+        help="file to write ('-' is standard output; refused if it exists unless --force; "
+        "a device or FIFO is never replaced)",
+    )
     export.add_argument("--agent", help="export only this agent (default: every agent)")
     export.add_argument("--include-embeddings", action="store_true", help="also write vectors (base64)")
     export.add_argument("--force", action="store_true", help="replace an existing file")
@@ -110,7 +123,7 @@ def add_port_commands(sub: Any) -> None:
     export.set_defaults(func=cmd_export)
 
     imp = sub.add_parser("import", help="import a JSONL export (idempotent; bad lines reported)")
-    imp.add_argument("path", help="export file to read")
+    imp.add_argument("path", help="export file to read ('-' is standard input)")
     imp.add_argument("--agent", help="store every row under this agent id")
     imp.add_argument("--dry-run", action="store_true", help="report what would be imported; write nothing")
     imp.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -52,6 +52,7 @@ class InvalidExportFile(CPersonaError):
 class _Tally:
     lines: int = 0
     truncated: int = 0
+    vectors_dropped: int = 0
     queued: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
     error_count: int = 0
@@ -90,7 +91,7 @@ def _table(record: ImportRecord) -> str:
     return "episodes" if isinstance(record, ImportedEpisode) else "profiles"
 
 
-def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+def read_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
     """(line number, bytes) per line; bytes None for a line longer than MAX_LINE_BYTES."""
     number = 0
     while True:
@@ -104,6 +105,11 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
             yield number, None
             continue
         yield number, raw
+
+
+def _position(handle: BinaryIO) -> int:
+    """Bytes read so far (0 from a pipe, which has no position)."""
+    return handle.tell() if handle.seekable() else 0
 
 
 def _decode(raw: bytes) -> Any:
@@ -149,22 +155,23 @@ class _DryRunKeys:
 def import_file(
     rows: PortabilityRows,
     settings: Settings,
-    source: Path,
+    handle: BinaryIO,
     *,
+    source: Path,
+    total: int,
     target_agent: str | None,
     dry_run: bool,
     queue_backfill: bool,
     active_model: tuple[str, int] | None,
     work: Work | None = None,
 ) -> dict[str, Any]:
-    """Import ``source``; returns counts per table, truncations, line errors and rows queued for embedding.
+    """Import the open export file ``handle`` (``source`` names it, ``total`` is its size, 0 unknown).
 
-    ``work`` gets a progress report (records handled, of the header's counts) after each batch and
-    may stop the import before the next one (``Cancelled``, with the counts of what was written).
+    Returns counts per table, truncations, dropped vectors, line errors and rows queued for
+    embedding. The handle is closed. ``work`` gets a progress report (records handled, of the
+    header's counts) after each batch and may stop the import before the next one
+    (``Cancelled``, with the counts of what was written).
     """
-    if not source.is_file():
-        raise InvalidExportFile(f"{source} does not exist or is not a file")
-    size = source.stat().st_size
     tally = _Tally()
     keys = _DryRunKeys() if dry_run else None
     head: dict[str, Any] | None = None
@@ -198,11 +205,11 @@ def import_file(
             tally.records,
             _records_in(head),
             "records",
-            f"{tally.records:,} records {verb} ({tally.new:,} new); {position:,} of {size:,} bytes read",
+            f"{tally.records:,} records {verb} ({tally.new:,} new); {_bytes_read(position, total)}",
         )
 
-    with open(source, "rb") as handle:
-        for number, raw in _lines(handle):
+    with handle:
+        for number, raw in read_lines(handle):
             tally.lines = number
             if raw is None:
                 tally.error(number, f"line longer than {MAX_LINE_BYTES} bytes")
@@ -216,18 +223,19 @@ def import_file(
                     continue
                 if isinstance(obj, dict) and obj.get("type") == "header":
                     raise InvalidInput("a second header line")
-                record, cut = records.parse_record(obj, target_agent=target_agent, settings=settings, now=now)
+                parsed = records.parse_record(obj, target_agent=target_agent, settings=settings, now=now)
             except InvalidInput as exc:
                 if head is None:
                     raise InvalidExportFile(f"{source.name}: {exc}") from exc
                 tally.error(number, str(exc))
                 continue
-            tally.truncated += int(cut)
-            batch.append(record)
+            tally.truncated += int(parsed.truncated)
+            tally.vectors_dropped += int(parsed.vector_dropped)
+            batch.append(parsed.record)
             if len(batch) >= BATCH:
-                flush(handle.tell())
+                flush(_position(handle))
                 work.checkpoint("import_memories", kept, lambda: _tally_result(tally, dry_run))
-        flush(handle.tell())
+        flush(_position(handle))
     if head is None:
         raise InvalidExportFile(f"{source.name} is empty")
     return {
@@ -250,6 +258,10 @@ def import_file(
     }
 
 
+def _bytes_read(position: int, total: int) -> str:
+    return f"{position:,} of {total:,} bytes read" if total > 0 else f"{position:,} bytes read"
+
+
 def _records_in(head: dict[str, Any] | None) -> int | None:
     """The records the header says the file holds (None when it does not say)."""
     counts = (head or {}).get("counts")
@@ -268,6 +280,7 @@ def _tally_result(tally: _Tally, dry_run: bool) -> dict[str, Any]:
         "lines": tally.lines,
         "counts": tally.counts,
         "truncated": tally.truncated,
+        "vectors_dropped": tally.vectors_dropped,
         "queued_for_embedding": tally.queued,
         "error_count": tally.error_count,
         "errors": tally.errors,

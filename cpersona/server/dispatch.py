@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from cpersona import operating_context
-from cpersona.acl import Client
+from cpersona.acl import Client, Level
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError
 from cpersona.health import persistence
@@ -27,6 +27,7 @@ from cpersona.limits import (
     RECALL_LIMIT_DEFAULT,
 )
 from cpersona.memory import Memory
+from cpersona.portability.grants import FileScope
 from cpersona.server import shaping
 from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
@@ -55,7 +56,7 @@ Allowed = frozenset[str] | None
 #: A handler gets the validated arguments and the ACL narrowing (cpersona.server.access.authorise).
 Handler = Callable[[Memory, Settings, dict[str, Any], Allowed], dict[str, Any]]
 #: A long tool's handler also gets the call's ``Work``: cancel flag and progress (cpersona.work).
-WorkHandler = Callable[[Memory, Settings, dict[str, Any], Allowed, Work], dict[str, Any]]
+WorkHandler = Callable[[Memory, Settings, dict[str, Any], Allowed, Work, FileScope | None], dict[str, Any]]
 
 
 def failure(message: str, code: str, **extra: Any) -> dict[str, Any]:
@@ -159,6 +160,7 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allo
         project_id=a.get("project_id"),
         exclude_contents=_strings(a.get("exclude_contents")),
         source_id=a.get("source_id"),
+        trace=a.get("trace", False),
     )
     return shaping.shape_recall(
         result, preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
@@ -288,11 +290,12 @@ HANDLERS: dict[str, Handler] = {
 }
 
 #: The long tools: they honour a cancel at their batch boundaries and report progress (docs/tools.md).
+#: Export and import also get the caller's reach through files (grants.py: SPEC §9).
 WORK_HANDLERS: dict[str, WorkHandler] = {
-    "check_health": lambda memory, settings, a, allowed, work: memory.check_health(
+    "check_health": lambda memory, settings, a, allowed, work, scope: memory.check_health(
         a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks"), work=work
     ),
-    "calibrate_threshold": lambda memory, settings, a, allowed, work: memory.calibrate_threshold(
+    "calibrate_threshold": lambda memory, settings, a, allowed, work, scope: memory.calibrate_threshold(
         a["agent_id"],
         a.get("sample_size"),
         a.get("method", "separation"),
@@ -300,17 +303,18 @@ WORK_HANDLERS: dict[str, WorkHandler] = {
         a.get("percentile"),
         work=work,
     ),
-    "export_memories": lambda memory, settings, a, allowed, work: memory.export_memories(
+    "export_memories": lambda memory, settings, a, allowed, work, scope: memory.export_memories(
         a["agent_id"],
         a["output_path"],
         a.get("include_embeddings", False),
         overwrite=a.get("overwrite", False),
         work=work,
+        scope=scope,
     ),
-    "import_memories": lambda memory, settings, a, allowed, work: memory.import_memories(
-        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False), work=work
+    "import_memories": lambda memory, settings, a, allowed, work, scope: memory.import_memories(
+        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False), work=work, scope=scope
     ),
-    "merge_memories": lambda memory, settings, a, allowed, work: memory.merge_memories(
+    "merge_memories": lambda memory, settings, a, allowed, work, scope: memory.merge_memories(
         a["source_agent_id"],
         a["target_agent_id"],
         a.get("strategy", "skip"),
@@ -410,5 +414,13 @@ def _dispatch(
         return failure(problem, "invalid_input")
     allowed = authorise(client, name, arguments)  # raises Forbidden
     if name in WORK_HANDLERS:
-        return _finish(name, WORK_HANDLERS[name](memory, settings, arguments, allowed, work or Work()))
-    return _finish(name, HANDLERS[name](memory, settings, arguments, allowed))
+        scope = FileScope.of(client) if client is not None else None  # grants hold inside files (SPEC §9)
+        result = WORK_HANDLERS[name](memory, settings, arguments, allowed, work or Work(), scope)
+    else:
+        result = HANDLERS[name](memory, settings, arguments, allowed)
+    if client is not None and isinstance(result, dict) and "notice" in result:
+        # The API names every known agent; an ACL client hears only of the agents it may read.
+        result["notice"] = memory.agent_notice(arguments.get("agent_id"), client.agents_at(Level.READ))
+        if result["notice"] is None:
+            result.pop("notice")
+    return _finish(name, result)
