@@ -171,7 +171,7 @@ def test_storage_never_imports_upper_layers(upper: str) -> None:
 
 def test_the_browser_view_goes_through_memory_never_storage() -> None:
     # cpersona.ui is a client of the public API like the CLI: Memory, config, health, errors, the
-    # result shapes and the ACL policy (cpersona.acl: plain Python); never the storage layer (no SQL in
+    # result shapes, the ACL policy (cpersona.acl: plain Python) and the listener binding; never the storage layer (no SQL in
     # the view) nor the MCP server.
     allowed = (
         "cpersona.ui",
@@ -182,6 +182,10 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         "cpersona.shapes",
         "cpersona.limits",
         "cpersona.acl",
+        "cpersona.listen",  # binding the listening socket before announcing the URL (plain socket code)
+        # Recall's metadata in words (pure functions of a response, no storage): the CLI and the MCP
+        # response say the same sentences.
+        "cpersona.retrieval.explain",
     )
     modules = modules_in("ui")
     assert len(modules) >= 5, "the browser view package vanished"

@@ -17,15 +17,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from cpersona import operating_context
+from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
 from cpersona.storage.interface import Store
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, NotApplicable, SchemaObject
 from cpersona.text import format_ts, normalise_timestamp, utc_now
+from cpersona.work import Work
 
 CRITICAL, WARN, INFO = "critical", "warn", "info"
 #: At most this many rows (or objects) are repaired per check per run; the rest is reported as ``remaining``.
@@ -733,15 +736,36 @@ def storage_stats(ctx: HealthContext) -> dict[str, Any]:
     return stats
 
 
+def _checks_so_far(ran: list[str], repairs: dict[str, Any]) -> dict[str, Any]:
+    """What a cancelled ``check_health`` reports: the checks that ran and the repairs they committed."""
+    return {"checks_run": ran, "repairs": dict(repairs)}
+
+
 def run_checks(
-    ctx: HealthContext, names: Sequence[str] | None = None, *, fix_requested: bool | None = None
+    ctx: HealthContext,
+    names: Sequence[str] | None = None,
+    *,
+    fix_requested: bool | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
-    """Run the selected checks; the response shape is documented in docs/health.md."""
+    """Run the selected checks; the response shape is documented in docs/health.md.
+
+    ``work`` gets progress after each check and may cancel before the next: the repairs of the
+    checks that ran stay (each is committed whole), the rest do not run.
+    """
     selected = select_checks(names)
     findings: list[Finding] = []
     per_check: dict[str, Any] = {}
     repairs: dict[str, Any] = {}
-    for name in selected:
+    work = work or Work()
+    for done, name in enumerate(selected):
+        if done:
+            work.report(done, len(selected), "checks", f"{name} next")
+            work.checkpoint(
+                "check_health",
+                "the checks before it ran and their repairs stay; the others did not run",
+                partial(_checks_so_far, selected[:done], repairs),
+            )
         outcome = REGISTRY[name].run(ctx)
         findings += outcome.findings
         per_check[name] = {
@@ -767,4 +791,7 @@ def run_checks(
     }
     if fix_requested and not ctx.fix:
         result["fix_downgraded"] = True
+    notice = agent_notice(ctx.store.session().admin, ctx.agent_id)
+    if notice:
+        result["notice"] = notice  # "healthy (agent 'typo')" must not pass for an agent that has nothing
     return result

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cpersona.retrieval import evidence as ev
+from cpersona.retrieval.match_query import MAX_TERMS
 from cpersona.storage.interface import EPISODES, MEMORIES
 
 if TYPE_CHECKING:
@@ -141,7 +142,9 @@ class ExactMatcher:
     def __init__(self, query: str) -> None:
         whole = " ".join(query.split()).lower()
         self.whole = whole if len(whole) >= 3 else None
-        self.tokens = [token.lower() for token in identifier_tokens(query)]
+        # Distinct and at most MAX_TERMS, as for the keyword channels: every candidate row is searched
+        # for each token, and an 8,000-character query can hold 2,000 of them (docs/input-rules.md).
+        self.tokens = list(dict.fromkeys(token.lower() for token in identifier_tokens(query)))[:MAX_TERMS]
 
     def __call__(self, text: str) -> bool:
         """True when ``text`` holds an identifier-like query token verbatim, or the whole query."""

@@ -29,11 +29,19 @@ class MatchReason(TypedDict):
             "session (rsf only); the fused score is rsf + context.",
         ]
     ]
+    factors: Annotated[
+        dict[str, float],
+        "What score is made of, in order; the values multiply to score: the base (rsf, rrf, cascade or "
+        "cosine; 'rsf+context' when the context channel added to it) then each factor applied after "
+        "fusion that was not 1 (episode_boundary_penalty, recent_recall_penalty; under confidence "
+        "time_decay, resolved_episode, recall_count_boost, confidence_cap).",
+    ]
     gate: NotRequired[
         Annotated[
             str,
-            "'exact_match': the row holds an identifier-like query token or the whole "
-            "query verbatim, so the gate never cuts it.",
+            "What the gate said about the row: 'passed', 'exact_match' (the row holds an identifier-like "
+            "query token or the whole query verbatim, so the gate never cuts it) or 'fallback' (a "
+            "below-gate lexical match under confidence); absent when no gate ran.",
         ]
     ]
 
