@@ -57,7 +57,7 @@ WORDS = [
     "volcano",
     "Peru",
 ]
-BASES = {"rrf", "rsf", "cascade", "cosine"}
+BASES = {"rrf", "rsf", "rsf+context", "cascade", "cosine"}
 FACTORS = {
     "episode_boundary_penalty",
     "recent_recall_penalty",
@@ -148,7 +148,9 @@ def test_match_reason_factors_multiply_to_the_score(
         names = list(factors)
         assert names[0] in BASES and set(names[1:]) <= FACTORS, factors
         assert math.isclose(product(factors), reason["score"], rel_tol=1e-4, abs_tol=1e-5), reason
-        if reason["signal"] in ("rrf", "rsf"):
+        if names[0] == "rsf+context":  # the context channel adds its share to the retrievers' sum
+            assert factors[names[0]] == pytest.approx(reason["rsf"] + reason["context"], abs=2e-6)
+        elif reason["signal"] in ("rrf", "rsf"):
             assert factors[names[0]] == reason[reason["signal"]]
         if reason["signal"] == "confidence":
             assert names[0] == "cosine"
@@ -208,7 +210,11 @@ def test_an_empty_answer_carries_its_sentence(mem: Memory) -> None:
     said = out["explanation"]
     assert "calibrated balanced gate" in said and f"{out['gate']['threshold']:.3f}" in said
     assert f"{out['gate']['top_cosine']:.3f}" in said
-    exact = mem.recall("a", "volcano soup ERR_PAY_4021", record=False)
+    # Few words besides the identifier would give the row enough evidence to pass the gate: the
+    # identifier must be a small part of the question for the exact-match rule to be what returns it.
+    exact = mem.recall(
+        "a", "which volcano erupted near the soup kitchen when ERR_PAY_4021 happened", record=False
+    )
     assert exact["count"] == 1 and exact["explanation"].startswith("Only 1 exact match(es) returned")
     assert "explanation" not in mem.recall("a", "what coffee does Ana like", record=False)
 
