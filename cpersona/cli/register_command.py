@@ -52,8 +52,7 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
     notes = []
     if entry.left_out:
         notes.append(
-            "left out of the entry: "
-            + ", ".join(f"{k} ({why})" for k, why in entry.left_out.items())
+            "left out of the entry: " + ", ".join(f"{k} ({why})" for k, why in entry.left_out.items())
         )
     if entry.secrets:
         notes.append(
