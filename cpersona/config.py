@@ -201,7 +201,7 @@ class Settings:
         "https://pypi.org/pypi"  # CPERSONA_UPDATE_INDEX_URL: JSON API base (tests: loopback)
     )
     recall_precision: str = "balanced"  # CPERSONA_RECALL_PRECISION
-    auto_calibrate: bool = False  # CPERSONA_AUTO_CALIBRATE
+    auto_calibrate: bool = True  # CPERSONA_AUTO_CALIBRATE (self-calibration in the background)
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (tests, benchmarks, CLI flags)."""

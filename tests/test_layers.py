@@ -184,6 +184,9 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         "cpersona.limits",
         "cpersona.acl",
         "cpersona.listen",  # binding the listening socket before announcing the URL (plain socket code)
+        # Recall's metadata in words (pure functions of a response, no storage): the CLI and the MCP
+        # response say the same sentences.
+        "cpersona.retrieval.explain",
     )
     modules = modules_in("ui")
     assert len(modules) >= 5, "the browser view package vanished"

@@ -29,7 +29,7 @@ _EXIT = {"healthy": EXIT_HEALTHY, "degraded": EXIT_DEGRADED, "unhealthy": EXIT_U
 def _run_fix(settings: Settings, agent: str | None, checks: list[str] | None) -> dict[str, Any]:
     from cpersona.memory import Memory
 
-    with Memory(settings, start_background=False) as memory:
+    with Memory(settings, start_background=False, self_calibration=False) as memory:
         if settings.embedding_mode != "none":
             memory.embeddings.try_load()
         result = memory.check_health(agent, fix=True, checks=checks)
@@ -64,6 +64,8 @@ def cmd_checkup(args: argparse.Namespace, settings: Settings) -> int:
 def _print_checkup(result: dict[str, Any]) -> None:
     scope = f" (agent {result['agent_id']!r})" if result.get("agent_id") is not None else ""
     print(f"status: {result['status']}{scope}; checks: {', '.join(result['checks_run'])}")
+    if result.get("notice"):
+        print(f"notice: {result['notice']}")
     for f in result["findings"]:
         refs = f" [{', '.join(f['refs'][:5])}{', …' if len(f['refs']) > 5 else ''}]" if f.get("refs") else ""
         print(f"  {f['severity']:8} {f['check']}: {f['message']}{refs}")

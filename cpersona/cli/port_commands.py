@@ -44,7 +44,7 @@ def _memory(settings: Settings) -> Any:
     from cpersona.memory import Memory
 
     # No model is loaded to move rows: rows without a vector are queued and the server back-fills them.
-    return Memory(settings, start_background=False)
+    return Memory(settings, start_background=False, self_calibration=False)
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
@@ -72,6 +72,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             f"to {where} ({result['bytes']} bytes)",
             file=summary,
         )
+        if result.get("notice"):
+            print(f"notice: {result['notice']}")
     return 0
 
 

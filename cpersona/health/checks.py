@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from cpersona import operating_context
+from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
@@ -787,4 +788,7 @@ def run_checks(
     }
     if fix_requested and not ctx.fix:
         result["fix_downgraded"] = True
+    notice = agent_notice(ctx.store.session().admin, ctx.agent_id)
+    if notice:
+        result["notice"] = notice  # "healthy (agent 'typo')" must not pass for an agent that has nothing
     return result

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health import persistence
@@ -87,7 +88,7 @@ class Portability:
         vectors = boolean(include_embeddings, "include_embeddings")
         replace = boolean(overwrite, "overwrite")
         if not confined and output_path == STDIO:
-            return export.export_file(
+            result = export.export_file(
                 self.rows,
                 _stdout(),
                 shown=STDIO,
@@ -96,18 +97,24 @@ class Portability:
                 model=self._active_model(),
                 progress=progress,
             )
-        folder = scope.client if scope is not None else None
-        with locate(self.settings, output_path, confined=confined, folder=folder, create=True) as place:
-            guard = None if scope is None else _replace_guard(scope)
-            return export.export_file(
-                self.rows,
-                atomic_write(place, overwrite=replace, before_replace=guard),
-                shown=str(place.shown),
-                agent_id=agent,
-                include_embeddings=vectors,
-                model=self._active_model(),
-                progress=progress,
-            )
+        else:
+            folder = scope.client if scope is not None else None
+            with locate(self.settings, output_path, confined=confined, folder=folder, create=True) as place:
+                guard = None if scope is None else _replace_guard(scope)
+                result = export.export_file(
+                    self.rows,
+                    atomic_write(place, overwrite=replace, before_replace=guard),
+                    shown=str(place.shown),
+                    agent_id=agent,
+                    include_embeddings=vectors,
+                    model=self._active_model(),
+                    progress=progress,
+                )
+        if agent is not None and not any(result.get("counts", {}).values()):
+            notice = agent_notice(self.store.session().admin, agent)
+            if notice:
+                result["notice"] = notice  # an empty export of a mistyped agent id must say so
+        return result
 
     def import_memories(
         self,

@@ -133,27 +133,39 @@ def separation_threshold(null: np.ndarray, positives: np.ndarray, beta: float) -
 
 
 def session_keys(timeline: list[tuple[int, str, str, str]]) -> np.ndarray:
-    """Per row (in the given order) a session number: a new one at a scope change or a time gap."""
-    keys = np.zeros(len(timeline), dtype=np.int64)
-    session = 0
-    previous: tuple[str, str, float] | None = None
-    for i, (_, when, project, channel) in enumerate(timeline):
-        try:
-            seconds = parse_ts(when).timestamp() if when else math.nan
-        except (ValueError, TypeError):
-            seconds = math.nan
-        if previous is not None:
-            same_scope = previous[0] == project and previous[1] == channel
-            close = (
-                abs(seconds - previous[2]) <= SESSION_GAP_SECONDS
-                if math.isfinite(seconds + previous[2])
-                else False
-            )
-            if not (same_scope and close):
-                session += 1
-        keys[i] = session
-        previous = (project, channel, seconds)
+    """Per row (in the given order) a session number: a new one at a scope change or a time gap.
+
+    Vectorised (100k rows in well under a second): timestamps parse as numpy datetimes, the gaps
+    and scope changes are compared as arrays. A timestamp that does not parse starts a new session.
+    """
+    n = len(timeline)
+    keys = np.zeros(n, dtype=np.int64)
+    if n < 2:
+        return keys
+    seconds = _seconds([when for _, when, _, _ in timeline])
+    scopes = [(project, channel) for _, _, project, channel in timeline]
+    same_scope = np.fromiter((scopes[i] == scopes[i - 1] for i in range(1, n)), dtype=bool, count=n - 1)
+    with np.errstate(invalid="ignore"):
+        close = np.abs(np.diff(seconds)) <= SESSION_GAP_SECONDS  # NaN (unknown time) is never close
+    keys[1:] = np.cumsum(~(same_scope & close))
     return keys
+
+
+def _seconds(whens: list[str]) -> np.ndarray:
+    """Epoch seconds of stored timestamps (NaN where one does not parse)."""
+    try:
+        stamps = np.array([w[:-1] if w.endswith("Z") else "x" for w in whens], dtype="datetime64[us]")
+        out = stamps.astype(np.int64).astype(np.float64) / 1e6
+        out[np.isnat(stamps)] = math.nan
+        return out
+    except ValueError:  # a value numpy cannot read: one at a time, as recall parses them
+        values = []
+        for when in whens:
+            try:
+                values.append(parse_ts(when).timestamp() if when else math.nan)
+            except (ValueError, TypeError):
+                values.append(math.nan)
+        return np.asarray(values, dtype=np.float64)
 
 
 def row_pairs(vectors: np.ndarray, sessions: np.ndarray, sample_size: int, seed: int = 0) -> RowPairs:

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from cpersona import operating_context
-from cpersona.acl import Client
+from cpersona.acl import Client, Level
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError
 from cpersona.health import persistence
@@ -157,6 +157,7 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allo
         project_id=a.get("project_id"),
         exclude_contents=_strings(a.get("exclude_contents")),
         source_id=a.get("source_id"),
+        trace=a.get("trace", False),
     )
     return shaping.shape_recall(
         result, preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
@@ -402,5 +403,12 @@ def _dispatch(
     file_handler = FILE_HANDLERS.get(name)
     if file_handler is not None:  # grants hold for the rows inside files too (SPEC §9)
         scope = FileScope.of(client) if client is not None else None
-        return _finish(name, file_handler(memory, arguments, scope))
-    return _finish(name, HANDLERS[name](memory, settings, arguments, allowed))
+        result = file_handler(memory, arguments, scope)
+    else:
+        result = HANDLERS[name](memory, settings, arguments, allowed)
+    if client is not None and isinstance(result, dict) and "notice" in result:
+        # The API names every known agent; an ACL client hears only of the agents it may read.
+        result["notice"] = memory.agent_notice(arguments.get("agent_id"), client.agents_at(Level.READ))
+        if result["notice"] is None:
+            result.pop("notice")
+    return _finish(name, result)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput
@@ -95,4 +96,7 @@ class Maintenance:
             raise UnknownCheck(str(exc), deep_check_names()) from exc
         if note:
             result["note"] = note
+        notice = agent_notice(self.store.session().admin, agent)
+        if notice:
+            result["notice"] = notice
         return result

@@ -108,6 +108,9 @@ class CheckHealthResult(TypedDict):
     max_repairs_per_check: Annotated[int, "The bound on repairs per check per run."]
     stats: Annotated[dict[str, Any], "Rows per agent/project/channel, database and WAL size, queue depth."]
     fix_downgraded: NotRequired[Annotated[Literal[True], "fix=true ran report-only (persistence is paused)."]]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
     note: NotRequired[Annotated[str, "Why fix was downgraded."]]
 
 
@@ -124,6 +127,9 @@ class DeepCheckResult(TypedDict):
     findings: Annotated[list[HealthFinding], "Every finding (near-duplicates carry both refs)."]
     checks: Annotated[dict[str, Any], "Per check: status, findings and details."]
     note: NotRequired[Annotated[str, "Why fix was downgraded (persistence paused)."]]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
 
 
 # -- portability ------------------------------------------------------------------------------------------
@@ -138,6 +144,9 @@ class ExportResult(TypedDict):
     agent_id: Annotated[str | None, "The agent exported (None: every agent, CLI only)."]
     include_embeddings: Annotated[bool, "Whether vectors were written (base64 float32 with model id)."]
     counts: Annotated[dict[str, int], "Records written per type."]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
 
 
 class ImportResult(TypedDict):

@@ -297,7 +297,16 @@ class VectorIndex:
                 return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
             positions = np.flatnonzero(self._live[:n] & (self._axes[0, :n] == code))
             order = positions[np.argsort(self._ids[positions], kind="stable")]
-            return self._ids[order].copy(), self._vectors[order].copy()
+            return self._ids[order], self._vectors[order]  # fancy indexing already copies
+
+    def agent_counts(self) -> dict[str, int]:
+        """Live rows per agent (a count over the in-memory columns: no database read)."""
+        with self._lock:
+            n = self._n
+            if self._live_count == 0:
+                return {}
+            counts = np.bincount(self._axes[0, :n][self._live[:n]], minlength=len(self._codes) + 1)
+            return {agent: int(counts[code]) for agent, code in self._codes.items() if counts[code]}
 
 
 class VectorIndexes:
@@ -357,3 +366,7 @@ class SqliteVectorSearch:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of one agent's rows with vectors of this model, in id order."""
         return self.synced(table, model_id, dimension).agent_rows(agent_id)
+
+    def agent_counts(self, table: str, model_id: str, dimension: int) -> dict[str, int]:
+        """Rows per agent holding a vector of this model (from the synced in-memory index)."""
+        return self.synced(table, model_id, dimension).agent_counts()

@@ -116,6 +116,17 @@ CREATE INDEX memories_words ON memories USING gin (content_words)
 """
 
 
+# Calibration state in the database (issue 19): every server sharing it shares one gate. One row per
+# agent; ``entry`` is the JSON the SQLite sidecar keeps per agent (docs/retrieval.md).
+_V3 = """
+CREATE TABLE calibration_state (
+    agent_id TEXT PRIMARY KEY,
+    entry TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+)
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step; ``apply`` runs inside the single migration transaction."""
@@ -155,6 +166,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         2, "word channel stemmed like SQLite's porter index (cpersona_words), no stop words", _script(_V2)
     ),
+    Migration(3, "calibration state per agent in the database (shared by every server)", _script(_V3)),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
