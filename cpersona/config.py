@@ -17,6 +17,8 @@ from typing import Any
 import platformdirs
 
 APP_NAME = "cpersona"
+#: The model CPERSONA_EMBEDDING_MODEL names when unset (SPEC §7); licence CC BY-NC 4.0.
+DEFAULT_EMBEDDING_MODEL = "jina-v5-nano"
 
 
 class ConfigError(ValueError):
@@ -165,7 +167,7 @@ class Settings:
 
     # Embeddings
     embedding_mode: str = "onnx"  # CPERSONA_EMBEDDING_MODE (alias EMBEDDING_MODE): onnx | http | none
-    embedding_model: str = "jina-v5-nano"  # CPERSONA_EMBEDDING_MODEL
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL  # CPERSONA_EMBEDDING_MODEL
     models_dir: Path = field(default_factory=lambda: default_data_dir() / "models")  # CPERSONA_MODELS_DIR
     embedding_dim: int | None = None  # CPERSONA_EMBEDDING_DIM: Matryoshka truncation
     embed_max_tokens: int | None = None  # CPERSONA_EMBED_MAX_TOKENS (default: the manifest's)

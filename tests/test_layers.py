@@ -93,7 +93,7 @@ def test_embed_runtime_never_imports_install() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-@pytest.mark.parametrize("shared", ["registry.py", "integrity.py", "selftest_spec.py"])
+@pytest.mark.parametrize("shared", ["registry.py", "integrity.py", "selftest_spec.py", "model_hint.py"])
 def test_embed_shared_modules_import_neither_side(shared: str) -> None:
     names = imported_modules(PACKAGE_DIR / "embed" / shared)
     assert (
@@ -109,6 +109,7 @@ def test_embed_is_split_into_runtime_and_install() -> None:
     assert sorted(p.name for p in (PACKAGE_DIR / "embed").glob("*.py")) == [
         "__init__.py",
         "integrity.py",
+        "model_hint.py",
         "registry.py",
         "selftest_spec.py",
     ]

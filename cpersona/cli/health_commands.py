@@ -84,8 +84,15 @@ def _print_checkup(result: dict[str, Any]) -> None:
         f"database: {stats.get('db_path')} ({stats.get('db_bytes', 0)} bytes, {wal_text}); "
         f"queue depth {stats.get('queue_depth', 0)}"
     )
-    if result["status"] != "healthy" and not result.get("fix"):
-        print("run `cpersona checkup --fix` to repair what can be repaired")
+    if result.get("fix"):
+        return
+    # Suggest --fix only for what it repairs: each finding carries the registry's "fixable" bit.
+    repairable = sorted({f["check"] for f in result["findings"] if f.get("fixable")})
+    if repairable:
+        print(f"run `cpersona checkup --fix` to repair: {', '.join(repairable)}")
+    if any(not f.get("fixable") and f["severity"] != "info" for f in result["findings"]):
+        which = "the other findings" if repairable else "these findings"
+        print(f"`--fix` cannot repair {which}: follow the fix: line under each")
 
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
@@ -122,7 +129,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         print(f"           problem: {emb['problem']}")
         if emb.get("evidence"):  # e.g. the self-test's failing pair and its cosines
             print(f"           evidence: {emb['evidence']}")
-        print(f"           fix: {emb['fix']}")
+        print("           fix: see `next` below" if emb.get("fix_steps") else f"           fix: {emb['fix']}")
     print(
         f"transport  {tr['transport']}; http {tr['http']}; auth token {tr['auth_token']}; "
         f"unauthenticated http {'allowed' if tr['allow_unauthenticated_http'] else 'refused'}"

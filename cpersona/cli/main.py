@@ -21,6 +21,7 @@ from cpersona.cli.acl_commands import add_acl_commands
 from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.cli.port_commands import add_port_commands
+from cpersona.cli.register_command import add_register_command
 from cpersona.cli.ui_command import add_ui_command
 from cpersona.config import ConfigError, Settings
 from cpersona.errors import CalibrationUnavailable, CPersonaError, Rejected
@@ -40,7 +41,9 @@ def terminal_hint(program: str) -> str:
     return (
         "cpersona: this is an MCP server: it speaks JSON-RPC on stdin/stdout and is now waiting for an MCP "
         "host (Claude Desktop, Claude Code, Cursor, ...) to talk to it, so typing here does nothing useful. "
-        f"Register it with your host instead, e.g. `claude mcp add cpersona -- {program} serve` (README: "
+        "Register it with your host instead: `cpersona register claude-desktop` (or claude-code, cursor, "
+        "mcp-json; `--print` shows the entry) writes this installation's path and the CPERSONA_* settings in "
+        f"force into the host's config, or `claude mcp add cpersona -- {program} serve` (README: "
         '"Register with an MCP host"). To see what is stored, run `cpersona ui`; to check the set-up, '
         "`cpersona doctor`. Stop this server with Ctrl-C (or Ctrl-D to close its input)."
     )
@@ -147,8 +150,12 @@ def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:
     def prepare() -> str | None:
         problem = ensure_default_model(settings, stream=sys.stderr)
         if problem:
+            from cpersona.embed.model_hint import model_hint
+
+            steps = model_hint(settings.embedding_model, settings.models_dir).steps
             print(
-                f"cpersona: {problem}; serving with keyword search only until a model is installed",
+                f"cpersona: {problem}; serving with keyword search only until a model is installed. "
+                "What to do:" + "".join(f"\n  - {step}" for step in steps),
                 file=sys.stderr,
                 flush=True,
             )
@@ -456,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_port_commands(sub)
     add_ui_command(sub)
     add_acl_commands(sub)
+    add_register_command(sub)
     return parser
 
 

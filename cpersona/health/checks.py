@@ -69,9 +69,16 @@ class Finding:
     count: int = 0
     refs: list[str] = field(default_factory=list)
     fix: str = ""  # what fix=true does about it, or how a person fixes it
+    # Whether fix=true (`checkup --fix`) repairs it; None = what the check's registry entry says.
+    fixable: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"check": self.check, "severity": self.severity, "message": self.message}
+        data: dict[str, Any] = {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "fixable": bool(self.fixable),
+        }
         if self.count:
             data["count"] = self.count
         if self.refs:
@@ -99,6 +106,11 @@ class Check:
     run: Callable[[HealthContext], Outcome]
     repairs: str = "report only"
     row_level: bool = True  # scoped to agent_id when one is given
+
+    @property
+    def fixable(self) -> bool:
+        """Whether fix=true repairs this check's findings (a finding may say otherwise for itself)."""
+        return self.repairs != "report only"
 
 
 REGISTRY: dict[str, Check] = {}
@@ -161,7 +173,7 @@ def _bounded(items: list[Any]) -> list[Any]:
 def _not_applicable(check: str, na: NotApplicable) -> Outcome:
     # The engine has no equivalent: say so (info) rather than report a clean result it never measured.
     return Outcome(
-        [Finding(check, INFO, f"not applicable on this storage engine: {na.reason}")],
+        [Finding(check, INFO, f"not applicable on this storage engine: {na.reason}", fixable=False)],
         details={"applicable": False},
     )
 
@@ -209,6 +221,7 @@ def _schema(ctx: HealthContext) -> Outcome:
                 CRITICAL,
                 f"schema version {version} is newer than this CPersona knows ({latest})",
                 fix="pip install -U cpersona-embedded",
+                fixable=False,
             )
         )
         return out
@@ -356,6 +369,7 @@ def _vectors(ctx: HealthContext) -> Outcome:
                 f"{total} row(s) have no vector: embeddings are off, recall is keyword-only",
                 count=total,
                 fix="configure a model (CPERSONA_EMBEDDING_MODE=onnx); rows are then back-filled",
+                fixable=False,
             )
         )
         return out
@@ -378,6 +392,7 @@ def _vectors(ctx: HealthContext) -> Outcome:
                 INFO,
                 f"{queued_total} row(s) are queued for embedding (back-filled when the model is ready)",
                 count=queued_total,
+                fixable=False,  # nothing to repair: the worker back-fills them
             )
         )
     return out
@@ -670,6 +685,7 @@ def _tasks(ctx: HealthContext) -> Outcome:
                 count=n_failing,
                 refs=[f"{'mem' if t['table'] == 'memories' else 'ep'}:{t['target_id']}" for t in failing],
                 fix="report only: fix the embedding model (see the embedding check); the worker retries them",
+                fixable=False,
             )
         )
     return out
@@ -766,7 +782,11 @@ def run_checks(
                 "the checks before it ran and their repairs stay; the others did not run",
                 partial(_checks_so_far, selected[:done], repairs),
             )
-        outcome = REGISTRY[name].run(ctx)
+        check = REGISTRY[name]
+        outcome = check.run(ctx)
+        for finding in outcome.findings:
+            if finding.fixable is None:
+                finding.fixable = check.fixable
         findings += outcome.findings
         per_check[name] = {
             "status": verdict(outcome.findings),

@@ -85,6 +85,7 @@ class HealthFinding(TypedDict):
     check: Annotated[str, "The check's registry name."]
     severity: Annotated[Literal["critical", "warn", "info"], "info never degrades the verdict."]
     message: Annotated[str, "What is wrong, for a person."]
+    fixable: Annotated[bool, "Whether fix=true (`cpersona checkup --fix`) repairs it; if not, follow fix."]
     count: NotRequired[Annotated[int, "How many rows are affected."]]
     refs: NotRequired[Annotated[list[str], "Some affected rows ('mem:<id>', 'ep:<id>')."]]
     fix: NotRequired[Annotated[str, "What fix=true does, or the command to run."]]
