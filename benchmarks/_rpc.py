@@ -94,6 +94,7 @@ class StdioServer:
             stderr=self._stderr,
         )
         self.replies: dict[Any, dict[str, Any]] = {}
+        self.null_replies = 0  # answers with id null (they cannot be keyed by id)
         self.unparsable_lines = 0
         self.eof = False
         self._ids = itertools.count(1)
@@ -112,6 +113,7 @@ class StdioServer:
             if isinstance(message, dict) and ("result" in message or "error" in message):
                 with self._cond:
                     self.replies[message.get("id")] = message
+                    self.null_replies += message.get("id") is None
                     self._cond.notify_all()
         with self._cond:
             self.eof = True

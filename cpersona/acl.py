@@ -151,8 +151,16 @@ def parse_acl(text: str, path: Path) -> AccessList:
         raise AclError(f"ACL file {path}, line {line}: 'clients' must be a table")
     clients: list[Client] = []
     seen_hashes: dict[str, str] = {}
+    seen_names: dict[str, str] = {}
     for name, body in clients_raw.items():
         client = _parse_client(text, path, name, body)
+        twin = seen_names.get(name.casefold())
+        if twin is not None:  # names are export folder names too; some file systems ignore case
+            raise AclError(
+                f"ACL file {path}, line {_client_line(text, name)}: client {name!r} differs from {twin!r} "
+                "only in case; client names name their export folders, so they must differ in more than case"
+            )
+        seen_names[name.casefold()] = name
         other = seen_hashes.get(client.token_sha256)
         if other is not None:
             raise AclError(

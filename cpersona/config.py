@@ -17,6 +17,8 @@ from typing import Any
 import platformdirs
 
 APP_NAME = "cpersona"
+#: The model CPERSONA_EMBEDDING_MODEL names when unset (SPEC §7); licence CC BY-NC 4.0.
+DEFAULT_EMBEDDING_MODEL = "jina-v5-nano"
 
 
 class ConfigError(ValueError):
@@ -93,6 +95,14 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"{name}={raw!r} is not a number") from exc
 
 
+def _share(env: Mapping[str, str], name: str, default: float) -> float:
+    """A finite number from 0 to 1."""
+    value = _float(env, name, default)
+    if not 0.0 <= value <= 1.0:  # also false for NaN
+        raise ConfigError(f"{name}={value!r} must be between 0 and 1")
+    return value
+
+
 def _csv(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     """A comma-separated list (blank items dropped; unset → empty)."""
     raw = _get(env, name) or ""
@@ -140,6 +150,9 @@ class Settings:
     )
     recall_mode: str = "rsf"  # CPERSONA_RECALL_MODE: rsf | rrf | cascade (rsf: docs/decisions.md)
     rrf_k: int = 60  # CPERSONA_RRF_K
+    # CPERSONA_CONTEXT_WEIGHT: under rsf, the turns next to the best hits get this share of their
+    # score (the context channel, docs/retrieval.md); 0 turns it off
+    context_weight: float = 0.6
     episode_penalty_enabled: bool = True  # CPERSONA_EPISODE_PENALTY_ENABLED
     episode_decay_rate: float = 0.01  # CPERSONA_EPISODE_DECAY_RATE (per hour)
     episode_decay_floor: float = 0.5  # CPERSONA_EPISODE_DECAY_FLOOR
@@ -157,7 +170,7 @@ class Settings:
 
     # Embeddings
     embedding_mode: str = "onnx"  # CPERSONA_EMBEDDING_MODE (alias EMBEDDING_MODE): onnx | http | none
-    embedding_model: str = "jina-v5-nano"  # CPERSONA_EMBEDDING_MODEL
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL  # CPERSONA_EMBEDDING_MODEL
     models_dir: Path = field(default_factory=lambda: default_data_dir() / "models")  # CPERSONA_MODELS_DIR
     embedding_dim: int | None = None  # CPERSONA_EMBEDDING_DIM: Matryoshka truncation
     embed_max_tokens: int | None = None  # CPERSONA_EMBED_MAX_TOKENS (default: the manifest's)
@@ -202,7 +215,7 @@ class Settings:
         "https://pypi.org/pypi"  # CPERSONA_UPDATE_INDEX_URL: JSON API base (tests: loopback)
     )
     recall_precision: str = "balanced"  # CPERSONA_RECALL_PRECISION
-    auto_calibrate: bool = False  # CPERSONA_AUTO_CALIBRATE
+    auto_calibrate: bool = True  # CPERSONA_AUTO_CALIBRATE (self-calibration in the background)
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (tests, benchmarks, CLI flags)."""
@@ -229,6 +242,7 @@ class Settings:
             max_memories=_opt_int(e, "CPERSONA_MAX_MEMORIES") or base.max_memories,
             recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),
             rrf_k=_int(e, "CPERSONA_RRF_K", base.rrf_k, minimum=1),
+            context_weight=_share(e, "CPERSONA_CONTEXT_WEIGHT", base.context_weight),
             episode_penalty_enabled=_bool(
                 e, "CPERSONA_EPISODE_PENALTY_ENABLED", base.episode_penalty_enabled
             ),

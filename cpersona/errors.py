@@ -105,3 +105,22 @@ class Forbidden(CPersonaError):
     """The HTTP client's ACL grants do not cover this call (tool class or agent); nothing was done."""
 
     code = "forbidden"
+
+
+class Cancelled(CPersonaError):
+    """A long operation stopped at a batch boundary because its caller cancelled it (``cpersona.work``).
+
+    What was committed before the stop stays, whole records only; ``progress`` says how far it got and
+    ``committed`` carries the operation's own counts of what stays (empty when nothing was written).
+    """
+
+    code = "cancelled"
+
+    def __init__(self, message: str, progress: dict[str, object], committed: dict[str, object]) -> None:
+        super().__init__(message)
+        self.progress = progress
+        self.committed = committed
+
+    def details(self) -> dict[str, object]:
+        """``cancelled: true``, ``progress: {done, total, unit}`` and the operation's committed counts."""
+        return {"cancelled": True, "progress": self.progress, **self.committed}

@@ -31,6 +31,7 @@ from cpersona.services.calibration import Calibrator
 from cpersona.services.maintenance import Maintenance
 from cpersona.services.reader import Reader
 from cpersona.services.recaller import Recaller
+from cpersona.services.self_calibration import SelfCalibration
 from cpersona.services.writer import Writer
 from cpersona.storage import open_store
 
@@ -64,8 +65,10 @@ class Memory:
     the embedding model in the background, so construction is fast. Pass
     ``backend=`` to choose the embedding backend explicitly (tests,
     benchmarks). ``prepare_model`` runs once in the background before the
-    first load (the server passes the automatic model fetch). Use as a context
-    manager or call ``close()``.
+    first load (the server passes the automatic model fetch).
+    ``self_calibration=False`` never calibrates in the background (short-lived
+    CLI commands; long-running servers keep the default, which follows
+    ``CPERSONA_AUTO_CALIBRATE``). Use as a context manager or call ``close()``.
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class Memory:
         start_background: bool = True,
         model_retry_seconds: float = 30.0,
         prepare_model: Callable[[], str | None] | None = None,
+        self_calibration: bool = True,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.storage = open_store(
@@ -100,10 +104,20 @@ class Memory:
         self.worker = BackfillWorker(
             self.storage, self.embeddings, retry_delay=self.settings.task_retry_delay
         )
-        self.writer = Writer(self.storage, self.settings, self.embeddings, self.health, self.worker.wake)
+        self.calibration = Calibrator(self.storage, self.settings, self.embeddings)
+        self.self_calibration = SelfCalibration(
+            self.calibration, self.storage, self.settings, self.embeddings, enabled=self_calibration
+        )
+        self.writer = Writer(
+            self.storage,
+            self.settings,
+            self.embeddings,
+            self.health,
+            self.worker.wake,
+            on_stored=self.self_calibration.notice_store,
+        )
         self.reader = Reader(self.storage)
         self.browser = Browser(self.storage)
-        self.calibration = Calibrator(self.storage, self.settings, self.embeddings)
         self.recaller = Recaller(
             self.storage,
             self.embeddings,
@@ -126,10 +140,10 @@ class Memory:
             self.settings,
             queue_backfill=lambda: self.embeddings.backend.mode != "none",
             active_model=self._active_model,
-            wake=self.worker.wake,
+            wake=self._rows_arrived,
         )
         self.embeddings.on_ready(self.admin.on_model_ready)
-        self.embeddings.on_ready(self.calibration.on_model_ready)
+        self.embeddings.on_ready(self.self_calibration.on_model_ready)
         if start_background:
             self.worker.start()
             self.embeddings.start()
@@ -138,7 +152,7 @@ class Memory:
     def close(self) -> None:
         """Stop background work and close connections."""
         self.worker.stop()
-        self.calibration.stop()
+        self.self_calibration.stop()
         self.embeddings.stop()
         self.storage.close()
 
@@ -147,6 +161,11 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _rows_arrived(self) -> None:
+        # Rows written by import/merge: the back-fill worker embeds them, self-calibration re-counts.
+        self.worker.wake()
+        self.self_calibration.notice_rows()
 
     def _active_model(self) -> tuple[str, int] | None:
         ready = self.embeddings.ready and self.embeddings.model_id and self.embeddings.dimension
@@ -174,6 +193,7 @@ class Memory:
     list_memories = _via("reader", Reader.list_memories)
     list_episodes = _via("reader", Reader.list_episodes)
     list_agents = _via("browser", Browser.list_agents)
+    agent_notice = _via("browser", Browser.agent_notice)
     browse_memories = _via("browser", Browser.browse_memories)
     browse_episodes = _via("browser", Browser.browse_episodes)
     list_profiles = _via("browser", Browser.list_profiles)
@@ -198,6 +218,7 @@ class Memory:
     calibrate_threshold = _via("calibration", Calibrator.calibrate_threshold)
     set_recall_precision = _via("calibration", Calibrator.set_recall_precision)
     get_recall_precision = _via("calibration", Calibrator.get_recall_precision)
+    calibrate = _via("self_calibration", SelfCalibration.calibrate)
 
     # -- portability -------------------------------------------------------------------
     export_memories = _via("portability", Portability.export_memories)

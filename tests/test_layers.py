@@ -93,7 +93,7 @@ def test_embed_runtime_never_imports_install() -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-@pytest.mark.parametrize("shared", ["registry.py", "integrity.py", "selftest_spec.py"])
+@pytest.mark.parametrize("shared", ["registry.py", "integrity.py", "selftest_spec.py", "model_hint.py"])
 def test_embed_shared_modules_import_neither_side(shared: str) -> None:
     names = imported_modules(PACKAGE_DIR / "embed" / shared)
     assert (
@@ -109,6 +109,7 @@ def test_embed_is_split_into_runtime_and_install() -> None:
     assert sorted(p.name for p in (PACKAGE_DIR / "embed").glob("*.py")) == [
         "__init__.py",
         "integrity.py",
+        "model_hint.py",
         "registry.py",
         "selftest_spec.py",
     ]
@@ -171,7 +172,7 @@ def test_storage_never_imports_upper_layers(upper: str) -> None:
 
 def test_the_browser_view_goes_through_memory_never_storage() -> None:
     # cpersona.ui is a client of the public API like the CLI: Memory, config, health, errors, the
-    # result shapes and the ACL policy (cpersona.acl: plain Python); never the storage layer (no SQL in
+    # result shapes, the ACL policy (cpersona.acl: plain Python) and the listener binding; never the storage layer (no SQL in
     # the view) nor the MCP server.
     allowed = (
         "cpersona.ui",
@@ -182,6 +183,10 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         "cpersona.shapes",
         "cpersona.limits",
         "cpersona.acl",
+        "cpersona.listen",  # binding the listening socket before announcing the URL (plain socket code)
+        # Recall's metadata in words (pure functions of a response, no storage): the CLI and the MCP
+        # response say the same sentences.
+        "cpersona.retrieval.explain",
     )
     modules = modules_in("ui")
     assert len(modules) >= 5, "the browser view package vanished"

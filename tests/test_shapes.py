@@ -17,8 +17,8 @@ from cpersona.errors import Rejected
 from cpersona.memory import Memory
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Memory's public methods that do not return a result dict.
-NOT_RESULTS = {"close", "wait_until_ready", "drain_queue"}
+#: Memory's public methods that do not return a result dict (agent_notice: a sentence or None).
+NOT_RESULTS = {"close", "wait_until_ready", "drain_queue", "agent_notice"}
 
 
 def _load_generator() -> Any:

@@ -29,7 +29,7 @@ _EXIT = {"healthy": EXIT_HEALTHY, "degraded": EXIT_DEGRADED, "unhealthy": EXIT_U
 def _run_fix(settings: Settings, agent: str | None, checks: list[str] | None) -> dict[str, Any]:
     from cpersona.memory import Memory
 
-    with Memory(settings, start_background=False) as memory:
+    with Memory(settings, start_background=False, self_calibration=False) as memory:
         if settings.embedding_mode != "none":
             memory.embeddings.try_load()
         result = memory.check_health(agent, fix=True, checks=checks)
@@ -64,6 +64,8 @@ def cmd_checkup(args: argparse.Namespace, settings: Settings) -> int:
 def _print_checkup(result: dict[str, Any]) -> None:
     scope = f" (agent {result['agent_id']!r})" if result.get("agent_id") is not None else ""
     print(f"status: {result['status']}{scope}; checks: {', '.join(result['checks_run'])}")
+    if result.get("notice"):
+        print(f"notice: {result['notice']}")
     for f in result["findings"]:
         refs = f" [{', '.join(f['refs'][:5])}{', …' if len(f['refs']) > 5 else ''}]" if f.get("refs") else ""
         print(f"  {f['severity']:8} {f['check']}: {f['message']}{refs}")
@@ -82,8 +84,15 @@ def _print_checkup(result: dict[str, Any]) -> None:
         f"database: {stats.get('db_path')} ({stats.get('db_bytes', 0)} bytes, {wal_text}); "
         f"queue depth {stats.get('queue_depth', 0)}"
     )
-    if result["status"] != "healthy" and not result.get("fix"):
-        print("run `cpersona checkup --fix` to repair what can be repaired")
+    if result.get("fix"):
+        return
+    # Suggest --fix only for what it repairs: each finding carries the registry's "fixable" bit.
+    repairable = sorted({f["check"] for f in result["findings"] if f.get("fixable")})
+    if repairable:
+        print(f"run `cpersona checkup --fix` to repair: {', '.join(repairable)}")
+    if any(not f.get("fixable") and f["severity"] != "info" for f in result["findings"]):
+        which = "the other findings" if repairable else "these findings"
+        print(f"`--fix` cannot repair {which}: follow the fix: line under each")
 
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
@@ -120,7 +129,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         print(f"           problem: {emb['problem']}")
         if emb.get("evidence"):  # e.g. the self-test's failing pair and its cosines
             print(f"           evidence: {emb['evidence']}")
-        print(f"           fix: {emb['fix']}")
+        print("           fix: see `next` below" if emb.get("fix_steps") else f"           fix: {emb['fix']}")
     print(
         f"transport  {tr['transport']}; http {tr['http']}; auth token {tr['auth_token']}; "
         f"unauthenticated http {'allowed' if tr['allow_unauthenticated_http'] else 'refused'}"

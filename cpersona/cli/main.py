@@ -21,10 +21,12 @@ from cpersona.cli.acl_commands import add_acl_commands
 from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.cli.port_commands import add_port_commands
+from cpersona.cli.register_command import add_register_command
 from cpersona.cli.ui_command import add_ui_command
 from cpersona.config import ConfigError, Settings
-from cpersona.errors import CPersonaError, Rejected
+from cpersona.errors import CalibrationUnavailable, CPersonaError, Rejected
 from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
+from cpersona.retrieval.explain import describe_factors, describe_gate
 
 #: Exit code for configuration problems (bad env value, HTTP without auth).
 EXIT_CONFIG = 2
@@ -39,7 +41,9 @@ def terminal_hint(program: str) -> str:
     return (
         "cpersona: this is an MCP server: it speaks JSON-RPC on stdin/stdout and is now waiting for an MCP "
         "host (Claude Desktop, Claude Code, Cursor, ...) to talk to it, so typing here does nothing useful. "
-        f"Register it with your host instead, e.g. `claude mcp add cpersona -- {program} serve` (README: "
+        "Register it with your host instead: `cpersona register claude-desktop` (or claude-code, cursor, "
+        "mcp-json; `--print` shows the entry) writes this installation's path and the CPERSONA_* settings in "
+        f"force into the host's config, or `claude mcp add cpersona -- {program} serve` (README: "
         '"Register with an MCP host"). To see what is stored, run `cpersona ui`; to check the set-up, '
         "`cpersona doctor`. Stop this server with Ctrl-C (or Ctrl-D to close its input)."
     )
@@ -53,7 +57,8 @@ Command = Callable[[argparse.Namespace, Settings], int]
 def _open_memory(settings: Settings, *, background: bool) -> Any:
     from cpersona.memory import Memory
 
-    return Memory(settings, start_background=background)
+    # A CLI command lives for one call: background calibration is the long-running server's job.
+    return Memory(settings, start_background=background, self_calibration=False)
 
 
 def _print_json(value: Any, stream: TextIO | None = None) -> None:
@@ -77,11 +82,19 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from cpersona.server.transport import EXIT_REFUSED, http_refusal, run_http, run_stdio
 
+    listeners = None
     if settings.transport == "streamable-http":
         refusal = http_refusal(settings)
         if refusal is not None:
             print(f"cpersona: {refusal}", file=sys.stderr)
             return EXIT_REFUSED
+        from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
+
+        try:  # before anything is opened or announced: a taken port must not show a URL first
+            listeners = bind_listeners(settings.http_host, settings.http_port, setting="CPERSONA_HTTP_PORT")
+        except BindFailed as exc:
+            print(f"cpersona: {exc}", file=sys.stderr)
+            return EXIT_BIND
 
     from cpersona.server.app import PendingMemory
 
@@ -112,7 +125,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     try:
         if settings.transport == "streamable-http":
-            return run_http(pending.start(), settings)
+            return run_http(pending.start(), settings, listeners)
         if sys.stdin.isatty():  # a person started it; an MCP host always connects a pipe
             print(terminal_hint(os.path.abspath(sys.argv[0])), file=sys.stderr, flush=True)
         run_stdio(pending.start(), settings)
@@ -137,8 +150,12 @@ def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:
     def prepare() -> str | None:
         problem = ensure_default_model(settings, stream=sys.stderr)
         if problem:
+            from cpersona.embed.model_hint import model_hint
+
+            steps = model_hint(settings.embedding_model, settings.models_dir).steps
             print(
-                f"cpersona: {problem}; serving with keyword search only until a model is installed",
+                f"cpersona: {problem}; serving with keyword search only until a model is installed. "
+                "What to do:" + "".join(f"\n  - {step}" for step in steps),
                 file=sys.stderr,
                 flush=True,
             )
@@ -182,7 +199,8 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
-    """Human-readable recall lines, worst → best, with the best match (the last row) marked."""
+    """Human-readable recall lines: a header, the explanation of an empty or shortened answer, the gate
+    in words and any notice, then the rows worst → best with the best match (the last line) marked."""
     rows = result.get("results") or []
     raw_search = result.get("search")
     search: dict[str, Any] = raw_search if isinstance(raw_search, dict) else {}
@@ -192,6 +210,14 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
         f"{len(rows)} result(s), worst to best — the last one (★ best) is the best match"
         f"{'; keyword-only' if keyword_only else ''}"
     ]
+    # What the answer means, before the rows (the best match stays the last line).
+    gate = result.get("gate")
+    if isinstance(result.get("explanation"), str):
+        lines.append(f"why: {result['explanation']}")
+    if isinstance(gate, dict) and gate:
+        lines.append(f"gate: {describe_gate(gate)}")
+    if isinstance(result.get("notice"), str):
+        lines.append(f"notice: {result['notice']}")
     best_index = max((i for i, r in enumerate(rows) if r.get("type") != "profile"), default=None)
     for index, row in enumerate(rows):
         marker = "★ best" if index == best_index else "      "
@@ -201,7 +227,10 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
         else:
             score = reason.get("score")
             score_text = f"{score:.4f}" if isinstance(score, int | float) else "-"
+            parts = describe_factors(reason)
             head = f"{row.get('ref', '?')}  {reason.get('signal', '?')} {score_text}"
+            if " × " in parts:
+                head += f" ({parts})"
         when = str(row.get("timestamp") or row.get("created_at") or "")[:16].replace("T", " ")
         content = str(row.get("content", ""))
         text = " ".join(content.split()) if full else _one_line(content, RECALL_SNIPPET_CHARS)
@@ -221,8 +250,10 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
             channel=args.channel,
             project_id=args.project,
             deep=args.deep,
+            record=args.record,  # a person looking does not feed the recent-recall penalty
+            trace=args.trace,
         )
-    if args.json:
+    if args.json or args.trace:
         _print_json(result)
         return 0 if result.get("ok", True) else 1
     advisory = result.get("advisory")
@@ -231,6 +262,60 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     for line in format_recall(result, full=args.full):
         print(line)
     return 0 if result.get("ok", True) else 1
+
+
+def format_calibration(result: dict[str, Any]) -> list[str]:
+    """Human summary of one calibration: the threshold in force and what each level would cut."""
+    gate = result.get("gate") or {}
+    precision = result.get("precision") or {}
+    head = f"agent {result.get('agent_id')!r}: {result.get('rows')} memories measured"
+    if not gate.get("enabled", True) or "threshold" not in gate:
+        return [head + "; the fused gate is off (CPERSONA_FUSED_GATE_ENABLED=false): vector threshold only"]
+    probes = int(gate.get("probes") or 0)
+    cut = gate.get("probes_cut") or {}
+    lines = [
+        f"{head}; gate threshold {gate['threshold']:.3f} ({precision.get('level')}) on the query's best "
+        "similarity",
+        f"  of {probes} probe questions about things this agent never stored, each level leaves empty:",
+    ]
+    for level, threshold in (gate.get("thresholds") or {}).items():
+        n = int(cut.get(level, 0))
+        mark = "  ← in force" if level == precision.get("level") and not precision.get("overridden") else ""
+        if precision.get("overridden") and level == precision.get("level"):
+            mark = "  ← in force (this agent's setting)"
+        lines.append(f"    {level:9} threshold {threshold:.3f}: {n}/{probes} ({n / (probes or 1):.0%}){mark}")
+    if result.get("storage"):
+        lines.append(f"  note: {result['storage']}")
+    return lines
+
+
+def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
+    """Calibrate one agent, or every agent that needs it, and say what the gate now does."""
+    with _open_memory(settings, background=True) as memory:
+        if not memory.wait_until_ready(timeout=MODEL_WAIT_SECONDS):
+            print(
+                "cpersona calibrate: no embedding model is ready (calibration measures cosines); see "
+                "`cpersona doctor`",
+                file=sys.stderr,
+            )
+            return 1
+        try:
+            result = memory.calibrate(args.agent, args.precision)
+        except CalibrationUnavailable as exc:
+            notice = memory.agent_notice(args.agent)
+            print(f"cpersona calibrate: {exc}" + (f"\nnotice: {notice}" if notice else ""), file=sys.stderr)
+            return 1
+    if args.json:
+        _print_json(result)
+        return 0
+    if not result["calibrated"] and not result["skipped"]:
+        print("nothing to calibrate: every agent with 10 or more memories is calibrated and current")
+    for one in result["calibrated"]:
+        for line in format_calibration(one):
+            print(line)
+    for agent, why in result["skipped"].items():
+        print(f"agent {agent!r} skipped: {why}")
+    return 0
 
 
 def _print_tree(value: Any, indent: int = 0) -> None:
@@ -267,18 +352,27 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
-    """Re-embed rows whose vectors are missing or come from another model/dimension."""
+    """Re-embed rows whose vectors are missing or come from another model/dimension.
+
+    Exit 0 when done, 2 when the model cannot load because of the configuration (an
+    unsupported CPERSONA_EMBEDDING_DIM), 1 for any other fault (model not installed, ...).
+    """
+    from cpersona.embed.runtime.base import FaultKind
+
     with _open_memory(settings, background=False) as memory:
         result = memory.reembed()
     if args.json:
         _print_json(result)
     elif result.get("ok"):
-        print(
-            f"re-embedded: {result.get('processed', 0)} task(s) processed of {result.get('queued', 0)} queued"
-        )
+        line = f"re-embedded {result['processed']} of {result['queued']} queued row(s)"
+        if result.get("remaining"):
+            line += f"; {result['remaining']} still queued (retried later; `cpersona stats` shows the queue)"
+        print(line)
     else:
         print(f"cpersona reembed: {result.get('error')}", file=sys.stderr)
-    return 0 if result.get("ok") else 1
+    if result.get("ok"):
+        return 0
+    return EXIT_CONFIG if result.get("fault") == FaultKind.MISCONFIGURED else 1
 
 
 # -- parser ------------------------------------------------------------------------------------
@@ -327,7 +421,34 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--deep", action="store_true", help="ignore time decay")
     recall.add_argument("--full", action="store_true", help="print whole contents")
     recall.add_argument("--json", action="store_true", help="print the raw JSON result")
+    recall.add_argument(
+        "--trace", action="store_true", help="print the JSON result with each stage's candidates and scores"
+    )
+    recall.add_argument(
+        "--record",
+        action="store_true",
+        help="count this as an agent's recall: update recall_count / last_recalled_at, so the rows it "
+        "returns rank lower (recent-recall penalty) in the next few minutes. Without it the CLI only "
+        "looks and changes nothing a later recall sees",
+    )
     recall.set_defaults(func=cmd_recall)
+
+    calibrate = sub.add_parser(
+        "calibrate",
+        help="calibrate the recall gate now (one agent, or every agent that needs it)",
+        description="Measure an agent's corpus and set its quality gate now (the same as the "
+        "calibrate_threshold tool). Without --agent, every agent the self-calibration schedule finds "
+        "due (uncalibrated with at least 10 memories, grown since its last calibration, or calibrated "
+        "for another model) is calibrated, whatever CPERSONA_AUTO_CALIBRATE says.",
+    )
+    calibrate.add_argument("--agent", help="the agent to calibrate (default: every agent that needs it)")
+    calibrate.add_argument(
+        "--precision",
+        choices=["strict", "balanced", "lenient"],
+        help="save this precision for the agent(s) first (strict cuts more, lenient less)",
+    )
+    calibrate.add_argument("--json", action="store_true", help="print the raw JSON result")
+    calibrate.set_defaults(func=cmd_calibrate)
 
     stats = sub.add_parser("stats", help="database counts, embedding state, queue depth")
     stats.add_argument("--json", action="store_true", help="print JSON")
@@ -342,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_port_commands(sub)
     add_ui_command(sub)
     add_acl_commands(sub)
+    add_register_command(sub)
     return parser
 
 

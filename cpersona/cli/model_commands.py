@@ -62,7 +62,7 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
 
 def _check_models(args: argparse.Namespace, settings: Settings, models_dir: Path) -> int:
     """``models --check``: self-test every installed model; non-zero exit when one fails."""
-    from cpersona.embed.install.fetch import is_installed
+    from cpersona.embed.model_hint import is_installed
     from cpersona.embed.registry import list_manifests
     from cpersona.embed.runtime.selftest import check_installed_model
 
@@ -71,7 +71,11 @@ def _check_models(args: argparse.Namespace, settings: Settings, models_dir: Path
     if args.json:
         print(json.dumps([c.to_json() for c in checks], indent=2))
     elif not checks:
-        print(f"no installed models in {models_dir}; install one with `cpersona fetch-model`")
+        from cpersona.embed.model_hint import model_hint
+
+        print(f"no installed models in {models_dir}; to install one:")
+        for step in model_hint(settings.embedding_model, models_dir).steps:
+            print(f"  - {step}")
     else:
         for check in checks:
             print(f"{'ok  ' if check.passed else 'FAIL'} {check.name:<20} {check.summary}")

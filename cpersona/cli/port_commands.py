@@ -1,7 +1,8 @@
 """``cpersona export`` / ``cpersona import``: the operator's portability commands.
 
 These are operator commands: the path is used as given (relative to the
-current directory), not confined to CPERSONA_EXPORT_DIR as the MCP tools are.
+current directory), not confined to CPERSONA_EXPORT_DIR as the MCP tools are;
+``-`` is standard output (export) or standard input (import).
 Progress bars go to stderr; the summary goes to stdout (``--json`` for the raw
 result). Embeddings are not needed to export or import, so the model is never
 loaded here; rows without a vector are queued and the server back-fills them.
@@ -12,15 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from cpersona.config import Settings
+from cpersona.work import Work
 
 
 @contextmanager
-def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Work | None]:
+    """A ``Work`` whose progress reports drive a tqdm bar on stderr (None when disabled)."""
     if not enabled:
         yield None
         return
@@ -28,13 +31,13 @@ def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Callable[[int, int],
 
     bar = tqdm(total=0, unit=unit, unit_scale=scale, file=sys.stderr, dynamic_ncols=True, leave=False)
 
-    def update(done: int, total: int) -> None:
-        if bar.total != total:
+    def update(done: float, total: float | None, message: str | None) -> None:
+        if total is not None and bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
 
     try:
-        yield update
+        yield Work(on_progress=update)
     finally:
         bar.close()
 
@@ -43,37 +46,43 @@ def _memory(settings: Settings) -> Any:
     from cpersona.memory import Memory
 
     # No model is loaded to move rows: rows without a vector are queued and the server back-fills them.
-    return Memory(settings, start_background=False)
+    return Memory(settings, start_background=False, self_calibration=False)
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    """Export memories, episodes and profiles (one agent with --agent, else all) to a JSONL file."""
-    with _memory(settings) as memory, _bar("rows", False, not args.quiet) as progress:
+    """Export memories, episodes and profiles (one agent with --agent, else all) to a JSONL file.
+
+    ``-`` writes the export to standard output; the summary then goes to stderr.
+    """
+    with _memory(settings) as memory, _bar("rows", False, not args.quiet) as work:
         result = memory.export_memories(
             args.agent,
             args.path,
             args.include_embeddings,
             overwrite=args.force,
             confined=False,
-            progress=progress,
+            work=work,
         )
+    summary = sys.stderr if args.path == "-" else sys.stdout
     if args.json:
-        print(json.dumps(result, ensure_ascii=False, indent=2))
+        print(json.dumps(result, ensure_ascii=False, indent=2), file=summary)
     else:
         c = result["counts"]
+        where = "standard output" if args.path == "-" else result["path"]
         print(
             f"exported {c['memories']} memories, {c['episodes']} episodes, {c['profiles']} profiles "
-            f"to {result['path']} ({result['bytes']} bytes)"
+            f"to {where} ({result['bytes']} bytes)",
+            file=summary,
         )
+        if result.get("notice"):
+            print(f"notice: {result['notice']}")
     return 0
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     """Import an export file; prints counts, truncations and the first bad lines."""
-    with _memory(settings) as memory, _bar("B", True, not args.quiet) as progress:
-        result = memory.import_memories(
-            args.path, args.agent, args.dry_run, confined=False, progress=progress
-        )
+    with _memory(settings) as memory, _bar("records", False, not args.quiet) as work:
+        result = memory.import_memories(args.path, args.agent, args.dry_run, confined=False, work=work)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0 if not result["error_count"] else 1
@@ -101,7 +110,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 def add_port_commands(sub: Any) -> None:
     """Register ``export`` and ``import`` on the main parser's subcommands."""
     export = sub.add_parser("export", help="export memories, episodes and profiles to a JSONL file")
-    export.add_argument("path", help="file to write (any path; refused if it exists unless --force)")
+    export.add_argument(
+        "path",
+        help="file to write ('-' is standard output; refused if it exists unless --force; "
+        "a device or FIFO is never replaced)",
+    )
     export.add_argument("--agent", help="export only this agent (default: every agent)")
     export.add_argument("--include-embeddings", action="store_true", help="also write vectors (base64)")
     export.add_argument("--force", action="store_true", help="replace an existing file")
@@ -110,7 +123,7 @@ def add_port_commands(sub: Any) -> None:
     export.set_defaults(func=cmd_export)
 
     imp = sub.add_parser("import", help="import a JSONL export (idempotent; bad lines reported)")
-    imp.add_argument("path", help="export file to read")
+    imp.add_argument("path", help="export file to read ('-' is standard input)")
     imp.add_argument("--agent", help="store every row under this agent id")
     imp.add_argument("--dry-run", action="store_true", help="report what would be imported; write nothing")
     imp.add_argument("--quiet", action="store_true", help="no progress bar")

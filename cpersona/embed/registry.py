@@ -12,6 +12,7 @@ a second copy appears or a manifest is not packaged.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import tomllib
@@ -231,6 +232,28 @@ def load_manifest(name: str) -> ModelManifest:
         if manifest.name == name:
             return manifest
     raise UnknownModelError(name, known_model_names())
+
+
+@functools.lru_cache(maxsize=128)
+def expected_dimension(model_id: str) -> int | None:
+    """The length vectors stored under ``model_id`` must have, when the registry knows the model.
+
+    ``name`` is the manifest's full dimension; ``name@D`` (a Matryoshka cut, as the ONNX
+    backend names it) is D when the manifest offers that cut, else 0: no vector may carry
+    an id naming a cut the model does not have. None for a model no manifest describes
+    (``http:`` ids, private models): nothing is known to check against. Manifests are
+    package data, so the answer is cached.
+    """
+    name, _, cut = model_id.partition("@")
+    manifest = next((m for m in list_manifests() if m.name == name), None)
+    if manifest is None:
+        return None
+    if not cut:
+        return manifest.dimension
+    if not cut.isdigit():
+        return 0
+    wanted = int(cut)
+    return wanted if wanted in manifest.matryoshka_dims and wanted <= manifest.dimension else 0
 
 
 def model_dir(settings_or_models_dir: Settings | str | Path, name: str) -> Path:

@@ -1,5 +1,7 @@
-"""The ``calibration`` health check (and the ``stale_calibration`` deep check): calibrations in the
-sidecar that no longer match the active model or scoring, or are old (docs/health.md).
+"""The ``calibration`` health check (and the ``stale_calibration`` deep check): calibrations that no
+longer match the active model or scoring, or are old, and a calibration state that cannot be saved
+(docs/health.md). The state is the store's (``Store.calibration_states()``: the SQLite sidecar, or the
+PostgreSQL table).
 
 Registered through ``cpersona.health.checks.register`` when the health package is imported. Report
 only: a fingerprint mismatch is recalibrated in the background at the next start (or now with
@@ -9,12 +11,11 @@ only: a fingerprint mismatch is recalibrated in the background at the next start
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from cpersona.health.checks import INFO, WARN, Check, Finding, HealthContext, Outcome, register
 from cpersona.health.deep_checks import DEEP_REGISTRY, DeepCheck
-from cpersona.retrieval.sidecar import SCORING_VERSION, Sidecar, fingerprint, sidecar_path
+from cpersona.retrieval.sidecar import SCORING_VERSION, fingerprint
 from cpersona.text import format_ts, utc_now
 
 #: A calibration older than this is reported (info): the corpus has likely changed since.
@@ -22,7 +23,9 @@ STALE_CALIBRATION_DAYS = 30
 
 
 def _findings(ctx: HealthContext, name: str) -> tuple[list[Finding], dict[str, Any]]:
-    agents = Sidecar(sidecar_path(Path(ctx.settings.db_path))).agents()
+    states = ctx.store.calibration_states()
+    agents = states.agents()
+    unsaved = states.problem()
     if ctx.agent_id is not None:
         agents = {a: e for a, e in agents.items() if a == ctx.agent_id}
     calibrated = {a: e for a, e in agents.items() if e.get("fingerprint")}
@@ -38,8 +41,21 @@ def _findings(ctx: HealthContext, name: str) -> tuple[list[Finding], dict[str, A
         "calibrated_agents": len(calibrated),
         "fingerprint_mismatch": mismatched,
         "older_than_days": old,
+        "location": states.location,
+        "unsaved": unsaved,
     }
     findings = []
+    if unsaved:
+        findings.append(
+            Finding(
+                name,
+                WARN,
+                f"calibration state cannot be saved ({unsaved}): calibrations stay in force only in the "
+                "server process that made them, and recall is never failed for it",
+                fix="make the folder of the database (or the calibration_state table) writable; the next "
+                "calibration saves every pending entry",
+            )
+        )
     if mismatched:
         findings.append(
             Finding(

@@ -17,15 +17,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from cpersona import operating_context
+from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
 from cpersona.storage.interface import Store
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, NotApplicable, SchemaObject
 from cpersona.text import format_ts, normalise_timestamp, utc_now
+from cpersona.work import Work
 
 CRITICAL, WARN, INFO = "critical", "warn", "info"
 #: At most this many rows (or objects) are repaired per check per run; the rest is reported as ``remaining``.
@@ -66,9 +69,16 @@ class Finding:
     count: int = 0
     refs: list[str] = field(default_factory=list)
     fix: str = ""  # what fix=true does about it, or how a person fixes it
+    # Whether fix=true (`checkup --fix`) repairs it; None = what the check's registry entry says.
+    fixable: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"check": self.check, "severity": self.severity, "message": self.message}
+        data: dict[str, Any] = {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "fixable": bool(self.fixable),
+        }
         if self.count:
             data["count"] = self.count
         if self.refs:
@@ -96,6 +106,11 @@ class Check:
     run: Callable[[HealthContext], Outcome]
     repairs: str = "report only"
     row_level: bool = True  # scoped to agent_id when one is given
+
+    @property
+    def fixable(self) -> bool:
+        """Whether fix=true repairs this check's findings (a finding may say otherwise for itself)."""
+        return self.repairs != "report only"
 
 
 REGISTRY: dict[str, Check] = {}
@@ -158,7 +173,7 @@ def _bounded(items: list[Any]) -> list[Any]:
 def _not_applicable(check: str, na: NotApplicable) -> Outcome:
     # The engine has no equivalent: say so (info) rather than report a clean result it never measured.
     return Outcome(
-        [Finding(check, INFO, f"not applicable on this storage engine: {na.reason}")],
+        [Finding(check, INFO, f"not applicable on this storage engine: {na.reason}", fixable=False)],
         details={"applicable": False},
     )
 
@@ -206,6 +221,7 @@ def _schema(ctx: HealthContext) -> Outcome:
                 CRITICAL,
                 f"schema version {version} is newer than this CPersona knows ({latest})",
                 fix="pip install -U cpersona-embedded",
+                fixable=False,
             )
         )
         return out
@@ -353,6 +369,7 @@ def _vectors(ctx: HealthContext) -> Outcome:
                 f"{total} row(s) have no vector: embeddings are off, recall is keyword-only",
                 count=total,
                 fix="configure a model (CPERSONA_EMBEDDING_MODE=onnx); rows are then back-filled",
+                fixable=False,
             )
         )
         return out
@@ -375,6 +392,7 @@ def _vectors(ctx: HealthContext) -> Outcome:
                 INFO,
                 f"{queued_total} row(s) are queued for embedding (back-filled when the model is ready)",
                 count=queued_total,
+                fixable=False,  # nothing to repair: the worker back-fills them
             )
         )
     return out
@@ -667,6 +685,7 @@ def _tasks(ctx: HealthContext) -> Outcome:
                 count=n_failing,
                 refs=[f"{'mem' if t['table'] == 'memories' else 'ep'}:{t['target_id']}" for t in failing],
                 fix="report only: fix the embedding model (see the embedding check); the worker retries them",
+                fixable=False,
             )
         )
     return out
@@ -733,16 +752,41 @@ def storage_stats(ctx: HealthContext) -> dict[str, Any]:
     return stats
 
 
+def _checks_so_far(ran: list[str], repairs: dict[str, Any]) -> dict[str, Any]:
+    """What a cancelled ``check_health`` reports: the checks that ran and the repairs they committed."""
+    return {"checks_run": ran, "repairs": dict(repairs)}
+
+
 def run_checks(
-    ctx: HealthContext, names: Sequence[str] | None = None, *, fix_requested: bool | None = None
+    ctx: HealthContext,
+    names: Sequence[str] | None = None,
+    *,
+    fix_requested: bool | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
-    """Run the selected checks; the response shape is documented in docs/health.md."""
+    """Run the selected checks; the response shape is documented in docs/health.md.
+
+    ``work`` gets progress after each check and may cancel before the next: the repairs of the
+    checks that ran stay (each is committed whole), the rest do not run.
+    """
     selected = select_checks(names)
     findings: list[Finding] = []
     per_check: dict[str, Any] = {}
     repairs: dict[str, Any] = {}
-    for name in selected:
-        outcome = REGISTRY[name].run(ctx)
+    work = work or Work()
+    for done, name in enumerate(selected):
+        if done:
+            work.report(done, len(selected), "checks", f"{name} next")
+            work.checkpoint(
+                "check_health",
+                "the checks before it ran and their repairs stay; the others did not run",
+                partial(_checks_so_far, selected[:done], repairs),
+            )
+        check = REGISTRY[name]
+        outcome = check.run(ctx)
+        for finding in outcome.findings:
+            if finding.fixable is None:
+                finding.fixable = check.fixable
         findings += outcome.findings
         per_check[name] = {
             "status": verdict(outcome.findings),
@@ -767,4 +811,7 @@ def run_checks(
     }
     if fix_requested and not ctx.fix:
         result["fix_downgraded"] = True
+    notice = agent_notice(ctx.store.session().admin, ctx.agent_id)
+    if notice:
+        result["notice"] = notice  # "healthy (agent 'typo')" must not pass for an agent that has nothing
     return result

@@ -14,7 +14,8 @@ from typing import Any
 
 from cpersona import operating_context
 from cpersona.config import Settings
-from cpersona.embed.runtime.base import EmbeddingBackend
+from cpersona.embed.model_hint import model_hint
+from cpersona.embed.runtime.base import EmbeddingBackend, FaultKind
 from cpersona.errors import DatabaseUnavailable
 from cpersona.health.checks import HealthContext, run_checks, select_checks
 from cpersona.health.state import HealthState
@@ -136,7 +137,13 @@ def doctor_report(settings: Settings) -> dict[str, Any]:
             embedding.update(model_id=backend.model_id, dimension=backend.dimension)
         elif condition.reason:
             embedding.update(problem=condition.reason, evidence=condition.evidence, fix=condition.runbook)
-            next_steps.append(condition.runbook)
+            if condition.kind == FaultKind.MODEL_MISSING and settings.embedding_mode == "onnx":
+                # One step per route (and per installed, unselected model) reads better than one paragraph.
+                hint = model_hint(settings.embedding_model, settings.models_dir)
+                embedding.update(other_installed=list(hint.installed), fix_steps=list(hint.steps))
+                next_steps.extend(hint.steps)
+            else:
+                next_steps.append(condition.runbook)
     finally:
         backend.close()
     out["embedding"] = embedding

@@ -1,21 +1,23 @@
-"""Export: stream an agent's (or every agent's) rows to a JSONL file, written atomically."""
+"""Export: stream an agent's (or every agent's) rows as JSONL into a file written atomically (or stdout).
+
+A cancel (``cpersona.work``) is honoured every ``BATCH`` rows: raised inside the sink, it removes the
+temporary file and leaves the target as it was, since a cut-off export would pass for a whole backup.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from contextlib import closing
-from pathlib import Path
-from typing import Any
+from contextlib import AbstractContextManager, closing
+from typing import Any, TextIO
 
-from cpersona.atomic import atomic_text
-from cpersona.errors import InvalidInput
 from cpersona.portability import records
 from cpersona.storage.interface import PortabilityRows
 from cpersona.text import format_ts, utc_now
+from cpersona.work import Work
 
-#: ``progress(rows_written, rows_total)`` after each row.
-Progress = Callable[[int, int], None]
+#: Rows written between progress reports and cancel checks.
+BATCH = 500
 
 _LINE_BUILDERS: dict[str, Callable[[dict[str, Any], bool], dict[str, Any]]] = {
     "memory": records.memory_line,
@@ -27,28 +29,24 @@ _PLURAL = {"memory": "memories", "episode": "episodes", "profile": "profiles"}
 
 def export_file(
     rows: PortabilityRows,
-    target: Path,
+    sink: AbstractContextManager[TextIO],
     *,
+    shown: str,
     agent_id: str | None,
     include_embeddings: bool,
     model: tuple[str, int] | None,
-    overwrite: bool = False,
-    progress: Progress | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
-    """Write the export to ``target``: a temporary file beside it, fsynced, then renamed into place.
+    """Write the export into ``sink`` (paths.atomic_write: temp file, fsync, rename; or stdout).
 
-    An existing ``target`` is refused unless ``overwrite``. A failure leaves no
-    partial file behind. Returns the path, bytes written and per-type counts.
+    A failure inside the sink leaves no partial file behind. Returns the path (``shown``),
+    bytes written and per-type counts.
     """
-    if target.exists() and not overwrite:
-        raise InvalidInput(
-            f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)"
-        )
-    if target.is_dir():
-        raise InvalidInput(f"{target} is a directory")
     written = {"memories": 0, "episodes": 0, "profiles": 0}
+    work = work or Work()
+    size = 0
     stream = rows.stream(agent_id, include_vectors=include_embeddings)
-    with closing(stream), atomic_text(target) as out:
+    with closing(stream), sink as out:
         _, counts = next(stream)
         total = counts["memories"] + counts["episodes"] + counts["profiles"]
         head = records.header(
@@ -59,24 +57,29 @@ def export_file(
             model=model if include_embeddings else None,
             counts={k: counts[k] for k in written},
         )
-        out.write(_dump(head))
+        size += _write(out, head)
         for done, (kind, cols) in enumerate(stream, start=1):
-            out.write(_dump(_LINE_BUILDERS[kind](cols, include_embeddings)))
+            size += _write(out, _LINE_BUILDERS[kind](cols, include_embeddings))
             written[_PLURAL[kind]] += 1
-            if progress is not None:
-                progress(done, total)
-        if target.exists() and not overwrite:  # appeared while we were writing: raising keeps it as it is
-            raise InvalidInput(
-                f"{target} already exists; choose another name or allow replacing it (overwrite=true; --force on the CLI)"
-            )
+            if done % BATCH == 0:
+                work.report(done, total, "rows")
+                # Raising here, inside the sink, removes the temporary file: the target stays as it was.
+                work.checkpoint("export_memories", f"nothing was written: {shown} is unchanged")
+        work.report(sum(written.values()), total, "rows")
     return {
         "ok": True,
-        "path": str(target),
-        "bytes": target.stat().st_size,
+        "path": shown,
+        "bytes": size,
         "agent_id": agent_id,
         "include_embeddings": include_embeddings,
         "counts": written,
     }
+
+
+def _write(out: TextIO, obj: dict[str, Any]) -> int:
+    line = _dump(obj)
+    out.write(line)
+    return len(line.encode("utf-8", "surrogatepass"))
 
 
 def _dump(obj: dict[str, Any]) -> str:

@@ -5,13 +5,15 @@ line over ``MAX_LINE_BYTES`` is reported and skipped without being held), and
 records are written ``BATCH`` per transaction. Each record is validated whole
 before anything is written, and a record is one INSERT, so it lands whole or
 not at all. A bad line is reported by number and skipped; the rest goes on.
+A cancel (``cpersona.work``) is honoured between batches: the batches written stay, and the
+``Cancelled`` failure carries their counts.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,6 +32,7 @@ from cpersona.storage.port_records import (
     ImportRecord,
 )
 from cpersona.text import format_ts, utc_now
+from cpersona.work import Work
 
 #: Longest line read; longer ones are reported and skipped (a capped record is far smaller).
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -37,9 +40,6 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 BATCH = 500
 #: Line errors listed in the result (``error_count`` counts them all).
 MAX_LISTED_ERRORS = 20
-
-#: ``progress(bytes_read, bytes_total)`` after each batch.
-Progress = Callable[[int, int], None]
 
 
 class InvalidExportFile(CPersonaError):
@@ -52,6 +52,7 @@ class InvalidExportFile(CPersonaError):
 class _Tally:
     lines: int = 0
     truncated: int = 0
+    vectors_dropped: int = 0
     queued: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
     error_count: int = 0
@@ -68,6 +69,16 @@ class _Tally:
         if len(self.errors) < MAX_LISTED_ERRORS:
             self.errors.append({"line": line, "error": message[:300]})
 
+    @property
+    def records(self) -> int:
+        """Records handled so far (inserted, duplicate, updated or kept)."""
+        return sum(sum(c.values()) for c in self.counts.values())
+
+    @property
+    def new(self) -> int:
+        """Records that were (or, in a dry run, would be) inserted or replace a profile."""
+        return sum(c.get(INSERTED, 0) + c.get(UPDATED, 0) for c in self.counts.values())
+
     def outcome(self, record: ImportRecord, outcome: str) -> None:
         table = _table(record)
         key = "duplicates" if outcome == DUPLICATE else outcome
@@ -80,7 +91,7 @@ def _table(record: ImportRecord) -> str:
     return "episodes" if isinstance(record, ImportedEpisode) else "profiles"
 
 
-def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+def read_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
     """(line number, bytes) per line; bytes None for a line longer than MAX_LINE_BYTES."""
     number = 0
     while True:
@@ -94,6 +105,11 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
             yield number, None
             continue
         yield number, raw
+
+
+def _position(handle: BinaryIO) -> int:
+    """Bytes read so far (0 from a pipe, which has no position)."""
+    return handle.tell() if handle.seekable() else 0
 
 
 def _decode(raw: bytes) -> Any:
@@ -139,23 +155,36 @@ class _DryRunKeys:
 def import_file(
     rows: PortabilityRows,
     settings: Settings,
-    source: Path,
+    handle: BinaryIO,
     *,
+    source: Path,
+    total: int,
     target_agent: str | None,
     dry_run: bool,
     queue_backfill: bool,
     active_model: tuple[str, int] | None,
-    progress: Progress | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
-    """Import ``source``; returns counts per table, truncations, line errors and rows queued for embedding."""
-    if not source.is_file():
-        raise InvalidExportFile(f"{source} does not exist or is not a file")
-    total = source.stat().st_size
+    """Import the open export file ``handle`` (``source`` names it, ``total`` is its size, 0 unknown).
+
+    Returns counts per table, truncations, dropped vectors, line errors and rows queued for
+    embedding. The handle is closed. ``work`` gets a progress report (records handled, of the
+    header's counts) after each batch and may stop the import before the next one
+    (``Cancelled``, with the counts of what was written).
+    """
     tally = _Tally()
     keys = _DryRunKeys() if dry_run else None
     head: dict[str, Any] | None = None
     batch: list[ImportRecord] = []
     now = format_ts(utc_now())
+    work = work or Work()
+    verb = "checked" if dry_run else "imported"
+    kept = (
+        "a dry run writes nothing"
+        if dry_run
+        else "the records of the batches before it were written whole and stay (importing the file "
+        "again finishes the job: what is already there is skipped)"
+    )
 
     def flush(position: int) -> None:
         if not batch:
@@ -172,11 +201,15 @@ def import_file(
         for record, outcome in zip(batch, outcomes, strict=True):
             tally.outcome(record, outcome)
         batch.clear()
-        if progress is not None:
-            progress(position, total)
+        work.report(
+            tally.records,
+            _records_in(head),
+            "records",
+            f"{tally.records:,} records {verb} ({tally.new:,} new); {_bytes_read(position, total)}",
+        )
 
-    with open(source, "rb") as handle:
-        for number, raw in _lines(handle):
+    with handle:
+        for number, raw in read_lines(handle):
             tally.lines = number
             if raw is None:
                 tally.error(number, f"line longer than {MAX_LINE_BYTES} bytes")
@@ -190,22 +223,23 @@ def import_file(
                     continue
                 if isinstance(obj, dict) and obj.get("type") == "header":
                     raise InvalidInput("a second header line")
-                record, cut = records.parse_record(obj, target_agent=target_agent, settings=settings, now=now)
+                parsed = records.parse_record(obj, target_agent=target_agent, settings=settings, now=now)
             except InvalidInput as exc:
                 if head is None:
                     raise InvalidExportFile(f"{source.name}: {exc}") from exc
                 tally.error(number, str(exc))
                 continue
-            tally.truncated += int(cut)
-            batch.append(record)
+            tally.truncated += int(parsed.truncated)
+            tally.vectors_dropped += int(parsed.vector_dropped)
+            batch.append(parsed.record)
             if len(batch) >= BATCH:
-                flush(handle.tell())
-        flush(handle.tell())
+                flush(_position(handle))
+                work.checkpoint("import_memories", kept, lambda: _tally_result(tally, dry_run))
+        flush(_position(handle))
     if head is None:
         raise InvalidExportFile(f"{source.name} is empty")
     return {
         "ok": True,
-        "dry_run": dry_run,
         "path": str(source),
         "target_agent_id": target_agent,
         "header": {
@@ -220,9 +254,33 @@ def import_file(
                 "embedding_dim",
             )
         },
+        **_tally_result(tally, dry_run),
+    }
+
+
+def _bytes_read(position: int, total: int) -> str:
+    return f"{position:,} of {total:,} bytes read" if total > 0 else f"{position:,} bytes read"
+
+
+def _records_in(head: dict[str, Any] | None) -> int | None:
+    """The records the header says the file holds (None when it does not say)."""
+    counts = (head or {}).get("counts")
+    if not isinstance(counts, dict):
+        return None
+    values = [counts.get(k) for k in ("memories", "episodes", "profiles")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        return None
+    return sum(v for v in values if isinstance(v, int))
+
+
+def _tally_result(tally: _Tally, dry_run: bool) -> dict[str, Any]:
+    """The counts part of the result (also what a cancelled import reports as written)."""
+    return {
+        "dry_run": dry_run,
         "lines": tally.lines,
         "counts": tally.counts,
         "truncated": tally.truncated,
+        "vectors_dropped": tally.vectors_dropped,
         "queued_for_embedding": tally.queued,
         "error_count": tally.error_count,
         "errors": tally.errors,

@@ -7,9 +7,12 @@ from typing import Any
 from cpersona.errors import InvalidInput
 from cpersona.storage.maintenance_interface import COPY, MOVE, MaintenanceRows
 from cpersona.validation import required_str
+from cpersona.work import Work
 
 STRATEGIES = ("skip",)
 MODES = (COPY, MOVE)
+#: Source rows between progress reports and cancel checks.
+BATCH = 500
 
 
 def merge(
@@ -21,8 +24,13 @@ def merge(
     mode: str,
     dry_run: bool,
     queued_at: str | None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
-    """Copy or move every row of one agent to another, skipping what the target already holds."""
+    """Copy or move every row of one agent to another, skipping what the target already holds.
+
+    ``work`` gets progress every ``BATCH`` source rows and may cancel there; the merge is one
+    transaction, so a cancel rolls it back whole (nothing merged).
+    """
     source = required_str(source_agent_id, "source_agent_id")
     target = required_str(target_agent_id, "target_agent_id")
     if source == target:
@@ -33,8 +41,18 @@ def merge(
         raise InvalidInput(f"mode must be one of {', '.join(MODES)} (got {str(mode)[:40]!r})")
     if not isinstance(dry_run, bool):
         raise InvalidInput("dry_run must be true or false")
+    work = work or Work()
+    seen = 0
+
+    def step() -> None:
+        nonlocal seen
+        if seen and seen % BATCH == 0:
+            work.report(seen, None, "source rows")
+            work.checkpoint("merge_memories", "the merge was rolled back: nothing was merged")
+        seen += 1
+
     counts = rows.merge_agents(
-        source, target, mode=mode, dry_run=dry_run, queued_at=None if dry_run else queued_at
+        source, target, mode=mode, dry_run=dry_run, queued_at=None if dry_run else queued_at, step=step
     )
     return {
         "ok": True,

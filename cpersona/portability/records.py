@@ -13,11 +13,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from cpersona.config import Settings
+from cpersona.embed.registry import expected_dimension
 from cpersona.errors import InvalidInput
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
@@ -174,10 +175,28 @@ def _flag(obj: dict[str, Any], name: str) -> bool:
     return value
 
 
-def _vector(obj: dict[str, Any]) -> tuple[bytes | None, str | None, int | None]:
+class Parsed(NamedTuple):
+    """One validated record: whether its text was cut, and whether its vector was dropped."""
+
+    record: ImportRecord
+    truncated: bool
+    vector_dropped: bool = False
+
+
+_NO_VECTOR: tuple[None, None, None] = (None, None, None)
+
+
+def _vector(obj: dict[str, Any]) -> tuple[tuple[bytes | None, str | None, int | None], bool]:
+    """(blob, model, dim) of the record's vector, and True when a contradicted vector was dropped.
+
+    A vector whose length contradicts what the model registry knows of its model (10
+    values claiming the 384-d all-minilm-l6-v2, a Matryoshka cut the model lacks) is
+    not stored as that model's vector: the row is imported without it and queued for
+    embedding like any row without one (one such row once faulted the whole model: issue 17).
+    """
     encoded = obj.get("embedding")
     if encoded is None:
-        return None, None, None
+        return _NO_VECTOR, False
     model, dim = obj.get("embedding_model"), obj.get("embedding_dim")
     if not isinstance(encoded, str) or not isinstance(model, str) or not model:
         raise InvalidInput("'embedding' must be base64 text with a non-empty 'embedding_model'")
@@ -191,7 +210,10 @@ def _vector(obj: dict[str, Any]) -> tuple[bytes | None, str | None, int | None]:
         raise InvalidInput(f"'embedding' holds {len(blob)} bytes; {dim} float32 values need {4 * dim}")
     if not np.isfinite(np.frombuffer(blob, dtype="<f4")).all():
         raise InvalidInput("'embedding' holds NaN or infinite values")
-    return blob, model, dim
+    known = expected_dimension(model)
+    if known is not None and known != dim:
+        return _NO_VECTOR, True
+    return (blob, model, dim), False
 
 
 def _count(obj: dict[str, Any], name: str) -> int:
@@ -201,10 +223,8 @@ def _count(obj: dict[str, Any], name: str) -> int:
     return value
 
 
-def parse_record(
-    obj: Any, *, target_agent: str | None, settings: Settings, now: str
-) -> tuple[ImportRecord, bool]:
-    """Validate one non-header line; returns (record, truncated). Raises InvalidInput with the reason."""
+def parse_record(obj: Any, *, target_agent: str | None, settings: Settings, now: str) -> Parsed:
+    """Validate one non-header line. Raises InvalidInput with the reason."""
     if not isinstance(obj, dict):
         raise InvalidInput("a record must be a JSON object")
     kind = obj.get("type")
@@ -215,9 +235,17 @@ def parse_record(
     agent = _agent(obj, target_agent)
     if kind == "profile":
         text, cut = _text(obj, "content", settings.max_profile_length)
-        updated = _stamp(obj, "updated_at", now) or now
-        return ImportedProfile(agent, _axis(obj, "project_id"), _axis(obj, "user_id"), text, updated), cut
-    blob, model, dim = _vector(obj)
+        updated = _stamp(obj, "updated_at", None)
+        if updated is None:
+            # A profile replaces the stored one only when newer: without a time it cannot be
+            # compared, and defaulting to "now" made every such line win, on every import.
+            raise InvalidInput(
+                "'updated_at' is missing: a profile replaces the stored one only when its updated_at is newer"
+            )
+        return Parsed(
+            ImportedProfile(agent, _axis(obj, "project_id"), _axis(obj, "user_id"), text, updated), cut
+        )
+    (blob, model, dim), dropped = _vector(obj)
     created = _stamp(obj, "created_at", now) or now
     if kind == "episode":
         text, cut = _text(obj, "summary", settings.max_content_length)
@@ -239,7 +267,7 @@ def parse_record(
             embedding_model=model,
             embedding_dim=dim,
         )
-        return episode, cut
+        return Parsed(episode, cut, dropped)
     text, cut = _text(obj, "content", settings.max_content_length)
     msg = obj.get("msg_id")
     if isinstance(msg, int) and not isinstance(msg, bool):
@@ -259,4 +287,4 @@ def parse_record(
         embedding_dim=dim,
     )
     last = _stamp(obj, "last_recalled_at", None)
-    return ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked")), cut
+    return Parsed(ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked")), cut, dropped)

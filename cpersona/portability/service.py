@@ -8,20 +8,44 @@ configured), the active model, and how to wake the worker.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
 
+from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
-from cpersona.errors import InvalidInput
+from cpersona.errors import Cancelled, InvalidInput
 from cpersona.health import persistence
-from cpersona.portability import channel_axis, export, importer, merge
-from cpersona.portability.paths import resolve_path
+from cpersona.portability import channel_axis, export, grants, importer, merge
+from cpersona.portability.grants import FileScope
+from cpersona.portability.paths import Place, atomic_write, locate, open_for_reading
 from cpersona.storage.interface import Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import boolean, optional_str, required_str
+from cpersona.work import Work
 
-#: ``progress(done, total)``: rows for export, bytes for import.
-Progress = Callable[[int, int], None]
+#: The path meaning standard output (export) or standard input (import), outside the export folder only.
+STDIO = "-"
+
+
+@contextmanager
+def _stdout() -> Iterator[TextIO]:
+    """Standard output as an export sink: flushed at the end, never closed."""
+    yield sys.stdout
+    sys.stdout.flush()
+
+
+def _replace_guard(scope: FileScope) -> Callable[[Place], None]:
+    """The ACL check run before an export replaces an existing file (grants.check_replace)."""
+
+    def check(place: Place) -> None:
+        handle, _ = open_for_reading(place)
+        with handle:
+            grants.check_replace(scope, handle)
+
+    return check
 
 
 class Portability:
@@ -51,20 +75,46 @@ class Portability:
         *,
         overwrite: bool = False,
         confined: bool = True,
-        progress: Progress | None = None,
+        work: Work | None = None,
+        scope: FileScope | None = None,
     ) -> dict[str, Any]:
-        """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md."""
+        """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md.
+
+        ``scope`` is the HTTP client's ACL reach (grants.py): its own folder, and replacing a
+        file needs admin on every agent in it. Unconfined (the CLI), ``-`` is standard output.
+        ``work`` (``cpersona.work``) gets progress in rows and may cancel: the file is then not written.
+        """
         agent = optional_str(agent_id, "agent_id")
-        target = resolve_path(self.settings, output_path, confined=confined)
-        return export.export_file(
-            self.rows,
-            target,
-            agent_id=agent,
-            include_embeddings=boolean(include_embeddings, "include_embeddings"),
-            model=self._active_model(),
-            overwrite=boolean(overwrite, "overwrite"),
-            progress=progress,
-        )
+        vectors = boolean(include_embeddings, "include_embeddings")
+        replace = boolean(overwrite, "overwrite")
+        if not confined and output_path == STDIO:
+            result = export.export_file(
+                self.rows,
+                _stdout(),
+                shown=STDIO,
+                agent_id=agent,
+                include_embeddings=vectors,
+                model=self._active_model(),
+                work=work,
+            )
+        else:
+            folder = scope.client if scope is not None else None
+            with locate(self.settings, output_path, confined=confined, folder=folder, create=True) as place:
+                guard = None if scope is None else _replace_guard(scope)
+                result = export.export_file(
+                    self.rows,
+                    atomic_write(place, overwrite=replace, before_replace=guard),
+                    shown=str(place.shown),
+                    agent_id=agent,
+                    include_embeddings=vectors,
+                    model=self._active_model(),
+                    work=work,
+                )
+        if agent is not None and not any(result.get("counts", {}).values()):
+            notice = agent_notice(self.store.session().admin, agent)
+            if notice:
+                result["notice"] = notice  # an empty export of a mistyped agent id must say so
+        return result
 
     def import_memories(
         self,
@@ -73,24 +123,50 @@ class Portability:
         dry_run: bool = False,
         *,
         confined: bool = True,
-        progress: Progress | None = None,
+        work: Work | None = None,
+        scope: FileScope | None = None,
     ) -> dict[str, Any]:
-        """Read an export file into this database, idempotently; see docs/tools.md."""
+        """Read an export file into this database, idempotently; see docs/tools.md.
+
+        With ``scope`` (an HTTP client under an ACL) the file is looked for in the client's
+        folder and refused, before anything is written or reported, unless its grants cover
+        every agent inside it (grants.py). Unconfined (the CLI), ``-`` is standard input.
+        ``work`` (``cpersona.work``) gets progress in records and may cancel between batches.
+        """
         target = optional_str(target_agent_id, "target_agent_id")
-        source = resolve_path(self.settings, input_path, confined=confined)
         dry = boolean(dry_run, "dry_run")
         if not dry:
             persistence.check_writable("import_memories")
-        result = importer.import_file(
-            self.rows,
-            self.settings,
-            source,
-            target_agent=target,
-            dry_run=dry,
-            queue_backfill=self._queue_backfill(),
-            active_model=self._active_model(),
-            progress=progress,
-        )
+        if not confined and input_path == STDIO:
+            handle, total, shown = sys.stdin.buffer, 0, Path(STDIO)
+        else:
+            folder = scope.client if scope is not None else None
+            with locate(self.settings, input_path, confined=confined, folder=folder) as place:
+                handle, total = open_for_reading(place)
+            shown = place.shown
+            if scope is not None:
+                try:
+                    grants.check_import(scope, handle, target_agent=target)
+                except BaseException:
+                    handle.close()
+                    raise
+        try:
+            result = importer.import_file(
+                self.rows,
+                self.settings,
+                handle,
+                source=shown,
+                total=total,
+                target_agent=target,
+                dry_run=dry,
+                queue_backfill=self._queue_backfill(),
+                active_model=self._active_model(),
+                work=work,
+            )
+        except Cancelled as exc:
+            if exc.committed.get("queued_for_embedding"):
+                self._wake()  # the batches written before the cancel need their vectors too
+            raise
         if result["queued_for_embedding"]:
             self._wake()
         return result
@@ -102,8 +178,14 @@ class Portability:
         strategy: str = "skip",
         mode: str = "copy",
         dry_run: bool = False,
+        *,
+        work: Work | None = None,
     ) -> dict[str, Any]:
-        """Copy or move one agent's rows to another in one transaction, skipping duplicates."""
+        """Copy or move one agent's rows to another in one transaction, skipping duplicates.
+
+        ``work`` (``cpersona.work``) gets progress in source rows and may cancel: the transaction is
+        then rolled back, so nothing is merged.
+        """
         if not boolean(dry_run, "dry_run"):
             persistence.check_writable("merge_memories")
         queued_at = format_ts(utc_now()) if self._queue_backfill() else None
@@ -115,6 +197,7 @@ class Portability:
             mode=mode,
             dry_run=dry_run,
             queued_at=queued_at,
+            work=work,
         )
         if queued_at is not None and not dry_run:
             self._wake()

@@ -34,16 +34,34 @@ RECALL_CAP = 3.0
 MIN_HALF_LIFE_HOURS = 24.0
 
 
+def parts(
+    cosine: float, age_hours: float, half_life_hours: float | None, resolved: bool, recall_count: int
+) -> dict[str, float]:
+    """The factors of one row's confidence, in order; their product is the confidence.
+
+    ``cosine`` (clamped at 0) first, then each factor that is not 1: ``time_decay``,
+    ``resolved_episode``, ``recall_count_boost``, and ``confidence_cap`` when the product passed 1.
+    """
+    out = {"cosine": max(cosine, 0.0)}
+    if half_life_hours is not None:
+        decay = 0.5 ** (max(age_hours, 0.0) / half_life_hours)
+        out["time_decay"] = TIME_FLOOR + (1.0 - TIME_FLOOR) * decay
+    if resolved:
+        out["resolved_episode"] = RESOLVED_FACTOR
+    boost = 1.0 + RECALL_BOOST * min(math.log1p(max(recall_count, 0)), RECALL_CAP) / RECALL_CAP
+    if boost != 1.0:
+        out["recall_count_boost"] = boost
+    value = math.prod(out.values())
+    if value > 1.0:
+        out["confidence_cap"] = 1.0 / value
+    return {k: v for k, v in out.items() if k == "cosine" or v != 1.0}
+
+
 def blend(
     cosine: float, age_hours: float, half_life_hours: float | None, resolved: bool, recall_count: int
 ) -> float:
-    """The confidence of one row (``half_life_hours`` None: no time decay)."""
-    decay = 1.0 if half_life_hours is None else 0.5 ** (max(age_hours, 0.0) / half_life_hours)
-    value = max(cosine, 0.0) * (TIME_FLOOR + (1.0 - TIME_FLOOR) * decay)
-    if resolved:
-        value *= RESOLVED_FACTOR
-    value *= 1.0 + RECALL_BOOST * min(math.log1p(max(recall_count, 0)), RECALL_CAP) / RECALL_CAP
-    return min(value, 1.0)
+    """The confidence of one row (``half_life_hours`` None: no time decay), capped at 1."""
+    return min(math.prod(parts(cosine, age_hours, half_life_hours, resolved, recall_count).values()), 1.0)
 
 
 def _when(row: dict[str, object]) -> datetime | None:
@@ -84,9 +102,13 @@ def apply(
             cosine = looked_up.get((r.row["type"], int(r.row["id"])), 0.0)
         resolved = r.row["type"] == "episode" and bool(r.row.get("resolved"))
         recalls = int(r.row.get("recall_count") or 0)
-        penalty = r.score / r.fused.score if r.fused.score > 0 else 1.0
-        r.confidence = blend(cosine, ages[id(r)], half_life, resolved, recalls)
-        r.score = r.confidence * penalty
+        found = parts(cosine, ages[id(r)], half_life, resolved, recalls)
+        r.confidence = min(math.prod(found.values()), 1.0)
+        # The penalties already applied stay; the base becomes the cosine and the confidence factors join.
+        penalties = dict(r.factors)
+        r.base = ("cosine", found.pop("cosine"))
+        r.factors = {**found, **penalties}
+        r.score = r.confidence * math.prod(penalties.values())
 
 
 def key_on_cosine(rows: list[ScoredRow]) -> None:
@@ -97,6 +119,6 @@ def key_on_cosine(rows: list[ScoredRow]) -> None:
     if any(r.fused.signal != "rrf" for r in rows):
         return
     for r in rows:
-        penalty = r.score / r.fused.score if r.fused.score > 0 else 1.0
         r.cosine_keyed = True
-        r.score = float(r.fused.cosine or 0.0) * penalty
+        r.base = ("cosine", float(r.fused.cosine or 0.0))
+        r.score = r.base[1] * math.prod(r.factors.values())

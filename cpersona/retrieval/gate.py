@@ -19,13 +19,19 @@ irrelevant top row gets the same reciprocal-rank score as a perfect one).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cpersona.retrieval import evidence as ev
+from cpersona.retrieval.match_query import MAX_TERMS
+from cpersona.storage.interface import EPISODES, MEMORIES
+
 if TYPE_CHECKING:
     from cpersona.retrieval.pipeline import RecallRequest, ScoredRow
+    from cpersona.storage.interface import VectorQuery, VectorSearch
 
 #: Uncalibrated agents: a query whose best cosine is below this is cut. Deliberately low — it only
 #: removes queries nothing in the corpus resembles at all, whatever the model (docs/retrieval.md).
@@ -50,13 +56,57 @@ class GatePolicy:
     threshold: float | None = None
     reason: str | None = None
     stale: bool = False
+    #: With a lexicon the query passes on its evidence (cosine + coverage of its non-name words, as the
+    #: calibration measured the probes: ``retrieval/evidence.py``); without one, on its top cosine.
+    lexicon: ev.Lexicon | None = None
+    weight: float = ev.WEIGHT
 
 
 @dataclass(frozen=True)
 class GateEvidence:
-    """What the pipeline measured for the gate: the query's best cosine in scope (None: no vector)."""
+    """What the pipeline measured for the gate: the query's best cosine in scope (None: no vector), and
+    what the gate needs to look up the cosine of a candidate the vector channel did not rank."""
 
     top_cosine: float | None
+    query_vector: VectorQuery | None = None
+    search: VectorSearch | None = None
+
+    def cosines(self, rows: list[ScoredRow]) -> list[float]:
+        """Each row's cosine with the query (0 for a row without a vector of the query's model)."""
+        missing: dict[str, list[int]] = {"memory": [], "episode": []}
+        for r in rows:
+            if r.fused.cosine is None:
+                missing[r.row["type"]].append(int(r.row["id"]))
+        found: dict[tuple[str, int], float] = {}
+        if self.query_vector is not None and self.search is not None:
+            for kind, table in (("memory", MEMORIES), ("episode", EPISODES)):
+                if missing[kind]:
+                    found.update(
+                        {
+                            (kind, i): c
+                            for i, c in self.search.cosines(table, self.query_vector, missing[kind]).items()
+                        }
+                    )
+        return [
+            r.fused.cosine
+            if r.fused.cosine is not None
+            else found.get((r.row["type"], int(r.row["id"])), 0.0)
+            for r in rows
+        ]
+
+    def of_rows(
+        self, rows: list[ScoredRow], query: str, lexicon: ev.Lexicon, weight: float = ev.WEIGHT
+    ) -> tuple[float, float]:
+        """(evidence, the best row's coverage) of ``query`` over the best ``ev.CANDIDATES`` of ``rows``
+        (best first); never below the top cosine (the best row by cosine may have been filtered out)."""
+        top = self.top_cosine if self.top_cosine is not None else -math.inf
+        rows = rows[: ev.CANDIDATES]
+        if not rows:
+            return top, 0.0
+        value, cover = ev.query_evidence(
+            query, lexicon, self.cosines(rows), [row_text(r.row) for r in rows], weight
+        )
+        return (value, cover) if value >= top else (top, 0.0)
 
 
 @dataclass
@@ -92,7 +142,9 @@ class ExactMatcher:
     def __init__(self, query: str) -> None:
         whole = " ".join(query.split()).lower()
         self.whole = whole if len(whole) >= 3 else None
-        self.tokens = [token.lower() for token in identifier_tokens(query)]
+        # Distinct and at most MAX_TERMS, as for the keyword channels: every candidate row is searched
+        # for each token, and an 8,000-character query can hold 2,000 of them (docs/input-rules.md).
+        self.tokens = list(dict.fromkeys(token.lower() for token in identifier_tokens(query)))[:MAX_TERMS]
 
     def __call__(self, text: str) -> bool:
         """True when ``text`` holds an identifier-like query token verbatim, or the whole query."""
@@ -171,9 +223,14 @@ class QualityGate:
                     reason="keyword-only recall: no query vector to measure",
                 )
                 return GateDecision(rows, info)
-            passed = top >= threshold
+            if policy.lexicon is not None and rows:
+                value, cover = evidence.of_rows(rows, request.query, policy.lexicon, policy.weight)
+                info.update(evidence=round(value, 6), coverage=round(cover, 6), keyed_on="evidence")
+            else:
+                value = top
+                info["keyed_on"] = "top_cosine"
+            passed = value >= threshold
             kept = rows if passed else [r for r in rows if id(r) in exact]
-            info["keyed_on"] = "top_cosine"
         info["passed"] = passed
         info["cut"] = len(rows) - len(kept)
         kept, trimmed = self._autocut(kept, exact)
@@ -200,3 +257,21 @@ class QualityGate:
             return rows, 0
         kept = rows[:keep] + [r for r in rows[keep:] if id(r) in exact]
         return kept, len(rows) - len(kept)
+
+
+class EvidenceRecorder:
+    """A gate stage that passes every row and records the query's evidence: calibration runs each probe
+    question through the recall pipeline with it, so probes are measured exactly as queries are."""
+
+    def __init__(self, lexicon: ev.Lexicon, weight: float = ev.WEIGHT) -> None:
+        self.lexicon = lexicon
+        self.weight = weight
+        self.values: list[float] = []
+
+    def apply(self, rows: list[ScoredRow], request: RecallRequest, evidence: GateEvidence) -> GateDecision:
+        """Record ``request.query``'s evidence (−inf without a query vector) and pass ``rows``."""
+        if evidence.top_cosine is None:
+            self.values.append(-math.inf)
+        else:
+            self.values.append(evidence.of_rows(rows, request.query, self.lexicon, self.weight)[0])
+        return GateDecision(rows, {"kind": "off", "reason": "calibration probe"})

@@ -9,6 +9,13 @@ spaces, are split into overlapping 3-character pieces so a long Japanese
 question still finds the rows sharing part of it. The word-level index gets the
 same content words whole: its porter tokenizer stems them ("running" ~ "runs"),
 which the substring stem cannot.
+
+Every term is bounded as well as their number (docs/input-rules.md): trigram FTS turns a term of n
+characters into a phrase of n - 2 trigrams, and one 8,000-character token cost seconds and hundreds
+of MB per recall (issue 17). A longer term is cut to its first ``MAX_TERM_CHARS`` characters for the
+substring channels (trigram MATCH, LIKE), whose prefix still finds every row the whole term did.
+The word index looks a word up whole in its term tree (no cost that grows with its length), and a cut
+word would be another word there: it gets words of up to ``MAX_WORD_CHARS`` whole, none longer.
 """
 
 from __future__ import annotations
@@ -18,6 +25,14 @@ import re
 from cpersona.storage.interface import QueryTerms
 
 MAX_TERMS = 48  # a 100 KB query must not become a 100 KB MATCH expression
+#: Longest term (characters) any keyword channel gets; LoCoMo's longest question word has 15.
+MAX_TERM_CHARS = 32
+#: Longest word the word index gets (whole; a SHA-512 in hex has 128). It only bounds the MATCH text.
+MAX_WORD_CHARS = 128
+#: Characters of trigram (and of LIKE) terms per query: a phrase's cost grows with its trigrams, so
+#: this bounds a query's phrase work to about an ordinary long question's (48 words of ~5 characters);
+#: LoCoMo's questions use at most 57.
+MAX_QUERY_TERM_CHARS = 256
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
@@ -167,20 +182,48 @@ def _cjk_pieces(token: str) -> list[str]:
     return [token[i : i + 3] for i in range(len(token) - 2)]
 
 
+class _Terms:
+    """Distinct terms in query order, until ``MAX_TERMS`` of them or ``MAX_QUERY_TERM_CHARS`` in all."""
+
+    __slots__ = ("chars", "refused", "terms")
+
+    def __init__(self) -> None:
+        self.terms: dict[str, None] = {}
+        self.chars = 0
+        self.refused = False  # a term did not fit the character budget: take no more
+
+    @property
+    def full(self) -> bool:
+        return self.refused or len(self.terms) >= MAX_TERMS
+
+    def add(self, term: str) -> None:
+        if self.full or term in self.terms:
+            return
+        if self.chars + len(term) > MAX_QUERY_TERM_CHARS:
+            self.refused = True
+            return
+        self.terms[term] = None
+        self.chars += len(term)
+
+
 def query_terms(query: str) -> QueryTerms:
-    """Split ``query`` into trigram MATCH terms, LIKE terms and word-index terms (deduplicated, order kept)."""
+    """Split ``query`` into trigram MATCH terms, LIKE terms and word-index terms (deduplicated, order kept).
+
+    Each group holds at most ``MAX_TERMS`` terms, of at most ``MAX_TERM_CHARS`` characters
+    (``MAX_WORD_CHARS`` for the word index); the trigram and LIKE terms at most
+    ``MAX_QUERY_TERM_CHARS`` characters in all, whatever the query. Building them is linear in the
+    query's length (dicts, not list scans, dedupe).
+    """
     tokens = [t.lower() for t in _TOKEN.findall(query)]
     content = [t for t in tokens if t not in STOPWORDS] or tokens
-    match: list[str] = []
-    like: list[str] = []
-    words = tuple(dict.fromkeys(content))[:MAX_TERMS]
+    match, like = _Terms(), _Terms()
+    words = tuple(w for w in dict.fromkeys(content) if len(w) <= MAX_WORD_CHARS)[:MAX_TERMS]
     for token in content:
         pieces = _cjk_pieces(token) if _CJK.search(token) else [_stem(token)]
         for piece in pieces:
-            if len(piece) >= 3 and piece not in match:
-                match.append(piece)
-        if token not in like:
-            like.append(token)
-        if len(match) >= MAX_TERMS:
+            if len(piece) >= 3:
+                match.add(piece[:MAX_TERM_CHARS])
+        like.add(token[:MAX_TERM_CHARS])
+        if match.full:
             break
-    return QueryTerms(tuple(match[:MAX_TERMS]), tuple(like[:MAX_TERMS]), words)
+    return QueryTerms(tuple(match.terms), tuple(like.terms), words)

@@ -7,12 +7,13 @@ bookkeeping, profile injection, the final reversal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
 from cpersona.config import Settings
-from cpersona.retrieval import confidence, fusion
+from cpersona.retrieval import confidence, context, fusion, trace
 from cpersona.retrieval.gate import GateDecision, GateEvidence
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
@@ -31,6 +32,7 @@ class RecallRequest:
     deep: bool = False
     exclude_contents: tuple[str, ...] = ()
     source_id: str | None = None
+    trace: bool = False  # return each stage's candidates and scores (RecallOutcome.trace)
 
 
 @dataclass
@@ -44,6 +46,17 @@ class ScoredRow:
     cosine_keyed: bool = False  # the whole list was ranked by cosine alone (no keyword evidence)
     gate: str | None = None  # "exact_match" when the gate's exact-match rule applies to the row
     gate_fallback: bool = False  # a below-gate lexical match returned under confidence
+    # What ``score`` is made of: base (name, value) × every factor applied after fusion, in order.
+    base: tuple[str, float] = ("", 0.0)
+    factors: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.base[0]:
+            # The context channel adds to the retrievers' sum (rsf): the base then says so.
+            name = self.fused.signal
+            if self.fused.channels.get(context.CONTEXT):
+                name = f"{name}+context"
+            self.base = (name, self.fused.score)
 
     def sort_key(self) -> tuple[float, int, int]:
         # Stable tie-break: memories before episodes, then newer ids first.
@@ -61,7 +74,9 @@ class ScoredRow:
         """The score on a similarity scale (confidence or cosine-keyed), or None (rrf/rsf/cascade)."""
         return self.score if self.signal() in ("confidence", "cosine") else None
 
-    def match_reason(self) -> dict[str, Any]:
+    def match_reason(self, gate: str | None = None) -> dict[str, Any]:
+        """``{signal, score, confidence?, cosine?, rrf?, rsf?, factors, gate?}``: ``factors`` names the
+        base score and each factor applied after fusion, in order; their product is ``score``."""
         reason: dict[str, Any] = {"signal": self.signal(), "score": round(self.score, 6)}
         if self.confidence is not None:
             reason["confidence"] = round(self.confidence, 6)
@@ -71,9 +86,24 @@ class ScoredRow:
             reason["rrf"] = round(self.fused.rrf, 6)
         if self.fused.rsf is not None:
             reason["rsf"] = round(self.fused.rsf, 6)
-        if self.gate is not None:
-            reason["gate"] = self.gate
+        if context.CONTEXT in self.fused.channels:
+            reason["context"] = round(self.fused.channels[context.CONTEXT], 6)
+        reason["factors"] = {
+            self.base[0]: round(self.base[1], 6),
+            **{name: round(value, 6) for name, value in self.factors.items()},
+        }
+        verdict = gate if gate is not None else self.gate
+        if verdict is not None:
+            reason["gate"] = verdict
         return reason
+
+    def verdict(self, gate_info: dict[str, Any]) -> str | None:
+        """What the gate said about this row: exact_match, fallback, passed (None: no gate ran)."""
+        if self.gate is not None:
+            return self.gate
+        if self.gate_fallback:
+            return "fallback"
+        return None if gate_info.get("kind") == "off" or gate_info.get("threshold") is None else "passed"
 
 
 class GateStage(Protocol):
@@ -116,6 +146,7 @@ class RecallOutcome:
     vector_used: bool
     keyword_methods: dict[str, str] = field(default_factory=dict)  # channel → "fts" | "like" | "none"
     gate: dict[str, Any] = field(default_factory=dict)
+    trace: dict[str, Any] | None = None  # each stage's candidates when the request asked for it
 
 
 class RecallPipeline:
@@ -126,11 +157,18 @@ class RecallPipeline:
         settings: Settings,
         gate: GateStage | None = None,
         channels: frozenset[str] = frozenset(fusion.CHANNEL_ORDER),
+        context_policy: context.ContextPolicy | None | str = "settings",
     ) -> None:
         self.settings = settings
         self.gate: GateStage = gate or NoGate()
         # Which retrievers run: all four in production; benchmarks measure each arm alone.
         self.channels = channels
+        # The context channel (neighbouring turns of the best hits): from the settings unless given.
+        self.context_policy = (
+            context.policy_for(settings.recall_mode, settings.context_weight)
+            if isinstance(context_policy, str)
+            else context_policy
+        )
 
     def run(
         self,
@@ -189,7 +227,7 @@ class RecallPipeline:
             methods[fusion.FTS_EPISODES] = ep_hits.method
 
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
-        scored = self._hydrate(session, request, fused)
+        scored = self._hydrate(session, request, fused, vector_used)
         scored = self._penalise(session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:
             confidence.apply(scored, query_vector, session.vector_search, now, deep=request.deep)
@@ -197,21 +235,46 @@ class RecallPipeline:
             confidence.key_on_cosine(scored)
         scored.sort(key=ScoredRow.sort_key)
         vector_hits = channels.get(fusion.VECTOR)
-        evidence = GateEvidence(top_cosine=max(s for _, s in vector_hits) if vector_hits else None)
+        evidence = GateEvidence(
+            top_cosine=max(s for _, s in vector_hits) if vector_hits else None,
+            query_vector=query_vector,
+            search=session.vector_search,
+        )
         decision = self.gate.apply(scored, request, evidence)
+        if vector_used and not vector_hits and decision.info.get("kind") == "off":
+            # A query vector existed but nothing in scope has a vector to compare it with.
+            decision.info["reason"] = "nothing in this scope has a vector of the active model to compare with"
         rows = []
-        for item in decision.rows[: request.limit]:
+        returned = decision.rows[: request.limit]
+        for item in returned:
             row = dict(item.row)
-            row["match_reason"] = item.match_reason()
+            row["match_reason"] = item.match_reason(item.verdict(decision.info))
             if item.gate_fallback:
                 row["gate_fallback"] = True
             rows.append(row)
+        traced = None
+        if request.trace:
+            traced = trace.build(
+                trace.Stages(
+                    mode=self.settings.recall_mode,
+                    rrf_k=self.settings.rrf_k,
+                    depth=depth,
+                    channels=channels,
+                    methods=methods,
+                    fused=fused,
+                    scored=scored,
+                    gate=decision.info,
+                    kept=[id(r) for r in decision.rows],
+                    returned=[r["ref"] for r in rows],
+                )
+            )
         return RecallOutcome(
             rows=rows,
             keyword_method=mem_hits.method,
             vector_used=vector_used,
             keyword_methods=methods,
             gate=decision.info,
+            trace=traced,
         )
 
     # -- stages ---------------------------------------------------------------------
@@ -248,7 +311,7 @@ class RecallPipeline:
         return True
 
     def _hydrate(
-        self, session: Session, request: RecallRequest, fused: dict[str, fusion.Fused]
+        self, session: Session, request: RecallRequest, fused: dict[str, fusion.Fused], vector_used: bool
     ) -> list[ScoredRow]:
         mem_ids = [int(ref[4:]) for ref in fused if ref.startswith("mem:")]
         ep_ids = [int(ref[3:]) for ref in fused if ref.startswith("ep:")]
@@ -257,6 +320,11 @@ class RecallPipeline:
             found[f"mem:{rid}"] = mem
         for rid, ep in session.episodes.get_many(ep_ids, request.scope).items():
             found[f"ep:{rid}"] = ep
+        if self.context_policy is not None:
+            kept = {ref: row for ref, row in found.items() if self._keep(row, request)}
+            # Keyword-only recall returns what matched: neighbours then only lift candidates.
+            policy = self.context_policy if vector_used else replace(self.context_policy, add_new=False)
+            found.update(context.spread(fused, kept, session.memories, request.scope, policy))
         scored = []
         for ref, entry in fused.items():
             row = found.get(ref)
@@ -276,11 +344,16 @@ class RecallPipeline:
             if item.row["type"] != "memory":
                 continue
             if boundary is not None:
-                item.score *= episode_boundary_factor(
+                factor = episode_boundary_factor(
                     parse_ts(item.row["created_at"]), boundary, s.episode_decay_rate, s.episode_decay_floor
                 )
+                if factor != 1.0:
+                    item.factors["episode_boundary_penalty"] = factor
             last = item.row.get("last_recalled_at")
-            item.score *= recent_recall_factor(
+            factor = recent_recall_factor(
                 parse_ts(last) if last else None, now, s.recent_recall_window_min, s.recent_recall_penalty
             )
+            if factor != 1.0:
+                item.factors["recent_recall_penalty"] = factor
+            item.score = item.base[1] * math.prod(item.factors.values())
         return scored

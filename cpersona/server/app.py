@@ -26,7 +26,9 @@ from mcp.server.lowlevel import Server
 from cpersona import __version__, operating_context
 from cpersona.config import Settings
 from cpersona.server.client_auth import request_client
+from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.schemas import ToolSpec, build_tools
+from cpersona.work import Work
 
 if TYPE_CHECKING:
     from cpersona.memory import Memory
@@ -142,7 +144,12 @@ class PendingMemory:
 
 
 def _call(
-    source: Memory | PendingMemory, settings: Settings, name: str, arguments: Any, client: Any = None
+    source: Memory | PendingMemory,
+    settings: Settings,
+    name: str,
+    arguments: Any,
+    client: Any = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
     from cpersona.errors import CPersonaError
     from cpersona.server.dispatch import dispatch_tool, failure
@@ -153,7 +160,17 @@ def _call(
         return failure(str(exc), exc.code)
     except Exception as exc:
         return failure(f"the memory database could not be opened: {exc}", "database_unavailable")
-    return dispatch_tool(memory, settings, name, arguments, client)
+    response = dispatch_tool(memory, settings, name, arguments, client, work)
+    if response.get("error_code") == "cancelled":
+        # The SDK never sends a cancelled call's reply (MCP says so): the log is where it is told.
+        log.info("%s", cancelled_summary(response))
+    return response
+
+
+def cancelled_summary(response: dict[str, Any]) -> str:
+    """One log line for a cancelled call: its message and the counts of what it committed."""
+    shown = {k: v for k, v in response.items() if k not in {"ok", "error", "error_code", "errors"}}
+    return f"{response.get('error')} {json.dumps(shown, ensure_ascii=False, sort_keys=True)}"
 
 
 def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: bool = False) -> Server[Any]:
@@ -180,8 +197,9 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
             from cpersona.server.dispatch import failure
 
             return to_call_result(failure("no authenticated ACL client for this call", "forbidden"))
-        response = await anyio.to_thread.run_sync(
-            _call, memory, settings, params.name, params.arguments, client, limiter=limiter
+        work = work_for(ctx)
+        response = await run_cancellable(
+            work, _call, memory, settings, params.name, params.arguments, client, work, limiter=limiter
         )
         return to_call_result(response)
 

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from cpersona import operating_context
-from cpersona.acl import Client
+from cpersona.acl import Client, Level
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError
 from cpersona.health import persistence
@@ -27,11 +27,13 @@ from cpersona.limits import (
     RECALL_LIMIT_DEFAULT,
 )
 from cpersona.memory import Memory
+from cpersona.portability.grants import FileScope
 from cpersona.server import shaping
 from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
 from cpersona.text import clean_text
 from cpersona.update_check import UpdateChecker
+from cpersona.work import Work
 
 log = logging.getLogger("cpersona.server")
 
@@ -53,6 +55,8 @@ _JSON_TYPE_NAMES = {
 Allowed = frozenset[str] | None
 #: A handler gets the validated arguments and the ACL narrowing (cpersona.server.access.authorise).
 Handler = Callable[[Memory, Settings, dict[str, Any], Allowed], dict[str, Any]]
+#: A long tool's handler also gets the call's ``Work``: cancel flag and progress (cpersona.work).
+WorkHandler = Callable[[Memory, Settings, dict[str, Any], Allowed, Work, FileScope | None], dict[str, Any]]
 
 
 def failure(message: str, code: str, **extra: Any) -> dict[str, Any]:
@@ -156,6 +160,7 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allo
         project_id=a.get("project_id"),
         exclude_contents=_strings(a.get("exclude_contents")),
         source_id=a.get("source_id"),
+        trace=a.get("trace", False),
     )
     return shaping.shape_recall(
         result, preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
@@ -269,39 +274,13 @@ HANDLERS: dict[str, Handler] = {
         settings, a.get("section")
     ),
     "check_update": _check_update,
-    "check_health": lambda memory, settings, a, allowed: memory.check_health(
-        a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks")
-    ),
     "deep_check": lambda memory, settings, a, allowed: memory.deep_check(
         a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
-    ),
-    "calibrate_threshold": lambda memory, settings, a, allowed: memory.calibrate_threshold(
-        a["agent_id"],
-        a.get("sample_size"),
-        a.get("method", "separation"),
-        a.get("z_factor"),
-        a.get("percentile"),
     ),
     "set_recall_precision": lambda memory, settings, a, allowed: memory.set_recall_precision(
         a["agent_id"], a.get("precision"), a.get("beta")
     ),
     "get_recall_precision": lambda memory, settings, a, allowed: memory.get_recall_precision(a["agent_id"]),
-    "export_memories": lambda memory, settings, a, allowed: memory.export_memories(
-        a["agent_id"],
-        a["output_path"],
-        a.get("include_embeddings", False),
-        overwrite=a.get("overwrite", False),
-    ),
-    "import_memories": lambda memory, settings, a, allowed: memory.import_memories(
-        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False)
-    ),
-    "merge_memories": lambda memory, settings, a, allowed: memory.merge_memories(
-        a["source_agent_id"],
-        a["target_agent_id"],
-        a.get("strategy", "skip"),
-        a.get("mode", "copy"),
-        a.get("dry_run", False),
-    ),
     "migrate_channel_axis": lambda memory, settings, a, allowed: memory.migrate_channel_axis(
         a.get("agent_id"),
         a.get("dry_run", True),
@@ -310,8 +289,45 @@ HANDLERS: dict[str, Handler] = {
     ),
 }
 
-if set(HANDLERS) != set(TOOLS_BY_NAME):  # a registry entry without a handler would fail only at call time
-    raise RuntimeError(f"tool registry and handlers disagree: {sorted(set(HANDLERS) ^ set(TOOLS_BY_NAME))}")
+#: The long tools: they honour a cancel at their batch boundaries and report progress (docs/tools.md).
+#: Export and import also get the caller's reach through files (grants.py: SPEC §9).
+WORK_HANDLERS: dict[str, WorkHandler] = {
+    "check_health": lambda memory, settings, a, allowed, work, scope: memory.check_health(
+        a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks"), work=work
+    ),
+    "calibrate_threshold": lambda memory, settings, a, allowed, work, scope: memory.calibrate_threshold(
+        a["agent_id"],
+        a.get("sample_size"),
+        a.get("method", "separation"),
+        a.get("z_factor"),
+        a.get("percentile"),
+        work=work,
+    ),
+    "export_memories": lambda memory, settings, a, allowed, work, scope: memory.export_memories(
+        a["agent_id"],
+        a["output_path"],
+        a.get("include_embeddings", False),
+        overwrite=a.get("overwrite", False),
+        work=work,
+        scope=scope,
+    ),
+    "import_memories": lambda memory, settings, a, allowed, work, scope: memory.import_memories(
+        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False), work=work, scope=scope
+    ),
+    "merge_memories": lambda memory, settings, a, allowed, work, scope: memory.merge_memories(
+        a["source_agent_id"],
+        a["target_agent_id"],
+        a.get("strategy", "skip"),
+        a.get("mode", "copy"),
+        a.get("dry_run", False),
+        work=work,
+    ),
+}
+
+_ALL_HANDLERS = set(HANDLERS) | set(WORK_HANDLERS)
+if set(TOOLS_BY_NAME) != _ALL_HANDLERS or set(HANDLERS) & set(WORK_HANDLERS):
+    # a registry entry without a handler would fail only at call time
+    raise RuntimeError(f"tool registry and handlers disagree: {sorted(_ALL_HANDLERS ^ set(TOOLS_BY_NAME))}")
 if set(TOOL_ACCESS) != set(TOOLS_BY_NAME):  # every tool needs an access class (read / write / admin)
     raise RuntimeError(
         f"tool registry and access classes disagree: {sorted(set(TOOL_ACCESS) ^ set(TOOLS_BY_NAME))}"
@@ -352,7 +368,12 @@ def _finish(name: str, result: Any) -> dict[str, Any]:
 
 
 def dispatch_tool(
-    memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None = None
+    memory: Memory,
+    settings: Settings,
+    name: str,
+    arguments: Any,
+    client: Client | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
     """Run one tool call end to end; always returns a JSON-ready dict, never raises.
 
@@ -361,10 +382,11 @@ def dispatch_tool(
     token), call ``Memory``, shape the result (previews, budgets). Failures are
     ``{"ok": false, "error", "error_code"}`` plus whatever fields the refusal
     itself carries (``CPersonaError.details``: ``store``'s ``Rejected`` adds
-    ``result: "rejected"`` and ``reason``).
+    ``result: "rejected"`` and ``reason``). ``work`` reaches the long tools (``WORK_HANDLERS``):
+    a cancelled one answers ``error_code: "cancelled"`` with how far it got.
     """
     try:
-        response = _dispatch(memory, settings, name, arguments, client)
+        response = _dispatch(memory, settings, name, arguments, client, work)
     except CPersonaError as exc:
         response = failure(str(exc) or exc.code, exc.code, **exc.details())
     except Exception as exc:  # the server must keep answering whatever Memory raises
@@ -374,7 +396,7 @@ def dispatch_tool(
 
 
 def _dispatch(
-    memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None
+    memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None, work: Work | None
 ) -> dict[str, Any]:
     spec = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
     if spec is None:
@@ -391,4 +413,14 @@ def _dispatch(
     if problem is not None:
         return failure(problem, "invalid_input")
     allowed = authorise(client, name, arguments)  # raises Forbidden
-    return _finish(name, HANDLERS[name](memory, settings, arguments, allowed))
+    if name in WORK_HANDLERS:
+        scope = FileScope.of(client) if client is not None else None  # grants hold inside files (SPEC §9)
+        result = WORK_HANDLERS[name](memory, settings, arguments, allowed, work or Work(), scope)
+    else:
+        result = HANDLERS[name](memory, settings, arguments, allowed)
+    if client is not None and isinstance(result, dict) and "notice" in result:
+        # The API names every known agent; an ACL client hears only of the agents it may read.
+        result["notice"] = memory.agent_notice(arguments.get("agent_id"), client.agents_at(Level.READ))
+        if result["notice"] is None:
+            result.pop("notice")
+    return _finish(name, result)

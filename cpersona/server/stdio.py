@@ -15,13 +15,12 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from io import TextIOWrapper
-from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from cpersona.server.wire import screen
+from cpersona.server.wire import error_text, screen
 
 log = logging.getLogger("cpersona.server")
 
@@ -65,9 +64,9 @@ async def guarded_stdio() -> AsyncIterator[
                 if screened.message is not None:
                     await read_send.send(SessionMessage(screened.message))
                 elif screened.notification:
-                    log.warning("ignored an unreadable notification: %s", _error_text(screened.reply))
+                    log.warning("ignored an unreadable notification: %s", error_text(screened.reply))
                 elif screened.reply is not None:
-                    log.info("answered an unreadable request: %s", _error_text(screened.reply))
+                    log.info("answered an unreadable request: %s", error_text(screened.reply))
                     await replies.send(SessionMessage(screened.reply))
 
     async def writer() -> None:
@@ -83,7 +82,3 @@ async def guarded_stdio() -> AsyncIterator[
             yield read_recv, write_send
     finally:
         restore()
-
-
-def _error_text(reply: Any) -> str:
-    return f"id={reply.id!r} {reply.error.code} {reply.error.message[:120]}" if reply is not None else ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ import uvicorn
 
 from cpersona.acl import AccessList, AclError, load_acl
 from cpersona.config import Settings
+from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
 from cpersona.server.app import PendingMemory, build_server
 from cpersona.server.client_auth import AclMiddleware
 from cpersona.server.http_guard import bearer_token, bind_warning, token_refusal, transport_security
@@ -178,17 +180,27 @@ def stdio_acl_notice(settings: Settings) -> str | None:
     )
 
 
-def run_http(memory: Memory | PendingMemory, settings: Settings) -> int:
+def run_http(
+    memory: Memory | PendingMemory, settings: Settings, sockets: list[socket.socket] | None = None
+) -> int:
     """Blocking streamable-HTTP server on ``settings.http_host:http_port``; returns an exit code.
 
     Returns EXIT_REFUSED (2) without binding anything when the configuration
-    forbids HTTP (no token, no ACL and no explicit opt-out; or a malformed ACL file).
+    forbids HTTP (no token, no ACL and no explicit opt-out; or a malformed ACL file),
+    and EXIT_BIND (4) when the port cannot be bound. ``sockets`` are listeners the
+    caller bound already (``cmd_serve`` binds before opening anything).
     """
     try:
         app = build_http_app(memory, settings)
     except TransportRefused as exc:
         log.error("%s", exc)
         return EXIT_REFUSED
+    if sockets is None:
+        try:
+            sockets = bind_listeners(settings.http_host, settings.http_port, setting="CPERSONA_HTTP_PORT")
+        except BindFailed as exc:
+            log.error("%s", exc)
+            return EXIT_BIND
     warning = bind_warning(settings)
     if warning is not None:
         log.warning("%s", warning)
@@ -207,5 +219,5 @@ def run_http(memory: Memory | PendingMemory, settings: Settings) -> int:
         # uvicorn's own loggers write to stderr; keep its access log off (tokens never appear, but noise does).
         access_log=False,
     )
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=sockets)
     return 0

@@ -50,6 +50,11 @@ def error_reply(request_id: RequestId, code: int, message: str) -> types.JSONRPC
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
 
+def error_text(reply: types.JSONRPCError | None) -> str:
+    """A refusal in one log line: id, code and the start of the message."""
+    return f"id={reply.id!r} {reply.error.code} {reply.error.message[:120]}" if reply is not None else ""
+
+
 def screen(text: str) -> Screened:
     """Parse, bound and validate one JSON-RPC message; never raises."""
     try:
@@ -62,6 +67,9 @@ def screen(text: str) -> Screened:
     notification = isinstance(obj, dict) and "id" not in obj and isinstance(obj.get("method"), str)
     if json_depth(obj, MAX_MESSAGE_DEPTH) > MAX_MESSAGE_DEPTH:
         return _refused(request_id, INVALID_REQUEST, _too_deep(), notification)
+    bad_id = unusable_request_id(obj)
+    if bad_id is not None:
+        return _refused(None, INVALID_REQUEST, bad_id, notification=False)
     problem = tools_call_problem(obj)
     if problem is not None:
         return _refused(request_id, INVALID_PARAMS, f"Invalid params: {problem}", notification)
@@ -79,6 +87,29 @@ def screen(text: str) -> Screened:
             notification,
         )
     return Screened(message=message, text=text)
+
+
+def unusable_request_id(obj: Any) -> str | None:
+    """Why a request's ``id`` cannot be answered with, or None (also for notifications and responses).
+
+    JSON-RPC 2.0 ids are strings or numbers without a fraction; the SDK reads a request whose id is
+    null, a boolean, a fraction, an object or an array as a notification and never answers it (the
+    client waits forever). Such a request is refused, and the reply's id is null, as JSON-RPC says
+    for an id that cannot be detected.
+    """
+    if not isinstance(obj, dict) or "id" not in obj or "method" not in obj:
+        return None
+    value = obj["id"]
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return None
+    kind = (
+        "null"
+        if value is None
+        else "a number with a fraction"
+        if isinstance(value, float)
+        else _json_kind(value)
+    )
+    return f"Invalid Request: the request id must be a string or an integer, got {kind}"
 
 
 def tools_call_problem(obj: Any) -> str | None:

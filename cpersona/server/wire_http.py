@@ -8,11 +8,14 @@ JSON-RPC error (status 400) carrying the request's id when it can be recovered.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from cpersona.limits import MAX_HTTP_BODY_BYTES
-from cpersona.server.wire import screen
+from cpersona.server.wire import error_text, screen
+
+log = logging.getLogger("cpersona.server")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -50,6 +53,7 @@ class WireScreenMiddleware:
         body = b"".join(chunks)
         screened = screen(body.decode("utf-8", errors="replace"))
         if screened.reply is not None:
+            log.info("answered an unreadable request: %s", error_text(screened.reply))
             await _answer(send, screened.reply.model_dump_json(by_alias=True, exclude_unset=True).encode())
             return
         new_body = screened.text.encode("utf-8")

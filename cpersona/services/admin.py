@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from cpersona.config import Settings
+from cpersona.embed.registry import expected_dimension
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput, StorageFault
@@ -13,7 +15,11 @@ from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.storage.interface import Store
+from cpersona.storage.tasks import EMBED
 from cpersona.validation import required_str
+from cpersona.work import Work
+
+log = logging.getLogger(__name__)
 
 
 class Admin:
@@ -47,33 +53,95 @@ class Admin:
         self.worker.wake()
 
     def corpus_dimension_check(self, backend: EmbeddingBackend) -> EmbeddingFault | None:
-        """A fault when the corpus holds vectors of this model id with another dimension."""
-        stored = sorted(self.storage.session().vectors.dimensions(backend.model_id) - {backend.dimension})
-        if not stored:
+        """A fault only when the corpus was built by this model id at another dimension.
+
+        Rows holding a vector of this model id at another length are *stray* and never
+        fault the model when the registry vouches for the backend's dimension (a known
+        model giving its known length: those rows cannot be right), nor when they are
+        not most of the corpus (one imported row once switched vector search off for
+        every agent: issue 17). Stray rows are logged here, re-queued for embedding when
+        the model is ready (``enqueue_missing`` queues any row of another dimension) and
+        reported by ``check_health`` (dimensions). Only a corpus mostly at another
+        dimension under a model the registry does not know (an HTTP endpoint that
+        changed its model under the same name) is a fault: re-embedding all of it is the
+        operator's decision.
+        """
+        session = self.storage.session()
+        if not session.vectors.dimensions(backend.model_id) - {backend.dimension}:
             return None
+        stray = sum(
+            s["rows"]
+            for s in session.health.vector_shapes(None)
+            if s["model"] == backend.model_id and s["dimension"] != backend.dimension
+        )
+        counts = session.admin.row_counts()
+        rows = counts.get("memories", 0) + counts.get("episodes", 0)
+        vouched = expected_dimension(backend.model_id) == backend.dimension
+        if vouched or 2 * stray <= rows:
+            log.warning(
+                "%d row(s) hold a vector of %s that is not %d-d; they are re-embedded (check_health: dimensions)",
+                stray,
+                backend.model_id,
+                backend.dimension,
+            )
+            return None
+        stored = sorted(session.vectors.dimensions(backend.model_id) - {backend.dimension})
         return EmbeddingFault(
             FaultKind.DIMENSION_MISMATCH,
-            f"model {backend.model_id} now gives {backend.dimension}-d vectors but the corpus holds "
+            f"model {backend.model_id} now gives {backend.dimension}-d vectors but most of the corpus holds "
             f"{', '.join(map(str, stored))}-d vectors from it",
-            f"{self.settings.db_path}: embedding_dim {stored} for model {backend.model_id}",
-            "restore the model files that built the corpus, or run `cpersona reembed` to re-embed the "
-            "corpus with the installed model",
+            f"{self.settings.db_path}: {stray} of {rows} row(s) have embedding_dim {stored} for model "
+            f"{backend.model_id}",
+            "restore the model that built the corpus, or run `cpersona reembed` to re-embed the "
+            "corpus with the current one",
         )
 
-    def reembed(self) -> dict[str, Any]:
-        """Re-embed every row whose vector is missing or from another model/dimension (blocking)."""
+    def reembed(self, *, work: Work | None = None) -> dict[str, Any]:
+        """Re-embed every row whose vector is missing or from another model/dimension (blocking).
+
+        A model that cannot load (not installed, an unsupported CPERSONA_EMBEDDING_DIM, an
+        endpoint down) is an ``ok: false`` answer naming the fault and its fix, never a
+        raised EmbeddingFault; the rows stay queued. ``queued`` counts every embedding task
+        waiting when the drain started (queued earlier or by this call), ``remaining`` those
+        still waiting after it (retried later). ``work`` (``cpersona.work``) gets progress in
+        tasks after each back-fill batch and may cancel between batches: the vectors written
+        so far stay, the rest stay queued for the worker.
+        """
         persistence.check_writable("reembed")
         backend = self.embeddings.backend
         if backend.mode == "none":
             raise InvalidInput("embeddings are off (CPERSONA_EMBEDDING_MODE=none): nothing to re-embed with")
-        backend.load()
+        try:
+            backend.load()
+        except EmbeddingFault as fault:
+            return {"ok": False, "error": str(fault), "fault": fault.kind, "queued": self._embed_depth()}
         with self.storage.write() as session:
             session.vectors.invalidate(backend.model_id, backend.dimension)
-        queued = enqueue_missing(self.storage, backend.model_id, backend.dimension)
+        enqueue_missing(self.storage, backend.model_id, backend.dimension)
         if not self.embeddings.try_load():
-            return {"ok": False, "error": self.health.condition.reason, "queued": queued}
-        handled = self.worker.drain()
-        return {"ok": True, "queued": queued, "processed": handled}
+            condition = self.health.condition
+            return {
+                "ok": False,
+                "error": f"{condition.reason} ({condition.evidence}). Fix: {condition.runbook}",
+                "fault": condition.kind or "fault",
+                "queued": self._embed_depth(),
+            }
+        work = work or Work()
+        queued = self._embed_depth()
+
+        def after_batch(handled: int) -> None:
+            work.report(handled, queued, "tasks")
+            work.checkpoint(
+                "reembed",
+                "the vectors written so far stay; the other rows stay queued for the back-fill worker",
+                lambda: {"queued": queued, "processed": handled, "remaining": self._embed_depth()},
+            )
+
+        handled = self.worker.drain(after_batch=after_batch)
+        return {"ok": True, "queued": queued, "processed": handled, "remaining": self._embed_depth()}
+
+    def _embed_depth(self) -> int:
+        return int(self.storage.session().tasks.status()["by_kind"].get(EMBED, 0))
 
     def get_queue_status(self) -> dict[str, Any]:
         """Background queue: depth, retrying, oldest task, per-kind depth, model readiness."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 from cpersona.embed.runtime.service import EmbeddingService
@@ -79,14 +80,20 @@ class BackfillWorker:
             except Exception:  # keep the thread alive; the tasks stay queued
                 log.exception("back-fill round failed")
 
-    def drain(self, max_rounds: int = 10_000) -> int:
-        """Process due tasks in this thread until none is left (CLI, tests); returns tasks handled."""
+    def drain(self, max_rounds: int = 10_000, after_batch: Callable[[int], None] | None = None) -> int:
+        """Process due tasks in this thread until none is left (CLI, tests); returns tasks handled.
+
+        ``after_batch(handled so far)`` runs after each committed batch (re-embed's progress and
+        cancel checkpoint); what it raises stops the drain there.
+        """
         handled = 0
         for _ in range(max_rounds):
             n = self.drain_once()
             if n == 0:
                 break
             handled += n
+            if after_batch is not None:
+                after_batch(handled)
         return handled
 
     def drain_once(self, limit: int = BATCH) -> int:

@@ -7,8 +7,10 @@ recall's scopes (where project X also sees the global pool).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
+from cpersona import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX
 from cpersona.storage.interface import BrowseFilter, Store
@@ -29,6 +31,14 @@ class Browser:
 
     def __init__(self, store: Store) -> None:
         self.storage = store
+
+    def agent_notice(self, agent_id: str | None, visible_agents: Collection[str] | None = None) -> str | None:
+        """``agent 'x' has no rows; known agents: ...`` when ``agent_id`` owns no row at all, else None.
+
+        ``visible_agents`` limits the agents named (an ACL client's readable agents; None: all).
+        """
+        agent = optional_str(agent_id, "agent_id")
+        return agent_notice.agent_notice(self.storage.session().admin, agent, visible_agents)
 
     def list_agents(self) -> dict[str, Any]:
         """Every agent with its counts and its (project, channel) axes: ``{ok, agents, count}``."""

@@ -1,33 +1,38 @@
-"""Calibration as a service: ``calibrate_threshold``, the precision knob, the gate policy recall uses,
-background recalibration at startup (docs/retrieval.md "Quality gate").
+"""Calibration as a service: ``calibrate_threshold``, the precision knob and the gate policy recall uses
+(docs/retrieval.md "Quality gate"). When calibration runs by itself is ``services.self_calibration``.
 
-State lives in the sidecar ``<db>.calibration.json`` (``cpersona.retrieval.sidecar``); the maths in
-``cpersona.retrieval.calibration``. Every write is refused while persistence is paused.
+State lives in the store (``Store.calibration_states()``: the SQLite sidecar, or a PostgreSQL table);
+the maths in ``cpersona.retrieval.calibration``. Every write is refused while persistence is paused;
+a state that cannot be saved stays in force in this process and the response says so.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import threading
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.service import EmbeddingService
-from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
+from cpersona.errors import CalibrationUnavailable, InvalidInput
 from cpersona.health import persistence
 from cpersona.retrieval import calibration as cal
+from cpersona.retrieval import probing
 from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
 from cpersona.retrieval.pipeline import GateStage, NoGate
-from cpersona.retrieval.sidecar import Sidecar, fingerprint, sidecar_path
-from cpersona.storage.interface import EPISODES, MEMORIES, Store
+from cpersona.retrieval.sidecar import fingerprint
+from cpersona.storage.calibration_state import Saved
+from cpersona.storage.interface import EPISODES, MEMORIES, CalibrationStates, Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import bounded_int, optional_str, required_str
+from cpersona.work import Work
 
 log = logging.getLogger("cpersona.calibration")
+
+#: How long an explicit calibration waits for one already running (another thread or process).
+EXPLICIT_WAIT_SECONDS = 60.0
 
 
 def _number(value: Any, name: str, low: float, high: float) -> float | None:
@@ -47,12 +52,8 @@ class Calibrator:
         self.store = store
         self.settings = settings
         self.embeddings = embeddings
-        self.sidecar = Sidecar(sidecar_path(Path(settings.db_path)))
+        self.states: CalibrationStates = store.calibration_states()
         self._probes: dict[tuple[str, int], np.ndarray] = {}
-        self._lock = threading.Lock()  # one calibration at a time per process
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.background_runs = 0  # agents (re)calibrated in the background (tests, stats)
 
     # -- the gate recall uses -------------------------------------------------------------------
     def gate(self) -> GateStage:
@@ -61,7 +62,8 @@ class Calibrator:
             return NoGate()
         return QualityGate(self.policy_for, self.settings.autocut_min_results)
 
-    def _current_fingerprint(self) -> dict[str, Any] | None:
+    def current_fingerprint(self) -> dict[str, Any] | None:
+        """What a calibration made now would be valid for (None while no model is ready)."""
         if not self.embeddings.ready:
             return None
         return fingerprint(cal.SCORING_VERSION, self.embeddings.model_id, self.embeddings.dimension)
@@ -82,19 +84,16 @@ class Calibrator:
             return GatePolicy(
                 "off", reason="the quality gate is disabled (CPERSONA_FUSED_GATE_ENABLED=false)"
             )
-        entry = self.sidecar.get(agent_id) if agent_id is not None else None
+        entry = self.states.get(agent_id) if agent_id is not None else None
         level, beta, _ = self._precision(entry)
         heuristic = GatePolicy(
-            "heuristic",
-            level,
-            beta,
-            HEURISTIC_TOP_COSINE,
-            reason="not calibrated: a fixed low top-cosine floor is in force (run calibrate_threshold)",
+            "heuristic", level, beta, HEURISTIC_TOP_COSINE, reason=self._uncalibrated(agent_id)
         )
-        gate = (entry or {}).get("gate")
-        if not isinstance(gate, dict) or not gate.get("probe_top_cosines"):
+        inputs = cal.gate_inputs((entry or {}).get("gate"))
+        if inputs is None:
             return heuristic
-        current = self._current_fingerprint()
+        probe_values, lexicon, weight = inputs
+        current = self.current_fingerprint()
         if current is not None and entry is not None and entry.get("fingerprint") != current:
             stale = entry.get("fingerprint") or {}
             return GatePolicy(
@@ -104,17 +103,32 @@ class Calibrator:
                 HEURISTIC_TOP_COSINE,
                 stale=True,
                 reason=f"calibrated for {stale.get('model_id')} ({stale.get('dimension')}-d, scoring "
-                f"v{stale.get('scoring_version')}); recalibration pending, heuristic floor in force",
+                f"v{stale.get('scoring_version')}); recalibration pending in the background, heuristic floor "
+                "in force",
             )
         threshold = cal.gate_threshold(
-            gate["probe_top_cosines"],
+            probe_values,
             str(entry.get("method", "separation")) if entry else "separation",
             beta,
             level,
             percentile=(entry or {}).get("percentile"),
             z_factor=(entry or {}).get("z_factor"),
         )
-        return GatePolicy("calibrated", level, beta, threshold)
+        return GatePolicy("calibrated", level, beta, threshold, lexicon=lexicon, weight=weight)
+
+    def _uncalibrated(self, agent_id: str | None) -> str:
+        if agent_id is None:
+            return "a recall across agents is never calibrated (calibration is per agent): heuristic floor in force"
+        if self.settings.auto_calibrate:
+            return (
+                f"not calibrated yet: a fixed low top-cosine floor is in force; self-calibration runs in the "
+                f"background once the agent has {cal.MIN_ROWS} memories with vectors (or run "
+                "`cpersona calibrate` / calibrate_threshold now)"
+            )
+        return (
+            "not calibrated (CPERSONA_AUTO_CALIBRATE=false): a fixed low top-cosine floor is in force; run "
+            f"`cpersona calibrate --agent {agent_id}` or calibrate_threshold"
+        )
 
     # -- tools ----------------------------------------------------------------------------------
     def calibrate_threshold(
@@ -124,13 +138,16 @@ class Calibrator:
         method: str = "separation",
         z_factor: float | None = None,
         percentile: float | None = None,
+        *,
+        work: Work | None = None,
     ) -> dict[str, Any]:
         """Derive the agent's thresholds from its own corpus, label-free, and persist them (docs/retrieval.md).
 
         Row pairs give the vector threshold (random pairs = null; adjacent same-session pairs =
         positives, nearest neighbours as fallback); with the fused gate on, probe questions give the
         query gate's threshold. Raises ``CalibrationUnavailable`` without a ready model or with fewer
-        than 10 rows with vectors.
+        than 10 rows with vectors. ``work`` (``cpersona.work``) may cancel it before the thresholds
+        are saved (nothing is saved then).
         """
         persistence.check_writable("calibrate_threshold")
         agent = required_str(agent_id, "agent_id")
@@ -143,7 +160,48 @@ class Calibrator:
         )
         pct = _number(percentile, "percentile", 0.0, 100.0)
         z = _number(z_factor, "z_factor", -5.0, 10.0)
-        return self._calibrate(agent, size, method, z, pct)
+        return self._calibrate_now(agent, size, method, z, pct, work=work)
+
+    def _calibrate_now(
+        self,
+        agent: str,
+        size: int,
+        method: str,
+        z: float | None,
+        pct: float | None,
+        trigger: str = "explicit",
+        work: Work | None = None,
+    ) -> dict[str, Any]:
+        with self.states.exclusive(agent, wait=EXPLICIT_WAIT_SECONDS) as held:
+            if not held:
+                raise CalibrationUnavailable(
+                    f"another calibration of agent {agent!r} is still running (this or another server "
+                    f"process) after {EXPLICIT_WAIT_SECONDS:g} s; try again"
+                )
+            return self._calibrate(agent, size, method, z, pct, trigger=trigger, work=work)
+
+    def calibrate_now(self, agent_id: str, trigger: str = "explicit") -> dict[str, Any]:
+        """Calibrate ``agent_id`` now with its stored method and options (``cpersona calibrate``)."""
+        agent = required_str(agent_id, "agent_id")
+        persistence.check_writable("calibrate")
+        with self.states.exclusive(agent, wait=EXPLICIT_WAIT_SECONDS) as held:
+            if not held:
+                raise CalibrationUnavailable(
+                    f"another calibration of agent {agent!r} is still running; try again"
+                )
+            return self.recalibrate(agent, trigger)
+
+    def recalibrate(self, agent: str, trigger: str) -> dict[str, Any]:
+        """Calibrate ``agent`` again with its stored method and options (the caller holds ``exclusive``)."""
+        previous = self.states.get(agent) or {}
+        return self._calibrate(
+            agent,
+            int(previous.get("sample_size") or cal.DEFAULT_SAMPLE_SIZE),
+            str(previous.get("method") or "separation"),
+            previous.get("z_factor"),
+            previous.get("percentile"),
+            trigger=trigger,
+        )
 
     def set_recall_precision(
         self, agent_id: str, precision: str | None = None, beta: float | None = None
@@ -154,40 +212,46 @@ class Calibrator:
         """
         persistence.check_writable("set_recall_precision")
         agent = required_str(agent_id, "agent_id")
+        saved = self.save_precision(agent, precision, beta)
+        result = self.get_recall_precision(agent)
+        try:
+            with self.states.exclusive(agent, wait=EXPLICIT_WAIT_SECONDS) as held:
+                if not held:
+                    raise CalibrationUnavailable(f"another calibration of agent {agent!r} is still running")
+                self.recalibrate(agent, trigger="precision")
+            result = self.get_recall_precision(agent)
+            result["recalibrated"] = True
+        except CalibrationUnavailable as exc:
+            result["recalibrated"] = False
+            result["note"] = f"precision saved; not recalibrated: {exc}"
+        if not saved.persisted:
+            result["persisted"] = False
+            result["storage"] = _unsaved(saved.problem)
+        return result
+
+    def save_precision(self, agent: str, precision: str | None, beta: float | None = None) -> Saved:
+        """Validate and save the agent's precision override without recalibrating."""
         level = optional_str(precision, "precision") or None
         if level is not None and level not in cal.LEVELS:
             raise InvalidInput(
                 f"precision must be one of {', '.join(cal.LEVELS)} (or empty to clear), got {level!r}"
             )
         raw = None if beta is None else cal.validate_beta(beta)
-        with self._lock:
-            entry = self.sidecar.get(agent) or {}
+
+        def change(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+            entry = entry or {}
             if level is None and raw is None:
                 entry.pop("precision", None)
             else:
                 entry["precision"] = {"level": level or cal.level_for_beta(raw or 1.0), "beta": raw}
-            self.sidecar.update(agent, entry or None)
-        result = self.get_recall_precision(agent)
-        try:
-            previous = self.sidecar.get(agent) or {}
-            self._calibrate(
-                agent,
-                int(previous.get("sample_size") or cal.DEFAULT_SAMPLE_SIZE),
-                str(previous.get("method") or "separation"),
-                previous.get("z_factor"),
-                previous.get("percentile"),
-            )
-            result = self.get_recall_precision(agent)
-            result["recalibrated"] = True
-        except CalibrationUnavailable as exc:
-            result["recalibrated"] = False
-            result["note"] = f"precision saved; not recalibrated: {exc}"
-        return result
+            return entry or None
+
+        return self.states.modify(agent, change)
 
     def get_recall_precision(self, agent_id: str) -> dict[str, Any]:
         """The agent's effective precision (level, β, overridden?), the global one, and its calibration state."""
         agent = required_str(agent_id, "agent_id")
-        entry = self.sidecar.get(agent)
+        entry = self.states.get(agent)
         level, beta, overridden = self._precision(entry)
         policy = self.policy_for(agent)
         state: dict[str, Any] = {"calibrated": bool((entry or {}).get("fingerprint")), "gate": policy.kind}
@@ -202,6 +266,8 @@ class Calibrator:
                 method=entry.get("method"),
                 rows=entry.get("rows"),
             )
+            if entry.get("trigger"):
+                state["trigger"] = entry["trigger"]
         glob = self.settings.recall_precision
         return {
             "ok": True,
@@ -215,9 +281,9 @@ class Calibrator:
 
     def discard(self, agent_id: str) -> bool:
         """Forget one agent's calibration and precision (delete_agent_data). True when there was any."""
-        with self._lock:
-            existed = self.sidecar.get(agent_id) is not None
-            self.sidecar.update(agent_id, None)
+        existed = self.states.get(agent_id) is not None
+        if existed:
+            self.states.modify(agent_id, lambda entry: None)
         return existed
 
     # -- the work -----------------------------------------------------------------------------
@@ -238,138 +304,139 @@ class Calibrator:
         return cached
 
     def _calibrate(
-        self, agent: str, size: int, method: str, z: float | None, pct: float | None
+        self,
+        agent: str,
+        size: int,
+        method: str,
+        z: float | None,
+        pct: float | None,
+        *,
+        trigger: str = "explicit",
+        work: Work | None = None,
     ) -> dict[str, Any]:
-        current = self._current_fingerprint()
+        """Measure the agent's corpus and save the result; the caller holds ``states.exclusive(agent)``."""
+        current = self.current_fingerprint()
         if current is None or not self.embeddings.ready:
             raise CalibrationUnavailable(
                 "no embedding model is ready: calibration measures cosines (recall is "
                 "keyword-only and ungated until one is)"
             )
-        with self._lock:
-            model_id, dimension = self.embeddings.model_id, self.embeddings.dimension
-            with (
-                self.store.read() as session
-            ):  # the engine's own vectors (SQLite: its synced in-memory index)
-                ids, vectors = session.vector_search.agent_vectors(MEMORIES, model_id, dimension, agent)
-            if ids.size < cal.MIN_ROWS:
-                raise CalibrationUnavailable(
-                    f"agent {agent!r} has {ids.size} memories with vectors of {current['model_id']}; calibration "
-                    f"needs at least {cal.MIN_ROWS}"
-                )
-            # Both lists are in id order; a row deleted in between gets a session of its own.
-            timeline = {row[0]: row for row in self.store.session().memories.timeline(agent)}
-            sessions = cal.session_keys([timeline.get(int(i), (int(i), "", f"#{i}", "")) for i in ids])
-            pairs = cal.row_pairs(vectors, sessions, size)
-            level, beta, overridden = self._precision(self.sidecar.get(agent))
-            vector_threshold = pairs.threshold(method, beta, level, percentile=pct, z_factor=z)
-            entry: dict[str, Any] = self.sidecar.get(agent) or {}
-            entry.update(
-                fingerprint=current,
-                created_at=format_ts(utc_now()),
-                method=method,
-                sample_size=size,
-                rows=int(ids.size),
-                percentile=pct,
-                z_factor=z,
-                vector={"threshold": round(vector_threshold, 6), **pairs.summary()},
+        model_id, dimension = self.embeddings.model_id, self.embeddings.dimension
+        with self.store.read() as session:  # the engine's own vectors (SQLite: its synced in-memory index)
+            ids, vectors = session.vector_search.agent_vectors(MEMORIES, model_id, dimension, agent)
+        if ids.size < cal.MIN_ROWS:
+            raise CalibrationUnavailable(
+                f"agent {agent!r} has {ids.size} memories with vectors of {current['model_id']}; calibration "
+                f"needs at least {cal.MIN_ROWS}"
             )
-            gate_out: dict[str, Any] = {"enabled": self.settings.fused_gate_enabled}
-            if self.settings.fused_gate_enabled:
-                corpus = vectors
-                with self.store.read() as session:
-                    episodes = session.vector_search.agent_vectors(EPISODES, model_id, dimension, agent)[1]
-                corpus = np.vstack([corpus, episodes])
-                tops = np.sort((self._probe_vectors() @ corpus.T).max(axis=1))
-                entry["gate"] = {
-                    "kind": "query_top_cosine",
-                    "probes": int(tops.size),
-                    "probe_top_cosines": [round(float(t), 6) for t in tops],
-                }
-                gate_out.update(
-                    kind="query_top_cosine",
-                    probes=int(tops.size),
-                    threshold=round(
-                        cal.gate_threshold(tops, method, beta, level, percentile=pct, z_factor=z), 6
-                    ),
-                    thresholds={
-                        lv: round(
-                            cal.gate_threshold(tops, method, cal.BETA[lv], lv, percentile=pct, z_factor=z), 6
-                        )
-                        for lv in cal.LEVELS
-                    },
-                    probe_top_cosine={f"p{q}": round(float(np.percentile(tops, q)), 6) for q in (50, 75, 90)},
+        # Both lists are in id order; a row deleted in between gets a session of its own.
+        rows = self.store.session().memories.timeline(agent)
+        known = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        at = np.minimum(np.searchsorted(known, ids), max(len(rows) - 1, 0))
+        sessions = cal.session_keys(
+            [
+                rows[p] if rows and rows[p][0] == i else (int(i), "", f"#{i}", "")
+                for p, i in zip(at.tolist(), ids.tolist(), strict=True)
+            ]
+        )
+        pairs = cal.row_pairs(vectors, sessions, size)
+        level, beta, overridden = self._precision(self.states.get(agent))
+        vector_threshold = pairs.threshold(method, beta, level, percentile=pct, z_factor=z)
+        measured: dict[str, Any] = {
+            "fingerprint": current,
+            "created_at": format_ts(utc_now()),
+            "method": method,
+            "sample_size": size,
+            "rows": int(ids.size),
+            "percentile": pct,
+            "z_factor": z,
+            "trigger": trigger,
+            "vector": {"threshold": round(vector_threshold, 6), **pairs.summary()},
+        }
+        gate_out: dict[str, Any] = {"enabled": self.settings.fused_gate_enabled}
+        if self.settings.fused_gate_enabled:
+            with self.store.read() as session:
+                episodes = session.vector_search.agent_vectors(EPISODES, model_id, dimension, agent)[1]
+            probe_vectors = self._probe_vectors()
+            cosines = np.sort(cal_top_cosines(probe_vectors, vectors, episodes))
+            with self.store.read() as session:  # the probes' evidence, measured as recalls
+                measured["gate"] = probing.measure_gate(
+                    session,
+                    self.settings,
+                    agent,
+                    ids,
+                    probe_vectors,
+                    cosines,
+                    (model_id, dimension),
+                    utc_now(),
                 )
-            else:
+            tops = np.asarray(measured["gate"]["probe_evidence"])
+            thresholds = {
+                lv: round(cal.gate_threshold(tops, method, cal.BETA[lv], lv, percentile=pct, z_factor=z), 6)
+                for lv in cal.LEVELS
+            }
+            threshold = round(cal.gate_threshold(tops, method, beta, level, percentile=pct, z_factor=z), 6)
+            gate_out.update(
+                kind=cal.GATE_KIND,
+                entities=measured["gate"]["lexicon"]["entities"],
+                probes=int(tops.size),
+                threshold=threshold,
+                thresholds=thresholds,
+                probe_evidence={f"p{q}": round(float(np.percentile(tops, q)), 6) for q in (50, 75, 90)},
+                probe_top_cosine={f"p{q}": round(float(np.percentile(cosines, q)), 6) for q in (50, 75, 90)},
+                # What each level would do to questions about things this agent never stored.
+                probes_cut={lv: int(np.count_nonzero(tops < t)) for lv, t in thresholds.items()},
+            )
+        persistence.check_writable("calibrate_threshold")
+
+        def change(entry: dict[str, Any] | None) -> dict[str, Any]:
+            entry = entry or {}  # re-read under the lock: a precision set meanwhile is kept
+            entry.update(measured)
+            if "gate" not in measured:
                 entry.pop("gate", None)
-            persistence.check_writable("calibrate_threshold")
-            self.sidecar.update(agent, entry)
-        return {
+            return entry
+
+        if work is not None:
+            work.report(1, 2, "steps", "thresholds measured")
+            work.checkpoint("calibrate_threshold", "nothing was saved: the previous calibration stays")
+        saved = self.states.modify(agent, change)
+        result: dict[str, Any] = {
             "ok": True,
             "agent_id": agent,
             "method": method,
             "sample_size": size,
             "rows": int(ids.size),
-            "vector": entry["vector"],
+            "vector": measured["vector"],
             "gate": gate_out,
             "precision": {"level": level, "beta": beta, "overridden": overridden},
             "fingerprint": current,
-            "created_at": entry["created_at"],
-            "sidecar": str(self.sidecar.path),
+            "created_at": measured["created_at"],
+            "trigger": trigger,
+            "sidecar": self.states.location,
+            "persisted": saved.persisted,
         }
+        if not saved.persisted:
+            result["storage"] = _unsaved(saved.problem)
+        return result
 
-    # -- background ------------------------------------------------------------------------------
-    def on_model_ready(self) -> None:
-        """Recalibrate agents whose fingerprint changed (and, with CPERSONA_AUTO_CALIBRATE, calibrate the
-        rest) in a background thread: startup never waits for it."""
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._thread = threading.Thread(target=self._background, name="cpersona-calibrate", daemon=True)
-        self._thread.start()
 
-    def pending(self) -> list[str]:
-        """Agents the background pass would (re)calibrate now."""
-        current = self._current_fingerprint()
-        if current is None:
-            return []
-        stored = self.sidecar.agents()
-        todo = [a for a, e in stored.items() if e.get("fingerprint") and e.get("fingerprint") != current]
-        if self.settings.auto_calibrate:
-            todo += [
-                a
-                for a in self.store.session().admin.agent_ids()
-                if not (stored.get(a) or {}).get("fingerprint")
-            ]
-        return sorted(set(todo))
+def cal_top_cosines(probes: np.ndarray, memories: np.ndarray, episodes: np.ndarray) -> np.ndarray:
+    """Each probe's best cosine over the agent's memories and episodes, in blocks (bounded memory)."""
+    best = np.full(probes.shape[0], -np.inf, dtype=np.float32)
+    for matrix in (memories, episodes):
+        for start in range(0, matrix.shape[0], _TOP_COSINE_BLOCK):
+            block = matrix[start : start + _TOP_COSINE_BLOCK]
+            if block.shape[0]:
+                best = np.maximum(best, (probes @ block.T).max(axis=1))
+    return best
 
-    def _background(self) -> None:
-        for agent in self.pending():
-            if self._stop.is_set():
-                return
-            previous = self.sidecar.get(agent) or {}
-            try:
-                self._calibrate(
-                    agent,
-                    int(previous.get("sample_size") or cal.DEFAULT_SAMPLE_SIZE),
-                    str(previous.get("method") or "separation"),
-                    previous.get("z_factor"),
-                    previous.get("percentile"),
-                )
-                self.background_runs += 1
-            except (CalibrationUnavailable, PersistencePaused) as exc:
-                log.info("background calibration of %r skipped: %s", agent, exc)
-            except Exception:  # never let a background pass take the server down
-                log.exception("background calibration of %r failed", agent)
 
-    def wait_idle(self, timeout: float = 60.0) -> bool:
-        """Block until the background pass (if any) finished; True when idle."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-            return not thread.is_alive()
-        return True
+#: Rows per block of the probe × corpus product (80 × 8192 float32 = 2.6 MB at a time).
+_TOP_COSINE_BLOCK = 8192
 
-    def stop(self) -> None:
-        """Ask the background pass to stop after the current agent and wait briefly."""
-        self._stop.set()
-        self.wait_idle(10.0)
+
+def _unsaved(problem: str | None) -> str:
+    return (
+        f"calibration_unsaved: {problem or 'the calibration state could not be saved'}; it is in force in "
+        "this server process only (check_health reports it)"
+    )

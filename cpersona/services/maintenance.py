@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput
@@ -20,6 +21,7 @@ from cpersona.health.deep_checks import deep_check_names, run_deep_checks
 from cpersona.health.state import HealthState
 from cpersona.storage.interface import Store
 from cpersona.validation import boolean, optional_str, required_str
+from cpersona.work import Work
 
 
 class UnknownCheck(InvalidInput):
@@ -65,17 +67,23 @@ class Maintenance:
         )
 
     def check_health(
-        self, agent_id: str | None = None, *, fix: bool = False, checks: Sequence[str] | None = None
+        self,
+        agent_id: str | None = None,
+        *,
+        fix: bool = False,
+        checks: Sequence[str] | None = None,
+        work: Work | None = None,
     ) -> dict[str, Any]:
         """Run the health-check registry (docs/health.md); ``fix`` repairs, bounded, never locked rows.
 
         While persistence is paused, ``fix=true`` runs report-only and says so (``fix_downgraded``).
+        ``work`` (``cpersona.work``) gets progress per check and may cancel between checks.
         """
         agent = optional_str(agent_id, "agent_id")
         wanted = boolean(fix, "fix")
         allowed, note = persistence.effective_fix(wanted)
         try:
-            result = run_checks(self._context(agent, allowed), checks, fix_requested=wanted)
+            result = run_checks(self._context(agent, allowed), checks, fix_requested=wanted, work=work)
         except InvalidInput as exc:
             raise UnknownCheck(str(exc), check_names()) from exc
         if note:
@@ -95,4 +103,7 @@ class Maintenance:
             raise UnknownCheck(str(exc), deep_check_names()) from exc
         if note:
             result["note"] = note
+        notice = agent_notice(self.store.session().admin, agent)
+        if notice:
+            result["notice"] = notice
         return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from cpersona.agent_notice import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL, MAX_ROW_ID, MAX_ROW_ID_DIGITS
 from cpersona.storage.interface import Store
@@ -73,7 +74,7 @@ class Reader:
         project_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
-        """Memories newest first: ``{ok, items, count, total}``.
+        """Memories newest first: ``{ok, items, count, total, notice?}`` (``notice``: the agent owns no rows).
 
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
@@ -86,7 +87,11 @@ class Reader:
         with self.storage.read() as session:
             items = session.memories.list_recent(scope, n)
             total = session.memories.count(scope)
-        return {"ok": True, "items": items, "count": len(items), "total": total}
+            notice = agent_notice(session.admin, scope.agent_id, allowed_agents) if total == 0 else None
+        result: dict[str, Any] = {"ok": True, "items": items, "count": len(items), "total": total}
+        if notice:
+            result["notice"] = notice
+        return result
 
     def list_episodes(
         self,
@@ -96,7 +101,7 @@ class Reader:
         project_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
-        """Episodes newest first: ``{ok, items, count, total}``.
+        """Episodes newest first: ``{ok, items, count, total, notice?}`` (``notice``: the agent owns no rows).
 
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
@@ -109,4 +114,8 @@ class Reader:
         with self.storage.read() as session:
             items = session.episodes.list_recent(scope, n)
             total = session.episodes.count(scope)
-        return {"ok": True, "items": items, "count": len(items), "total": total}
+            notice = agent_notice(session.admin, scope.agent_id, allowed_agents) if total == 0 else None
+        result: dict[str, Any] = {"ok": True, "items": items, "count": len(items), "total": total}
+        if notice:
+            result["notice"] = notice
+        return result

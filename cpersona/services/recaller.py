@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona import context_merge
+from cpersona.agent_notice import agent_notice
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
 from cpersona.health import persistence
@@ -16,6 +17,7 @@ from cpersona.limits import (
     PROFILE_INJECTION_ROWS,
     RECALL_LIMIT_MAX,
 )
+from cpersona.retrieval.explain import explain
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.storage.interface import Session, Store, VectorQuery
 from cpersona.storage.scope import Scope
@@ -53,11 +55,16 @@ class Recaller:
         exclude_contents: Sequence[str] | None = None,
         source_id: str | None = None,
         record: bool = True,
+        trace: bool = False,
     ) -> dict[str, Any]:
         """Hybrid recall; ``results`` ordered worst → best (the last element is the best match).
 
         ``record=False`` leaves recall_count / last_recalled_at alone (a person previewing
-        what recall returns, e.g. in ``cpersona ui``, must not feed the recent-recall penalty).
+        what recall returns, e.g. in ``cpersona ui`` or ``cpersona recall``, must not feed the
+        recent-recall penalty). ``trace=True`` adds ``trace``: each stage's candidates and scores
+        (docs/retrieval.md "Trace"). An empty or shortened answer carries ``explanation`` (one
+        sentence: which gate, its threshold, the best similarity, what to try); an agent that owns
+        no rows at all adds ``notice`` naming the known agents.
         """
         request = RecallRequest(
             scope=Scope(
@@ -72,6 +79,7 @@ class Recaller:
             deep=boolean(deep, "deep"),
             exclude_contents=string_list(exclude_contents, "exclude_contents"),
             source_id=optional_str(source_id, "source_id"),
+            trace=boolean(trace, "trace"),
         )
         response: dict[str, Any] = {"ok": True, "results": [], "count": 0, "mode": self.settings.recall_mode}
         wants_vector = request.limit > 0 and bool(request.query.strip())
@@ -96,8 +104,10 @@ class Recaller:
         with self.store.read() as session:
             outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
             rows = outcome.rows
+            scored = len(rows)
             if len(rows) < request.limit:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
+            notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
         if record and recalled and not persistence.is_paused():  # bookkeeping is a write too (SPEC §5 pause)
             try:
@@ -116,6 +126,19 @@ class Recaller:
             },
             gate=outcome.gate,
         )
+        sentence = explain(
+            outcome.gate,
+            scored,
+            request.limit,
+            keyword_only=query_vector is None and bool(request.query.strip()),
+            empty_query=not request.query.strip(),
+        )
+        if sentence:
+            response["explanation"] = sentence
+        if notice:
+            response["notice"] = notice
+        if outcome.trace is not None:
+            response["trace"] = outcome.trace
         return response
 
     def _profiles_for(self, session: Session, scope: Scope) -> list[dict[str, Any]]:
@@ -136,6 +159,7 @@ class Recaller:
         deep: bool = False,
         channel: str | None = None,
         project_id: str | None = None,
+        record: bool = True,
     ) -> dict[str, Any]:
         """Recall merged with conversation entries, deduplicated, in chronological order.
 
@@ -151,6 +175,7 @@ class Recaller:
             channel=channel,
             project_id=project_id,
             exclude_contents=[e["content"] for e in entries if e["content"].strip()],
+            record=record,
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
         response = {
@@ -160,6 +185,7 @@ class Recaller:
             "mode": recalled["mode"],
             "gate": recalled["gate"],
         }
-        if "advisory" in recalled:
-            response["advisory"] = recalled["advisory"]
+        for key in ("advisory", "explanation", "notice"):
+            if key in recalled:
+                response[key] = recalled[key]
         return response

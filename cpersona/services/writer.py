@@ -42,12 +42,15 @@ class Writer:
         embeddings: EmbeddingService,
         health: HealthState,
         wake_worker: Callable[[], None],
+        on_stored: Callable[[str], None] | None = None,
     ) -> None:
         self.storage = store
         self.settings = settings
         self.embeddings = embeddings
         self.health = health
         self.wake_worker = wake_worker
+        # Told the agent of every stored memory (self-calibration's counter: O(1), no I/O).
+        self.on_stored = on_stored
 
     def _embed_document(self, text: str) -> tuple[bytes | None, str | None, int | None]:
         vectors = self.embeddings.embed_documents([text])
@@ -139,6 +142,8 @@ class Writer:
             if duplicate is None:
                 raise
             return _skipped(*duplicate)
+        if self.on_stored is not None:
+            self.on_stored(new.agent_id)
         result: dict[str, Any] = {
             "ok": True,
             "result": "stored",

@@ -42,11 +42,16 @@ from cpersona.shapes.everyday import (  # noqa: F401 - re-exported: the public n
     RecallGate,
     RecallResult,
     RecallSearch,
+    RecallTrace,
     RecallWithContextResult,
     StorePaused,
     StoreSkipped,
     StoreStored,
     TableCounts,
+    TraceChannel,
+    TraceFusion,
+    TraceRefs,
+    TraceScored,
     UpdateMemoryResult,
     UpdateProfileResult,
 )
@@ -66,6 +71,7 @@ from cpersona.shapes.operations import (  # noqa: F401 - re-exported: the public
     VectorWindow,
 )
 from cpersona.shapes.quality import (  # noqa: F401 - re-exported: the public names live here
+    CalibrateResult,
     CalibrateThresholdResult,
     CalibrationState,
     Fingerprint,
@@ -117,6 +123,7 @@ METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "merge_memories": (MergeResult,),
     "migrate_channel_axis": (MigrateChannelAxisResult,),
     "calibrate_threshold": (CalibrateThresholdResult,),
+    "calibrate": (CalibrateResult,),
     "set_recall_precision": (RecallPrecisionResult,),
     "get_recall_precision": (RecallPrecisionResult,),
 }

@@ -81,16 +81,81 @@ class RecallGate(TypedDict):
     ]
     level: Annotated[str | None, "Precision level: strict, balanced or lenient (null when off)."]
     beta: Annotated[float | None, "Effective β (null when off)."]
-    threshold: Annotated[float | None, "The cut on the cosine scale (null when off)."]
+    threshold: Annotated[
+        float | None, "The cut on the scale of keyed_on: evidence, top cosine or confidence (null when off)."
+    ]
     top_cosine: Annotated[float | None, "The query's best cosine in scope (null without a query vector)."]
+    evidence: NotRequired[
+        Annotated[
+            float,
+            "keyed_on 'evidence': the best candidate's cosine + its coverage of the query's words "
+            "(the corpus's frequent names left out), at least top_cosine.",
+        ]
+    ]
+    coverage: NotRequired[
+        Annotated[
+            float, "keyed_on 'evidence': that candidate's idf-weighted share of the query's words (0..1)."
+        ]
+    ]
     passed: Annotated[bool, "The query passed (false: only exact lexical matches or fallbacks were kept)."]
-    keyed_on: Annotated[str | None, "'top_cosine' (per query) or 'confidence' (per row); null when off."]
+    keyed_on: Annotated[
+        str | None,
+        "'evidence' (per query, calibrated), 'top_cosine' (per query: heuristic, or a calibration from "
+        "before scoring version 2) or 'confidence' (per row); null when off.",
+    ]
     reason: NotRequired[Annotated[str, "Why the gate is off or heuristic."]]
     stale: NotRequired[
         Annotated[bool, "The stored calibration is for another model/dimension/scoring version."]
     ]
     cut: NotRequired[Annotated[int, "Candidate rows the gate removed."]]
     autocut: NotRequired[Annotated[int, "Rows removed by largest-gap autocut (similarity-scale lists only)."]]
+
+
+class TraceChannel(TypedDict):
+    """One retriever's hits in a recall trace."""
+
+    method: Annotated[str, "'vector', 'fts', 'like' or 'none'."]
+    total: Annotated[int, "Hits the channel returned."]
+    hits: Annotated[list[dict[str, object]], "Up to 30 {ref, score} best first (score: the raw value)."]
+
+
+class TraceFusion(TypedDict):
+    """The fused candidates in a recall trace."""
+
+    mode: Annotated[str, "rrf, rsf or cascade."]
+    rrf_k: NotRequired[Annotated[int, "k of rrf."]]
+    total: Annotated[int, "Candidates after fusion."]
+    candidates: Annotated[
+        list[dict[str, object]], "Up to 30 {ref, score, channels: {channel: raw score}} best first."
+    ]
+
+
+class TraceRefs(TypedDict):
+    """Candidates dropped before scoring (gone, out of scope, excluded, source filter)."""
+
+    total: Annotated[int, "How many."]
+    refs: Annotated[list[str], "Up to 30 refs."]
+
+
+class TraceScored(TypedDict):
+    """Candidates after penalties (and confidence), before the gate."""
+
+    total: Annotated[int, "How many."]
+    rows: Annotated[list[dict[str, object]], "Up to 30 {ref, signal, score, factors} best first."]
+
+
+class RecallTrace(TypedDict):
+    """recall(trace=true): each stage's candidates and scores (docs/retrieval.md "Trace")."""
+
+    depth: Annotated[int, "Rows each retriever was asked for."]
+    channels: Annotated[
+        dict[str, TraceChannel], "Per retriever that ran: vector, fts_memories, fts_words, fts_episodes."
+    ]
+    fusion: Annotated[TraceFusion, "The fused candidates."]
+    filtered_out: Annotated[TraceRefs, "Fused but dropped before scoring."]
+    scored: Annotated[TraceScored, "After penalties, before the gate."]
+    gate: Annotated[dict[str, object], "The response's gate plus kept (rows it let through) and cut_refs."]
+    returned: Annotated[list[str], "Refs returned, best first (after limit)."]
 
 
 class RecallResult(TypedDict):
@@ -108,6 +173,17 @@ class RecallResult(TypedDict):
             str, "Present when the database could not record recall statistics (read_only / storage_full)."
         ]
     ]
+    explanation: NotRequired[
+        Annotated[
+            str,
+            "An empty or shortened answer: one sentence saying which gate cut it, its threshold, the best "
+            "candidate's similarity and what to try.",
+        ]
+    ]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
+    trace: NotRequired[Annotated[RecallTrace, "With trace=true: each stage's candidates and scores."]]
 
 
 class RecalledMemory(MemoryRow):
@@ -152,6 +228,10 @@ class RecallWithContextResult(TypedDict):
     context_filter_only: NotRequired[Annotated[list[str], "Roles that only filtered (not merged)."]]
     gate: Annotated[RecallGate, "The recall's quality gate (as in recall)."]
     advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
+    explanation: NotRequired[Annotated[str, "As in recall: why the answer is empty or shortened."]]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
 
 
 class GetContentsResult(TypedDict):
@@ -216,6 +296,9 @@ class ListMemoriesResult(TypedDict):
     items: Annotated[list[MemoryRow], "Up to limit rows."]
     count: Annotated[int, "len(items)."]
     total: Annotated[int, "Rows in the scope."]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
 
 
 class ListEpisodesResult(TypedDict):
@@ -225,6 +308,9 @@ class ListEpisodesResult(TypedDict):
     items: Annotated[list[EpisodeRow], "Up to limit rows."]
     count: Annotated[int, "len(items)."]
     total: Annotated[int, "Rows in the scope."]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
 
 
 class QueueStatus(TypedDict):

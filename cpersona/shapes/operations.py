@@ -59,16 +59,18 @@ class ReembedDone(TypedDict):
     """reembed: stale vectors cleared, queue drained."""
 
     ok: Annotated[Literal[True], "Success."]
-    queued: Annotated[int, "Rows queued for embedding."]
+    queued: Annotated[int, "Embedding tasks waiting when the drain started (queued before or by this call)."]
     processed: Annotated[int, "Tasks handled in this call."]
+    remaining: Annotated[int, "Embedding tasks still waiting afterwards (retried later)."]
 
 
 class ReembedFailed(TypedDict):
     """reembed: the model could not be loaded; rows stay queued."""
 
     ok: Annotated[Literal[False], "Failure."]
-    error: Annotated[str, "Why the model did not load."]
-    queued: Annotated[int, "Rows queued for embedding."]
+    error: Annotated[str, "Why the model did not load, with the fix."]
+    fault: Annotated[str, "The fault kind (model_missing, misconfigured, ...; see embedding_status)."]
+    queued: Annotated[int, "Embedding tasks waiting (they stay queued)."]
 
 
 ReembedResult = ReembedDone | ReembedFailed
@@ -83,6 +85,7 @@ class HealthFinding(TypedDict):
     check: Annotated[str, "The check's registry name."]
     severity: Annotated[Literal["critical", "warn", "info"], "info never degrades the verdict."]
     message: Annotated[str, "What is wrong, for a person."]
+    fixable: Annotated[bool, "Whether fix=true (`cpersona checkup --fix`) repairs it; if not, follow fix."]
     count: NotRequired[Annotated[int, "How many rows are affected."]]
     refs: NotRequired[Annotated[list[str], "Some affected rows ('mem:<id>', 'ep:<id>')."]]
     fix: NotRequired[Annotated[str, "What fix=true does, or the command to run."]]
@@ -105,6 +108,9 @@ class CheckHealthResult(TypedDict):
     max_repairs_per_check: Annotated[int, "The bound on repairs per check per run."]
     stats: Annotated[dict[str, Any], "Rows per agent/project/channel, database and WAL size, queue depth."]
     fix_downgraded: NotRequired[Annotated[Literal[True], "fix=true ran report-only (persistence is paused)."]]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
     note: NotRequired[Annotated[str, "Why fix was downgraded."]]
 
 
@@ -121,6 +127,9 @@ class DeepCheckResult(TypedDict):
     findings: Annotated[list[HealthFinding], "Every finding (near-duplicates carry both refs)."]
     checks: Annotated[dict[str, Any], "Per check: status, findings and details."]
     note: NotRequired[Annotated[str, "Why fix was downgraded (persistence paused)."]]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
 
 
 # -- portability ------------------------------------------------------------------------------------------
@@ -135,6 +144,9 @@ class ExportResult(TypedDict):
     agent_id: Annotated[str | None, "The agent exported (None: every agent, CLI only)."]
     include_embeddings: Annotated[bool, "Whether vectors were written (base64 float32 with model id)."]
     counts: Annotated[dict[str, int], "Records written per type."]
+    notice: NotRequired[
+        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
 
 
 class ImportResult(TypedDict):
@@ -148,6 +160,9 @@ class ImportResult(TypedDict):
     lines: Annotated[int, "Lines read."]
     counts: Annotated[dict[str, dict[str, int]], "Per type: inserted / duplicate / ... counts."]
     truncated: Annotated[int, "Records whose text was cut to the caps."]
+    vectors_dropped: Annotated[
+        int, "Vectors not kept: their length contradicts the registry's dimension for their model."
+    ]
     queued_for_embedding: Annotated[int, "Rows queued for back-fill."]
     error_count: Annotated[int, "Bad lines (skipped)."]
     errors: Annotated[list[dict[str, Any]], "The first bad lines: line number and why."]

@@ -24,11 +24,21 @@ class GateCalibration(TypedDict):
     """The query gate's calibration from the probe questions."""
 
     enabled: Annotated[bool, "CPERSONA_FUSED_GATE_ENABLED."]
-    kind: NotRequired[Annotated[str, "'query_top_cosine'."]]
-    probes: NotRequired[Annotated[int, "Probe questions embedded."]]
-    threshold: NotRequired[Annotated[float, "The gate's top-cosine cut at the agent's effective precision."]]
+    kind: NotRequired[Annotated[str, "'query_evidence': the gate keys on the query's evidence."]]
+    probes: NotRequired[Annotated[int, "Probe questions measured."]]
+    entities: NotRequired[
+        Annotated[list[str], "The names the corpus is full of, left out of a query's words (at most 32)."]
+    ]
+    threshold: NotRequired[Annotated[float, "The gate's evidence cut at the agent's effective precision."]]
     thresholds: NotRequired[Annotated[dict[str, float], "The cut at strict, balanced and lenient."]]
+    probe_evidence: NotRequired[Annotated[dict[str, float], "p50 / p75 / p90 of the probes' evidence."]]
     probe_top_cosine: NotRequired[Annotated[dict[str, float], "p50 / p75 / p90 of the probes' top cosines."]]
+    probes_cut: NotRequired[
+        Annotated[
+            dict[str, int],
+            "Per level, how many probe questions (about things this agent never stored) it would answer empty.",
+        ]
+    ]
 
 
 class Fingerprint(TypedDict):
@@ -48,7 +58,7 @@ class PrecisionSetting(TypedDict):
 
 
 class CalibrateThresholdResult(TypedDict):
-    """calibrate_threshold: the agent's thresholds, persisted to the sidecar."""
+    """calibrate_threshold: the agent's thresholds, saved in the store's calibration state."""
 
     ok: Annotated[Literal[True], "Success."]
     agent_id: Annotated[str, "The agent calibrated."]
@@ -60,7 +70,14 @@ class CalibrateThresholdResult(TypedDict):
     precision: Annotated[PrecisionSetting, "The precision the thresholds were computed for."]
     fingerprint: Annotated[Fingerprint, "Scoring version, model id, dimension."]
     created_at: Annotated[str, "When (UTC ISO-8601)."]
-    sidecar: Annotated[str, "Path of <db>.calibration.json."]
+    trigger: Annotated[
+        str, "What started it: explicit, precision, first, growth or fingerprint (self-calibration)."
+    ]
+    sidecar: Annotated[
+        str, "Where the state is kept: <db>.calibration.json (SQLite) or the calibration_state table."
+    ]
+    persisted: Annotated[bool, "The state was saved (false: in force in this server process only)."]
+    storage: NotRequired[Annotated[str, "Why it was not saved ('calibration_unsaved: ...')."]]
 
 
 class GlobalPrecision(TypedDict):
@@ -83,6 +100,7 @@ class CalibrationState(TypedDict):
     created_at: NotRequired[Annotated[str | None, "When it was made."]]
     method: NotRequired[Annotated[str | None, "Its method."]]
     rows: NotRequired[Annotated[int | None, "Rows it saw."]]
+    trigger: NotRequired[Annotated[str, "What started it (explicit, precision, first, growth, fingerprint)."]]
 
 
 # Functional form: the key "global" is a Python keyword.
@@ -102,8 +120,22 @@ RecallPrecisionResult = TypedDict(
         "note": NotRequired[
             Annotated[str, "set_recall_precision: why it was not recalibrated (no model, too few rows)."]
         ],
+        "persisted": NotRequired[
+            Annotated[Literal[False], "set_recall_precision: the setting was not saved."]
+        ],
+        "storage": NotRequired[Annotated[str, "Why it was not saved ('calibration_unsaved: ...')."]],
     },
 )
 RecallPrecisionResult.__doc__ = (
     "get_recall_precision / set_recall_precision: the agent's effective precision."
 )
+
+
+class CalibrateResult(TypedDict):
+    """calibrate (``cpersona calibrate``): one agent, or every agent the self-calibration schedule finds due."""
+
+    ok: Annotated[Literal[True], "Success."]
+    calibrated: Annotated[
+        list[CalibrateThresholdResult], "One calibrate_threshold result per agent calibrated."
+    ]
+    skipped: Annotated[dict[str, str], "Agents due but not calibrated, and why."]

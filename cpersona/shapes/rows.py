@@ -21,12 +21,27 @@ class MatchReason(TypedDict):
         Annotated[float, "Cosine similarity to the query (the vector channel found the row)."]
     ]
     rrf: NotRequired[Annotated[float, "Reciprocal-rank-fusion score before penalties."]]
-    rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties."]]
+    rsf: NotRequired[Annotated[float, "Relative-score-fusion score before penalties (the retrievers' sum)."]]
+    context: NotRequired[
+        Annotated[
+            float,
+            "The context channel's share: the row was stored next to one of the best hits, in its "
+            "session (rsf only); the fused score is rsf + context.",
+        ]
+    ]
+    factors: Annotated[
+        dict[str, float],
+        "What score is made of, in order; the values multiply to score: the base (rsf, rrf, cascade or "
+        "cosine; 'rsf+context' when the context channel added to it) then each factor applied after "
+        "fusion that was not 1 (episode_boundary_penalty, recent_recall_penalty; under confidence "
+        "time_decay, resolved_episode, recall_count_boost, confidence_cap).",
+    ]
     gate: NotRequired[
         Annotated[
             str,
-            "'exact_match': the row holds an identifier-like query token or the whole "
-            "query verbatim, so the gate never cuts it.",
+            "What the gate said about the row: 'passed', 'exact_match' (the row holds an identifier-like "
+            "query token or the whole query verbatim, so the gate never cuts it) or 'fallback' (a "
+            "below-gate lexical match under confidence); absent when no gate ran.",
         ]
     ]
 

@@ -49,6 +49,21 @@ class SqliteAdmin:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def known_agent_ids(self) -> list[str]:
+        """Every agent id owning any row at all (memory, episode or profile), sorted."""
+        rows = self.conn.execute(
+            "SELECT agent_id FROM memories UNION SELECT agent_id FROM episodes "
+            "UNION SELECT agent_id FROM profiles ORDER BY 1"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def has_rows(self, agent_id: str) -> bool:
+        """Whether ``agent_id`` owns any memory, episode or profile (three indexed probes)."""
+        return any(
+            self.conn.execute(f"SELECT 1 FROM {table} WHERE agent_id = ? LIMIT 1", (agent_id,)).fetchone()
+            for table in _COUNTED
+        )
+
     def delete_agent(self, agent_id: str) -> dict[str, int]:
         """Delete every memory (locked ones too), episode, profile and queued task of one agent."""
         for table in VECTOR_TABLES:

@@ -8,7 +8,7 @@ session's connection (or, for merges, to the database's write transaction).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from cpersona.storage import deep_queries as dq
@@ -210,10 +210,19 @@ class SqliteMaintenanceRows:
         self.db = db
 
     def merge_agents(
-        self, source: str, target: str, *, mode: str, dry_run: bool, queued_at: str | None
+        self,
+        source: str,
+        target: str,
+        *,
+        mode: str,
+        dry_run: bool,
+        queued_at: str | None,
+        step: Callable[[], None] | None = None,
     ) -> dict[str, dict[str, int]]:
         """See ``cpersona.storage.port_merge.merge_agents``."""
-        return merge_agents(self.db, source, target, mode=mode, dry_run=dry_run, queued_at=queued_at)
+        return merge_agents(
+            self.db, source, target, mode=mode, dry_run=dry_run, queued_at=queued_at, step=step
+        )
 
     def migrate_channels(
         self,

@@ -22,6 +22,7 @@ from cpersona.storage.scope import Scope
 if TYPE_CHECKING:  # annotations only: numpy stays out of the MCP handshake's imports (lazy start-up)
     import numpy as np
 
+    from cpersona.storage.calibration_state import Change, Saved
     from cpersona.storage.port_records import ImportRecord
 
 MEMORIES = "memories"
@@ -333,6 +334,10 @@ class VectorSearch(Protocol):
         """(ids, vectors) of one agent's rows holding a vector of this model and dimension, in id order."""
         ...
 
+    def agent_counts(self, table: str, model_id: str, dimension: int) -> dict[str, int]:
+        """Rows per agent holding a vector of this model and dimension (what calibration would see)."""
+        ...
+
 
 class VectorFeed(Protocol):
     """Corpus-wide vector bookkeeping (which dimensions are stored, clearing stale ones).
@@ -367,6 +372,14 @@ class AdminQueries(Protocol):
 
     def agent_ids(self) -> list[str]:
         """Every agent id owning at least one memory or episode, sorted."""
+        ...
+
+    def known_agent_ids(self) -> list[str]:
+        """Every agent id owning any row at all (memory, episode or profile), sorted."""
+        ...
+
+    def has_rows(self, agent_id: str) -> bool:
+        """Whether ``agent_id`` owns any memory, episode or profile."""
         ...
 
     def delete_agent(self, agent_id: str) -> dict[str, int]:
@@ -460,6 +473,36 @@ class Session(Protocol):
     def repair(self) -> HealthRepairs: ...
 
 
+class CalibrationStates(Protocol):
+    """Per-agent calibration state (SQLite: the sidecar file; PostgreSQL: a table), see
+    ``storage.calibration_state``. Reads never raise; writes report what they could not save."""
+
+    @property
+    def location(self) -> str:
+        """Where the state lives (a file path, or the table and database)."""
+        ...
+
+    def agents(self) -> dict[str, dict[str, Any]]:
+        """Every agent's entry (copies)."""
+        ...
+
+    def get(self, agent_id: str) -> dict[str, Any] | None:
+        """One agent's entry (a copy), or None."""
+        ...
+
+    def exclusive(self, agent_id: str, wait: float = 0.0) -> AbstractContextManager[bool]:
+        """Hold the right to calibrate ``agent_id`` (across processes); yields False when not had in time."""
+        ...
+
+    def modify(self, agent_id: str, change: Change, wait: float = 30.0) -> Saved:
+        """Apply ``change`` to the freshly re-read entry and save it (None removes the entry)."""
+        ...
+
+    def problem(self) -> str | None:
+        """Why calibration state cannot be saved now, or None."""
+        ...
+
+
 class Store(Protocol):
     """A database: hands out sessions. One per ``Memory``."""
 
@@ -494,6 +537,10 @@ class Store(Protocol):
 
     def portability_rows(self) -> PortabilityRows:
         """Row streaming and dedup-aware batch writes for export and import (every engine has them)."""
+        ...
+
+    def calibration_states(self) -> CalibrationStates:
+        """Where this store keeps per-agent calibration state (one object per store)."""
         ...
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ the check reports it as an info finding.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -290,13 +290,32 @@ class HealthRepairs(Protocol):
         ...
 
 
+def stepped(ids: Iterable[int], step: Callable[[], None] | None) -> Iterator[int]:
+    """``ids``, calling ``step`` before each: a merge's cancel and progress hook, for both engines."""
+    for rid in ids:
+        if step is not None:
+            step()
+        yield rid
+
+
 class MaintenanceRows(Protocol):
     """Agent merges and the channel-axis repair; each call is one write transaction (rolled back on dry runs)."""
 
     def merge_agents(
-        self, source: str, target: str, *, mode: str, dry_run: bool, queued_at: str | None
+        self,
+        source: str,
+        target: str,
+        *,
+        mode: str,
+        dry_run: bool,
+        queued_at: str | None,
+        step: Callable[[], None] | None = None,
     ) -> dict[str, dict[str, int]]:
-        """Copy or move ``source``'s rows to ``target`` skipping duplicates; counts per table."""
+        """Copy or move ``source``'s rows to ``target`` skipping duplicates; counts per table.
+
+        ``step`` is called before each source memory and episode inside the transaction; an
+        exception it raises (a cancel) rolls the whole merge back.
+        """
         ...
 
     def migrate_channels(

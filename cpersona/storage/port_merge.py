@@ -16,10 +16,11 @@ duplicate passes its lock to the target row it duplicates.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from cpersona.storage.db import Database
-from cpersona.storage.maintenance_interface import COPY, MOVE
+from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
 from cpersona.storage.tasks import EMBED, SqliteTasks
 
 _MEMORY_COPY_COLUMNS = (
@@ -37,18 +38,26 @@ class _DryRun(Exception):
 
 
 def merge_agents(
-    db: Database, source: str, target: str, *, mode: str, dry_run: bool, queued_at: str | None
+    db: Database,
+    source: str,
+    target: str,
+    *,
+    mode: str,
+    dry_run: bool,
+    queued_at: str | None,
+    step: Callable[[], None] | None = None,
 ) -> dict[str, dict[str, int]]:
     """Merge ``source`` into ``target``; returns counts per table (the same numbers in a dry run).
 
     A dry run performs the whole merge inside the transaction and rolls it back,
-    so its counts are exactly what a real run would do.
+    so its counts are exactly what a real run would do. ``step`` runs before each source
+    memory and episode; whatever it raises rolls the merge back and propagates.
     """
     counts: dict[str, dict[str, int]] = {}
     try:
         with db.write() as conn:
-            counts["memories"] = _merge_memories(conn, source, target, mode, queued_at)
-            counts["episodes"] = _merge_episodes(conn, source, target, mode, queued_at)
+            counts["memories"] = _merge_memories(conn, source, target, mode, queued_at, step)
+            counts["episodes"] = _merge_episodes(conn, source, target, mode, queued_at, step)
             counts["profiles"] = _merge_profiles(conn, source, target, mode)
             if dry_run:
                 raise _DryRun
@@ -100,10 +109,15 @@ def _place(
 
 
 def _merge_memories(
-    conn: sqlite3.Connection, source: str, target: str, mode: str, queued_at: str | None
+    conn: sqlite3.Connection,
+    source: str,
+    target: str,
+    mode: str,
+    queued_at: str | None,
+    step: Callable[[], None] | None,
 ) -> dict[str, int]:
     result = _result(mode)
-    for rid in _ids(conn, "memories", source):
+    for rid in stepped(_ids(conn, "memories", source), step):
         row = conn.execute(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL FROM memories WHERE id = ?",
             (rid,),
@@ -140,10 +154,15 @@ def _merge_memories(
 
 
 def _merge_episodes(
-    conn: sqlite3.Connection, source: str, target: str, mode: str, queued_at: str | None
+    conn: sqlite3.Connection,
+    source: str,
+    target: str,
+    mode: str,
+    queued_at: str | None,
+    step: Callable[[], None] | None,
 ) -> dict[str, int]:
     result = _result(mode)
-    for rid in _ids(conn, "episodes", source):
+    for rid in stepped(_ids(conn, "episodes", source), step):
         project, channel, summary, has_vector = conn.execute(
             "SELECT project_id, channel, summary, embedding IS NOT NULL FROM episodes WHERE id = ?", (rid,)
         ).fetchone()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cpersona.storage.admin import SqliteAdmin
 from cpersona.storage.browse import SqliteBrowse
+from cpersona.storage.calibration_state import SidecarStates
 from cpersona.storage.db import Database
 from cpersona.storage.episodes import SqliteEpisodes
 from cpersona.storage.health_sqlite import SqliteHealth, SqliteMaintenanceRows, SqliteRepairs
@@ -63,6 +64,7 @@ class SqliteStore:
         self.db = Database(path)
         # One set of in-memory vector indexes per store, shared by its sessions (kept in step with the file).
         self.indexes = VectorIndexes(keep_vectors=keep_vectors)
+        self._calibration = SidecarStates(self.db.path)
         try:
             migrate(self.db)
         except BaseException:
@@ -75,6 +77,7 @@ class SqliteStore:
         store = cls.__new__(cls)
         store.db = ReadOnlyDatabase(path)
         store.indexes = VectorIndexes(keep_vectors=keep_vectors)
+        store._calibration = SidecarStates(store.db.path)
         return store
 
     @property
@@ -90,6 +93,10 @@ class SqliteStore:
     def portability_rows(self) -> SqlitePortabilityRows:
         """Export streaming and import batches over this file."""
         return SqlitePortabilityRows(self.db)
+
+    def calibration_states(self) -> SidecarStates:
+        """Per-agent calibration state: the sidecar ``<db>.calibration.json`` beside the file."""
+        return self._calibration
 
     def maintenance_rows(self) -> SqliteMaintenanceRows:
         """Agent merges and the channel-axis repair over this file."""

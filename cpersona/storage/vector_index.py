@@ -380,6 +380,15 @@ class VectorIndex:
         rows = np.frombuffer(b"".join(blobs[int(i)] for i in ids), dtype="<f4").reshape(ids.size, -1)
         return ids, rows.copy()
 
+    def agent_counts(self) -> dict[str, int]:
+        """Live rows per agent (a count over the in-memory columns: no database read)."""
+        with self._lock:
+            n = self._n
+            if self._live_count == 0:
+                return {}
+            counts = np.bincount(self._axes[0, :n][self._live[:n]], minlength=len(self._codes) + 1)
+            return {agent: int(counts[code]) for agent, code in self._codes.items() if counts[code]}
+
 
 class VectorIndexes:
     """The indexes of one ``SqliteStore``, one per table, rebuilt when the active model or dimension changes.
@@ -455,3 +464,7 @@ class SqliteVectorSearch:
         """(ids, vectors) of one agent's rows with vectors of this model, in id order."""
         index = self.synced(table, model_id, dimension)
         return index.agent_rows(agent_id, self._fetch(table, model_id, dimension))
+
+    def agent_counts(self, table: str, model_id: str, dimension: int) -> dict[str, int]:
+        """Rows per agent holding a vector of this model (from the synced in-memory index)."""
+        return self.synced(table, model_id, dimension).agent_counts()

@@ -126,6 +126,12 @@ class UiApp:
         grants = grants_for_request(request.state)
         return [a for a in self.memory.list_agents()["agents"] if grants.allows("read", a["agent_id"])]
 
+    def _notice(self, request: Request, agent: str | None) -> str | None:
+        """The unknown-agent notice, naming only agents this client may read."""
+        if agent is None:
+            return None
+        return self.memory.agent_notice(agent, [a["agent_id"] for a in self._agents(request)])
+
     def _filters(self, request: Request) -> pages.Filters:
         q = request.query_params
         return pages.Filters(
@@ -161,7 +167,8 @@ class UiApp:
             return self._error(request, exc, "/")
         body = pages.memories_page(result, f, self._agents(request), self._view(request, f.agent))
         done = pages.done_box(request.query_params.get("done"))
-        return self._page(request, "Memories", done + body, "/memories")
+        notice = pages.agent_notice_box(self._notice(request, f.agent) if not result.get("total") else None)
+        return self._page(request, "Memories", done + notice + body, "/memories")
 
     def _memory_row(self, agent: str, memory_id: str) -> dict[str, Any]:
         found = self.memory.get_contents(agent, [f"mem:{memory_id}"])
@@ -199,7 +206,8 @@ class UiApp:
             return self._error(request, exc, "/")
         body = pages.episodes_page(result, f, self._agents(request), self._view(request, f.agent))
         done = pages.done_box(request.query_params.get("done"))
-        return self._page(request, "Episodes", done + body, "/episodes")
+        notice = pages.agent_notice_box(self._notice(request, f.agent) if not result.get("total") else None)
+        return self._page(request, "Episodes", done + notice + body, "/episodes")
 
     def profile(self, request: Request) -> Response:
         """GET /profile?agent=: the agent's profiles."""
@@ -209,7 +217,8 @@ class UiApp:
             result = self.memory.list_profiles(agent)
         except (CPersonaError, Forbidden) as exc:
             return self._error(request, exc, "/")
-        return self._page(request, f"Profile of {agent}", pages.profiles_page(agent, result), "/")
+        notice = pages.agent_notice_box(self._notice(request, agent))
+        return self._page(request, f"Profile of {agent}", notice + pages.profiles_page(agent, result), "/")
 
     def search(self, request: Request) -> Response:
         """GET /search?q=&agent=: the real recall, best first, with match_reason."""
@@ -226,6 +235,8 @@ class UiApp:
                 )
             except (CPersonaError, Forbidden) as exc:
                 return self._error(request, exc, "/search")
+            if "notice" in result:  # recall names every agent; this client hears only of its own
+                result["notice"] = self._notice(request, agent)
             body += insight.search_results(result, self._view(request, agent))
         return self._page(request, "Search", body, "/search")
 

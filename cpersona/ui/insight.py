@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cpersona.retrieval.explain import describe_factors, describe_gate, describe_search
 from cpersona.shapes import EpisodeRow, MemoryRow, ProfileRow
 from cpersona.ui.chart import timeline_svg
 from cpersona.ui.html import badge, esc, snippet, table, url
@@ -14,7 +15,17 @@ from cpersona.ui.pages import ANY, View, axis_label, memory_actions
 _KNOWN_ROW_KEYS = (
     set(MemoryRow.__annotations__) | set(EpisodeRow.__annotations__) | set(ProfileRow.__annotations__)
 )
-_SHOWN_RESPONSE_KEYS = {"ok", "results", "count"}
+_SHOWN_RESPONSE_KEYS = {
+    "ok",
+    "results",
+    "count",
+    "explanation",
+    "notice",
+    "gate",
+    "search",
+    "mode",
+    "advisory",
+}
 
 
 def _value(value: Any) -> str:
@@ -61,8 +72,23 @@ def search_form(
 
 def search_results(result: dict[str, Any], view: View) -> str:
     """Recall's rows best first, each with its match_reason and any extra verdict fields."""
-    about = {k: v for k, v in result.items() if k not in _SHOWN_RESPONSE_KEYS}
-    head = f"<h2>{result.get('count', 0)} result(s)</h2>" + facts(about, testid="recall-facts")
+    # The gate and the search in words (the same sentences the CLI prints); anything else generic.
+    about: dict[str, Any] = {}
+    if isinstance(result.get("gate"), dict):
+        about["gate"] = describe_gate(result["gate"])
+    if isinstance(result.get("search"), dict):
+        about["search"] = describe_search(result["search"], result.get("mode"))
+    advisory = result.get("advisory")
+    if isinstance(advisory, dict):
+        fix = f" Fix: {advisory['runbook']}" if advisory.get("runbook") else ""
+        about["advisory"] = f"{advisory.get('reason') or 'search is degraded'}.{fix}"
+    about.update({k: v for k, v in result.items() if k not in _SHOWN_RESPONSE_KEYS})
+    said = "".join(
+        f'<p class="{key}" data-testid="{key}">{esc(result[key])}</p>'
+        for key in ("explanation", "notice")
+        if isinstance(result.get(key), str)
+    )
+    head = f"<h2>{result.get('count', 0)} result(s)</h2>" + said + facts(about, testid="recall-facts")
     rows = list(reversed(result.get("results") or []))
     cards = []
     for rank, row in enumerate(rows, start=1):
@@ -90,7 +116,9 @@ def search_results(result: dict[str, Any], view: View) -> str:
             f'<div class="body"><p>{badge(kind, "kind")} {link} <span class="muted">{where}</span></p>'
             f'<p class="content">{snippet(row.get("content", ""), 600)}</p>'
             + (
-                f"<details open><summary>why it ranks here</summary>{facts(reason, testid='match-reason')}</details>"
+                "<details open><summary>why it ranks here</summary>"
+                + facts(_reason_words(reason), testid="match-reason")
+                + "</details>"
                 if reason
                 else '<p class="muted">not scored (profile rows are appended, never ranked)</p>'
             )
@@ -98,6 +126,15 @@ def search_results(result: dict[str, Any], view: View) -> str:
             + f"<p>{actions}</p></div></li>"
         )
     return head + f'<ol class="results" data-testid="results">{"".join(cards)}</ol>'
+
+
+def _reason_words(reason: dict[str, Any]) -> dict[str, Any]:
+    """match_reason with its factors as one line (base × each factor = score)."""
+    shown = {k: v for k, v in reason.items() if k != "factors"}
+    parts = describe_factors(reason)
+    if parts:
+        shown["made of"] = parts
+    return shown
 
 
 _VERDICT_KIND = {"healthy": "ok", "degraded": "warn", "unhealthy": "bad"}

@@ -244,6 +244,11 @@ def done_box(text: str | None) -> str:
     return f'<p class="notice ok" role="status" data-testid="done">{esc(text)}</p>' if text else ""
 
 
+def agent_notice_box(text: str | None) -> str:
+    """The notice for an agent id with no rows at all (a typo must not look like an empty memory)."""
+    return f'<p class="notice" role="status" data-testid="notice">{esc(text)}</p>' if text else ""
+
+
 def confirm_page(
     question: str, preview: str, action: str, fields: dict[str, Any], view: View, cancel: str
 ) -> str:

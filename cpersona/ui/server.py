@@ -8,6 +8,7 @@ import uvicorn
 
 from cpersona.acl import AccessList, AclError, load_acl
 from cpersona.config import Settings
+from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
 from cpersona.memory import Memory
 from cpersona.ui.app import build_app
 from cpersona.ui.security import Guard, is_loopback, ui_refusal
@@ -16,7 +17,9 @@ log = logging.getLogger("cpersona.ui")
 
 
 def run_ui(settings: Settings, *, read_only: bool = False) -> int:
-    """Serve the view on ``settings.ui_host:ui_port`` until interrupted; returns an exit code (2: refused).
+    """Serve the view on ``settings.ui_host:ui_port`` until interrupted; returns an exit code.
+
+    2: refused by the configuration; 4 (``EXIT_BIND``): the port cannot be bound.
 
     With ``CPERSONA_ACL_FILE`` the file is read now (a malformed file refuses the start, naming
     the line) and every session logs in as one of its clients, on every bind.
@@ -50,6 +53,11 @@ def run_ui(settings: Settings, *, read_only: bool = False) -> int:
     guard = Guard(
         settings.ui_host, settings.ui_port, None if acl is not None else settings.auth_token, acl=acl
     )
+    try:  # before the database is opened and the URL announced: a taken port shows no URL
+        listeners = bind_listeners(settings.ui_host, settings.ui_port, setting="CPERSONA_UI_PORT")
+    except BindFailed as exc:
+        log.error("%s", exc)
+        return EXIT_BIND
     with Memory(settings) as memory:
         app = build_app(memory, guard, read_only=read_only)
         host = f"[{settings.ui_host}]" if ":" in settings.ui_host else settings.ui_host
@@ -67,5 +75,5 @@ def run_ui(settings: Settings, *, read_only: bool = False) -> int:
             access_log=False,
             lifespan="off",
         )
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=listeners)
     return 0

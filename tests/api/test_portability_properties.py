@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpersona.config import Settings
+from cpersona.errors import CPersonaError
 from cpersona.portability.importer import import_file
-from cpersona.portability.paths import PathRefused, export_root, resolve_path
+from cpersona.portability.paths import export_root, locate
 from cpersona.storage.db import Database
 from cpersona.storage.migrations import migrate
 from cpersona.storage.port_rows import SqlitePortabilityRows
@@ -61,7 +63,15 @@ def test_any_line_is_imported_or_reported(tmp_path: Path, lines: list[Any]) -> N
         path.write_text("\n".join(json.dumps(x) for x in [header, *lines]) + "\n")
         rows = SqlitePortabilityRows(db)
         result = import_file(
-            rows, cfg, path, target_agent=None, dry_run=False, queue_backfill=False, active_model=None
+            rows,
+            cfg,
+            path.open("rb"),
+            source=path,
+            total=path.stat().st_size,
+            target_agent=None,
+            dry_run=False,
+            queue_backfill=False,
+            active_model=None,
         )
         written = sum(sum(v for k, v in c.items() if k != "duplicates") for c in result["counts"].values())
         handled = written + sum(c.get("duplicates", 0) for c in result["counts"].values())
@@ -74,14 +84,21 @@ def test_any_line_is_imported_or_reported(tmp_path: Path, lines: list[Any]) -> N
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     requested=st.lists(
-        st.sampled_from(["a", "b", ".", "/", "~", "\\", ":", "..", "/tmp", "\x00"]), max_size=12
-    ).map("".join)
+        st.sampled_from(["a", "b", ".", "/", "~", "\\", ":", "..", "/tmp", "\x00", "clients", "C"]),
+        max_size=12,
+    ).map("".join),
+    folder=st.sampled_from([None, "C"]),
 )
-def test_a_confined_path_is_inside_the_export_dir_or_refused(tmp_path: Path, requested: str) -> None:
+def test_a_confined_path_is_inside_the_export_dir_or_refused(
+    tmp_path: Path, requested: str, folder: str | None
+) -> None:
     cfg = Settings(db_path=tmp_path / "p.db", export_dir=tmp_path / "exports")
     try:
-        resolved = resolve_path(cfg, requested, confined=True)
-    except PathRefused:
+        place = locate(cfg, requested, confined=True, folder=folder, create=True)
+    except CPersonaError as exc:
+        assert exc.code in ("path_refused", "invalid_input"), exc
         return
-    root = export_root(cfg).resolve()
-    assert resolved.is_relative_to(root) and resolved != root
+    with place:
+        home = export_root(cfg).resolve().joinpath(*(["clients", folder] if folder else []))
+        assert place.shown.is_relative_to(home) and place.shown != home
+        assert os.path.samefile(f"/proc/self/fd/{place.dir_fd}", place.shown.parent)

@@ -76,6 +76,11 @@ def test_checkup_on_a_damaged_copy_exits_nonzero_then_fix_then_zero(tmp_path: Pa
     report = run(env, "checkup")
     assert report.returncode == 1, report.stdout + report.stderr
     assert "unhealthy" in report.stdout and "memories_fts_insert" in report.stdout
+    # --fix is suggested for exactly the checks whose findings it repairs.
+    suggestion = next(line for line in report.stdout.splitlines() if "checkup --fix" in line)
+    assert suggestion == (
+        "run `cpersona checkup --fix` to repair: duplicates, fts, invalid_json, oversized, schema, tasks, timestamps"
+    )
     as_json = run(env, "checkup", "--json")
     assert as_json.returncode == 1
     parsed = json.loads(as_json.stdout)

@@ -56,6 +56,7 @@ def test_serve_from_a_terminal_says_what_it_is_and_stops_on_ctrl_d(tmp_path: Pat
                 said += chunk
         text = said.decode()
         assert "claude mcp add cpersona --" in text and "Ctrl-C" in text and "cpersona ui" in text
+        assert "cpersona register claude-desktop" in text  # the one command that writes the entry
         os.write(primary, b"\x04")  # Ctrl-D at the start of a line: end of input, as the paragraph promises
         assert proc.wait(timeout=30) == 0
     finally:

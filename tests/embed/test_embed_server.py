@@ -115,7 +115,16 @@ def test_cli_embed_server_serves_until_ctrl_c(minilm_models_dir: Path) -> None:
         "--port",
         "0",
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell without job control starts background commands with SIGINT ignored, and the child would
+    # inherit that (Python then installs no KeyboardInterrupt handler): give it the default, as a terminal does.
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()

@@ -128,7 +128,45 @@ def test_two_inference_errors_fault_and_unreachable_endpoint(tmp_path: Path, min
 
 
 @pytest.mark.slow
-def test_dimension_drift_is_a_fault_and_reembed_repairs_it(tmp_path: Path, minilm_models_dir: Path) -> None:
+def test_dimension_drift_of_an_unknown_model_is_a_fault_and_reembed_repairs_it(
+    tmp_path: Path, minilm_backend
+) -> None:
+    """An HTTP endpoint that changed its model under the same name: most of the corpus is another width.
+
+    The registry cannot vouch for an ``http:`` model's dimension, so a corpus mostly at
+    another dimension is the operator's call (a fault naming `cpersona reembed`).
+    """
+    server, _thread = start_embed_server(minilm_backend)
+    settings = Settings(db_path=tmp_path / "m.db", embedding_mode="http", embedding_url=server.url + "/embed")
+    try:
+        with Memory(
+            settings, backend=HttpBackend(server.url + "/embed", timeout=5), start_background=False
+        ) as mem:
+            assert mem.embeddings.try_load()
+            mem.store("a", "The cat sits on the mat")
+            mem.store("a", "Quarterly revenue grew")
+            # A corpus written by a same-named model of another width.
+            mem.storage.db.connection().execute("UPDATE memories SET embedding_dim = 768")
+        with Memory(
+            settings, backend=HttpBackend(server.url + "/embed", timeout=5), start_background=False
+        ) as mem:
+            assert not mem.embeddings.try_load()
+            assert mem.health.condition.kind == FaultKind.DIMENSION_MISMATCH
+            assert "cpersona reembed" in mem.recall("a", "cat")["advisory"]["runbook"]
+            out = mem.reembed()
+            assert out["ok"] and out["processed"] == 2
+            assert mem.health.state == HEALTHY
+            assert mem.recall("a", "kitten on a rug")["results"][-1]["embedded"] is True
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.slow
+def test_off_width_vectors_of_a_registry_model_never_fault_it(
+    tmp_path: Path, minilm_models_dir: Path
+) -> None:
+    """all-minilm-l6-v2 gives 384-d vectors by its manifest: rows claiming another width are stray."""
     settings = Settings(
         db_path=tmp_path / "m.db",
         embedding_mode="onnx",
@@ -138,15 +176,11 @@ def test_dimension_drift_is_a_fault_and_reembed_repairs_it(tmp_path: Path, minil
     with Memory(settings, start_background=False) as mem:
         assert mem.embeddings.try_load()
         mem.store("a", "The cat sits on the mat")
-        # A corpus written by a same-named model of another width (e.g. a different export).
         mem.storage.db.connection().execute("UPDATE memories SET embedding_dim = 768")
     with Memory(settings, start_background=False) as mem:
-        assert not mem.embeddings.try_load()
-        assert mem.health.condition.kind == FaultKind.DIMENSION_MISMATCH
-        assert "cpersona reembed" in mem.recall("a", "cat")["advisory"]["runbook"]
-        out = mem.reembed()
-        assert out["ok"] and out["processed"] == 1
-        assert mem.health.state == HEALTHY
+        assert mem.embeddings.try_load() and mem.health.state == HEALTHY
+        assert mem.get_queue_status()["depth"] == 1  # queued again on model ready
+        mem.drain_queue()
         assert mem.recall("a", "kitten on a rug")["results"][-1]["embedded"] is True
 
 

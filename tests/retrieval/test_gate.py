@@ -21,6 +21,7 @@ from cpersona.retrieval.gate import (
     exact_match,
     identifier_tokens,
 )
+from cpersona.retrieval.match_query import MAX_TERMS
 from cpersona.retrieval.pipeline import RecallRequest, ScoredRow
 from cpersona.storage.scope import Scope
 
@@ -141,6 +142,16 @@ def test_one_matcher_per_query_agrees_with_the_rule_on_every_row(query: str, tex
     matches = ExactMatcher(query)
     for text in [*texts, query, query.upper(), f"x {query} y"]:
         assert matches(text) is _exact_match_reference(query, text) is exact_match(query, text)
+
+
+def test_exact_match_tests_at_most_max_terms_distinct_identifier_tokens() -> None:
+    """Issue 17 defect 3: every candidate row was searched for each of up to 2,000 query tokens; the
+    rule now bounds them like the keyword channels do (the first MAX_TERMS distinct, in query order)."""
+    tokens = [f"id{i}x" for i in range(MAX_TERMS + 10)]
+    matches = ExactMatcher(" ".join(tokens + tokens))
+    assert matches.tokens == [t.lower() for t in tokens[:MAX_TERMS]]
+    assert matches(f"row holding {tokens[MAX_TERMS - 1]}") is True
+    assert matches(f"row holding {tokens[MAX_TERMS]}") is False
 
 
 def test_identifier_tokens() -> None:

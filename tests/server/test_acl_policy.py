@@ -82,6 +82,15 @@ def test_odd_agent_ids_round_trip(tmp_path: Path) -> None:
             "same token hash",
         ),
         ('[clients.a]\ntoken_sha256 = "' + "a" * 64 + '"\ngrants = ["x"]\n', 3, "must be a table"),
+        (
+            '[clients.Ops]\ntoken_sha256 = "'
+            + "a" * 64
+            + '"\n\n[clients.ops]\ntoken_sha256 = "'
+            + "b" * 64
+            + '"\n',
+            4,
+            "only in case",  # client names name export folders (portability/grants.py)
+        ),
     ],
 )
 def test_malformed_acl_names_the_line(tmp_path: Path, text: str, line: int, words: str) -> None:

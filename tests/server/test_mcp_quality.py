@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_helpers import McpSession, mcp_session, server_env, stdio_target
@@ -51,7 +53,8 @@ def seed(session: McpSession, agent: str) -> None:
 
 
 def test_gate_tools_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> None:
-    env = model_env(tmp_path, minilm_models_dir)
+    # Self-calibration off: this test looks at the gate before and after calibrating by hand.
+    env = model_env(tmp_path, minilm_models_dir, CPERSONA_AUTO_CALIBRATE="false")
     with mcp_session(stdio_target(env)) as session:
         wait_for_model(session)
         seed(session, "q")
@@ -181,3 +184,87 @@ def test_keyword_only_server_has_no_gate_to_calibrate(tmp_path: Path) -> None:
         assert refused["ok"] is False and refused["error_code"] == "calibration_unavailable"
         saved = session.call("set_recall_precision", {"agent_id": "k", "precision": "strict"})
         assert saved["ok"] is True and saved["recalibrated"] is False and saved["level"] == "strict"
+
+
+def wait_calibrated(session: McpSession, agent: str, timeout: float = 90) -> dict[str, Any]:
+    """Poll get_recall_precision until the agent's background calibration landed."""
+    deadline = time.monotonic() + timeout
+    state: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        state = session.call("get_recall_precision", {"agent_id": agent})["calibration"]
+        if state["gate"] == "calibrated":
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"agent {agent!r} was never calibrated: {state}")
+
+
+def test_default_settings_calibrate_by_themselves_and_explain(
+    minilm_models_dir: Path, tmp_path: Path
+) -> None:
+    env = model_env(tmp_path, minilm_models_dir)  # CPERSONA_AUTO_CALIBRATE left at its default
+    with mcp_session(stdio_target(env)) as session:
+        wait_for_model(session)
+        seed(session, "auto")
+        state = wait_calibrated(session, "auto")
+        assert state["trigger"] == "first" and state["rows"] >= 10
+        empty = session.call("recall", {"agent_id": "auto", "query": "who painted the Mona Lisa"})
+        assert empty["results"] == [] and empty["gate"]["kind"] == "calibrated"
+        assert "calibrated balanced gate" in empty["explanation"] and "similarity" in empty["explanation"]
+        found = session.call(
+            "recall", {"agent_id": "auto", "query": "what coffee does Ana like", "trace": True}
+        )
+        assert found["results"][-1]["content"] == FACTS[1] and "explanation" not in found
+        for row in found["results"]:
+            reason = row["match_reason"]
+            assert math.isclose(math.prod(reason["factors"].values()), reason["score"], rel_tol=1e-4)
+            assert reason["gate"] == "passed"
+        assert found["trace"]["returned"] == [r["ref"] for r in reversed(found["results"])]
+        typo = session.call("recall", {"agent_id": "atuo", "query": "coffee"})
+        assert (
+            typo["ok"]
+            and typo["notice"] == "agent 'atuo' has no rows; known agents: 'auto' (did you mean 'auto'?)"
+        )
+
+
+def test_two_servers_on_one_file_keep_each_others_calibrations(
+    minilm_models_dir: Path, tmp_path: Path
+) -> None:
+    env = model_env(tmp_path, minilm_models_dir)
+    with mcp_session(stdio_target(env)) as left, mcp_session(stdio_target(env)) as right:
+        wait_for_model(left)
+        wait_for_model(right)
+        seed(left, "left")
+        seed(right, "right")
+        wait_calibrated(left, "left")
+        wait_calibrated(right, "right")
+    data = json.loads((tmp_path / "memory.db.calibration.json").read_text())
+    assert {"left", "right"} <= set(data["agents"])  # neither server's write lost the other's agent
+
+
+def test_postgresql_servers_share_one_gate_whatever_the_file_path(
+    minilm_models_dir: Path, tmp_path: Path, pg_cluster: Any
+) -> None:
+    url = pg_cluster.create()
+    env = model_env(
+        tmp_path,
+        minilm_models_dir,
+        CPERSONA_DB_URL=url,
+        CPERSONA_DB_PATH=str(tmp_path / "never" / "there" / "never.db"),  # a folder that does not exist
+    )
+    with mcp_session(stdio_target(env)) as one, mcp_session(stdio_target(env)) as two:
+        wait_for_model(one)
+        wait_for_model(two)
+        seed(one, "shared")
+        state = wait_calibrated(one, "shared")
+        seen = wait_calibrated(
+            two, "shared", timeout=10
+        )  # the other server: the same gate, from the database
+        assert seen["created_at"] == state["created_at"] and seen["rows"] == state["rows"]
+        recalled = two.call("recall", {"agent_id": "shared", "query": "what coffee does Ana like"})
+        assert recalled["ok"] and recalled["gate"]["kind"] == "calibrated"
+        health = two.call("check_health", {"checks": ["calibration"]})
+        assert (
+            health["status"] == "healthy"
+            and "calibration_state" in health["checks"]["calibration"]["location"]
+        )
+    assert not (tmp_path / "never").exists()

@@ -95,6 +95,10 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
     assert tools["get_profile"].annotations.read_only_hint is True
     assert tools["delete_memory"].annotations.destructive_hint is True
     assert tools["store"].annotations.read_only_hint is False
+    # Recall keeps statistics (bookkeeping), not user data: hosts may auto-approve it (issue 19).
+    for name in ("recall", "recall_with_context"):
+        hints = tools[name].annotations
+        assert hints.read_only_hint is True and hints.destructive_hint is False, name
     assert set(tools["store"].input_schema["properties"]["message"]["properties"]) == {
         "id",
         "content",

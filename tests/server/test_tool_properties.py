@@ -104,8 +104,29 @@ entries = st.lists(
     max_size=4,
 )
 
+#: Export/import paths an agent might send: odd, too long, escaping, device-like (issue 17).
+paths = st.one_of(
+    st.sampled_from(
+        [
+            "a.jsonl",
+            "sub/a.jsonl",
+            "-",
+            "/no-such-dir/a.jsonl",
+            "/dev/stdout",
+            "../up.jsonl",
+            "clients/x/a.jsonl",
+            ".",
+        ]
+    ),
+    st.sampled_from(["x" * 300 + ".jsonl", "y/" * 80 + "z.jsonl", "é" * 130]),
+    st.text(alphabet="ab./-_é~\\:", max_size=40),
+    nasty_text,
+)
+
 PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "agent_id": agents,
+    "output_path": paths,
+    "input_path": paths,
     "query": nasty_text,
     "content": nasty_text,
     "summary": nasty_text,

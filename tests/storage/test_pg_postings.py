@@ -1,6 +1,6 @@
 """PostgreSQL's keyword postings and row counts stay exactly what the rows say, whatever writes run.
 
-The triggers of PG migration 3 keep ``memory_tokens`` / ``episode_tokens`` (one posting per
+The triggers of PG migration 4 keep ``memory_tokens`` / ``episode_tokens`` (one posting per
 distinct token of a row), ``keyword_vocab`` and the per-scope row counts in the writers' own
 transactions (storage/postgres/postings.py, counts.py). After any sequence of stores, bulk
 imports, content edits, moves between agents and channels, deletes and truncation, the

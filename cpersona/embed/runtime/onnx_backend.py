@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cpersona.embed.integrity import read_record, verify_against_record, write_record
+from cpersona.embed.model_hint import fetch_command, model_hint
 from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.heap import release_free_memory
@@ -42,13 +42,8 @@ def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def fetch_command(name: str, models_dir: Path) -> str:
-    """The exact shell command that installs ``name`` into ``models_dir``."""
-    return f"cpersona fetch-model {shlex.quote(name)} --dir {shlex.quote(str(models_dir))}"
-
-
 def fetch_runbook(name: str, models_dir: Path) -> str:
-    """Runbook text for a missing or damaged model."""
+    """Runbook text for a damaged model: reinstall it (a missing one gets ``model_hint`` instead)."""
     return (
         f"run `{fetch_command(name, models_dir)}`; offline, add `--from PATH` "
         "(a directory or .tar.gz/.zip holding the model files)"
@@ -202,17 +197,19 @@ class OnnxBackend(EmbeddingBackend):
             ) from exc
         return onnxruntime, tokenizers
 
+    def _missing(self, reason: str, evidence: str) -> EmbeddingFault:
+        # Not installed: name both routes and any other installed model (cpersona/embed/model_hint.py).
+        hint = model_hint(self.manifest.name, self.model_path.parent)
+        return EmbeddingFault(FaultKind.MODEL_MISSING, reason, f"{evidence}; {hint.inventory}", hint.runbook)
+
     def _check_files(self) -> None:
         if not self.model_path.is_dir():
-            raise self._fault(
-                FaultKind.MODEL_MISSING,
-                f"model {self.manifest.name} is not installed",
-                f"{self.model_path} does not exist",
+            raise self._missing(
+                f"model {self.manifest.name} is not installed", f"{self.model_path} does not exist"
             )
         missing = [f.path for f in self.manifest.required_files if not (self.model_path / f.path).is_file()]
         if missing:
-            raise self._fault(
-                FaultKind.MODEL_MISSING,
+            raise self._missing(
                 f"model {self.manifest.name} is incomplete",
                 f"missing in {self.model_path}: {', '.join(missing)}",
             )
@@ -233,8 +230,7 @@ class OnnxBackend(EmbeddingBackend):
             log.warning("%s has no install.json; integrity not verified", self.model_path)
             return
         if record.manifest and record.manifest != self.manifest.name:
-            raise self._fault(
-                FaultKind.MODEL_MISSING,
+            raise self._missing(
                 f"{self.model_path} holds a different model",
                 f"install.json names {record.manifest!r}, expected {self.manifest.name!r}",
             )

@@ -92,9 +92,14 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 + " Set full_content: true to get whole texts (bounded by a "
                 f"{thousands(RECALL_FULL_CONTENT_BUDGET_CHARS)}-character budget; rows "
                 "past it stay previews). An empty result list means nothing cleared the quality gate, not an "
-                "error. An 'advisory' field means search is degraded (e.g. the embedding model is not "
-                "loaded) and says what to do. Recall records which rows it returned, so rows returned in "
-                "the last few minutes rank slightly lower on an immediate repeat."
+                "error; an empty or shortened answer carries 'explanation' (one sentence: which gate cut "
+                "it, its threshold, the best similarity, what to try), and an agent id that owns no rows "
+                "carries 'notice' naming the known agents. An 'advisory' field means search is degraded "
+                "(e.g. the embedding model is not loaded) and says what to do. Each row's "
+                "match_reason.factors multiply to its score (fused score, penalties, confidence). Set "
+                "trace: true to see every stage's candidates and scores. Recall records which rows it "
+                "returned, so rows returned in the last few minutes rank slightly lower on an immediate "
+                "repeat."
             ),
             input_schema=object_schema(
                 {
@@ -111,10 +116,16 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "full_content": bool_schema(
                         f"Return full texts instead of {preview}-character previews."
                     ),
+                    "trace": bool_schema(
+                        "Also return 'trace': each stage's candidates and scores (channels, fusion, "
+                        "penalties, gate), at most 30 rows per stage, for debugging a ranking."
+                    ),
                 },
                 required=["agent_id"],
             ),
-            read_only=False,
+            # Read-only for hosts: the recall statistics it keeps (recall_count, last_recalled_at) are
+            # bookkeeping, not the user's data (docs/decisions.md, "MCP layer").
+            read_only=True,
             destructive=False,
             idempotent=False,
         ),
@@ -151,7 +162,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "query", "external_context"],
             ),
-            read_only=False,
+            read_only=True,  # like recall: only bookkeeping is written
             destructive=False,
             idempotent=False,
         ),

@@ -47,6 +47,25 @@ class PgAdmin:
         rows = self.ex.all("SELECT agent_id FROM memories UNION SELECT agent_id FROM episodes ORDER BY 1")
         return [str(r["agent_id"]) for r in rows]
 
+    def known_agent_ids(self) -> list[str]:
+        """Every agent id owning any row at all (memory, episode or profile), sorted."""
+        rows = self.ex.all(
+            "SELECT agent_id FROM memories UNION SELECT agent_id FROM episodes "
+            "UNION SELECT agent_id FROM profiles ORDER BY 1"
+        )
+        return [str(r["agent_id"]) for r in rows]
+
+    def has_rows(self, agent_id: str) -> bool:
+        """Whether ``agent_id`` owns any memory, episode or profile."""
+        return bool(
+            self.ex.value(
+                "SELECT EXISTS (SELECT 1 FROM memories WHERE agent_id = %s) "
+                "OR EXISTS (SELECT 1 FROM episodes WHERE agent_id = %s) "
+                "OR EXISTS (SELECT 1 FROM profiles WHERE agent_id = %s)",
+                (agent_id, agent_id, agent_id),
+            )
+        )
+
     def delete_agent(self, agent_id: str) -> dict[str, int]:
         """Delete every memory (locked ones too), episode, profile and queued task of one agent."""
         for table in VECTOR_TABLES:

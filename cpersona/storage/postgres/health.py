@@ -136,7 +136,7 @@ class PgHealth:
             if dropped:
                 objects.pop(dropped.group(1), None)
             trigger = _CREATE_TRIGGER.match(statement)
-            if trigger:  # the keyword postings and row counts (PG migration 3)
+            if trigger:  # the keyword postings and row counts (PG migration 4)
                 objects[trigger.group(1)] = SchemaObject("trigger", trigger.group(1), False, statement)
         return list(objects.values())
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver
+from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver, stepped
 from cpersona.storage.postgres.queue import PgTasks
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.tasks import EMBED
@@ -47,14 +47,24 @@ class PgMaintenanceRows:
         self.transaction = transaction
 
     def merge_agents(
-        self, source: str, target: str, *, mode: str, dry_run: bool, queued_at: str | None
+        self,
+        source: str,
+        target: str,
+        *,
+        mode: str,
+        dry_run: bool,
+        queued_at: str | None,
+        step: Callable[[], None] | None = None,
     ) -> dict[str, dict[str, int]]:
-        """Merge ``source`` into ``target``; counts per table (the same numbers in a dry run)."""
+        """Merge ``source`` into ``target``; counts per table (the same numbers in a dry run).
+
+        ``step`` runs before each source memory and episode; what it raises rolls the merge back.
+        """
         counts: dict[str, dict[str, int]] = {}
         try:
             with self.transaction(False) as ex:
-                counts["memories"] = _merge_memories(ex, source, target, mode, queued_at)
-                counts["episodes"] = _merge_episodes(ex, source, target, mode, queued_at)
+                counts["memories"] = _merge_memories(ex, source, target, mode, queued_at, step)
+                counts["episodes"] = _merge_episodes(ex, source, target, mode, queued_at, step)
                 counts["profiles"] = _merge_profiles(ex, source, target, mode)
                 if dry_run:
                     raise _DryRun
@@ -158,10 +168,10 @@ def _place(
 
 
 def _merge_memories(
-    ex: Executor, source: str, target: str, mode: str, queued_at: str | None
+    ex: Executor, source: str, target: str, mode: str, queued_at: str | None, step: Callable[[], None] | None
 ) -> dict[str, int]:
     result = _result(mode)
-    for rid in _ids(ex, "memories", source):
+    for rid in stepped(_ids(ex, "memories", source), step):
         row = ex.one(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL AS has_vector FROM memories "
             "WHERE id = %s",
@@ -188,10 +198,10 @@ def _merge_memories(
 
 
 def _merge_episodes(
-    ex: Executor, source: str, target: str, mode: str, queued_at: str | None
+    ex: Executor, source: str, target: str, mode: str, queued_at: str | None, step: Callable[[], None] | None
 ) -> dict[str, int]:
     result = _result(mode)
-    for rid in _ids(ex, "episodes", source):
+    for rid in stepped(_ids(ex, "episodes", source), step):
         row = ex.one(
             "SELECT project_id, channel, summary, embedding IS NOT NULL AS has_vector FROM episodes WHERE id = %s",
             (rid,),

@@ -118,13 +118,23 @@ CREATE INDEX memories_words ON memories USING gin (content_words)
 """
 
 
+# Calibration state in the database (issue 19): every server sharing it shares one gate. One row per
+# agent; ``entry`` is the JSON the SQLite sidecar keeps per agent (docs/retrieval.md).
+_V3 = """
+CREATE TABLE calibration_state (
+    agent_id TEXT PRIMARY KEY,
+    entry TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+)
+"""
+
 # The keyword channels without per-row work (docs/decisions.md): bm25's N as trigger-kept row counts per
 # scope (storage/postgres/counts.py) and the keyword postings (storage/postgres/postings.py), which answer
 # both memories channels, so the trigram GIN index, the word tsvector and its GIN index go (each insert paid
 # for all three). And room on each heap page so the recall bookkeeping (recall_count, last_recalled_at)
 # updates in place: a HOT update touches no index, where a full page made every recall re-insert its rows
 # into every index, HNSW included.
-_V3 = ";\n".join(
+_V4 = ";\n".join(
     [
         counts_migration_sql(),
         postings_migration_sql(),
@@ -190,8 +200,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         2, "word channel stemmed like SQLite's porter index (cpersona_words), no stop words", _script(_V2)
     ),
+    Migration(3, "calibration state per agent in the database (shared by every server)", _script(_V3)),
     Migration(
-        3, "keyword postings and rows per scope kept by triggers; room for in-place updates", _script(_V3)
+        4, "keyword postings and rows per scope kept by triggers; room for in-place updates", _script(_V4)
     ),
 )
 

@@ -22,6 +22,7 @@ from cpersona.errors import DatabaseUnavailable
 from cpersona.storage import redact_url
 from cpersona.storage.postgres.admin import PgAdmin
 from cpersona.storage.postgres.browse import PgBrowse
+from cpersona.storage.postgres.calibration import PgCalibrationStates
 from cpersona.storage.postgres.health import PgHealth
 from cpersona.storage.postgres.keyword import PgKeywordSearch
 from cpersona.storage.postgres.merge import PgMaintenanceRows
@@ -139,6 +140,7 @@ class PgStore:
         )
         self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         self.indexes = IndexRegistry(self._build_index)
+        self._calibration = PgCalibrationStates(self.pool, redact(url))
 
     def _build_index(self, table: str, model_id: str, dimension: int) -> None:
         if self.vector_index == "exact":  # exact in-database scan: no approximate index to build
@@ -194,7 +196,8 @@ class PgStore:
         return int(
             self.session().ex.value(
                 "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                "WHERE c.relname IN ('memories', 'episodes', 'profiles', 'pending_memory_tasks', 'schema_version') "
+                "WHERE c.relname IN ('memories', 'episodes', 'profiles', 'pending_memory_tasks', 'schema_version', "
+                "'calibration_state') "
                 "AND c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace"
             )
         )
@@ -205,6 +208,10 @@ class PgStore:
             "SELECT pg_is_in_recovery() AS standby, current_setting('default_transaction_read_only') AS ro"
         )
         return row is not None and (bool(row["standby"]) or row["ro"] == "on")
+
+    def calibration_states(self) -> PgCalibrationStates:
+        """Per-agent calibration state: table calibration_state, shared by every server on this database."""
+        return self._calibration
 
     def maintenance_rows(self) -> PgMaintenanceRows:
         """Agent merges and the channel-axis repair on this database."""

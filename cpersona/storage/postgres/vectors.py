@@ -223,6 +223,15 @@ class PgVectorSearch:
             return ids, np.zeros((0, dimension), dtype=np.float32)
         return ids, np.ascontiguousarray(matrix, dtype=np.float32)
 
+    def agent_counts(self, table: str, model_id: str, dimension: int) -> dict[str, int]:
+        """Rows per agent holding a vector of this model and dimension."""
+        rows = self.ex.all(
+            f"SELECT agent_id, COUNT(*) AS n FROM {_table(table)} WHERE embedding_model = %s "
+            "AND embedding_dim = %s AND embedding IS NOT NULL GROUP BY agent_id",
+            (model_id, dimension),
+        )
+        return {str(r["agent_id"]): int(r["n"]) for r in rows}
+
 
 class PgVectorFeed:
     """``VectorFeed`` on PostgreSQL (no in-memory index to feed: only corpus bookkeeping)."""

@@ -1,0 +1,180 @@
+"""The context channel: neighbouring turns of a strong hit (issue 19, point 6).
+
+A conversation answers a question over several turns: "Did you go to the support group?" /
+"Yes, last Friday — it was so powerful". The second turn holds the answer but shares no word and
+little meaning with a question about the support group; its neighbour does. So after fusion the
+rows next to the best hits — the memory stored just before or just after, by the same agent in the
+same project and channel, within one session (timestamps at most an hour apart, the calibration's
+session rule) — get a share of their neighbour's fused score.
+
+Neighbours are found by id (insertion order) through ``get_many``, so both engines serve it with
+the hydration query they already have: the ``reach`` ids each side of each parent first (rows
+already hydrated are not read again), then, where some were not in scope, up to ``id_window ×
+reach`` ids that side — which steps over other agents' (or projects', channels') rows
+interleaved in one file, up to ``id_window`` of them per step; a neighbour farther away is not
+found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cpersona.retrieval import fusion
+from cpersona.text import parse_ts
+
+if TYPE_CHECKING:
+    from cpersona.storage.interface import MemoryRows
+    from cpersona.storage.scope import Scope
+
+#: Rows more than this many seconds apart are not one session (as in calibration.session_keys).
+SESSION_GAP_SECONDS = 3600.0
+CONTEXT = "context"
+
+
+@dataclass(frozen=True)
+class ContextPolicy:
+    """How the channel spreads score: from the ``parents`` best fused memories to ``reach`` rows each side.
+
+    Defaults as measured (docs/research/held-out-2026-12.md): 5 parents, 2 rows each side, weight
+    0.6 (``CPERSONA_CONTEXT_WEIGHT``), a share divided by the distance in rows.
+    """
+
+    parents: int = 5
+    weight: float = 0.6
+    reach: int = 2
+    before: bool = True
+    after: bool = True
+    id_window: int = 4  # ids looked at per step each side of a parent (steps over other scopes' rows)
+    combine: str = "max"  # "max" | "sum" when several parents share a neighbour
+    add_new: bool = True  # a neighbour no retriever found enters the list (False: only boost candidates)
+
+
+def policy_for(mode: str, weight: float) -> ContextPolicy | None:
+    """The channel for these settings: rsf only (measured there; rrf and cascade scores are ranks),
+    and off at weight 0."""
+    if mode != "rsf" or weight <= 0:
+        return None
+    return ContextPolicy(weight=weight)
+
+
+def _seconds(row: dict[str, Any]) -> float | None:
+    when = row.get("timestamp") or row.get("created_at")
+    if not isinstance(when, str):
+        return None
+    try:
+        return parse_ts(when).timestamp()
+    except ValueError:
+        return None
+
+
+def same_session(a: dict[str, Any], b: dict[str, Any], a_seconds: float | None = None) -> bool:
+    """Same agent, project and channel, timestamps within SESSION_GAP_SECONDS (``a_seconds``: a's
+    timestamp already parsed)."""
+    if any(a.get(k) != b.get(k) for k in ("agent_id", "project_id", "channel")):
+        return False
+    ta = a_seconds if a_seconds is not None else _seconds(a)
+    tb = _seconds(b)
+    return ta is not None and tb is not None and abs(ta - tb) <= SESSION_GAP_SECONDS
+
+
+def neighbours(
+    rows: MemoryRows,
+    scope: Scope,
+    parents: Sequence[dict[str, Any]],
+    policy: ContextPolicy,
+    known: dict[int, dict[str, Any]] | None = None,
+) -> tuple[dict[int, list[tuple[int, int]]], dict[int, dict[str, Any]]]:
+    """For each neighbour id: [(parent id, distance)] over ``parents`` (hydrated memory rows); and
+    the rows read on the way (neighbours among them).
+
+    Ids are read in two rounds: the ``reach`` ids each side of every parent (all that a file written
+    by one agent needs), then, only for a side where some of them were not in scope, the rest of its
+    window (``id_window × reach`` ids). ``known`` rows (already hydrated) are not read again.
+    """
+    span = policy.id_window * policy.reach
+    found: dict[int, dict[str, Any]] = {}
+    seen: set[int] = set(known or {})
+    sides = [(-1, policy.before), (1, policy.after)]
+
+    def read(ids: set[int]) -> None:
+        fresh = sorted(i for i in ids if i > 0 and i not in seen)
+        seen.update(fresh)
+        if fresh:
+            found.update(rows.get_many(fresh, scope))
+
+    if known:
+        found.update(known)
+    read({int(p["id"]) + d * k for p in parents for d, on in sides if on for k in range(1, policy.reach + 1)})
+    wider = {
+        int(p["id"]) + d * k
+        for p in parents
+        for d, on in sides
+        if on and any(int(p["id"]) + d * k not in found for k in range(1, policy.reach + 1))
+        for k in range(policy.reach + 1, span + 1)
+    }
+    read(wider)
+    out: dict[int, list[tuple[int, int]]] = {}
+    for parent in parents:
+        pid = int(parent["id"])
+        when = _seconds(parent)
+        for direction, enabled in sides:
+            if not enabled:
+                continue
+            steps = 0
+            for offset in range(1, span + 1):
+                candidate = found.get(pid + direction * offset)
+                if candidate is None:
+                    continue
+                if not same_session(parent, candidate, when):
+                    break
+                steps += 1
+                out.setdefault(pid + direction * offset, []).append((pid, steps))
+                if steps >= policy.reach:
+                    break
+    return out, found
+
+
+def spread(
+    fused: dict[str, fusion.Fused],
+    hydrated: dict[str, dict[str, Any]],
+    rows: MemoryRows,
+    scope: Scope,
+    policy: ContextPolicy,
+) -> dict[str, dict[str, Any]]:
+    """Add the context channel to ``fused`` in place; return the neighbour rows it hydrated.
+
+    A neighbour gets ``weight × parent score / distance`` (the best parent's, or the sum); a row
+    already in the list adds it to its score, a new one enters with it alone. ``Fused.rsf`` stays the
+    retrievers' sum; ``channels["context"]`` holds the bonus (score = rsf + context).
+    """
+    ranked = sorted(
+        (ref for ref in fused if ref.startswith("mem:") and ref in hydrated),
+        key=lambda ref: (-fused[ref].score, ref),
+    )[: policy.parents]
+    if not ranked or policy.weight <= 0:
+        return {}
+    parent_rows = [hydrated[ref] for ref in ranked]
+    known = {int(ref[4:]): row for ref, row in hydrated.items() if ref.startswith("mem:")}
+    links, extra = neighbours(rows, scope, parent_rows, policy, known)
+    if not links:
+        return {}
+    base = {int(hydrated[ref]["id"]): fused[ref].score for ref in ranked}
+    added: dict[str, dict[str, Any]] = {}
+    for nid in sorted(links):
+        shares = [policy.weight * base[pid] / distance for pid, distance in links[nid]]
+        bonus = sum(shares) if policy.combine == "sum" else max(shares)
+        ref = f"mem:{nid}"
+        entry = fused.get(ref)
+        if entry is None:
+            row = extra.get(nid)
+            if row is None or not policy.add_new:
+                continue
+            entry = fused[ref] = fusion.Fused(ref, 0.0, next(iter(fused.values())).signal)
+            added[ref] = row
+            if entry.signal == "rsf":
+                entry.rsf = 0.0  # found by no retriever: its whole score is context
+        entry.score += bonus
+        entry.channels[CONTEXT] = bonus
+    return added

@@ -1,0 +1,50 @@
+"""A two-person chat written for the gate tests (not LoCoMo): the speakers' names are in every row; real
+questions about it, and questions about other people's lives asked with these two names (renamed negatives)."""
+
+DIALOGUE = [
+    ("Aurelia", "Hi Bastian! I spent the whole weekend in the garden planting tomatoes and basil."),
+    ("Bastian", "Nice, Aurelia! I rode sixty kilometres along the river on my new road bike."),
+    ("Aurelia", "Sixty! My knees hurt just hearing that. The tomatoes are a cherry variety this year."),
+    ("Bastian", "Cherry tomatoes are the best. Are you still baking sourdough every Sunday?"),
+    ("Aurelia", "Every Sunday. My starter is called Gerald and he is three years old now."),
+    ("Bastian", "Ha, Gerald. I finally learned the whole of Blackbird on the guitar."),
+    ("Aurelia", "You have to play it for me, Bastian. Is your sister still in Porto?"),
+    ("Bastian", "Yes, she teaches chemistry there and loves the tiled streets."),
+    ("Aurelia", "I visited Porto in 2019 and ate far too many custard tarts."),
+    ("Bastian", "My sister says the tarts near her school are the best in town."),
+    ("Aurelia", "I am thinking of building raised beds for the herbs next spring."),
+    ("Bastian", "I can help you build them, Aurelia. I have a drill and plenty of screws."),
+    ("Aurelia", "Thank you! I will bake you a rye loaf as payment."),
+    ("Bastian", "Deal. By the way, the cycling club is riding to the coast in June."),
+    ("Aurelia", "That sounds lovely. Is it the same club that rode through the hills last year?"),
+    ("Bastian", "Same club. Twelve of us, and we stop at a bakery halfway."),
+    ("Aurelia", "Of course there is a bakery. Do they have cardamom buns?"),
+    ("Bastian", "They do, and I always eat two of them, Aurelia."),
+    ("Aurelia", "My basil is already taller than the cat, Bastian."),
+    ("Bastian", "Your cat Pepper sits in the garden all day, doesn't she?"),
+    ("Aurelia", "Pepper guards the seedlings from the pigeons, yes."),
+    ("Bastian", "I bought new strings for the guitar, the old ones kept going out of tune."),
+    ("Aurelia", "Will you play at the open mic night at the library?"),
+    ("Bastian", "Maybe. I get nervous playing in front of people, Aurelia."),
+    ("Aurelia", "You'll be great. I'll bring the whole sourdough club to cheer."),
+    ("Bastian", "The sourdough club, ha. How many of you are there now?"),
+    ("Aurelia", "Eight bakers. We swap starters and recipes once a month."),
+    ("Bastian", "My sister wants to join when she visits from Porto in August."),
+    ("Aurelia", "Wonderful! Tell her to bring a jar of her own starter."),
+    ("Bastian", "I will. Also, I fixed the puncture on my bike myself this time."),
+]
+REAL = [
+    "What did Aurelia plant in her garden?",
+    "Where does Bastian's sister teach?",
+    "What is the name of Aurelia's sourdough starter?",
+    "What song did Bastian learn on the guitar?",
+    "Where is the cycling club riding in June?",
+]
+RENAMED = [
+    "What did Bastian say about his job interview at the insurance company?",
+    "How did Aurelia feel after her first scuba diving lesson?",
+    "When did Aurelia adopt her second rescue greyhound?",
+    "What did Bastian's landlord say about the broken boiler?",
+    "Which marathon is Aurelia running for charity?",
+    "What did Bastian decide about the mortgage on his flat?",
+]

@@ -1,0 +1,73 @@
+"""The browser view says the gate and the search in words, shows why an answer is empty, and names an
+agent id that owns nothing (only agents the logged-in client may read): real HTTP against a real
+``cpersona ui`` process."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx2
+import pytest
+from ui_helpers import ui_server
+
+from cpersona.acl import Level, add_client
+from cpersona.config import Settings
+from cpersona.memory import Memory
+
+pytestmark = pytest.mark.slow
+
+
+def seed(tmp: Path) -> None:
+    settings = Settings(db_path=tmp / "memory.db", embedding_mode="none", update_check=False)
+    with Memory(settings, start_background=False) as memory:
+        memory.store("ana", "the staging database moved to port 5433")
+        memory.store("ana", "Ana's runbook: roll back with helm")
+        memory.store("secret-team", "the secret budget")
+
+
+def test_search_says_the_gate_and_why_in_words_and_names_an_unknown_agent(tmp_path: Path) -> None:
+    seed(tmp_path)
+    with ui_server(tmp_path) as server, httpx2.Client(base_url=server.base) as client:
+        empty = client.get("/search", params={"agent": "ana", "q": "volcanoes of Peru"})
+        assert empty.status_code == 200
+        said = re.search(r'data-testid="explanation">([^<]+)<', empty.text)
+        assert said and "keyword-only" in said.group(1)
+        facts = re.search(r'data-testid="recall-facts">(.*?)</dl>', empty.text, re.S)
+        assert facts and "No gate: keyword-only recall" in facts.group(1)
+        assert "Search:" in facts.group(1) and "{&quot;" not in facts.group(1) and '{"' not in facts.group(1)
+        found = client.get("/search", params={"agent": "ana", "q": "staging database port"})
+        reason = re.search(r'data-testid="match-reason">(.*?)</dl>', found.text, re.S)
+        assert reason and "made of" in reason.group(1) and "{" not in reason.group(1)  # factors as words
+        assert 'data-testid="explanation"' not in found.text
+        notice = "agent &#x27;anna&#x27; has no rows; known agents: &#x27;ana&#x27;, &#x27;secret-team&#x27;"
+        for path in ("/memories", "/episodes", "/profile"):
+            page = client.get(path, params={"agent": "anna"})
+            assert page.status_code == 200 and notice in page.text, path
+        search = client.get("/search", params={"agent": "anna", "q": "helm"})
+        assert notice in search.text
+        assert 'data-testid="notice"' not in client.get("/memories", params={"agent": "ana"}).text
+
+
+def test_under_an_acl_the_notice_names_only_the_clients_agents(tmp_path: Path) -> None:
+    seed(tmp_path)
+    acl = tmp_path / "acl.toml"
+    token = add_client(acl, "reader", {"ana": Level.READ, "empty-team": Level.READ})
+    with (
+        ui_server(tmp_path, CPERSONA_ACL_FILE=str(acl)) as server,
+        httpx2.Client(base_url=server.base) as client,
+    ):
+        form = client.get("/login").text
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', form)
+        assert csrf
+        assert client.post("/login", data={"csrf": csrf.group(1), "token": token}).status_code == 303
+        for path, params in (
+            ("/memories", {"agent": "empty-team"}),
+            ("/search", {"agent": "empty-team", "q": "budget"}),
+        ):
+            page = client.get(path, params=params)
+            assert page.status_code == 200
+            assert "agent &#x27;empty-team&#x27; has no rows; known agents: &#x27;ana&#x27;<" in page.text, (
+                path
+            )
+            assert "secret-team" not in page.text
