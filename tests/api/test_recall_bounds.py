@@ -37,3 +37,16 @@ def test_many_distinct_long_terms_are_answered(memory: Memory) -> None:
     memory.store("atk", " ".join("x" * 40 + str(i) for i in range(300)))
     query = " ".join("x" * 40 + str(i) for i in range(300))[:MAX_QUERY_CHARS]
     assert memory.recall("atk", query)["ok"] is True
+
+
+def test_a_long_run_without_spaces_is_found_on_both_engines(memory: Memory) -> None:
+    # PostgreSQL drops a lexeme of 2,047 bytes or more from a tsvector: a long CJK run (3 bytes a
+    # character) or blob must still be indexed (postgres/postings.py cuts such runs into pieces).
+    run = "".join("東京大阪名古屋横浜神戸京都福岡札幌仙台広島"[i % 20] for i in range(3000))
+    wanted = memory.store("atk", run + "ZZ_MARKER")["id"]
+    memory.store("atk", "an ordinary memory about the garden")
+    out = memory.recall("atk", "ZZ_MARKER")
+    assert out["results"] and out["results"][-1]["id"] == wanted
+    middle = run[1201:1213]
+    out = memory.recall("atk", middle)
+    assert out["results"] and out["results"][-1]["id"] == wanted

@@ -57,7 +57,7 @@ def _expected_minus_actual(conn: psycopg.Connection, table: str, postings: str, 
     fresh = (
         f"SELECT x.lexeme AS token, r.agent_id, r.id AS {rid}, r.project_id, r.channel, "
         "cardinality(x.positions) AS n, GREATEST(char_length(r.body) - 2, 1) AS dl, length(r.tv) AS dw "
-        f"FROM (SELECT s.*, {text} AS body, to_tsvector('cpersona_tokens'::regconfig, {text}) AS tv "
+        f"FROM (SELECT s.*, {text} AS body, cpersona_posted_tsv({text}) AS tv "
         f"FROM {table} s) r, unnest(r.tv) x"
     )
     columns = f"token, agent_id, {rid}, project_id, channel, n, dl, dw"

@@ -13,6 +13,12 @@ lengths) in the entry itself: no row is read and no pattern is matched per row.
   words, numbers, hosts, paths, e-mail addresses, CJK runs between punctuation) but
   without the compound types (hyphenated words, whole URLs) whose parts are tokens
   already, so no character is counted twice.
+- ``cpersona_posted_tsv`` cuts every run of more than ``CHUNK_CHARS`` characters without white
+  space into pieces first: PostgreSQL drops a lexeme of 2,047 bytes or more from a tsvector
+  without a word, so a long identifier, a base64 blob or a long CJK run (3 bytes a character)
+  would otherwise hold no posting and never be found. A query term (at most 32 characters,
+  docs/input-rules.md) that crosses a cut is not found in that row on PostgreSQL; SQLite's
+  FTS5 trigram index has no such limit.
 - ``memory_tokens`` / ``episode_tokens``: one row per distinct token of a row, with
   its occurrences ``n``, the row's length in trigram tokens ``dl`` (characters - 2, as
   FTS5 trigram counts) and in distinct tokens ``dw`` (the word channel's length), and
@@ -39,8 +45,14 @@ POSTED = {
     "episodes": ("episode_tokens", "episode_id", "{r}.summary || ' ' || {r}.keywords", "summary, keywords"),
 }
 
-_VOCAB = """
+#: Characters after which a run without white space is cut for the postings (see ``cpersona_posted_tsv``).
+CHUNK_CHARS = 250  # PostgreSQL regular expressions allow a repetition count up to 255
+
+_VOCAB = f"""
 CREATE TEXT SEARCH CONFIGURATION cpersona_tokens (COPY = simple);
+CREATE FUNCTION cpersona_posted_tsv(body TEXT) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT to_tsvector('cpersona_tokens'::regconfig, regexp_replace(body, '(\\S{{{CHUNK_CHARS}}})', '\\1 ', 'g'))
+$$;
 ALTER TEXT SEARCH CONFIGURATION cpersona_tokens DROP MAPPING FOR hword, asciihword, numhword, url;
 CREATE TABLE keyword_vocab (token TEXT NOT NULL, stem TEXT NOT NULL);
 CREATE INDEX keyword_vocab_token ON keyword_vocab(token);
@@ -98,7 +110,7 @@ def _post(postings: str, rid: str, rows: str) -> str:
     """SQL posting every row of ``rows`` (id, agent_id, project_id, channel, body) and adding new tokens."""
     return f"""WITH t AS MATERIALIZED (
             SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
-                   to_tsvector('cpersona_tokens'::regconfig, r.body) AS tv
+                   cpersona_posted_tsv(r.body) AS tv
             FROM ({rows}) r),
         u AS MATERIALIZED (
             SELECT t.id, t.agent_id, t.project_id, t.channel, t.dl, length(t.tv) AS dw, x.lexeme AS token,
@@ -117,7 +129,7 @@ def _unpost(postings: str, rid: str, rows: str) -> str:
     """SQL deleting the postings of every row of ``rows`` (id, agent_id, body as it was posted)."""
     return f"""DELETE FROM {postings} p USING (
             SELECT r.id, r.agent_id, x.lexeme AS token
-            FROM ({rows}) r, unnest(to_tsvector('cpersona_tokens'::regconfig, r.body)) x) d
+            FROM ({rows}) r, unnest(cpersona_posted_tsv(r.body)) x) d
         WHERE p.token = d.token AND p.agent_id = d.agent_id AND p.{rid} = d.id"""
 
 
