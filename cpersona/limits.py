@@ -36,6 +36,11 @@ MAX_CONTEXT_ENTRIES = 200
 LIST_LIMIT_MAX = 1000
 LIST_MEMORIES_LIMIT_DEFAULT = 100
 LIST_EPISODES_LIMIT_DEFAULT = 50
+#: MCP resources: memories in one agent's "recent memories" resource; resources in one resources/list page.
+RESOURCE_RECENT_MEMORIES = 20
+RESOURCE_LIST_PAGE = 100
+#: MCP prompts: a free-text argument (a question, a focus) is at most this many characters.
+PROMPT_TEXT_ARGUMENT_CHARS = 20_000
 
 # -- identifiers and small strings -------------------------------------------------------------
 #: agent_id, project_id, channel, user_id, message id, source_id: at most this many characters.

@@ -31,6 +31,7 @@ from cpersona.services.calibration import Calibrator
 from cpersona.services.maintenance import Maintenance
 from cpersona.services.reader import Reader
 from cpersona.services.recaller import Recaller
+from cpersona.services.resources import Resources
 from cpersona.services.self_calibration import SelfCalibration
 from cpersona.services.writer import Writer
 from cpersona.storage import open_store
@@ -118,6 +119,7 @@ class Memory:
         )
         self.reader = Reader(self.storage)
         self.browser = Browser(self.storage)
+        self.resources = Resources(self.reader, self.browser)
         self.recaller = Recaller(
             self.storage,
             self.embeddings,
@@ -198,6 +200,13 @@ class Memory:
     browse_episodes = _via("browser", Browser.browse_episodes)
     list_profiles = _via("browser", Browser.list_profiles)
     memory_timeline = _via("browser", Browser.memory_timeline)
+
+    # -- MCP resources (the same reads, addressed by cpersona:// URIs) ------------------------
+    resource_templates = _via("resources", Resources.resource_templates)
+    list_resources = _via("resources", Resources.list_resources)
+    read_resource = _via("resources", Resources.read_resource)
+    complete_agent_id = _via("resources", Resources.complete_agent_id)
+    complete_project_id = _via("resources", Resources.complete_project_id)
 
     # -- protection and deletion -------------------------------------------------------
     lock_memory = _via("writer", Writer.lock_memory)

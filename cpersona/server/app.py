@@ -1,4 +1,4 @@
-"""The MCP server object: the lowlevel ``Server`` with tools/list and tools/call over a ``Memory``.
+"""The MCP server object: the lowlevel ``Server`` with tools (and resources, prompts) over a ``Memory``.
 
 Behaviour lives in ``Memory``; this module only lists the registry and hands
 calls to ``dispatch_tool`` in a worker thread, because Memory calls block
@@ -27,6 +27,7 @@ from cpersona import __version__, operating_context
 from cpersona.config import Settings
 from cpersona.server.client_auth import request_client
 from cpersona.server.long_calls import run_cancellable, work_for
+from cpersona.server.resources_prompts import SurfaceHandlers
 from cpersona.server.schemas import ToolSpec, build_tools
 from cpersona.work import Work
 
@@ -207,6 +208,9 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
         spec = specs_by_name.get(name)
         return None if spec is None else spec.input_schema
 
+    # Resources, prompts and completions (SPEC §10); their presence declares the capabilities in
+    # initialize. Logging is left out on purpose: docs/decisions.md, "MCP resources and prompts".
+    surface = SurfaceHandlers(memory, acl=acl, limiter=limiter)
     return Server(
         SERVER_NAME,
         version=__version__,
@@ -214,4 +218,10 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=surface.list_resources,
+        on_list_resource_templates=surface.list_resource_templates,
+        on_read_resource=surface.read_resource,
+        on_list_prompts=surface.list_prompts,
+        on_get_prompt=surface.get_prompt,
+        on_completion=surface.complete,
     )

@@ -81,6 +81,14 @@ from cpersona.shapes.quality import (  # noqa: F401 - re-exported: the public na
     RecallPrecisionResult,
     VectorCalibration,
 )
+from cpersona.shapes.resources import (  # noqa: F401 - re-exported: the public names live here
+    CompletionResult,
+    ResourceInfo,
+    ResourceListResult,
+    ResourceReadResult,
+    ResourceTemplateInfo,
+    ResourceTemplatesResult,
+)
 from cpersona.shapes.rows import (  # noqa: F401 - re-exported: the public names live here
     EpisodeRow,
     MatchReason,
@@ -107,6 +115,11 @@ METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "browse_episodes": (BrowseEpisodesResult,),
     "list_profiles": (ListProfilesResult,),
     "memory_timeline": (MemoryTimelineResult,),
+    "resource_templates": (ResourceTemplatesResult,),
+    "list_resources": (ResourceListResult,),
+    "read_resource": (ResourceReadResult,),
+    "complete_agent_id": (CompletionResult,),
+    "complete_project_id": (CompletionResult,),
     "get_queue_status": (QueueStatusResult,),
     "lock_memory": (LockResult,),
     "unlock_memory": (LockResult,),

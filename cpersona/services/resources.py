@@ -1,0 +1,288 @@
+"""MCP resources as plain Python: the agents list, one agent's profiles, its most recent memories.
+
+A resource is addressed by a ``cpersona://`` URI. Agent ids may hold any character (``/``
+included), so they are percent-encoded in one path segment (``quote(agent_id, safe="")``);
+``resource_uri`` builds the URIs and ``parse_uri`` is its exact inverse, refusing anything else.
+
+Access follows the tools' ACL (SPEC §9): ``allowed_agents`` is the set of agents the caller may
+read (None: every agent, as without an ACL). The list shows only those agents; reading another
+agent's resource raises ``Forbidden`` before anything is looked up, so a refusal says nothing
+about whether that agent exists. Every method returns plain JSON-ready dicts; the MCP layer only
+wraps them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote, unquote
+
+from cpersona.errors import Forbidden, InvalidInput, NotFound
+from cpersona.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
+from cpersona.services.browser import Browser
+from cpersona.services.reader import Reader
+from cpersona.validation import agent_set
+
+SCHEME = "cpersona://"
+AGENTS_URI = f"{SCHEME}agents"
+_AGENT_PREFIX = f"{AGENTS_URI}/"
+#: Longest URI looked at (an encoded identifier is at most 3 bytes per UTF-8 byte, 4 per char).
+MAX_URI_CHARS = len(_AGENT_PREFIX) + 12 * MAX_IDENTIFIER_CHARS + 32
+JSON_MIME = "application/json"
+
+Kind = Literal["agents", "profile", "memories"]
+
+
+@dataclass(frozen=True)
+class Template:
+    """One resource template (RFC 6570, level 1: the one variable is ``agent_id``)."""
+
+    kind: Kind
+    uri_template: str
+    name: str
+    title: str
+    description: str
+
+
+TEMPLATES: tuple[Template, ...] = (
+    Template(
+        "profile",
+        f"{_AGENT_PREFIX}{{agent_id}}/profile",
+        "agent-profile",
+        "Agent profile",
+        "The agent's standing profiles (one per project and user), newest first, as JSON: "
+        "{agent_id, profiles: [{project_id, user_id, content, updated_at}], count}.",
+    ),
+    Template(
+        "memories",
+        f"{_AGENT_PREFIX}{{agent_id}}/memories",
+        "agent-recent-memories",
+        "Agent's recent memories",
+        f"The agent's {RESOURCE_RECENT_MEMORIES} most recently stored memories, newest first, as JSON: "
+        "{agent_id, items, count, total} (items as list_memories returns them).",
+    ),
+)
+_TEMPLATE_BY_KIND = {t.kind: t for t in TEMPLATES}
+
+AGENTS_DESCRIPTION = (
+    "Every agent this client may read, with its counts of memories, episodes and profiles and the URIs "
+    "of its profile and recent memories, as JSON: {agents: [...], count}."
+)
+
+
+def resource_uri(kind: Kind, agent_id: str | None = None) -> str:
+    """The URI of one resource (``agent_id`` percent-encoded as one path segment)."""
+    if kind == "agents":
+        return AGENTS_URI
+    if agent_id is None:
+        raise InvalidInput(f"a {kind} resource needs an agent_id")
+    return f"{_AGENT_PREFIX}{quote(agent_id, safe='')}/{kind}"
+
+
+def parse_uri(uri: Any) -> tuple[Kind, str | None]:
+    """(kind, agent_id) of a resource URI; raises InvalidInput for anything ``resource_uri`` cannot make."""
+    if not isinstance(uri, str):
+        raise InvalidInput("uri must be a string")
+    if len(uri) > MAX_URI_CHARS:
+        raise InvalidInput(
+            f"uri is longer than {MAX_URI_CHARS} characters: no cpersona resource has such a URI"
+        )
+    if uri == AGENTS_URI:
+        return "agents", None
+    if uri.startswith(_AGENT_PREFIX):
+        encoded, slash, kind = uri[len(_AGENT_PREFIX) :].rpartition("/")
+        if slash and "/" not in encoded and kind in _TEMPLATE_BY_KIND:
+            agent = _decode_agent(encoded)
+            if resource_uri(kind, agent) == uri:  # one spelling per resource: the canonical encoding
+                return kind, agent
+            raise InvalidInput(f"uri is not in canonical form; use {resource_uri(kind, agent)!r}")
+    raise InvalidInput(
+        f"unknown resource {uri[:200]!r}: see resources/templates/list (cpersona://agents/...)"
+    )
+
+
+def _decode_agent(encoded: str) -> str:
+    try:
+        agent = unquote(encoded, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidInput("the agent id in the uri is not valid percent-encoded UTF-8") from None
+    if len(agent) > MAX_IDENTIFIER_CHARS:
+        raise InvalidInput(f"agent_id is longer than {MAX_IDENTIFIER_CHARS} characters")
+    return agent
+
+
+def resource_templates() -> dict[str, Any]:
+    """The resource templates: ``{ok, templates: [...]}`` (static: needs no open database)."""
+    return {
+        "ok": True,
+        "templates": [
+            {
+                "uri_template": t.uri_template,
+                "name": t.name,
+                "title": t.title,
+                "description": t.description,
+                "mime_type": JSON_MIME,
+            }
+            for t in TEMPLATES
+        ],
+    }
+
+
+def _visible(agent: str, allowed: frozenset[str] | None) -> bool:
+    return allowed is None or agent in allowed
+
+
+class Resources:
+    """The MCP resources over the read services (no SQL of its own)."""
+
+    def __init__(self, reader: Reader, browser: Browser) -> None:
+        self.reader = reader
+        self.browser = browser
+
+    def resource_templates(self) -> dict[str, Any]:
+        """The resource templates: ``{ok, templates: [{uri_template, name, title, description, mime_type}]}``."""
+        return resource_templates()
+
+    def visible_agents(self, allowed_agents: Collection[str] | None = None) -> list[str]:
+        """The agent ids (sorted) that own rows and that the caller may read."""
+        allowed = agent_set(allowed_agents)
+        return [
+            a["agent_id"] for a in self.browser.list_agents()["agents"] if _visible(a["agent_id"], allowed)
+        ]
+
+    def list_resources(
+        self, *, cursor: str | None = None, allowed_agents: Collection[str] | None = None
+    ) -> dict[str, Any]:
+        """One page of concrete resources: the agents list first, then each visible agent's two.
+
+        Returns ``{ok, resources: [{uri, name, title, description, mime_type}], next_cursor}``
+        (``next_cursor`` None on the last page). The cursor is opaque to clients (an offset).
+        """
+        start = _cursor_offset(cursor)
+        entries: list[dict[str, Any]] = [
+            {
+                "uri": AGENTS_URI,
+                "name": "agents",
+                "title": "Agents",
+                "description": AGENTS_DESCRIPTION,
+                "mime_type": JSON_MIME,
+            }
+        ]
+        for agent in self.visible_agents(allowed_agents):
+            for t in TEMPLATES:
+                entries.append(
+                    {
+                        "uri": resource_uri(t.kind, agent),
+                        "name": f"{t.name}:{agent[:80]}",
+                        "title": f"{t.title}: {agent[:80]}",
+                        "description": t.description,
+                        "mime_type": JSON_MIME,
+                    }
+                )
+        page = entries[start : start + RESOURCE_LIST_PAGE]
+        more = start + RESOURCE_LIST_PAGE < len(entries)
+        return {
+            "ok": True,
+            "resources": page,
+            "next_cursor": str(start + RESOURCE_LIST_PAGE) if more else None,
+        }
+
+    def read_resource(self, uri: Any, *, allowed_agents: Collection[str] | None = None) -> dict[str, Any]:
+        """The contents of one resource: ``{ok, uri, mime_type, text}`` (``text`` is JSON).
+
+        Raises InvalidInput for a URI that names no resource, Forbidden for an agent the caller
+        may not read, NotFound for an agent that owns no rows.
+        """
+        kind, agent = parse_uri(uri)
+        allowed = agent_set(allowed_agents)
+        if kind == "agents":
+            body: dict[str, Any] = self._agents_body(allowed)
+        else:
+            assert agent is not None
+            if not _visible(agent, allowed):
+                raise Forbidden(f"this client may not read agent {agent[:80]!r}: it needs the read grant")
+            notice = self.browser.agent_notice(agent, allowed)
+            if notice is not None:
+                raise NotFound(notice)
+            body = self._profile_body(agent) if kind == "profile" else self._memories_body(agent)
+        return {"ok": True, "uri": uri, "mime_type": JSON_MIME, "text": json.dumps(body, ensure_ascii=False)}
+
+    def _agents_body(self, allowed: frozenset[str] | None) -> dict[str, Any]:
+        agents = [
+            {
+                "agent_id": a["agent_id"],
+                "memories": a["memories"],
+                "episodes": a["episodes"],
+                "profiles": a["profiles"],
+                "profile_uri": resource_uri("profile", a["agent_id"]),
+                "memories_uri": resource_uri("memories", a["agent_id"]),
+            }
+            for a in self.browser.list_agents()["agents"]
+            if _visible(a["agent_id"], allowed)
+        ]
+        return {"agents": agents, "count": len(agents)}
+
+    def _profile_body(self, agent: str) -> dict[str, Any]:
+        listed = self.browser.list_profiles(agent)
+        profiles = [
+            {k: p.get(k) for k in ("project_id", "user_id", "content", "updated_at")} for p in listed["items"]
+        ]
+        return {"agent_id": agent, "profiles": profiles, "count": len(profiles)}
+
+    def _memories_body(self, agent: str) -> dict[str, Any]:
+        listed = self.reader.list_memories(agent, limit=RESOURCE_RECENT_MEMORIES)
+        return {
+            "agent_id": agent,
+            "items": listed["items"],
+            "count": listed["count"],
+            "total": listed["total"],
+        }
+
+    def complete_agent_id(
+        self, prefix: Any, *, allowed_agents: Collection[str] | None = None
+    ) -> dict[str, Any]:
+        """Agent ids the caller may read that start with ``prefix``: ``{ok, values, total, has_more}``.
+
+        At most 100 values (the MCP limit for one completion), sorted.
+        """
+        if not isinstance(prefix, str):
+            raise InvalidInput("the value to complete must be a string")
+        matches = [a for a in self.visible_agents(allowed_agents) if a.startswith(prefix)]
+        return _completion(matches)
+
+    def complete_project_id(
+        self, prefix: Any, *, agent_id: Any = None, allowed_agents: Collection[str] | None = None
+    ) -> dict[str, Any]:
+        """Project ids in use by the readable agents (only ``agent_id``'s when given) starting with ``prefix``.
+
+        Same shape as ``complete_agent_id``; the global pool (``''``) is not offered.
+        """
+        if not isinstance(prefix, str):
+            raise InvalidInput("the value to complete must be a string")
+        allowed = agent_set(allowed_agents)
+        projects = {
+            axis["project_id"]
+            for a in self.browser.list_agents()["agents"]
+            if _visible(a["agent_id"], allowed) and (agent_id is None or a["agent_id"] == agent_id)
+            for axis in a["axes"]
+        }
+        return _completion(sorted(p for p in projects if p and p.startswith(prefix)))
+
+
+def _completion(matches: list[str]) -> dict[str, Any]:
+    values = matches[:COMPLETION_VALUES_MAX]
+    return {"ok": True, "values": values, "total": len(matches), "has_more": len(matches) > len(values)}
+
+
+#: MCP allows at most 100 values in one completion result.
+COMPLETION_VALUES_MAX = 100
+
+
+def _cursor_offset(cursor: Any) -> int:
+    if cursor is None:
+        return 0
+    if isinstance(cursor, str) and cursor.isascii() and cursor.isdigit() and len(cursor) <= 9:
+        return int(cursor)
+    raise InvalidInput("invalid cursor: pass the next_cursor of the previous page unchanged")
