@@ -1,4 +1,4 @@
-"""Every MCP tool and every CLI command is documented (README.md plus docs/*.md)."""
+"""Every MCP tool, resource, prompt and CLI command is documented (README.md plus docs/*.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from cpersona.cli.main import build_parser, command_names
+from cpersona.prompts import PROMPTS, PromptSpec
 from cpersona.server.schemas import TOOLS
+from cpersona.services.resources import AGENTS_URI, TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,3 +55,29 @@ def test_tool_has_a_section_in_tools_md(tool: str) -> None:
 @pytest.mark.parametrize("command", command_names(build_parser()))
 def test_cli_command_is_documented(command: str) -> None:
     assert f"cpersona {command}" in documentation(), f"`cpersona {command}` is not documented"
+
+
+def resources_md() -> str:
+    return (ROOT / "docs" / "resources.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("uri", [AGENTS_URI, *(t.uri_template for t in TEMPLATES)])
+def test_resource_is_documented_in_resources_md(uri: str) -> None:
+    assert re.search(rf"^\| `{re.escape(uri)}` \|", resources_md(), flags=re.MULTILINE), (
+        f"docs/resources.md lacks a table row for {uri}"
+    )
+
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=lambda p: p.name)
+def test_prompt_has_a_section_with_its_arguments(prompt: PromptSpec) -> None:
+    text = resources_md()
+    start = re.search(rf"^### `{re.escape(prompt.name)}`$", text, flags=re.MULTILINE)
+    assert start is not None, f"docs/resources.md lacks a {prompt.name} section"
+    end = text.find("\n#", start.end())
+    body = text[start.end() : end if end > 0 else len(text)]
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| (yes|no) \|", body, flags=re.MULTILINE))
+    assert rows == {a.name: "yes" if a.required else "no" for a in prompt.arguments}
+
+
+def test_resources_md_is_linked_from_the_readme() -> None:
+    assert "(docs/resources.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
