@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpersona.errors import Forbidden, InvalidInput, NotFound
@@ -169,3 +169,31 @@ def test_completion_caps_at_one_hundred_values(memory: Memory) -> None:
         memory.store(f"a{i:03d}", "x")
     found = memory.complete_agent_id("a")
     assert len(found["values"]) == 100 and found["total"] == 105 and found["has_more"] is True
+
+
+@given(
+    uri=st.one_of(
+        st.text(max_size=80),
+        st.builds(lambda a, k: f"cpersona://agents/{a}/{k}", st.text(max_size=20), st.text(max_size=10)),
+        st.builds(
+            resource_uri, st.sampled_from(["profile", "memories"]), st.sampled_from(["a", "b", "zz", ""])
+        ),
+    ),
+    allowed=st.one_of(st.none(), st.sets(st.sampled_from(["a", "b", "zz", ""]))),
+)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_uri_reads_or_is_refused_with_a_request_error(
+    memory: Memory, uri: str, allowed: set[str] | None
+) -> None:
+    if not memory.list_agents()["count"]:
+        memory.store("a", "alpha")
+        memory.store("b", "bravo")
+    try:
+        read = memory.read_resource(uri, allowed_agents=allowed)
+    except (InvalidInput, Forbidden, NotFound) as exc:
+        if isinstance(exc, NotFound):  # only agents the caller may read are looked up
+            assert allowed is None or parse_uri(uri)[1] in allowed
+        return
+    kind, agent = parse_uri(uri)
+    assert agent is None or allowed is None or agent in allowed
+    assert isinstance(json.loads(read["text"]), dict)
