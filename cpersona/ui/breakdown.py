@@ -5,8 +5,10 @@ fused candidate's raw channel values), recomputed with the fusion's formula: rsf
 channel's min-max-normalised value, rrf adds ``1 / (k + rank)``, the context channel adds its
 bonus as is. The trace lists at most 30 hits per channel, so a channel cut short has an
 unknown floor (rsf) or rank (rrf); one such channel is solved as the remainder of the fused
-score, two or more are not drawn (the numbers are still listed). Nothing is drawn unless the
-shares add up to the fused score the pipeline reported. Drawings are inline SVG with
+score, two or more are not drawn (the numbers are still listed). The trace rounds raw scores
+to 6 places, so a channel whose raw scores are all tiny (bm25 on a handful of rows) cannot be
+normalised back either. Nothing is drawn unless the shares add up to the fused score the
+pipeline reported. Drawings are inline SVG with
 attributes only (the page's CSP forbids inline styles).
 """
 

@@ -137,7 +137,10 @@ def _card(rank: int, row: dict[str, Any], gate: dict[str, Any], trace: Any, view
         if kind != "profile"
         else esc(row.get("agent_id"))
     )
-    scale = gate_scale_svg(gate, reason) if reason else ""
+    # The gate judges the query on its best candidate (per row only when keyed on confidence):
+    # the scale sits by #1, and in each row's breakdown only for a per-row gate.
+    per_row = gate.get("keyed_on") == "confidence"
+    scale = gate_scale_svg(gate, reason) if reason and (rank == 1 or per_row) else ""
     if reason:
         shares = channel_shares(str(row.get("ref", "")), trace)
         drawn = shares_svg(shares) if shares else ""

@@ -294,9 +294,11 @@ class Browser:
             " Math.max(window.innerHeight, document.documentElement.scrollHeight)]"
         )
         clip = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
-        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip)[
-            "data"
-        ]
+        # A .jpg path gets a JPEG (smaller, for docs); anything else a PNG.
+        shape: dict[str, Any] = (
+            {"format": "jpeg", "quality": 72} if path.suffix in (".jpg", ".jpeg") else {"format": "png"}
+        )
+        data = self.call("Page.captureScreenshot", captureBeyondViewport=True, clip=clip, **shape)["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

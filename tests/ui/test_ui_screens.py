@@ -6,7 +6,8 @@ its vertical scroll bar, so stricter than ``innerWidth``) and no visible element
 past the right edge (a clipped "Health" link, say). The store is seeded with the
 things that break narrow layouts: long unbroken tokens, long agent and project names, wide
 tables, a memory that happened long before it was stored. Screenshots go to the test's temporary
-directory (named in the output); set ``UI_SCREENSHOTS_TO=DIR`` to keep a copy.
+directory (named in the output); set ``UI_SCREENSHOTS_TO=DIR`` to keep a copy, and
+``UI_DOC_SCREENSHOTS_TO=docs/screenshots`` to redraw the few small JPEGs the docs show.
 """
 
 from __future__ import annotations
@@ -106,10 +107,31 @@ def screens(
         try:
             yield server, browser, pages, shots
         finally:
-            browser.close()
+            try:
+                if os.environ.get("UI_DOC_SCREENSHOTS_TO"):  # the few small pictures in docs/screenshots/
+                    _doc_pictures(server, browser, pages, Path(os.environ["UI_DOC_SCREENSHOTS_TO"]))
+            finally:
+                browser.close()
             print(f"\nbrowser-view screenshots: {shots}")
             if os.environ.get("UI_SCREENSHOTS_TO"):
                 shutil.copytree(shots, os.environ["UI_SCREENSHOTS_TO"], dirs_exist_ok=True)
+
+
+def _doc_pictures(server: UiServer, browser: Browser, pages: dict[str, str], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    search = pages["search-results"].replace("q=", "limit=4&q=")
+    for name, path, width in (
+        ("home", pages["home"], 400),
+        ("memories", pages["memories-ana-page-2"], 400),
+        ("search", search, 400),
+        ("search", search, 1280),
+        ("health", pages["health"], 400),
+    ):
+        browser.viewport(width)
+        browser.goto(server.base + path)
+        if name == "search":
+            browser.evaluate("document.querySelector('details.why').open = true")
+        browser.screenshot(folder / f"{name}-{width}.jpg")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -168,3 +190,36 @@ def test_the_measure_catches_a_page_that_is_too_wide(
     assert measured["scrollWidth"] > measured["clientWidth"] and any(
         re.match(r"div\.too-wide", o) for o in measured["outside"]
     )
+
+
+def test_login_and_read_only_pages_fit_too(
+    screens: tuple[UiServer, Browser, dict[str, str], Path], tmp_path: Path
+) -> None:
+    # The pages of a token-protected view and of a read-only, keyword-only one (no model: its
+    # search says so in words), at both widths.
+    _, browser, _, shots = screens
+    with Memory(
+        Settings(db_path=tmp_path / "memory.db", embedding_mode="none", update_check=False)
+    ) as memory:
+        memory.store("ana", f"Keyword-only note with a digest {LONG_TOKEN}", project_id=LONG_PROJECT)
+    wide: dict[str, dict[str, object]] = {}
+    with ui_server(tmp_path, CPERSONA_AUTH_TOKEN="a-token-of-sufficient-length-0123") as locked:
+        for width in WIDTHS:
+            browser.viewport(width)
+            browser.goto(locked.base + "/memories")
+            assert "This view is protected" in browser.text()
+            browser.screenshot(shots / f"login-{width}.png")
+            measured = browser.overflow()
+            if measured["scrollWidth"] > measured["clientWidth"] or measured["outside"]:
+                wide[f"login-{width}"] = measured
+    with ui_server(tmp_path, "--read-only") as read_only:
+        for width in WIDTHS:
+            browser.viewport(width)
+            for name, path in (("read-only-memories", "/memories"), ("keyword-search", "/search?q=digest")):
+                browser.goto(read_only.base + path)
+                assert "Read-only view" in browser.text()
+                browser.screenshot(shots / f"{name}-{width}.png")
+                measured = browser.overflow()
+                if measured["scrollWidth"] > measured["clientWidth"] or measured["outside"]:
+                    wide[f"{name}-{width}"] = measured
+    assert not wide, f"pages too wide (screenshots in {shots}): {wide}"
