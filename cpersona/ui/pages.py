@@ -206,6 +206,7 @@ def memories_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
             rows,
             css="memories",
             wide=("content",),
+            nowrap=("ref", "happened (UTC)", "state", ""),
         )
         if rows
         else ""
@@ -319,6 +320,7 @@ def episodes_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
             rows,
             css="episodes",
             wide=("summary",),
+            nowrap=("ref", "archived (UTC)", "state", ""),
         )
         if rows
         else ""

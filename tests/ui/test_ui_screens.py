@@ -223,3 +223,20 @@ def test_login_and_read_only_pages_fit_too(
                 if measured["scrollWidth"] > measured["clientWidth"] or measured["outside"]:
                     wide[f"{name}-{width}"] = measured
     assert not wide, f"pages too wide (screenshots in {shots}): {wide}"
+
+
+def test_at_1280_px_short_cells_keep_to_one_line(
+    screens: tuple[UiServer, Browser, dict[str, str], Path],
+) -> None:
+    # "As today" on a desktop: a table with a long unbroken token in one row still lays its short
+    # columns out on one line (a ref split as 'me / m:3 / 3' would pass the overflow check).
+    server, browser, pages, _ = screens
+    browser.viewport(1280)
+    for name in ("memories", "episodes", "home"):
+        browser.goto(server.base + pages[name])
+        split = browser.evaluate(
+            "[...document.querySelectorAll('table td:not(.wide) a, table td:not(.wide) .badge')]"
+            ".filter(e => e.getClientRects().length > 1 || e.getBoundingClientRect().height > 30)"
+            ".map(e => e.innerText)"
+        )
+        assert split == [], (name, split)
