@@ -156,13 +156,14 @@ def _card(rank: int, row: dict[str, Any], gate: dict[str, Any], trace: Any, view
     actions = memory_actions(row, view) if kind == "memory" else ""
     return (
         f'<li class="result" data-testid="result" data-ref="{esc(row.get("ref", ""))}" data-rank="{rank}">'
-        f'<p class="head"><span class="rank">#{rank}{" best" if rank == 1 else ""}</span> '
-        f'{badge(kind, "kind")} {_ref_link(row)} <span class="muted">{where}</span></p>'
-        f'<p class="content">{snippet(row.get("content", ""), 280)}</p>'
+        f'<div class="head"><span class="rank">#{rank}{" best" if rank == 1 else ""}</span> '
+        f'{badge(kind, "kind")} {_ref_link(row)} <span class="muted">{where}</span>'
+        + (f'<div class="actions">{actions}</div>' if actions else "")
+        + "</div>"
+        + f'<p class="content">{snippet(row.get("content", ""), 280)}</p>'
         + (scale if rank == 1 else "")
         + why
         + (facts(extra, testid="extra") if extra else "")
-        + (f'<div class="actions">{actions}</div>' if actions else "")
         + "</li>"
     )
 

@@ -164,7 +164,7 @@ def test_search_runs_the_real_recall_and_shows_best_first_with_reasons(
     assert "{" not in about
     browser.screenshot(shots / "search.png")
     # ep: refs are links to the episode, mem: refs to the memory.
-    links = browser.attrs("[data-testid=result] p.head a", "href")
+    links = browser.attrs("[data-testid=result] .head > a", "href")
     assert any(h.startswith("/episode?agent=ana&id=") for h in links)
     assert any(h.startswith("/memory?agent=ana&id=") for h in links)
     # A preview search does not count as a recall (no recent-recall penalty for the agent's next query).
