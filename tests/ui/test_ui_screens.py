@@ -215,7 +215,11 @@ def test_login_and_read_only_pages_fit_too(
     with ui_server(tmp_path, "--read-only") as read_only:
         for width in WIDTHS:
             browser.viewport(width)
-            for name, path in (("read-only-memories", "/memories"), ("keyword-search", "/search?q=digest")):
+            for name, path in (
+                ("read-only-memories", "/memories"),
+                ("keyword-search", "/search?q=digest"),
+                ("keyword-health", "/health"),  # findings: the table of a store without vectors
+            ):
                 browser.goto(read_only.base + path)
                 assert "Read-only view" in browser.text()
                 browser.screenshot(shots / f"{name}-{width}.png")
