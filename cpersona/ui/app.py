@@ -85,9 +85,7 @@ class UiApp:
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
-    def _error(
-        self, request: Request, exc: CPersonaError, back: str | None = None
-    ) -> HTMLResponse:
+    def _error(self, request: Request, exc: CPersonaError, back: str | None = None) -> HTMLResponse:
         code = _status(exc)
         kind = exc.code
         link = f'<p><a href="{pages.esc(back)}">Back</a></p>' if back else ""
@@ -181,6 +179,21 @@ class UiApp:
             request, f"Memory {row['ref']}", pages.memory_page(row, self._view(request, agent)), "/memories"
         )
 
+    def episode_detail(self, request: Request) -> Response:
+        """GET /episode?agent=&id=: one episode in full (where ``ep:`` refs lead)."""
+        agent, eid = request.query_params.get("agent", ""), request.query_params.get("id", "")
+        try:
+            self._allow(request, "read", agent)
+            items = self.memory.get_contents(agent, [f"ep:{eid}"])["items"]
+            if not items:
+                raise NotFound(f"no episode ep:{eid} for agent {agent!r}")
+        except CPersonaError as exc:
+            return self._error(request, exc, "/episodes")
+        row = items[0]
+        return self._page(
+            request, f"Episode {row['ref']}", pages.episode_page(row, self._view(request, agent)), "/episodes"
+        )
+
     def episodes(self, request: Request) -> Response:
         """GET /episodes: filtered, paged, newest first."""
         f = self._filters(request)
@@ -217,13 +230,14 @@ class UiApp:
         q = request.query_params
         agent, query = _opt(q.get("agent")), q.get("q", "")
         project, channel = q.get("project") or None, q.get("channel") or None
-        limit = _int(q.get("limit"), 10, 1, 100)
+        limit = _int(q.get("limit"), 10, 1, insight.SEARCH_LIMIT_MAX)  # the form's maximum, on the server too
         body = insight.search_form(self._agents(request), agent, query, project, channel, limit)
         if "q" in q:
             try:
                 self._allow(request, "read", agent)
+                # The trace lets the page draw each channel's share of a row's score.
                 result = self.memory.recall(
-                    agent, query, limit=limit, project_id=project, channel=channel, record=False
+                    agent, query, limit=limit, project_id=project, channel=channel, record=False, trace=True
                 )
             except CPersonaError as exc:
                 return self._error(request, exc, "/search")
@@ -393,6 +407,7 @@ def build_app(memory: Memory, guard: Guard, *, read_only: bool = False) -> Starl
         Route("/memories", ui.memories),
         Route("/memory", ui.memory_detail),
         Route("/episodes", ui.episodes),
+        Route("/episode", ui.episode_detail),
         Route("/profile", ui.profile),
         Route("/search", ui.search),
         Route("/health", ui.health),

@@ -1,8 +1,10 @@
 """The health page's picture: memories stored per day, embedded share stacked, as inline SVG.
 
-Rendered on the server from ``Memory.memory_timeline`` (no JavaScript library). Days without
-rows are filled in as zeros; a span longer than ``MAX_BARS`` days is grouped into buckets of
-several days so the chart stays readable.
+Rendered on the server from ``Memory.memory_timeline`` (no JavaScript library). The axis spans
+the data: from the first day with rows to the last, days without rows filled in as zeros (a
+young store is a few bars with their dates, not one bar at the edge of a fixed span). A span
+longer than ``MAX_BARS`` days is grouped into buckets of several days; a short one keeps its
+bars at most ``MAX_SLOT`` wide, so the chart is only as wide as the data needs.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import Any
 from cpersona.ui.html import esc
 
 MAX_BARS = 120
-#: The chart always spans at least this many days (ending on the newest), so one busy day has context.
-MIN_DAYS = 14
-WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 720, 220, 44, 28, 12
+#: The widest a day's slot gets (px in the SVG's own units), and the most bars that each get a date.
+MAX_SLOT, LABEL_EVERY_UP_TO = 48, 14
+WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_BOTTOM, PAD_TOP = 720, 220, 44, 12, 28, 12
 
 
 def buckets(days: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:
@@ -25,7 +27,7 @@ def buckets(days: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:
         return []
     counts = {d["day"]: (int(d["stored"]), int(d["embedded"])) for d in days}
     last = date.fromisoformat(days[-1]["day"])
-    first = min(date.fromisoformat(days[0]["day"]), last - timedelta(days=MIN_DAYS - 1))
+    first = date.fromisoformat(days[0]["day"])
     span = (last - first).days + 1
     width = max(1, math.ceil(span / MAX_BARS))
     bars: list[tuple[str, str, int, int]] = []
@@ -46,13 +48,16 @@ def timeline_svg(days: list[dict[str, Any]]) -> str:
     if not bars:
         return '<p class="muted" data-testid="chart-empty">No memories stored yet: nothing to draw.</p>'
     top = max(b[2] for b in bars) or 1
-    plot_w, plot_h = WIDTH - PAD_LEFT - 8, HEIGHT - PAD_BOTTOM - PAD_TOP
-    step = plot_w / len(bars)
+    step = min(float(MAX_SLOT), (WIDTH - PAD_LEFT - PAD_RIGHT) / len(bars))
+    plot_w, plot_h = step * len(bars), HEIGHT - PAD_BOTTOM - PAD_TOP
+    width = round(max(PAD_LEFT + plot_w + PAD_RIGHT, 240))
     bar_w = min(28.0, max(1.0, step * 0.8))
+    labelled = len(bars) <= LABEL_EVERY_UP_TO
     parts = [
-        f'<svg class="chart" data-testid="timeline" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-        f'aria-label="Memories stored per day; darker part embedded" xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{PAD_LEFT}" y1="{PAD_TOP + plot_h}" x2="{WIDTH - 8}" y2="{PAD_TOP + plot_h}" class="axis"/>',
+        f'<svg class="chart" data-testid="timeline" viewBox="0 0 {width} {HEIGHT}" width="{width}" '
+        f'height="{HEIGHT}" role="img" aria-label="Memories stored per day; darker part embedded" '
+        'xmlns="http://www.w3.org/2000/svg">',
+        f'<line x1="{PAD_LEFT}" y1="{PAD_TOP + plot_h}" x2="{PAD_LEFT + plot_w:.1f}" y2="{PAD_TOP + plot_h}" class="axis"/>',
         f'<text x="{PAD_LEFT - 6}" y="{PAD_TOP + 4}" class="tick" text-anchor="end">{top}</text>',
         f'<text x="{PAD_LEFT - 6}" y="{PAD_TOP + plot_h}" class="tick" text-anchor="end">0</text>',
     ]
@@ -70,10 +75,18 @@ def timeline_svg(days: list[dict[str, Any]]) -> str:
             f'<rect class="embedded" x="{x:.1f}" y="{y_base - h_emb:.1f}" width="{bar_w:.1f}" height="{h_emb:.1f}"/>'
             "</g>"
         )
-    parts.append(f'<text x="{PAD_LEFT}" y="{HEIGHT - 8}" class="tick">{esc(bars[0][0])}</text>')
-    parts.append(
-        f'<text x="{WIDTH - 8}" y="{HEIGHT - 8}" class="tick" text-anchor="end">{esc(bars[-1][1])}</text>'
-    )
+    if labelled:  # few bars: each gets its date (month-day; the year is in the tooltip)
+        for i, (lo, _, _, _) in enumerate(bars):
+            centre = PAD_LEFT + i * step + step / 2
+            parts.append(
+                f'<text x="{centre:.1f}" y="{HEIGHT - 8}" class="tick day" text-anchor="middle">{esc(lo[5:])}</text>'
+            )
+    else:
+        parts.append(f'<text x="{PAD_LEFT}" y="{HEIGHT - 8}" class="tick">{esc(bars[0][0])}</text>')
+        parts.append(
+            f'<text x="{PAD_LEFT + plot_w:.1f}" y="{HEIGHT - 8}" class="tick" text-anchor="end">'
+            f"{esc(bars[-1][1])}</text>"
+        )
     parts.append("</svg>")
     stored_total = sum(b[2] for b in bars)
     embedded_total = sum(b[3] for b in bars)

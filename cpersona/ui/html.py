@@ -39,11 +39,34 @@ def post_button(
     )
 
 
-def table(head: Iterable[str], rows: Iterable[Iterable[str]], *, css: str = "") -> str:
-    """A table; cells are already HTML (escape before passing)."""
-    th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{esc(css)}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+def table(
+    head: Iterable[str],
+    rows: Iterable[Iterable[str]],
+    *,
+    css: str = "",
+    wide: Iterable[str] = (),
+    nowrap: Iterable[str] = (),
+) -> str:
+    """A table; cells are already HTML (escape before passing).
+
+    Each cell carries its column's name (``data-label``): on a narrow screen the stylesheet
+    turns each row into a card, the short cells flowing side by side after their names and
+    the ``wide`` columns (the text, say) on a line of their own; empty cells are hidden there.
+    On a wide screen the ``nowrap`` columns (times, refs, buttons) keep to one line.
+    """
+    full, unbroken = set(wide), set(nowrap)
+    labels = list(head)
+    th = "".join(f"<th>{esc(h)}</th>" for h in labels)
+
+    def cell(i: int, content: str) -> str:
+        label = labels[i] if i < len(labels) else ""
+        flags = (("wide", label in full), ("nowrap", label in unbroken), ("empty", not content.strip()))
+        classes = " ".join(c for c, on in flags if on)
+        css_attr = f' class="{classes}"' if classes else ""
+        return f'<td data-label="{esc(label)}"{css_attr}>{content}</td>'
+
+    body = "".join("<tr>" + "".join(cell(i, c) for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f'<table class="{esc(css)} stack"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def badge(text: str, kind: str) -> str:

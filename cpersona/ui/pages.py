@@ -89,6 +89,7 @@ def agents_page(agents: list[dict[str, Any]]) -> str:
         ["agent", "memories", "episodes", "embedded", "locked", "profiles", "project · channel"],
         rows,
         css="agents",
+        wide=("agent", "project · channel"),
     )
 
 
@@ -127,10 +128,10 @@ def filter_form(path: str, f: Filters, agents: list[dict[str, Any]], *, memories
     )
 
 
-def pager(path: str, f: Filters, total: int, shown: int) -> str:
-    """'rows a–b of n' with previous / next links."""
+def pager(path: str, f: Filters, total: int, shown: int, *, testid: str = "pager") -> str:
+    """'rows a–b of n' with previous / next links (shown above and below a listing)."""
     if total == 0:
-        return '<p class="muted" data-testid="pager">No rows match.</p>'
+        return f'<p class="muted" data-testid="{esc(testid)}">No rows match.</p>'
     first, last = f.offset + 1, f.offset + shown
     prev_link = (
         f'<a href="{url(path, **f.params(offset=max(0, f.offset - f.size) or None))}" rel="prev">← newer</a>'
@@ -142,7 +143,25 @@ def pager(path: str, f: Filters, total: int, shown: int) -> str:
         if last < total
         else ""
     )
-    return f'<p class="pager" data-testid="pager">{prev_link} rows {first}–{last} of {total} {next_link}</p>'
+    return f'<p class="pager" data-testid="{esc(testid)}">{prev_link} rows {first}–{last} of {total} {next_link}</p>'
+
+
+def moment(iso: str | None) -> str:
+    """An ISO-8601 UTC time as it reads in a list: '2026-03-04 09:15:00' (no zone, no fraction)."""
+    return (iso or "")[:19].replace("T", " ")
+
+
+def when(row: dict[str, Any]) -> str:
+    """When a memory happened, and under it when it was stored if that was another minute (an import,
+    a backfill: every row would otherwise read the time of the import)."""
+    happened, stored = moment(row.get("timestamp")), moment(row["created_at"])
+    rid = esc(row["id"])
+    if not happened or happened[:16] == stored[:16]:
+        return f'<span data-testid="happened-{rid}">{esc(happened or stored)}</span>'
+    return (
+        f'<span data-testid="happened-{rid}">{esc(happened)}</span><br>'
+        f'<span class="muted" data-testid="stored-{rid}">stored {esc(stored)}</span>'
+    )
 
 
 def _state_badges(row: dict[str, Any]) -> str:
@@ -171,7 +190,7 @@ def memories_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
     rows = [
         [
             f'<a href="{url("/memory", agent=r["agent_id"], id=r["id"])}">{esc(r["ref"])}</a>',
-            esc(r["created_at"][:19].replace("T", " ")),
+            when(r),
             esc(r["agent_id"]),
             axis_label(r["project_id"]),
             axis_label(r["channel"]),
@@ -183,9 +202,11 @@ def memories_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
     ]
     listing = (
         table(
-            ["ref", "stored (UTC)", "agent", "project", "channel", "content", "state", ""],
+            ["ref", "happened (UTC)", "agent", "project", "channel", "content", "state", ""],
             rows,
             css="memories",
+            wide=("content",),
+            nowrap=("ref", "happened (UTC)", "state", ""),
         )
         if rows
         else ""
@@ -194,6 +215,7 @@ def memories_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
         filter_form("/memories", f, agents, memories=True)
         + pager("/memories", f, result["total"], result["count"])
         + listing
+        + (pager("/memories", f, result["total"], result["count"], testid="pager-bottom") if rows else "")
     )
 
 
@@ -230,7 +252,7 @@ def memory_page(row: dict[str, Any], view: View, error: str | None = None) -> st
         f'<form method="post" action="/memory/edit" data-testid="edit-form">{hidden({"csrf": view.csrf, **key})}'
         f'<textarea name="content" rows="8" data-testid="edit-content">{esc(row["content"])}</textarea>'
         '<button type="submit" data-testid="edit-submit">Review change</button></form>'
-        f"<p>{memory_actions(row, view)}</p>"
+        f'<div class="actions">{memory_actions(row, view)}</div>'
     )
 
 
@@ -279,8 +301,8 @@ def episodes_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
         )
         rows.append(
             [
-                esc(r["ref"]),
-                esc(r["created_at"][:19].replace("T", " ")),
+                f'<a href="{url("/episode", agent=r["agent_id"], id=r["id"])}">{esc(r["ref"])}</a>',
+                esc(moment(r["created_at"])),
                 esc(r["agent_id"]),
                 axis_label(r["project_id"]),
                 axis_label(r["channel"]),
@@ -297,6 +319,8 @@ def episodes_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
             ["ref", "archived (UTC)", "agent", "project", "channel", "summary", "session", "state", ""],
             rows,
             css="episodes",
+            wide=("summary",),
+            nowrap=("ref", "archived (UTC)", "state", ""),
         )
         if rows
         else ""
@@ -305,6 +329,33 @@ def episodes_page(result: dict[str, Any], f: Filters, agents: list[dict[str, Any
         filter_form("/episodes", f, agents, memories=False)
         + pager("/episodes", f, result["total"], result["count"])
         + listing
+        + (pager("/episodes", f, result["total"], result["count"], testid="pager-bottom") if rows else "")
+    )
+
+
+def episode_page(row: dict[str, Any], view: View) -> str:
+    """One episode in full (the page an ``ep:`` ref links to), with its delete control."""
+    fields = [
+        ("ref", row["ref"]),
+        ("agent", row["agent_id"]),
+        ("project", row["project_id"] or "(none)"),
+        ("channel", row["channel"] or "(none)"),
+        ("keywords", ", ".join(row["keywords"]) or "-"),
+        ("session", f"{row['start_time'] or '?'} → {row['end_time'] or '?'}"),
+        ("archived (created_at)", row["created_at"]),
+        ("resolved", "yes" if row["resolved"] else "no"),
+        ("embedding", row["embedding_model"] or "none yet"),
+    ]
+    dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in fields)
+    body = (
+        f'<dl class="fields">{dl}</dl>'
+        f'<h2>Summary</h2><pre class="content" data-testid="full-summary">{esc(row["summary"])}</pre>'
+    )
+    if view.read_only:
+        return body
+    delete = url("/episode/delete", agent=row["agent_id"], id=row["id"])
+    return (
+        body + f'<p><a href="{delete}" class="danger" data-testid="delete-ep-{esc(row["id"])}">Delete</a></p>'
     )
 
 

@@ -260,9 +260,45 @@ class Browser:
             )
         )
 
+    def viewport(self, width: int, height: int = 900) -> None:
+        """Lay pages out as a window ``width`` CSS pixels wide (a desktop window, not a zoomed phone:
+        ``innerWidth`` stays ``width`` however wide the content, so overflow is measurable)."""
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+
+    def overflow(self) -> dict[str, Any]:
+        """The page's width against the window's (``clientWidth``: the window less its scroll bar) and the
+        visible elements that stick out past the right edge (inside a ``data-scrolls`` box they may)."""
+        value: dict[str, Any] = self.evaluate(
+            "(() => { const w = document.documentElement.clientWidth; const out = [];"
+            " for (const el of document.body.querySelectorAll('*')) {"
+            "   const r = el.getBoundingClientRect();"
+            "   if (r.width && r.right > w + 0.5 && !el.closest('[data-scrolls]')) {"
+            "     out.push(el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).split(' ').join('.') : '')"
+            "       + ' right=' + Math.round(r.right)); } }"
+            " return {scrollWidth: document.documentElement.scrollWidth, clientWidth: w,"
+            " innerWidth: window.innerWidth, outside: out.slice(0, 8)}; })()"
+        )
+        return value
+
     def screenshot(self, path: Path) -> Path:
-        """A PNG of the whole page."""
-        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+        """A PNG of the whole page, as wide as the window (the capture lays the page out without its
+        scroll bar; clipping to the window's width keeps the right edge in the picture)."""
+        width, height = self.evaluate(
+            "[Math.max(window.innerWidth, document.documentElement.scrollWidth),"
+            " Math.max(window.innerHeight, document.documentElement.scrollHeight)]"
+        )
+        clip = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+        # A .jpg path gets a JPEG (smaller, for docs); anything else a PNG.
+        shape: dict[str, Any] = (
+            {"format": "jpeg", "quality": 72} if path.suffix in (".jpg", ".jpeg") else {"format": "png"}
+        )
+        data = self.call("Page.captureScreenshot", captureBeyondViewport=True, clip=clip, **shape)["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import re
 
-from cpersona.ui.chart import MAX_BARS, MIN_DAYS, buckets, timeline_svg
+from cpersona.ui.chart import MAX_BARS, MAX_SLOT, buckets, timeline_svg
 
 
-def test_days_are_filled_in_and_padded_to_a_minimum_span() -> None:
+def test_the_axis_spans_the_data_with_empty_days_filled_in() -> None:
     bars = buckets(
         [{"day": "2026-03-10", "stored": 4, "embedded": 1}, {"day": "2026-03-12", "stored": 2, "embedded": 2}]
     )
-    assert len(bars) == MIN_DAYS and bars[-1] == ("2026-03-12", "2026-03-12", 2, 2)
-    assert bars[-2] == ("2026-03-11", "2026-03-11", 0, 0) and bars[-3] == ("2026-03-10", "2026-03-10", 4, 1)
+    assert bars == [
+        ("2026-03-10", "2026-03-10", 4, 1),
+        ("2026-03-11", "2026-03-11", 0, 0),
+        ("2026-03-12", "2026-03-12", 2, 2),
+    ]
+
+
+def test_a_young_store_is_a_few_dated_bars_not_one_bar_at_the_edge() -> None:
+    svg = timeline_svg([{"day": "2026-12-01", "stored": 31, "embedded": 31}])
+    assert len(re.findall(r'<g class="bar"', svg)) == 1
+    width = int(re.search(r'viewBox="0 0 (\d+) ', svg).group(1))  # type: ignore[union-attr]
+    assert width <= 44 + MAX_SLOT + 12 or width == 240  # as wide as one slot needs, not a 14-day axis
+    x = float(re.search(r'class="stored" x="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+    assert x < 44 + MAX_SLOT  # the bar sits in the first slot beside the y axis
+    assert ">12-01</text>" in svg  # and carries its date
 
 
 def test_a_long_span_is_grouped_and_keeps_every_row() -> None:

@@ -115,10 +115,13 @@ def test_the_read_client_sees_only_its_agent(acl_view: AclView) -> None:
             f"/episodes?agent={OTHER}",
             f"/profile?agent={OTHER}",
             f"/memory?agent={OTHER}&id={acl_view.other_id}",
+            f"/episode?agent={OTHER}&id=1",
         ):
             refused = client.get(path)
             assert refused.status_code == 403 and "your grants do not allow read" in refused.text, path
             assert "osprey confidential" not in refused.text, path
+        missing = client.get(f"/episode?agent={OWN}&id=999")
+        assert missing.status_code == 404 and "no episode ep:999" in missing.text
         whole = client.get("/memories")  # every agent at once needs read on '*'
         assert whole.status_code == 403 and "choose one of your agents" in whole.text
         assert "osprey confidential" not in whole.text

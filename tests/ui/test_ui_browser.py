@@ -61,7 +61,7 @@ def site(
         memory.store("ana", f"filler note {i:02d} about weekly chores", msg_id=f"f{i}")
     memory.store("ana", "The cat sleeps on the red sofa", project_id="home")
     memory.store("ana", STAGING, project_id="work", channel="ops")
-    memory.store("bo", "Bo prefers green tea in the morning")
+    memory.store("bo", "Bo prefers green tea in the morning", timestamp="2026-03-04T09:15:00Z")
     memory.archive_episode("ana", "Session about moving the staging database", keywords="staging, database")
     memory.update_profile("ana", "Ana is an SRE who likes <b>precise</b> answers")
     memory.drain_queue()
@@ -94,8 +94,12 @@ def test_agents_and_memories_newest_first_with_filters_and_paging(
     shown = browser.texts("span.content")
     assert shown == [" ".join(r["content"].split()) for r in newest]  # newest first, as the API lists them
     assert browser.text("[data-testid=pager]").strip() == "rows 1–25 of 30 older →"
-    browser.click("a[rel=next]")
+    assert (
+        browser.text("[data-testid=pager-bottom]").strip() == "rows 1–25 of 30 older →"
+    )  # after the rows too
+    browser.click("[data-testid=pager-bottom] a[rel=next]")
     assert "rows 26–30 of 30" in browser.text("[data-testid=pager]")
+    assert "rows 26–30 of 30" in browser.text("[data-testid=pager-bottom]")
     assert browser.texts("span.content")[-1] == "filler note 00 about weekly chores"
     browser.screenshot(shots / "memories-page-2.png")
 
@@ -106,8 +110,21 @@ def test_agents_and_memories_newest_first_with_filters_and_paging(
     browser.choose("select[name=embedded]", "no")
     assert browser.texts("span.content") == [] and "No rows match" in browser.text("[data-testid=pager]")
 
+    # Stored now, happened in March: both times show; a row stored as it happened shows one.
+    browser.goto(server.base + "/memories?agent=bo")
+    bo = memory.browse_memories("bo")["items"][0]
+    assert browser.text(f"[data-testid=happened-{bo['id']}]") == "2026-03-04 09:15:00"
+    assert browser.text(f"[data-testid=stored-{bo['id']}]") == "stored " + bo["created_at"][:19].replace(
+        "T", " "
+    )
+    browser.goto(server.base + "/memories?agent=ana&project=home")
+    cat = memory.browse_memories("ana", project_id="home")["items"][0]
+    assert browser.texts(f"[data-testid=stored-{cat['id']}]") == []
+
     browser.goto(server.base + "/episodes?agent=ana")
     assert "Session about moving the staging database" in browser.text("table.episodes")
+    browser.click("table.episodes a[href^='/episode?']")  # the ref leads to the episode's own page
+    assert browser.text("[data-testid=full-summary]") == "Session about moving the staging database"
     browser.goto(server.base + "/profile?agent=ana")
     assert (
         browser.text("[data-testid=profile]") == "Ana is an SRE who likes <b>precise</b> answers"
@@ -128,11 +145,28 @@ def test_search_runs_the_real_recall_and_shows_best_first_with_reasons(
     # Same pipeline, same order, reversed: the page shows best first, the API returns best last.
     assert refs == [r.get("ref", "") for r in reversed(expected["results"])]
     assert refs[0] in ("mem:30", "ep:1") and STAGING in browser.text("ol.results")
-    reason = browser.text("[data-testid=match-reason]")
     best = expected["results"][-1]["match_reason"]
-    assert "cosine" in reason and "signal" in reason and f"{best['score']:.4f}" in reason
-    assert "search" in browser.text("[data-testid=recall-facts]")
+    # Compact: the breakdown is folded away, one click from the score line.
+    assert browser.evaluate("[...document.querySelectorAll('details.why')].every(d => !d.open)")
+    assert browser.text("[data-testid=score-line]").startswith(f"score {best['score']:.4f}")
+    browser.evaluate("document.querySelector('details.why').open = true")
+    reason = browser.text("[data-testid=match-reason]")
+    assert "similarity (cosine)" in reason and "ranked on" in reason and f"{best['score']:.4f}" in reason
+    # Drawn: each channel's share of the fused score (adding up to the whole), the gate on a scale.
+    first = "[data-testid=result][data-rank='1'] "
+    shares = [float(x) for x in browser.attrs(first + "g.share", "data-share")]
+    channels = browser.attrs(first + "g.share", "data-channel")
+    assert shares and abs(sum(shares) - 1) < 1e-3 and "vector" in channels
+    gate = expected["gate"]
+    assert browser.attrs(first + "[data-testid=gate-scale]", "data-threshold") == [f"{gate['threshold']:.4f}"]
+    about = browser.text("[data-testid=recall-facts]")
+    assert about.startswith("The ") and "threshold" in about and "Search: meaning (vector)" in about
+    assert "{" not in about
     browser.screenshot(shots / "search.png")
+    # ep: refs are links to the episode, mem: refs to the memory.
+    links = browser.attrs("[data-testid=result] .head > a", "href")
+    assert any(h.startswith("/episode?agent=ana&id=") for h in links)
+    assert any(h.startswith("/memory?agent=ana&id=") for h in links)
     # A preview search does not count as a recall (no recent-recall penalty for the agent's next query).
     row = memory.get_contents("ana", ["mem:30"])["items"][0]
     assert row["recall_count"] == 0

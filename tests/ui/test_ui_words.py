@@ -33,7 +33,7 @@ def test_search_says_the_gate_and_why_in_words_and_names_an_unknown_agent(tmp_pa
         assert empty.status_code == 200
         said = re.search(r'data-testid="explanation">([^<]+)<', empty.text)
         assert said and "keyword-only" in said.group(1)
-        facts = re.search(r'data-testid="recall-facts">(.*?)</dl>', empty.text, re.S)
+        facts = re.search(r'data-testid="recall-facts">(.*?)</div>', empty.text, re.S)
         assert facts and "No gate: keyword-only recall" in facts.group(1)
         assert "Search:" in facts.group(1) and "{&quot;" not in facts.group(1) and '{"' not in facts.group(1)
         found = client.get("/search", params={"agent": "ana", "q": "staging database port"})
@@ -71,3 +71,17 @@ def test_under_an_acl_the_notice_names_only_the_clients_agents(tmp_path: Path) -
                 path
             )
             assert "secret-team" not in page.text
+
+
+def test_the_server_clamps_limit_to_the_forms_maximum(tmp_path: Path) -> None:
+    settings = Settings(db_path=tmp_path / "memory.db", embedding_mode="none", update_check=False)
+    with Memory(settings, start_background=False) as memory:
+        for i in range(130):
+            memory.store("ana", f"kestrel sighting number {i}")
+    with ui_server(tmp_path) as server, httpx2.Client(base_url=server.base) as client:
+        for asked, used in (("5000", 100), ("100", 100), ("7", 7), ("0", 1), ("-3", 1), ("lots", 10)):
+            page = client.get("/search", params={"agent": "ana", "q": "kestrel", "limit": asked})
+            assert page.status_code == 200, asked
+            assert f'name="limit" type="number" min="1" max="100" value="{used}"' in page.text, asked
+            assert page.text.count('data-testid="result"') == used, asked
+            assert f"<h2>{used} result(s)</h2>" in page.text, asked
