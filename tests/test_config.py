@@ -155,3 +155,14 @@ def test_each_default_written_out_reads_back_as_itself(row: Row) -> None:
     text = ("true" if default else "false") if isinstance(default, bool) else str(default)
     assert getattr(Settings.from_env({row.var.name: text}), row.attr) == default
     assert row.problem(default) is None
+
+
+@pytest.mark.parametrize("argv", [["serve", "--port", "-1"], ["ui", "--port", "-2"]])
+def test_a_flag_outside_its_settings_bounds_is_a_configuration_error(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cpersona.cli.main import EXIT_CONFIG, main
+
+    monkeypatch.setenv("CPERSONA_DB_PATH", str(tmp_path / "memory.db"))
+    assert main(argv) == EXIT_CONFIG
+    assert "configuration error" in capsys.readouterr().err and not (tmp_path / "memory.db").exists()
