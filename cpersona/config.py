@@ -1,18 +1,26 @@
-"""Every setting the server reads, in one typed place.
+"""Every setting the server reads, in one typed place: the settings table.
 
-Settings come from environment variables named as in SPEC.md. They are read
-once (``Settings.from_env``) and passed down; nothing else in the package reads
-``os.environ`` for configuration.
+Each field of ``Settings`` is one row of the table: its type (a ``Literal`` for a
+choice), its default, and a ``setting(...)`` that names the environment variable
+(as in SPEC.md), its bounds and its one-line doc. Everything else is derived from
+those rows: reading the environment (``Settings.from_env``), the checks (both on
+an environment value and on a ``Settings(...)`` built in code), and the README's
+configuration table (``scripts/gen_config_table.py``; tests/test_config.py fails
+when the README and the table disagree). Nothing else in the package reads
+``os.environ`` for configuration. Adding a setting is adding one field:
+docs/architecture.md, "Configuration".
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import platformdirs
 
@@ -20,9 +28,23 @@ APP_NAME = "cpersona"
 #: The model CPERSONA_EMBEDDING_MODEL names when unset (SPEC §7); licence CC BY-NC 4.0.
 DEFAULT_EMBEDDING_MODEL = "jina-v5-nano"
 
+# The choices of the choice settings: the type checker sees them, and so do the checks and the README.
+PgVectorIndex = Literal["hnsw", "exact"]
+VectorFloat32 = Literal["memory", "file"]
+RecallMode = Literal["rsf", "rrf", "cascade"]
+EmbeddingMode = Literal["onnx", "http", "none"]
+ModelSharing = Literal["auto", "off"]
+Transport = Literal["stdio", "streamable-http"]
+RecallPrecision = Literal["strict", "balanced", "lenient"]
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_VAR = "cpersona.setting"  # the metadata key of a field's Var
+T = TypeVar("T")
+
 
 class ConfigError(ValueError):
-    """An environment variable holds a value that cannot be used."""
+    """A setting holds a value that cannot be used (from the environment or from code)."""
 
 
 def default_data_dir() -> Path:
@@ -44,261 +66,458 @@ def default_runtime_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(tempfile.gettempdir()) / f"{APP_NAME}-{uid}"
 
 
-def _get(env: Mapping[str, str], *names: str) -> str | None:
+@dataclass(frozen=True)
+class Var:
+    """What the table says about one field besides its type and default."""
+
+    name: str  # the environment variable (CPERSONA_...)
+    doc: str  # one line: the README's "meaning" cell
+    aliases: tuple[str, ...] = ()  # older names the CPERSONA_ one overrides
+    minimum: float | None = None
+    maximum: float | None = None
+    parse: Callable[[str], Any] | None = None  # instead of the type's reader
+    check: Callable[[Any], str | None] | None = None  # a value's problem, or None
+    secret: bool = False  # never echo the value in an error (tokens, URLs with passwords)
+    default_text: str | None = None  # the README's default when the value is computed or unset
+    value_text: str | None = None  # the README's "value" cell when the type says too little
+
+
+def setting(
+    name: str,
+    default: T,
+    doc: str,
+    *,
+    aliases: tuple[str, ...] = (),
+    minimum: float | None = None,
+    maximum: float | None = None,
+    parse: Callable[[str], Any] | None = None,
+    check: Callable[[Any], str | None] | None = None,
+    secret: bool = False,
+    default_text: str | None = None,
+    value_text: str | None = None,
+) -> T:
+    """One row of the settings table, declared as a ``Settings`` field with a plain default."""
+    var = Var(name, doc, aliases, minimum, maximum, parse, check, secret, default_text, value_text)
+    return field(default=default, metadata={_VAR: var})
+
+
+def setting_computed(name: str, factory: Callable[[], T], doc: str, *, default_text: str) -> T:
+    """A row whose default is computed at run time (a per-user path); the README shows ``default_text``."""
+    return field(default_factory=factory, metadata={_VAR: Var(name, doc, default_text=default_text)})
+
+
+def _postgres_url(value: str | None) -> str | None:
+    if value is None or value.startswith(("postgresql://", "postgres://")):
+        return None
+    return "must be a postgresql:// URL (leave it unset for the SQLite file)"
+
+
+def _url_base(raw: str) -> str:
+    return raw.rstrip("/")  # "<base>/<package>/json" is appended
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Typed configuration: one field per setting, in the README's order."""
+
+    # Storage
+    db_path: Path = setting_computed(
+        "CPERSONA_DB_PATH",
+        lambda: default_data_dir() / "memory.db",
+        "the SQLite file",
+        default_text="`<user data dir>/memory.db` (Linux: `~/.local/share/cpersona/memory.db`)",
+    )
+    db_url: str | None = setting(
+        "CPERSONA_DB_URL",
+        None,
+        "`postgresql://...`: use a shared PostgreSQL database instead of the SQLite file "
+        '(see "Sharing one memory between machines")',
+        check=_postgres_url,
+        secret=True,
+        default_text="unset",
+        value_text="`postgresql://` URL",
+    )
+    pg_vector_index: PgVectorIndex = setting(
+        "CPERSONA_PG_VECTOR_INDEX",
+        "hnsw",
+        "PostgreSQL vector search: `hnsw` (pgvector HNSW index, cosine) or `exact` (the scan window scored "
+        "in the server process per recall, for pgvector builds that cannot run on your CPU)",
+    )
+    vector_float32: VectorFloat32 = setting(
+        "CPERSONA_VECTOR_FLOAT32",
+        "memory",
+        "SQLite vector search scans int8 codes of every row, then rescores the best few hundred exactly in "
+        "float32: `memory` keeps those float32 rows in RAM too (fastest), `file` reads them from the database "
+        "file per recall (the index then takes a quarter of the RAM: 100k × 384 dims ≈ 40 MB instead of "
+        "≈ 200 MB)",
+    )
+    export_dir: Path | None = setting(
+        "CPERSONA_EXPORT_DIR",
+        None,
+        "the only directory the export/import MCP tools may read or write (created on first use; under an "
+        "ACL each client gets `clients/<name>/` in it)",
+        default_text="`<db dir>/exports`",
+    )
+
+    # Retrieval
+    max_memories: int | None = setting(
+        "CPERSONA_MAX_MEMORIES",
+        None,
+        "vector scan window: most recent N rows per table in scope (not a storage cap). Unset, every vector "
+        "is searched; the SQLite in-memory index costs about 1.1 × 5 × dimension bytes per vector row "
+        "(float32 + int8 codes: 100k rows × 384 dims ≈ 210 MB; × 768 dims ≈ 420 MB), or 1.1 × dimension "
+        "bytes with `CPERSONA_VECTOR_FLOAT32=file`",
+        minimum=1,
+        default_text="unset (whole corpus)",
+    )
+    recall_mode: RecallMode = setting(
+        "CPERSONA_RECALL_MODE",
+        "rsf",  # not the spec's rrf: a measured departure (docs/decisions.md)
+        "fusion: `rsf` (min-max score fusion; each channel read `max(limit, 30)` deep), `rrf` (reciprocal "
+        "rank; depth = `limit`) or `cascade` — see docs/retrieval.md",
+    )
+    rrf_k: int = setting("CPERSONA_RRF_K", 60, "RRF constant", minimum=1)
+    context_weight: float = setting(
+        "CPERSONA_CONTEXT_WEIGHT",
+        0.6,
+        "context channel (rsf only): the memories stored just before and after each of the 5 best hits, in "
+        "the same session, get this share of that hit's score — a conversation's answer is often the turn "
+        "after the question's topic ([docs/retrieval.md](docs/retrieval.md#the-context-channel)); `0` turns "
+        "it off",
+        minimum=0.0,
+        maximum=1.0,
+    )
+    episode_penalty_enabled: bool = setting(
+        "CPERSONA_EPISODE_PENALTY_ENABLED", True, "multiply memories older than the newest episode by a decay"
+    )
+    episode_decay_rate: float = setting("CPERSONA_EPISODE_DECAY_RATE", 0.01, "per hour before the boundary")
+    episode_decay_floor: float = setting(
+        "CPERSONA_EPISODE_DECAY_FLOOR", 0.5, "the decay never goes below this"
+    )
+    recent_recall_window_min: float = setting(
+        "CPERSONA_RECENT_RECALL_WINDOW_MIN", 5.0, "rows returned within this many minutes …"
+    )
+    recent_recall_penalty: float = setting("CPERSONA_RECENT_RECALL_PENALTY", 0.7, "… are multiplied by this")
+    fused_gate_enabled: bool = setting(
+        "CPERSONA_FUSED_GATE_ENABLED",
+        True,
+        "the per-query quality gate: a query nothing in memory resembles returns only exact lexical matches "
+        "(else nothing); `false` turns it off ([docs/retrieval.md](docs/retrieval.md#quality-gate))",
+    )
+    confidence_enabled: bool = setting(
+        "CPERSONA_CONFIDENCE_ENABLED",
+        False,
+        "confidence scoring (cosine × time decay × resolved × recall count); re-sorts by confidence and gates "
+        "per row",
+    )
+    autocut_min_results: int = setting(
+        "CPERSONA_AUTOCUT_MIN_RESULTS",
+        3,
+        "autocut (largest-gap truncation on similarity-scale lists) never leaves fewer rows",
+        minimum=1,
+    )
+    recall_preview_chars: int = setting(
+        "CPERSONA_RECALL_PREVIEW_CHARS",
+        500,
+        "recall rows longer than this come back as previews with a `ref`",
+        minimum=1,
+    )
+
+    # Content caps
+    max_content_length: int = setting(
+        "CPERSONA_MAX_CONTENT_LENGTH", 16000, "longer content is truncated (`truncated: true`)", minimum=1
+    )
+    max_profile_length: int = setting("CPERSONA_MAX_PROFILE_LENGTH", 2000, "profile cap", minimum=1)
+    max_metadata_bytes: int = setting(
+        "CPERSONA_MAX_METADATA_BYTES", 8192, "source/metadata JSON cap: refused, not cut", minimum=2
+    )
+
+    # Embeddings
+    embedding_mode: EmbeddingMode = setting(
+        "CPERSONA_EMBEDDING_MODE",
+        "onnx",
+        "`onnx` (in-process model), `http` (an /embed endpoint) or `none` (keyword search only)",
+        aliases=("EMBEDDING_MODE",),
+    )
+    embedding_model: str = setting(
+        "CPERSONA_EMBEDDING_MODEL",
+        DEFAULT_EMBEDDING_MODEL,
+        "model name (a manifest in `cpersona/embed/manifests/`)",
+    )
+    models_dir: Path = setting_computed(
+        "CPERSONA_MODELS_DIR",
+        lambda: default_data_dir() / "models",
+        "one sub-folder per model",
+        default_text="`<user data dir>/models`",
+    )
+    embedding_dim: int | None = setting(
+        "CPERSONA_EMBEDDING_DIM",
+        None,
+        "Matryoshka truncation (re-normalised)",
+        minimum=1,
+        default_text="model's",
+    )
+    embed_max_tokens: int | None = setting(
+        "CPERSONA_EMBED_MAX_TOKENS", None, "token cap per text", minimum=1, default_text="manifest's"
+    )
+    embed_threads: int | None = setting(
+        "CPERSONA_EMBED_THREADS",
+        None,
+        "ONNX Runtime intra-op threads",
+        minimum=1,
+        default_text="`min(4, cores)`",
+    )
+    embed_batch_size: int = setting(
+        "CPERSONA_EMBED_BATCH_SIZE",
+        16,
+        "texts per inference batch (small batches bound the ONNX arena's memory)",
+        minimum=1,
+    )
+    embedding_url: str | None = setting(
+        "CPERSONA_EMBEDDING_URL",
+        None,
+        "/embed endpoint for `http` mode",
+        aliases=("EMBEDDING_HTTP_URL",),
+        default_text="—",
+        value_text="URL",
+    )
+    embedding_timeout: float = setting("CPERSONA_EMBEDDING_TIMEOUT", 30.0, "seconds per /embed request")
+    auto_fetch_model: bool = setting(
+        "CPERSONA_AUTO_FETCH_MODEL", True, "`serve` fetches a missing default model before starting"
+    )
+    model_sharing: ModelSharing = setting(
+        "CPERSONA_MODEL_SHARING",
+        "auto",
+        "`auto`: the processes of one user that load the same `onnx` model share one copy — the first loads "
+        "it and serves the others over a Unix socket in `$XDG_RUNTIME_DIR/cpersona` (else "
+        "`<tmp>/cpersona-<uid>`, mode 0700); when it exits another takes over "
+        "([docs/models.md](docs/models.md#one-model-per-machine)). `off`: every process loads its own copy",
+    )
+    # Not a setting of its own: where model sharing keeps its lock and socket (from XDG_RUNTIME_DIR).
+    runtime_dir: Path = field(default_factory=default_runtime_dir)
+    degraded_advisory: bool = setting(
+        "CPERSONA_DEGRADED_ADVISORY", True, "`false` removes `advisory` from recall responses"
+    )
+
+    # Queue
+    task_retry_delay: float = setting(
+        "CPERSONA_TASK_RETRY_DELAY",
+        30.0,
+        "seconds before a failed back-fill task is retried (tasks are retried until they succeed or their "
+        "row is gone)",
+    )
+
+    # Transport
+    transport: Transport = setting("CPERSONA_TRANSPORT", "stdio", "how MCP clients connect")
+    http_host: str = setting("CPERSONA_HTTP_HOST", "127.0.0.1", "HTTP bind address")
+    http_port: int = setting("CPERSONA_HTTP_PORT", 8402, "HTTP port", minimum=0)
+    auth_token: str | None = setting(
+        "CPERSONA_AUTH_TOKEN",
+        None,
+        "bearer token (at least 16 characters; the `Bearer` scheme is case-insensitive); HTTP refuses to "
+        "start without it …",
+        secret=True,
+        default_text="—",
+    )
+    allow_unauthenticated_http: bool = setting(
+        "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", False, "… unless this is `true`"
+    )
+    ui_host: str = setting(
+        "CPERSONA_UI_HOST",
+        "127.0.0.1",
+        "where `cpersona ui` (the browser view) listens; beyond loopback it needs `CPERSONA_AUTH_TOKEN`",
+    )
+    ui_port: int = setting("CPERSONA_UI_PORT", 8403, "the browser view's port", minimum=0)
+    # Host / Origin headers accepted besides the loopback names and the bound host (DNS-rebinding guard).
+    http_allowed_hosts: tuple[str, ...] = setting(
+        "CPERSONA_HTTP_ALLOWED_HOSTS",
+        (),
+        "extra `Host` header values HTTP accepts (`name`, `name:port` or `name:*`); every other Host is "
+        "refused with 421 (DNS-rebinding guard, on for every bind). Needed when bound beyond loopback: e.g. "
+        "`memory.lan:*`",
+        default_text="— (loopback names and the bound host)",
+    )
+    http_allowed_origins: tuple[str, ...] = setting(
+        "CPERSONA_HTTP_ALLOWED_ORIGINS",
+        (),
+        "extra `Origin` values accepted (`https://app.example`, `http://name:*`); a request with any other "
+        "Origin is refused with 403; requests without Origin are not browser-initiated and pass",
+        default_text="— (`http://` loopback names and the bound host)",
+    )
+    acl_file: Path | None = setting(
+        "CPERSONA_ACL_FILE",
+        None,
+        "HTTP clients with their own tokens and per-agent `read`/`write`/`admin` grants (TOML; "
+        "`cpersona acl add-client`); replaces `CPERSONA_AUTH_TOKEN`; ignored over stdio",
+        default_text="—",
+    )
+
+    # Operator context, updates, calibration
+    operating_context: bool = setting(
+        "CPERSONA_OPERATING_CONTEXT", True, "`off` disables the operator's context file (next row)"
+    )
+    operating_context_path: Path = setting_computed(
+        "CPERSONA_OPERATING_CONTEXT_PATH",
+        lambda: Path.home() / ".cpersona" / "operating-context.toml",
+        "the operator's TOML context file, served by `get_operating_context` and appended to the "
+        "`initialize` instructions",
+        default_text="`~/.cpersona/operating-context.toml`",
+    )
+    update_check: bool = setting(
+        "CPERSONA_UPDATE_CHECK",
+        True,
+        "one request per 24 h to the package index at start-up, cached in `update-check.json` beside the DB; "
+        "`false`: no request, no file",
+    )
+    update_index_url: str = setting(
+        "CPERSONA_UPDATE_INDEX_URL",
+        "https://pypi.org/pypi",
+        "base of the PyPI-style JSON API the update check asks (`<url>/cpersona-embedded/json`)",
+        parse=_url_base,
+        value_text="URL",
+    )
+    recall_precision: RecallPrecision = setting(
+        "CPERSONA_RECALL_PRECISION", "balanced", "the quality gate's default precision"
+    )
+    auto_calibrate: bool = setting(
+        "CPERSONA_AUTO_CALIBRATE",
+        True,
+        "self-calibration: each agent's gate is calibrated in the background when it reaches 10 memories and "
+        "again each time it grows 1.25× (`false`: only by hand, `cpersona calibrate`)",
+    )
+
+    def __post_init__(self) -> None:
+        # A Settings built in code is held to the same choices and bounds as one read from the environment.
+        for row in settings_table():
+            value = getattr(self, row.attr)
+            problem = row.problem(value)
+            if problem is not None:
+                shown = "" if row.var.secret else f"={value!r}"
+                raise ConfigError(f"{row.var.name}{shown} ({row.attr}): {problem}")
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        """A copy with some fields replaced (tests, benchmarks, CLI flags); checked like a new one."""
+        return replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read settings from ``env`` (default ``os.environ``); raise ConfigError on bad values.
+
+        A variable that is unset or blank leaves the field's default.
+        """
+        e = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for row in settings_table():
+            raw = _first_set(e, (row.var.name, *row.var.aliases))
+            if raw is not None:
+                values[row.attr] = row.read(raw)
+        return cls(runtime_dir=default_runtime_dir(e), **values)
+
+
+# -- the table, derived from the fields -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    """One setting as the readers, the checks and the README generator see it."""
+
+    attr: str  # the Settings field
+    var: Var
+    kind: type  # bool, int, float, str, Path or tuple (a comma-separated list of str)
+    optional: bool  # None is a value (unset)
+    choices: tuple[str, ...]  # a Literal's values; () for a free value
+    spec: Field[Any]
+
+    def read(self, raw: str) -> Any:
+        """The value of the variable's (stripped, non-blank) text; ConfigError naming it when unusable."""
+        shown = "" if self.var.secret else f"={raw!r}"
+        try:
+            value = self.var.parse(raw) if self.var.parse else self._parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{self.var.name}{shown} {exc}") from exc
+        problem = self.problem(value)
+        if problem is not None:
+            raise ConfigError(f"{self.var.name}{shown}: {problem}")
+        return value
+
+    def _parse(self, raw: str) -> Any:
+        if self.choices:
+            return raw.lower()
+        if self.kind is bool:
+            if raw.lower() in _TRUE:
+                return True
+            if raw.lower() in _FALSE:
+                return False
+            raise ValueError("is not a boolean (use true/false)")
+        if self.kind is int:
+            try:
+                return int(raw)
+            except ValueError:
+                raise ValueError("is not an integer") from None
+        if self.kind is float:
+            try:
+                return float(raw)
+            except ValueError:
+                raise ValueError("is not a number") from None
+        if self.kind is Path:
+            return Path(raw).expanduser()
+        if self.kind is tuple:  # blank items dropped
+            return tuple(item.strip() for item in raw.split(",") if item.strip())
+        return raw
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not allowed here (choices, bounds, the row's own check), or None."""
+        if value is None and self.optional:
+            return None
+        if self.choices and value not in self.choices:
+            return f"expected one of {', '.join(self.choices)}"
+        low, high = self.var.minimum, self.var.maximum
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            # Written as "not (a <= b)" so that NaN fails too.
+            if high is not None and low is not None and not (low <= value <= high):
+                return f"must be between {low:g} and {high:g}"
+            if low is not None and not (low <= value):
+                return f"must be >= {low:g}"
+        return self.var.check(value) if self.var.check else None
+
+    @property
+    def default(self) -> Any:
+        """The static default, or None when it is computed at run time (see ``var.default_text``)."""
+        return None if self.spec.default is MISSING else self.spec.default
+
+
+@functools.cache
+def settings_table() -> tuple[Row, ...]:
+    """Every setting, in field order: the one table the readers, the checks and the README use."""
+    hints = get_type_hints(Settings)
+    rows = []
+    for spec in fields(Settings):
+        var = spec.metadata.get(_VAR)
+        if var is None:
+            continue
+        kind, optional, choices = _describe(hints[spec.name])
+        rows.append(Row(spec.name, var, kind, optional, choices, spec))
+    return tuple(rows)
+
+
+def _describe(hint: Any) -> tuple[type, bool, tuple[str, ...]]:
+    args = get_args(hint)
+    optional = get_origin(hint) in (Union, types.UnionType) and type(None) in args
+    if optional:
+        (hint,) = [a for a in args if a is not type(None)]
+    if get_origin(hint) is Literal:
+        return str, optional, tuple(get_args(hint))
+    if get_origin(hint) is tuple:
+        return tuple, optional, ()
+    if hint in (bool, int, float, str, Path):
+        return hint, optional, ()
+    raise TypeError(f"settings table: no reader for the type {hint!r}")
+
+
+def _first_set(env: Mapping[str, str], names: tuple[str, ...]) -> str | None:
     # The first name is the canonical CPERSONA_ one; later names are aliases it overrides.
     for name in names:
         value = env.get(name)
         if value is not None and value.strip() != "":
             return value.strip()
     return None
-
-
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _get(env, name)
-    if raw is None:
-        return default
-    lowered = raw.lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off"}:
-        return False
-    raise ConfigError(f"{name}={raw!r} is not a boolean (use true/false)")
-
-
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int | None = None) -> int:
-    raw = _get(env, name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{name}={raw!r} is not an integer") from exc
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{name}={value} must be >= {minimum}")
-    return value
-
-
-def _opt_int(env: Mapping[str, str], name: str) -> int | None:
-    raw = _get(env, name)
-    if raw is None:
-        return None
-    return _int(env, name, 0, minimum=1)
-
-
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = _get(env, name)
-    if raw is None:
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{name}={raw!r} is not a number") from exc
-
-
-def _share(env: Mapping[str, str], name: str, default: float) -> float:
-    """A finite number from 0 to 1."""
-    value = _float(env, name, default)
-    if not 0.0 <= value <= 1.0:  # also false for NaN
-        raise ConfigError(f"{name}={value!r} must be between 0 and 1")
-    return value
-
-
-def _csv(env: Mapping[str, str], name: str) -> tuple[str, ...]:
-    """A comma-separated list (blank items dropped; unset → empty)."""
-    raw = _get(env, name) or ""
-    return tuple(item.strip() for item in raw.split(",") if item.strip())
-
-
-def _choice(env: Mapping[str, str], names: tuple[str, ...], default: str, allowed: set[str]) -> str:
-    raw = _get(env, *names)
-    if raw is None:
-        return default
-    value = raw.lower()
-    if value not in allowed:
-        raise ConfigError(f"{names[0]}={raw!r}: expected one of {', '.join(sorted(allowed))}")
-    return value
-
-
-def _db_url(env: Mapping[str, str]) -> str | None:
-    raw = _get(env, "CPERSONA_DB_URL")
-    if raw is None:
-        return None
-    if not raw.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("CPERSONA_DB_URL must be a postgresql:// URL (leave it unset for the SQLite file)")
-    return raw
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Typed configuration. Field comments name the environment variable."""
-
-    # Storage
-    db_path: Path = field(default_factory=lambda: default_data_dir() / "memory.db")  # CPERSONA_DB_PATH
-    # CPERSONA_DB_URL: postgresql://... selects the PostgreSQL engine (then db_path is unused for data)
-    db_url: str | None = None
-    pg_vector_index: str = "hnsw"  # CPERSONA_PG_VECTOR_INDEX: hnsw | exact (PostgreSQL vector search)
-    # CPERSONA_VECTOR_FLOAT32: memory | file. The SQLite vector index scans int8 codes, then rescores the best
-    # few hundred rows in float32 read from its own copy (memory) or from the file (file: a quarter of the RAM)
-    vector_float32: str = "memory"
-    export_dir: Path | None = (
-        None  # CPERSONA_EXPORT_DIR: MCP export/import confinement (default <db dir>/exports)
-    )
-
-    # Retrieval
-    max_memories: int | None = (
-        None  # CPERSONA_MAX_MEMORIES: vector scan window per table (None: whole corpus)
-    )
-    recall_mode: str = "rsf"  # CPERSONA_RECALL_MODE: rsf | rrf | cascade (rsf: docs/decisions.md)
-    rrf_k: int = 60  # CPERSONA_RRF_K
-    # CPERSONA_CONTEXT_WEIGHT: under rsf, the turns next to the best hits get this share of their
-    # score (the context channel, docs/retrieval.md); 0 turns it off
-    context_weight: float = 0.6
-    episode_penalty_enabled: bool = True  # CPERSONA_EPISODE_PENALTY_ENABLED
-    episode_decay_rate: float = 0.01  # CPERSONA_EPISODE_DECAY_RATE (per hour)
-    episode_decay_floor: float = 0.5  # CPERSONA_EPISODE_DECAY_FLOOR
-    recent_recall_window_min: float = 5.0  # CPERSONA_RECENT_RECALL_WINDOW_MIN
-    recent_recall_penalty: float = 0.7  # CPERSONA_RECENT_RECALL_PENALTY
-    fused_gate_enabled: bool = True  # CPERSONA_FUSED_GATE_ENABLED: the per-query quality gate
-    confidence_enabled: bool = False  # CPERSONA_CONFIDENCE_ENABLED
-    autocut_min_results: int = 3  # CPERSONA_AUTOCUT_MIN_RESULTS
-    recall_preview_chars: int = 500  # CPERSONA_RECALL_PREVIEW_CHARS
-
-    # Content caps
-    max_content_length: int = 16000  # CPERSONA_MAX_CONTENT_LENGTH
-    max_profile_length: int = 2000  # CPERSONA_MAX_PROFILE_LENGTH
-    max_metadata_bytes: int = 8192  # CPERSONA_MAX_METADATA_BYTES: source/metadata JSON cap (refused, not cut)
-
-    # Embeddings
-    embedding_mode: str = "onnx"  # CPERSONA_EMBEDDING_MODE (alias EMBEDDING_MODE): onnx | http | none
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL  # CPERSONA_EMBEDDING_MODEL
-    models_dir: Path = field(default_factory=lambda: default_data_dir() / "models")  # CPERSONA_MODELS_DIR
-    embedding_dim: int | None = None  # CPERSONA_EMBEDDING_DIM: Matryoshka truncation
-    embed_max_tokens: int | None = None  # CPERSONA_EMBED_MAX_TOKENS (default: the manifest's)
-    embed_threads: int | None = None  # CPERSONA_EMBED_THREADS: ONNX intra-op threads (default: min(4, cores))
-    embed_batch_size: int = 16  # CPERSONA_EMBED_BATCH_SIZE: small batches bound the ONNX arena
-    embedding_url: str | None = None  # CPERSONA_EMBEDDING_URL (alias EMBEDDING_HTTP_URL)
-    embedding_timeout: float = 30.0  # CPERSONA_EMBEDDING_TIMEOUT: seconds per HTTP request
-    auto_fetch_model: bool = True  # CPERSONA_AUTO_FETCH_MODEL: serve fetches a missing default model
-    # CPERSONA_MODEL_SHARING: auto | off. auto: processes of one user with the same onnx model share
-    # one loaded copy (the first loads it and serves the others over a Unix socket).
-    model_sharing: str = "auto"
-    runtime_dir: Path = field(
-        default_factory=default_runtime_dir
-    )  # $XDG_RUNTIME_DIR/cpersona (lock + socket)
-    degraded_advisory: bool = True  # CPERSONA_DEGRADED_ADVISORY
-
-    # Queue
-    task_retry_delay: float = 30.0  # CPERSONA_TASK_RETRY_DELAY (seconds)
-
-    # Transport
-    transport: str = "stdio"  # CPERSONA_TRANSPORT: stdio | streamable-http
-    http_host: str = "127.0.0.1"  # CPERSONA_HTTP_HOST
-    http_port: int = 8402  # CPERSONA_HTTP_PORT
-    auth_token: str | None = None  # CPERSONA_AUTH_TOKEN
-    acl_file: Path | None = None  # CPERSONA_ACL_FILE
-    allow_unauthenticated_http: bool = False  # CPERSONA_ALLOW_UNAUTHENTICATED_HTTP
-    # Host / Origin headers accepted besides the loopback names and the bound host (DNS-rebinding guard).
-    http_allowed_hosts: tuple[str, ...] = ()  # CPERSONA_HTTP_ALLOWED_HOSTS (comma-separated)
-    http_allowed_origins: tuple[str, ...] = ()  # CPERSONA_HTTP_ALLOWED_ORIGINS (comma-separated)
-
-    # The browser view (cpersona ui)
-    ui_host: str = "127.0.0.1"  # CPERSONA_UI_HOST
-    ui_port: int = 8403  # CPERSONA_UI_PORT
-
-    # Operator context, updates, calibration
-    operating_context: bool = True  # CPERSONA_OPERATING_CONTEXT=off disables
-    operating_context_path: Path = field(
-        default_factory=lambda: Path.home() / ".cpersona" / "operating-context.toml"
-    )  # CPERSONA_OPERATING_CONTEXT_PATH
-    update_check: bool = True  # CPERSONA_UPDATE_CHECK
-    update_index_url: str = (
-        "https://pypi.org/pypi"  # CPERSONA_UPDATE_INDEX_URL: JSON API base (tests: loopback)
-    )
-    recall_precision: str = "balanced"  # CPERSONA_RECALL_PRECISION
-    auto_calibrate: bool = True  # CPERSONA_AUTO_CALIBRATE (self-calibration in the background)
-
-    def with_overrides(self, **changes: Any) -> Settings:
-        """A copy with some fields replaced (tests, benchmarks, CLI flags)."""
-        return replace(self, **changes)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read settings from ``env`` (default ``os.environ``); raise ConfigError on bad values."""
-        e = os.environ if env is None else env
-        base = cls()
-        db_raw = _get(e, "CPERSONA_DB_PATH")
-        models_raw = _get(e, "CPERSONA_MODELS_DIR")
-        export_raw = _get(e, "CPERSONA_EXPORT_DIR")
-        acl_raw = _get(e, "CPERSONA_ACL_FILE")
-        ctx_path_raw = _get(e, "CPERSONA_OPERATING_CONTEXT_PATH")
-        settings = cls(
-            db_path=Path(db_raw).expanduser() if db_raw else base.db_path,
-            db_url=_db_url(e),
-            pg_vector_index=_choice(
-                e, ("CPERSONA_PG_VECTOR_INDEX",), base.pg_vector_index, {"hnsw", "exact"}
-            ),
-            vector_float32=_choice(e, ("CPERSONA_VECTOR_FLOAT32",), base.vector_float32, {"memory", "file"}),
-            export_dir=Path(export_raw).expanduser() if export_raw else None,
-            max_memories=_opt_int(e, "CPERSONA_MAX_MEMORIES") or base.max_memories,
-            recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),
-            rrf_k=_int(e, "CPERSONA_RRF_K", base.rrf_k, minimum=1),
-            context_weight=_share(e, "CPERSONA_CONTEXT_WEIGHT", base.context_weight),
-            episode_penalty_enabled=_bool(
-                e, "CPERSONA_EPISODE_PENALTY_ENABLED", base.episode_penalty_enabled
-            ),
-            episode_decay_rate=_float(e, "CPERSONA_EPISODE_DECAY_RATE", base.episode_decay_rate),
-            episode_decay_floor=_float(e, "CPERSONA_EPISODE_DECAY_FLOOR", base.episode_decay_floor),
-            recent_recall_window_min=_float(
-                e, "CPERSONA_RECENT_RECALL_WINDOW_MIN", base.recent_recall_window_min
-            ),
-            recent_recall_penalty=_float(e, "CPERSONA_RECENT_RECALL_PENALTY", base.recent_recall_penalty),
-            fused_gate_enabled=_bool(e, "CPERSONA_FUSED_GATE_ENABLED", base.fused_gate_enabled),
-            confidence_enabled=_bool(e, "CPERSONA_CONFIDENCE_ENABLED", base.confidence_enabled),
-            autocut_min_results=_int(e, "CPERSONA_AUTOCUT_MIN_RESULTS", base.autocut_min_results, minimum=1),
-            recall_preview_chars=_int(
-                e, "CPERSONA_RECALL_PREVIEW_CHARS", base.recall_preview_chars, minimum=1
-            ),
-            max_content_length=_int(e, "CPERSONA_MAX_CONTENT_LENGTH", base.max_content_length, minimum=1),
-            max_profile_length=_int(e, "CPERSONA_MAX_PROFILE_LENGTH", base.max_profile_length, minimum=1),
-            max_metadata_bytes=_int(e, "CPERSONA_MAX_METADATA_BYTES", base.max_metadata_bytes, minimum=2),
-            embedding_mode=_choice(
-                e,
-                ("CPERSONA_EMBEDDING_MODE", "EMBEDDING_MODE"),
-                base.embedding_mode,
-                {"onnx", "http", "none"},
-            ),
-            embedding_model=_get(e, "CPERSONA_EMBEDDING_MODEL") or base.embedding_model,
-            models_dir=Path(models_raw).expanduser() if models_raw else base.models_dir,
-            embedding_dim=_opt_int(e, "CPERSONA_EMBEDDING_DIM"),
-            embed_max_tokens=_opt_int(e, "CPERSONA_EMBED_MAX_TOKENS"),
-            embed_threads=_opt_int(e, "CPERSONA_EMBED_THREADS"),
-            embed_batch_size=_int(e, "CPERSONA_EMBED_BATCH_SIZE", base.embed_batch_size, minimum=1),
-            embedding_url=_get(e, "CPERSONA_EMBEDDING_URL", "EMBEDDING_HTTP_URL"),
-            embedding_timeout=_float(e, "CPERSONA_EMBEDDING_TIMEOUT", base.embedding_timeout),
-            auto_fetch_model=_bool(e, "CPERSONA_AUTO_FETCH_MODEL", base.auto_fetch_model),
-            model_sharing=_choice(e, ("CPERSONA_MODEL_SHARING",), base.model_sharing, {"auto", "off"}),
-            runtime_dir=default_runtime_dir(e),
-            degraded_advisory=_bool(e, "CPERSONA_DEGRADED_ADVISORY", base.degraded_advisory),
-            task_retry_delay=_float(e, "CPERSONA_TASK_RETRY_DELAY", base.task_retry_delay),
-            transport=_choice(e, ("CPERSONA_TRANSPORT",), base.transport, {"stdio", "streamable-http"}),
-            http_host=_get(e, "CPERSONA_HTTP_HOST") or base.http_host,
-            http_port=_int(e, "CPERSONA_HTTP_PORT", base.http_port, minimum=0),
-            auth_token=_get(e, "CPERSONA_AUTH_TOKEN"),
-            acl_file=Path(acl_raw).expanduser() if acl_raw else None,
-            allow_unauthenticated_http=_bool(e, "CPERSONA_ALLOW_UNAUTHENTICATED_HTTP", False),
-            ui_host=_get(e, "CPERSONA_UI_HOST") or base.ui_host,
-            ui_port=_int(e, "CPERSONA_UI_PORT", base.ui_port, minimum=0),
-            http_allowed_hosts=_csv(e, "CPERSONA_HTTP_ALLOWED_HOSTS"),
-            http_allowed_origins=_csv(e, "CPERSONA_HTTP_ALLOWED_ORIGINS"),
-            operating_context=_bool(e, "CPERSONA_OPERATING_CONTEXT", base.operating_context),
-            operating_context_path=Path(ctx_path_raw).expanduser()
-            if ctx_path_raw
-            else base.operating_context_path,
-            update_check=_bool(e, "CPERSONA_UPDATE_CHECK", base.update_check),
-            update_index_url=(_get(e, "CPERSONA_UPDATE_INDEX_URL") or base.update_index_url).rstrip("/"),
-            recall_precision=_choice(
-                e, ("CPERSONA_RECALL_PRECISION",), base.recall_precision, {"strict", "balanced", "lenient"}
-            ),
-            auto_calibrate=_bool(e, "CPERSONA_AUTO_CALIBRATE", base.auto_calibrate),
-        )
-        return settings

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from cpersona.errors import InvalidInput
 from cpersona.limits import MAX_JSON_DEPTH
 
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+#: A lone UTF-16 surrogate: text that holds one cannot be encoded as UTF-8 (the one pattern for it).
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _WHITESPACE = re.compile(r"\s+")
 # The exact form format_ts writes; parse_ts reads it without strptime (~10x faster, same result).
 _STORED_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
@@ -21,7 +24,7 @@ def clean_text(text: str) -> str:
     """Drop NUL bytes and replace lone surrogates with U+FFFD so the text is storable UTF-8."""
     if "\x00" in text:
         text = text.replace("\x00", "")
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return LONE_SURROGATE.sub("\ufffd", text)
 
 
 def cap_text(text: str, limit: int) -> tuple[str, bool]:
@@ -115,7 +118,7 @@ def json_field(value: Any, field: str, max_bytes: int) -> str | None:
     if json_depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise InvalidInput(too_deep)
     try:
-        text = json.dumps(_clean_json(value), ensure_ascii=False, sort_keys=True, allow_nan=False)
+        text = json.dumps(clean_json(value), ensure_ascii=False, sort_keys=True, allow_nan=False)
     except ValueError as exc:
         raise InvalidInput(f"{field} holds a value JSON cannot carry ({exc})") from exc
     if len(text.encode("utf-8")) > max_bytes:
@@ -145,11 +148,25 @@ def json_depth(value: Any, limit: int) -> int:
     return deepest
 
 
-def _clean_json(value: Any) -> Any:
+def clean_json(value: Any, *, coerce: bool = False) -> Any:
+    """A copy of a JSON-like value with every string and key through ``clean_text``.
+
+    The one walker for JSON going in (metadata, wire messages) and out (tool replies).
+    Mappings become dicts with ``str`` keys, lists and tuples become lists. Other values
+    are kept as they are, so that the encoder refuses what JSON cannot carry (a NaN in
+    metadata is the caller's error, not ours to rewrite); with ``coerce`` (replies, which
+    must always encode) NaN and infinities become None and any other object its cleaned
+    ``str()``. Recursive: callers bound the depth first (limits.MAX_JSON_DEPTH,
+    MAX_MESSAGE_DEPTH) or walk values they built.
+    """
     if isinstance(value, str):
         return clean_text(value)
-    if isinstance(value, dict):
-        return {clean_text(str(k)): _clean_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean_json(v) for v in value]
-    return value
+    if isinstance(value, Mapping):
+        return {clean_text(str(k)): clean_json(v, coerce=coerce) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(v, coerce=coerce) for v in value]
+    if not coerce or value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return clean_text(str(value))

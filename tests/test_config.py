@@ -1,13 +1,16 @@
-"""Settings: the spec's names and defaults, aliases, bad values, and the README table."""
+"""Settings: the spec's names and defaults, aliases, bad values, the settings table and the README's."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cpersona.config import ConfigError, Settings
+from cpersona.config import ConfigError, Row, Settings, settings_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,3 +76,93 @@ def test_db_url_selects_postgresql_and_refuses_other_schemes() -> None:
     for bad in ({"CPERSONA_DB_URL": "mysql://x/y"}, {"CPERSONA_PG_VECTOR_INDEX": "ivf"}):
         with pytest.raises(ConfigError):
             Settings.from_env(bad)
+
+
+# -- the settings table ------------------------------------------------------------------------
+
+
+def _load_table_generator() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "gen_config_table", ROOT / "scripts" / "gen_config_table.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CHOICE_ROWS = [row for row in settings_table() if row.choices]
+
+
+def test_the_readme_configuration_table_is_generated_from_the_settings_table() -> None:
+    generator = _load_table_generator()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert generator.BEGIN in readme and generator.END in readme, "README.md lost its generated table"
+    stale = "README.md's configuration table is stale: run python scripts/gen_config_table.py"
+    assert generator.render(readme) == readme, stale
+    for row in settings_table():  # one line per variable, with its default and its doc
+        line = next(line for line in readme.splitlines() if line.startswith(f"| `{row.var.name}`"))
+        assert generator.default_cell(row) in line and row.var.doc in line
+
+
+def test_every_field_is_a_row_once_and_every_variable_has_one_name() -> None:
+    rows = settings_table()
+    assert {row.attr for row in rows} == {f.name for f in dataclasses.fields(Settings)} - {"runtime_dir"}
+    names = [name for row in rows for name in (row.var.name, *row.var.aliases)]
+    assert len(names) == len(set(names))
+    assert all(row.var.name.startswith("CPERSONA_") and row.var.doc.strip() for row in rows)
+
+
+@pytest.mark.parametrize("row", CHOICE_ROWS, ids=lambda row: row.var.name)
+def test_a_choice_outside_its_list_is_refused_in_code_and_in_the_environment(row: Row) -> None:
+    for build in (
+        lambda: Settings(**{row.attr: "bogus"}),
+        lambda: Settings.from_env({row.var.name: "bogus"}),
+    ):
+        with pytest.raises(ConfigError) as refused:
+            build()
+        message = str(refused.value)
+        assert row.var.name in message and all(choice in message for choice in row.choices), message
+    for choice in row.choices:  # every listed choice is accepted, in any case from the environment
+        assert getattr(Settings.from_env({row.var.name: choice.upper()}), row.attr) == choice
+
+
+def test_settings_built_in_code_are_held_to_the_same_bounds() -> None:
+    with pytest.raises(ConfigError, match="CPERSONA_RECALL_MODE.*rsf, rrf, cascade"):
+        Settings(recall_mode="bogus")  # type: ignore[arg-type]
+    for bad in ({"rrf_k": 0}, {"context_weight": 1.5}, {"context_weight": float("nan")}, {"max_memories": 0}):
+        with pytest.raises(ConfigError, match=r"CPERSONA_[A-Z_]+"):
+            Settings(**bad)
+    with pytest.raises(ConfigError, match="CPERSONA_TRANSPORT"):
+        Settings().with_overrides(transport="carrier-pigeon")
+    assert Settings(max_memories=None, http_port=0, context_weight=0.0).http_port == 0
+
+
+def test_a_secret_value_is_never_echoed_in_the_error() -> None:
+    with pytest.raises(ConfigError, match="CPERSONA_DB_URL") as refused:
+        Settings.from_env({"CPERSONA_DB_URL": "mysql://admin:hunter2@db.example.com/x"})
+    assert "hunter2" not in str(refused.value)
+    with pytest.raises(ConfigError, match="CPERSONA_DB_URL") as refused:
+        Settings(db_url="mysql://admin:hunter2@db.example.com/x")
+    assert "hunter2" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in settings_table() if r.default not in (None, ())], ids=lambda r: r.var.name
+)
+def test_each_default_written_out_reads_back_as_itself(row: Row) -> None:
+    default = row.default
+    text = ("true" if default else "false") if isinstance(default, bool) else str(default)
+    assert getattr(Settings.from_env({row.var.name: text}), row.attr) == default
+    assert row.problem(default) is None
+
+
+@pytest.mark.parametrize("argv", [["serve", "--port", "-1"], ["ui", "--port", "-2"]])
+def test_a_flag_outside_its_settings_bounds_is_a_configuration_error(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cpersona.cli.main import EXIT_CONFIG, main
+
+    monkeypatch.setenv("CPERSONA_DB_PATH", str(tmp_path / "memory.db"))
+    assert main(argv) == EXIT_CONFIG
+    assert "configuration error" in capsys.readouterr().err and not (tmp_path / "memory.db").exists()

@@ -512,6 +512,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         return _reader_went_away()
+    except ConfigError as exc:  # a flag outside its setting's bounds (e.g. --port -1), as from the env
+        print(f"cpersona: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     except CPersonaError as exc:
         print(f"cpersona: {exc}", file=sys.stderr)
         return 1

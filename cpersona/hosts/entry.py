@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from cpersona.config import Settings
+from cpersona.config import Settings, settings_table
 
 #: CPERSONA_* variables a stdio server never reads, and why they are left out of the entry.
 NOT_FOR_STDIO = {
@@ -33,13 +33,9 @@ NOT_FOR_STDIO = {
     "CPERSONA_UI_HOST": "`cpersona ui` only",
     "CPERSONA_UI_PORT": "`cpersona ui` only",
 }
-#: Variables holding a path: written absolute, because the host's working directory is unknown.
-PATH_VARIABLES = (
-    "CPERSONA_DB_PATH",
-    "CPERSONA_MODELS_DIR",
-    "CPERSONA_EXPORT_DIR",
-    "CPERSONA_OPERATING_CONTEXT_PATH",
-)
+#: Variables holding a path (from the settings table): written absolute, because the host's
+#: working directory is unknown.
+PATH_VARIABLES = tuple(row.var.name for row in settings_table() if row.kind is Path)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,7 @@ with ``ok``; failures carry a non-empty ``error`` (and ``error_code``).
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -31,7 +30,7 @@ from cpersona.portability.grants import FileScope
 from cpersona.server import shaping
 from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
-from cpersona.text import clean_text
+from cpersona.text import clean_json, clean_text
 from cpersona.update_check import UpdateChecker
 from cpersona.work import Work
 
@@ -337,21 +336,6 @@ if set(TOOL_ACCESS) != set(TOOLS_BY_NAME):  # every tool needs an access class (
 # -- response hygiene -----------------------------------------------------------------------
 
 
-def json_safe(value: Any) -> Any:
-    """Deep copy with lone surrogates replaced and NaN/inf nulled, so the JSON always encodes as UTF-8."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, Mapping):
-        return {clean_text(str(k)): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    return clean_text(str(value))
-
-
 def _finish(name: str, result: Any) -> dict[str, Any]:
     if not isinstance(result, dict):
         return failure(f"internal error: {name} returned {type(result).__name__}, not an object", "internal")
@@ -392,7 +376,7 @@ def dispatch_tool(
     except Exception as exc:  # the server must keep answering whatever Memory raises
         log.exception("tool %s failed with an unexpected exception", clean_text(str(name))[:80])
         response = failure(f"internal error: {type(exc).__name__}: {exc}", "internal")
-    return json_safe(response)
+    return clean_json(response, coerce=True)
 
 
 def _dispatch(

@@ -18,7 +18,7 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from cpersona.limits import MAX_MESSAGE_DEPTH
-from cpersona.text import clean_text, json_depth
+from cpersona.text import LONE_SURROGATE, clean_json, clean_text, json_depth
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -26,7 +26,6 @@ INVALID_PARAMS = -32602
 
 RequestId = int | str | None
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # Tokens of a JSON text, enough to find the top-level "id" of a message the decoder refused.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 
@@ -74,7 +73,7 @@ def screen(text: str) -> Screened:
     if problem is not None:
         return _refused(request_id, INVALID_PARAMS, f"Invalid params: {problem}", notification)
     if _has_lone_surrogate(obj):
-        obj = _clean(obj)
+        obj = clean_json(obj)  # depth is already bounded by MAX_MESSAGE_DEPTH
         text = json.dumps(obj, ensure_ascii=False)
     try:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
@@ -212,7 +211,7 @@ def _has_lone_surrogate(obj: Any) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if _LONE_SURROGATE.search(item):
+            if LONE_SURROGATE.search(item):
                 return True
         elif isinstance(item, dict):
             stack.extend(item.keys())
@@ -220,14 +219,3 @@ def _has_lone_surrogate(obj: Any) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
-
-
-def _clean(obj: Any) -> Any:
-    # Depth is already bounded by MAX_MESSAGE_DEPTH, so recursion is safe here.
-    if isinstance(obj, str):
-        return clean_text(obj)
-    if isinstance(obj, dict):
-        return {clean_text(key): _clean(value) for key, value in obj.items()}
-    if isinstance(obj, list):
-        return [_clean(value) for value in obj]
-    return obj
