@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 from test_cli_commands import run
 
+from cpersona.config import Settings
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
+from cpersona.memory import Memory
+
 pytestmark = pytest.mark.slow
 
 FACTS = [
@@ -31,15 +35,30 @@ ROLLBACK = "how do I roll back a bad production release"
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory, minilm_models_dir: Path) -> tuple[Path, dict[str, str]]:
+def db(
+    tmp_path_factory: pytest.TempPathFactory, minilm_models_dir: Path, minilm_backend: OnnxBackend
+) -> tuple[Path, dict[str, str]]:
     tmp = tmp_path_factory.mktemp("cli-explained")
     env = {
         "CPERSONA_EMBEDDING_MODE": "onnx",
         "CPERSONA_MODELS_DIR": str(minilm_models_dir),
         "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
     }
-    for fact in FACTS:
-        assert run(tmp, "store", "devops-bot", fact, **env).returncode == 0
+    # Seeded in-process with the same model (one load, not twelve CLI processes): what is tested is the
+    # CLI's recall and calibrate on a file the model wrote.
+    settings = Settings(
+        db_path=tmp / "memory.db",
+        models_dir=minilm_models_dir,
+        embedding_model="all-minilm-l6-v2",
+        update_check=False,
+        auto_fetch_model=False,
+        operating_context=False,
+        auto_calibrate=False,
+    )
+    with Memory(settings, backend=minilm_backend) as memory:
+        assert memory.wait_until_ready(60)
+        for fact in FACTS:
+            assert memory.store("devops-bot", fact)["ok"]
     return tmp, env
 
 

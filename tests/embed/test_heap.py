@@ -1,7 +1,7 @@
 """Bulk embedding hands its freed tensors back to the OS (glibc ``malloc_trim``), so RSS follows the batch.
 
 Measured in fresh interpreters (RSS of the pytest process says nothing): the real MiniLM embeds
-64 texts of 40-200 words three times in a worker thread, as the back-fill does.
+64 texts of 40-200 words in a worker thread, as the back-fill does.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ words = "the memory server keeps what an agent learnt last week and finds it aga
 texts = [" ".join(words[(i + k) % len(words)] for k in range(40 + i % 160)) for i in range(64)]
 backend.embed_documents(texts[:2])
 loaded = rss_mb()
-worker = threading.Thread(target=lambda: [backend.embed_documents(texts) for _ in range(3)])
+worker = threading.Thread(target=lambda: backend.embed_documents(texts))
 worker.start()
 worker.join()
 print(loaded, rss_mb())

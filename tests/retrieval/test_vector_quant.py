@@ -148,18 +148,31 @@ def _query(q: np.ndarray):  # noqa: ANN202
     return VectorQuery(q, MODEL, q.shape[0])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("keep_vectors", [True, False], ids=["float32-in-memory", "float32-from-file"])
-def test_top10_matches_brute_force_on_99_percent_of_rows_at_100k(tmp_path: Path, keep_vectors: bool) -> None:
-    """100k x 384 rows: random directions plus clusters of near-copies (cosine ~0.98, the hard case)."""
+@pytest.fixture(scope="module")
+def corpus_100k(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    """100k x 384 rows written once for both float32 sources: random directions plus clusters of
+    near-copies (cosine ~0.98, the hard case)."""
     rng = np.random.default_rng(7)
     spread = _unit_rows(rng, 70_000, 384)
     centres = _unit_rows(rng, 1_000, 384)
     copies = np.repeat(centres, 30, axis=0) + 0.008 * rng.normal(size=(30_000, 384)).astype(np.float32)
     vectors = np.concatenate([spread, copies / np.linalg.norm(copies, axis=1, keepdims=True)])
     vectors = vectors[rng.permutation(vectors.shape[0])]
-    store = SqliteStore(tmp_path / "v.db", keep_vectors=keep_vectors)
+    path = tmp_path_factory.mktemp("q100k") / "v.db"
+    store = SqliteStore(path)
     _fill(store, vectors)
+    store.close()
+    return path, vectors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keep_vectors", [True, False], ids=["float32-in-memory", "float32-from-file"])
+def test_top10_matches_brute_force_on_99_percent_of_rows_at_100k(
+    corpus_100k: tuple[Path, np.ndarray], keep_vectors: bool
+) -> None:
+    path, vectors = corpus_100k
+    rng = np.random.default_rng(8)
+    store = SqliteStore(path, keep_vectors=keep_vectors)
     index = _index(store, keep_vectors)
     fetch = _fetch(store, 384)
     same = total = 0
