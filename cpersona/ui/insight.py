@@ -242,6 +242,13 @@ def health_page(health: dict[str, Any], stats: dict[str, Any], timeline: dict[st
         if health["findings"]
         else '<p data-testid="no-findings">No findings: every check passed.</p>'
     )
+    # Offer the repair only when it can do something: a missing model is not repaired by --fix.
+    fixable = sum(1 for f in health["findings"] if f.get("fixable"))
+    if fixable:
+        findings += (
+            f'<p data-testid="fix-hint">Run <code>cpersona checkup --fix</code> to repair the {fixable} '
+            f"finding(s) it can fix.</p>"
+        )
     emb = stats["embedding"]
     fix = emb.get("runbook")
     embedding = (
@@ -272,5 +279,5 @@ def health_page(health: dict[str, Any], stats: dict[str, Any], timeline: dict[st
         f"{verdict}<h2>Findings</h2>{findings}<h2>Embeddings</h2>{embedding}<h2>Store</h2>{store}"
         f"<h2>Memories stored per day</h2>{timeline_svg(timeline['days'])}"
         '<p class="muted">Counts rows still stored, by the day they were stored (UTC); the darker part holds '
-        "a vector. Run <code>cpersona checkup --fix</code> to repair what the checks can fix.</p>"
+        "a vector.</p>"
     )
