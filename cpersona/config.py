@@ -153,6 +153,9 @@ class Settings:
     # CPERSONA_CONTEXT_WEIGHT: under rsf, the turns next to the best hits get this share of their
     # score (the context channel, docs/retrieval.md); 0 turns it off
     context_weight: float = 0.6
+    # CPERSONA_QUERY_DATES: read unambiguous date phrases in the query ("in May 2023", "先週") as a
+    # likely time cue (a boost, never a filter; docs/retrieval.md "Time cues"); false turns it off
+    query_dates: bool = True
     episode_penalty_enabled: bool = True  # CPERSONA_EPISODE_PENALTY_ENABLED
     episode_decay_rate: float = 0.01  # CPERSONA_EPISODE_DECAY_RATE (per hour)
     episode_decay_floor: float = 0.5  # CPERSONA_EPISODE_DECAY_FLOOR
@@ -243,6 +246,7 @@ class Settings:
             recall_mode=_choice(e, ("CPERSONA_RECALL_MODE",), base.recall_mode, {"rrf", "rsf", "cascade"}),
             rrf_k=_int(e, "CPERSONA_RRF_K", base.rrf_k, minimum=1),
             context_weight=_share(e, "CPERSONA_CONTEXT_WEIGHT", base.context_weight),
+            query_dates=_bool(e, "CPERSONA_QUERY_DATES", base.query_dates),
             episode_penalty_enabled=_bool(
                 e, "CPERSONA_EPISODE_PENALTY_ENABLED", base.episode_penalty_enabled
             ),
