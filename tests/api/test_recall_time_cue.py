@@ -11,7 +11,7 @@ from pg_cluster import BOTH_ENGINES
 from cpersona.errors import InvalidInput
 from cpersona.memory import Memory
 from cpersona.retrieval.pipeline import RecallPipeline
-from cpersona.retrieval.time_cue import FACTOR
+from cpersona.retrieval.time_cue import FACTOR, WEIGHT
 from cpersona.text import parse_ts, utc_now
 
 pytestmark = BOTH_ENGINES
@@ -111,20 +111,21 @@ def test_the_query_reader_boosts_like_likely_and_can_be_turned_off(memory: Memor
     may = memory.store("a", "apple harvest log from the spring", timestamp="2023-05-08T13:56:00Z")["id"]
     for i in range(3):  # the floor of each channel's min-max: a multiplicative boost cannot lift a 0
         memory.store("a", f"a log of the weather {i}", timestamp=f"2024-04-{1 + i:02d}T10:00:00Z")
-    out = memory.recall("a", "apple harvest log in May 2023", limit=10)
+    query = "apple harvest log in May 2023"
+    out = memory.recall("a", query, limit=10, record=False)
     assert out["time_cue"]["origin"] == "query" and out["time_cue"]["certainty"] == "likely"
     assert out["time_cue"]["phrase"] == "may 2023"
-    assert ids(out)[-1] == may
-    assert FACTOR in out["results"][-1]["match_reason"]["factors"]
+    reason = out["results"][ids(out).index(may)]["match_reason"]
+    assert reason["factors"][FACTOR] == pytest.approx(1 + WEIGHT["query"], abs=1e-6)  # the query's weight
     # A caller's cue wins over the query's phrase.
-    mine = memory.recall(
-        "a", "apple harvest log in May 2023", time_cue={"start": "2024-03-01", "end": "2024-03-01"}
-    )
+    mine = memory.recall("a", query, record=False, time_cue={"start": "2024-03-01", "end": "2024-03-01"})
     assert mine["time_cue"]["origin"] == "caller"
     memory.recaller.pipeline = RecallPipeline(memory.settings.with_overrides(query_dates=False))
-    off = memory.recall("a", "apple harvest log in May 2023", limit=10)
+    off = memory.recall("a", query, limit=10, record=False)
     assert "time_cue" not in off
     assert all(FACTOR not in r["match_reason"]["factors"] for r in off["results"])
+    before = off["results"][ids(off).index(may)]["match_reason"]["score"]
+    assert reason["score"] == pytest.approx(before * (1 + WEIGHT["query"]), rel=1e-4)
 
 
 def test_sure_filters_episodes_by_their_span(memory: Memory) -> None:
