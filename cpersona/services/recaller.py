@@ -114,7 +114,9 @@ class Recaller:
             outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
             rows = outcome.rows
             scored = len(rows)
-            if len(rows) < request.limit:
+            # A sure cue returns the period's rows only: profiles have no time, so none are appended.
+            filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
+            if len(rows) < request.limit and not filtered:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
             notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]

@@ -172,3 +172,12 @@ def test_row_times_are_what_the_filter_compares(memory: Memory) -> None:
     out = memory.recall("a", "apple", time_cue={**MAY_2023, "certainty": "sure"})
     assert ids(out) == [inside]
     assert parse_ts(out["results"][0]["timestamp"]) < utc_now()
+
+
+def test_a_sure_cue_appends_no_profile(memory: Memory) -> None:
+    seed(memory)  # 62 rows: past the pool size at which profiles are appended
+    memory.update_profile("a", "likes apples")
+    plain = memory.recall("a", "apple", limit=100)
+    assert any(r["type"] == "profile" for r in plain["results"])
+    out = memory.recall("a", "apple", limit=100, time_cue={**MAY_2023, "certainty": "sure"})
+    assert all(r["type"] == "memory" for r in out["results"])
