@@ -12,6 +12,7 @@ from cpersona.errors import InvalidInput
 from cpersona.memory import Memory
 from cpersona.retrieval.pipeline import RecallPipeline
 from cpersona.retrieval.time_cue import FACTOR, WEIGHT
+from cpersona.storage.scope import Scope
 from cpersona.text import parse_ts, utc_now
 
 pytestmark = BOTH_ENGINES
@@ -181,3 +182,14 @@ def test_a_sure_cue_appends_no_profile(memory: Memory) -> None:
     assert any(r["type"] == "profile" for r in plain["results"])
     out = memory.recall("a", "apple", limit=100, time_cue={**MAY_2023, "certainty": "sure"})
     assert all(r["type"] == "memory" for r in out["results"])
+
+
+def test_the_period_query_keeps_to_the_scope(memory: Memory) -> None:
+    mine = memory.store("a", "apple in May", timestamp="2023-05-08T10:00:00Z")["id"]
+    memory.store("b", "apple in May too", timestamp="2023-05-08T10:00:00Z")
+    memory.store("a", "apple in May, other project", timestamp="2023-05-08T10:00:00Z", project_id="p")
+    with memory.storage.read() as session:
+        assert session.memories.ids_in_period(Scope("a", ""), "2023-05-01T00:00:00.000000Z", None) == [mine]
+        assert session.memories.ids_in_period(Scope("a", ""), None, "2023-05-08T10:00:00.000000Z") == []
+    out = memory.recall("a", "apple", project_id="", time_cue={**MAY_2023, "certainty": "sure"})
+    assert ids(out) == [mine]
