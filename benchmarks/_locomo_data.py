@@ -67,6 +67,17 @@ class Conversation:
             n += 1
         return out
 
+    def session_dates(self) -> dict[int, str]:
+        """Session number → its date-time as stored (ISO-8601 UTC), for sessions that carry one."""
+        out = {}
+        n = 1
+        while f"session_{n}" in self.body:
+            when = self.body.get(f"session_{n}_date_time", "")
+            if when:
+                out[n] = session_time(when)
+            n += 1
+        return out
+
     def questions(self) -> list[dict[str, Any]]:
         """Every question (all categories)."""
         return list(self.data.get("qa", []))

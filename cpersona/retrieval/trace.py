@@ -45,6 +45,7 @@ class Stages:
     gate: dict[str, Any]
     kept: list[int]  # id() of the rows the gate kept
     returned: list[str]
+    time_cue: dict[str, Any] | None = None  # the cue that acted (recall's response echoes it too)
 
 
 def _r(value: float | None) -> float | None:
@@ -77,7 +78,7 @@ def build(stages: Stages) -> dict[str, Any]:
     kept = set(stages.kept)
     cut = [str(r.row.get("ref")) for r in stages.scored if id(r) not in kept]
     gate = {**stages.gate, "kept": len(kept), "cut_refs": cut[:TRACE_ROWS]}
-    return {
+    out: dict[str, Any] = {
         "depth": stages.depth,
         "channels": channels,
         "fusion": fusion_out,
@@ -97,3 +98,6 @@ def build(stages: Stages) -> dict[str, Any]:
         "gate": gate,
         "returned": stages.returned,
     }
+    if stages.time_cue is not None:
+        out["time_cue"] = stages.time_cue
+    return out

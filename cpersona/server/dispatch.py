@@ -160,6 +160,7 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allo
         exclude_contents=_strings(a.get("exclude_contents")),
         source_id=a.get("source_id"),
         trace=a.get("trace", False),
+        time_cue=a.get("time_cue"),
     )
     return shaping.shape_recall(
         result, preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
@@ -177,6 +178,7 @@ def _recall_with_context(
         deep=a.get("deep", False),
         channel=a.get("channel"),
         project_id=a.get("project_id"),
+        time_cue=a.get("time_cue"),
     )
     return shaping.shape_context_results(result, preview_chars=settings.recall_preview_chars)
 

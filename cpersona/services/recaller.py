@@ -17,6 +17,7 @@ from cpersona.limits import (
     PROFILE_INJECTION_ROWS,
     RECALL_LIMIT_MAX,
 )
+from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.storage.interface import Session, Store, VectorQuery
@@ -56,6 +57,7 @@ class Recaller:
         source_id: str | None = None,
         record: bool = True,
         trace: bool = False,
+        time_cue: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Hybrid recall; ``results`` ordered worst → best (the last element is the best match).
 
@@ -65,6 +67,12 @@ class Recaller:
         (docs/retrieval.md "Trace"). An empty or shortened answer carries ``explanation`` (one
         sentence: which gate, its threshold, the best similarity, what to try); an agent that owns
         no rows at all adds ``notice`` naming the known agents.
+
+        ``time_cue`` ``{start?, end?, phrase?, certainty?, now?}`` says when the memory happened
+        (its own ``timestamp``): ``sure`` keeps only rows in the period, ``likely`` / ``vague`` boost
+        rows near it and never hide the plain ranking's best row (docs/retrieval.md "Time cues").
+        Without one, an unambiguous date phrase in the query acts as a ``likely`` cue
+        (``CPERSONA_QUERY_DATES``). The cue that acted is echoed as ``time_cue``.
         """
         request = RecallRequest(
             scope=Scope(
@@ -80,6 +88,7 @@ class Recaller:
             exclude_contents=string_list(exclude_contents, "exclude_contents"),
             source_id=optional_str(source_id, "source_id"),
             trace=boolean(trace, "trace"),
+            time_cue=time_cues.parse(time_cue, utc_now()),
         )
         response: dict[str, Any] = {"ok": True, "results": [], "count": 0, "mode": self.settings.recall_mode}
         wants_vector = request.limit > 0 and bool(request.query.strip())
@@ -105,7 +114,9 @@ class Recaller:
             outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
             rows = outcome.rows
             scored = len(rows)
-            if len(rows) < request.limit:
+            # A sure cue returns the period's rows only: profiles have no time, so none are appended.
+            filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
+            if len(rows) < request.limit and not filtered:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
             notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
@@ -137,6 +148,8 @@ class Recaller:
             response["explanation"] = sentence
         if notice:
             response["notice"] = notice
+        if outcome.time_cue is not None:
+            response["time_cue"] = outcome.time_cue
         if outcome.trace is not None:
             response["trace"] = outcome.trace
         return response
@@ -160,6 +173,7 @@ class Recaller:
         channel: str | None = None,
         project_id: str | None = None,
         record: bool = True,
+        time_cue: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Recall merged with conversation entries, deduplicated, in chronological order.
 
@@ -176,6 +190,7 @@ class Recaller:
             project_id=project_id,
             exclude_contents=[e["content"] for e in entries if e["content"].strip()],
             record=record,
+            time_cue=time_cue,
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
         response = {
@@ -185,7 +200,7 @@ class Recaller:
             "mode": recalled["mode"],
             "gate": recalled["gate"],
         }
-        for key in ("advisory", "explanation", "notice"):
+        for key in ("advisory", "explanation", "notice", "time_cue"):
             if key in recalled:
                 response[key] = recalled[key]
         return response

@@ -156,6 +156,21 @@ class RecallTrace(TypedDict):
     scored: Annotated[TraceScored, "After penalties, before the gate."]
     gate: Annotated[dict[str, object], "The response's gate plus kept (rows it let through) and cut_refs."]
     returned: Annotated[list[str], "Refs returned, best first (after limit)."]
+    time_cue: NotRequired[Annotated[dict[str, object], "The time cue that acted, as in the response."]]
+
+
+class RecallTimeCue(TypedDict):
+    """The time cue that acted on a recall: the caller's time_cue, or a date phrase read from the query."""
+
+    start: Annotated[str | None, "Period start, ISO-8601 UTC (null: open)."]
+    end: Annotated[str | None, "Period end, exclusive, ISO-8601 UTC (null: open)."]
+    certainty: Annotated[Literal["sure", "likely", "vague"], "sure filters; likely / vague boost."]
+    origin: Annotated[Literal["caller", "query"], "Your time_cue, or a phrase found in the query."]
+    phrase: NotRequired[Annotated[str, "The phrase read (a caller's phrase, or the one found in the query)."]]
+    boosted: NotRequired[Annotated[int, "Rows the boost lifted (likely / vague)."]]
+    kept_best: NotRequired[
+        Annotated[str, "Ref kept in the answer as the plain ranking's best, which the boost had pushed out."]
+    ]
 
 
 class RecallResult(TypedDict):
@@ -182,6 +197,9 @@ class RecallResult(TypedDict):
     ]
     notice: NotRequired[
         Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
+    ]
+    time_cue: NotRequired[
+        Annotated[RecallTimeCue, "The time cue that acted (a time_cue or a date in the query)."]
     ]
     trace: NotRequired[Annotated[RecallTrace, "With trace=true: each stage's candidates and scores."]]
 
@@ -232,6 +250,7 @@ class RecallWithContextResult(TypedDict):
     notice: NotRequired[
         Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
     ]
+    time_cue: NotRequired[Annotated[RecallTimeCue, "As in recall."]]
 
 
 class GetContentsResult(TypedDict):

@@ -174,6 +174,10 @@ class MemoryRows(Protocol):
         """Ids in scope whose ``source.id`` starts with ``source_id``."""
         ...
 
+    def ids_in_period(self, scope: Scope, start: str | None, end: str | None) -> list[int]:
+        """Ids in scope whose ``timestamp`` (stored form) is in [start, end); None leaves that end open."""
+        ...
+
     def timeline(self, agent_id: str) -> list[tuple[int, str, str, str]]:
         """(id, timestamp, project_id, channel) of one agent's memories, in id (insertion) order."""
         ...

@@ -198,3 +198,14 @@ class SqliteMemories:
             [*params, len(source_id), source_id],
         ).fetchall()
         return [r[0] for r in rows]
+
+    def ids_in_period(self, scope: Scope, start: str | None, end: str | None) -> list[int]:
+        """Ids in scope whose ``timestamp`` is in [start, end) (stored forms compare as text)."""
+        where, params = scope.where()
+        bounds = [(">=", start), ("<", end)]
+        extra = "".join(f" AND timestamp {op} ?" for op, value in bounds if value is not None)
+        values = [value for _, value in bounds if value is not None]
+        rows = self.conn.execute(
+            f"SELECT id FROM memories WHERE {where}{extra}", [*params, *values]
+        ).fetchall()
+        return [r[0] for r in rows]

@@ -65,7 +65,17 @@ FACTORS = {
     "resolved_episode",
     "recall_count_boost",
     "confidence_cap",
+    "time_cue",
 }
+#: Time cues around the rows' own time (they are stored now): boosts in and near, a filter, none.
+CUES = [
+    None,
+    {"phrase": "today"},
+    {"phrase": "today", "certainty": "vague"},
+    {"phrase": "yesterday", "certainty": "likely"},
+    {"phrase": "last year", "certainty": "vague"},
+    {"phrase": "today", "certainty": "sure"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +120,7 @@ def product(factors: dict[str, float]) -> float:
     deep=st.booleans(),
     repeat=st.booleans(),
     limit=st.integers(1, 20),
+    cue=st.sampled_from(CUES),
 )
 def test_match_reason_factors_multiply_to_the_score(
     mem: Memory,
@@ -124,6 +135,7 @@ def test_match_reason_factors_multiply_to_the_score(
     deep: bool,
     repeat: bool,
     limit: int,
+    cue: dict | None,
 ) -> None:
     tuned = mem.settings.with_overrides(
         recall_mode=mode,
@@ -137,7 +149,7 @@ def test_match_reason_factors_multiply_to_the_score(
     if repeat:  # rows returned a moment ago get the recent-recall penalty
         mem.recall("a", query, limit=limit, deep=deep)
     now = utc_now()
-    out = mem.recall("a", query, limit=limit, deep=deep, record=False, trace=True)
+    out = mem.recall("a", query, limit=limit, deep=deep, record=False, trace=True, time_cue=cue)
     scored = {r["ref"]: r for r in out["trace"]["scored"]["rows"]}
     for row in out["results"]:
         reason = row.get("match_reason")
@@ -162,6 +174,11 @@ def test_match_reason_factors_multiply_to_the_score(
             assert "recent_recall_penalty" not in factors
         if deep or rate == 0:
             assert "episode_boundary_penalty" not in factors
+        acted = out.get("time_cue")  # the caller's cue, or a date phrase the reader found in the query
+        if acted is None or acted["certainty"] == "sure":
+            assert "time_cue" not in factors  # no cue, or a filter: nothing to multiply
+        if cue is not None:
+            assert acted is not None and acted["origin"] == "caller"
         assert reason.get("gate") in ((None,) if not gate_on else ("passed", "exact_match", "fallback"))
         if row["ref"] in scored:
             assert scored[row["ref"]]["factors"] == factors

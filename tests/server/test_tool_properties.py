@@ -154,6 +154,19 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
         st.lists(st.one_of(st.sampled_from(["mem:1", "ep:1"]), nasty_text), max_size=24),
     ),
     "external_context": entries,
+    "time_cue": st.one_of(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "start": timestamps,
+                "end": timestamps,
+                "phrase": st.one_of(st.sampled_from(["last week", "2023年5月", "in May 2023"]), nasty_text),
+                "certainty": st.one_of(st.sampled_from(["sure", "likely", "vague"]), nasty_text),
+                "now": timestamps,
+            },
+        ),
+        json_value,
+    ),
     "history": entries,
     "message": st.fixed_dictionaries(
         {"content": nasty_text},

@@ -107,6 +107,50 @@ TIMESTAMP = {
 }
 
 
+#: recall's time cue (retrieval/time_cue.py; docs/retrieval.md "Time cues").
+TIME_CUE: dict[str, Any] = {
+    "type": "object",
+    "description": (
+        "When the memory happened, if you know: a period (phrase, or start and/or end) and how sure you "
+        "are. It acts on each memory's own timestamp (as given at store). certainty 'sure' keeps only "
+        "rows in the period; 'likely' (default) and 'vague' lift rows in or near it (vague: less, and "
+        "farther around) and never hide the best plain match. Without a cue, one unambiguous date "
+        "phrase in the query ('in May 2023', 'yesterday', '先週') acts as a 'likely' cue. The cue that "
+        "acted is echoed as 'time_cue'."
+    ),
+    "properties": {
+        "phrase": string_schema(
+            "A date phrase read against now: 'today', 'yesterday', 'last week', 'this month', 'last year', "
+            "'3 days ago', 'in May 2023', '8 May 2023', '2023-05', '先週', '昨日', '2023年5月'. "
+            "Not with start/end."
+        ),
+        "start": {
+            "type": ["string", "number"],
+            "description": "Period start: a date '2023-05-01' (from its start), '2023-05', '2023', an "
+            "ISO-8601 time (naive = UTC) or Unix seconds.",
+        },
+        "end": {
+            "type": ["string", "number"],
+            "description": "Period end, included: a date '2023-05-31' (through its end), '2023-05', "
+            "'2023', an ISO-8601 time or Unix seconds. Not before start.",
+        },
+        "certainty": {
+            "type": "string",
+            "enum": ["sure", "likely", "vague"],
+            "default": "likely",
+            "description": "sure = filter to the period; likely = boost rows in it; vague = a milder, "
+            "wider boost.",
+        },
+        "now": {
+            "type": ["string", "number"],
+            "description": "What relative phrases count from (ISO-8601 with your offset, so 'yesterday' "
+            "is your yesterday, or Unix seconds); default the server's current time, UTC.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+
 def thousands(value: int) -> str:
     """A number as descriptions spell it (thousands separated by commas)."""
     return f"{value:,}"

@@ -20,6 +20,7 @@ from cpersona.server.schemas.common import (
     PROJECT_ID_WRITE,
     RECALL_SCOPE,
     SOURCE_SCHEMA,
+    TIME_CUE,
     TIMESTAMP,
     USER_ID,
     ToolSpec,
@@ -120,6 +121,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                         "Also return 'trace': each stage's candidates and scores (channels, fusion, "
                         "penalties, gate), at most 30 rows per stage, for debugging a ranking."
                     ),
+                    "time_cue": TIME_CUE,
                 },
                 required=["agent_id"],
             ),
@@ -159,6 +161,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                             "additionalProperties": False,
                         },
                     },
+                    "time_cue": TIME_CUE,
                 },
                 required=["agent_id", "query", "external_context"],
             ),

@@ -161,6 +161,15 @@ class PgMemories:
         rows = self.ex.all(f"SELECT id FROM memories WHERE {clause}{source_sql}", [*params, *source_params])
         return [int(r["id"]) for r in rows]
 
+    def ids_in_period(self, scope: Scope, start: str | None, end: str | None) -> list[int]:
+        """Ids in scope whose ``timestamp`` is in [start, end) (stored forms compare as text)."""
+        clause, params = where(scope)
+        bounds = [(">=", start), ("<", end)]
+        extra = "".join(f' AND timestamp COLLATE "C" {op} %s' for op, value in bounds if value is not None)
+        values = [value for _, value in bounds if value is not None]
+        rows = self.ex.all(f"SELECT id FROM memories WHERE {clause}{extra}", [*params, *values])
+        return [int(r["id"]) for r in rows]
+
 
 def insert_memory(
     ex: Executor,

@@ -1,0 +1,149 @@
+"""recall's time_cue through real MCP clients (stdio and streamable HTTP): tools/list documents it,
+a sure cue filters, a bad cue is ok: false with invalid_input, and a hypothesis property over
+time_cue values (well-formed and not) never gets an internal error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp_helpers import McpSession, http_server, mcp_session, server_env, stdio_target
+from test_mcp_http import TOKEN, authed_transport
+
+pytestmark = pytest.mark.slow
+
+ROWS = [
+    ("apple tart in May", "2023-05-08T13:56:00Z"),
+    ("apple pie in March", "2024-03-01T10:00:00Z"),
+    ("apple crumble in March", "2024-03-02T10:00:00Z"),
+]
+
+
+def seed(session: McpSession) -> None:
+    for text, stamp in ROWS:
+        out = session.call("store", {"agent_id": "t", "message": {"content": text, "timestamp": stamp}})
+        assert out["ok"], out
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
+    tmp = tmp_path_factory.mktemp(f"timecue-{request.param}")
+    if request.param == "stdio":
+        with mcp_session(stdio_target(server_env(tmp))) as session:
+            seed(session)
+            yield session
+    else:
+        with (
+            http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
+            mcp_session(authed_transport(url)) as session,
+        ):
+            seed(session)
+            yield session
+
+
+def test_tools_list_documents_every_time_cue_field(served: McpSession) -> None:
+    tools = {t.name: t for t in served.list_tools().tools}
+    for name in ("recall", "recall_with_context"):
+        cue = tools[name].input_schema["properties"]["time_cue"]
+        assert set(cue["properties"]) == {"start", "end", "phrase", "certainty", "now"}
+        assert cue["properties"]["certainty"]["enum"] == ["sure", "likely", "vague"]
+        assert all(field.get("description") for field in cue["properties"].values())
+
+
+def test_a_sure_cue_filters_over_the_wire(served: McpSession) -> None:
+    out = served.call(
+        "recall",
+        {
+            "agent_id": "t",
+            "query": "apple",
+            "time_cue": {"start": "2023-05-01", "end": "2023-05-31", "certainty": "sure"},
+        },
+    )
+    assert out["ok"] and [r["content"] for r in out["results"]] == ["apple tart in May"]
+    assert out["time_cue"]["certainty"] == "sure"
+    ctx = served.call(
+        "recall_with_context",
+        {
+            "agent_id": "t",
+            "query": "apple",
+            "external_context": [],
+            "time_cue": {"phrase": "in March 2024", "certainty": "sure"},
+        },
+    )
+    assert ctx["ok"] and ctx["time_cue"]["start"] == "2024-03-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    "cue",
+    [
+        {"start": "2023-05-01", "certainty": "maybe"},
+        {"start": "2023-06-01", "end": "2023-05-01"},
+        {"phrase": "when pigs fly"},
+        {"phrase": "last week", "start": "2023-01-01"},
+        {"start": True},
+        {"when": "now"},
+        "last week",
+        {},
+    ],
+)
+def test_bad_cues_are_invalid_input_over_the_wire(served: McpSession, cue: Any) -> None:
+    out = served.call("recall", {"agent_id": "t", "query": "apple", "time_cue": cue})
+    assert out["ok"] is False and out["error_code"] == "invalid_input" and out["error"], out
+
+
+def when(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+stamps = st.one_of(
+    st.sampled_from(
+        ["2023-05-01", "2023-05", "2023", "2024-03-01T10:00:00+09:00", "9999-12-31", "0001-01-01", ""]
+    ),
+    st.integers(min_value=-(2**40), max_value=2**40),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.booleans(),
+    st.none(),
+)
+phrases = st.one_of(
+    st.sampled_from(
+        ["last week", "yesterday", "in May 2023", "先週", "昨日", "2023年5月", "3 days ago", "soon"]
+    ),
+    st.text(max_size=30),
+    st.integers(),
+)
+cues = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "start": stamps,
+            "end": stamps,
+            "phrase": phrases,
+            "certainty": st.one_of(st.sampled_from(["sure", "likely", "vague", "SURE", ""]), st.integers()),
+            "now": stamps,
+        },
+    ),
+    st.text(max_size=10),
+    st.lists(st.integers(), max_size=2),
+    st.integers(),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cue=cues, query=st.sampled_from(["apple", "", "apple in May 2023", "先週のapple"]))
+def test_any_time_cue_is_answered_without_an_internal_error(served: McpSession, cue: Any, query: str) -> None:
+    out = served.call("recall", {"agent_id": "t", "query": query, "time_cue": cue})
+    if out["ok"]:
+        assert isinstance(out["results"], list)
+        if isinstance(cue, dict) and cue.get("certainty") == "sure" and "time_cue" in out:
+            start, end = (when(out["time_cue"][k]) for k in ("start", "end"))
+            for row in out["results"]:  # sure: every row inside the echoed period
+                stamp = when(row["timestamp"])
+                assert stamp is not None
+                assert (start is None or stamp >= start) and (end is None or stamp < end), (row, out)
+    else:
+        assert out["error_code"] == "invalid_input" and out["error"], out
