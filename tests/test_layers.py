@@ -137,7 +137,7 @@ def test_the_checker_sees_relative_and_lazy_imports() -> None:
 
 @pytest.mark.parametrize(
     ("driver", "sample"),
-    [("sqlite3", "db.py"), ("psycopg", "postgres/sql.py"), ("psycopg_pool", "postgres/store.py")],
+    [("sqlite3", "sqlite/db.py"), ("psycopg", "postgres/sql.py"), ("psycopg_pool", "postgres/store.py")],
 )
 def test_only_storage_speaks_to_a_database_driver(driver: str, sample: str) -> None:
     # Stronger than an import check: not even a comment outside storage/ names the driver,

@@ -15,7 +15,7 @@ from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.storage.interface import Store
-from cpersona.storage.tasks import EMBED
+from cpersona.storage.sqlite.tasks import EMBED
 from cpersona.validation import required_str
 from cpersona.work import Work
 

@@ -19,7 +19,7 @@ from cpersona.health.state import HINT, HealthState
 from cpersona.limits import MAX_KEYWORD_CHARS
 from cpersona.storage.interface import EPISODES, MEMORIES, NewMemory, Row, Session, Store
 from cpersona.storage.scope import write_axes
-from cpersona.storage.tasks import EMBED
+from cpersona.storage.sqlite.tasks import EMBED
 from cpersona.storage.vectors import to_blob
 from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, utc_now
 from cpersona.validation import agent_set, boolean, optional_str, required_str, row_id, string_list

@@ -54,7 +54,7 @@ def open_store(
                 'pip install "cpersona-embedded[postgres]"'
             ) from exc
         return PgStore(str(location), vector_index=pg_vector_index, read_only=read_only)
-    from cpersona.storage.sqlite import SqliteStore
+    from cpersona.storage.sqlite.store import SqliteStore
 
     keep_vectors = vector_float32 == "memory"
     if read_only:

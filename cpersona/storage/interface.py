@@ -1,7 +1,7 @@
 """What the layers above storage may ask of it: engine-neutral protocols and value types.
 
 Services, recall and the server see only these names. The SQLite engine
-(``cpersona.storage.sqlite``) and the PostgreSQL engine
+(``cpersona.storage.sqlite.store``) and the PostgreSQL engine
 (``cpersona.storage.postgres``) implement them; ``cpersona.storage.open_store``
 chooses one. Rows cross this boundary as plain dicts in
 the public shapes of docs/api-shapes.md; vectors as float32 bytes
@@ -22,7 +22,7 @@ from cpersona.storage.scope import Scope
 if TYPE_CHECKING:  # annotations only: numpy stays out of the MCP handshake's imports (lazy start-up)
     import numpy as np
 
-    from cpersona.storage.calibration_state import Change, Saved
+    from cpersona.storage.sqlite.calibration import Change, Saved
     from cpersona.storage.port_records import ImportRecord
 
 MEMORIES = "memories"

@@ -14,7 +14,7 @@ from cpersona.retrieval.match_query import (
     MAX_WORD_CHARS,
     query_terms,
 )
-from cpersona.storage.keyword import like_pattern, match_expression
+from cpersona.storage.sqlite.keyword import like_pattern, match_expression
 
 
 def test_function_words_dropped_and_words_stemmed() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite import SqliteStore
+from cpersona.storage.sqlite.store import SqliteStore
 
 NOW = "2026-01-01T00:00:00.000000Z"
 

@@ -14,7 +14,7 @@ import pytest
 from pg_cluster import PgCluster
 
 from cpersona.storage import open_store
-from cpersona.storage.calibration_state import SidecarStates, lock_path, sidecar_path
+from cpersona.storage.sqlite.calibration import SidecarStates, lock_path, sidecar_path
 
 
 def entry(rows: int) -> dict[str, object]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cpersona.errors import SchemaTooNew
-from cpersona.storage.db import Database
-from cpersona.storage.migrations import LATEST_VERSION, MIGRATIONS, Migration, current_version, migrate
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS, Migration, current_version, migrate
 
 
 def test_fresh_file_gets_every_table_in_wal(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_new_migration_applies_on_existing_file(tmp_path: Path) -> None:
 
 
 def test_dedup_probes_use_the_unique_indexes(tmp_path: Path) -> None:
-    from cpersona.storage.memories import NewMemory, SqliteMemories
+    from cpersona.storage.sqlite.memories import NewMemory, SqliteMemories
 
     db = Database(tmp_path / "m.db")
     migrate(db)

@@ -16,7 +16,7 @@ from pg_cluster import PgCluster
 
 from cpersona.storage.interface import VectorQuery
 from cpersona.storage.postgres.store import EF_SEARCH, PgStore
-from cpersona.storage.postgres.vectors import index_name
+from cpersona.storage.postgres.vector_search import index_name
 from cpersona.storage.scope import Scope
 
 pytestmark = pytest.mark.slow

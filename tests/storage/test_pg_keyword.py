@@ -106,7 +106,7 @@ def test_the_word_channel_stems_like_porter(engines: dict[str, Memory]) -> None:
 def test_both_engines_spend_the_same_row_budget(engines: dict[str, Memory]) -> None:
     """Past the row budget, both engines drop the common term and rank the rare one's rows first; a
     question of only the common term gets the newest matches (storage/keyword_prune.py)."""
-    from cpersona.storage.keyword_prune import ROW_BUDGET
+    from cpersona.storage.keyword_budget import ROW_BUDGET
 
     for mem in engines.values():
         for i in range(ROW_BUDGET + 20):

@@ -20,7 +20,7 @@ from cpersona.errors import DatabaseUnavailable
 from cpersona.memory import Memory
 from cpersona.storage.postgres.migrations import LATEST_VERSION
 from cpersona.storage.postgres.store import PgStore
-from cpersona.storage.tasks import EMBED
+from cpersona.storage.sqlite.tasks import EMBED
 from cpersona.storage.vectors import to_blob
 
 pytestmark = pytest.mark.slow

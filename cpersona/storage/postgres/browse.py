@@ -1,18 +1,18 @@
 """PostgreSQL queries for browsing the store as a person would (``BrowseQueries``, the ``cpersona ui`` pages).
 
-The same answers as ``cpersona.storage.browse`` (SQLite): exact axis values, newest first.
+The same answers as ``cpersona.storage.sqlite.browse`` (SQLite): exact axis values, newest first.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cpersona.storage.episodes import row_to_dict as episode_dict
+from cpersona.storage.sqlite.episodes import row_to_dict as episode_dict
 from cpersona.storage.interface import BrowseFilter, Row
-from cpersona.storage.memories import row_to_dict as memory_dict
-from cpersona.storage.postgres.rows import EPISODE_COLUMNS, MEMORY_COLUMNS
+from cpersona.storage.sqlite.memories import row_to_dict as memory_dict
+from cpersona.storage.postgres.memories import EPISODE_COLUMNS, MEMORY_COLUMNS
 from cpersona.storage.postgres.sql import Executor
-from cpersona.storage.profiles import row_to_dict as profile_dict
+from cpersona.storage.sqlite.profiles import row_to_dict as profile_dict
 
 
 def _where(f: BrowseFilter, *, memories: bool) -> tuple[str, list[Any]]:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cpersona.storage.keyword import like_pattern
+from cpersona.storage.sqlite.keyword import like_pattern
 from cpersona.storage.postgres.counts import rows_in_scope
 from cpersona.storage.postgres.postings import POSTED
 from cpersona.storage.postgres.sql import Executor, where

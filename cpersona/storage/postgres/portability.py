@@ -1,4 +1,4 @@
-"""Export and import on PostgreSQL: the same records and outcomes as ``cpersona.storage.port_rows``.
+"""Export and import on PostgreSQL: the same records and outcomes as ``cpersona.storage.sqlite.portability``.
 
 Export streams from one REPEATABLE READ snapshot through a server-side cursor
 (bounded memory at any size). Import writes a batch per transaction: its memories with
@@ -24,9 +24,9 @@ from cpersona.storage.port_records import (
 )
 from cpersona.storage.postgres.bulk import enqueue_many, insert_memories
 from cpersona.storage.postgres.migrations import current_version
-from cpersona.storage.postgres.rows import PgMemories, insert_episode, upsert_profile
+from cpersona.storage.postgres.memories import PgMemories, insert_episode, upsert_profile
 from cpersona.storage.postgres.sql import Executor
-from cpersona.storage.tasks import EMBED
+from cpersona.storage.sqlite.tasks import EMBED
 
 _MEMORY_EXPORT = (
     "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "

@@ -35,8 +35,8 @@ import numpy as np
 
 from cpersona.storage.interface import VECTOR_TABLES, VectorQuery, VectorRow
 from cpersona.storage.scope import Scope
-from cpersona.storage.vector_feed import SqliteVectorFeed
-from cpersona.storage.vector_quant import EXACT_BELOW, approximate, quantize, rescore_count
+from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
+from cpersona.storage.sqlite.vector_quant import EXACT_BELOW, approximate, quantize, rescore_count
 
 #: Reads the float32 vectors of some ids from the file (when the index keeps no float32 copy).
 Fetch = Callable[[list[int]], dict[int, bytes]]

@@ -11,10 +11,10 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from cpersona.storage import deep_queries as dq
-from cpersona.storage import health_queries as q
-from cpersona.storage import repair
-from cpersona.storage.db import Database
+from cpersona.storage.sqlite import deep_health as dq
+from cpersona.storage.sqlite import health as q
+from cpersona.storage.sqlite import repair
+from cpersona.storage.sqlite.db import Database
 from cpersona.storage.maintenance_interface import (
     ChannelReport,
     FtsReport,
@@ -22,9 +22,9 @@ from cpersona.storage.maintenance_interface import (
     SchemaObject,
     VectorReport,
 )
-from cpersona.storage.migrations import LATEST_VERSION
-from cpersona.storage.port_channels import migrate_channels
-from cpersona.storage.port_merge import merge_agents
+from cpersona.storage.sqlite.migrations import LATEST_VERSION
+from cpersona.storage.sqlite.channel_axis import migrate_channels
+from cpersona.storage.sqlite.merge import merge_agents
 
 
 class SqliteHealth:

@@ -19,9 +19,9 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from cpersona.storage.db import Database
+from cpersona.storage.sqlite.db import Database
 from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
-from cpersona.storage.tasks import EMBED, SqliteTasks
+from cpersona.storage.sqlite.tasks import EMBED, SqliteTasks
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "

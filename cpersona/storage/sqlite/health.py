@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, SchemaObject, VectorReport
-from cpersona.storage.migrations import SCHEMA_SCRIPTS, _split_statements, current_version
+from cpersona.storage.sqlite.migrations import SCHEMA_SCRIPTS, _split_statements, current_version
 
 __all__ = ["ROW_TABLES", "FtsReport", "SchemaObject", "VectorReport"]  # the shared value types, as before
 

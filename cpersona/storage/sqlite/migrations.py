@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cpersona.errors import SchemaTooNew
-from cpersona.storage.db import Database
+from cpersona.storage.sqlite.db import Database
 from cpersona.text import format_ts, utc_now
 
 _V1 = """

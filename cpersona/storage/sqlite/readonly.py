@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cpersona.errors import DatabaseUnavailable
-from cpersona.storage.db import BUSY_TIMEOUT_MS, Database
+from cpersona.storage.sqlite.db import BUSY_TIMEOUT_MS, Database
 
 
 class ReadOnlyDatabase(Database):

@@ -13,9 +13,9 @@ import sqlite3
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
-from cpersona.storage.db import Database
-from cpersona.storage.memories import SqliteMemories
-from cpersona.storage.migrations import current_version
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.memories import SqliteMemories
+from cpersona.storage.sqlite.migrations import current_version
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -26,7 +26,7 @@ from cpersona.storage.port_records import (
     ImportedProfile,
     ImportRecord,
 )
-from cpersona.storage.tasks import EMBED, SqliteTasks
+from cpersona.storage.sqlite.tasks import EMBED, SqliteTasks
 
 __all__ = [
     "DUPLICATE",

@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from cpersona.storage.health_queries import FTS_BY_NAME, SchemaObject
-from cpersona.storage.tasks import EMBED, SqliteTasks
+from cpersona.storage.sqlite.health import FTS_BY_NAME, SchemaObject
+from cpersona.storage.sqlite.tasks import EMBED, SqliteTasks
 
 
 def recreate(conn: sqlite3.Connection, obj: SchemaObject) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from cpersona.storage.db import Database
+from cpersona.storage.sqlite.db import Database
 from cpersona.storage.maintenance_interface import ChannelReport, Resolver
 
 

@@ -7,21 +7,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from cpersona.storage.admin import SqliteAdmin
-from cpersona.storage.browse import SqliteBrowse
-from cpersona.storage.calibration_state import SidecarStates
-from cpersona.storage.db import Database
-from cpersona.storage.episodes import SqliteEpisodes
-from cpersona.storage.health_sqlite import SqliteHealth, SqliteMaintenanceRows, SqliteRepairs
-from cpersona.storage.keyword import SqliteKeywordSearch
-from cpersona.storage.memories import SqliteMemories
-from cpersona.storage.migrations import migrate
-from cpersona.storage.port_rows import SqlitePortabilityRows
-from cpersona.storage.profiles import SqliteProfiles
-from cpersona.storage.readonly import ReadOnlyDatabase
-from cpersona.storage.tasks import SqliteTasks
-from cpersona.storage.vector_feed import SqliteVectorFeed
-from cpersona.storage.vector_index import SqliteVectorSearch, VectorIndexes
+from cpersona.storage.sqlite.admin import SqliteAdmin
+from cpersona.storage.sqlite.browse import SqliteBrowse
+from cpersona.storage.sqlite.calibration import SidecarStates
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.episodes import SqliteEpisodes
+from cpersona.storage.sqlite.health_bindings import SqliteHealth, SqliteMaintenanceRows, SqliteRepairs
+from cpersona.storage.sqlite.keyword import SqliteKeywordSearch
+from cpersona.storage.sqlite.memories import SqliteMemories
+from cpersona.storage.sqlite.migrations import migrate
+from cpersona.storage.sqlite.portability import SqlitePortabilityRows
+from cpersona.storage.sqlite.profiles import SqliteProfiles
+from cpersona.storage.sqlite.readonly import ReadOnlyDatabase
+from cpersona.storage.sqlite.tasks import SqliteTasks
+from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
+from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndexes
 
 
 class SqliteSession:

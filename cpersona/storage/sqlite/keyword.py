@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.interface import KeywordHits, QueryTerms
-from cpersona.storage.keyword_prune import ROW_BUDGET, filled, or_expression, plan_terms
+from cpersona.storage.keyword_budget import ROW_BUDGET, filled, or_expression, plan_terms
 from cpersona.storage.scope import Scope
 
 
@@ -49,7 +49,7 @@ class SqliteKeywordSearch:
 
     def __init__(self, conn: sqlite3.Connection, row_budget: int = ROW_BUDGET) -> None:
         self.conn = conn
-        self.row_budget = row_budget  # rows one channel may rank by bm25 (cpersona.storage.keyword_prune)
+        self.row_budget = row_budget  # rows one channel may rank by bm25 (cpersona.storage.keyword_budget)
 
     def memories(
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None

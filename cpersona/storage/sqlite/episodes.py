@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cpersona.storage.by_id import fetch_by_ids
+from cpersona.storage.sqlite.by_id import fetch_by_ids
 from cpersona.storage.interface import Row
 from cpersona.storage.scope import Scope
 
