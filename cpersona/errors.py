@@ -102,7 +102,11 @@ class StorageFull(StorageFault):
 
 
 class Forbidden(CPersonaError):
-    """The HTTP client's ACL grants do not cover this call (tool class or agent); nothing was done."""
+    """The caller may not do this; nothing was done.
+
+    Raised when an HTTP client's ACL grants do not cover a tool call (tool class or agent), and by the
+    browser view for a missing CSRF token, a change under ``--read-only`` or an action the grants refuse.
+    """
 
     code = "forbidden"
 

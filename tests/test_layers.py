@@ -184,6 +184,9 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         "cpersona.limits",
         "cpersona.acl",
         "cpersona.listen",  # binding the listening socket before announcing the URL (plain socket code)
+        # The HTTP plumbing it shares with the MCP transport (ASGI types, bearer tokens, loopback, refusals);
+        # the rule below keeps that package off the server.
+        "cpersona.http",
         # Recall's metadata in words (pure functions of a response, no storage): the CLI and the MCP
         # response say the same sentences.
         "cpersona.retrieval.explain",
@@ -210,3 +213,22 @@ def test_the_acl_policy_module_stays_below_the_server_and_the_view() -> None:
     assert "tomllib" in names  # the checker sees the module's imports
     assert "cpersona.acl" in imported_modules(PACKAGE_DIR / "ui" / "access.py")
     assert not any(within(n, "cpersona.server") for p in modules_in("ui") for n in imported_modules(p))
+
+
+def test_the_shared_http_kit_imports_neither_front_door() -> None:
+    # cpersona.http is shared by the MCP transport and the browser view only because it depends on
+    # neither (nor on the CLI, the MCP SDK or Memory); its loopback test is plain Python, as the
+    # embedding client imports it.
+    modules = modules_in("http")
+    assert {p.name for p in modules} >= {"asgi.py", "tokens.py", "addresses.py", "refusals.py"}
+    forbidden = ("cpersona.server", "cpersona.ui", "cpersona.cli", "cpersona.memory", *MCP_MODULES)
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(
+            n for n in imported_modules(path) if any(within(n, f) for f in forbidden)
+        )
+        for path in modules
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    assert imported_modules(PACKAGE_DIR / "http" / "__init__.py") <= {"__future__"}
+    assert not any(within(n, "starlette") for n in imported_modules(PACKAGE_DIR / "http" / "addresses.py"))
+    assert "starlette.types" in imported_modules(PACKAGE_DIR / "http" / "asgi.py")  # the checker sees it

@@ -11,30 +11,16 @@ Authorisation (what the client may call) is ``cpersona.server.access``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 from cpersona.acl import AccessList, Client
+from cpersona.http.asgi import ASGIApp, Receive, Scope, Send
+from cpersona.http.refusals import send_refusal
+from cpersona.http.tokens import bearer_token
 
 #: ASGI scope key holding the authenticated ``Client``.
 SCOPE_KEY = "cpersona.client"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def bearer_token(scope: Scope) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header (scheme case-insensitive), or None."""
-    for key, value in scope.get("headers") or ():
-        if key.lower() == b"authorization":
-            scheme, _, token = value.decode("latin-1").strip().partition(" ")
-            token = token.strip()
-            return token if scheme.lower() == "bearer" and token else None
-    return None
 
 
 class AclMiddleware:
@@ -49,8 +35,10 @@ class AclMiddleware:
             token = bearer_token(scope)
             client = None if token is None else self.acl.authenticate(token)
             if client is None:
-                await reject(
-                    send, "unauthorized: send 'Authorization: Bearer <token>' with a token of the ACL file"
+                await send_refusal(
+                    send,
+                    401,
+                    "unauthorized: send 'Authorization: Bearer <token>' with a token of the ACL file",
                 )
                 return
             scope[SCOPE_KEY] = client
@@ -63,20 +51,3 @@ def request_client(ctx: Any) -> Client | None:
     scope = getattr(request, "scope", None)
     client = scope.get(SCOPE_KEY) if isinstance(scope, MutableMapping) else None
     return client if isinstance(client, Client) else None
-
-
-async def reject(send: Send, message: str) -> None:
-    """Answer 401 with the uniform failure body."""
-    body = json.dumps({"ok": False, "error": message, "error_code": "unauthorized"}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="cpersona"'),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

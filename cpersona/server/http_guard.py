@@ -1,68 +1,22 @@
-"""HTTP front-door rules (SPEC §9): token strength, bearer parsing, Host/Origin allow-lists, bind warning.
+"""The MCP transport's front-door rules (SPEC §9): Host/Origin allow-lists and the bind warning.
 
-Kept apart from the transport and from authorisation so each rule is small and testable. The
+Kept apart from the transport and from authorisation so each rule is small and testable; token
+strength and bearer parsing are shared with the browser view (``cpersona.http.tokens``). The
 DNS-rebinding guard (Host and Origin checked on every request) stays on for every bind address:
 the SDK only enables it for loopback binds, so we always hand it an explicit allow-list.
 """
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import MutableMapping
-from typing import Any
-
 from mcp.server.transport_security import TransportSecuritySettings
 
 from cpersona.config import Settings
-from cpersona.limits import MIN_TOKEN_CHARS
-
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-_ANY_ADDRESS = ("0.0.0.0", "::", "")
-
-
-def token_refusal(settings: Settings) -> str | None:
-    """Why the configured bearer token is too weak to start HTTP with, or None."""
-    token = settings.auth_token
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        return (
-            f"CPERSONA_AUTH_TOKEN is {len(token)} characters; at least {MIN_TOKEN_CHARS} are required "
-            '(generate one with `openssl rand -hex 24` or `python -c "import secrets; print(secrets.token_hex(24))"`)'
-        )
-    return None
-
-
-def bearer_token(scope: MutableMapping[str, Any]) -> bytes | None:
-    """The token of an ``Authorization: Bearer <token>`` header; the scheme is case-insensitive (RFC 9110)."""
-    for key, value in scope.get("headers") or ():
-        if key.lower() == b"authorization":
-            scheme, _, token = bytes(value).strip().partition(b" ")
-            token = token.strip()
-            return token if scheme.lower() == b"bearer" and token else None
-    return None
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server reachable from this machine only."""
-    name = host.strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def _host_form(host: str) -> str:
-    # An IPv6 literal appears bracketed in Host and Origin headers.
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+from cpersona.http.addresses import is_loopback, server_names
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
     """Host and Origin allow-lists: loopback names, the bound host, plus the operator's additions."""
-    names = list(LOOPBACK_NAMES)
-    bound = settings.http_host.strip()
-    if bound not in _ANY_ADDRESS:
-        names.append(_host_form(bound))
+    names = server_names(settings.http_host)
     hosts = [form for name in names for form in (name, f"{name}:*")]
     origins = [
         f"{scheme}://{name}{port}" for name in names for scheme in ("http", "https") for port in ("", ":*")

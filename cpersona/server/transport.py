@@ -7,22 +7,22 @@ allowed unauthenticated access, whatever the bind address.
 
 from __future__ import annotations
 
-import hmac
-import json
 import logging
 import socket
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import uvicorn
 
 from cpersona.acl import AccessList, AclError, load_acl
 from cpersona.config import Settings
+from cpersona.http.asgi import ASGIApp, Receive, Scope, Send
+from cpersona.http.refusals import send_refusal
+from cpersona.http.tokens import bearer_token, tokens_match, weak_token
 from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
 from cpersona.server.app import PendingMemory, build_server
 from cpersona.server.client_auth import AclMiddleware
-from cpersona.server.http_guard import bearer_token, bind_warning, token_refusal, transport_security
+from cpersona.server.http_guard import bind_warning, transport_security
 from cpersona.server.stdio import guarded_stdio
 from cpersona.server.wire_http import WireScreenMiddleware
 
@@ -35,12 +35,6 @@ log = logging.getLogger("cpersona.server")
 HTTP_PATH = "/mcp"
 #: Process exit code when the configuration forbids starting (same as a ConfigError).
 EXIT_REFUSED = 2
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class TransportRefused(RuntimeError):
@@ -55,7 +49,7 @@ def http_refusal(settings: Settings) -> str | None:
         except AclError as exc:
             return f"refusing to serve streamable HTTP: {exc}"
         return None
-    weak = token_refusal(settings)
+    weak = weak_token(settings.auth_token)
     if weak is not None:
         return weak
     if settings.auth_token is None and not settings.allow_unauthenticated_http:
@@ -71,45 +65,20 @@ def http_refusal(settings: Settings) -> str | None:
 class BearerTokenMiddleware:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``.
 
-    The comparison is constant-time (``hmac.compare_digest`` over bytes) so the
+    The comparison is constant-time (``cpersona.http.tokens.tokens_match``) so the
     response time does not reveal how much of a guessed token was right.
     Lifespan and other non-HTTP scopes pass through untouched.
     """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = token.encode()
+        self._expected = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("type") == "http" and not self._authorised(scope):
-            await self._reject(send)
+        if scope.get("type") == "http" and not tokens_match(bearer_token(scope), self._expected):
+            await send_refusal(send, 401, "unauthorized: send 'Authorization: Bearer <CPERSONA_AUTH_TOKEN>'")
             return
         await self.app(scope, receive, send)
-
-    def _authorised(self, scope: Scope) -> bool:
-        return hmac.compare_digest(bearer_token(scope) or b"", self._expected)
-
-    @staticmethod
-    async def _reject(send: Send) -> None:
-        body = json.dumps(
-            {
-                "ok": False,
-                "error": "unauthorized: send 'Authorization: Bearer <CPERSONA_AUTH_TOKEN>'",
-                "error_code": "unauthorized",
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="cpersona"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
 
 
 async def serve_stdio_async(memory: Memory | PendingMemory, settings: Settings) -> None:

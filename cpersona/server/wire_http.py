@@ -9,19 +9,12 @@ JSON-RPC error (status 400) carrying the request's id when it can be recovered.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
+from cpersona.http.asgi import ASGIApp, Message, Receive, Scope, Send, send_response
 from cpersona.limits import MAX_HTTP_BODY_BYTES
 from cpersona.server.wire import error_text, screen
 
 log = logging.getLogger("cpersona.server")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class WireScreenMiddleware:
@@ -79,11 +72,4 @@ def _replay(chunks: list[bytes], extra: Message | None, receive: Receive, *, mor
 
 
 async def _answer(send: Send, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_response(send, 400, body, [(b"content-type", b"application/json")])

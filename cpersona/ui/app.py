@@ -21,14 +21,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from cpersona.errors import CPersonaError, DuplicateRow, LockedRow, NotFound, PersistencePaused
+from cpersona.errors import CPersonaError, DuplicateRow, Forbidden, LockedRow, NotFound, PersistencePaused
 from cpersona.memory import Memory
 from cpersona.ui import insight, pages
 from cpersona.ui.access import Action, grants_for_request
 from cpersona.ui.html import layout, url
 from cpersona.ui.security import Guard, GuardMiddleware
 
-_STATUS = {NotFound: 404, LockedRow: 409, DuplicateRow: 409, PersistencePaused: 503}
+_STATUS = {Forbidden: 403, NotFound: 404, LockedRow: 409, DuplicateRow: 409, PersistencePaused: 503}
 _STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
 #: Headers on every page: no framing, no inline script, nothing loaded from elsewhere.
 SECURITY_HEADERS = {
@@ -39,14 +39,6 @@ SECURITY_HEADERS = {
     "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
-
-
-class Forbidden(Exception):
-    """A request the view refuses (CSRF, read-only, grants): status and message."""
-
-    def __init__(self, status: int, text: str) -> None:
-        super().__init__(text)
-        self.status = status
 
 
 def _status(exc: CPersonaError) -> int:
@@ -94,10 +86,10 @@ class UiApp:
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
     def _error(
-        self, request: Request, exc: CPersonaError | Forbidden, back: str | None = None
+        self, request: Request, exc: CPersonaError, back: str | None = None
     ) -> HTMLResponse:
-        code = exc.status if isinstance(exc, Forbidden) else _status(exc)
-        kind = getattr(exc, "code", "forbidden")
+        code = _status(exc)
+        kind = exc.code
         link = f'<p><a href="{pages.esc(back)}">Back</a></p>' if back else ""
         body = pages.message_box(f"{exc} ({kind})") + link
         return self._page(request, "Refused" if code in (401, 403) else "Not done", body, "", status=code)
@@ -106,7 +98,7 @@ class UiApp:
         grants = grants_for_request(request.state)
         if not grants.allows(action, agent):
             hint = "; choose one of your agents" if agent is None and not grants.unrestricted else ""
-            raise Forbidden(403, f"your grants do not allow {action} on {agent or 'the whole store'}{hint}")
+            raise Forbidden(f"your grants do not allow {action} on {agent or 'the whole store'}{hint}")
 
     async def _form(self, request: Request, *, change: bool = True) -> dict[str, str]:
         """The urlencoded body after the CSRF check (and the read-only check for changes)."""
@@ -114,9 +106,9 @@ class UiApp:
         form = {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
         supplied = form.get("csrf") or request.headers.get("x-csrf-token", "")
         if not self.guard.csrf_ok(request.state.sid, supplied):
-            raise Forbidden(403, "missing or wrong CSRF token: reload the page and try again")
+            raise Forbidden("missing or wrong CSRF token: reload the page and try again")
         if change and self.read_only:
-            raise Forbidden(403, "this view was started with --read-only: changes are refused")
+            raise Forbidden("this view was started with --read-only: changes are refused")
         return form
 
     async def _run(self, fn: Callable[[], Any]) -> Any:
@@ -163,7 +155,7 @@ class UiApp:
                 offset=f.offset,
                 limit=f.size,
             )
-        except (CPersonaError, Forbidden) as exc:
+        except CPersonaError as exc:
             return self._error(request, exc, "/")
         body = pages.memories_page(result, f, self._agents(request), self._view(request, f.agent))
         done = pages.done_box(request.query_params.get("done"))
@@ -183,7 +175,7 @@ class UiApp:
         try:
             self._allow(request, "read", agent)
             row = self._memory_row(agent, mid)
-        except (CPersonaError, Forbidden) as exc:
+        except CPersonaError as exc:
             return self._error(request, exc, "/memories")
         return self._page(
             request, f"Memory {row['ref']}", pages.memory_page(row, self._view(request, agent)), "/memories"
@@ -202,7 +194,7 @@ class UiApp:
                 offset=f.offset,
                 limit=f.size,
             )
-        except (CPersonaError, Forbidden) as exc:
+        except CPersonaError as exc:
             return self._error(request, exc, "/")
         body = pages.episodes_page(result, f, self._agents(request), self._view(request, f.agent))
         done = pages.done_box(request.query_params.get("done"))
@@ -215,7 +207,7 @@ class UiApp:
         try:
             self._allow(request, "read", agent)
             result = self.memory.list_profiles(agent)
-        except (CPersonaError, Forbidden) as exc:
+        except CPersonaError as exc:
             return self._error(request, exc, "/")
         notice = pages.agent_notice_box(self._notice(request, agent))
         return self._page(request, f"Profile of {agent}", notice + pages.profiles_page(agent, result), "/")
@@ -233,7 +225,7 @@ class UiApp:
                 result = self.memory.recall(
                     agent, query, limit=limit, project_id=project, channel=channel, record=False
                 )
-            except (CPersonaError, Forbidden) as exc:
+            except CPersonaError as exc:
                 return self._error(request, exc, "/search")
             if "notice" in result:  # recall names every agent; this client hears only of its own
                 result["notice"] = self._notice(request, agent)
@@ -247,7 +239,7 @@ class UiApp:
             body = insight.health_page(
                 self.memory.check_health(), self.memory.stats(), self.memory.memory_timeline()
             )
-        except (CPersonaError, Forbidden) as exc:
+        except CPersonaError as exc:
             return self._error(request, exc, "/")
         return self._page(request, "Health", body, "/health")
 
@@ -264,7 +256,7 @@ class UiApp:
             )
             self._allow(request, "write", agent)
             return await self._run(lambda: self._apply(request, kind, form, agent, rid))
-        except (CPersonaError, Forbidden) as exc:
+        except CPersonaError as exc:
             return self._error(request, exc, back)
 
     def _apply(self, request: Request, kind: str, form: dict[str, str], agent: str, rid: str) -> Response:
@@ -327,7 +319,7 @@ class UiApp:
     async def delete_confirm(self, request: Request) -> Response:
         """GET /memory/delete or /episode/delete: the confirmation page (nothing changes yet)."""
         if self.read_only:
-            return self._error(request, Forbidden(403, "this view was started with --read-only"), "/")
+            return self._error(request, Forbidden("this view was started with --read-only"), "/")
         episode = request.url.path.startswith("/episode")
         agent, rid = request.query_params.get("agent", ""), request.query_params.get("id", "")
         try:
@@ -335,7 +327,7 @@ class UiApp:
             return await self._run(
                 lambda: self._apply(request, "delete_episode" if episode else "delete", {}, agent, rid)
             )
-        except (CPersonaError, Forbidden) as exc:
+        except CPersonaError as exc:
             return self._error(request, exc, "/")
 
     # -- login -------------------------------------------------------------------------------

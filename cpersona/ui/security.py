@@ -24,43 +24,28 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from cpersona.acl import AccessList, Client
+from cpersona.http.addresses import is_loopback, server_names
+from cpersona.http.asgi import ASGIApp, Message, Receive, Scope, Send, send_response
+from cpersona.http.refusals import send_refusal
+from cpersona.http.tokens import bearer_token, tokens_match, weak_token
 
 COOKIE = "cpersona_ui"
 #: Paths reachable without logging in (the login form itself and its stylesheet).
 PUBLIC_PATHS = ("/login", "/static/ui.css")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and 'localhost'."""
-    name = host.strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def ui_refusal(host: str, token: str | None, *, acl: bool = False) -> str | None:
     """Why the view must not start on ``host``, or None when it may (``acl``: an ACL file guards it)."""
     if acl:
         return None  # every bind needs an ACL client's login; the single token is ignored
-    if token is not None and len(token) < 16:
-        return "CPERSONA_AUTH_TOKEN must be at least 16 characters"
+    weak = weak_token(token)
+    if weak is not None:
+        return weak
     if not is_loopback(host) and token is None:
         return (
             f"refusing to serve the browser view on {host} (beyond loopback) without a token: set "
@@ -88,11 +73,7 @@ class Guard:
     # -- hosts and origins -----------------------------------------------------------------
     def allowed_hosts(self) -> set[str]:
         """Host header values accepted: the bind address and loopback names, with the port."""
-        names = {"127.0.0.1", "localhost", "[::1]"}
-        bind = self.host.strip("[]")
-        if bind not in ("0.0.0.0", "::", ""):
-            names.add(f"[{bind}]" if ":" in bind else bind)
-        return {f"{n}:{self.port}".lower() for n in names}
+        return {f"{n}:{self.port}".lower() for n in server_names(self.host)}
 
     def host_ok(self, host_header: str) -> bool:
         """The Host header names this server."""
@@ -153,7 +134,7 @@ class Guard:
 
     def token_ok(self, supplied: str) -> bool:
         """Constant-time check of the auth token (False when no token is configured)."""
-        return self.token is not None and hmac.compare_digest(supplied.encode(), self.token.encode())
+        return self.token is not None and tokens_match(supplied, self.token)
 
     @staticmethod
     def cookie_header(value: str, *, clear: bool = False) -> bytes:
@@ -193,14 +174,14 @@ class GuardMiddleware:
         headers = _headers(scope)
         g = self.guard
         if not g.host_ok(headers.get("host", "")):
-            await _plain(send, 403, "forbidden: unexpected Host header")
+            await send_refusal(send, 403, "forbidden: unexpected Host header")
             return
         origin = headers.get("origin")
         if origin is not None and not g.origin_ok(origin):
-            await _plain(send, 403, "forbidden: cross-origin request")
+            await send_refusal(send, 403, "forbidden: cross-origin request")
             return
         if headers.get("sec-fetch-site") == "cross-site":
-            await _plain(send, 403, "forbidden: cross-site request")
+            await send_refusal(send, 403, "forbidden: cross-site request")
             return
         session = g.read_session(_cookie(headers))
         set_cookie: bytes | None = None
@@ -212,9 +193,9 @@ class GuardMiddleware:
         client = g.client_named(client_name)
         if g.acl is not None:
             authenticated = client is not None  # a token-login cookie means nothing under an ACL
-        bearer = headers.get("authorization", "")
-        if bearer.startswith("Bearer "):
-            accepted, bearer_client = g.login(bearer[7:].strip())
+        bearer = bearer_token(scope)
+        if bearer is not None:
+            accepted, bearer_client = g.login(bearer)
             if accepted:
                 authenticated, client = True, bearer_client or client
         if not g.login_required:
@@ -225,8 +206,11 @@ class GuardMiddleware:
             if scope.get("method") == "GET":
                 await _redirect(send, "/login", set_cookie)
             else:
-                await _plain(
-                    send, 401, "unauthorized: log in or send 'Authorization: Bearer <token>'", set_cookie
+                await send_refusal(
+                    send,
+                    401,
+                    "unauthorized: log in or send 'Authorization: Bearer <token>'",
+                    [] if set_cookie is None else [(b"set-cookie", set_cookie)],
                 )
             return
 
@@ -239,18 +223,8 @@ class GuardMiddleware:
         await self.app(scope, receive, send_with_cookie)
 
 
-async def _plain(send: Send, status: int, text: str, cookie: bytes | None = None) -> None:
-    body = text.encode()
-    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    if cookie is not None:
-        headers.append((b"set-cookie", cookie))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
 async def _redirect(send: Send, location: str, cookie: bytes | None) -> None:
-    headers = [(b"location", location.encode()), (b"content-length", b"0")]
+    headers = [(b"location", location.encode())]
     if cookie is not None:
         headers.append((b"set-cookie", cookie))
-    await send({"type": "http.response.start", "status": 303, "headers": headers})
-    await send({"type": "http.response.body", "body": b""})
+    await send_response(send, 303, b"", headers)

@@ -8,10 +8,11 @@ import uvicorn
 
 from cpersona.acl import AccessList, AclError, load_acl
 from cpersona.config import Settings
+from cpersona.http.addresses import is_loopback
 from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
 from cpersona.memory import Memory
 from cpersona.ui.app import build_app
-from cpersona.ui.security import Guard, is_loopback, ui_refusal
+from cpersona.ui.security import Guard, ui_refusal
 
 log = logging.getLogger("cpersona.ui")
 

@@ -15,8 +15,9 @@ from mcp_helpers import cpersona_executable, full_env, http_server, server_env
 from raw_wire import INITIALIZE, PROTOCOL
 
 from cpersona.config import Settings
+from cpersona.http.addresses import is_loopback
 from cpersona.limits import MIN_TOKEN_CHARS
-from cpersona.server.http_guard import bind_warning, is_loopback, transport_security
+from cpersona.server.http_guard import bind_warning, transport_security
 
 pytestmark = pytest.mark.slow
 

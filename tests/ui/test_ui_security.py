@@ -12,8 +12,9 @@ import pytest
 from ui_helpers import UiServer, cpersona_executable, ui_env, ui_server
 
 from cpersona.config import Settings
+from cpersona.http.addresses import is_loopback
 from cpersona.memory import Memory
-from cpersona.ui.security import Guard, is_loopback, ui_refusal
+from cpersona.ui.security import Guard, ui_refusal
 
 TOKEN = "s3cret-token-for-the-ui-0123"
 

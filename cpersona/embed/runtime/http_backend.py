@@ -14,7 +14,6 @@ a transitive dependency whose name has already changed once.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import urllib.error
 import urllib.parse
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind, l2_normalise
+from cpersona.http.addresses import is_loopback
 
 if TYPE_CHECKING:
     from cpersona.config import Settings
@@ -39,17 +39,6 @@ def normalise_url(url: str) -> str:
     if parsed.path in ("", "/"):
         parsed = parsed._replace(path="/embed")
     return urllib.parse.urlunsplit(parsed)
-
-
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class HttpBackend(EmbeddingBackend):
@@ -69,7 +58,7 @@ class HttpBackend(EmbeddingBackend):
         self.requests_sent = 0
         host = urllib.parse.urlsplit(self.url).hostname if self.url else None
         # A loopback endpoint must never be routed through HTTP(S)_PROXY.
-        handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
+        handlers = [urllib.request.ProxyHandler({})] if is_loopback(host) else []
         self._opener = urllib.request.build_opener(*handlers)
 
     @classmethod
