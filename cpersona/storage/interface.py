@@ -22,8 +22,8 @@ from cpersona.storage.scope import Scope
 if TYPE_CHECKING:  # annotations only: numpy stays out of the MCP handshake's imports (lazy start-up)
     import numpy as np
 
-    from cpersona.storage.sqlite.calibration import Change, Saved
     from cpersona.storage.port_records import ImportRecord
+    from cpersona.storage.sqlite.calibration import Change, Saved
 
 MEMORIES = "memories"
 EPISODES = "episodes"

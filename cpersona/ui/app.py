@@ -85,9 +85,7 @@ class UiApp:
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
-    def _error(
-        self, request: Request, exc: CPersonaError, back: str | None = None
-    ) -> HTMLResponse:
+    def _error(self, request: Request, exc: CPersonaError, back: str | None = None) -> HTMLResponse:
         code = _status(exc)
         kind = exc.code
         link = f'<p><a href="{pages.esc(back)}">Back</a></p>' if back else ""

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.migrations import migrate
-from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_index import VectorIndex
 from cpersona.storage.vectors import to_blob

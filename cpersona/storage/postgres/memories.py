@@ -13,12 +13,12 @@ from typing import Any
 import psycopg
 
 from cpersona.errors import DuplicateRow
-from cpersona.storage.sqlite.episodes import row_to_dict as episode_dict
 from cpersona.storage.interface import NewMemory, Row
-from cpersona.storage.sqlite.memories import row_to_dict as memory_dict
 from cpersona.storage.postgres.sql import Executor, PgVector, where
-from cpersona.storage.sqlite.profiles import row_to_dict as profile_dict
 from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.episodes import row_to_dict as episode_dict
+from cpersona.storage.sqlite.memories import row_to_dict as memory_dict
+from cpersona.storage.sqlite.profiles import row_to_dict as profile_dict
 
 MEMORY_COLUMNS = (
     "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "

@@ -19,8 +19,8 @@ from typing import Any
 import psycopg
 
 from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver, stepped
-from cpersona.storage.postgres.tasks import PgTasks
 from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.postgres.tasks import PgTasks
 from cpersona.storage.sqlite.tasks import EMBED
 
 _MEMORY_COPY_COLUMNS = (

@@ -23,8 +23,8 @@ from cpersona.storage.port_records import (
     ImportRecord,
 )
 from cpersona.storage.postgres.bulk import enqueue_many, insert_memories
-from cpersona.storage.postgres.migrations import current_version
 from cpersona.storage.postgres.memories import PgMemories, insert_episode, upsert_profile
+from cpersona.storage.postgres.migrations import current_version
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.sqlite.tasks import EMBED
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from cpersona.storage.interface import BrowseFilter, Row
 from cpersona.storage.sqlite.episodes import EPISODE_COLUMNS
 from cpersona.storage.sqlite.episodes import row_to_dict as episode_dict
-from cpersona.storage.interface import BrowseFilter, Row
 from cpersona.storage.sqlite.memories import MEMORY_COLUMNS
 from cpersona.storage.sqlite.memories import row_to_dict as memory_dict
 from cpersona.storage.sqlite.profiles import row_to_dict as profile_dict

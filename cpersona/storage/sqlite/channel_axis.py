@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from cpersona.storage.sqlite.db import Database
 from cpersona.storage.maintenance_interface import ChannelReport, Resolver
+from cpersona.storage.sqlite.db import Database
 
 
 class _DryRun(Exception):

@@ -6,9 +6,9 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cpersona.storage.sqlite.by_id import fetch_by_ids
 from cpersona.storage.interface import Row
 from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.by_id import fetch_by_ids
 
 EPISODE_COLUMNS = (
     "id, agent_id, project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, "

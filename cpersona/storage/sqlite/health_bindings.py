@@ -11,10 +11,6 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from cpersona.storage.sqlite import deep_health as dq
-from cpersona.storage.sqlite import health as q
-from cpersona.storage.sqlite import repair
-from cpersona.storage.sqlite.db import Database
 from cpersona.storage.maintenance_interface import (
     ChannelReport,
     FtsReport,
@@ -22,9 +18,13 @@ from cpersona.storage.maintenance_interface import (
     SchemaObject,
     VectorReport,
 )
-from cpersona.storage.sqlite.migrations import LATEST_VERSION
+from cpersona.storage.sqlite import deep_health as dq
+from cpersona.storage.sqlite import health as q
+from cpersona.storage.sqlite import repair
 from cpersona.storage.sqlite.channel_axis import migrate_channels
+from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.merge import merge_agents
+from cpersona.storage.sqlite.migrations import LATEST_VERSION
 
 
 class SqliteHealth:

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cpersona.errors import DuplicateRow
-from cpersona.storage.sqlite.by_id import fetch_by_ids
 from cpersona.storage.interface import NewMemory, Row
 from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.by_id import fetch_by_ids
 
 __all__ = ["MEMORY_COLUMNS", "NewMemory", "SqliteMemories", "row_to_dict"]
 

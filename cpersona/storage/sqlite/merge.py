@@ -19,8 +19,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from cpersona.storage.sqlite.db import Database
 from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
+from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.tasks import EMBED, SqliteTasks
 
 _MEMORY_COPY_COLUMNS = (

@@ -13,9 +13,6 @@ import sqlite3
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
-from cpersona.storage.sqlite.db import Database
-from cpersona.storage.sqlite.memories import SqliteMemories
-from cpersona.storage.sqlite.migrations import current_version
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -26,6 +23,9 @@ from cpersona.storage.port_records import (
     ImportedProfile,
     ImportRecord,
 )
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.memories import SqliteMemories
+from cpersona.storage.sqlite.migrations import current_version
 from cpersona.storage.sqlite.tasks import EMBED, SqliteTasks
 
 __all__ = [
