@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona.storage.sqlite.calibration import sidecar_path
-
-__all__ = ["SCORING_VERSION", "fingerprint", "sidecar_path"]
+__all__ = ["SCORING_VERSION", "fingerprint"]
 
 #: Bump when what the gate compares (or how its threshold is derived) changes: stored calibrations
 #: then no longer match and are redone in the background.

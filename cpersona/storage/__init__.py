@@ -39,7 +39,7 @@ def open_store(
 ) -> Store:
     """Open (and migrate) the store at ``location``: a ``postgresql://`` URL or a SQLite file path.
 
-    ``pg_vector_index`` ("hnsw" | "exact") is how PostgreSQL searches vectors (see storage.postgres.vectors).
+    ``pg_vector_index`` ("hnsw" | "exact") is how PostgreSQL searches vectors (see storage.postgres.vector_search).
     ``vector_float32`` ("memory" | "file") is where SQLite's vector index reads the float32 rows it rescores
     after its int8 pass (see storage.vector_index).
     ``read_only`` opens it without migrating, and every write is refused by the engine itself (SQLite:

@@ -1,4 +1,4 @@
-"""Which query terms a full-text MATCH may afford: a row budget, spent on the rarest terms first.
+"""Which query terms a keyword channel may afford: a row budget, spent on the rarest terms first (both engines).
 
 FTS5 computes bm25 for every row that matches any OR'ed term before LIMIT
 applies, and bm25 first scans every phrase's whole document list for its idf.
@@ -7,9 +7,10 @@ terms, and the terms that cost the most are the common ones ("2023", a speaker's
 name in every other row), whose idf — log((N - n + 0.5) / (n + 0.5)), floored
 at ~0 by FTS5 once n ≥ N/2 — adds the least to the ranking.
 
-``plan_terms`` counts each term's rows, stopping at the budget (so one count
-costs at most ``budget`` rows however common the term is), and keeps the rarest
-terms while their summed counts fit the budget. The bm25 ranking then runs on at
+Each engine counts each term's rows, stopping at the budget (so one count costs at
+most ``budget`` rows however common the term is: SQLite's ``plan_terms`` in
+``storage/sqlite/keyword.py``, PostgreSQL's postings count), and ``choose_terms`` keeps
+the rarest terms while their summed counts fit the budget. The bm25 ranking then runs on at
 most ``budget`` rows whatever the corpus size. When even the rarest term is over
 budget (a question of only common words) no bm25 runs at all: the newest
 ``budget`` rows matching any term are ranked by how many terms they contain
@@ -19,7 +20,6 @@ docs/decisions.md gives the budget and how it was chosen.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,29 +39,6 @@ class TermPlan:
     def matches_nothing(self) -> bool:
         """No term has a row: MATCH would find nothing (the LIKE stand-in's cue)."""
         return not self.kept and not self.bounded
-
-
-def phrase(term: str) -> str:
-    """``term`` as one double-quoted FTS5 phrase (quotes doubled), so no query text is syntax."""
-    return '"' + term.replace('"', '""') + '"'
-
-
-def or_expression(terms: Sequence[str]) -> str:
-    """Each term a quoted phrase, OR'ed: any term may match."""
-    return " OR ".join(phrase(term) for term in terms)
-
-
-def capped_counts(conn: sqlite3.Connection, table: str, terms: Sequence[str], cap: int) -> list[int]:
-    """Rows of FTS5 ``table`` matching each term, counted up to ``cap`` (the scan stops there)."""
-    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
-    return [int(conn.execute(sql, [phrase(term), cap]).fetchone()[0]) for term in terms]
-
-
-def plan_terms(
-    conn: sqlite3.Connection, table: str, terms: Sequence[str], budget: int = ROW_BUDGET
-) -> TermPlan:
-    """The terms worth matching in ``table`` within ``budget`` rows (query order kept among them)."""
-    return choose_terms(terms, capped_counts(conn, table, terms, budget + 1), budget)
 
 
 def choose_terms(terms: Sequence[str], counts: Sequence[int], budget: int = ROW_BUDGET) -> TermPlan:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pg_cluster import PgCluster
 
 from cpersona.errors import DuplicateRow
-from cpersona.storage.interface import NewMemory
+from cpersona.storage.interface import NewEpisode, NewMemory
 from cpersona.storage.port_records import ImportedMemory
 from cpersona.storage.postgres.store import PgStore
 from cpersona.storage.scope import Scope
@@ -130,15 +130,7 @@ def _apply(store: PgStore, op: tuple) -> None:
     elif kind == "episode":
         with store.write() as s:
             s.episodes.insert(
-                agent_id=op[1],
-                project_id="",
-                channel="",
-                summary=op[2],
-                keywords=op[3].split(),
-                start_time=None,
-                end_time=None,
-                resolved=False,
-                created_at="t",
+                NewEpisode(op[1], "", "", op[2], "\n".join(op[3].split()), None, None, False, "t")
             )
     elif kind == "delete_agent":
         with store.write() as s:

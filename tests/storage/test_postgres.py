@@ -18,9 +18,9 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.errors import DatabaseUnavailable
 from cpersona.memory import Memory
+from cpersona.storage.interface import EMBED
 from cpersona.storage.postgres.migrations import LATEST_VERSION
 from cpersona.storage.postgres.store import PgStore
-from cpersona.storage.sqlite.tasks import EMBED
 from cpersona.storage.vectors import to_blob
 
 pytestmark = pytest.mark.slow

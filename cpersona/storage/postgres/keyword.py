@@ -41,7 +41,7 @@ from cpersona.storage.postgres.keyword_sql import TRIGRAM, WORDS, PostingsQuery,
 from cpersona.storage.postgres.memories import source_clause
 from cpersona.storage.postgres.sql import Executor, where
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite.keyword import like_pattern
+from cpersona.storage.sql_text import like_pattern
 
 _MEMORY_TEXT = "m.content"
 _EPISODE_TEXT = "(e.summary || ' ' || e.keywords)"  # the expression the episodes_trgm index is built on

@@ -18,10 +18,10 @@ from typing import Any
 
 import psycopg
 
+from cpersona.storage.interface import EMBED
 from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver, stepped
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.postgres.tasks import PgTasks
-from cpersona.storage.sqlite.tasks import EMBED
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "

@@ -6,11 +6,13 @@ import sqlite3
 from typing import Any
 
 from cpersona.storage.interface import BrowseFilter, Row
-from cpersona.storage.sqlite.episodes import EPISODE_COLUMNS
-from cpersona.storage.sqlite.episodes import row_to_dict as episode_dict
-from cpersona.storage.sqlite.memories import MEMORY_COLUMNS
-from cpersona.storage.sqlite.memories import row_to_dict as memory_dict
-from cpersona.storage.sqlite.profiles import row_to_dict as profile_dict
+from cpersona.storage.row_shapes import (
+    EPISODE_COLUMNS,
+    MEMORY_COLUMNS,
+    episode_dict,
+    memory_dict,
+    profile_dict,
+)
 
 
 def _where(f: BrowseFilter, *, memories: bool) -> tuple[str, list[Any]]:

@@ -27,29 +27,18 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cpersona.atomic import write_json
+from cpersona.storage.interface import CalibrationEntry as Entry
+from cpersona.storage.interface import Change, Saved
 
 FORMAT = 1
 #: Pause between attempts while waiting for another process's calibration lock.
 _LOCK_POLL_SECONDS = 0.05
-
-Entry = dict[str, Any]
-Change = Callable[[Entry | None], Entry | None]
-
-
-@dataclass(frozen=True)
-class Saved:
-    """What ``modify`` did: the entry now in force and whether it reached durable storage."""
-
-    entry: Entry | None
-    persisted: bool
-    problem: str | None = None
 
 
 def sidecar_path(db_path: Path) -> Path:

@@ -3,135 +3,44 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from cpersona.storage.interface import Row
+from cpersona.storage.interface import NewEpisode
+from cpersona.storage.row_shapes import EPISODE_INSERT_COLUMNS, EPISODE_SHAPE, episode_values
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite.by_id import fetch_by_ids
+from cpersona.storage.sqlite.rows import SqliteTableRows
+from cpersona.storage.sqlite.sql import where
 
-EPISODE_COLUMNS = (
-    "id, agent_id, project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, "
-    "embedding_model, embedding_dim, embedding IS NOT NULL AS has_embedding"
-)
+_INSERT = f"INSERT INTO episodes({EPISODE_INSERT_COLUMNS}) VALUES ({', '.join('?' * 12)})"
 
 
-def row_to_dict(row: sqlite3.Row | Mapping[str, Any]) -> Row:
-    """The public shape of an episode row (see docs/api-shapes.md)."""
-    keywords = [k for k in (row["keywords"] or "").split("\n") if k]
-    return {
-        "ref": f"ep:{row['id']}",
-        "type": "episode",
-        "id": row["id"],
-        "agent_id": row["agent_id"],
-        "project_id": row["project_id"],
-        "channel": row["channel"],
-        "content": row["summary"],
-        "summary": row["summary"],
-        "keywords": keywords,
-        "start_time": row["start_time"],
-        "end_time": row["end_time"],
-        "resolved": bool(row["resolved"]),
-        "created_at": row["created_at"],
-        "embedded": bool(row["has_embedding"]),
-        "embedding_model": row["embedding_model"],
-    }
+def insert_episode(conn: sqlite3.Connection, new: NewEpisode) -> int:
+    """Insert one episode (keywords one per line, searchable by FTS) and return its id."""
+    return int(conn.execute(_INSERT, episode_values(new)).lastrowid or 0)
 
 
-class SqliteEpisodes:
+def find_episode(
+    conn: sqlite3.Connection, agent_id: str, project_id: str, channel: str, summary: str
+) -> int | None:
+    """An episode with this summary in exactly this scope (what import and merge count as a duplicate)."""
+    row = conn.execute(
+        "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
+        (agent_id, project_id, channel, summary),
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+class SqliteEpisodes(SqliteTableRows):
     """``EpisodeRows`` over one SQLite connection."""
 
-    __slots__ = ("conn",)
+    __slots__ = ()
+    shape = EPISODE_SHAPE
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def insert(
-        self,
-        *,
-        agent_id: str,
-        project_id: str,
-        channel: str,
-        summary: str,
-        keywords: Sequence[str],
-        start_time: str | None,
-        end_time: str | None,
-        resolved: bool,
-        created_at: str,
-        embedding: bytes | None = None,
-        embedding_model: str | None = None,
-        embedding_dim: int | None = None,
-    ) -> int:
-        """Insert one episode; keywords are stored one per line (searchable by FTS)."""
-        cursor = self.conn.execute(
-            "INSERT INTO episodes(agent_id, project_id, channel, summary, keywords, start_time, end_time, "
-            "resolved, created_at, embedding, embedding_model, embedding_dim) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                agent_id,
-                project_id,
-                channel,
-                summary,
-                "\n".join(keywords),
-                start_time,
-                end_time,
-                int(resolved),
-                created_at,
-                embedding,
-                embedding_model,
-                embedding_dim,
-            ),
-        )
-        return int(cursor.lastrowid or 0)
-
-    def get(self, episode_id: int) -> Row | None:
-        """One row by id, whoever owns it."""
-        row = self.conn.execute(
-            f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ?", (episode_id,)
-        ).fetchone()
-        return None if row is None else row_to_dict(row)
-
-    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
-        """Rows by id, restricted to ``scope`` when given."""
-        return {
-            i: row_to_dict(r)
-            for i, r in fetch_by_ids(self.conn, "episodes", EPISODE_COLUMNS, ids, scope).items()
-        }
-
-    def text_of(self, episode_id: int) -> str | None:
-        """The summary an embedding is computed from."""
-        row = self.conn.execute("SELECT summary FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_embedding(
-        self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None
-    ) -> None:
-        """Record (or clear) the vector of one episode."""
-        self.conn.execute(
-            "UPDATE episodes SET embedding = ?, embedding_model = ?, embedding_dim = ? WHERE id = ?",
-            (blob, model_id, dim, episode_id),
-        )
-
-    def delete(self, episode_id: int) -> None:
-        """Delete one episode."""
-        self.conn.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))
+    def insert(self, new: NewEpisode) -> int:
+        """Insert one episode and return its id."""
+        return insert_episode(self.conn, new)
 
     def newest_boundary(self, scope: Scope) -> str | None:
         """created_at of the newest episode in scope: the episode boundary."""
-        where, params = scope.where()
-        row = self.conn.execute(f"SELECT MAX(created_at) FROM episodes WHERE {where}", params).fetchone()
+        clause, params = where(scope)
+        row = self.conn.execute(f"SELECT MAX(created_at) FROM episodes WHERE {clause}", params).fetchone()
         return row[0] if row and row[0] else None
-
-    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
-        """Newest first."""
-        where, params = scope.where()
-        rows = self.conn.execute(
-            f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?",
-            [*params, limit],
-        ).fetchall()
-        return [row_to_dict(r) for r in rows]
-
-    def count(self, scope: Scope) -> int:
-        """Rows in scope."""
-        where, params = scope.where()
-        return int(self.conn.execute(f"SELECT COUNT(*) FROM episodes WHERE {where}", params).fetchone()[0])

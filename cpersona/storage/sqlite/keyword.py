@@ -11,10 +11,36 @@ like NEAR/AND/OR are plain text.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from cpersona.storage.interface import KeywordHits, QueryTerms
-from cpersona.storage.keyword_budget import ROW_BUDGET, filled, or_expression, plan_terms
+from cpersona.storage.keyword_budget import ROW_BUDGET, TermPlan, choose_terms, filled
 from cpersona.storage.scope import Scope
+from cpersona.storage.sql_text import like_pattern
+from cpersona.storage.sqlite.sql import SQLITE
+
+
+def phrase(term: str) -> str:
+    """``term`` as one double-quoted FTS5 phrase (quotes doubled), so no query text is syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def or_expression(terms: Sequence[str]) -> str:
+    """Each term a quoted phrase, OR'ed: any term may match."""
+    return " OR ".join(phrase(term) for term in terms)
+
+
+def capped_counts(conn: sqlite3.Connection, table: str, terms: Sequence[str], cap: int) -> list[int]:
+    """Rows of FTS5 ``table`` matching each term, counted up to ``cap`` (the scan stops there)."""
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+    return [int(conn.execute(sql, [phrase(term), cap]).fetchone()[0]) for term in terms]
+
+
+def plan_terms(
+    conn: sqlite3.Connection, table: str, terms: Sequence[str], budget: int = ROW_BUDGET
+) -> TermPlan:
+    """The terms worth matching in ``table`` within ``budget`` rows (query order kept among them)."""
+    return choose_terms(terms, capped_counts(conn, table, terms, budget + 1), budget)
 
 
 def match_expression(terms: QueryTerms) -> str | None:
@@ -25,12 +51,6 @@ def match_expression(terms: QueryTerms) -> str | None:
 def words_expression(terms: QueryTerms) -> str | None:
     """The MATCH string for the word index: each word a quoted phrase, OR'ed (any word may match)."""
     return or_expression(terms.words) if terms.words else None
-
-
-def like_pattern(term: str) -> str:
-    """``%term%`` with LIKE's wildcards escaped (use with ESCAPE '\\')."""
-    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
 
 
 def _source_clause(source_id: str | None, alias: str) -> tuple[str, list[object]]:
@@ -49,7 +69,7 @@ class SqliteKeywordSearch:
 
     def __init__(self, conn: sqlite3.Connection, row_budget: int = ROW_BUDGET) -> None:
         self.conn = conn
-        self.row_budget = row_budget  # rows one channel may rank by bm25 (cpersona.storage.keyword_budget)
+        self.row_budget = row_budget  # rows one channel may rank by bm25 (storage/keyword_budget.py)
 
     def memories(
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
@@ -58,7 +78,7 @@ class SqliteKeywordSearch:
         MATCH cannot run or finds nothing."""
         if limit <= 0:
             return KeywordHits([], "none")
-        where, params = scope.where("m")
+        where, params = scope.where(SQLITE, "m")
         source_sql, source_params = _source_clause(source_id, "m")
         if terms.match:
             hits = self._budgeted("memories_fts", terms.match, scope, limit, source_id)
@@ -95,7 +115,7 @@ class SqliteKeywordSearch:
         plan = plan_terms(self.conn, table, terms, self.row_budget)
         if plan.matches_nothing:
             return []
-        where, params = scope.where("m")
+        where, params = scope.where(SQLITE, "m")
         source_sql, source_params = _source_clause(source_id, "m")
         hits: list[tuple[int, float]] = []
         if plan.kept:
@@ -131,7 +151,7 @@ class SqliteKeywordSearch:
         """FTS5 over episode summary + keywords (LIKE over both when no term has 3 characters)."""
         if limit <= 0:
             return KeywordHits([], "none")
-        where, params = scope.where("e")
+        where, params = scope.where(SQLITE, "e")
         expression = match_expression(terms)
         if expression is not None:
             rows = self.conn.execute(

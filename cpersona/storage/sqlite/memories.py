@@ -2,59 +2,50 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable
 
 from cpersona.errors import DuplicateRow
-from cpersona.storage.interface import NewMemory, Row
+from cpersona.storage.interface import NewMemory
+from cpersona.storage.row_shapes import MEMORY_INSERT_COLUMNS, MEMORY_SHAPE, memory_values
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite.by_id import fetch_by_ids
+from cpersona.storage.sqlite.rows import SqliteTableRows
+from cpersona.storage.sqlite.sql import source_clause, where
 
-__all__ = ["MEMORY_COLUMNS", "NewMemory", "SqliteMemories", "row_to_dict"]
-
-MEMORY_COLUMNS = (
-    "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
-    "embedding_model, embedding_dim, embedding IS NOT NULL AS has_embedding, recall_count, "
-    "last_recalled_at, locked"
-)
-
-
-def row_to_dict(row: sqlite3.Row | Mapping[str, Any]) -> Row:
-    """The public shape of a memory row (see docs/api-shapes.md)."""
-    return {
-        "ref": f"mem:{row['id']}",
-        "type": "memory",
-        "id": row["id"],
-        "agent_id": row["agent_id"],
-        "project_id": row["project_id"],
-        "channel": row["channel"],
-        "msg_id": row["msg_id"],
-        "content": row["content"],
-        "source": json.loads(row["source"]) if row["source"] else None,
-        "metadata": json.loads(row["metadata"]) if row["metadata"] else None,
-        "timestamp": row["timestamp"],
-        "created_at": row["created_at"],
-        "locked": bool(row["locked"]),
-        "recall_count": row["recall_count"],
-        "last_recalled_at": row["last_recalled_at"],
-        "embedded": bool(row["has_embedding"]),
-        "embedding_model": row["embedding_model"],
-    }
+_INSERT = f"INSERT INTO memories({MEMORY_INSERT_COLUMNS}) VALUES ({', '.join('?' * 15)})"
 
 
 def _duplicate(exc: sqlite3.IntegrityError) -> bool:
     return "UNIQUE" in str(exc)
 
 
-class SqliteMemories:
+def insert_memory(
+    conn: sqlite3.Connection,
+    new: NewMemory,
+    *,
+    recall_count: int = 0,
+    last_recalled_at: str | None = None,
+    locked: bool = False,
+) -> int:
+    """Insert one row (with an import's recall statistics) and return its id.
+
+    DuplicateRow when a unique index refuses it (a dedup race the probe could not see).
+    """
+    values = memory_values(new, recall_count=recall_count, last_recalled_at=last_recalled_at, locked=locked)
+    try:
+        cursor = conn.execute(_INSERT, values)
+    except sqlite3.IntegrityError as exc:
+        if not _duplicate(exc):
+            raise
+        raise DuplicateRow("a memory with this msg_id or content already exists in the scope") from exc
+    return int(cursor.lastrowid or 0)
+
+
+class SqliteMemories(SqliteTableRows):
     """``MemoryRows`` over one SQLite connection."""
 
-    __slots__ = ("conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    __slots__ = ()
+    shape = MEMORY_SHAPE
 
     def find_duplicate(self, new: NewMemory) -> tuple[int, str] | None:
         """An existing row this one duplicates: (id, 'msg_id' | 'content'), or None.
@@ -84,59 +75,7 @@ class SqliteMemories:
         The vector goes in with the row: a later UPDATE of ``embedding`` would bump
         the index generation and make every vector index reload in full.
         """
-        try:
-            cursor = self.conn.execute(
-                "INSERT INTO memories(agent_id, project_id, channel, msg_id, content, source, metadata, "
-                "timestamp, created_at, embedding, embedding_model, embedding_dim) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    new.agent_id,
-                    new.project_id,
-                    new.channel,
-                    new.msg_id,
-                    new.content,
-                    new.source,
-                    new.metadata,
-                    new.timestamp,
-                    new.created_at,
-                    new.embedding,
-                    new.embedding_model,
-                    new.embedding_dim,
-                ),
-            )
-        except sqlite3.IntegrityError as exc:
-            if not _duplicate(exc):
-                raise
-            raise DuplicateRow("a memory with this msg_id or content already exists in the scope") from exc
-        return int(cursor.lastrowid or 0)
-
-    def get(self, memory_id: int) -> Row | None:
-        """One row by id, whoever owns it (callers check ownership)."""
-        row = self.conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
-        ).fetchone()
-        return None if row is None else row_to_dict(row)
-
-    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
-        """Rows by id, restricted to ``scope`` when given."""
-        return {
-            i: row_to_dict(r)
-            for i, r in fetch_by_ids(self.conn, "memories", MEMORY_COLUMNS, ids, scope).items()
-        }
-
-    def text_of(self, memory_id: int) -> str | None:
-        """The content an embedding is computed from."""
-        row = self.conn.execute("SELECT content FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_embedding(
-        self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None
-    ) -> None:
-        """Record (or clear) the vector of one row."""
-        self.conn.execute(
-            "UPDATE memories SET embedding = ?, embedding_model = ?, embedding_dim = ? WHERE id = ?",
-            (blob, model_id, dim, memory_id),
-        )
+        return insert_memory(self.conn, new)
 
     def update_content(self, memory_id: int, content: str) -> None:
         """Replace content and drop the now-stale vector (the queue re-embeds it)."""
@@ -155,30 +94,12 @@ class SqliteMemories:
         """Lock or unlock one row."""
         self.conn.execute("UPDATE memories SET locked = ? WHERE id = ?", (1 if locked else 0, memory_id))
 
-    def delete(self, memory_id: int) -> None:
-        """Delete one row (the FTS trigger follows)."""
-        self.conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-
     def mark_recalled(self, ids: Iterable[int], when: str) -> None:
         """Bump recall_count and last_recalled_at of the rows a recall returned."""
         self.conn.executemany(
             "UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = ? WHERE id = ?",
             [(when, i) for i in ids],
         )
-
-    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
-        """Newest first (created_at, then id, so equal timestamps still order stably)."""
-        where, params = scope.where()
-        rows = self.conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?",
-            [*params, limit],
-        ).fetchall()
-        return [row_to_dict(r) for r in rows]
-
-    def count(self, scope: Scope) -> int:
-        """Rows in scope."""
-        where, params = scope.where()
-        return int(self.conn.execute(f"SELECT COUNT(*) FROM memories WHERE {where}", params).fetchone()[0])
 
     def timeline(self, agent_id: str) -> list[tuple[int, str, str, str]]:
         """(id, timestamp, project_id, channel) of one agent's memories, in id (insertion) order."""
@@ -191,10 +112,9 @@ class SqliteMemories:
 
     def ids_with_source(self, scope: Scope, source_id: str) -> list[int]:
         """Ids in scope whose ``source.id`` starts with ``source_id``."""
-        where, params = scope.where()
+        clause, params = where(scope)
+        source_sql, source_params = source_clause(source_id)
         rows = self.conn.execute(
-            f"SELECT id FROM memories WHERE {where} AND "
-            "substr(COALESCE(json_extract(source, '$.id'), ''), 1, ?) = ?",
-            [*params, len(source_id), source_id],
+            f"SELECT id FROM memories WHERE {clause}{source_sql}", [*params, *source_params]
         ).fetchall()
         return [r[0] for r in rows]

@@ -19,9 +19,10 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from cpersona.storage.interface import EMBED
 from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
 from cpersona.storage.sqlite.db import Database
-from cpersona.storage.sqlite.tasks import EMBED, SqliteTasks
+from cpersona.storage.sqlite.tasks import SqliteTasks
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "

@@ -13,32 +13,29 @@ import sqlite3
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
+from cpersona.errors import DuplicateRow
+from cpersona.storage.interface import EMBED, EPISODES, MEMORIES
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
-    KEPT,
     UPDATED,
     ImportedEpisode,
     ImportedMemory,
     ImportedProfile,
     ImportRecord,
+    Model,
+    needs_vector,
+    profile_outcome,
+    vector_model,
 )
+from cpersona.storage.sql_text import agent_filter
 from cpersona.storage.sqlite.db import Database
-from cpersona.storage.sqlite.memories import SqliteMemories
+from cpersona.storage.sqlite.episodes import find_episode, insert_episode
+from cpersona.storage.sqlite.memories import SqliteMemories, insert_memory
 from cpersona.storage.sqlite.migrations import current_version
-from cpersona.storage.sqlite.tasks import EMBED, SqliteTasks
-
-__all__ = [
-    "DUPLICATE",
-    "INSERTED",
-    "KEPT",
-    "UPDATED",
-    "ImportRecord",
-    "ImportedEpisode",
-    "ImportedMemory",
-    "ImportedProfile",
-    "SqlitePortabilityRows",
-]
+from cpersona.storage.sqlite.profiles import profile_updated_at, upsert_profile
+from cpersona.storage.sqlite.sql import SQLITE
+from cpersona.storage.sqlite.tasks import SqliteTasks
 
 #: Rows fetched per round trip while streaming an export.
 EXPORT_CHUNK = 500
@@ -52,10 +49,6 @@ _EPISODE_EXPORT = (
     "embedding_model, embedding_dim"
 )
 _PROFILE_EXPORT = "agent_id, project_id, user_id, content, updated_at"
-
-
-def _agent_filter(agent_id: str | None) -> tuple[str, list[Any]]:
-    return ("agent_id = ?", [agent_id]) if agent_id is not None else ("1", [])
 
 
 class SqlitePortabilityRows:
@@ -73,7 +66,7 @@ class SqlitePortabilityRows:
         Memories come first, then episodes, then profiles, each in id (or key) order.
         ``embedding`` (raw bytes) is present only when ``include_vectors``.
         """
-        where, params = _agent_filter(agent_id)
+        where, params = agent_filter(agent_id, SQLITE)
         with self.db.read() as conn:
             counts = {
                 table: int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", params).fetchone()[0])
@@ -123,12 +116,12 @@ class SqlitePortabilityRows:
         queued = 0
         with self.db.write() as conn:
             for record in records:
-                outcome, new_id, has_vector, model = _write_one(conn, record)
+                outcome, new_id, blob, model = _write_one(conn, record)
                 outcomes.append(outcome)
                 if outcome != INSERTED or new_id is None or queued_at is None:
                     continue
-                if not has_vector or (active_model is not None and model != active_model):
-                    table = "memories" if isinstance(record, ImportedMemory) else "episodes"
+                if needs_vector(blob, model, active_model):
+                    table = MEMORIES if isinstance(record, ImportedMemory) else EPISODES
                     SqliteTasks(conn).enqueue(EMBED, table, new_id, queued_at)
                     queued += 1
         return outcomes, queued
@@ -142,7 +135,7 @@ class SqlitePortabilityRows:
                 if isinstance(record, ImportedMemory):
                     out.append(DUPLICATE if SqliteMemories(conn).find_duplicate(record.row) else INSERTED)
                 elif isinstance(record, ImportedEpisode):
-                    out.append(DUPLICATE if _episode_duplicate(conn, record) else INSERTED)
+                    out.append(DUPLICATE if _episode_duplicate(conn, record) is not None else INSERTED)
                 else:
                     out.append(_profile_outcome(conn, record))
         return out
@@ -162,103 +155,45 @@ def _chunked(
 
 
 def _episode_duplicate(conn: sqlite3.Connection, ep: ImportedEpisode) -> int | None:
-    row = conn.execute(
-        "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
-        (ep.agent_id, ep.project_id, ep.channel, ep.summary),
-    ).fetchone()
-    return int(row[0]) if row else None
+    return find_episode(conn, ep.agent_id, ep.project_id, ep.channel, ep.summary)
 
 
 def _profile_outcome(conn: sqlite3.Connection, profile: ImportedProfile) -> str:
-    row = conn.execute(
-        "SELECT updated_at FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
-        (profile.agent_id, profile.project_id, profile.user_id),
-    ).fetchone()
-    if row is None:
-        return INSERTED
-    # The newer text wins; equal or older imports keep what is there (so a re-import changes nothing).
-    return UPDATED if profile.updated_at > row[0] else KEPT
+    stored = profile_updated_at(conn, profile.agent_id, profile.project_id, profile.user_id)
+    return profile_outcome(stored, profile)
 
 
-def _write_one(
-    conn: sqlite3.Connection, record: ImportRecord
-) -> tuple[str, int | None, bool, tuple[str, int] | None]:
+#: What writing one record did: (outcome, new id, its vector bytes, that vector's model).
+Written = tuple[str, int | None, bytes | None, Model | None]
+
+
+def _write_one(conn: sqlite3.Connection, record: ImportRecord) -> Written:
     if isinstance(record, ImportedMemory):
-        return _write_memory(conn, record)
+        new = record.row
+        if SqliteMemories(conn).find_duplicate(new) is not None:
+            return DUPLICATE, None, None, None
+        try:
+            new_id = insert_memory(
+                conn,
+                new,
+                recall_count=record.recall_count,
+                last_recalled_at=record.last_recalled_at,
+                locked=record.locked,
+            )
+        except DuplicateRow:  # the unique indexes refuse what the probe could not see
+            return DUPLICATE, None, None, None
+        return (
+            INSERTED,
+            new_id,
+            new.embedding,
+            vector_model(new.embedding, new.embedding_model, new.embedding_dim),
+        )
     if isinstance(record, ImportedEpisode):
-        return _write_episode(conn, record)
+        if _episode_duplicate(conn, record) is not None:
+            return DUPLICATE, None, None, None
+        model = vector_model(record.embedding, record.embedding_model, record.embedding_dim)
+        return INSERTED, insert_episode(conn, record), record.embedding, model
     outcome = _profile_outcome(conn, record)
     if outcome in (INSERTED, UPDATED):
-        conn.execute(
-            "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(agent_id, project_id, user_id) DO UPDATE SET content = excluded.content, "
-            "updated_at = excluded.updated_at",
-            (record.agent_id, record.project_id, record.user_id, record.content, record.updated_at),
-        )
-    return outcome, None, False, None
-
-
-def _model(model_id: str | None, dim: int | None, blob: bytes | None) -> tuple[str, int] | None:
-    return (model_id, dim) if blob is not None and model_id and dim else None
-
-
-def _write_memory(
-    conn: sqlite3.Connection, record: ImportedMemory
-) -> tuple[str, int | None, bool, tuple[str, int] | None]:
-    new = record.row
-    if SqliteMemories(conn).find_duplicate(new) is not None:
-        return DUPLICATE, None, False, None
-    try:
-        cursor = conn.execute(
-            "INSERT INTO memories(agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, "
-            "created_at, embedding, embedding_model, embedding_dim, recall_count, last_recalled_at, locked) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                new.agent_id,
-                new.project_id,
-                new.channel,
-                new.msg_id,
-                new.content,
-                new.source,
-                new.metadata,
-                new.timestamp,
-                new.created_at,
-                new.embedding,
-                new.embedding_model,
-                new.embedding_dim,
-                record.recall_count,
-                record.last_recalled_at,
-                int(record.locked),
-            ),
-        )
-    except sqlite3.IntegrityError:  # the unique indexes refuse what the probe could not see
-        return DUPLICATE, None, False, None
-    model = _model(new.embedding_model, new.embedding_dim, new.embedding)
-    return INSERTED, int(cursor.lastrowid or 0), new.embedding is not None, model
-
-
-def _write_episode(
-    conn: sqlite3.Connection, ep: ImportedEpisode
-) -> tuple[str, int | None, bool, tuple[str, int] | None]:
-    if _episode_duplicate(conn, ep) is not None:
-        return DUPLICATE, None, False, None
-    cursor = conn.execute(
-        "INSERT INTO episodes(agent_id, project_id, channel, summary, keywords, start_time, end_time, resolved, "
-        "created_at, embedding, embedding_model, embedding_dim) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            ep.agent_id,
-            ep.project_id,
-            ep.channel,
-            ep.summary,
-            ep.keywords,
-            ep.start_time,
-            ep.end_time,
-            int(ep.resolved),
-            ep.created_at,
-            ep.embedding,
-            ep.embedding_model,
-            ep.embedding_dim,
-        ),
-    )
-    model = _model(ep.embedding_model, ep.embedding_dim, ep.embedding)
-    return INSERTED, int(cursor.lastrowid or 0), ep.embedding is not None, model
+        upsert_profile(conn, record)
+    return outcome, None, None, None

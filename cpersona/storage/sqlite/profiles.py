@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
-from typing import Any
 
-from cpersona.storage.interface import Row
+from cpersona.storage.interface import NewProfile, Row
+from cpersona.storage.row_shapes import profile_dict, profile_values
 from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.sql import where
 
 
-def row_to_dict(row: sqlite3.Row | Mapping[str, Any]) -> Row:
-    """The public shape of a profile row."""
-    return {
-        "type": "profile",
-        "agent_id": row["agent_id"],
-        "project_id": row["project_id"],
-        "user_id": row["user_id"],
-        "content": row["content"],
-        "updated_at": row["updated_at"],
-    }
+def upsert_profile(conn: sqlite3.Connection, profile: NewProfile) -> None:
+    """Insert or replace the profile under its key (profiles are the one thing replaced, by design)."""
+    conn.execute(
+        "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT(agent_id, project_id, user_id) DO UPDATE SET content = excluded.content, "
+        "updated_at = excluded.updated_at",
+        profile_values(profile),
+    )
+
+
+def profile_updated_at(conn: sqlite3.Connection, agent_id: str, project_id: str, user_id: str) -> str | None:
+    """When the profile under this key was last written (None when there is none)."""
+    row = conn.execute(
+        "SELECT updated_at FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
+        (agent_id, project_id, user_id),
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 class SqliteProfiles:
@@ -36,22 +43,17 @@ class SqliteProfiles:
             "SELECT * FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
             (agent_id, project_id, user_id),
         ).fetchone()
-        return None if row is None else row_to_dict(row)
+        return None if row is None else profile_dict(row)
 
-    def upsert(self, agent_id: str, project_id: str, user_id: str, content: str, when: str) -> None:
-        """Replace the profile text (profiles are the one thing that is replaced, by design)."""
-        self.conn.execute(
-            "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(agent_id, project_id, user_id) DO UPDATE SET content = excluded.content, "
-            "updated_at = excluded.updated_at",
-            (agent_id, project_id, user_id, content, when),
-        )
+    def upsert(self, profile: NewProfile) -> None:
+        """Replace the profile text under its key."""
+        upsert_profile(self.conn, profile)
 
     def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
         """Up to ``limit`` profiles in scope, newest first (recall's profile injection)."""
-        where, params = scope.where(has_channel=False)
+        clause, params = where(scope, has_channel=False)
         rows = self.conn.execute(
-            f"SELECT * FROM profiles WHERE {where} ORDER BY updated_at DESC, user_id LIMIT ?",
+            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT ?",
             [*params, limit],
         ).fetchall()
-        return [row_to_dict(r) for r in rows]
+        return [profile_dict(r) for r in rows]

@@ -11,8 +11,9 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from cpersona.storage.interface import EMBED
 from cpersona.storage.sqlite.health import FTS_BY_NAME, SchemaObject
-from cpersona.storage.sqlite.tasks import EMBED, SqliteTasks
+from cpersona.storage.sqlite.tasks import SqliteTasks
 
 
 def recreate(conn: sqlite3.Connection, obj: SchemaObject) -> None:

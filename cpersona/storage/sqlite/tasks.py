@@ -11,8 +11,6 @@ from typing import Any
 
 from cpersona.storage.interface import VECTOR_TABLES, Task
 
-EMBED = "embed"  # compute (or recompute) the vector of one memory or episode
-
 
 class SqliteTasks:
     """``TaskQueue`` over one SQLite connection."""

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cpersona.storage.interface import VECTOR_TABLES, VectorQuery, VectorRow
-from cpersona.storage.scope import Scope
+from cpersona.storage.scope import AXIS_COLUMNS, Scope
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_quant import EXACT_BELOW, approximate, quantize, rescore_count
 
@@ -250,24 +250,20 @@ class VectorIndex:
     # -- search ---------------------------------------------------------------------------------
 
     def _mask(self, scope: Scope) -> np.ndarray:
+        """Live rows that pass every test of ``scope`` (the rule of ``storage.scope``, on the axis codes)."""
         n = self._n
         mask = self._live[:n].copy()
-        if scope.agent_id is not None:
-            code = self._codes.get(scope.agent_id)
-            if code is None:
+        for test in scope.tests():
+            column = self._axes[AXIS_COLUMNS.index(test.column), :n]
+            allowed = sorted({self._codes[v] for v in test.admitted if v in self._codes})
+            if not allowed:  # no row holds an admitted value (or the test admits none)
                 return np.zeros(n, dtype=bool)
-            mask &= self._axes[0, :n] == code
-        for axis, value in ((1, scope.project_id), (2, scope.channel or None)):
-            if value is None:
-                continue
-            allowed = [self._codes[v] for v in {value, ""} if v in self._codes]
-            column = self._axes[axis, :n]
             if len(allowed) == 1:
                 mask &= column == allowed[0]
             elif len(allowed) == 2:
                 mask &= (column == allowed[0]) | (column == allowed[1])
             else:
-                mask[:] = False
+                mask &= np.isin(column, allowed)
         return mask
 
     def search(
