@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: interface imports scope, which imports this module
+    from cpersona.storage.interface import BrowseFilter
 
 
 @dataclass(frozen=True)
@@ -53,4 +56,17 @@ def conjunction(clauses: list[str], dialect: Dialect) -> str:
 def agent_filter(agent_id: str | None, dialect: Dialect, alias: str = "") -> tuple[str, list[Any]]:
     """``agent_id = ?`` for one agent, or true for the whole store (export, the timeline, health)."""
     clauses, params = equal_to([("agent_id", agent_id)], dialect, alias)
+    return conjunction(clauses, dialect), params
+
+
+def browse_filter(f: BrowseFilter, dialect: Dialect, *, memories: bool) -> tuple[str, list[Any]]:
+    """The page filter of ``cpersona ui``: exact axis values, embedded or not, locked (memories only)."""
+    clauses, params = equal_to(
+        (("agent_id", f.agent_id), ("project_id", f.project_id), ("channel", f.channel)), dialect
+    )
+    if f.embedded is not None:
+        clauses.append("embedding IS NOT NULL" if f.embedded else "embedding IS NULL")
+    if memories and f.locked is not None:
+        clauses.append(f"locked = {dialect.mark}")
+        params.append(bool(f.locked))  # a bool binds as 1/0 in SQLite, as BOOLEAN in PostgreSQL
     return conjunction(clauses, dialect), params

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 from cpersona.storage.interface import BrowseFilter, Row
 from cpersona.storage.row_shapes import (
@@ -13,22 +12,8 @@ from cpersona.storage.row_shapes import (
     memory_dict,
     profile_dict,
 )
-
-
-def _where(f: BrowseFilter, *, memories: bool) -> tuple[str, list[Any]]:
-    # Browsing filters on exact axis values (a person picks one project or channel), unlike recall's scopes.
-    clauses: list[str] = []
-    params: list[Any] = []
-    for column, value in (("agent_id", f.agent_id), ("project_id", f.project_id), ("channel", f.channel)):
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    if f.embedded is not None:
-        clauses.append("embedding IS NOT NULL" if f.embedded else "embedding IS NULL")
-    if memories and f.locked is not None:
-        clauses.append("locked = ?")
-        params.append(1 if f.locked else 0)
-    return (" AND ".join(clauses) if clauses else "1"), params
+from cpersona.storage.sql_text import browse_filter
+from cpersona.storage.sqlite.sql import SQLITE
 
 
 class SqliteBrowse:
@@ -80,7 +65,7 @@ class SqliteBrowse:
 
     def memories(self, f: BrowseFilter, offset: int, limit: int) -> tuple[list[Row], int]:
         """One page of memories newest first, and how many match in all."""
-        where, params = _where(f, memories=True)
+        where, params = browse_filter(f, SQLITE, memories=True)
         rows = self.conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at DESC, id DESC "
             "LIMIT ? OFFSET ?",
@@ -91,7 +76,7 @@ class SqliteBrowse:
 
     def episodes(self, f: BrowseFilter, offset: int, limit: int) -> tuple[list[Row], int]:
         """One page of episodes newest first, and how many match in all."""
-        where, params = _where(f, memories=False)
+        where, params = browse_filter(f, SQLITE, memories=False)
         rows = self.conn.execute(
             f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE {where} ORDER BY created_at DESC, id DESC "
             "LIMIT ? OFFSET ?",
