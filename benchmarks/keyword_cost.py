@@ -30,10 +30,12 @@ from latency import AGENT, corpus, text_at  # noqa: E402
 
 from cpersona.retrieval.match_query import query_terms  # noqa: E402
 from cpersona.storage.interface import NewMemory, QueryTerms  # noqa: E402
-from cpersona.storage.keyword import SqliteKeywordSearch  # noqa: E402
-from cpersona.storage.keyword_prune import plan_terms  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
-from cpersona.storage.sqlite import SqliteStore  # noqa: E402
+from cpersona.storage.sqlite.keyword import (
+    SqliteKeywordSearch,  # noqa: E402
+    plan_terms,  # noqa: E402
+)
+from cpersona.storage.sqlite.store import SqliteStore  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
 
 DEPTH = 30  # fusion.channel_depth for limit 10

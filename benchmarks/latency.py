@@ -199,7 +199,7 @@ async def mcp_recalls(env: dict[str, str], questions: list[str], marker: str) ->
 
 def fill(db: Path, texts: list[str], count: int, dim: int, model_id: str) -> float:
     """Write ``count`` rows with random unit vectors through the storage layer; rows/s."""
-    from cpersona.storage.sqlite import SqliteStore
+    from cpersona.storage.sqlite.store import SqliteStore
 
     rng = np.random.default_rng(count)
     store = SqliteStore(db)

@@ -137,7 +137,7 @@ def test_the_checker_sees_relative_and_lazy_imports() -> None:
 
 @pytest.mark.parametrize(
     ("driver", "sample"),
-    [("sqlite3", "db.py"), ("psycopg", "postgres/sql.py"), ("psycopg_pool", "postgres/store.py")],
+    [("sqlite3", "sqlite/db.py"), ("psycopg", "postgres/sql.py"), ("psycopg_pool", "postgres/store.py")],
 )
 def test_only_storage_speaks_to_a_database_driver(driver: str, sample: str) -> None:
     # Stronger than an import check: not even a comment outside storage/ names the driver,
@@ -232,3 +232,73 @@ def test_the_shared_http_kit_imports_neither_front_door() -> None:
     assert imported_modules(PACKAGE_DIR / "http" / "__init__.py") <= {"__future__"}
     assert not any(within(n, "starlette") for n in imported_modules(PACKAGE_DIR / "http" / "addresses.py"))
     assert "starlette.types" in imported_modules(PACKAGE_DIR / "http" / "asgi.py")  # the checker sees it
+
+
+STORAGE = PACKAGE_DIR / "storage"
+ENGINES = {"sqlite": "cpersona.storage.sqlite", "postgres": "cpersona.storage.postgres"}
+ENGINE_DRIVERS = {"sqlite": ("sqlite3",), "postgres": ("psycopg", "psycopg_pool")}
+
+
+@pytest.mark.parametrize(("engine", "other"), [("sqlite", "postgres"), ("postgres", "sqlite")])
+def test_an_engine_never_imports_the_other(engine: str, other: str) -> None:
+    # What both engines share lives beside them in storage/ (the contracts, row shapes, SQL text, scope).
+    modules = modules_in("storage", engine)
+    assert len(modules) >= 10, f"the {engine} engine package vanished"
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(
+            n for n in imported_modules(path) if within(n, ENGINES[other])
+        )
+        for path in modules
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_shared_storage_modules_import_no_engine() -> None:
+    # storage/*.py beside the engines are engine-neutral; only open_store (storage/__init__.py) picks one.
+    shared = [p for p in sorted(STORAGE.glob("*.py")) if p.name != "__init__.py"]
+    assert {p.name for p in shared} >= {"interface.py", "scope.py", "row_shapes.py", "sql_text.py"}
+    offenders = {
+        p.name: sorted(n for n in imported_modules(p) if any(within(n, e) for e in ENGINES.values()))
+        for p in shared
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    opener = imported_modules(STORAGE / "__init__.py")
+    assert {
+        "cpersona.storage.sqlite.store",
+        "cpersona.storage.postgres.store",
+    } <= opener  # the checker sees it
+
+
+def test_above_storage_only_the_neutral_contracts_are_imported() -> None:
+    # Services, retrieval, health, the CLI, the server reach an engine only through storage.open_store
+    # and the engine-neutral modules (interface, scope, ...), so either engine can sit under them.
+    offenders = {
+        str(path.relative_to(PACKAGE_DIR)): sorted(
+            n for n in imported_modules(path) if any(within(n, e) for e in ENGINES.values())
+        )
+        for path in ALL_MODULES
+        if not path.is_relative_to(STORAGE)
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+    assert any(
+        within(n, "cpersona.storage") for n in imported_modules(PACKAGE_DIR / "services" / "writer.py")
+    )
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_DRIVERS))
+def test_a_database_driver_is_named_only_inside_its_engine(engine: str) -> None:
+    # Stronger than the import rules: outside its engine package not even a comment names the driver
+    # (the shared modules and the other engine cannot depend on it).
+    home = STORAGE / engine
+    mentions = sorted(
+        str(path.relative_to(PACKAGE_DIR))
+        for path in ALL_MODULES
+        if not path.is_relative_to(home)
+        and any(driver in path.read_text(encoding="utf-8") for driver in ENGINE_DRIVERS[engine])
+    )
+    assert mentions == []
+    assert any(
+        within(n, ENGINE_DRIVERS[engine][0])
+        for p in modules_in("storage", engine)
+        for n in imported_modules(p)
+    )

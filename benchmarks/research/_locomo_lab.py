@@ -33,8 +33,8 @@ from _retrieval_metrics import score_question  # benchmarks/ (the CLI puts it on
 from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.retrieval.match_query import _CJK, _TOKEN, STOPWORDS, QueryTerms, _cjk_pieces, _stem
-from cpersona.storage.keyword import SqliteKeywordSearch
 from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.keyword import SqliteKeywordSearch
 
 AGENT = "locomo"
 MAX_DEPTH = 50

@@ -2,7 +2,7 @@
 
 A query is split into word tokens; the storage engine turns the terms into
 its own full-text syntax (for SQLite, quoted FTS5 phrases OR'ed: see
-``cpersona.storage.keyword``), so no query text reaches it as syntax. Trigram FTS matches
+``cpersona.storage.sqlite.keyword``), so no query text reaches it as syntax. Trigram FTS matches
 substrings, which we exploit twice: English words are cut to a light stem
 ("painting" → "paint" also finds "painted"), and CJK runs, which have no
 spaces, are split into overlapping 3-character pieces so a long Japanese

@@ -1,7 +1,7 @@
 """What a stored calibration is valid for: the scoring version and the fingerprint.
 
 The state itself lives in the store (``Store.calibration_states()``): on SQLite the sidecar
-``<db>.calibration.json`` (``cpersona.storage.calibration_state``), on PostgreSQL the
+``<db>.calibration.json`` (``cpersona.storage.sqlite.calibration``), on PostgreSQL the
 ``calibration_state`` table. Layout of one agent's entry (docs/retrieval.md)::
 
     {"fingerprint": {"scoring_version": 2, "model_id": "...", "dimension": 384},
@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona.storage.calibration_state import sidecar_path
-
-__all__ = ["SCORING_VERSION", "fingerprint", "sidecar_path"]
+__all__ = ["SCORING_VERSION", "fingerprint"]
 
 #: Bump when what the gate compares (or how its threshold is derived) changes: stored calibrations
 #: then no longer match and are redone in the background.

@@ -14,8 +14,7 @@ from cpersona.errors import InvalidInput, StorageFault
 from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
-from cpersona.storage.interface import Store
-from cpersona.storage.tasks import EMBED
+from cpersona.storage.interface import EMBED, Store
 from cpersona.validation import required_str
 from cpersona.work import Work
 

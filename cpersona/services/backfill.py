@@ -15,8 +15,7 @@ from datetime import timedelta
 
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
-from cpersona.storage.interface import EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
-from cpersona.storage.tasks import EMBED
+from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
 from cpersona.storage.vectors import to_blob
 from cpersona.text import format_ts, utc_now
 

@@ -17,9 +17,18 @@ from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rej
 from cpersona.health import persistence
 from cpersona.health.state import HINT, HealthState
 from cpersona.limits import MAX_KEYWORD_CHARS
-from cpersona.storage.interface import EPISODES, MEMORIES, NewMemory, Row, Session, Store
+from cpersona.storage.interface import (
+    EMBED,
+    EPISODES,
+    MEMORIES,
+    NewEpisode,
+    NewMemory,
+    NewProfile,
+    Row,
+    Session,
+    Store,
+)
 from cpersona.storage.scope import write_axes
-from cpersona.storage.tasks import EMBED
 from cpersona.storage.vectors import to_blob
 from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, utc_now
 from cpersona.validation import agent_set, boolean, optional_str, required_str, row_id, string_list
@@ -185,18 +194,20 @@ class Writer:
         now = format_ts(utc_now())
         with self.storage.write() as session:
             new_id = session.episodes.insert(
-                agent_id=agent,
-                project_id=project,
-                channel=chan,
-                summary=text,
-                keywords=words,
-                start_time=stamps[0] if stamps else None,
-                end_time=stamps[-1] if stamps else None,
-                resolved=boolean(resolved, "resolved"),
-                created_at=now,
-                embedding=blob,
-                embedding_model=model_id,
-                embedding_dim=dim,
+                NewEpisode(
+                    agent_id=agent,
+                    project_id=project,
+                    channel=chan,
+                    summary=text,
+                    keywords="\n".join(words),  # one per line, as stored (so FTS indexes each)
+                    start_time=stamps[0] if stamps else None,
+                    end_time=stamps[-1] if stamps else None,
+                    resolved=boolean(resolved, "resolved"),
+                    created_at=now,
+                    embedding=blob,
+                    embedding_model=model_id,
+                    embedding_dim=dim,
+                )
             )
             self._queue_if_unembedded(session, EPISODES, new_id, blob is not None)
         result = {
@@ -262,7 +273,7 @@ class Writer:
             raise InvalidInput("profile is empty")
         now = format_ts(utc_now())
         with self.storage.write() as session:
-            session.profiles.upsert(agent, project, user, text, now)
+            session.profiles.upsert(NewProfile(agent, project, user, text, now))
         result: dict[str, Any] = {"ok": True, "agent_id": agent, "updated_at": now, "length": len(text)}
         if truncated:
             result["truncated"] = True

@@ -39,7 +39,7 @@ def open_store(
 ) -> Store:
     """Open (and migrate) the store at ``location``: a ``postgresql://`` URL or a SQLite file path.
 
-    ``pg_vector_index`` ("hnsw" | "exact") is how PostgreSQL searches vectors (see storage.postgres.vectors).
+    ``pg_vector_index`` ("hnsw" | "exact") is how PostgreSQL searches vectors (see storage.postgres.vector_search).
     ``vector_float32`` ("memory" | "file") is where SQLite's vector index reads the float32 rows it rescores
     after its int8 pass (see storage.vector_index).
     ``read_only`` opens it without migrating, and every write is refused by the engine itself (SQLite:
@@ -54,7 +54,7 @@ def open_store(
                 'pip install "cpersona-embedded[postgres]"'
             ) from exc
         return PgStore(str(location), vector_index=pg_vector_index, read_only=read_only)
-    from cpersona.storage.sqlite import SqliteStore
+    from cpersona.storage.sqlite.store import SqliteStore
 
     keep_vectors = vector_float32 == "memory"
     if read_only:

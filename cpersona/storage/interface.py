@@ -1,7 +1,7 @@
 """What the layers above storage may ask of it: engine-neutral protocols and value types.
 
 Services, recall and the server see only these names. The SQLite engine
-(``cpersona.storage.sqlite``) and the PostgreSQL engine
+(``cpersona.storage.sqlite.store``) and the PostgreSQL engine
 (``cpersona.storage.postgres``) implement them; ``cpersona.storage.open_store``
 chooses one. Rows cross this boundary as plain dicts in
 the public shapes of docs/api-shapes.md; vectors as float32 bytes
@@ -11,7 +11,7 @@ the public shapes of docs/api-shapes.md; vectors as float32 bytes
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -22,7 +22,6 @@ from cpersona.storage.scope import Scope
 if TYPE_CHECKING:  # annotations only: numpy stays out of the MCP handshake's imports (lazy start-up)
     import numpy as np
 
-    from cpersona.storage.calibration_state import Change, Saved
     from cpersona.storage.port_records import ImportRecord
 
 MEMORIES = "memories"
@@ -96,6 +95,35 @@ class NewMemory:
 
 
 @dataclass(frozen=True)
+class NewEpisode:
+    """A validated episode (session summary) ready to insert; ``keywords`` as stored, one per line."""
+
+    agent_id: str
+    project_id: str
+    channel: str
+    summary: str
+    keywords: str
+    start_time: str | None
+    end_time: str | None
+    resolved: bool
+    created_at: str
+    embedding: bytes | None = None
+    embedding_model: str | None = None
+    embedding_dim: int | None = None
+
+
+@dataclass(frozen=True)
+class NewProfile:
+    """A profile text to store under its key (agent, project, user): the one row that is replaced."""
+
+    agent_id: str
+    project_id: str
+    user_id: str
+    content: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
 class BrowseFilter:
     """Exact-value filters for browsing (None = any); ``locked`` applies to memories only."""
 
@@ -106,9 +134,13 @@ class BrowseFilter:
     embedded: bool | None = None
 
 
+#: The task kind of the queue's one job: compute (or recompute) the vector of one memory or episode.
+EMBED = "embed"
+
+
 @dataclass(frozen=True)
 class Task:
-    """One queued unit of work."""
+    """One queued unit of work (``kind`` is ``EMBED``)."""
 
     id: int
     kind: str
@@ -117,7 +149,39 @@ class Task:
     attempts: int
 
 
-class MemoryRows(Protocol):
+class TableRows(Protocol):
+    """What the ``memories`` and ``episodes`` repositories both answer: rows by id, vectors, newest first."""
+
+    def get(self, row_id: int) -> Row | None:
+        """One row by id, whoever owns it (callers check ownership)."""
+        ...
+
+    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
+        """Rows by id, restricted to ``scope`` when given."""
+        ...
+
+    def text_of(self, row_id: int) -> str | None:
+        """The text an embedding is computed from (None when the row is gone)."""
+        ...
+
+    def set_embedding(self, row_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
+        """Record (or clear) the vector of one row."""
+        ...
+
+    def delete(self, row_id: int) -> None:
+        """Delete one row."""
+        ...
+
+    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
+        """Newest first."""
+        ...
+
+    def count(self, scope: Scope) -> int:
+        """Rows in scope."""
+        ...
+
+
+class MemoryRows(TableRows, Protocol):
     """The ``memories`` table: insert with dedup, fetch, edit, lock, delete, list."""
 
     def find_duplicate(self, new: NewMemory) -> tuple[int, str] | None:
@@ -128,24 +192,6 @@ class MemoryRows(Protocol):
         """Insert and return the new id; raises DuplicateRow when a unique rule refuses it."""
         ...
 
-    def get(self, memory_id: int) -> Row | None:
-        """One row by id, whoever owns it (callers check ownership)."""
-        ...
-
-    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
-        """Rows by id, restricted to ``scope`` when given."""
-        ...
-
-    def text_of(self, memory_id: int) -> str | None:
-        """The text an embedding is computed from (None when the row is gone)."""
-        ...
-
-    def set_embedding(
-        self, memory_id: int, blob: bytes | None, model_id: str | None, dim: int | None
-    ) -> None:
-        """Record (or clear) the vector of one row."""
-        ...
-
     def update_content(self, memory_id: int, content: str) -> None:
         """Replace content and drop the stale vector; raises DuplicateRow on a content clash."""
         ...
@@ -154,20 +200,8 @@ class MemoryRows(Protocol):
         """Lock or unlock one row."""
         ...
 
-    def delete(self, memory_id: int) -> None:
-        """Delete one row."""
-        ...
-
     def mark_recalled(self, ids: Iterable[int], when: str) -> None:
         """Bump recall_count and last_recalled_at of the rows a recall returned."""
-        ...
-
-    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
-        """Newest first."""
-        ...
-
-    def count(self, scope: Scope) -> int:
-        """Rows in scope."""
         ...
 
     def ids_with_source(self, scope: Scope, source_id: str) -> list[int]:
@@ -183,60 +217,15 @@ class MemoryRows(Protocol):
         ...
 
 
-class EpisodeRows(Protocol):
+class EpisodeRows(TableRows, Protocol):
     """The ``episodes`` table (session summaries)."""
 
-    def insert(
-        self,
-        *,
-        agent_id: str,
-        project_id: str,
-        channel: str,
-        summary: str,
-        keywords: Sequence[str],
-        start_time: str | None,
-        end_time: str | None,
-        resolved: bool,
-        created_at: str,
-        embedding: bytes | None = None,
-        embedding_model: str | None = None,
-        embedding_dim: int | None = None,
-    ) -> int:
+    def insert(self, new: NewEpisode) -> int:
         """Insert one episode and return its id."""
-        ...
-
-    def get(self, episode_id: int) -> Row | None:
-        """One row by id, whoever owns it."""
-        ...
-
-    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
-        """Rows by id, restricted to ``scope`` when given."""
-        ...
-
-    def text_of(self, episode_id: int) -> str | None:
-        """The text an embedding is computed from (None when the row is gone)."""
-        ...
-
-    def set_embedding(
-        self, episode_id: int, blob: bytes | None, model_id: str | None, dim: int | None
-    ) -> None:
-        """Record (or clear) the vector of one episode."""
-        ...
-
-    def delete(self, episode_id: int) -> None:
-        """Delete one episode."""
         ...
 
     def newest_boundary(self, scope: Scope) -> str | None:
         """created_at of the newest episode in scope: the episode boundary."""
-        ...
-
-    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
-        """Newest first."""
-        ...
-
-    def count(self, scope: Scope) -> int:
-        """Rows in scope."""
         ...
 
 
@@ -247,8 +236,8 @@ class ProfileRows(Protocol):
         """The profile for exactly this key."""
         ...
 
-    def upsert(self, agent_id: str, project_id: str, user_id: str, content: str, when: str) -> None:
-        """Replace the profile text."""
+    def upsert(self, profile: NewProfile) -> None:
+        """Replace the profile text under its key."""
         ...
 
     def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
@@ -477,9 +466,23 @@ class Session(Protocol):
     def repair(self) -> HealthRepairs: ...
 
 
+#: One agent's calibration state (layout in docs/retrieval.md), and a change applied to a fresh copy of it.
+CalibrationEntry = dict[str, Any]
+Change = Callable[[CalibrationEntry | None], CalibrationEntry | None]
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What ``CalibrationStates.modify`` did: the entry now in force and whether it reached durable storage."""
+
+    entry: CalibrationEntry | None
+    persisted: bool
+    problem: str | None = None
+
+
 class CalibrationStates(Protocol):
-    """Per-agent calibration state (SQLite: the sidecar file; PostgreSQL: a table), see
-    ``storage.calibration_state``. Reads never raise; writes report what they could not save."""
+    """Per-agent calibration state (SQLite: the sidecar file, ``storage.sqlite.calibration``; PostgreSQL:
+    a table, ``storage.postgres.calibration``). Reads never raise; writes report what they could not save."""
 
     @property
     def location(self) -> str:

@@ -19,8 +19,8 @@ from cpersona.memory import Memory
 from cpersona.portability.channel_axis import channel_from_session_id
 from cpersona.portability.importer import MAX_LISTED_ERRORS, InvalidExportFile
 from cpersona.portability.paths import PathRefused
-from cpersona.storage.memories import SqliteMemories
 from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.memories import SqliteMemories
 from cpersona.storage.vectors import to_blob
 
 MEMORY_COLUMNS = (

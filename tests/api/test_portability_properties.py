@@ -14,9 +14,9 @@ from cpersona.config import Settings
 from cpersona.errors import CPersonaError
 from cpersona.portability.importer import import_file
 from cpersona.portability.paths import export_root, locate
-from cpersona.storage.db import Database
-from cpersona.storage.migrations import migrate
-from cpersona.storage.port_rows import SqlitePortabilityRows
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.migrations import migrate
+from cpersona.storage.sqlite.portability import SqlitePortabilityRows
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),

@@ -19,7 +19,7 @@ from cpersona.memory import Memory
 from cpersona.retrieval.calibration import MIN_ROWS
 from cpersona.services import self_calibration
 from cpersona.services.self_calibration import GROWTH_FACTOR, next_size, trigger_for
-from cpersona.storage.calibration_state import sidecar_path
+from cpersona.storage.sqlite.calibration import sidecar_path
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ from pg_cluster import PG_VECTOR_INDEX, PgCluster
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
-from cpersona.storage.migrations import LATEST_VERSION
+from cpersona.storage.sqlite.migrations import LATEST_VERSION
 
 
 def cpersona() -> str:

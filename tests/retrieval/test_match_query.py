@@ -14,7 +14,8 @@ from cpersona.retrieval.match_query import (
     MAX_WORD_CHARS,
     query_terms,
 )
-from cpersona.storage.keyword import like_pattern, match_expression
+from cpersona.storage.sql_text import like_pattern
+from cpersona.storage.sqlite.keyword import match_expression
 
 
 def test_function_words_dropped_and_words_stemmed() -> None:

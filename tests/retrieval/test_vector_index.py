@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cpersona.storage.db import Database
-from cpersona.storage.migrations import migrate
 from cpersona.storage.scope import Scope
-from cpersona.storage.vector_feed import SqliteVectorFeed
-from cpersona.storage.vector_index import VectorIndex
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.migrations import migrate
+from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
+from cpersona.storage.sqlite.vector_index import VectorIndex
 from cpersona.storage.vectors import to_blob
 
 
@@ -82,7 +82,7 @@ def test_scope_and_window(tmp_path: Path) -> None:
 
 
 def test_dot_is_the_matrix_vector_product_on_one_thread() -> None:
-    from cpersona.storage.vector_index import dot
+    from cpersona.storage.sqlite.vector_index import dot
 
     rng = np.random.default_rng(3)
     matrix = rng.normal(size=(2000, 384)).astype(np.float32)

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite import SqliteStore
-from cpersona.storage.vector_feed import SqliteVectorFeed
-from cpersona.storage.vector_index import VectorIndex
+from cpersona.storage.sqlite.store import SqliteStore
+from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
+from cpersona.storage.sqlite.vector_index import VectorIndex
 from cpersona.storage.vectors import to_blob
 
 DIM = 8
@@ -246,7 +246,7 @@ import sys
 import numpy as np
 import pytest
 from cpersona.storage.interface import NewMemory
-from cpersona.storage.sqlite import SqliteStore
+from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.vectors import to_blob
 store = SqliteStore(sys.argv[1])
 rng = np.random.default_rng(7)

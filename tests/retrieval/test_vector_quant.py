@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite import SqliteStore
-from cpersona.storage.vector_feed import SqliteVectorFeed
-from cpersona.storage.vector_index import VectorIndex
-from cpersona.storage.vector_quant import approximate, quantize
+from cpersona.storage.sqlite.store import SqliteStore
+from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
+from cpersona.storage.sqlite.vector_index import VectorIndex
+from cpersona.storage.sqlite.vector_quant import approximate, quantize
 
 MODEL = "m"
 AGENTS = ("a", "b", "c")

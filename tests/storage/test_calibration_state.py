@@ -14,7 +14,8 @@ import pytest
 from pg_cluster import PgCluster
 
 from cpersona.storage import open_store
-from cpersona.storage.calibration_state import SidecarStates, lock_path, sidecar_path
+from cpersona.storage.interface import NewProfile
+from cpersona.storage.sqlite.calibration import SidecarStates, lock_path, sidecar_path
 
 
 def entry(rows: int) -> dict[str, object]:
@@ -181,7 +182,7 @@ def test_agent_counts_and_has_rows(engine: str, db_url: str | None, tmp_path: Pa
                     None,
                 )
             )
-            s.profiles.upsert("p", "", "", "profile only", "2024-01-01T00:00:00.000000Z")
+            s.profiles.upsert(NewProfile("p", "", "", "profile only", "2024-01-01T00:00:00.000000Z"))
         with store.read() as s:
             assert s.vector_search.agent_counts(MEMORIES, "m", 3) == {"a": 2, "b": 1}
             assert s.vector_search.agent_counts(MEMORIES, "other", 3) == {}

@@ -1,34 +1,20 @@
 """PostgreSQL queries for browsing the store as a person would (``BrowseQueries``, the ``cpersona ui`` pages).
 
-The same answers as ``cpersona.storage.browse`` (SQLite): exact axis values, newest first.
+The same answers as ``cpersona.storage.sqlite.browse`` (SQLite): exact axis values, newest first.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from cpersona.storage.episodes import row_to_dict as episode_dict
 from cpersona.storage.interface import BrowseFilter, Row
-from cpersona.storage.memories import row_to_dict as memory_dict
-from cpersona.storage.postgres.rows import EPISODE_COLUMNS, MEMORY_COLUMNS
-from cpersona.storage.postgres.sql import Executor
-from cpersona.storage.profiles import row_to_dict as profile_dict
-
-
-def _where(f: BrowseFilter, *, memories: bool) -> tuple[str, list[Any]]:
-    # Browsing filters on exact axis values (a person picks one project or channel), unlike recall's scopes.
-    clauses: list[str] = []
-    params: list[Any] = []
-    for column, value in (("agent_id", f.agent_id), ("project_id", f.project_id), ("channel", f.channel)):
-        if value is not None:
-            clauses.append(f"{column} = %s")
-            params.append(value)
-    if f.embedded is not None:
-        clauses.append("embedding IS NOT NULL" if f.embedded else "embedding IS NULL")
-    if memories and f.locked is not None:
-        clauses.append("locked = %s")
-        params.append(bool(f.locked))
-    return (" AND ".join(clauses) if clauses else "TRUE"), params
+from cpersona.storage.postgres.sql import POSTGRES, Executor
+from cpersona.storage.row_shapes import (
+    EPISODE_COLUMNS,
+    MEMORY_COLUMNS,
+    episode_dict,
+    memory_dict,
+    profile_dict,
+)
+from cpersona.storage.sql_text import browse_filter
 
 
 class PgBrowse:
@@ -82,7 +68,7 @@ class PgBrowse:
 
     def memories(self, f: BrowseFilter, offset: int, limit: int) -> tuple[list[Row], int]:
         """One page of memories newest first, and how many match in all."""
-        clause, params = _where(f, memories=True)
+        clause, params = browse_filter(f, POSTGRES, memories=True)
         rows = self.ex.all(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause} ORDER BY created_at DESC, id DESC "
             "LIMIT %s OFFSET %s",
@@ -93,7 +79,7 @@ class PgBrowse:
 
     def episodes(self, f: BrowseFilter, offset: int, limit: int) -> tuple[list[Row], int]:
         """One page of episodes newest first, and how many match in all."""
-        clause, params = _where(f, memories=False)
+        clause, params = browse_filter(f, POSTGRES, memories=False)
         rows = self.ex.all(
             f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE {clause} ORDER BY created_at DESC, id DESC "
             "LIMIT %s OFFSET %s",

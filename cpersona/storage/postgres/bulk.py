@@ -16,12 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.storage.port_records import ImportedMemory
-from cpersona.storage.postgres.sql import Executor, PgVector
+from cpersona.storage.postgres.rows import pg_values
+from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.row_shapes import MEMORY_INSERT_COLUMNS, memory_values
 
-_COLUMNS = (
-    "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
-    "embedding, embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
-)
+_COLUMNS = f"id, {MEMORY_INSERT_COLUMNS}"
 _STAGING = "cpersona_staged_memories"
 # Column types in _COLUMNS order ("vector" is looked up: an extension type has no fixed oid).
 _TYPES = (
@@ -73,25 +72,13 @@ def insert_memories(ex: Executor, records: Sequence[ImportedMemory]) -> list[int
 
 
 def _row(new_id: int, record: ImportedMemory) -> tuple[Any, ...]:
-    new = record.row
-    return (
-        new_id,
-        new.agent_id,
-        new.project_id,
-        new.channel,
-        new.msg_id,
-        new.content,
-        new.source,
-        new.metadata,
-        new.timestamp,
-        new.created_at,
-        None if new.embedding is None else PgVector(new.embedding),
-        new.embedding_model,
-        new.embedding_dim,
-        record.recall_count,
-        record.last_recalled_at,
-        record.locked,
+    values = memory_values(
+        record.row,
+        recall_count=record.recall_count,
+        last_recalled_at=record.last_recalled_at,
+        locked=record.locked,
     )
+    return (new_id, *pg_values(values))
 
 
 def enqueue_many(ex: Executor, kind: str, table: str, target_ids: Sequence[int], when: str) -> None:

@@ -22,7 +22,8 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from cpersona.storage.calibration_state import Change, Entry, Saved
+from cpersona.storage.interface import CalibrationEntry as Entry
+from cpersona.storage.interface import Change, Saved
 from cpersona.text import format_ts, utc_now
 
 #: Advisory-lock class of "calibrating agent X" (two-int form: this, hashtext(agent_id)).

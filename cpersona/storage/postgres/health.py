@@ -1,6 +1,6 @@
 """``HealthQueries`` on PostgreSQL: the same questions and result shapes as the SQLite engine's.
 
-Row-level queries mirror ``cpersona.storage.health_queries`` / ``deep_queries`` in
+Row-level queries mirror ``cpersona.storage.sqlite.health`` / ``deep_queries`` in
 PostgreSQL SQL. Where the SQLite check reads the file itself, this answers with the
 PostgreSQL equivalent when one is cheap and real: schema objects from ``pg_catalog``
 (indexes the migrations create, the ``vector`` / ``pg_trgm`` extensions), structure

@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cpersona.storage.keyword import like_pattern
 from cpersona.storage.postgres.counts import rows_in_scope
 from cpersona.storage.postgres.postings import POSTED
 from cpersona.storage.postgres.sql import Executor, where
 from cpersona.storage.scope import Scope
+from cpersona.storage.sql_text import like_pattern
 
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6  # FTS5's bm25 constants
 

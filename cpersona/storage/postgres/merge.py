@@ -1,6 +1,6 @@
 """``MaintenanceRows`` on PostgreSQL: merging agents and the channel-axis repair, one transaction each.
 
-The same rules as the SQLite engine (``cpersona.storage.port_merge``, ``port_channels``):
+The same rules as the SQLite engine (``cpersona.storage.sqlite.merge``, ``port_channels``):
 dedup on the target's scopes exactly as the unique indexes do, skip (never upsert) a
 duplicate, copy keeps vectors / timestamps / locks / recall statistics, move re-owns the
 rows (same ids, so vectors and queued tasks stay valid) and deletes the skipped ones, a
@@ -18,10 +18,10 @@ from typing import Any
 
 import psycopg
 
+from cpersona.storage.interface import EMBED
 from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver, stepped
-from cpersona.storage.postgres.queue import PgTasks
 from cpersona.storage.postgres.sql import Executor
-from cpersona.storage.tasks import EMBED
+from cpersona.storage.postgres.tasks import PgTasks
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "

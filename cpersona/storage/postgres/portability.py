@@ -1,4 +1,4 @@
-"""Export and import on PostgreSQL: the same records and outcomes as ``cpersona.storage.port_rows``.
+"""Export and import on PostgreSQL: the same records, outcomes and rules (``storage.port_records``) as SQLite.
 
 Export streams from one REPEATABLE READ snapshot through a server-side cursor
 (bounded memory at any size). Import writes a batch per transaction: its memories with
@@ -12,21 +12,27 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from cpersona.storage.interface import EMBED, EPISODES, MEMORIES
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
-    KEPT,
     UPDATED,
     ImportedEpisode,
     ImportedMemory,
     ImportedProfile,
     ImportRecord,
+    Model,
+    needs_vector,
+    profile_outcome,
+    vector_model,
 )
 from cpersona.storage.postgres.bulk import enqueue_many, insert_memories
+from cpersona.storage.postgres.episodes import find_episode, insert_episode
+from cpersona.storage.postgres.memories import find_memory
 from cpersona.storage.postgres.migrations import current_version
-from cpersona.storage.postgres.rows import PgMemories, insert_episode, upsert_profile
-from cpersona.storage.postgres.sql import Executor
-from cpersona.storage.tasks import EMBED
+from cpersona.storage.postgres.profiles import profile_updated_at, upsert_profile
+from cpersona.storage.postgres.sql import POSTGRES, Executor
+from cpersona.storage.sql_text import agent_filter
 
 _MEMORY_EXPORT = (
     "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
@@ -51,7 +57,7 @@ class PgPortabilityRows:
         self, agent_id: str | None, *, include_vectors: bool, chunk: int = 500
     ) -> Generator[tuple[str, dict[str, Any]], None, None]:
         """``("counts", {...})`` then memories, episodes, profiles in id (or key) order, one snapshot."""
-        where, params = ("agent_id = %s", [agent_id]) if agent_id is not None else ("TRUE", [])
+        where, params = agent_filter(agent_id, POSTGRES)
         with self.transaction(True) as ex:
             conn = ex.conn
             assert conn is not None
@@ -83,27 +89,23 @@ class PgPortabilityRows:
         and profiles, few per export, one by one.
         """
         outcomes: list[str] = [""] * len(records)
-        backfill: dict[str, list[int]] = {"memories": [], "episodes": []}
+        backfill: dict[str, list[int]] = {MEMORIES: [], EPISODES: []}
         with self.transaction(False) as ex:
             memories = [(n, r) for n, r in enumerate(records) if isinstance(r, ImportedMemory)]
             new_ids = insert_memories(ex, [r for _, r in memories])
             for (n, memory), new_id in zip(memories, new_ids, strict=True):
                 outcomes[n] = DUPLICATE if new_id is None else INSERTED
-                if new_id is not None and _needs_vector(
-                    memory.row.embedding, _memory_model(memory), active_model
-                ):
-                    backfill["memories"].append(new_id)
+                new = memory.row
+                model = vector_model(new.embedding, new.embedding_model, new.embedding_dim)
+                if new_id is not None and needs_vector(new.embedding, model, active_model):
+                    backfill[MEMORIES].append(new_id)
             for n, other in enumerate(records):
                 if isinstance(other, ImportedMemory):
                     continue
-                outcome, new_id, has_vector, model = _write_one(ex, other)
+                outcome, new_id, blob, model = _write_one(ex, other)
                 outcomes[n] = outcome
-                if (
-                    outcome == INSERTED
-                    and new_id is not None
-                    and (not has_vector or _differs(model, active_model))
-                ):
-                    backfill["episodes"].append(new_id)
+                if outcome == INSERTED and new_id is not None and needs_vector(blob, model, active_model):
+                    backfill[EPISODES].append(new_id)
             if queued_at is not None:
                 for table, ids in backfill.items():
                     enqueue_many(ex, EMBED, table, ids, queued_at)
@@ -116,9 +118,9 @@ class PgPortabilityRows:
         with self.transaction(True) as ex:
             for record in records:
                 if isinstance(record, ImportedMemory):
-                    out.append(DUPLICATE if PgMemories(ex).find_duplicate(record.row) else INSERTED)
+                    out.append(DUPLICATE if find_memory(ex, record.row) else INSERTED)
                 elif isinstance(record, ImportedEpisode):
-                    out.append(DUPLICATE if _episode_duplicate(ex, record) else INSERTED)
+                    out.append(DUPLICATE if _episode_duplicate(ex, record) is not None else INSERTED)
                 else:
                     out.append(_profile_outcome(ex, record))
         return out
@@ -135,71 +137,24 @@ def _server_side(
 
 
 def _episode_duplicate(ex: Executor, ep: ImportedEpisode) -> int | None:
-    found = ex.value(
-        "SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s AND summary = %s LIMIT 1",
-        (ep.agent_id, ep.project_id, ep.channel, ep.summary),
-    )
-    return None if found is None else int(found)
+    return find_episode(ex, ep.agent_id, ep.project_id, ep.channel, ep.summary)
 
 
 def _profile_outcome(ex: Executor, profile: ImportedProfile) -> str:
-    found = ex.value(
-        "SELECT updated_at FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s",
-        (profile.agent_id, profile.project_id, profile.user_id),
-    )
-    if found is None:
-        return INSERTED
-    return UPDATED if profile.updated_at > found else KEPT
-
-
-def _model(model_id: str | None, dim: int | None, blob: bytes | None) -> tuple[str, int] | None:
-    return (model_id, dim) if blob is not None and model_id and dim else None
-
-
-def _memory_model(record: ImportedMemory) -> tuple[str, int] | None:
-    new = record.row
-    return _model(new.embedding_model, new.embedding_dim, new.embedding)
-
-
-def _differs(model: tuple[str, int] | None, active_model: tuple[str, int] | None) -> bool:
-    return active_model is not None and model != active_model
-
-
-def _needs_vector(
-    blob: bytes | None, model: tuple[str, int] | None, active_model: tuple[str, int] | None
-) -> bool:
-    """A new row is queued for embedding when it has no vector, or one of another model than the active one."""
-    return blob is None or _differs(model, active_model)
+    stored = profile_updated_at(ex, profile.agent_id, profile.project_id, profile.user_id)
+    return profile_outcome(stored, profile)
 
 
 def _write_one(
     ex: Executor, record: ImportedEpisode | ImportedProfile
-) -> tuple[str, int | None, bool, tuple[str, int] | None]:
+) -> tuple[str, int | None, bytes | None, Model | None]:
+    """(outcome, new id, its vector bytes, that vector's model) of one episode or profile record."""
     if isinstance(record, ImportedEpisode):
         if _episode_duplicate(ex, record) is not None:
-            return DUPLICATE, None, False, None
-        new_id = insert_episode(
-            ex,
-            (
-                record.agent_id,
-                record.project_id,
-                record.channel,
-                record.summary,
-                record.keywords,
-                record.start_time,
-                record.end_time,
-                bool(record.resolved),
-                record.created_at,
-                record.embedding,
-                record.embedding_model,
-                record.embedding_dim,
-            ),
-        )
-        model = _model(record.embedding_model, record.embedding_dim, record.embedding)
-        return INSERTED, new_id, record.embedding is not None, model
+            return DUPLICATE, None, None, None
+        model = vector_model(record.embedding, record.embedding_model, record.embedding_dim)
+        return INSERTED, insert_episode(ex, record), record.embedding, model
     outcome = _profile_outcome(ex, record)
     if outcome in (INSERTED, UPDATED):
-        upsert_profile(
-            ex, (record.agent_id, record.project_id, record.user_id, record.content, record.updated_at)
-        )
-    return outcome, None, False, None
+        upsert_profile(ex, record)
+    return outcome, None, None, None

@@ -1,7 +1,7 @@
 """``HealthRepairs`` on PostgreSQL: the write statements of ``check_health(fix=true)``.
 
 Each runs inside the caller's ``PgStore.write()`` transaction, like the SQLite engine's
-(``cpersona.storage.repair``). Every statement on ``memories`` carries ``AND NOT locked``:
+(``cpersona.storage.sqlite.repair``). Every statement on ``memories`` carries ``AND NOT locked``:
 a repair never touches a locked row, even if the caller's list was stale. A statement the
 unique indexes refuse runs under a savepoint, so the rest of the transaction survives it.
 """
@@ -15,9 +15,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from cpersona.storage.interface import EMBED
 from cpersona.storage.maintenance_interface import SchemaObject
 from cpersona.storage.postgres.sql import Executor
-from cpersona.storage.tasks import EMBED
 
 
 class PgRepairs:

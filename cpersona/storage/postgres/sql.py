@@ -1,4 +1,4 @@
-"""What every PostgreSQL repository shares: running statements, the scope predicate, vector values.
+"""What every PostgreSQL repository shares: running statements, the dialect and scope predicate, vector values.
 
 ``Executor`` runs statements either on the connection of an open transaction
 (``PgStore.read`` / ``write``) or, for autocommit sessions, on a pooled
@@ -19,8 +19,12 @@ from psycopg.pq import Format
 from psycopg_pool import ConnectionPool
 
 from cpersona.storage.scope import Scope
+from cpersona.storage.sql_text import Dialect
 
 Params = Sequence[Any]
+
+#: psycopg's placeholders; PostgreSQL's boolean literals.
+POSTGRES = Dialect("%s", "TRUE", "FALSE")
 
 
 class PgVector:
@@ -67,30 +71,21 @@ def register_vector(conn: psycopg.Connection[Any]) -> None:
 
 
 def where(scope: Scope, alias: str = "", *, has_channel: bool = True) -> tuple[str, list[str]]:
-    """The isolation rule of ``cpersona.storage.scope`` (SPEC §4) with PostgreSQL placeholders."""
+    """The isolation rule of ``storage.scope`` (SPEC §4) with PostgreSQL placeholders."""
+    return scope.where(POSTGRES, alias, has_channel=has_channel)
+
+
+def vector_param(blob: bytes | None) -> PgVector | None:
+    """A stored vector as a bind parameter (None stays NULL)."""
+    return None if blob is None else PgVector(blob)
+
+
+def source_clause(source_id: str | None, alias: str = "") -> tuple[str, list[Any]]:
+    """``AND source.id starts with source_id`` (empty when no filter)."""
+    if source_id is None:
+        return "", []
     prefix = f"{alias}." if alias else ""
-    clauses: list[str] = []
-    params: list[str] = []
-    if scope.agent_id is not None:
-        clauses.append(f"{prefix}agent_id = %s")
-        params.append(scope.agent_id)
-    if scope.project_id is not None:
-        if scope.project_id == "":
-            clauses.append(f"{prefix}project_id = ''")
-        else:
-            clauses.append(f"{prefix}project_id IN (%s, '')")
-            params.append(scope.project_id)
-    if has_channel and scope.channel:
-        clauses.append(f"{prefix}channel IN (%s, '')")
-        params.append(scope.channel)
-    if scope.agents is not None:  # ACL grants: a restriction on top of the axes (empty: nothing)
-        if scope.agents:
-            ordered = sorted(scope.agents)
-            clauses.append(f"{prefix}agent_id IN ({','.join(['%s'] * len(ordered))})")
-            params.extend(ordered)
-        else:
-            clauses.append("FALSE")
-    return (" AND ".join(clauses) if clauses else "TRUE"), params
+    return f" AND left(COALESCE({prefix}source::jsonb ->> 'id', ''), %s) = %s", [len(source_id), source_id]
 
 
 class Executor:

@@ -23,16 +23,18 @@ from cpersona.storage import redact_url
 from cpersona.storage.postgres.admin import PgAdmin
 from cpersona.storage.postgres.browse import PgBrowse
 from cpersona.storage.postgres.calibration import PgCalibrationStates
+from cpersona.storage.postgres.episodes import PgEpisodes
 from cpersona.storage.postgres.health import PgHealth
 from cpersona.storage.postgres.keyword import PgKeywordSearch
+from cpersona.storage.postgres.memories import PgMemories
 from cpersona.storage.postgres.merge import PgMaintenanceRows
 from cpersona.storage.postgres.migrations import migrate
 from cpersona.storage.postgres.portability import PgPortabilityRows
-from cpersona.storage.postgres.queue import PgTasks
+from cpersona.storage.postgres.profiles import PgProfiles
 from cpersona.storage.postgres.repair import PgRepairs
-from cpersona.storage.postgres.rows import PgEpisodes, PgMemories, PgProfiles
 from cpersona.storage.postgres.sql import Executor, register_vector
-from cpersona.storage.postgres.vectors import (
+from cpersona.storage.postgres.tasks import PgTasks
+from cpersona.storage.postgres.vector_search import (
     VECTOR_INDEX_KINDS,
     IndexRegistry,
     PgVectorFeed,

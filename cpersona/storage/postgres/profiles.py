@@ -1,0 +1,57 @@
+"""PostgreSQL rows of ``profiles``: one text per (agent, project, user)."""
+
+from __future__ import annotations
+
+from cpersona.storage.interface import NewProfile, Row
+from cpersona.storage.postgres.sql import Executor, where
+from cpersona.storage.row_shapes import profile_dict, profile_values
+from cpersona.storage.scope import Scope
+
+
+def upsert_profile(ex: Executor, profile: NewProfile) -> None:
+    """Insert or replace the profile under its key (the one thing that is replaced, by design)."""
+    ex.run(
+        "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at) VALUES (%s, %s, %s, %s, %s) "
+        "ON CONFLICT (agent_id, project_id, user_id) DO UPDATE SET content = excluded.content, "
+        "updated_at = excluded.updated_at",
+        profile_values(profile),
+    )
+
+
+def profile_updated_at(ex: Executor, agent_id: str, project_id: str, user_id: str) -> str | None:
+    """When the profile under this key was last written (None when there is none)."""
+    found = ex.value(
+        "SELECT updated_at FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s",
+        (agent_id, project_id, user_id),
+    )
+    return None if found is None else str(found)
+
+
+class PgProfiles:
+    """``ProfileRows`` on PostgreSQL."""
+
+    __slots__ = ("ex",)
+
+    def __init__(self, ex: Executor) -> None:
+        self.ex = ex
+
+    def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
+        """The profile for exactly this key."""
+        row = self.ex.one(
+            "SELECT * FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s",
+            (agent_id, project_id, user_id),
+        )
+        return None if row is None else profile_dict(row)
+
+    def upsert(self, profile: NewProfile) -> None:
+        """Replace the profile text under its key."""
+        upsert_profile(self.ex, profile)
+
+    def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
+        """Up to ``limit`` profiles in scope, newest first."""
+        clause, params = where(scope, has_channel=False)
+        rows = self.ex.all(
+            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT %s",
+            [*params, limit],
+        )
+        return [profile_dict(r) for r in rows]

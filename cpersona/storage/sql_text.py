@@ -1,0 +1,72 @@
+"""SQL text both engines build the same way: the dialect they differ in, LIKE patterns, exact filters.
+
+The engines run the same statements where their SQL agrees; what differs in the pieces
+built here is only the placeholder and the boolean literals, so each engine passes its
+``Dialect`` (``storage.sqlite.sql.SQLITE``, ``storage.postgres.sql.POSTGRES``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: interface imports scope, which imports this module
+    from cpersona.storage.interface import BrowseFilter
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How an engine writes a bound parameter and the constants true and false."""
+
+    mark: str
+    true: str
+    false: str
+
+
+def like_pattern(term: str) -> str:
+    """``%term%`` with LIKE's wildcards escaped (use with ESCAPE '\\')."""
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def equal_to(
+    pairs: Iterable[tuple[str, Any]], dialect: Dialect, alias: str = ""
+) -> tuple[list[str], list[Any]]:
+    """``column = value`` for each (column, value) whose value is not None: (clauses, parameters).
+
+    Exact values, as a person browsing picks one project or channel (recall's scopes are
+    ``storage.scope``'s rule, not this).
+    """
+    prefix = f"{alias}." if alias else ""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, value in pairs:
+        if value is not None:
+            clauses.append(f"{prefix}{column} = {dialect.mark}")
+            params.append(value)
+    return clauses, params
+
+
+def conjunction(clauses: list[str], dialect: Dialect) -> str:
+    """``clauses`` joined with AND (the dialect's true literal when there are none)."""
+    return " AND ".join(clauses) if clauses else dialect.true
+
+
+def agent_filter(agent_id: str | None, dialect: Dialect, alias: str = "") -> tuple[str, list[Any]]:
+    """``agent_id = ?`` for one agent, or true for the whole store (export, the timeline, health)."""
+    clauses, params = equal_to([("agent_id", agent_id)], dialect, alias)
+    return conjunction(clauses, dialect), params
+
+
+def browse_filter(f: BrowseFilter, dialect: Dialect, *, memories: bool) -> tuple[str, list[Any]]:
+    """The page filter of ``cpersona ui``: exact axis values, embedded or not, locked (memories only)."""
+    clauses, params = equal_to(
+        (("agent_id", f.agent_id), ("project_id", f.project_id), ("channel", f.channel)), dialect
+    )
+    if f.embedded is not None:
+        clauses.append("embedding IS NOT NULL" if f.embedded else "embedding IS NULL")
+    if memories and f.locked is not None:
+        clauses.append(f"locked = {dialect.mark}")
+        params.append(bool(f.locked))  # a bool binds as 1/0 in SQLite, as BOOLEAN in PostgreSQL
+    return conjunction(clauses, dialect), params

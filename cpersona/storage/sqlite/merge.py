@@ -1,0 +1,216 @@
+"""Merging one agent's rows into another's, in one write transaction.
+
+Dedup uses the target agent's scopes exactly as the unique indexes do: a
+source memory is skipped when the target already holds its msg_id (same
+project) or its content (same project and channel); an episode is skipped when
+the target holds its summary in the same project and channel; a profile key
+(project, user) keeps the newer text.
+
+``copy`` inserts new rows for the target (vectors, timestamps, locks and
+recall statistics copied). ``move`` re-owns the source rows (same ids, so the
+vectors and queued tasks stay valid) and deletes the source rows that were
+skipped as duplicates, so afterwards the source agent holds nothing; a locked
+duplicate passes its lock to the target row it duplicates.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from cpersona.storage.interface import EMBED
+from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.tasks import SqliteTasks
+
+_MEMORY_COPY_COLUMNS = (
+    "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
+    "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
+)
+_EPISODE_COPY_COLUMNS = (
+    "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "
+    "embedding_model, embedding_dim"
+)
+
+
+class _DryRun(Exception):
+    """Raised inside the transaction to roll a dry run back after counting."""
+
+
+def merge_agents(
+    db: Database,
+    source: str,
+    target: str,
+    *,
+    mode: str,
+    dry_run: bool,
+    queued_at: str | None,
+    step: Callable[[], None] | None = None,
+) -> dict[str, dict[str, int]]:
+    """Merge ``source`` into ``target``; returns counts per table (the same numbers in a dry run).
+
+    A dry run performs the whole merge inside the transaction and rolls it back,
+    so its counts are exactly what a real run would do. ``step`` runs before each source
+    memory and episode; whatever it raises rolls the merge back and propagates.
+    """
+    counts: dict[str, dict[str, int]] = {}
+    try:
+        with db.write() as conn:
+            counts["memories"] = _merge_memories(conn, source, target, mode, queued_at, step)
+            counts["episodes"] = _merge_episodes(conn, source, target, mode, queued_at, step)
+            counts["profiles"] = _merge_profiles(conn, source, target, mode)
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    return counts
+
+
+def _ids(conn: sqlite3.Connection, table: str, agent: str) -> list[int]:
+    return [
+        int(r[0]) for r in conn.execute(f"SELECT id FROM {table} WHERE agent_id = ? ORDER BY id", (agent,))
+    ]
+
+
+def _result(mode: str) -> dict[str, int]:
+    return {"copied" if mode == COPY else "moved": 0, "skipped": 0}
+
+
+def _place(
+    conn: sqlite3.Connection,
+    table: str,
+    copy_columns: str,
+    rid: int,
+    target: str,
+    mode: str,
+    duplicate: bool,
+    has_vector: bool,
+    queued_at: str | None,
+    result: dict[str, int],
+) -> None:
+    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it."""
+    if duplicate:
+        result["skipped"] += 1
+        if mode == MOVE:
+            conn.execute(f"DELETE FROM {table} WHERE id = ?", (rid,))
+            SqliteTasks(conn).remove_for_target(table, rid)
+        return
+    if mode == MOVE:
+        conn.execute(f"UPDATE {table} SET agent_id = ? WHERE id = ?", (target, rid))
+        result["moved"] += 1
+        return
+    cursor = conn.execute(
+        f"INSERT INTO {table}(agent_id, {copy_columns}) SELECT ?, {copy_columns} FROM {table} WHERE id = ?",
+        (target, rid),
+    )
+    result["copied"] += 1
+    if not has_vector and queued_at is not None:
+        SqliteTasks(conn).enqueue(EMBED, table, int(cursor.lastrowid or 0), queued_at)
+
+
+def _merge_memories(
+    conn: sqlite3.Connection,
+    source: str,
+    target: str,
+    mode: str,
+    queued_at: str | None,
+    step: Callable[[], None] | None,
+) -> dict[str, int]:
+    result = _result(mode)
+    for rid in stepped(_ids(conn, "memories", source), step):
+        row = conn.execute(
+            "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL FROM memories WHERE id = ?",
+            (rid,),
+        ).fetchone()
+        project, channel, msg_id, content, locked, has_vector = row
+        dup = None
+        if msg_id:
+            dup = conn.execute(
+                "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND msg_id = ? AND msg_id <> ''",
+                (target, project, msg_id),
+            ).fetchone()
+        if dup is None:
+            dup = conn.execute(
+                "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND channel = ? AND content = ?",
+                (target, project, channel, content),
+            ).fetchone()
+        if dup is not None and mode == MOVE and locked:
+            conn.execute(
+                "UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],)
+            )  # the lock survives the move
+        _place(
+            conn,
+            "memories",
+            _MEMORY_COPY_COLUMNS,
+            rid,
+            target,
+            mode,
+            dup is not None,
+            has_vector,
+            queued_at,
+            result,
+        )
+    return result
+
+
+def _merge_episodes(
+    conn: sqlite3.Connection,
+    source: str,
+    target: str,
+    mode: str,
+    queued_at: str | None,
+    step: Callable[[], None] | None,
+) -> dict[str, int]:
+    result = _result(mode)
+    for rid in stepped(_ids(conn, "episodes", source), step):
+        project, channel, summary, has_vector = conn.execute(
+            "SELECT project_id, channel, summary, embedding IS NOT NULL FROM episodes WHERE id = ?", (rid,)
+        ).fetchone()
+        dup = conn.execute(
+            "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
+            (target, project, channel, summary),
+        ).fetchone()
+        _place(
+            conn,
+            "episodes",
+            _EPISODE_COPY_COLUMNS,
+            rid,
+            target,
+            mode,
+            dup is not None,
+            has_vector,
+            queued_at,
+            result,
+        )
+    return result
+
+
+def _merge_profiles(conn: sqlite3.Connection, source: str, target: str, mode: str) -> dict[str, int]:
+    result = _result(mode)
+    rows: list[Any] = conn.execute(
+        "SELECT project_id, user_id, content, updated_at FROM profiles WHERE agent_id = ? "
+        "ORDER BY project_id, user_id",
+        (source,),
+    ).fetchall()
+    for project, user, content, updated_at in rows:
+        existing = conn.execute(
+            "SELECT updated_at FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
+            (target, project, user),
+        ).fetchone()
+        if existing is not None and existing[0] >= updated_at:
+            result["skipped"] += 1
+        else:
+            conn.execute(
+                "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(agent_id, project_id, user_id) DO UPDATE SET content = excluded.content, "
+                "updated_at = excluded.updated_at",
+                (target, project, user, content, updated_at),
+            )
+            result["copied" if mode == COPY else "moved"] += 1
+        if mode == MOVE:
+            conn.execute(
+                "DELETE FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
+                (source, project, user),
+            )
+    return result

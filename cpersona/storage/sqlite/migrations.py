@@ -1,0 +1,277 @@
+"""Numbered, forward-only schema migrations.
+
+Each migration runs in its own transaction and records its version in
+``schema_version``; re-running is a no-op. A database whose version is newer
+than the newest migration known here is refused (``SchemaTooNew``), never
+silently downgraded.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cpersona.errors import SchemaTooNew
+from cpersona.storage.sqlite.db import Database
+from cpersona.text import format_ts, utc_now
+
+_V1 = """
+CREATE TABLE memories (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id TEXT NOT NULL,
+    project_id TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL DEFAULT '',
+    msg_id TEXT NOT NULL DEFAULT '',
+    content TEXT NOT NULL,
+    source TEXT,
+    metadata TEXT,
+    timestamp TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    embedding BLOB,
+    embedding_model TEXT,
+    embedding_dim INTEGER,
+    recall_count INTEGER NOT NULL DEFAULT 0,
+    last_recalled_at TEXT,
+    locked INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX memories_dedup_content ON memories(agent_id, project_id, channel, content);
+CREATE UNIQUE INDEX memories_dedup_msg_id ON memories(agent_id, project_id, msg_id) WHERE msg_id <> '';
+CREATE INDEX memories_scope ON memories(agent_id, project_id, channel, id);
+CREATE INDEX memories_created ON memories(created_at, id);
+
+CREATE TABLE episodes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id TEXT NOT NULL,
+    project_id TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL,
+    keywords TEXT NOT NULL DEFAULT '',
+    embedding BLOB,
+    embedding_model TEXT,
+    embedding_dim INTEGER,
+    start_time TEXT,
+    end_time TEXT,
+    resolved INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX episodes_scope ON episodes(agent_id, project_id, channel, created_at);
+
+CREATE TABLE profiles (
+    agent_id TEXT NOT NULL,
+    project_id TEXT NOT NULL DEFAULT '',
+    user_id TEXT NOT NULL DEFAULT '',
+    content TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (agent_id, project_id, user_id)
+);
+
+CREATE TABLE pending_memory_tasks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    target_table TEXT NOT NULL,
+    target_id INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    not_before TEXT NOT NULL,
+    last_error TEXT,
+    created_at TEXT NOT NULL,
+    UNIQUE (kind, target_table, target_id)
+);
+
+-- Counters other processes read to learn that stored vectors changed.
+CREATE TABLE index_state (name TEXT PRIMARY KEY, generation INTEGER NOT NULL DEFAULT 0);
+INSERT INTO index_state(name, generation) VALUES ('memories', 0), ('episodes', 0);
+
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    content, content='memories', content_rowid='id', tokenize='trigram'
+);
+CREATE VIRTUAL TABLE episodes_fts USING fts5(
+    summary, keywords, content='episodes', content_rowid='id', tokenize='trigram'
+);
+
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    UPDATE index_state SET generation = generation + 1 WHERE name = 'memories';
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER memories_vector_changed
+AFTER UPDATE OF embedding, embedding_model, agent_id, project_id, channel ON memories BEGIN
+    UPDATE index_state SET generation = generation + 1 WHERE name = 'memories';
+END;
+
+CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
+    INSERT INTO episodes_fts(rowid, summary, keywords) VALUES (new.id, new.summary, new.keywords);
+END;
+CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+    INSERT INTO episodes_fts(episodes_fts, rowid, summary, keywords)
+        VALUES ('delete', old.id, old.summary, old.keywords);
+    UPDATE index_state SET generation = generation + 1 WHERE name = 'episodes';
+END;
+CREATE TRIGGER episodes_fts_update AFTER UPDATE OF summary, keywords ON episodes BEGIN
+    INSERT INTO episodes_fts(episodes_fts, rowid, summary, keywords)
+        VALUES ('delete', old.id, old.summary, old.keywords);
+    INSERT INTO episodes_fts(rowid, summary, keywords) VALUES (new.id, new.summary, new.keywords);
+END;
+CREATE TRIGGER episodes_vector_changed
+AFTER UPDATE OF embedding, embedding_model, agent_id, project_id, channel ON episodes BEGIN
+    UPDATE index_state SET generation = generation + 1 WHERE name = 'episodes';
+END;
+"""
+
+# Version 3: a change log the
+# in-memory vector indexes read, so one changed row costs one row, never a full reload.
+# Inserts need no entry (a new id is above every id an index has seen); updates of a
+# vector or its scope, and deletes, append (table, row id). The log keeps its newest
+# 65,536 entries; an index that fell further behind reloads in full.
+_V3 = """
+CREATE TABLE vector_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    tbl TEXT NOT NULL,
+    row_id INTEGER NOT NULL
+);
+CREATE TRIGGER vector_changes_prune AFTER INSERT ON vector_changes WHEN new.seq % 1024 = 0 BEGIN
+    DELETE FROM vector_changes WHERE seq <= new.seq - 65536;
+END;
+DROP TRIGGER memories_vector_changed;
+CREATE TRIGGER memories_vector_changed
+AFTER UPDATE OF embedding, embedding_model, embedding_dim, agent_id, project_id, channel ON memories
+WHEN old.embedding IS NOT new.embedding OR old.embedding_model IS NOT new.embedding_model
+    OR old.embedding_dim IS NOT new.embedding_dim OR old.agent_id IS NOT new.agent_id
+    OR old.project_id IS NOT new.project_id OR old.channel IS NOT new.channel
+BEGIN
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('memories', new.id);
+END;
+DROP TRIGGER memories_fts_delete;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('memories', old.id);
+END;
+DROP TRIGGER episodes_vector_changed;
+CREATE TRIGGER episodes_vector_changed
+AFTER UPDATE OF embedding, embedding_model, embedding_dim, agent_id, project_id, channel ON episodes
+WHEN old.embedding IS NOT new.embedding OR old.embedding_model IS NOT new.embedding_model
+    OR old.embedding_dim IS NOT new.embedding_dim OR old.agent_id IS NOT new.agent_id
+    OR old.project_id IS NOT new.project_id OR old.channel IS NOT new.channel
+BEGIN
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('episodes', new.id);
+END;
+DROP TRIGGER episodes_fts_delete;
+CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+    INSERT INTO episodes_fts(episodes_fts, rowid, summary, keywords)
+        VALUES ('delete', old.id, old.summary, old.keywords);
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('episodes', old.id);
+END;
+"""
+
+
+# Word-level index beside the trigram one: porter stems ("runs" ~ "running"), which substring
+# matching cannot do. Memories only: episodes keep their trigram index (docs/decisions.md).
+_V2 = """
+CREATE VIRTUAL TABLE memories_words USING fts5(
+    content, content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER memories_words_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER memories_words_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER memories_words_update AFTER UPDATE OF content ON memories BEGIN
+    INSERT INTO memories_words(memories_words, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
+END;
+
+INSERT INTO memories_words(memories_words) VALUES ('rebuild');
+"""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step. ``apply`` runs inside the migration's transaction."""
+
+    version: int
+    description: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+def _script(sql: str) -> Callable[[sqlite3.Connection], None]:
+    def run(conn: sqlite3.Connection) -> None:
+        # executescript would COMMIT the open transaction; run statement by statement instead.
+        for statement in _split_statements(sql):
+            conn.execute(statement)
+
+    return run
+
+
+def _split_statements(sql: str) -> list[str]:
+    statements: list[str] = []
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "memories, episodes, profiles, task queue, trigram FTS with triggers", _script(_V1)),
+    Migration(2, "word-level FTS over memories (porter unicode61), back-filled", _script(_V2)),
+    Migration(3, "vector change log: incremental vector index updates", _script(_V3)),
+)
+
+# The DDL of every migration, oldest first: health checks take the newest definition of each index/trigger.
+SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3)
+
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The schema version recorded in the file (0 for a new file)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(db: Database, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[int]:
+    """Bring the file up to the newest schema; returns the versions applied now."""
+    latest = migrations[-1].version if migrations else 0
+    with db.write() as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version ("
+            "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    found = current_version(db.connection())
+    if found > latest:
+        raise SchemaTooNew(
+            f"{db.path} has schema version {found}, but this CPersona knows up to {latest}. "
+            "Upgrade CPersona (pip install -U cpersona-embedded); the file was left untouched."
+        )
+    applied: list[int] = []
+    for migration in migrations:
+        with db.write() as conn:
+            # Re-read inside the write lock: another process may have migrated meanwhile.
+            if current_version(conn) >= migration.version:
+                continue
+            migration.apply(conn)
+            conn.execute(
+                "INSERT INTO schema_version(version, description, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.description, format_ts(utc_now())),
+            )
+            applied.append(migration.version)
+    return applied

@@ -1,0 +1,199 @@
+"""Portability SQL: stream rows out for export, write imported rows back with dedup.
+
+Export reads in one snapshot (a deferred read transaction), in id order, a
+chunk at a time, so memory stays bounded whatever the table size. Import
+writes a batch of records per transaction; every record is probed against the
+same unique-index scopes ``store`` uses (msg_id and content for memories,
+summary for episodes) so a second import of the same file changes nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Generator, Iterator, Sequence
+from typing import Any
+
+from cpersona.errors import DuplicateRow
+from cpersona.storage.interface import EMBED, EPISODES, MEMORIES
+from cpersona.storage.port_records import (
+    DUPLICATE,
+    INSERTED,
+    UPDATED,
+    ImportedEpisode,
+    ImportedMemory,
+    ImportedProfile,
+    ImportRecord,
+    Model,
+    needs_vector,
+    profile_outcome,
+    vector_model,
+)
+from cpersona.storage.sql_text import agent_filter
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.episodes import find_episode, insert_episode
+from cpersona.storage.sqlite.memories import SqliteMemories, insert_memory
+from cpersona.storage.sqlite.migrations import current_version
+from cpersona.storage.sqlite.profiles import profile_updated_at, upsert_profile
+from cpersona.storage.sqlite.sql import SQLITE
+from cpersona.storage.sqlite.tasks import SqliteTasks
+
+#: Rows fetched per round trip while streaming an export.
+EXPORT_CHUNK = 500
+
+_MEMORY_EXPORT = (
+    "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
+    "recall_count, last_recalled_at, locked, embedding_model, embedding_dim"
+)
+_EPISODE_EXPORT = (
+    "id, agent_id, project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, "
+    "embedding_model, embedding_dim"
+)
+_PROFILE_EXPORT = "agent_id, project_id, user_id, content, updated_at"
+
+
+class SqlitePortabilityRows:
+    """``PortabilityRows`` over one SQLite ``Database``."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- export -----------------------------------------------------------------------
+    def stream(
+        self, agent_id: str | None, *, include_vectors: bool, chunk: int = EXPORT_CHUNK
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
+        """Yield ``("counts", {...})`` then every row as ``(type, columns)`` in one consistent snapshot.
+
+        Memories come first, then episodes, then profiles, each in id (or key) order.
+        ``embedding`` (raw bytes) is present only when ``include_vectors``.
+        """
+        where, params = agent_filter(agent_id, SQLITE)
+        with self.db.read() as conn:
+            counts = {
+                table: int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", params).fetchone()[0])
+                for table in ("memories", "episodes", "profiles")
+            }
+            counts["schema_version"] = current_version(conn)
+            yield "counts", counts
+            vec = ", embedding" if include_vectors else ""
+            yield from _chunked(
+                conn,
+                "memory",
+                f"SELECT {_MEMORY_EXPORT}{vec} FROM memories WHERE {where} ORDER BY id",
+                params,
+                chunk,
+            )
+            yield from _chunked(
+                conn,
+                "episode",
+                f"SELECT {_EPISODE_EXPORT}{vec} FROM episodes WHERE {where} ORDER BY id",
+                params,
+                chunk,
+            )
+            yield from _chunked(
+                conn,
+                "profile",
+                f"SELECT {_PROFILE_EXPORT} FROM profiles WHERE {where} "
+                "ORDER BY agent_id, project_id, user_id",
+                params,
+                chunk,
+            )
+
+    # -- import -----------------------------------------------------------------------
+    def write_batch(
+        self,
+        records: Sequence[ImportRecord],
+        *,
+        queued_at: str | None,
+        active_model: tuple[str, int] | None,
+    ) -> tuple[list[str], int]:
+        """Write ``records`` in one transaction; returns (outcome per record, rows queued for embedding).
+
+        ``queued_at`` None means no back-fill queueing (no model configured; the
+        start-up sweep queues them once one is). A row is queued when it has no
+        vector or one of another model than ``active_model``.
+        """
+        outcomes: list[str] = []
+        queued = 0
+        with self.db.write() as conn:
+            for record in records:
+                outcome, new_id, blob, model = _write_one(conn, record)
+                outcomes.append(outcome)
+                if outcome != INSERTED or new_id is None or queued_at is None:
+                    continue
+                if needs_vector(blob, model, active_model):
+                    table = MEMORIES if isinstance(record, ImportedMemory) else EPISODES
+                    SqliteTasks(conn).enqueue(EMBED, table, new_id, queued_at)
+                    queued += 1
+        return outcomes, queued
+
+    def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
+        """What ``write_batch`` would do against the current database, writing nothing (dry run)."""
+        conn = self.db.connection()
+        out: list[str] = []
+        with self.db.read():
+            for record in records:
+                if isinstance(record, ImportedMemory):
+                    out.append(DUPLICATE if SqliteMemories(conn).find_duplicate(record.row) else INSERTED)
+                elif isinstance(record, ImportedEpisode):
+                    out.append(DUPLICATE if _episode_duplicate(conn, record) is not None else INSERTED)
+                else:
+                    out.append(_profile_outcome(conn, record))
+        return out
+
+
+def _chunked(
+    conn: sqlite3.Connection, kind: str, sql: str, params: list[Any], chunk: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    cursor = conn.execute(sql, params)
+    while True:
+        rows = cursor.fetchmany(chunk)
+        if not rows:
+            return
+        for row in rows:
+            # sqlite3.Row iterates over values, so pair them with the column names explicitly.
+            yield kind, dict(zip(row.keys(), tuple(row), strict=True))
+
+
+def _episode_duplicate(conn: sqlite3.Connection, ep: ImportedEpisode) -> int | None:
+    return find_episode(conn, ep.agent_id, ep.project_id, ep.channel, ep.summary)
+
+
+def _profile_outcome(conn: sqlite3.Connection, profile: ImportedProfile) -> str:
+    stored = profile_updated_at(conn, profile.agent_id, profile.project_id, profile.user_id)
+    return profile_outcome(stored, profile)
+
+
+#: What writing one record did: (outcome, new id, its vector bytes, that vector's model).
+Written = tuple[str, int | None, bytes | None, Model | None]
+
+
+def _write_one(conn: sqlite3.Connection, record: ImportRecord) -> Written:
+    if isinstance(record, ImportedMemory):
+        new = record.row
+        if SqliteMemories(conn).find_duplicate(new) is not None:
+            return DUPLICATE, None, None, None
+        try:
+            new_id = insert_memory(
+                conn,
+                new,
+                recall_count=record.recall_count,
+                last_recalled_at=record.last_recalled_at,
+                locked=record.locked,
+            )
+        except DuplicateRow:  # the unique indexes refuse what the probe could not see
+            return DUPLICATE, None, None, None
+        return (
+            INSERTED,
+            new_id,
+            new.embedding,
+            vector_model(new.embedding, new.embedding_model, new.embedding_dim),
+        )
+    if isinstance(record, ImportedEpisode):
+        if _episode_duplicate(conn, record) is not None:
+            return DUPLICATE, None, None, None
+        model = vector_model(record.embedding, record.embedding_model, record.embedding_dim)
+        return INSERTED, insert_episode(conn, record), record.embedding, model
+    outcome = _profile_outcome(conn, record)
+    if outcome in (INSERTED, UPDATED):
+        upsert_profile(conn, record)
+    return outcome, None, None, None

@@ -1,0 +1,59 @@
+"""SQLite rows of the ``profiles`` table: one text per (agent, project, user)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from cpersona.storage.interface import NewProfile, Row
+from cpersona.storage.row_shapes import profile_dict, profile_values
+from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.sql import where
+
+
+def upsert_profile(conn: sqlite3.Connection, profile: NewProfile) -> None:
+    """Insert or replace the profile under its key (profiles are the one thing replaced, by design)."""
+    conn.execute(
+        "INSERT INTO profiles(agent_id, project_id, user_id, content, updated_at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT(agent_id, project_id, user_id) DO UPDATE SET content = excluded.content, "
+        "updated_at = excluded.updated_at",
+        profile_values(profile),
+    )
+
+
+def profile_updated_at(conn: sqlite3.Connection, agent_id: str, project_id: str, user_id: str) -> str | None:
+    """When the profile under this key was last written (None when there is none)."""
+    row = conn.execute(
+        "SELECT updated_at FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
+        (agent_id, project_id, user_id),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+class SqliteProfiles:
+    """``ProfileRows`` over one SQLite connection."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
+        """The profile for exactly this key."""
+        row = self.conn.execute(
+            "SELECT * FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
+            (agent_id, project_id, user_id),
+        ).fetchone()
+        return None if row is None else profile_dict(row)
+
+    def upsert(self, profile: NewProfile) -> None:
+        """Replace the profile text under its key."""
+        upsert_profile(self.conn, profile)
+
+    def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
+        """Up to ``limit`` profiles in scope, newest first (recall's profile injection)."""
+        clause, params = where(scope, has_channel=False)
+        rows = self.conn.execute(
+            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+        return [profile_dict(r) for r in rows]

@@ -1,0 +1,132 @@
+"""The SQLite engine behind the storage protocols: ``SqliteStore`` hands out ``SqliteSession``s."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cpersona.storage.sqlite.admin import SqliteAdmin
+from cpersona.storage.sqlite.browse import SqliteBrowse
+from cpersona.storage.sqlite.calibration import SidecarStates
+from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.episodes import SqliteEpisodes
+from cpersona.storage.sqlite.health_bindings import SqliteHealth, SqliteMaintenanceRows, SqliteRepairs
+from cpersona.storage.sqlite.keyword import SqliteKeywordSearch
+from cpersona.storage.sqlite.memories import SqliteMemories
+from cpersona.storage.sqlite.migrations import migrate
+from cpersona.storage.sqlite.portability import SqlitePortabilityRows
+from cpersona.storage.sqlite.profiles import SqliteProfiles
+from cpersona.storage.sqlite.readonly import ReadOnlyDatabase
+from cpersona.storage.sqlite.tasks import SqliteTasks
+from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
+from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndexes
+
+
+class SqliteSession:
+    """Every repository of the ``Session`` protocol, bound to one connection."""
+
+    __slots__ = (
+        "conn",
+        "memories",
+        "episodes",
+        "profiles",
+        "tasks",
+        "keyword",
+        "vectors",
+        "vector_search",
+        "admin",
+        "browse",
+        "health",
+        "repair",
+    )
+
+    def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:
+        self.conn = conn
+        self.memories = SqliteMemories(conn)
+        self.episodes = SqliteEpisodes(conn)
+        self.profiles = SqliteProfiles(conn)
+        self.tasks = SqliteTasks(conn)
+        self.keyword = SqliteKeywordSearch(conn)
+        self.vectors = SqliteVectorFeed(conn)
+        self.vector_search = SqliteVectorSearch(conn, indexes if indexes is not None else VectorIndexes())
+        self.admin = SqliteAdmin(conn)
+        self.browse = SqliteBrowse(conn)
+        self.health = SqliteHealth(conn)
+        self.repair = SqliteRepairs(conn)
+
+
+class SqliteStore:
+    """The ``Store`` protocol over one SQLite file (WAL; see ``Database``). Migrates on open."""
+
+    def __init__(self, path: Path | str, *, keep_vectors: bool = True) -> None:
+        self.db = Database(path)
+        # One set of in-memory vector indexes per store, shared by its sessions (kept in step with the file).
+        self.indexes = VectorIndexes(keep_vectors=keep_vectors)
+        self._calibration = SidecarStates(self.db.path)
+        try:
+            migrate(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+
+    @classmethod
+    def read_only_view(cls, path: Path | str, *, keep_vectors: bool = True) -> SqliteStore:
+        """The file opened ``mode=ro`` + ``query_only``, never migrated: report-only health checks."""
+        store = cls.__new__(cls)
+        store.db = ReadOnlyDatabase(path)
+        store.indexes = VectorIndexes(keep_vectors=keep_vectors)
+        store._calibration = SidecarStates(store.db.path)
+        return store
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self.db.path
+
+    @property
+    def location(self) -> str:
+        """The database file, as stats shows it."""
+        return str(self.db.path)
+
+    def portability_rows(self) -> SqlitePortabilityRows:
+        """Export streaming and import batches over this file."""
+        return SqlitePortabilityRows(self.db)
+
+    def calibration_states(self) -> SidecarStates:
+        """Per-agent calibration state: the sidecar ``<db>.calibration.json`` beside the file."""
+        return self._calibration
+
+    def maintenance_rows(self) -> SqliteMaintenanceRows:
+        """Agent merges and the channel-axis repair over this file."""
+        return SqliteMaintenanceRows(self.db)
+
+    def session(self) -> SqliteSession:
+        """This thread's connection in autocommit mode."""
+        return SqliteSession(self.db.connection(), self.indexes)
+
+    @contextmanager
+    def read(self) -> Iterator[SqliteSession]:
+        """A consistent snapshot for several SELECTs."""
+        with self.db.read() as conn:
+            yield SqliteSession(conn, self.indexes)
+
+    @contextmanager
+    def write(self) -> Iterator[SqliteSession]:
+        """One write transaction (serialised in-process, ``BEGIN IMMEDIATE`` across processes)."""
+        with self.db.write() as conn:
+            yield SqliteSession(conn, self.indexes)
+
+    def read_only(self) -> bool:
+        """Whether this process cannot write the file (writes raise ``ReadOnlyStorage``)."""
+        return self.db.read_only()
+
+    def size_bytes(self) -> int:
+        """The file plus its WAL and shared-memory companions."""
+        path = self.db.path
+        return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
+
+    def close(self) -> None:
+        """Close every connection."""
+        self.db.close()

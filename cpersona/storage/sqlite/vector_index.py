@@ -1,0 +1,466 @@
+"""The SQLite engine's vector search: an in-memory copy of one table's vectors, kept in step with the file.
+
+Every recall first calls ``sync``, which reads signals that live in the file, so
+writes by other processes on the same file are seen on the next recall:
+
+- rows with a higher id than any seen are appended (the common case: new stores);
+- the ``vector_changes`` log names rows whose vector or scope changed (back-fill,
+  re-embedding, a move between agents, invalidation) or that were deleted; just
+  those rows are re-read and patched in place;
+- a full reload happens only on a fresh index, when the generation counter moves,
+  when the log was pruned past what this index saw, or when more than a third of
+  the rows changed (one pass is then cheaper than patching).
+
+Only vectors of the active model id and dimension are held: vectors of different
+models are never compared. The matrix grows in place with ~12% headroom, so its
+memory stays near the raw vector bytes.
+
+Search, over a small candidate set (fewer than ``EXACT_BELOW`` rows in scope), scores
+every row with one float32 matrix-vector product and selects: a partial sort finds
+the top candidates, ties break on the newer id. Over a larger one it first scans int8
+codes of the rows (``storage/vector_quant.py``: a quarter of the bytes), then scores
+the best few hundred exactly in float32, so the cosines returned are always exact.
+Those float32 rows come from the index's own float32 copy, or, when the index keeps
+no float32 copy (``keep_vectors=False``: a quarter of the memory), from the file,
+read by id in the same snapshot the index was synced in.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cpersona.storage.interface import VECTOR_TABLES, VectorQuery, VectorRow
+from cpersona.storage.scope import AXIS_COLUMNS, Scope
+from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
+from cpersona.storage.sqlite.vector_quant import EXACT_BELOW, approximate, quantize, rescore_count
+
+#: Reads the float32 vectors of some ids from the file (when the index keeps no float32 copy).
+Fetch = Callable[[list[int]], dict[int, bytes]]
+
+_PAGE = 8192  # rows fetched per query during a full load
+_RELOAD_FRACTION = 3  # more than 1/3 of the rows changed: reload instead of patching
+# When the scope admits fewer than 1/_GATHER_FRACTION of the rows, gathering them is
+# cheaper than scoring all rows.
+_GATHER_FRACTION = 8
+
+
+def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query`` computed on the calling thread.
+
+    ``@`` goes to BLAS, which (OpenBLAS, as numpy ships it) splits a matrix-vector product over
+    all cores and then spin-waits: at 10k×384 that costs ~3.6 ms of the caller's time and ~7 ms
+    of CPU instead of ~0.6 ms on one thread, and the spinning threads take the core the
+    keyword channels' SQLite queries need. A recall is one small product; one thread is faster.
+    ``einsum`` without ``optimize`` runs numpy's own single-threaded SIMD loop (same results to
+    float32 rounding, as fast as single-threaded BLAS at 384-d).
+    """
+    return np.einsum("ij,j->i", matrix, query)
+
+
+class VectorIndex:
+    """Vectors of ``table`` ('memories' or 'episodes') for one model id and dimension."""
+
+    def __init__(
+        self,
+        table: str,
+        model_id: str,
+        dimension: int,
+        *,
+        keep_vectors: bool = True,
+        exact_below: int = EXACT_BELOW,
+    ) -> None:
+        if table not in VECTOR_TABLES:
+            raise ValueError(f"no vector index for table {table!r}")
+        self.table = table
+        self.keep_vectors = keep_vectors  # hold the float32 rows too (else they are read from the file)
+        # Fewer candidates than this are scored exactly in float32 at once (with a float32 copy at hand).
+        self.exact_below = exact_below
+        self.model_id = model_id
+        self.dimension = dimension
+        self._lock = threading.Lock()
+        self._codes: dict[str, int] = {}
+        self._generation: int | None = None
+        self._max_seen_id = 0
+        self._seen_seq = 0
+        self.reloads = 0
+        self.patched = 0  # rows applied from the change log (for tests and benchmarks)
+        self._reset(0)
+
+    # -- storage of the columns -----------------------------------------------------------------
+
+    def _reset(self, capacity: int) -> None:
+        self._n = 0  # positions in use (live or holes)
+        self._live_count = 0
+        self._vectors = np.zeros((capacity if self.keep_vectors else 0, self.dimension), dtype=np.float32)
+        self._int8 = np.zeros((capacity, self.dimension), dtype=np.int8)
+        self._scales = np.zeros(capacity, dtype=np.float32)
+        self._ids = np.zeros(capacity, dtype=np.int64)
+        self._axes = np.zeros((3, capacity), dtype=np.int32)  # agent, project, channel codes
+        self._live = np.zeros(capacity, dtype=bool)
+        self._ordered = True  # ids ascend with position (false after a back-filled old row)
+        self._positions: dict[int, int] | None = None  # id -> position, built on first change
+
+    def _reserve(self, extra: int) -> None:
+        need = self._n + extra
+        capacity = self._ids.shape[0]
+        if need <= capacity:
+            return
+        grown = max(need, capacity + capacity // 8 + 1024)
+        if self.keep_vectors:
+            vectors = np.zeros((grown, self.dimension), dtype=np.float32)
+            vectors[: self._n] = self._vectors[: self._n]
+            self._vectors = vectors
+        codes = np.zeros((grown, self.dimension), dtype=np.int8)
+        codes[: self._n] = self._int8[: self._n]
+        self._int8 = codes
+        self._scales = np.concatenate([self._scales[: self._n], np.zeros(grown - self._n, dtype=np.float32)])
+        self._ids = np.concatenate([self._ids[: self._n], np.zeros(grown - self._n, dtype=np.int64)])
+        axes = np.zeros((3, grown), dtype=np.int32)
+        axes[:, : self._n] = self._axes[:, : self._n]
+        self._axes = axes
+        self._live = np.concatenate([self._live[: self._n], np.zeros(grown - self._n, dtype=bool)])
+
+    def __len__(self) -> int:
+        return self._live_count
+
+    def _code(self, value: str) -> int:
+        code = self._codes.get(value)
+        if code is None:
+            code = len(self._codes)
+            self._codes[value] = code
+        return code
+
+    def _append(self, rows: list[VectorRow]) -> None:
+        if not rows:
+            return
+        self._reserve(len(rows))
+        start, end = self._n, self._n + len(rows)
+        block = np.frombuffer(b"".join(r[4] for r in rows), dtype="<f4").reshape(len(rows), self.dimension)
+        if self.keep_vectors:
+            self._vectors[start:end] = block
+        self._int8[start:end], self._scales[start:end] = quantize(block)
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if start and self._ordered and int(ids[0]) < int(self._ids[start - 1]):
+            self._ordered = False
+        self._ids[start:end] = ids
+        self._axes[0, start:end] = np.fromiter(
+            (self._code(r[1]) for r in rows), dtype=np.int32, count=len(rows)
+        )
+        self._axes[1, start:end] = np.fromiter(
+            (self._code(r[2]) for r in rows), dtype=np.int32, count=len(rows)
+        )
+        self._axes[2, start:end] = np.fromiter(
+            (self._code(r[3]) for r in rows), dtype=np.int32, count=len(rows)
+        )
+        self._live[start:end] = True
+        if self._positions is not None:
+            for offset, row_id in enumerate(ids.tolist()):
+                self._positions[row_id] = start + offset
+        self._n = end
+        self._live_count += len(rows)
+
+    def _position_map(self) -> dict[int, int]:
+        if self._positions is None:
+            live = np.flatnonzero(self._live[: self._n])
+            self._positions = dict(zip(self._ids[live].tolist(), live.tolist(), strict=True))
+        return self._positions
+
+    # -- keeping in step ------------------------------------------------------------------------
+
+    def sync(self, feed: SqliteVectorFeed) -> None:
+        """Bring the index up to date with the store (call inside one read snapshot)."""
+        state = feed.state(self.table)
+        with self._lock:
+            missed_log = state.oldest_change > self._seen_seq + 1
+            if self._generation != state.generation or missed_log:
+                self._full_load(feed)
+            elif state.change_seq > self._seen_seq:
+                changed = feed.changed_since(self.table, self._seen_seq)
+                # Changed rows above max_seen_id arrive with the append below.
+                changed = [i for i in changed if i <= self._max_seen_id]
+                if len(changed) * _RELOAD_FRACTION > max(self._live_count, 1) and len(changed) > 64:
+                    self._full_load(feed)
+                else:
+                    self._patch(feed, changed)
+            self._generation = state.generation
+            self._seen_seq = state.change_seq
+            if state.max_id > self._max_seen_id:
+                self._load_after(feed, self._max_seen_id)
+                self._max_seen_id = state.max_id
+
+    def _full_load(self, feed: SqliteVectorFeed) -> None:
+        self._reset(0)
+        self._max_seen_id = 0  # the append step of sync loads every row
+        self.reloads += 1
+
+    def _load_after(self, feed: SqliteVectorFeed, after_id: int) -> None:
+        while True:
+            rows = feed.rows_after(self.table, after_id, self.model_id, self.dimension, _PAGE)
+            self._append(rows)
+            if len(rows) < _PAGE:
+                return
+            after_id = rows[-1][0]
+
+    def _patch(self, feed: SqliteVectorFeed, changed: list[int]) -> None:
+        if not changed:
+            return
+        positions = self._position_map()
+        current = {r[0]: r for r in feed.rows_by_id(self.table, changed, self.model_id, self.dimension)}
+        fresh: list[VectorRow] = []
+        for row_id in changed:
+            pos = positions.get(row_id)
+            row = current.get(row_id)
+            if row is None:  # deleted, or no longer a vector of this model
+                if pos is not None:
+                    self._live[pos] = False
+                    del positions[row_id]
+                    self._live_count -= 1
+            elif pos is None:  # back-filled: a row this index has not held
+                fresh.append(row)
+            else:
+                vector = np.frombuffer(row[4], dtype="<f4")
+                if self.keep_vectors:
+                    self._vectors[pos] = vector
+                codes, scales = quantize(vector[None, :])
+                self._int8[pos], self._scales[pos] = codes[0], scales[0]
+                self._axes[:, pos] = (self._code(row[1]), self._code(row[2]), self._code(row[3]))
+        self._append(sorted(fresh))
+        self.patched += len(changed)
+        if self._n - self._live_count > max(1024, self._n // 4):
+            self._compact()
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._live[: self._n])
+        order = keep[np.argsort(self._ids[keep], kind="stable")]
+        if self.keep_vectors:
+            self._vectors = np.ascontiguousarray(self._vectors[order])
+        self._int8 = np.ascontiguousarray(self._int8[order])
+        self._scales = self._scales[order].copy()
+        self._ids = self._ids[order].copy()
+        self._axes = np.ascontiguousarray(self._axes[:, order])
+        self._live = np.ones(order.size, dtype=bool)
+        self._n = self._live_count = int(order.size)
+        self._ordered = True
+        self._positions = None
+
+    # -- search ---------------------------------------------------------------------------------
+
+    def _mask(self, scope: Scope) -> np.ndarray:
+        """Live rows that pass every test of ``scope`` (the rule of ``storage.scope``, on the axis codes)."""
+        n = self._n
+        mask = self._live[:n].copy()
+        for test in scope.tests():
+            column = self._axes[AXIS_COLUMNS.index(test.column), :n]
+            allowed = sorted({self._codes[v] for v in test.admitted if v in self._codes})
+            if not allowed:  # no row holds an admitted value (or the test admits none)
+                return np.zeros(n, dtype=bool)
+            if len(allowed) == 1:
+                mask &= column == allowed[0]
+            elif len(allowed) == 2:
+                mask &= (column == allowed[0]) | (column == allowed[1])
+            else:
+                mask &= np.isin(column, allowed)
+        return mask
+
+    def search(
+        self,
+        query: np.ndarray,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int | None = None,
+        allowed_ids: Sequence[int] | np.ndarray | None = None,
+        fetch: Fetch | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top ``limit`` (id, cosine) among rows in scope (the ``window`` most recent when set).
+
+        Ties break on the higher (newer) id so results are deterministic. ``fetch`` reads float32 rows
+        from the file; it is needed when the index keeps no float32 copy.
+        """
+        q = np.asarray(query, dtype=np.float32)
+        with self._lock:  # sync patches rows in place; a search never sees half a change
+            n = self._n
+            if limit <= 0 or self._live_count == 0:
+                return []
+            mask = self._mask(scope)
+            if allowed_ids is not None:
+                mask &= np.isin(self._ids[:n], np.asarray(allowed_ids, dtype=np.int64))
+            positions = np.flatnonzero(mask)
+            if window is not None and positions.size > window:
+                if self._ordered:
+                    positions = positions[-window:]
+                else:
+                    newest = np.argpartition(self._ids[positions], positions.size - window)[-window:]
+                    positions = np.sort(positions[newest])
+            if positions.size == 0:
+                return []
+            rescore = rescore_count(limit)
+            if positions.size > (self.exact_below if self.keep_vectors else rescore):
+                positions = self._best_approximate(positions, q, rescore)
+            ids = self._ids[positions].copy()
+            scores = dot(self._vectors[positions], q) if self.keep_vectors else None
+        if scores is None:
+            ids, scores = self._exact_from_file(ids, q, fetch)
+        if scores.size > limit:
+            # Keep everything tied with the limit-th score, then order exactly.
+            kth = np.partition(scores, scores.size - limit)[scores.size - limit]
+            keep = np.flatnonzero(scores >= kth)
+            scores, ids = scores[keep], ids[keep]
+        order = np.lexsort((-ids, -scores))[:limit]
+        return [(int(ids[i]), float(scores[i])) for i in order]
+
+    def _best_approximate(self, positions: np.ndarray, q: np.ndarray, count: int) -> np.ndarray:
+        """The ``count`` positions of ``positions`` with the best int8 scores, every tie at the cut kept."""
+        n = self._n
+        if positions.size * _GATHER_FRACTION < n:
+            approx = approximate(self._int8[positions], self._scales[positions], q)
+        else:
+            approx = approximate(self._int8[:n], self._scales[:n], q)[positions]
+        if approx.size <= count:
+            return positions
+        kth = np.partition(approx, approx.size - count)[approx.size - count]
+        return positions[approx >= kth]
+
+    def _exact_from_file(
+        self, ids: np.ndarray, q: np.ndarray, fetch: Fetch | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if fetch is None:
+            raise ValueError("this vector index keeps no float32 rows: search needs a fetch from the file")
+        blobs = fetch([int(i) for i in ids])
+        found = np.fromiter((i for i in ids.tolist() if i in blobs), dtype=np.int64)
+        if found.size == 0:
+            return found, np.zeros(0, dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs[int(i)] for i in found), dtype="<f4").reshape(found.size, -1)
+        return found, dot(matrix, q)
+
+    def cosines(self, query: np.ndarray, ids: Sequence[int], fetch: Fetch | None = None) -> dict[int, float]:
+        """Cosine of ``query`` with each of ``ids`` that holds a vector of this index's model."""
+        q = np.asarray(query, dtype=np.float32)
+        with self._lock:
+            n = self._n
+            if not ids or self._live_count == 0:
+                return {}
+            live = self._live[:n] & np.isin(self._ids[:n], np.asarray(ids, dtype=np.int64))
+            positions = np.flatnonzero(live)
+            held = self._ids[positions].copy()
+            scores = dot(self._vectors[positions], q) if self.keep_vectors else None
+        if scores is None:
+            held, scores = self._exact_from_file(held, q, fetch)
+        return {int(i): float(v) for i, v in zip(held, scores, strict=True)}
+
+    def agent_rows(self, agent_id: str, fetch: Fetch | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, vectors) of one agent's rows in id order (copies; empty arrays when none)."""
+        empty = np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
+        with self._lock:
+            n = self._n
+            code = self._codes.get(agent_id)
+            if code is None or self._live_count == 0:
+                return empty
+            positions = np.flatnonzero(self._live[:n] & (self._axes[0, :n] == code))
+            order = positions[np.argsort(self._ids[positions], kind="stable")]
+            ids = self._ids[order].copy()
+            if self.keep_vectors:
+                return ids, self._vectors[order].copy()
+        if fetch is None:
+            raise ValueError(
+                "this vector index keeps no float32 rows: agent_rows needs a fetch from the file"
+            )
+        blobs = fetch([int(i) for i in ids])
+        ids = np.fromiter((i for i in ids.tolist() if i in blobs), dtype=np.int64)
+        if ids.size == 0:
+            return empty
+        rows = np.frombuffer(b"".join(blobs[int(i)] for i in ids), dtype="<f4").reshape(ids.size, -1)
+        return ids, rows.copy()
+
+    def agent_counts(self) -> dict[str, int]:
+        """Live rows per agent (a count over the in-memory columns: no database read)."""
+        with self._lock:
+            n = self._n
+            if self._live_count == 0:
+                return {}
+            counts = np.bincount(self._axes[0, :n][self._live[:n]], minlength=len(self._codes) + 1)
+            return {agent: int(counts[code]) for agent, code in self._codes.items() if counts[code]}
+
+
+class VectorIndexes:
+    """The indexes of one ``SqliteStore``, one per table, rebuilt when the active model or dimension changes.
+
+    ``keep_vectors`` (``CPERSONA_VECTOR_FLOAT32``): whether each index holds its float32 rows as well as the
+    int8 codes, or reads the few it rescores from the file.
+    """
+
+    def __init__(self, *, keep_vectors: bool = True) -> None:
+        self._indexes: dict[str, VectorIndex] = {}
+        self._lock = threading.Lock()
+        self.keep_vectors = keep_vectors
+
+    def get(self, table: str, model_id: str, dimension: int) -> VectorIndex:
+        """The index of ``table`` for this model and dimension (a fresh one after a model change)."""
+        with self._lock:
+            index = self._indexes.get(table)
+            if index is None or index.model_id != model_id or index.dimension != dimension:
+                index = VectorIndex(table, model_id, dimension, keep_vectors=self.keep_vectors)
+                self._indexes[table] = index
+            return index
+
+
+class SqliteVectorSearch:
+    """``VectorSearch`` for SQLite: sync the store's in-memory index on this connection, then scan it."""
+
+    __slots__ = ("conn", "indexes")
+
+    def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes) -> None:
+        self.conn = conn
+        self.indexes = indexes
+
+    def synced(self, table: str, model_id: str, dimension: int) -> VectorIndex:
+        """The index of ``table`` for this model, brought up to date on this connection."""
+        index = self.indexes.get(table, model_id, dimension)
+        index.sync(SqliteVectorFeed(self.conn))
+        return index
+
+    def _fetch(self, table: str, model_id: str, dimension: int) -> Fetch:
+        """Reads float32 rows by id on this connection (the snapshot the index was just synced in)."""
+        feed = SqliteVectorFeed(self.conn)
+
+        def fetch(ids: list[int]) -> dict[int, bytes]:
+            return {int(r[0]): r[4] for r in feed.rows_by_id(table, ids, model_id, dimension)}
+
+        return fetch
+
+    def nearest(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int | None,
+        allowed_ids: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top ``limit`` (id, exact cosine) among the ``window`` most recent rows in scope."""
+        index = self.synced(table, query.model_id, query.dimension)
+        fetch = self._fetch(table, query.model_id, query.dimension)
+        return index.search(query.vector, scope, limit, window=window, allowed_ids=allowed_ids, fetch=fetch)
+
+    def cosines(self, table: str, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
+        """Cosine of the query with each of ``ids`` holding a vector of the query's model."""
+        if not ids:
+            return {}
+        index = self.synced(table, query.model_id, query.dimension)
+        return index.cosines(query.vector, ids, self._fetch(table, query.model_id, query.dimension))
+
+    def agent_vectors(
+        self, table: str, model_id: str, dimension: int, agent_id: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, vectors) of one agent's rows with vectors of this model, in id order."""
+        index = self.synced(table, model_id, dimension)
+        return index.agent_rows(agent_id, self._fetch(table, model_id, dimension))
+
+    def agent_counts(self, table: str, model_id: str, dimension: int) -> dict[str, int]:
+        """Rows per agent holding a vector of this model (from the synced in-memory index)."""
+        return self.synced(table, model_id, dimension).agent_counts()
