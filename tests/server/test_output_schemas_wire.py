@@ -2,7 +2,7 @@
 
 ``McpSession.call`` checks each answer against the listed ``outputSchema`` (and fails when
 a tool lists none); this module makes sure all 30 tools are called at least once, on one
-fresh server, each with arguments that succeed, and once each with arguments that fail.
+fresh server per storage engine, each with arguments that succeed, and once each with arguments that fail.
 """
 
 from __future__ import annotations
@@ -11,13 +11,21 @@ from pathlib import Path
 
 import pytest
 from mcp_helpers import SPEC_TOOL_NAMES, mcp_session, server_env, stdio_target
+from pg_cluster import ENGINES, PG_VECTOR_INDEX
 
 pytestmark = pytest.mark.slow
 
 
-def test_every_tool_answers_what_its_output_schema_says(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_every_tool_answers_what_its_output_schema_says(
+    tmp_path: Path, engine_name: str, request: pytest.FixtureRequest
+) -> None:
     agent = "contract"
-    with mcp_session(stdio_target(server_env(tmp_path))) as session:
+    extra: dict[str, str] = {}
+    if engine_name == "postgres":
+        cluster = request.getfixturevalue("pg_cluster")
+        extra = {"CPERSONA_DB_URL": cluster.create(), "CPERSONA_PG_VECTOR_INDEX": PG_VECTOR_INDEX}
+    with mcp_session(stdio_target(server_env(tmp_path, **extra))) as session:
         listed = {tool.name: tool for tool in session.list_tools().tools}
         assert all(listed[name].output_schema for name in SPEC_TOOL_NAMES)
         stored = session.call(
@@ -71,3 +79,5 @@ def test_every_tool_answers_what_its_output_schema_says(tmp_path: Path) -> None:
         for name in SPEC_TOOL_NAMES:  # and each one's failure validates too
             refused = session.call(name, {"no_such_argument": 1})
             assert refused["ok"] is False and refused["error_code"] == "invalid_input", (name, refused)
+    if extra:
+        cluster.drop(extra["CPERSONA_DB_URL"])
