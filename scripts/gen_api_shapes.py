@@ -117,7 +117,12 @@ def generated_section() -> str:
     for method, results in shapes.METHOD_RESULTS.items():
         shown = OR.join(format_type(r) for r in results)
         lines.append(f"| `{method}` | {shown} |")
-    lines += ["", "## Rows", ""]
+    lines += ["", "## Results of the tools that are not methods", ""]
+    lines += ["| MCP tool | returns |", "|---|---|"]
+    for tool, results in shapes.TOOL_ONLY_RESULTS.items():
+        lines.append(f"| `{tool}` | {OR.join(format_type(r) for r in results)} |")
+    lines += ["", f"Every tool may instead answer {format_type(shapes.ToolError)}.", ""]
+    lines += ["## Rows", ""]
     rows: list[type] = []
     for shape in shapes.ROW_SHAPES:
         _nested(shape, rows)
@@ -125,7 +130,7 @@ def generated_section() -> str:
         lines += table(shape)
     lines += ["## Results", ""]
     results_seen: list[type] = list(rows)
-    for results in shapes.METHOD_RESULTS.values():
+    for results in (*shapes.METHOD_RESULTS.values(), *shapes.TOOL_ONLY_RESULTS.values(), (shapes.ToolError,)):
         for shape in results:
             _nested(shape, results_seen)
     for shape in results_seen[len(rows) :]:

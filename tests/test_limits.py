@@ -27,8 +27,9 @@ def test_schemas_spell_the_limits_module_numbers() -> None:
     assert props("list_episodes")["limit"]["maximum"] == limits.LIST_LIMIT_MAX
     assert props("list_episodes")["limit"]["default"] == limits.LIST_EPISODES_LIMIT_DEFAULT
     for tool, arg in (("update_memory", "memory_id"), ("delete_episode", "episode_id")):
-        assert props(tool)[arg]["maximum"] == limits.MAX_ROW_ID
-        assert str(limits.MAX_ROW_ID_DIGITS - 1) in props(tool)[arg]["pattern"]
+        as_integer, as_ref = props(tool)[arg]["anyOf"]  # an id is an integer or a ref string
+        assert as_integer["maximum"] == limits.MAX_ROW_ID
+        assert str(limits.MAX_ROW_ID_DIGITS - 1) in as_ref["pattern"]
 
 
 def test_the_api_refuses_one_past_each_schema_limit(memory: Memory) -> None:

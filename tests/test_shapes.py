@@ -10,11 +10,15 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
 
 import pytest
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 
 from cpersona import shapes
 from cpersona.config import Settings
 from cpersona.errors import Rejected
 from cpersona.memory import Memory
+from cpersona.server.output_schemas import output_schema
+from cpersona.server.schemas import TOOLS_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Memory's public methods that do not return a result dict (agent_notice: a sentence or None).
@@ -82,6 +86,9 @@ def assert_shape(method: str, value: Any, expected: type | None = None) -> None:
     assert expected is None or expected in shapes.METHOD_RESULTS[method]
     found = [problems(value, shape, method) for shape in candidates]
     assert any(not p for p in found), min(found, key=len)
+    if method in TOOLS_BY_NAME:  # the generated outputSchema accepts what the shapes accept
+        error = best_match(Draft202012Validator(output_schema(method)).iter_errors(value))
+        assert error is None, (method, list(error.absolute_path), error.message[:300])
 
 
 def test_the_checker_notices_missing_unknown_and_mistyped_keys() -> None:

@@ -27,6 +27,7 @@ from cpersona import __version__, operating_context
 from cpersona.config import Settings
 from cpersona.server.client_auth import request_client
 from cpersona.server.long_calls import run_cancellable, work_for
+from cpersona.server.output_schemas import output_schema
 from cpersona.server.resources_prompts import SurfaceHandlers
 from cpersona.server.schemas import ToolSpec, build_tools
 from cpersona.work import Work
@@ -72,13 +73,15 @@ def instructions(settings: Settings) -> str:
 
 
 def tool_list(specs: tuple[ToolSpec, ...]) -> list[types.Tool]:
-    """The registry as MCP ``Tool`` objects (annotations come from ``ToolSpec.annotations``)."""
+    """The registry as MCP ``Tool`` objects (annotations come from ``ToolSpec.annotations``, the
+    output schema from the tool's result shapes: cpersona/server/output_schemas.py)."""
     return [
         types.Tool(
             name=spec.name,
             title=spec.title or None,
             description=spec.description,
             input_schema=spec.input_schema,
+            output_schema=output_schema(spec.name),
             annotations=types.ToolAnnotations.model_validate(spec.annotations()),
         )
         for spec in specs

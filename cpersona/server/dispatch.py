@@ -86,6 +86,10 @@ def _describe(error: ValidationError, tool: str) -> str:
         names = ", ".join(repr(e[:60]) for e in extras[:5])
         scope = f"in '{path}' " if path else ""
         return f"unknown argument {names} {scope}for tool {tool}; allowed: {', '.join(allowed) or 'none'}"
+    if kind == "anyOf" and all("type" in branch for branch in error.validator_value):
+        # The schemas spell "one of these types" as anyOf (portable JSON Schema): name the types.
+        expected_text = " or ".join(str(branch["type"]) for branch in error.validator_value)
+        return f"{where} must be of type {expected_text}, got {_json_type(error.instance)}"
     if kind == "type":
         expected = error.validator_value
         expected_text = " or ".join(expected) if isinstance(expected, list) else str(expected)

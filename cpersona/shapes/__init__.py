@@ -70,6 +70,14 @@ from cpersona.shapes.operations import (  # noqa: F401 - re-exported: the public
     StatsResult,
     VectorWindow,
 )
+from cpersona.shapes.process import (  # noqa: F401 - re-exported: the public names live here
+    CheckUpdateResult,
+    OperatingContextResult,
+    PauseResult,
+    PersistenceState,
+    ResumeResult,
+    ToolError,
+)
 from cpersona.shapes.quality import (  # noqa: F401 - re-exported: the public names live here
     CalibrateResult,
     CalibrateThresholdResult,
@@ -139,6 +147,15 @@ METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "calibrate": (CalibrateResult,),
     "set_recall_precision": (RecallPrecisionResult,),
     "get_recall_precision": (RecallPrecisionResult,),
+}
+
+#: The MCP tools that are not ``Memory`` methods (the other tools return their method's shapes).
+TOOL_ONLY_RESULTS: dict[str, tuple[type, ...]] = {
+    "pause_persistence": (PauseResult,),
+    "resume_persistence": (ResumeResult,),
+    "persistence_status": (PersistenceState,),
+    "get_operating_context": (OperatingContextResult,),
+    "check_update": (CheckUpdateResult,),
 }
 
 #: Row shapes, documented before the results.

@@ -194,5 +194,8 @@ class MigrateChannelAxisResult(TypedDict):
     collisions: Annotated[int, "Moves refused because the target already holds the row."]
     locked: Annotated[int, "Locked rows left alone."]
     targets: Annotated[dict[str, int], "Rows per target channel."]
-    examples: Annotated[list[dict[str, Any]], "A few moves, for review."]
+    examples: Annotated[
+        dict[str, list[dict[str, Any]]],
+        "A few rows per counted kind (e.g. unrecoverable: [{ref, ...}]), for review.",
+    ]
     note: NotRequired[Annotated[str, "Why dry_run was forced (persistence paused)."]]

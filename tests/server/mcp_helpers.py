@@ -92,11 +92,16 @@ def full_env(env: dict[str, str]) -> dict[str, str]:
 
 
 class McpSession:
-    """A sync facade over one async ``mcp.Client`` running in a blocking portal."""
+    """A sync facade over one async ``mcp.Client`` running in a blocking portal.
+
+    Every ``call`` checks the answer against the tool's advertised ``outputSchema`` (from
+    tools/list), failures included, so each wire test is also a contract test of the schemas.
+    """
 
     def __init__(self, portal: Any, client: Any) -> None:
         self.portal = portal
         self.client = client
+        self._output_validators: dict[str, Any] | None = None
 
     def call_raw(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """The CallToolResult as the MCP client received it."""
@@ -109,7 +114,32 @@ class McpSession:
         payload = json.loads(result.content[0].text)
         assert payload == result.structured_content
         assert bool(result.is_error) == (payload.get("ok") is False)
+        self.check_output(name, payload)
         return payload
+
+    def check_output(self, name: str, payload: dict[str, Any]) -> None:
+        """``payload`` validates against tool ``name``'s ``outputSchema``; a listed tool must have one.
+
+        A tool the server does not list (an unknown name) can only answer a failure.
+        """
+        if self._output_validators is None:
+            from jsonschema import Draft202012Validator
+
+            self._output_validators = {}
+            for tool in self.list_tools().tools:
+                assert tool.output_schema is not None, f"tool {tool.name} declares no outputSchema"
+                self._output_validators[tool.name] = Draft202012Validator(tool.output_schema)
+        validator = self._output_validators.get(name)
+        if validator is None:
+            assert payload.get("ok") is False, f"an unlisted tool {name!r} answered success"
+            return
+        from jsonschema.exceptions import best_match
+
+        error = best_match(validator.iter_errors(payload))
+        where = "/".join(str(part) for part in error.absolute_path) if error is not None else ""
+        assert error is None, (
+            f"{name} answer does not match its outputSchema at {where!r}: {error.message:.300}"
+        )
 
     def list_tools(self) -> Any:
         return self.portal.call(self.client.list_tools)

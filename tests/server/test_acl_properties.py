@@ -67,7 +67,7 @@ def test_a_read_client_never_reaches_another_agent(guarded: Any, tool: str, data
     arguments = data.draw(arguments_for(tool))
     before = rows_of_b(cfg.db_path)
     response = dispatch_tool(memory, cfg, tool, arguments, READER)
-    check_response(response)
+    check_response(response, tool)
     assert rows_of_b(cfg.db_path) == before, (tool, arguments, response)
     text = json.dumps(response, ensure_ascii=False)
     assert "seed b" not in text and "profile of b" not in text and "episode of b" not in text, (

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from mcp_helpers import SPEC_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target, unique
 from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
+from strict_schema import strict_problems
 
 from cpersona.server.schemas import tool_names
 
@@ -81,6 +82,10 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
     for tool in tools.values():
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name
+        # What a strict client (Ajv strict, the inspector) would refuse, on the wire as listed.
+        assert strict_problems(schema) == [], tool.name
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object", tool.name
+        assert strict_problems(tool.output_schema) == [], tool.name
         assert tool.description and len(tool.description) > 40, tool.name
         hints = tool.annotations
         assert hints is not None, tool.name

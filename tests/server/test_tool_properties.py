@@ -10,6 +10,7 @@ the database exactly as it was.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from pathlib import Path
@@ -18,10 +19,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.server.dispatch import dispatch_tool
+from cpersona.server.output_schemas import output_schema
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME
 
 TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks")
@@ -209,7 +213,14 @@ def snapshot(db_path: Path) -> dict[str, list[tuple[Any, ...]]]:
         conn.close()
 
 
-def check_response(response: Any) -> None:
+@functools.cache
+def _output_validator(tool: str) -> Draft202012Validator:
+    return Draft202012Validator(output_schema(tool))
+
+
+def check_response(response: Any, tool: str | None = None) -> None:
+    """A clean answer: ok, a non-empty error on failure, strict JSON; and, for a known ``tool``, an
+    answer its advertised outputSchema accepts (failures included)."""
     assert isinstance(response, dict)
     assert isinstance(response.get("ok"), bool), response
     if response["ok"]:
@@ -218,6 +229,9 @@ def check_response(response: Any) -> None:
         assert isinstance(response.get("error"), str) and response["error"].strip(), response
     # Strict JSON that encodes as UTF-8: no NaN, no lone surrogates.
     json.dumps(response, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    if tool in TOOLS_BY_NAME:
+        error = best_match(_output_validator(tool).iter_errors(response))
+        assert error is None, (tool, list(error.absolute_path), error.message[:300], response)
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +258,7 @@ def _run(seeded: Any, tool: str, arguments: Any) -> None:
     memory, cfg = seeded
     before = snapshot(cfg.db_path)
     response = dispatch_tool(memory, cfg, tool, arguments)
-    check_response(response)
+    check_response(response, tool)
     if not response["ok"]:
         assert snapshot(cfg.db_path) == before, (tool, arguments, response)
 
@@ -269,7 +283,7 @@ def test_any_name_and_any_json_answer_cleanly(seeded: Any, name: str, arguments:
     memory, cfg = seeded
     before = snapshot(cfg.db_path)
     response = dispatch_tool(memory, cfg, name, arguments)
-    check_response(response)
+    check_response(response, name)
     if name not in TOOLS_BY_NAME:
         assert response["ok"] is False and response["error_code"] == "unknown_tool"
     if not response["ok"]:
@@ -288,7 +302,7 @@ def test_any_name_and_any_json_answer_cleanly(seeded: Any, name: str, arguments:
 def test_huge_queries_are_answered(seeded: Any, query: str) -> None:
     memory, cfg = seeded
     response = dispatch_tool(memory, cfg, "recall", {"agent_id": "a", "query": query, "limit": 100})
-    check_response(response)
+    check_response(response, "recall")
 
 
 @pytest.mark.parametrize(
@@ -297,5 +311,5 @@ def test_huge_queries_are_answered(seeded: Any, query: str) -> None:
 def test_fts_syntax_never_errors(seeded: Any, query: str) -> None:
     memory, cfg = seeded
     response = dispatch_tool(memory, cfg, "recall", {"agent_id": "a", "query": query})
-    check_response(response)
+    check_response(response, "recall")
     assert response["ok"] is True, response

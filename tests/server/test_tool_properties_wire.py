@@ -82,7 +82,7 @@ def answered_cleanly(call: Caller, tool: str, arguments: dict[str, Any]) -> None
         assert reply["error"]["code"] != INTERNAL_ERROR, reply
         return
     payload = json.loads(reply["result"]["content"][0]["text"])
-    check_response(payload)
+    check_response(payload, tool)
     assert payload.get("error_code") != "internal", (tool, arguments, payload)
 
 

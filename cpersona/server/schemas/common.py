@@ -71,14 +71,25 @@ def list_limit_schema(default: int) -> dict[str, Any]:
 
 
 def row_id_schema(kind: str, prefix: str) -> dict[str, Any]:
-    # "minimum" only constrains integers and "pattern" only strings, so one schema accepts both forms.
+    # One branch per form, so each keyword sits beside the one type it constrains (strict validators
+    # refuse "minimum" or "pattern" next to a type array).
     return {
-        "type": ["integer", "string"],
-        "minimum": 1,
-        "maximum": MAX_ROW_ID,
-        "pattern": f"^{prefix}:[1-9][0-9]{{0,{MAX_ROW_ID_DIGITS - 1}}}$",
+        "anyOf": [
+            {"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID},
+            {"type": "string", "pattern": f"^{prefix}:[1-9][0-9]{{0,{MAX_ROW_ID_DIGITS - 1}}}$"},
+        ],
         "description": f"The {kind} id: an integer, or its ref string '{prefix}:<id>'.",
     }
+
+
+def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A value of any of ``types`` as portable JSON Schema: ``anyOf`` of single-type schemas.
+
+    Type arrays (``"type": ["string", "number"]``) mean the same, but strict validators (Ajv strict
+    mode, the MCP inspector's strict check) refuse them. A dict is taken as a whole branch.
+    """
+    branches = [{"type": t} if isinstance(t, str) else t for t in types]
+    return {"anyOf": branches, **extra}
 
 
 AGENT_ID = string_schema(
@@ -101,10 +112,11 @@ CHANNEL_WRITE = string_schema(
     "Channel (e.g. a chat room or tool name) to file the row under; omitted stores ''."
 )
 USER_ID = string_schema("Whose profile, when one agent serves several users; default ''.", default="")
-TIMESTAMP = {
-    "type": ["string", "number"],
-    "description": "When it happened: ISO-8601 (naive times are taken as UTC) or Unix seconds.",
-}
+TIMESTAMP = one_of_types(
+    "string",
+    "number",
+    description="When it happened: ISO-8601 (naive times are taken as UTC) or Unix seconds.",
+)
 
 
 #: recall's time cue (retrieval/time_cue.py; docs/retrieval.md "Time cues").
@@ -124,16 +136,18 @@ TIME_CUE: dict[str, Any] = {
             "'3 days ago', 'in May 2023', '8 May 2023', '2023-05', '先週', '昨日', '2023年5月'. "
             "Not with start/end."
         ),
-        "start": {
-            "type": ["string", "number"],
-            "description": "Period start: a date '2023-05-01' (from its start), '2023-05', '2023', an "
+        "start": one_of_types(
+            "string",
+            "number",
+            description="Period start: a date '2023-05-01' (from its start), '2023-05', '2023', an "
             "ISO-8601 time (naive = UTC) or Unix seconds.",
-        },
-        "end": {
-            "type": ["string", "number"],
-            "description": "Period end, included: a date '2023-05-31' (through its end), '2023-05', "
+        ),
+        "end": one_of_types(
+            "string",
+            "number",
+            description="Period end, included: a date '2023-05-31' (through its end), '2023-05', "
             "'2023', an ISO-8601 time or Unix seconds. Not before start.",
-        },
+        ),
         "certainty": {
             "type": "string",
             "enum": ["sure", "likely", "vague"],
@@ -141,11 +155,12 @@ TIME_CUE: dict[str, Any] = {
             "description": "sure = filter to the period; likely = boost rows in it; vague = a milder, "
             "wider boost.",
         },
-        "now": {
-            "type": ["string", "number"],
-            "description": "What relative phrases count from (ISO-8601 with your offset, so 'yesterday' "
+        "now": one_of_types(
+            "string",
+            "number",
+            description="What relative phrases count from (ISO-8601 with your offset, so 'yesterday' "
             "is your yesterday, or Unix seconds); default the server's current time, UTC.",
-        },
+        ),
     },
     "additionalProperties": False,
 }
@@ -175,16 +190,20 @@ RECALL_SCOPE: dict[str, Any] = {
     "project_id": PROJECT_ID_READ,
 }
 
-SOURCE_SCHEMA = {
-    "description": "Who said it: {type, id, name} (e.g. {type: 'user', id: 'U123', name: 'Ana'}) or that object as JSON text.",
-    "type": ["object", "string"],
-    "properties": {
-        "type": {"type": "string"},
-        "id": {"type": ["string", "integer"]},
-        "name": {"type": "string"},
+SOURCE_SCHEMA = one_of_types(
+    {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"},
+            "id": one_of_types("string", "integer"),
+            "name": {"type": "string"},
+        },
     },
-}
-METADATA_SCHEMA = {
-    "description": "Free-form JSON object (or its JSON text) kept with the memory; size-capped, refused when too big.",
-    "type": ["object", "string"],
-}
+    "string",
+    description="Who said it: {type, id, name} (e.g. {type: 'user', id: 'U123', name: 'Ana'}) or that object as JSON text.",
+)
+METADATA_SCHEMA = one_of_types(
+    "object",
+    "string",
+    description="Free-form JSON object (or its JSON text) kept with the memory; size-capped, refused when too big.",
+)

@@ -27,6 +27,7 @@ from cpersona.server.schemas.common import (
     bool_schema,
     list_limit_schema,
     object_schema,
+    one_of_types,
     row_id_schema,
     string_schema,
     thousands,
@@ -60,10 +61,11 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "agent_id": AGENT_ID,
                     "message": object_schema(
                         {
-                            "id": {
-                                "type": ["string", "integer"],
-                                "description": "Your stable message id; a second store with the same id is skipped.",
-                            },
+                            "id": one_of_types(
+                                "string",
+                                "integer",
+                                description="Your stable message id; a second store with the same id is skipped.",
+                            ),
                             "content": string_schema(
                                 "The text to remember. Write it so it stands alone later."
                             ),
@@ -105,12 +107,12 @@ def tools(settings: Settings) -> list[ToolSpec]:
             input_schema=object_schema(
                 {
                     **RECALL_SCOPE,
-                    "exclude_contents": {
-                        "type": ["array", "string"],
-                        "items": {"type": "string"},
-                        "description": "Texts you already have (e.g. in your context); rows starting with "
+                    "exclude_contents": one_of_types(
+                        {"type": "array", "items": {"type": "string"}},
+                        "string",
+                        description="Texts you already have (e.g. in your context); rows starting with "
                         "one of them, or that one of them starts with, are left out.",
-                    },
+                    ),
                     "source_id": string_schema(
                         "Only rows whose source.id starts with this (episodes are skipped unless channel is set)."
                     ),
@@ -209,11 +211,11 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 {
                     "agent_id": AGENT_ID,
                     "summary": string_schema("What happened, what was decided, what is still open."),
-                    "keywords": {
-                        "type": ["array", "string"],
-                        "items": {"type": "string"},
-                        "description": "Search keywords (list, or one comma-separated string).",
-                    },
+                    "keywords": one_of_types(
+                        {"type": "array", "items": {"type": "string"}},
+                        "string",
+                        description="Search keywords (list, or one comma-separated string).",
+                    ),
                     "resolved": bool_schema("True when the session's issue was resolved."),
                     "history": {
                         "type": "array",
