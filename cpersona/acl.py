@@ -1,4 +1,4 @@
-"""The ACL file (``CPERSONA_ACL_FILE``, SPEC §9): named HTTP clients, token hashes, per-agent grants.
+"""The ACL file (``CPERSONA_ACL_FILE``, docs/architecture.md#access-control-http-with-an-acl-file): named HTTP clients, token hashes, per-agent grants.
 
 Format (TOML)::
 

@@ -1,8 +1,8 @@
 """Every setting the server reads, in one typed place: the settings table.
 
 Each field of ``Settings`` is one row of the table: its type (a ``Literal`` for a
-choice), its default, and a ``setting(...)`` that names the environment variable
-(as in SPEC.md), its bounds and its one-line doc. Everything else is derived from
+choice), its default, and a ``setting(...)`` that names the environment variable,
+its bounds and its one-line doc. Everything else is derived from
 those rows: reading the environment (``Settings.from_env``), the checks (both on
 an environment value and on a ``Settings(...)`` built in code), and the README's
 configuration table (``scripts/gen_config_table.py``; tests/test_config.py fails
@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 import platformdirs
 
 APP_NAME = "cpersona"
-#: The model CPERSONA_EMBEDDING_MODEL names when unset (SPEC §7); licence CC BY-NC 4.0.
+#: The model CPERSONA_EMBEDDING_MODEL names when unset (docs/models.md#registry); licence CC BY-NC 4.0.
 DEFAULT_EMBEDDING_MODEL = "jina-v5-nano"
 
 # The choices of the choice settings: the type checker sees them, and so do the checks and the README.

@@ -1,6 +1,6 @@
 """Fixed limits of the public contract, read by both the MCP schemas and the Python API.
 
-Each number here is promised somewhere (SPEC.md, docs/tools.md, a tool schema)
+Each number here is promised somewhere (docs/tools.md, the README, a tool schema)
 and must be the same in the JSON schema an agent sees and in the check the API
 applies. Limits an operator can change are NOT here: they are ``Settings`` fields
 (e.g. ``recall_preview_chars``, ``max_content_length``, ``max_profile_length``).
@@ -13,13 +13,13 @@ from __future__ import annotations
 MAX_ROW_ID = 2**63 - 1
 #: Digits of the largest row id (the ref patterns allow at most this many).
 MAX_ROW_ID_DIGITS = len(str(MAX_ROW_ID))
-#: Largest number of refs one get_contents call accepts (SPEC §5).
+#: Largest number of refs one get_contents call accepts (docs/tools.md#get_contents).
 MAX_REFS_PER_CALL = 20
 #: Longest ref string get_contents looks at ('mem:' plus a 19-digit id fits easily).
 MAX_REF_CHARS = 64
 
 # -- recall ----------------------------------------------------------------------------------
-#: recall ``limit`` range (SPEC §3) and its default.
+#: recall ``limit`` range (docs/tools.md#recall) and its default.
 RECALL_LIMIT_MAX = 100
 RECALL_LIMIT_DEFAULT = 10
 #: Longer queries are cut: no model or trigram search gains from more.
@@ -73,7 +73,7 @@ MAX_ERROR_CHARS = 400
 MAX_MESSAGE_DEPTH = 128
 
 # -- HTTP ------------------------------------------------------------------------------------------
-#: Shortest bearer token HTTP starts with (SPEC §9); shorter secrets are guessable.
+#: Shortest bearer token HTTP starts with (docs/decisions.md#trust-boundary-issue-9); shorter secrets are guessable.
 MIN_TOKEN_CHARS = 16
 #: Largest POST body the wire screen buffers to check (the SDK's own request limit is the same 4 MiB).
 MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024

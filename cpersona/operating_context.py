@@ -1,4 +1,4 @@
-"""The operator's context file (SPEC §5): a TOML file every client is served.
+"""The operator's context file (docs/tools.md#get_operating_context): a TOML file every client is served.
 
 The operator writes ``CPERSONA_OPERATING_CONTEXT_PATH`` (default
 ``~/.cpersona/operating-context.toml``): house rules, who the agents work for,

@@ -1,4 +1,4 @@
-"""The update check (SPEC §9): is a newer cpersona-embedded released, or was this one withdrawn?
+"""The update check (docs/tools.md#check_update, docs/decisions.md#update-check): is a newer cpersona-embedded released, or was this one withdrawn?
 
 At server start a daemon thread asks the package index (PyPI's JSON API) for
 this distribution's releases, at most once per 24 h: the answer (or the
@@ -37,7 +37,7 @@ log = logging.getLogger("cpersona.update_check")
 
 DISTRIBUTION = "cpersona-embedded"
 CACHE_NAME = "update-check.json"
-#: At most one request to the index per this many seconds (SPEC §9: 24 h).
+#: At most one request to the index per this many seconds (24 h: docs/decisions.md#update-check).
 INTERVAL_SECONDS = 24 * 60 * 60
 #: Seconds to wait for the index; offline must be fast.
 TIMEOUT_SECONDS = 3.0

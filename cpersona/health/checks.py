@@ -310,7 +310,7 @@ def _embedding(ctx: HealthContext) -> Outcome:
 
 
 def _operating_context(ctx: HealthContext) -> Outcome:
-    # The file is served to every client; a broken one silently drops the operator's rules (SPEC §5).
+    # The file is served to every client; a broken one silently drops the operator's rules (docs/tools.md#get_operating_context).
     problem = operating_context.problem(ctx.settings)
     out = Outcome(
         details={"path": str(ctx.settings.operating_context_path), "enabled": ctx.settings.operating_context}
@@ -732,7 +732,7 @@ for _check in (
 register(
     Check(
         "operating_context",
-        "the operator's context file parses (SPEC §5)",
+        "the operator's context file parses",
         _operating_context,
         row_level=False,
     )

@@ -1,4 +1,4 @@
-"""The process-wide persistence switch (SPEC §5 session controls).
+"""The process-wide persistence switch (docs/tools.md#pause_persistence, docs/decisions.md#session-controls).
 
 ``pause_persistence(ttl_seconds)`` stops this server process from writing to
 the database for a while: ``store`` answers ``result: skipped, persisted:
@@ -137,7 +137,7 @@ class PersistenceSwitch:
             raise PersistencePaused(f"{action} not performed: {self.reason()}")
 
     def store_skipped(self) -> dict[str, Any]:
-        """The ``store`` answer while paused (SPEC §5: skipped, ``persisted: false``)."""
+        """The ``store`` answer while paused (skipped, ``persisted: false``; docs/tools.md#pause_persistence)."""
         return {"ok": True, "result": "skipped", "persisted": False, "reason": self.reason()}
 
     def effective_fix(self, fix: bool) -> tuple[bool, str | None]:
@@ -153,7 +153,7 @@ class PersistenceSwitch:
         return dry_run, None
 
 
-#: The one switch of this process. Every Memory in the process obeys it (SPEC: "process-wide").
+#: The one switch of this process. Every Memory in the process obeys it (process-wide: docs/decisions.md#session-controls).
 PROCESS = PersistenceSwitch()
 
 

@@ -1,4 +1,4 @@
-"""The embedding health state machine and the recall advisory (SPEC §7).
+"""The embedding health state machine and the recall advisory (docs/models.md#embedding-health-and-the-recall-advisory).
 
 States: ``unknown`` (starting, model loading) → ``healthy`` | ``hint``
 (embeddings deliberately off) | ``fault`` (configured but broken). Each

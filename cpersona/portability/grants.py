@@ -1,4 +1,4 @@
-"""ACL grants for what is inside export/import files (SPEC §9: the export folder is no back door).
+"""ACL grants for what is inside export/import files (docs/decisions.md#portability: the export folder is no back door).
 
 Checking only the agent-id arguments let a client copy another agent's export into
 its own agent (issue 17). Under an ACL file two rules hold, in this order:

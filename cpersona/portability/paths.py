@@ -1,4 +1,4 @@
-"""Where export/import files may be, and opening them without a check-then-use race (SPEC §5, §9).
+"""Where export/import files may be, and opening them without a check-then-use race (docs/tools.md#export_memories).
 
 MCP tools may only read and write files under the export directory
 (``CPERSONA_EXPORT_DIR``, default ``<db dir>/exports``, created on first use);

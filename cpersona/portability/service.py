@@ -213,7 +213,8 @@ class Portability:
         """Move rows off bridge channels onto the channel in their session id; see channel_axis.py."""
         if isinstance(bridge_channels, str):
             raise InvalidInput("bridge_channels must be a list of channel names")
-        dry, note = persistence.effective_dry_run(boolean(dry_run, "dry_run"))  # SPEC §5: forced while paused
+        # Forced while paused (docs/tools.md#pause_persistence).
+        dry, note = persistence.effective_dry_run(boolean(dry_run, "dry_run"))
         result = channel_axis.migrate(
             self.store.maintenance_rows(),
             agent_id=agent_id,

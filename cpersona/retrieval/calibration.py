@@ -1,4 +1,4 @@
-"""Label-free calibration of one agent's corpus (SPEC §5 ``calibrate_threshold``, §6; docs/retrieval.md).
+"""Label-free calibration of one agent's corpus (``calibrate_threshold``; docs/retrieval.md#calibration-calibrate_threshold).
 
 Two calibrations, both from the agent's own data, no labels:
 
@@ -39,7 +39,7 @@ __all__ = ["SCORING_VERSION"]
 
 LEVELS = ("strict", "balanced", "lenient")
 METHODS = ("separation", "percentile", "zscore")
-#: β of sensitivity + β·specificity per precision level (SPEC §5).
+#: β of sensitivity + β·specificity per precision level (docs/retrieval.md#the-precision-knob).
 BETA = {"strict": 2.0, "balanced": 1.0, "lenient": 0.5}
 #: Row-pair vector threshold: default null percentile and z per level.
 ROW_PERCENTILE = {"strict": 99.0, "balanced": 95.0, "lenient": 90.0}

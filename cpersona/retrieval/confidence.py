@@ -1,4 +1,5 @@
-"""Confidence scoring (SPEC §3 step 4, ``CPERSONA_CONFIDENCE_ENABLED``, off by default; docs/retrieval.md).
+"""Confidence scoring (``CPERSONA_CONFIDENCE_ENABLED``, off by default;
+docs/retrieval.md#confidence-scoring-cpersona_confidence_enabled-off-by-default).
 
 Each candidate gets a confidence on the cosine scale::
 

@@ -1,5 +1,5 @@
 """Recall explained in words for people: the sentence an empty or shortened answer carries, and the gate
-and search metadata as one line each (SPEC §6; the MCP response, the CLI and the browser view all use
+and search metadata as one line each (docs/retrieval.md#an-empty-or-shortened-answer-says-why-explanation; the MCP response, the CLI and the browser view all use
 these, so they say the same thing). Pure functions of the response's ``gate`` / ``search`` objects.
 """
 

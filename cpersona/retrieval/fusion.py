@@ -26,7 +26,7 @@ def channel_depth(mode: str, limit: int) -> int:
 
     rsf min-max normalises each channel, so a longer list puts the floor at a
     genuinely irrelevant row and the magnitudes mean more; rrf only gains
-    vector-only tail rows from depth, so it keeps ``limit`` (SPEC §3).
+    vector-only tail rows from depth, so it keeps ``limit`` (docs/retrieval.md#why-rsf-four-channels-depth-30-measured).
     """
     if mode == "rsf":
         return max(limit, RSF_MIN_DEPTH)

@@ -1,4 +1,4 @@
-"""The quality gate (SPEC §3 steps 3–4, §6; design and measurements in docs/retrieval.md).
+"""The quality gate (design and measurements in docs/retrieval.md#quality-gate).
 
 The gate answers one question per query: does anything in this scope answer it at all? It keys on
 evidence with magnitude — the query's best cosine in the scope — never on a rank-fused score (an

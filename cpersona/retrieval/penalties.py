@@ -1,4 +1,4 @@
-"""Score multipliers applied after fusion (SPEC §3 steps 1 and 2)."""
+"""Score multipliers applied after fusion (docs/retrieval.md#after-fusion)."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ class ScoredRow:
         return (-self.score, 0 if self.row["type"] == "memory" else 1, -int(self.row["id"]))
 
     def signal(self) -> str:
-        """What ranking keyed on, by the SPEC's priority confidence > rsf > cosine > rrf."""
+        """What ranking keyed on, by the priority confidence > rsf > cosine > rrf (docs/retrieval.md#after-fusion)."""
         if self.confidence is not None:
             return "confidence"
         if self.cosine_keyed and self.fused.signal == "rrf":
@@ -114,7 +114,7 @@ class ScoredRow:
 
 
 class GateStage(Protocol):
-    """The quality-gate seam (SPEC §3 steps 3–4): ``cpersona.retrieval.gate.QualityGate`` in production."""
+    """The quality-gate seam (docs/retrieval.md#quality-gate): ``cpersona.retrieval.gate.QualityGate`` in production."""
 
     def apply(self, rows: list[ScoredRow], request: RecallRequest, evidence: GateEvidence) -> GateDecision:
         """Return the rows that pass (best first) and what the response says about the gate."""

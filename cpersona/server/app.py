@@ -211,7 +211,7 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
         spec = specs_by_name.get(name)
         return None if spec is None else spec.input_schema
 
-    # Resources, prompts and completions (SPEC §10); their presence declares the capabilities in
+    # Resources, prompts and completions (docs/resources.md); their presence declares the capabilities in
     # initialize. Logging is left out on purpose: docs/decisions.md, "MCP resources and prompts".
     surface = SurfaceHandlers(memory, acl=acl, limiter=limiter)
     return Server(

@@ -1,4 +1,4 @@
-"""HTTP authentication by ACL (SPEC §9): which client sent this request.
+"""HTTP authentication by ACL (docs/architecture.md#access-control-http-with-an-acl-file): which client sent this request.
 
 ``AclMiddleware`` resolves the bearer token of every HTTP request to a named
 client of the ACL file and records it in the ASGI scope; requests without a

@@ -295,7 +295,7 @@ HANDLERS: dict[str, Handler] = {
 }
 
 #: The long tools: they honour a cancel at their batch boundaries and report progress (docs/tools.md).
-#: Export and import also get the caller's reach through files (grants.py: SPEC §9).
+#: Export and import also get the caller's reach through files (grants.py; docs/decisions.md#portability).
 WORK_HANDLERS: dict[str, WorkHandler] = {
     "check_health": lambda memory, settings, a, allowed, work, scope: memory.check_health(
         a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks"), work=work
@@ -404,7 +404,8 @@ def _dispatch(
         return failure(problem, "invalid_input")
     allowed = authorise(client, name, arguments)  # raises Forbidden
     if name in WORK_HANDLERS:
-        scope = FileScope.of(client) if client is not None else None  # grants hold inside files (SPEC §9)
+        # Grants hold inside files (docs/decisions.md#portability).
+        scope = FileScope.of(client) if client is not None else None
         result = WORK_HANDLERS[name](memory, settings, arguments, allowed, work or Work(), scope)
     else:
         result = HANDLERS[name](memory, settings, arguments, allowed)

@@ -1,4 +1,4 @@
-"""The MCP transport's front-door rules (SPEC §9): Host/Origin allow-lists and the bind warning.
+"""The MCP transport's front-door rules (docs/decisions.md#trust-boundary-issue-9): Host/Origin allow-lists and the bind warning.
 
 Kept apart from the transport and from authorisation so each rule is small and testable; token
 strength and bearer parsing are shared with the browser view (``cpersona.http.tokens``). The

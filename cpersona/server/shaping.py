@@ -1,4 +1,4 @@
-"""Response shaping for MCP: preview tier and response budgets (SPEC §3, §5).
+"""Response shaping for MCP: preview tier and response budgets (docs/tools.md#rules-that-apply-to-every-tool).
 
 The Python API always returns full rows; an MCP response lands in an agent's
 context window, so here long texts become previews (a pure prefix plus

@@ -1,7 +1,7 @@
 """The stdio transport: newline-delimited JSON-RPC on this process's stdin/stdout.
 
 Our own reader rather than the SDK's ``stdio_server``: that one drops any line its parser refuses
-(SPEC §9 wants a reply to every request). Each line goes through ``wire.screen``; valid messages
+(every request gets a reply: docs/decisions.md#trust-boundary-issue-9). Each line goes through ``wire.screen``; valid messages
 go to the MCP session, refusals are answered here with a JSON-RPC error.
 
 While serving, fd 0 points at the null device and fd 1 at stderr, so a stray ``print`` in a

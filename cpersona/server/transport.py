@@ -1,4 +1,4 @@
-"""Transports: stdio (default) and streamable HTTP behind a bearer token or an ACL file (SPEC §9).
+"""Transports: stdio (default) and streamable HTTP behind a bearer token or an ACL file (docs/cli.md#cpersona-serve).
 
 In stdio mode stdout carries MCP JSON-RPC and nothing else; logs go to stderr.
 HTTP refuses to start unless it is authenticated or the operator explicitly

@@ -1,4 +1,4 @@
-"""Screening one raw JSON-RPC message before the MCP SDK sees it (SPEC §9: every request gets a reply).
+"""Screening one raw JSON-RPC message before the MCP SDK sees it (every request gets a reply: docs/decisions.md#trust-boundary-issue-9).
 
 The SDK's parser silently drops what it cannot read (a lone surrogate escape, nesting past its
 recursion limit, text that is not JSON): over stdio the client then waits forever. Both transports

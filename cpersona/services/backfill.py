@@ -1,4 +1,4 @@
-"""The queue worker: computes missing vectors in the background (SPEC §8).
+"""The queue worker: computes missing vectors in the background (docs/architecture.md#the-background-queue).
 
 Work comes from ``pending_memory_tasks``. The worker embeds outside the write
 lock, then records the vector and deletes the task in one transaction, only

@@ -120,7 +120,8 @@ class Recaller:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
             notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
-        if record and recalled and not persistence.is_paused():  # bookkeeping is a write too (SPEC §5 pause)
+        # Bookkeeping is a write too (docs/tools.md#pause_persistence).
+        if record and recalled and not persistence.is_paused():
             try:
                 with self.store.write() as ws:
                     ws.memories.mark_recalled(recalled, format_ts(now))

@@ -4,7 +4,7 @@ A resource is addressed by a ``cpersona://`` URI. Agent ids may hold any charact
 included), so they are percent-encoded in one path segment (``quote(agent_id, safe="")``);
 ``resource_uri`` builds the URIs and ``parse_uri`` is its exact inverse, refusing anything else.
 
-Access follows the tools' ACL (SPEC §9): ``allowed_agents`` is the set of agents the caller may
+Access follows the tools' ACL (docs/resources.md#access): ``allowed_agents`` is the set of agents the caller may
 read (None: every agent, as without an ACL). The list shows only those agents; reading another
 agent's resource raises ``Forbidden`` before anything is looked up, so a refusal says nothing
 about whether that agent exists. Every method returns plain JSON-ready dicts; the MCP layer only

@@ -1,5 +1,4 @@
-"""Self-calibration: when an agent is (re)calibrated by itself, in the background (SPEC §6; docs/retrieval.md
-"Self-calibration").
+"""Self-calibration: when an agent is (re)calibrated by itself, in the background (docs/retrieval.md#self-calibration-the-schedule).
 
 The schedule, per agent (counting its memories holding a vector of the active model):
 

@@ -129,7 +129,8 @@ class Writer:
             )
         except InvalidInput as exc:
             raise Rejected(str(exc)) from exc
-        if persistence.is_paused():  # SPEC §5: skipped, persisted: false, nothing written
+        # Paused: skipped, persisted: false, nothing written (docs/tools.md#pause_persistence).
+        if persistence.is_paused():
             return persistence.PROCESS.store_skipped()
 
         duplicate = self.storage.session().memories.find_duplicate(new)

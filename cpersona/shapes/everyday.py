@@ -58,7 +58,7 @@ class RecallSearch(TypedDict):
 
 
 class Advisory(TypedDict):
-    """Present on recall while search is degraded (SPEC §7)."""
+    """Present on recall while search is degraded (docs/models.md#embedding-health-and-the-recall-advisory)."""
 
     degraded: Annotated[bool, "Always true when present."]
     severity: Annotated[str, "'info' (loading, embeddings off) or 'critical' (fault)."]

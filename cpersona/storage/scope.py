@@ -1,4 +1,4 @@
-"""The isolation axes (SPEC §4), written once: every SQL path and every in-memory filter derives from ``tests``.
+"""The isolation axes (docs/architecture.md#the-isolation-rule-written-once), written once: every SQL path and every in-memory filter derives from ``tests``.
 
 | axis       | None        | ''                 | 'X'                         |
 |------------|-------------|--------------------|-----------------------------|
@@ -7,7 +7,7 @@
 | channel    | no filter   | no filter          | channel IN ('X', '')        |
 
 ``agents`` is a further restriction, not an axis: when set (an HTTP client's ACL
-grants, SPEC §9), only rows of those agents are visible, whatever ``agent_id`` says.
+grants, docs/architecture.md#access-control-http-with-an-acl-file), only rows of those agents are visible, whatever ``agent_id`` says.
 An empty set admits nothing.
 
 ``Scope.tests`` states the table above as data (which values each column may hold);

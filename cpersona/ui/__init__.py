@@ -1,4 +1,4 @@
-"""``cpersona ui``: a local browser view of the store (SPEC §10).
+"""``cpersona ui``: a local browser view of the store (docs/cli.md#cpersona-ui).
 
 Server-rendered pages on Starlette + uvicorn (both already carried for the HTTP
 transport), one stylesheet and one small script shipped in ``static/``; nothing is

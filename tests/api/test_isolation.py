@@ -1,4 +1,4 @@
-"""The isolation axes (SPEC §4) on every path."""
+"""The isolation axes (docs/architecture.md#the-isolation-rule-written-once) on every path."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def test_delete_agent_data_removes_only_that_agent(memory: Memory) -> None:
 
 
 def test_allowed_agents_narrow_listings_and_row_edits(memory: Memory) -> None:
-    # An HTTP client's ACL grants reach the API as allowed_agents (SPEC §9).
+    # An HTTP client's ACL grants reach the API as allowed_agents (docs/architecture.md#access-control-http-with-an-acl-file).
     a = memory.store("alice", "alice row")
     b = memory.store("bob", "bob row")
     ep = memory.archive_episode("bob", "bob's session")

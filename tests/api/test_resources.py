@@ -1,4 +1,4 @@
-"""MCP resources in the plain Python API: cpersona:// URIs, the read ACL, pages, completions (SPEC §10)."""
+"""MCP resources in the plain Python API: cpersona:// URIs, the read ACL, pages, completions (docs/resources.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model self-test (SPEC §14): it passes on the right configuration and catches wrong ones.
+"""The model self-test (docs/models.md#self-test): it passes on the right configuration and catches wrong ones.
 
 Every "wrong configuration" case runs the REAL MiniLM int8 model through the
 backend's own embedding paths; only the configuration is broken (a manifest

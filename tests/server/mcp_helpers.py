@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from anyio.from_thread import start_blocking_portal
 
-#: The 30 tools of SPEC §5, written out from the spec (not derived from the registry), in its order.
+#: The 30 tools of the specification (docs/tools.md), written out from it (not derived from the registry), in its order.
 SPEC_TOOL_NAMES = (
     "store",
     "recall",

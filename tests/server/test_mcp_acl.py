@@ -1,4 +1,4 @@
-"""Per-client ACLs over streamable HTTP, through a real server process and real MCP clients (SPEC §9)."""
+"""Per-client ACLs over streamable HTTP, through a real server process and real MCP clients (docs/architecture.md#access-control-http-with-an-acl-file)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Grants hold for data inside export/import files (SPEC §9), over HTTP with real MCP clients.
+"""Grants hold for data inside export/import files (docs/decisions.md#portability), over HTTP with real MCP clients.
 
 The attack of issue 17: an admin exports agent b to ``b-backup.jsonl``; client C (admin on c
 only) tries to copy that file into c, to learn what it holds with a dry run, and to replace

@@ -1,4 +1,4 @@
-"""MCP resources, prompts and completions through real MCP clients, over stdio and HTTP (SPEC §10).
+"""MCP resources, prompts and completions through real MCP clients, over stdio and HTTP (docs/resources.md).
 
 Over HTTP the server runs behind an ACL file: a client granted only agent-a never sees agent-b
 in resources/list or completions, and reading agent-b's resources or getting a prompt for it is

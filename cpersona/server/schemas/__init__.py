@@ -3,7 +3,7 @@
 Descriptions are written for the calling agent: they say what the tool does,
 what it returns and how to use the result. Schemas are what the dispatcher
 validates arguments against, so they must stay accurate. Annotations must be
-truthful (SPEC §5): e.g. ``recall`` is *not* read-only because it records that
+truthful (docs/tools.md#annotations): e.g. ``recall`` is *not* read-only because it records that
 rows were returned, which demotes them for a few minutes.
 
 The tools are grouped by job, one module each; ``build_tools`` joins the groups

@@ -1,4 +1,4 @@
-"""Retrieval quality: calibration and the precision knob (SPEC §5, §6; docs/retrieval.md)."""
+"""Retrieval quality: calibration and the precision knob (docs/retrieval.md#calibration-calibrate_threshold)."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def register_vector(conn: psycopg.Connection[Any]) -> None:
 
 
 def where(scope: Scope, alias: str = "", *, has_channel: bool = True) -> tuple[str, list[str]]:
-    """The isolation rule of ``storage.scope`` (SPEC §4) with PostgreSQL placeholders."""
+    """The isolation rule of ``storage.scope`` (docs/architecture.md#the-isolation-rule-written-once) with PostgreSQL placeholders."""
     return scope.where(POSTGRES, alias, has_channel=has_channel)
 
 

@@ -16,7 +16,7 @@ _CHUNK = 500
 
 
 def where(scope: Scope, alias: str = "", *, has_channel: bool = True) -> tuple[str, list[str]]:
-    """The isolation rule of ``storage.scope`` (SPEC §4) with SQLite placeholders."""
+    """The isolation rule of ``storage.scope`` (docs/architecture.md#the-isolation-rule-written-once) with SQLite placeholders."""
     return scope.where(SQLITE, alias, has_channel=has_channel)
 
 

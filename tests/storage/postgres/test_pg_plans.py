@@ -12,7 +12,7 @@ test fails on a sequential scan of a table holding the agent's rows (memories, e
 postings), on any ILIKE (the per-row pattern match the postings replaced), and on a scan of those
 tables that reads more than 5% of the agent's rows. (A question made only of words shorter than
 3 characters has no trigram term: its LIKE pass reads the rows in scope on both engines, as
-SPEC §3 describes; no question here is one.)
+docs/retrieval.md#retrievers describes; no question here is one.)
 """
 
 from __future__ import annotations
