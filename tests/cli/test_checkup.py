@@ -19,6 +19,7 @@ from pg_cluster import PG_VECTOR_INDEX, PgCluster
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
 from cpersona.memory import Memory
 from cpersona.storage.sqlite.migrations import LATEST_VERSION
 
@@ -132,7 +133,7 @@ def test_report_only_checkup_writes_nothing_beside_a_live_writer(tmp_path: Path)
 
 @pytest.mark.slow
 def test_checkup_fix_queues_and_backfills_null_vectors_with_minilm(
-    tmp_path: Path, minilm_models_dir: Path
+    tmp_path: Path, minilm_models_dir: Path, minilm_backend: OnnxBackend
 ) -> None:
     env = env_for(
         tmp_path,
@@ -140,10 +141,21 @@ def test_checkup_fix_queues_and_backfills_null_vectors_with_minilm(
         CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
         CPERSONA_MODELS_DIR=str(minilm_models_dir),
     )
-    for text in ("The cat sits on the mat.", "The stock market fell sharply."):
-        stored = run(env, "store", "vec", text, "--json")
-        assert json.loads(stored.stdout)["embedded"] is True, stored.stdout + stored.stderr
     db = tmp_path / "memory.db"
+    # Seeded in-process with the session's loaded model (what is under test is checkup, not store).
+    seeding = Settings(
+        db_path=db,
+        models_dir=minilm_models_dir,
+        embedding_mode="onnx",
+        embedding_model="all-minilm-l6-v2",
+        auto_fetch_model=False,
+        update_check=False,
+    )
+    with Memory(seeding, backend=minilm_backend) as memory:
+        assert memory.wait_until_ready(60)
+        for text in ("The cat sits on the mat.", "The stock market fell sharply."):
+            stored = memory.store("vec", text)
+            assert stored["embedded"] is True, stored
     with closing(sqlite3.connect(str(db), isolation_level=None)) as conn:
         conn.execute(
             "UPDATE memories SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL WHERE id = 1"

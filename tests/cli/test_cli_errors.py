@@ -14,7 +14,10 @@ import pytest
 from test_cli_commands import executable, run
 
 from cpersona.cli.main import EXIT_CONFIG
+from cpersona.config import Settings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.listen import EXIT_BIND
+from cpersona.memory import Memory
 
 pytestmark = pytest.mark.slow
 
@@ -60,8 +63,13 @@ def test_reembed_with_an_unsupported_dimension_is_a_configuration_error(
 
 
 def test_reembed_counts_what_it_found_queued(tmp_path: Path, minilm_models_dir: Path) -> None:
-    for i in range(5):
-        assert run(tmp_path, "store", "a", f"row {i}").returncode == 0  # keyword-only: 0 vectors
+    # Seeded in-process, keyword-only (0 vectors): reembed is under test here, store in test_cli_commands.
+    settings = Settings(
+        db_path=tmp_path / "memory.db", embedding_mode="none", update_check=False, auto_fetch_model=False
+    )
+    with Memory(settings, backend=NoEmbeddings(), start_background=False) as memory:
+        for i in range(5):
+            assert memory.store("a", f"row {i}")["result"] == "stored"
     env = {
         "CPERSONA_EMBEDDING_MODE": "onnx",
         "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",

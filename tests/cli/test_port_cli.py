@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 from test_cli_commands import run
 
+from cpersona.config import Settings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.memory import Memory
+
 pytestmark = pytest.mark.slow
 
 
@@ -16,9 +20,14 @@ def test_export_then_import_through_the_cli(tmp_path: Path) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
     dst.mkdir()
-    for i in range(3):
-        assert run(src, "store", "ana", f"cli fact {i}").returncode == 0
-    assert run(src, "store", "zed", "other agent fact").returncode == 0
+    # Seeded in-process: the CLI's export and import are under test here, its store in test_cli_commands.
+    settings = Settings(
+        db_path=src / "memory.db", embedding_mode="none", update_check=False, auto_fetch_model=False
+    )
+    with Memory(settings, backend=NoEmbeddings(), start_background=False) as memory:
+        for i in range(3):
+            assert memory.store("ana", f"cli fact {i}")["result"] == "stored"
+        assert memory.store("zed", "other agent fact")["result"] == "stored"
     out_file = tmp_path / "anywhere" / "ana.jsonl"  # the CLI is not confined to the export dir
     done = run(src, "export", str(out_file), "--agent", "ana")
     assert done.returncode == 0, done.stderr

@@ -3,12 +3,13 @@ real MiniLM model (docs/retrieval.md "The context channel")."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pg_cluster import BOTH_ENGINES
 
@@ -190,22 +191,32 @@ dialogue_rows = st.lists(
 
 
 @BOTH_ENGINES
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(corpus=dialogue_rows, agent=st.sampled_from(["a", "b"]), project=st.sampled_from([None, "", "p"]))
-def test_context_rows_stay_in_scope_and_session(
-    tmp_path_factory, new_db_url, minilm_backend, corpus, agent, project
-) -> None:
+def test_context_rows_stay_in_scope_and_session(tmp_path: Path, new_db_url, minilm_backend) -> None:
     """Random interleavings of agents, projects, channels and sessions: every row recall returns is in
     the caller's scope, and a row lifted by context is in the same session as another row returned (its parent)."""
-    path = tmp_path_factory.mktemp("ctx")
-    with make_memory(path, new_db_url(), minilm_backend) as memory:
-        for who, proj, chan, (text, when) in corpus:
-            memory.store(who, text, project_id=proj, channel=chan, timestamp=when)
-        memory.drain_queue()
-        out = memory.recall(agent, "pottery workshop bowl", project_id=project, limit=30)
-        scope = Scope(agent, project)
-        results = list(reversed(out["results"]))  # best first
-        for i, row in enumerate(results):
-            assert scope.admits(row["agent_id"], row["project_id"], row["channel"]), (scope, row)
-            if "context" in row.get("match_reason", {}):
-                assert any(context.same_session(row, above) for above in results[:i] + results[i + 1 :])
+    # One database and one Memory for all examples (opening a Memory self-tests the model, the costly
+    # part of an example); each example writes under agent ids of its own, so the earlier examples'
+    # rows are other agents' rows, which must stay out of scope too.
+    examples = itertools.count()
+    with make_memory(tmp_path, new_db_url(), minilm_backend) as memory:
+
+        @settings(max_examples=12, deadline=None)
+        @given(
+            corpus=dialogue_rows, agent=st.sampled_from(["a", "b"]), project=st.sampled_from([None, "", "p"])
+        )
+        def check(
+            corpus: list[tuple[str, str, str, tuple[str, str]]], agent: str, project: str | None
+        ) -> None:
+            tag = f"-{next(examples)}"
+            for who, proj, chan, (text, when) in corpus:
+                memory.store(who + tag, text, project_id=proj, channel=chan, timestamp=when)
+            memory.drain_queue()
+            out = memory.recall(agent + tag, "pottery workshop bowl", project_id=project, limit=30)
+            scope = Scope(agent + tag, project)
+            results = list(reversed(out["results"]))  # best first
+            for i, row in enumerate(results):
+                assert scope.admits(row["agent_id"], row["project_id"], row["channel"]), (scope, row)
+                if "context" in row.get("match_reason", {}):
+                    assert any(context.same_session(row, above) for above in results[:i] + results[i + 1 :])
+
+        check()

@@ -97,13 +97,12 @@ def test_serve_asks_the_index_at_most_once_per_day_and_never_when_disabled(tmp_p
         assert len(index.json_requests()) == 1
         assert json.loads((tmp_path / "update-check.json").read_text())["latest"] == "0.9.0"
 
-        _serve_once(tmp_path, index, enabled=True)  # within 24 h: the cache answers
-        assert len(index.json_requests()) == 1
-
+        # Within 24 h the cache answers both the start-up check and check_update (one server for both).
         env = full_env(
             server_env(tmp_path, CPERSONA_UPDATE_CHECK="true", CPERSONA_UPDATE_INDEX_URL=index.url)
         )
         with mcp_session(stdio_target(env)) as session:
+            assert session.call("persistence_status")["ok"] is True
             report = session.call("check_update")
             assert report["ok"] is True and report["cached"] is True
             assert report["latest"] == "0.9.0" and report["newer_available"] is True

@@ -20,6 +20,10 @@ import pytest
 from mcp_helpers import McpSession, cpersona_executable, full_env, http_server, mcp_session, server_env
 from test_mcp_http import TOKEN, authed_transport
 
+from cpersona.config import Settings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.memory import Memory
+
 pytestmark = pytest.mark.slow
 
 
@@ -82,11 +86,12 @@ def stored(session: McpSession, agent: str, content: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_read_only_database(tmp_path: Path, transport: str) -> None:
-    with served(transport, tmp_path) as session:
-        first = stored(session, "ro", "the zebra crossing was repainted")
-        assert first["result"] == "stored"
     db = tmp_path / "memory.db"
-    (tmp_path / "server.log").unlink(missing_ok=True)
+    # Seeded in-process (one server start fewer): the server under test is the one on the read-only file.
+    seeding = Settings(db_path=db, embedding_mode="none", update_check=False, auto_fetch_model=False)
+    with Memory(seeding, backend=NoEmbeddings(), start_background=False) as memory:
+        first = memory.store("ro", "the zebra crossing was repainted")
+        assert first["result"] == "stored"
     with immutable(db), served(transport, tmp_path) as session:
         refused = stored(session, "ro", "a new fact that cannot be written")
         assert refused["ok"] is False and refused["error_code"] == "read_only", refused
