@@ -65,6 +65,12 @@ class SurfaceHandlers:
         return client
 
     @staticmethod
+    def _one_page(params: types.PaginatedRequestParams | None, what: str) -> None:
+        # Static lists have no second page: any cursor is one we never handed out.
+        if params is not None and params.cursor is not None:
+            raise mcp_error(InvalidInput(f"invalid cursor: the {what} list has one page"))
+
+    @staticmethod
     def _allowed(client: Client | None, level: Level = Level.READ) -> frozenset[str] | None:
         return None if client is None else client.agents_at(level)
 
@@ -122,8 +128,7 @@ class SurfaceHandlers:
     ) -> types.ListResourceTemplatesResult:
         """resources/templates/list: static, answered without waiting for the database."""
         self._client(ctx)
-        if params is not None and params.cursor is not None:
-            raise mcp_error(InvalidInput("invalid cursor: the template list has one page"))
+        self._one_page(params, "template")
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
@@ -156,8 +161,7 @@ class SurfaceHandlers:
     ) -> types.ListPromptsResult:
         """prompts/list: every prompt with its declared arguments."""
         self._client(ctx)
-        if params is not None and params.cursor is not None:
-            raise mcp_error(InvalidInput("invalid cursor: the prompt list has one page"))
+        self._one_page(params, "prompt")
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(

@@ -5,12 +5,14 @@ A real MCP client never sends a malformed line, so these speak the protocol by h
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import re
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +106,12 @@ class RawStdio:
             else:
                 self.replies[reply["id"]] = reply
 
+    def call(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send one request and return its reply."""
+        self.send(message)
+        self.wait_for([message["id"]])
+        return self.replies.pop(message["id"])
+
     def close(self) -> str:
         """Close stdin, wait for exit; returns stderr."""
         assert self.proc.stdin is not None
@@ -115,6 +123,18 @@ class RawStdio:
             self.proc.wait()
         self._stderr.close()
         return self.stderr_path.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def stdio_caller(tmp: Path) -> Iterator[RawStdio]:
+    """A handshaken raw stdio server; on exit it is closed and must not have logged a traceback."""
+    raw = RawStdio(tmp)
+    raw.handshake()
+    try:
+        yield raw
+    finally:
+        stderr = raw.close()
+        assert "Traceback" not in stderr, stderr[-3000:]
 
 
 class RawHttp:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_helpers import http_server
-from raw_wire import RawHttp, RawStdio
+from raw_wire import RawHttp, stdio_caller
 
 from cpersona.acl import Level, add_client
 from cpersona.prompts import PROMPTS
@@ -111,20 +111,9 @@ def seed_store(call: Caller) -> None:
 
 @pytest.fixture(scope="module")
 def over_stdio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Caller]:
-    raw = RawStdio(tmp_path_factory.mktemp("res-wire-stdio"))
-    raw.handshake()
-
-    def call(message: dict[str, Any]) -> dict[str, Any]:
-        raw.send(message)
-        raw.wait_for([message["id"]])
-        return raw.replies.pop(message["id"])
-
-    seed_store(call)
-    try:
-        yield call
-    finally:
-        stderr = raw.close()
-        assert "Traceback" not in stderr, stderr[-3000:]
+    with stdio_caller(tmp_path_factory.mktemp("res-wire-stdio")) as raw:
+        seed_store(raw.call)
+        yield raw.call
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_helpers import http_server
-from raw_wire import RawHttp, RawStdio, tool_call
+from raw_wire import RawHttp, stdio_caller, tool_call
 from test_mcp_http import TOKEN
 from test_tool_properties import arguments_for, check_response
 
@@ -42,20 +42,9 @@ def seed(call: Caller) -> None:
 
 @pytest.fixture(scope="module")
 def over_stdio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Caller]:
-    raw = RawStdio(tmp_path_factory.mktemp("wire-stdio"))
-    raw.handshake()
-
-    def call(message: dict[str, Any]) -> dict[str, Any]:
-        raw.send(message)
-        raw.wait_for([message["id"]])
-        return raw.replies.pop(message["id"])
-
-    seed(call)
-    try:
-        yield call
-    finally:
-        stderr = raw.close()
-        assert "Traceback" not in stderr, stderr[-3000:]
+    with stdio_caller(tmp_path_factory.mktemp("wire-stdio")) as raw:
+        seed(raw.call)
+        yield raw.call
 
 
 @pytest.fixture(scope="module")
