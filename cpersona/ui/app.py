@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import anyio
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -74,7 +75,9 @@ class UiApp:
         writable = grants_for_request(request.state).allows("write", agent)
         return pages.View(csrf=request.state.csrf, read_only=self.read_only or not writable)
 
-    def _page(self, request: Request, title: str, body: str, active: str, status: int = 200) -> HTMLResponse:
+    def _page(
+        self, request: Request, title: str, body: Markup, active: str, status: int = 200
+    ) -> HTMLResponse:
         html = layout(
             title,
             body,
@@ -88,8 +91,7 @@ class UiApp:
     def _error(self, request: Request, exc: CPersonaError, back: str | None = None) -> HTMLResponse:
         code = _status(exc)
         kind = exc.code
-        link = f'<p><a href="{pages.esc(back)}">Back</a></p>' if back else ""
-        body = pages.message_box(f"{exc} ({kind})") + link
+        body = pages.error_body(f"{exc} ({kind})", back)
         return self._page(request, "Refused" if code in (401, 403) else "Not done", body, "", status=code)
 
     def _allow(self, request: Request, action: Action, agent: str | None) -> None:
@@ -141,24 +143,31 @@ class UiApp:
 
     def memories(self, request: Request) -> Response:
         """GET /memories: filtered, paged, newest first."""
+        return self._listing(request, episodes=False)
+
+    def episodes(self, request: Request) -> Response:
+        """GET /episodes: filtered, paged, newest first."""
+        return self._listing(request, episodes=True)
+
+    def _listing(self, request: Request, *, episodes: bool) -> Response:
         f = self._filters(request)
+        axes: dict[str, Any] = {"project_id": f.project, "channel": f.channel, "embedded": f.embedded}
         try:
             self._allow(request, "read", f.agent)
-            result = self.memory.browse_memories(
-                f.agent,
-                project_id=f.project,
-                channel=f.channel,
-                locked=f.locked,
-                embedded=f.embedded,
-                offset=f.offset,
-                limit=f.size,
-            )
+            if episodes:
+                result = self.memory.browse_episodes(f.agent, **axes, offset=f.offset, limit=f.size)
+            else:
+                result = self.memory.browse_memories(
+                    f.agent, **axes, locked=f.locked, offset=f.offset, limit=f.size
+                )
         except CPersonaError as exc:
             return self._error(request, exc, "/")
-        body = pages.memories_page(result, f, self._agents(request), self._view(request, f.agent))
+        render_page = pages.episodes_page if episodes else pages.memories_page
+        body = render_page(result, f, self._agents(request), self._view(request, f.agent))
         done = pages.done_box(request.query_params.get("done"))
         notice = pages.agent_notice_box(self._notice(request, f.agent) if not result.get("total") else None)
-        return self._page(request, "Memories", done + notice + body, "/memories")
+        title, path = ("Episodes", "/episodes") if episodes else ("Memories", "/memories")
+        return self._page(request, title, done + notice + body, path)
 
     def _memory_row(self, agent: str, memory_id: str) -> dict[str, Any]:
         found = self.memory.get_contents(agent, [f"mem:{memory_id}"])
@@ -193,26 +202,6 @@ class UiApp:
         return self._page(
             request, f"Episode {row['ref']}", pages.episode_page(row, self._view(request, agent)), "/episodes"
         )
-
-    def episodes(self, request: Request) -> Response:
-        """GET /episodes: filtered, paged, newest first."""
-        f = self._filters(request)
-        try:
-            self._allow(request, "read", f.agent)
-            result = self.memory.browse_episodes(
-                f.agent,
-                project_id=f.project,
-                channel=f.channel,
-                embedded=f.embedded,
-                offset=f.offset,
-                limit=f.size,
-            )
-        except CPersonaError as exc:
-            return self._error(request, exc, "/")
-        body = pages.episodes_page(result, f, self._agents(request), self._view(request, f.agent))
-        done = pages.done_box(request.query_params.get("done"))
-        notice = pages.agent_notice_box(self._notice(request, f.agent) if not result.get("total") else None)
-        return self._page(request, "Episodes", done + notice + body, "/episodes")
 
     def profile(self, request: Request) -> Response:
         """GET /profile?agent=: the agent's profiles."""
@@ -285,17 +274,14 @@ class UiApp:
             content = form.get("content", "")
             if not confirmed:
                 row = self._memory_row(agent, rid)
-                preview = (
-                    f'<h2>Before</h2><pre class="content">{pages.esc(row["content"])}</pre>'
-                    f'<h2>After</h2><pre class="content" data-testid="after">{pages.esc(content)}</pre>'
-                )
                 body = pages.confirm_page(
                     f"Save this change to mem:{rid}?",
-                    preview,
                     "/memory/edit",
                     {**key, "content": content},
                     view,
                     url("/memory", **key),
+                    before=row["content"],
+                    after=content,
                 )
                 return self._page(request, "Confirm edit", body, "/memories")
             self.memory.update_memory(rid, content, agent_id=agent)
@@ -312,11 +298,11 @@ class UiApp:
                 ref = f"{'ep' if episode else 'mem'}:{rid}"
                 body = pages.confirm_page(
                     f"Delete {ref} of {agent}? This cannot be undone.",
-                    f'<pre class="content">{pages.esc(text)}</pre>',
                     "/episode/delete" if episode else "/memory/delete",
                     key,
                     view,
                     url("/episodes", agent=agent) if episode else url("/memory", **key),
+                    before=text,
                 )
                 return self._page(request, "Confirm delete", body, "/episodes" if episode else "/memories")
             if episode:

@@ -9,7 +9,7 @@ score, two or more are not drawn (the numbers are still listed). The trace round
 to 6 places, so a channel whose raw scores are all tiny (bm25 on a handful of rows) cannot be
 normalised back either. Nothing is drawn unless the shares add up to the fused score the
 pipeline reported. Drawings are inline SVG with
-attributes only (the page's CSP forbids inline styles).
+attributes only (the page's CSP forbids inline styles): templates/shares.svg and scale.svg.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cpersona.ui.html import esc
+from markupsafe import Markup
+
+from cpersona.ui.html import NOTHING, render
 
 #: How the channels read on the page.
 CHANNEL_WORDS = {
@@ -84,30 +86,26 @@ def channel_shares(ref: str, trace: dict[str, Any] | None) -> dict[str, float] |
     return shares
 
 
-def shares_svg(shares: dict[str, float]) -> str:
+def shares_svg(shares: dict[str, float]) -> Markup:
     """One small bar per channel: its part of the fused score (label, bar, value and percent)."""
     total = sum(shares.values()) or 1.0
     ordered = sorted(shares.items(), key=lambda kv: -kv[1])
-    row_h, label_w, bar_w, width = 18, 150, 150, 380
-    height = row_h * len(ordered) + 4
-    parts = [
-        f'<svg class="shares" data-testid="channel-shares" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}" role="img" aria-label="each channel\'s share of the fused score" '
-        'xmlns="http://www.w3.org/2000/svg">'
+    row_h, label_w, bar_w = 18, 150, 150
+    rows = [
+        {
+            "name": name,
+            "label": CHANNEL_WORDS.get(name, name),
+            "y": 2 + i * row_h,
+            "part": f"{value / total:.4f}",
+            "fill": f"{bar_w * value / total:.1f}",
+            "value": f"{value:.3f}",
+            "percent": round(100 * value / total),
+        }
+        for i, (name, value) in enumerate(ordered)
     ]
-    for i, (name, value) in enumerate(ordered):
-        y = 2 + i * row_h
-        part = value / total
-        parts.append(
-            f'<g class="share" data-channel="{esc(name)}" data-share="{part:.4f}">'
-            f'<text x="0" y="{y + 13}" class="label">{esc(CHANNEL_WORDS.get(name, name))}</text>'
-            f'<rect class="track" x="{label_w}" y="{y + 3}" width="{bar_w}" height="11"/>'
-            f'<rect class="fill" x="{label_w}" y="{y + 3}" width="{bar_w * part:.1f}" height="11"/>'
-            f'<text x="{label_w + bar_w + 6}" y="{y + 13}" class="value">{value:.3f} · {round(100 * part)}%</text>'
-            "</g>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+    return render(
+        "shares.svg", rows=rows, width=380, height=row_h * len(rows) + 4, label_w=label_w, bar_w=bar_w
+    )
 
 
 def gate_measure(gate: dict[str, Any], reason: dict[str, Any]) -> tuple[str, float] | None:
@@ -126,11 +124,11 @@ def gate_measure(gate: dict[str, Any], reason: dict[str, Any]) -> tuple[str, flo
     return None
 
 
-def gate_scale_svg(gate: dict[str, Any], reason: dict[str, Any]) -> str:
+def gate_scale_svg(gate: dict[str, Any], reason: dict[str, Any]) -> Markup:
     """A 0–1 scale with the gate's threshold as a marker and this row's measure as a dot ('' without a gate)."""
     measure = gate_measure(gate, reason)
     if measure is None:
-        return ""
+        return NOTHING
     what, value = measure
     threshold = float(gate["threshold"])
     # Similarity and confidence live in 0–1; evidence adds the query's word coverage and can pass 1.
@@ -141,21 +139,20 @@ def gate_scale_svg(gate: dict[str, Any], reason: dict[str, Any]) -> str:
     def x(v: float) -> float:
         return left + span * min(1.0, max(0.0, v / top))
 
-    above = value >= threshold
-    anchor_t = "end" if threshold > 0.75 * top else "start"
-    anchor_v = "end" if value > 0.75 * top else "start"
-    return (
-        f'<svg class="scale" data-testid="gate-scale" data-threshold="{threshold:.4f}" data-value="{value:.4f}" '
-        f'viewBox="0 0 {width} 46" width="{width}" height="46" role="img" '
-        f'aria-label="{esc(what)} {value:.3f} against the gate threshold {threshold:.3f}" '
-        'xmlns="http://www.w3.org/2000/svg">'
-        f'<rect class="track" x="{left}" y="20" width="{span}" height="6"/>'
-        f'<rect class="pass" x="{x(threshold):.1f}" y="20" width="{right - x(threshold):.1f}" height="6"/>'
-        f'<line class="threshold" x1="{x(threshold):.1f}" y1="12" x2="{x(threshold):.1f}" y2="34"/>'
-        f'<text class="tick" x="{x(threshold):.1f}" y="10" text-anchor="{anchor_t}">gate {threshold:.3f}</text>'
-        f'<circle class="{"above" if above else "below"}" cx="{x(value):.1f}" cy="23" r="5"/>'
-        f'<text class="tick" x="{x(value):.1f}" y="44" text-anchor="{anchor_v}">{esc(what)} {value:.3f}</text>'
-        f'<text class="tick" x="{left}" y="44" text-anchor="start">{"" if value < 0.12 * top else "0"}</text>'
-        f'<text class="tick" x="{right}" y="44" text-anchor="end">{"" if value > 0.6 * top else f"{top:g}"}</text>'
-        "</svg>"
+    return render(
+        "scale.svg",
+        what=what,
+        value=value,
+        threshold=threshold,
+        width=width,
+        left=left,
+        right=right,
+        span=span,
+        x_t=f"{x(threshold):.1f}",
+        pass_w=f"{right - x(threshold):.1f}",
+        x_v=f"{x(value):.1f}",
+        anchor_t="end" if threshold > 0.75 * top else "start",
+        anchor_v="end" if value > 0.75 * top else "start",
+        low_label="" if value < 0.12 * top else "0",
+        high_label="" if value > 0.6 * top else f"{top:g}",
     )

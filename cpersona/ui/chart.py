@@ -1,6 +1,7 @@
 """The health page's picture: memories stored per day, embedded share stacked, as inline SVG.
 
-Rendered on the server from ``Memory.memory_timeline`` (no JavaScript library). The axis spans
+Rendered on the server from ``Memory.memory_timeline`` (no JavaScript library; the tags are
+templates/timeline.svg). The axis spans
 the data: from the first day with rows to the last, days without rows filled in as zeros (a
 young store is a few bars with their dates, not one bar at the edge of a fixed span). A span
 longer than ``MAX_BARS`` days is grouped into buckets of several days; a short one keeps its
@@ -13,7 +14,9 @@ import math
 from datetime import date, timedelta
 from typing import Any
 
-from cpersona.ui.html import esc
+from markupsafe import Markup
+
+from cpersona.ui.html import render
 
 MAX_BARS = 120
 #: The widest a day's slot gets (px in the SVG's own units), and the most bars that each get a date.
@@ -42,57 +45,63 @@ def buckets(days: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:
     return bars
 
 
-def timeline_svg(days: list[dict[str, Any]]) -> str:
-    """An SVG bar chart (or a short note when nothing is stored)."""
+def timeline_svg(days: list[dict[str, Any]]) -> Markup:
+    """An SVG bar chart (or a short note when nothing is stored): geometry here, tags in timeline.svg."""
     bars = buckets(days)
     if not bars:
-        return '<p class="muted" data-testid="chart-empty">No memories stored yet: nothing to draw.</p>'
+        return render("timeline.svg", bars=[])
     top = max(b[2] for b in bars) or 1
     step = min(float(MAX_SLOT), (WIDTH - PAD_LEFT - PAD_RIGHT) / len(bars))
     plot_w, plot_h = step * len(bars), HEIGHT - PAD_BOTTOM - PAD_TOP
-    width = round(max(PAD_LEFT + plot_w + PAD_RIGHT, 240))
     bar_w = min(28.0, max(1.0, step * 0.8))
-    labelled = len(bars) <= LABEL_EVERY_UP_TO
-    parts = [
-        f'<svg class="chart" data-testid="timeline" viewBox="0 0 {width} {HEIGHT}" width="{width}" '
-        f'height="{HEIGHT}" role="img" aria-label="Memories stored per day; darker part embedded" '
-        'xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{PAD_LEFT}" y1="{PAD_TOP + plot_h}" x2="{PAD_LEFT + plot_w:.1f}" y2="{PAD_TOP + plot_h}" class="axis"/>',
-        f'<text x="{PAD_LEFT - 6}" y="{PAD_TOP + 4}" class="tick" text-anchor="end">{top}</text>',
-        f'<text x="{PAD_LEFT - 6}" y="{PAD_TOP + plot_h}" class="tick" text-anchor="end">0</text>',
-    ]
+    base = PAD_TOP + plot_h
+    drawn = []
     for i, (lo, hi, stored, embedded) in enumerate(bars):
-        x = PAD_LEFT + i * step + (step - bar_w) / 2
-        h_all = plot_h * stored / top
-        h_emb = plot_h * embedded / top
-        y_base = PAD_TOP + plot_h
-        label = lo if lo == hi else f"{lo} – {hi}"
-        share = f"{round(100 * embedded / stored)}%" if stored else "-"
-        parts.append(
-            f'<g class="bar" data-day="{esc(lo)}" data-stored="{stored}" data-embedded="{embedded}">'
-            f"<title>{esc(label)}: {stored} stored, {embedded} embedded ({share})</title>"
-            f'<rect class="stored" x="{x:.1f}" y="{y_base - h_all:.1f}" width="{bar_w:.1f}" height="{h_all:.1f}"/>'
-            f'<rect class="embedded" x="{x:.1f}" y="{y_base - h_emb:.1f}" width="{bar_w:.1f}" height="{h_emb:.1f}"/>'
-            "</g>"
+        h_all, h_emb = plot_h * stored / top, plot_h * embedded / top
+        drawn.append(
+            {
+                "day": lo,
+                "stored": stored,
+                "embedded": embedded,
+                "label": lo if lo == hi else f"{lo} – {hi}",
+                "share": f"{round(100 * embedded / stored)}%" if stored else "-",
+                "x": f"{PAD_LEFT + i * step + (step - bar_w) / 2:.1f}",
+                "w": f"{bar_w:.1f}",
+                "y_all": f"{base - h_all:.1f}",
+                "h_all": f"{h_all:.1f}",
+                "y_emb": f"{base - h_emb:.1f}",
+                "h_emb": f"{h_emb:.1f}",
+            }
         )
-    if labelled:  # few bars: each gets its date (month-day; the year is in the tooltip)
-        for i, (lo, _, _, _) in enumerate(bars):
-            centre = PAD_LEFT + i * step + step / 2
-            parts.append(
-                f'<text x="{centre:.1f}" y="{HEIGHT - 8}" class="tick day" text-anchor="middle">{esc(lo[5:])}</text>'
-            )
+    if len(bars) <= LABEL_EVERY_UP_TO:  # few bars: each gets its date (month-day; the year is in the tooltip)
+        ticks: list[dict[str, Any]] = [
+            {
+                "x": f"{PAD_LEFT + i * step + step / 2:.1f}",
+                "css": "tick day",
+                "anchor": "middle",
+                "text": b[0][5:],
+            }
+            for i, b in enumerate(bars)
+        ]
     else:
-        parts.append(f'<text x="{PAD_LEFT}" y="{HEIGHT - 8}" class="tick">{esc(bars[0][0])}</text>')
-        parts.append(
-            f'<text x="{PAD_LEFT + plot_w:.1f}" y="{HEIGHT - 8}" class="tick" text-anchor="end">'
-            f"{esc(bars[-1][1])}</text>"
-        )
-    parts.append("</svg>")
+        ticks = [
+            {"x": PAD_LEFT, "css": "tick", "anchor": "", "text": bars[0][0]},
+            {"x": f"{PAD_LEFT + plot_w:.1f}", "css": "tick", "anchor": "end", "text": bars[-1][1]},
+        ]
     stored_total = sum(b[2] for b in bars)
     embedded_total = sum(b[3] for b in bars)
-    percent = round(100 * embedded_total / stored_total) if stored_total else 0
-    legend = (
-        f'<p class="legend"><span class="key stored"></span> stored <span class="key embedded"></span> embedded · '
-        f'<span data-testid="embedded-share">{embedded_total} of {stored_total} memories embedded ({percent}%)</span></p>'
+    return render(
+        "timeline.svg",
+        bars=drawn,
+        ticks=ticks,
+        width=round(max(PAD_LEFT + plot_w + PAD_RIGHT, 240)),
+        height=HEIGHT,
+        left=PAD_LEFT,
+        right=f"{PAD_LEFT + plot_w:.1f}",
+        base=base,
+        top=top,
+        top_y=PAD_TOP + 4,
+        stored_total=stored_total,
+        embedded_total=embedded_total,
+        percent=round(100 * embedded_total / stored_total) if stored_total else 0,
     )
-    return "".join(parts) + legend
