@@ -40,6 +40,13 @@ class DeepCheck:
     run: Callable[[HealthContext], tuple[list[Finding], dict[str, Any]]]
 
 
+def _sampled(
+    check: str, count: int, refs: list[str], message: str, fix: str
+) -> tuple[list[Finding], dict[str, Any]]:
+    """The report-only finding of a check that counts rows and names a sample of them (none at 0)."""
+    return ([Finding(check, INFO, message, count=count, refs=refs, fix=fix)] if count else []), {}
+
+
 def _anonymous(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
     with ctx.store.read() as s:
@@ -49,37 +56,26 @@ def _anonymous(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
             Finding("anonymous_sources", INFO, f"not applicable on this storage engine: {found.reason}")
         ], {"applicable": False}
     count, ids = found
-    if not count:
-        return [], {}
-    return [
-        Finding(
-            "anonymous_sources",
-            INFO,
-            f"{count} memor(ies) have no source or a source without id/name "
-            "(source_id filters cannot find them)",
-            count=count,
-            refs=[f"mem:{i}" for i in ids],
-            fix="report only: pass message.source {type, id, name} when storing",
-        )
-    ], {}
+    return _sampled(
+        "anonymous_sources",
+        count,
+        [f"mem:{i}" for i in ids],
+        f"{count} memor(ies) have no source or a source without id/name (source_id filters cannot find them)",
+        "report only: pass message.source {type, id, name} when storing",
+    )
 
 
 def _short(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
     with ctx.store.read() as s:
         count, ids = s.health.short_memories(ctx.agent_id, SHORT_CONTENT_CHARS, SAMPLE_REFS)
-    if not count:
-        return [], {}
-    return [
-        Finding(
-            "short_content",
-            INFO,
-            f"{count} memor(ies) shorter than {SHORT_CONTENT_CHARS} characters (little to recall them by)",
-            count=count,
-            refs=[f"mem:{i}" for i in ids],
-            fix="report only: update_memory them with context, or delete_memory",
-        )
-    ], {}
+    return _sampled(
+        "short_content",
+        count,
+        [f"mem:{i}" for i in ids],
+        f"{count} memor(ies) shorter than {SHORT_CONTENT_CHARS} characters (little to recall them by)",
+        "report only: update_memory them with context, or delete_memory",
+    )
 
 
 def _stale_profile(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
@@ -112,18 +108,13 @@ def _orphaned(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
     with ctx.store.read() as s:
         count, ids = s.health.orphaned_episodes(ctx.agent_id, SAMPLE_REFS)
-    if not count:
-        return [], {}
-    return [
-        Finding(
-            "orphaned_episodes",
-            INFO,
-            f"{count} episode(s) summarise a time range with no memory in their scope",
-            count=count,
-            refs=[f"ep:{i}" for i in ids],
-            fix="report only: keep them (summaries still recall) or delete_episode",
-        )
-    ], {}
+    return _sampled(
+        "orphaned_episodes",
+        count,
+        [f"ep:{i}" for i in ids],
+        f"{count} episode(s) summarise a time range with no memory in their scope",
+        "report only: keep them (summaries still recall) or delete_episode",
+    )
 
 
 def _near_duplicates(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:

@@ -89,12 +89,4 @@ def layout(
     title: str, body: str, *, active: str, csrf: str, read_only: bool, authenticated_by_login: bool
 ) -> Markup:
     """The page frame: head, navigation, the read-only banner, the body (markup from ``render``)."""
-    return render(
-        "layout.html",
-        title=title,
-        body=body,
-        active=active,
-        csrf=csrf,
-        read_only=read_only,
-        authenticated_by_login=authenticated_by_login,
-    )
+    return render("layout.html", **locals())  # every argument is a template variable

@@ -209,16 +209,7 @@ def confirm_page(
     after: str | None = None,
 ) -> Markup:
     """The confirmation step every edit (``before`` and ``after``) and delete (``before``) goes through."""
-    return render(
-        "confirm.html",
-        question=question,
-        action=action,
-        fields=fields,
-        view=view,
-        cancel=cancel,
-        before=before,
-        after=after,
-    )
+    return render("confirm.html", **locals())  # every argument is a template variable
 
 
 def profiles_page(agent: str, result: dict[str, Any]) -> Markup:

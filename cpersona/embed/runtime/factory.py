@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from cpersona.config import Settings
 from cpersona.embed.registry import ManifestError, known_model_names, load_manifest
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.http_backend import HttpBackend
-from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.embed.runtime.none_backend import NoEmbeddings, NoModel
 
 if TYPE_CHECKING:
     from cpersona.embed.runtime.onnx_backend import OnnxBackend
@@ -21,7 +18,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class MisconfiguredBackend(EmbeddingBackend):
+class MisconfiguredBackend(NoModel):
     """Stands in for a backend that cannot even be built; ``load()`` reports why.
 
     Construction never raises, so a bad setting becomes a health fault with a
@@ -31,29 +28,12 @@ class MisconfiguredBackend(EmbeddingBackend):
     def __init__(self, mode: str, fault: EmbeddingFault) -> None:
         """Remember the mode it replaces and the fault to report."""
         self.mode = mode
-        self.fault = fault
-
-    def load(self) -> None:
-        """Always raises the stored fault."""
-        raise self.fault
+        self._fault = fault
 
     @property
-    def model_id(self) -> str:
-        """Empty: there is no model."""
-        return ""
-
-    @property
-    def dimension(self) -> int:
-        """Zero: there is no model."""
-        return 0
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Always raises the stored fault."""
-        raise self.fault
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Always raises the stored fault."""
-        raise self.fault
+    def fault(self) -> EmbeddingFault:
+        """The stored fault (why the backend could not be built)."""
+        return self._fault
 
 
 def create_backend(settings: Settings) -> EmbeddingBackend:
