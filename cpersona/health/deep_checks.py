@@ -40,11 +40,34 @@ class DeepCheck:
     run: Callable[[HealthContext], tuple[list[Finding], dict[str, Any]]]
 
 
-def _sampled(
-    check: str, count: int, refs: list[str], message: str, fix: str
-) -> tuple[list[Finding], dict[str, Any]]:
-    """The report-only finding of a check that counts rows and names a sample of them (none at 0)."""
-    return ([Finding(check, INFO, message, count=count, refs=refs, fix=fix)] if count else []), {}
+#: The report-only checks that count rows and name a sample: (what the count says, ref prefix, fix).
+_SAMPLED = {
+    "anonymous_sources": (
+        "memor(ies) have no source or a source without id/name (source_id filters cannot find them)",
+        "mem",
+        "report only: pass message.source {type, id, name} when storing",
+    ),
+    "short_content": (
+        f"memor(ies) shorter than {SHORT_CONTENT_CHARS} characters (little to recall them by)",
+        "mem",
+        "report only: update_memory them with context, or delete_memory",
+    ),
+    "orphaned_episodes": (
+        "episode(s) summarise a time range with no memory in their scope",
+        "ep",
+        "report only: keep them (summaries still recall) or delete_episode",
+    ),
+}
+
+
+def _sampled(check: str, found: tuple[int, list[int]]) -> tuple[list[Finding], dict[str, Any]]:
+    """The finding of a count-and-sample check (none when nothing was counted)."""
+    count, ids = found
+    if not count:
+        return [], {}
+    what, prefix, fix = _SAMPLED[check]
+    refs = [f"{prefix}:{i}" for i in ids]
+    return [Finding(check, INFO, f"{count} {what}", count=count, refs=refs, fix=fix)], {}
 
 
 def _anonymous(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
@@ -55,27 +78,15 @@ def _anonymous(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
         return [
             Finding("anonymous_sources", INFO, f"not applicable on this storage engine: {found.reason}")
         ], {"applicable": False}
-    count, ids = found
-    return _sampled(
-        "anonymous_sources",
-        count,
-        [f"mem:{i}" for i in ids],
-        f"{count} memor(ies) have no source or a source without id/name (source_id filters cannot find them)",
-        "report only: pass message.source {type, id, name} when storing",
-    )
+    return _sampled("anonymous_sources", found)
 
 
 def _short(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
     with ctx.store.read() as s:
-        count, ids = s.health.short_memories(ctx.agent_id, SHORT_CONTENT_CHARS, SAMPLE_REFS)
-    return _sampled(
-        "short_content",
-        count,
-        [f"mem:{i}" for i in ids],
-        f"{count} memor(ies) shorter than {SHORT_CONTENT_CHARS} characters (little to recall them by)",
-        "report only: update_memory them with context, or delete_memory",
-    )
+        return _sampled(
+            "short_content", s.health.short_memories(ctx.agent_id, SHORT_CONTENT_CHARS, SAMPLE_REFS)
+        )
 
 
 def _stale_profile(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
@@ -107,14 +118,7 @@ def _stale_profile(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
 def _orphaned(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
     assert ctx.agent_id is not None
     with ctx.store.read() as s:
-        count, ids = s.health.orphaned_episodes(ctx.agent_id, SAMPLE_REFS)
-    return _sampled(
-        "orphaned_episodes",
-        count,
-        [f"ep:{i}" for i in ids],
-        f"{count} episode(s) summarise a time range with no memory in their scope",
-        "report only: keep them (summaries still recall) or delete_episode",
-    )
+        return _sampled("orphaned_episodes", s.health.orphaned_episodes(ctx.agent_id, SAMPLE_REFS))
 
 
 def _near_duplicates(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
