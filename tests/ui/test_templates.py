@@ -14,8 +14,11 @@ import re
 import tomllib
 from importlib import resources
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cpersona.ui import html, insight, pages
 
@@ -116,3 +119,15 @@ def test_a_plain_string_passed_as_a_body_is_escaped_not_trusted() -> None:
         "t", "<b>bold</b>", active="/", csrf="c", read_only=False, authenticated_by_login=False
     )
     assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["agent", "id", "project", "channel", "offset", "done"]),
+        st.one_of(st.none(), st.text(), st.integers(), st.booleans()),
+    )
+)
+def test_url_is_what_urlencode_makes(params: dict[str, object]) -> None:
+    # url() skips quoting plain values for speed; the string must stay urlencode's.
+    query = urlencode({k: v for k, v in params.items() if v is not None})
+    assert html.url("/memories", **params) == (f"/memories?{query}" if query else "/memories")
