@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpersona.errors import InvalidInput, PersistencePaused
-from cpersona.text import iso_seconds
 from cpersona.shapes.everyday import StorePaused
+from cpersona.text import iso_seconds
 
 #: Longest pause one call may set (24 h): long enough for a working day, short enough to be noticed.
 MAX_TTL_SECONDS = 24 * 60 * 60

@@ -265,7 +265,12 @@ class Writer:
                 self._queue_if_unembedded(session, MEMORIES, rid, blob is not None)
         except DuplicateRow as exc:
             raise InvalidInput("another memory in the same scope already has this content") from exc
-        result: UpdateMemoryResult = {"ok": True, "id": rid, "ref": f"mem:{rid}", "embedded": blob is not None}
+        result: UpdateMemoryResult = {
+            "ok": True,
+            "id": rid,
+            "ref": f"mem:{rid}",
+            "embedded": blob is not None,
+        }
         if truncated:
             result["truncated"] = True
         return result
