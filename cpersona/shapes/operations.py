@@ -149,14 +149,10 @@ class ExportResult(TypedDict):
     ]
 
 
-class ImportResult(TypedDict):
-    """import_memories: what was (or, with dry_run, would be) imported."""
+class ImportTally(TypedDict):
+    """What an import read and wrote so far (import_memories' counts; a cancelled import reports them)."""
 
-    ok: Annotated[Literal[True], "Success (bad lines are reported, not fatal)."]
     dry_run: Annotated[bool, "Nothing was written."]
-    path: Annotated[str, "The file read."]
-    target_agent_id: Annotated[str | None, "The agent rows were rewritten to, if any."]
-    header: Annotated[dict[str, Any], "The file's header fields."]
     lines: Annotated[int, "Lines read."]
     counts: Annotated[dict[str, dict[str, int]], "Per type: inserted / duplicate / ... counts."]
     truncated: Annotated[int, "Records whose text was cut to the caps."]
@@ -166,6 +162,15 @@ class ImportResult(TypedDict):
     queued_for_embedding: Annotated[int, "Rows queued for back-fill."]
     error_count: Annotated[int, "Bad lines (skipped)."]
     errors: Annotated[list[dict[str, Any]], "The first bad lines: line number and why."]
+
+
+class ImportResult(ImportTally):
+    """import_memories: what was (or, with dry_run, would be) imported."""
+
+    ok: Annotated[Literal[True], "Success (bad lines are reported, not fatal)."]
+    path: Annotated[str, "The file read."]
+    target_agent_id: Annotated[str | None, "The agent rows were rewritten to, if any."]
+    header: Annotated[dict[str, Any], "The file's header fields."]
 
 
 class MergeResult(TypedDict):
