@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
