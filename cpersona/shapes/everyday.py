@@ -80,8 +80,12 @@ class RecallGate(TypedDict):
         "'calibrated' (this agent's corpus), 'heuristic' (uncalibrated or stale: a fixed low "
         "floor) or 'off' (disabled, keyword-only recall, empty query, limit 0).",
     ]
-    level: Annotated[str | None, "Precision level: strict, balanced or lenient (null when off)."]
-    beta: Annotated[float | None, "Effective β (null when off)."]
+    level: Annotated[
+        str | None,
+        "Precision level: strict, balanced or lenient (null when no gate applies: disabled, empty query, "
+        "limit 0; a keyword-only recall, kind 'off', still names the agent's level).",
+    ]
+    beta: Annotated[float | None, "Effective β (null exactly when level is)."]
     threshold: Annotated[
         float | None, "The cut on the scale of keyed_on: evidence, top cosine or confidence (null when off)."
     ]
