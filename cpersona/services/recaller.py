@@ -22,7 +22,6 @@ from cpersona.retrieval.explain import explain
 from cpersona.retrieval.gate import gate_off
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.shapes.everyday import (
-    Advisory,
     MergedItem,
     RecallGate,
     RecallResult,
@@ -105,7 +104,7 @@ class Recaller:
         wants_vector = request.limit > 0 and bool(request.query.strip())
         query_vector = self._vector_query(request.query) if wants_vector else None
         # Read the health state after embedding, so a failure of this very query is already counted.
-        advisory = cast("Advisory | None", self.health.advisory())
+        advisory = self.health.advisory()
         if request.limit == 0:
             nothing: RecallResult = {
                 "ok": True,
