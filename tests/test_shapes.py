@@ -223,3 +223,18 @@ def test_embedded_results_match_their_shapes(tmp_path: Path, minilm_models_dir: 
         assert status["state"] == "healthy" and "model_id" in status
         assert_shape("stats", memory.stats())
         assert_shape("reembed", memory.reembed(), shapes.ReembedDone)
+
+
+def test_gate_records_without_a_gate_match_the_shape_and_its_level_rule(memory: Memory) -> None:
+    # RecallGate documents level/β as null where no gate applies (disabled, empty query, limit 0) and the
+    # agent's own where a keyword-only recall reports kind 'off'; all are one closed RecallGate.
+    memory.store("a", "kestrel migration notes")
+    precision = memory.settings.recall_precision
+    keyword_only = memory.recall("a", "kestrel")["gate"]
+    assert (keyword_only["kind"], keyword_only["level"]) == ("off", precision)
+    assert keyword_only["beta"] is not None
+    for reply in (memory.recall("a", ""), memory.recall("a", "kestrel", limit=0)):
+        assert_shape("recall", reply)
+        assert reply["gate"]["kind"] == "off" and reply["gate"]["level"] is None
+        assert reply["gate"]["beta"] is None and reply["gate"]["passed"] is True
+    assert problems("recall", {**memory.recall("a", ""), "gate": {"kind": "off"}}, (shapes.RecallResult,))

@@ -129,6 +129,7 @@ class Browser:
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:
             items, total = session.browse.memories(where, start, n)
+        # Storage rows are plain dicts of the row shapes (tests/test_shapes.py checks them closed).
         return {
             "ok": True,
             "items": cast("list[MemoryRow]", items),

@@ -208,9 +208,7 @@ class Recaller:
             record=record,
             time_cue=time_cue,
         )
-        merged = context_merge.merge_chronologically(
-            cast("list[dict[str, Any]]", recalled["results"]), entries
-        )
+        merged = context_merge.merge_chronologically(recalled["results"], entries)
         items = cast("list[MergedItem]", merged["items"])  # recalled rows tagged with origin, and entries
         response: RecallWithContextResult = {
             "ok": True,
