@@ -244,6 +244,7 @@ class Calibrator:
             )
         raw = None if beta is None else cal.validate_beta(beta)
 
+        # The stored entry is the calibration state's own JSON (CalibrationStates.modify), not a result shape.
         def change(entry: dict[str, Any] | None) -> dict[str, Any] | None:
             entry = entry or {}
             if level is None and raw is None:
