@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import importlib.util
 import inspect
+import types
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -106,6 +107,19 @@ def test_the_checker_notices_missing_unknown_and_mistyped_keys() -> None:
 def test_every_public_memory_method_has_a_result_shape() -> None:
     public = {name for name, _ in inspect.getmembers(Memory, inspect.isfunction) if not name.startswith("_")}
     assert public - NOT_RESULTS == set(shapes.METHOD_RESULTS)
+
+
+def test_each_memory_method_is_annotated_with_the_shapes_it_answers() -> None:
+    # mypy checks a method's body against its return annotation; the registry (and the docs, and
+    # outputSchema) must name the same shapes, or the checked type is not the documented one.
+    differ = {}
+    for name, registered in shapes.METHOD_RESULTS.items():
+        returned = get_type_hints(getattr(Memory, name))["return"]
+        union = get_origin(returned) in (types.UnionType, Union)
+        members = set(get_args(returned)) if union else {returned}
+        if members != set(registered):
+            differ[name] = (sorted(map(str, members)), sorted(t.__name__ for t in registered))
+    assert differ == {}
 
 
 def test_api_shapes_doc_is_generated_from_the_typeddicts() -> None:
