@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import cast
 
 from cpersona.agent_notice import agent_notice
@@ -15,7 +15,7 @@ from cpersona.shapes.everyday import (
     ListMemoriesResult,
 )
 from cpersona.shapes.rows import EpisodeRow, MemoryRow, StoredRow
-from cpersona.storage.interface import Store
+from cpersona.storage.interface import Row, Session, Store, TableRows
 from cpersona.storage.scope import Scope
 from cpersona.validation import agent_set, bounded_int, optional_str, required_str, string_list
 
@@ -85,16 +85,7 @@ class Reader:
 
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
-        scope = Scope(
-            optional_str(agent_id, "agent_id"),
-            optional_str(project_id, "project_id"),
-            agents=agent_set(allowed_agents),
-        )
-        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
-        with self.storage.read() as session:
-            items = session.memories.list_recent(scope, n)
-            total = session.memories.count(scope)
-            notice = agent_notice(session.admin, scope.agent_id, allowed_agents) if total == 0 else None
+        items, total, notice = self._newest(_memories, agent_id, limit, project_id, allowed_agents)
         result: ListMemoriesResult = {
             "ok": True,
             "items": cast("list[MemoryRow]", items),
@@ -117,16 +108,7 @@ class Reader:
 
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
-        scope = Scope(
-            optional_str(agent_id, "agent_id"),
-            optional_str(project_id, "project_id"),
-            agents=agent_set(allowed_agents),
-        )
-        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
-        with self.storage.read() as session:
-            items = session.episodes.list_recent(scope, n)
-            total = session.episodes.count(scope)
-            notice = agent_notice(session.admin, scope.agent_id, allowed_agents) if total == 0 else None
+        items, total, notice = self._newest(_episodes, agent_id, limit, project_id, allowed_agents)
         result: ListEpisodesResult = {
             "ok": True,
             "items": cast("list[EpisodeRow]", items),
@@ -136,3 +118,32 @@ class Reader:
         if notice:
             result["notice"] = notice
         return result
+
+    def _newest(
+        self,
+        table: Callable[[Session], TableRows],
+        agent_id: str | None,
+        limit: int,
+        project_id: str | None,
+        allowed_agents: Collection[str] | None,
+    ) -> tuple[list[Row], int, str | None]:
+        """One table's rows newest first, its total in scope, and the notice for an agent owning no rows."""
+        scope = Scope(
+            optional_str(agent_id, "agent_id"),
+            optional_str(project_id, "project_id"),
+            agents=agent_set(allowed_agents),
+        )
+        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
+        with self.storage.read() as session:
+            items = table(session).list_recent(scope, n)
+            total = table(session).count(scope)
+            notice = agent_notice(session.admin, scope.agent_id, allowed_agents) if total == 0 else None
+        return items, total, notice
+
+
+def _memories(session: Session) -> TableRows:
+    return session.memories
+
+
+def _episodes(session: Session) -> TableRows:
+    return session.episodes
