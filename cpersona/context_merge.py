@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
@@ -46,7 +46,7 @@ def validate_entries(entries: Any, field: str = "external_context") -> list[dict
 
 
 def merge_chronologically(
-    recalled: Sequence[dict[str, Any]], entries: Sequence[dict[str, Any]]
+    recalled: Sequence[Mapping[str, Any]], entries: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
     """Recalled rows plus user/assistant entries, deduplicated, oldest first.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cpersona.errors import Cancelled
@@ -66,7 +66,7 @@ class Work:
         return out
 
     def checkpoint(
-        self, operation: str, kept: str, committed: Callable[[], dict[str, Any]] | None = None
+        self, operation: str, kept: str, committed: Callable[[], Mapping[str, object]] | None = None
     ) -> None:
         """Raise ``Cancelled`` when cancelled (else return at once).
 
@@ -79,5 +79,5 @@ class Work:
         raise Cancelled(
             f"{operation} was cancelled after {self.done:,}{total} {self.unit}; {kept}",
             self.progress(),
-            {} if committed is None else committed(),
+            {} if committed is None else dict(committed()),
         )

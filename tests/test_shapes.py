@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import inspect
 import types
-import typing
 from pathlib import Path
-from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -33,76 +33,93 @@ def _load_generator() -> Any:
     return module
 
 
-def problems(value: Any, tp: Any, where: str = "result") -> list[str]:
-    """Where ``value`` departs from the type ``tp`` (TypedDicts checked key by key, recursively)."""
-    origin = get_origin(tp)
-    if origin in (NotRequired, Required, typing.Annotated):
-        return problems(value, get_args(tp)[0], where)
-    if tp is Any:
+def closed_schema(method: str, shapes_wanted: tuple[type, ...]) -> dict[str, Any]:
+    """``method``'s generated outputSchema (cpersona/server/output_schemas.py), answering only
+    ``shapes_wanted`` and closed: the API's own dicts carry no key their shape does not declare
+    (the wire schema stays open for the MCP layer's additions) and only string keys."""
+    schema = copy.deepcopy(output_schema(method))
+    for definition in schema["$defs"].values():
+        if definition.get("type") == "object" and "properties" in definition:
+            definition["additionalProperties"] = False
+    for node in _subschemas(schema):
+        if node.get("type") == "object":
+            node["propertyNames"] = {"type": "string"}
+    schema["anyOf"] = [{"$ref": f"#/$defs/{shape.__name__}"} for shape in shapes_wanted]
+    return schema
+
+
+def _subschemas(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, list):
+        return [found for item in node for found in _subschemas(item)]
+    if not isinstance(node, dict):
         return []
-    if tp is type(None) or tp is None:
-        return [] if value is None else [f"{where}: expected None, got {value!r:.60}"]
-    if isinstance(tp, type) and typing.is_typeddict(tp):
-        if not isinstance(value, dict):
-            return [f"{where}: expected {tp.__name__} object, got {type(value).__name__}"]
-        hints = get_type_hints(tp, include_extras=True)
-        required = tp.__required_keys__
-        found = [f"{where}: missing key {k!r} of {tp.__name__}" for k in required if k not in value]
-        found += [f"{where}: key {k!r} not in {tp.__name__}" for k in value if k not in hints]
-        for key, sub in hints.items():
-            if key in value:
-                found += problems(value[key], sub, f"{where}.{key}")
-        return found
-    if origin in (types.UnionType, typing.Union):
-        options = [problems(value, arg, where) for arg in get_args(tp)]
-        return [] if any(not p for p in options) else min(options, key=len)
-    if origin is Literal:
-        return [] if value in get_args(tp) else [f"{where}: {value!r:.60} not one of {get_args(tp)}"]
-    if origin is list:
-        if not isinstance(value, list):
-            return [f"{where}: expected a list, got {type(value).__name__}"]
-        return [p for i, item in enumerate(value) for p in problems(item, get_args(tp)[0], f"{where}[{i}]")]
-    if origin is dict:
-        if not isinstance(value, dict):
-            return [f"{where}: expected an object, got {type(value).__name__}"]
-        key_type, value_type = get_args(tp)
-        return [
-            p
-            for k, v in value.items()
-            for p in problems(k, key_type, where) + problems(v, value_type, f"{where}.{k}")
-        ]
-    if tp is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return [] if ok else [f"{where}: expected a number, got {value!r:.60}"]
-    if tp is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        return [] if ok else [f"{where}: expected an integer, got {value!r:.60}"]
-    return [] if isinstance(value, tp) else [f"{where}: expected {tp.__name__}, got {value!r:.60}"]
+    return [node, *(found for value in node.values() for found in _subschemas(value))]
+
+
+def problems(method: str, value: Any, shapes_wanted: tuple[type, ...]) -> list[str]:
+    """Where ``value`` departs from every one of ``shapes_wanted`` (empty: it matches one)."""
+    validator = Draft202012Validator(closed_schema(method, shapes_wanted))
+    errors = sorted(validator.iter_errors(value), key=lambda e: str(list(e.absolute_path)))
+    found: list[str] = []
+    for error in errors:
+        # anyOf reports "matches none"; its branch errors name the key and what is wrong with it.
+        for leaf in error.context or [error]:
+            found.append(f"{method}{''.join(f'[{p!r}]' for p in leaf.absolute_path)}: {leaf.message[:200]}")
+    return found
 
 
 def assert_shape(method: str, value: Any, expected: type | None = None) -> None:
     """``value`` is one of the shapes METHOD_RESULTS lists for ``method`` (``expected`` when given)."""
-    candidates = (expected,) if expected is not None else shapes.METHOD_RESULTS[method]
     assert expected is None or expected in shapes.METHOD_RESULTS[method]
-    found = [problems(value, shape, method) for shape in candidates]
-    assert any(not p for p in found), min(found, key=len)
-    if method in TOOLS_BY_NAME:  # the generated outputSchema accepts what the shapes accept
+    found = problems(method, value, (expected,) if expected is not None else shapes.METHOD_RESULTS[method])
+    assert found == [], found
+    if method in TOOLS_BY_NAME:  # the open wire schema accepts it too
         error = best_match(Draft202012Validator(output_schema(method)).iter_errors(value))
         assert error is None, (method, list(error.absolute_path), error.message[:300])
 
 
 def test_the_checker_notices_missing_unknown_and_mistyped_keys() -> None:
     good = {"ok": True, "id": 1, "ref": "mem:1", "locked": False}
-    assert problems(good, shapes.LockResult) == []
-    assert problems({k: v for k, v in good.items() if k != "id"}, shapes.LockResult)
-    assert problems({**good, "extra": 1}, shapes.LockResult)
-    assert problems({**good, "id": True}, shapes.LockResult)
-    assert problems({**good, "ok": False}, shapes.LockResult)
+    lock = (shapes.LockResult,)
+    assert problems("lock_memory", good, lock) == []
+    assert problems("lock_memory", {k: v for k, v in good.items() if k != "id"}, lock)
+    assert problems("lock_memory", {**good, "extra": 1}, lock)
+    assert problems("lock_memory", {**good, "id": True}, lock)
+    assert problems("lock_memory", {**good, "ok": False}, lock)
+    assert problems("lock_memory", {**good, "ref": None}, lock)
+    # Nested shapes are closed too, and dict keys are strings.
+    deleted = {"ok": True, "agent_id": "a", "deleted": {"memories": 1, "episodes": 0, "profiles": 0}}
+    result = (shapes.DeleteAgentDataResult,)
+    assert problems("delete_agent_data", {**deleted, "calibration_discarded": False}, result) == []
+    nested_extra = {**deleted, "calibration_discarded": False, "deleted": {**deleted["deleted"], "x": 1}}
+    assert problems("delete_agent_data", nested_extra, result)
+    status = {"state": "healthy", "mode": "none"}
+    assert problems("embedding_status", status, (shapes.EmbeddingStatus,)) == []
+    window = {"size": None, "rows_outside": {1: {"memories": 2}}}
+    stats_like = {"vector_window": window}
+    assert any("rows_outside" in p for p in problems("stats", stats_like, (shapes.StatsResult,)))
+    # A value of the wrong scalar type inside a list of rows is found.
+    listing = {"ok": True, "items": [], "count": 0, "total": 0}
+    assert problems("list_memories", listing, (shapes.ListMemoriesResult,)) == []
+    assert problems("list_memories", {**listing, "items": [{"id": 1}]}, (shapes.ListMemoriesResult,))
 
 
 def test_every_public_memory_method_has_a_result_shape() -> None:
     public = {name for name, _ in inspect.getmembers(Memory, inspect.isfunction) if not name.startswith("_")}
     assert public - NOT_RESULTS == set(shapes.METHOD_RESULTS)
+
+
+def test_each_memory_method_is_annotated_with_the_shapes_it_answers() -> None:
+    # mypy checks a method's body against its return annotation; the registry (and the docs, and
+    # outputSchema) must name the same shapes, or the checked type is not the documented one.
+    differ = {}
+    for name, registered in shapes.METHOD_RESULTS.items():
+        returned = get_type_hints(getattr(Memory, name))["return"]
+        union = get_origin(returned) in (types.UnionType, Union)
+        members = set(get_args(returned)) if union else {returned}
+        if members != set(registered):
+            differ[name] = (sorted(map(str, members)), sorted(t.__name__ for t in registered))
+    assert differ == {}
 
 
 def test_api_shapes_doc_is_generated_from_the_typeddicts() -> None:
@@ -220,3 +237,18 @@ def test_embedded_results_match_their_shapes(tmp_path: Path, minilm_models_dir: 
         assert status["state"] == "healthy" and "model_id" in status
         assert_shape("stats", memory.stats())
         assert_shape("reembed", memory.reembed(), shapes.ReembedDone)
+
+
+def test_gate_records_without_a_gate_match_the_shape_and_its_level_rule(memory: Memory) -> None:
+    # RecallGate documents level/β as null where no gate applies (disabled, empty query, limit 0) and the
+    # agent's own where a keyword-only recall reports kind 'off'; all are one closed RecallGate.
+    memory.store("a", "kestrel migration notes")
+    precision = memory.settings.recall_precision
+    keyword_only = memory.recall("a", "kestrel")["gate"]
+    assert (keyword_only["kind"], keyword_only["level"]) == ("off", precision)
+    assert keyword_only["beta"] is not None
+    for reply in (memory.recall("a", ""), memory.recall("a", "kestrel", limit=0)):
+        assert_shape("recall", reply)
+        assert reply["gate"]["kind"] == "off" and reply["gate"]["level"] is None
+        assert reply["gate"]["beta"] is None and reply["gate"]["passed"] is True
+    assert problems("recall", {**memory.recall("a", ""), "gate": {"kind": "off"}}, (shapes.RecallResult,))

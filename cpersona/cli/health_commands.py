@@ -32,7 +32,8 @@ def _run_fix(settings: Settings, agent: str | None, checks: list[str] | None) ->
     with Memory(settings, start_background=False, self_calibration=False) as memory:
         if settings.embedding_mode != "none":
             memory.embeddings.try_load()
-        result = memory.check_health(agent, fix=True, checks=checks)
+        # A plain dict: the CLI report adds ``backfilled``, which the API shape does not have.
+        result: dict[str, Any] = dict(memory.check_health(agent, fix=True, checks=checks))
         if result.get("ok") and memory.embeddings.ready:
             result["backfilled"] = memory.drain_queue()
     return result
@@ -41,6 +42,7 @@ def _run_fix(settings: Settings, agent: str | None, checks: list[str] | None) ->
 def cmd_checkup(args: argparse.Namespace, settings: Settings) -> int:
     """Run the health checks; report-only unless --fix."""
     checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else None
+    result: dict[str, Any]
     if args.fix:
         result = _run_fix(settings, args.agent, checks)
     else:
@@ -48,7 +50,7 @@ def cmd_checkup(args: argparse.Namespace, settings: Settings) -> int:
         from cpersona.health.standalone import report_only
 
         try:
-            result = report_only(settings, args.agent, checks)
+            result = dict(report_only(settings, args.agent, checks))
         except InvalidInput as exc:
             result = {"ok": False, "error": str(exc), "valid_checks": check_names()}
     if not result.get("ok"):

@@ -18,19 +18,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Final, Literal
 
 from cpersona import operating_context
 from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
+from cpersona.shapes.operations import CheckHealthResult, HealthFinding
 from cpersona.storage.interface import Store
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, NotApplicable, SchemaObject
 from cpersona.text import format_ts, normalise_timestamp, utc_now
 from cpersona.work import Work
 
-CRITICAL, WARN, INFO = "critical", "warn", "info"
+Severity = Literal["critical", "warn", "info"]
+CRITICAL: Final = "critical"
+WARN: Final = "warn"
+INFO: Final = "info"
 #: At most this many rows (or objects) are repaired per check per run; the rest is reported as ``remaining``.
 MAX_REPAIRS_PER_CHECK = 1000
 #: Row refs listed per finding (the count is always complete).
@@ -64,7 +68,7 @@ class Finding:
     """One problem found by a check."""
 
     check: str
-    severity: str
+    severity: Severity
     message: str
     count: int = 0
     refs: list[str] = field(default_factory=list)
@@ -72,8 +76,8 @@ class Finding:
     # Whether fix=true (`checkup --fix`) repairs it; None = what the check's registry entry says.
     fixable: bool | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def as_dict(self) -> HealthFinding:
+        data: HealthFinding = {
             "check": self.check,
             "severity": self.severity,
             "message": self.message,
@@ -149,7 +153,7 @@ def select_checks(names: Sequence[str] | None, registry: Mapping[str, Any] | Non
     return [n for n in reg if n in wanted]  # registry order: repairs depend on it
 
 
-def verdict(findings: Sequence[Finding]) -> str:
+def verdict(findings: Sequence[Finding]) -> Literal["healthy", "degraded", "unhealthy"]:
     """healthy | degraded | unhealthy (info never degrades)."""
     severities = {f.severity for f in findings}
     if CRITICAL in severities:
@@ -244,7 +248,7 @@ def _schema(ctx: HealthContext) -> Outcome:
         gone = missing()
         out.repaired = {"fixed": fixed, "remaining": len(gone)}
     for obj in gone:
-        severity = CRITICAL if obj.kind in ("trigger", "extension") or obj.unique else WARN
+        severity: Severity = CRITICAL if obj.kind in ("trigger", "extension") or obj.unique else WARN
         why = {
             "trigger": "the FTS index or vector generation is no longer kept in step",
             "extension": "the queries that need it fail",
@@ -301,7 +305,8 @@ def _embedding(ctx: HealthContext) -> Outcome:
     out = Outcome(details={"state": c.state, "mode": ctx.embedding_mode})
     if c.state == HEALTHY:
         return out
-    severity = {FAULT: CRITICAL, UNKNOWN: INFO, HINT: INFO}.get(c.state, WARN)
+    severities: dict[str, Severity] = {FAULT: CRITICAL, UNKNOWN: INFO, HINT: INFO}
+    severity = severities.get(c.state, WARN)
     text = f"embedding state {c.state}" + (f" ({c.kind})" if c.kind else "") + f": {c.reason}"
     if c.evidence:
         text += f" [evidence: {c.evidence}]"
@@ -763,7 +768,7 @@ def run_checks(
     *,
     fix_requested: bool | None = None,
     work: Work | None = None,
-) -> dict[str, Any]:
+) -> CheckHealthResult:
     """Run the selected checks; the response shape is documented in docs/health.md.
 
     ``work`` gets progress after each check and may cancel before the next: the repairs of the
@@ -796,7 +801,7 @@ def run_checks(
         if outcome.repaired:
             repairs[name] = outcome.repaired
     counts = {s: sum(1 for f in findings if f.severity == s) for s in (CRITICAL, WARN, INFO)}
-    result: dict[str, Any] = {
+    result: CheckHealthResult = {
         "ok": True,
         "status": verdict(findings),
         "agent_id": ctx.agent_id,

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from cpersona.health.checks import INFO, WARN, Finding, HealthContext, select_checks, verdict
+from cpersona.shapes.operations import DeepCheckResult
 from cpersona.storage.maintenance_interface import NotApplicable
 from cpersona.text import parse_ts, utc_now
 
@@ -191,8 +192,9 @@ def deep_check_names() -> list[str]:
     return list(DEEP_REGISTRY)
 
 
-def run_deep_checks(ctx: HealthContext, names: Sequence[str] | None = None) -> dict[str, Any]:
+def run_deep_checks(ctx: HealthContext, names: Sequence[str] | None = None) -> DeepCheckResult:
     """Run the selected deep checks for ``ctx.agent_id`` (required); reports only."""
+    assert ctx.agent_id is not None  # the service requires it (Maintenance.deep_check)
     selected = select_checks(names, DEEP_REGISTRY)
     findings: list[Finding] = []
     per_check: dict[str, Any] = {}

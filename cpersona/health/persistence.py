@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpersona.errors import InvalidInput, PersistencePaused
+from cpersona.shapes.everyday import StorePaused
 from cpersona.text import iso_seconds
 
 #: Longest pause one call may set (24 h): long enough for a working day, short enough to be noticed.
@@ -136,7 +137,7 @@ class PersistenceSwitch:
         if self.paused:
             raise PersistencePaused(f"{action} not performed: {self.reason()}")
 
-    def store_skipped(self) -> dict[str, Any]:
+    def store_skipped(self) -> StorePaused:
         """The ``store`` answer while paused (skipped, ``persisted: false``; docs/tools.md#pause_persistence)."""
         return {"ok": True, "result": "skipped", "persisted": False, "reason": self.reason()}
 

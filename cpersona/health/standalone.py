@@ -19,6 +19,7 @@ from cpersona.embed.runtime.base import EmbeddingBackend, FaultKind
 from cpersona.errors import DatabaseUnavailable
 from cpersona.health.checks import HealthContext, run_checks, select_checks
 from cpersona.health.state import HealthState
+from cpersona.shapes.operations import CheckHealthResult
 from cpersona.storage import open_store, redact_url
 from cpersona.storage.interface import Store
 
@@ -40,7 +41,7 @@ def probe_model(settings: Settings) -> tuple[EmbeddingBackend, HealthState, bool
 
 def report_only(
     settings: Settings, agent_id: str | None = None, checks: Sequence[str] | None = None
-) -> dict[str, Any]:
+) -> CheckHealthResult:
     """Run the registry without writing anything (raises InvalidInput for unknown check names)."""
     selected = select_checks(checks)
     db = _open_read_only(settings)

@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from cpersona.shapes.everyday import Advisory
+
 UNKNOWN = "unknown"
 HEALTHY = "healthy"
 HINT = "hint"
@@ -76,7 +78,7 @@ class HealthState:
             ):
                 self._outage += 1
 
-    def advisory(self) -> dict[str, Any] | None:
+    def advisory(self) -> Advisory | None:
         """What the next recall response should carry (None when healthy or opted out)."""
         if not self.advisory_enabled:
             return None
@@ -84,18 +86,19 @@ class HealthState:
             c = self._condition
             if c.state == HEALTHY:
                 return None
-            advisory: dict[str, Any] = {
+            first = self._advised_outage != self._outage
+            advisory: Advisory = {
                 "degraded": True,
                 "severity": _SEVERITY.get(c.state, "warn"),
                 "state": c.state,
                 "kind": c.kind,
                 "reason": c.reason,
+                "full": first,
             }
-            if self._advised_outage != self._outage:
+            if first:
                 self._advised_outage = self._outage
-                advisory.update(evidence=c.evidence, runbook=c.runbook, full=True)
+                advisory["evidence"] = c.evidence
+                advisory["runbook"] = c.runbook
             else:
-                advisory.update(
-                    full=False, reminder="still degraded; `cpersona stats` shows the evidence and the fix"
-                )
+                advisory["reminder"] = "still degraded; `cpersona stats` shows the evidence and the fix"
             return advisory

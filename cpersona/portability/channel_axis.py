@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
+from cpersona.shapes.operations import MigrateChannelAxisResult
 from cpersona.storage.maintenance_interface import MaintenanceRows
 from cpersona.validation import optional_str, string_list
 
@@ -70,7 +71,7 @@ def migrate(
     dry_run: bool,
     globalize_unrecoverable: bool,
     bridge_channels: Sequence[str] | None = None,
-) -> dict[str, Any]:
+) -> MigrateChannelAxisResult:
     """Run (or preview) the repair; returns counts, target channels and example refs per problem."""
     agent = optional_str(agent_id, "agent_id")
     if not isinstance(dry_run, bool) or not isinstance(globalize_unrecoverable, bool):

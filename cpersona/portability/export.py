@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager, closing
 from typing import Any, TextIO
 
 from cpersona.portability import records
+from cpersona.shapes.operations import ExportResult
 from cpersona.storage.interface import PortabilityRows
 from cpersona.text import format_ts, utc_now
 from cpersona.work import Work
@@ -36,7 +37,7 @@ def export_file(
     include_embeddings: bool,
     model: tuple[str, int] | None,
     work: Work | None = None,
-) -> dict[str, Any]:
+) -> ExportResult:
     """Write the export into ``sink`` (paths.atomic_write: temp file, fsync, rename; or stdout).
 
     A failure inside the sink leaves no partial file behind. Returns the path (``shown``),

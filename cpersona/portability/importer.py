@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError, InvalidInput
 from cpersona.portability import records
+from cpersona.shapes.operations import ImportResult, ImportTally
 from cpersona.storage.interface import PortabilityRows
 from cpersona.storage.port_records import (
     DUPLICATE,
@@ -164,7 +165,7 @@ def import_file(
     queue_backfill: bool,
     active_model: tuple[str, int] | None,
     work: Work | None = None,
-) -> dict[str, Any]:
+) -> ImportResult:
     """Import the open export file ``handle`` (``source`` names it, ``total`` is its size, 0 unknown).
 
     Returns counts per table, truncations, dropped vectors, line errors and rows queued for
@@ -273,7 +274,7 @@ def _records_in(head: dict[str, Any] | None) -> int | None:
     return sum(v for v in values if isinstance(v, int))
 
 
-def _tally_result(tally: _Tally, dry_run: bool) -> dict[str, Any]:
+def _tally_result(tally: _Tally, dry_run: bool) -> ImportTally:
     """The counts part of the result (also what a cancelled import reports as written)."""
     return {
         "dry_run": dry_run,

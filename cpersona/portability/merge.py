@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, cast
 
 from cpersona.errors import InvalidInput
+from cpersona.shapes.operations import MergeResult
 from cpersona.storage.maintenance_interface import COPY, MOVE, MaintenanceRows
 from cpersona.validation import required_str
 from cpersona.work import Work
@@ -25,7 +26,7 @@ def merge(
     dry_run: bool,
     queued_at: str | None,
     work: Work | None = None,
-) -> dict[str, Any]:
+) -> MergeResult:
     """Copy or move every row of one agent to another, skipping what the target already holds.
 
     ``work`` gets progress every ``BATCH`` source rows and may cancel there; the merge is one
@@ -59,7 +60,7 @@ def merge(
         "dry_run": dry_run,
         "source_agent_id": source,
         "target_agent_id": target,
-        "mode": mode,
-        "strategy": strategy,
+        "mode": cast("Literal['copy', 'move']", mode),  # checked against MODES above
+        "strategy": cast("Literal['skip']", strategy),  # checked against STRATEGIES above
         "counts": counts,
     }

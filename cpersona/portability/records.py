@@ -25,6 +25,8 @@ from cpersona.storage.port_records import ImportedEpisode, ImportedMemory, Impor
 from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
 from cpersona.validation import optional_str
 
+# The records here stay plain dicts on purpose: they are lines of the export file (the format in
+# docs/tools.md "export_memories"), not results of the Python API, so they have no shape in cpersona/shapes.
 FORMAT = "cpersona-export"
 VERSION = 1
 RECORD_TYPES = ("memory", "episode", "profile")

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
@@ -21,6 +21,7 @@ from cpersona.health import persistence
 from cpersona.portability import channel_axis, export, grants, importer, merge
 from cpersona.portability.grants import FileScope
 from cpersona.portability.paths import Place, atomic_write, locate, open_for_reading
+from cpersona.shapes.operations import ExportResult, ImportResult, MergeResult, MigrateChannelAxisResult
 from cpersona.storage.interface import Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import boolean, optional_str, required_str
@@ -77,7 +78,7 @@ class Portability:
         confined: bool = True,
         work: Work | None = None,
         scope: FileScope | None = None,
-    ) -> dict[str, Any]:
+    ) -> ExportResult:
         """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md.
 
         ``scope`` is the HTTP client's ACL reach (grants.py): its own folder, and replacing a
@@ -125,7 +126,7 @@ class Portability:
         confined: bool = True,
         work: Work | None = None,
         scope: FileScope | None = None,
-    ) -> dict[str, Any]:
+    ) -> ImportResult:
         """Read an export file into this database, idempotently; see docs/tools.md.
 
         With ``scope`` (an HTTP client under an ACL) the file is looked for in the client's
@@ -180,7 +181,7 @@ class Portability:
         dry_run: bool = False,
         *,
         work: Work | None = None,
-    ) -> dict[str, Any]:
+    ) -> MergeResult:
         """Copy or move one agent's rows to another in one transaction, skipping duplicates.
 
         ``work`` (``cpersona.work``) gets progress in source rows and may cancel: the transaction is
@@ -209,7 +210,7 @@ class Portability:
         dry_run: bool = True,
         globalize_unrecoverable: bool = False,
         bridge_channels: Sequence[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> MigrateChannelAxisResult:
         """Move rows off bridge channels onto the channel in their session id; see channel_axis.py."""
         if isinstance(bridge_channels, str):
             raise InvalidInput("bridge_channels must be a list of channel names")

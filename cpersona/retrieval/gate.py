@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from cpersona.retrieval import evidence as ev
 from cpersona.retrieval.match_query import MAX_TERMS
+from cpersona.shapes.everyday import RecallGate
 from cpersona.storage.interface import EPISODES, MEMORIES
 
 if TYPE_CHECKING:
@@ -107,6 +108,20 @@ class GateEvidence:
             query, lexicon, self.cosines(rows), [row_text(r.row) for r in rows], weight
         )
         return (value, cover) if value >= top else (top, 0.0)
+
+
+def gate_off(reason: str, top_cosine: float | None = None) -> RecallGate:
+    """The gate record of a recall no gate judged (disabled, limit 0, empty query): everything passes."""
+    return {
+        "kind": "off",
+        "level": None,
+        "beta": None,
+        "threshold": None,
+        "top_cosine": top_cosine,
+        "passed": True,
+        "keyed_on": None,
+        "reason": reason,
+    }
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from cpersona.config import Settings
 from cpersona.retrieval import confidence, context, date_phrases, fusion, trace
-from cpersona.retrieval.gate import GateDecision, GateEvidence
+from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
@@ -131,17 +131,7 @@ class NoGate:
 
     def apply(self, rows: list[ScoredRow], request: RecallRequest, evidence: GateEvidence) -> GateDecision:
         top = None if evidence.top_cosine is None else round(evidence.top_cosine, 6)
-        info = {
-            "kind": "off",
-            "level": None,
-            "beta": None,
-            "threshold": None,
-            "top_cosine": top,
-            "passed": True,
-            "keyed_on": None,
-            "reason": self.reason,
-        }
-        return GateDecision(rows, info)
+        return GateDecision(rows, dict(gate_off(self.reason, top)))
 
 
 @dataclass
@@ -316,16 +306,7 @@ class RecallPipeline:
         else:
             rows = session.memories.list_recent(request.scope, wanted)
         rows = [r for r in rows if self._keep(r, request)]
-        gate = {
-            "kind": "off",
-            "level": None,
-            "beta": None,
-            "threshold": None,
-            "top_cosine": None,
-            "passed": True,
-            "keyed_on": None,
-            "reason": "empty query: the most recent memories, ungated",
-        }
+        gate = dict(gate_off("empty query: the most recent memories, ungated"))
         return RecallOutcome(
             rows=rows[: request.limit],
             keyword_method="none",

@@ -18,7 +18,7 @@ The state itself lives in the store (``Store.calibration_states()``): on SQLite 
 
 from __future__ import annotations
 
-from typing import Any
+from cpersona.shapes.quality import Fingerprint
 
 __all__ = ["SCORING_VERSION", "fingerprint"]
 
@@ -27,6 +27,6 @@ __all__ = ["SCORING_VERSION", "fingerprint"]
 SCORING_VERSION = 2  # 2: the gate keys on evidence (cosine + coverage of the non-name words)
 
 
-def fingerprint(scoring_version: int, model_id: str, dimension: int) -> dict[str, Any]:
+def fingerprint(scoring_version: int, model_id: str, dimension: int) -> Fingerprint:
     """What a calibration is only valid for."""
     return {"scoring_version": scoring_version, "model_id": model_id, "dimension": dimension}

@@ -8,7 +8,7 @@ with ``ok``; failures carry a non-empty ``error`` (and ``error_code``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -52,10 +52,12 @@ _JSON_TYPE_NAMES = {
 
 #: The agents an unscoped call is narrowed to by the caller's ACL grants (None: no narrowing).
 Allowed = frozenset[str] | None
+#: What a handler answers: a result shape of cpersona/shapes (TypedDicts are Mappings, not dicts).
+Result = Mapping[str, Any]
 #: A handler gets the validated arguments and the ACL narrowing (cpersona.server.access.authorise).
-Handler = Callable[[Memory, Settings, dict[str, Any], Allowed], dict[str, Any]]
+Handler = Callable[[Memory, Settings, dict[str, Any], Allowed], Result]
 #: A long tool's handler also gets the call's ``Work``: cancel flag and progress (cpersona.work).
-WorkHandler = Callable[[Memory, Settings, dict[str, Any], Allowed, Work, FileScope | None], dict[str, Any]]
+WorkHandler = Callable[[Memory, Settings, dict[str, Any], Allowed, Work, FileScope | None], Result]
 
 
 def failure(message: str, code: str, **extra: Any) -> dict[str, Any]:
@@ -138,7 +140,7 @@ def _strings(value: Any) -> list[str] | None:
 # -- handlers: map validated arguments onto Memory calls -------------------------------------
 
 
-def _store(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _store(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     message = a["message"]
     msg_id = message.get("id")
     return memory.store(
@@ -153,7 +155,7 @@ def _store(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allow
     )
 
 
-def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     result = memory.recall(
         a["agent_id"],
         a.get("query", ""),
@@ -167,13 +169,11 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allo
         time_cue=a.get("time_cue"),
     )
     return shaping.shape_recall(
-        result, preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
+        dict(result), preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
     )
 
 
-def _recall_with_context(
-    memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed
-) -> dict[str, Any]:
+def _recall_with_context(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     result = memory.recall_with_context(
         a["agent_id"],
         a["query"],
@@ -184,16 +184,14 @@ def _recall_with_context(
         project_id=a.get("project_id"),
         time_cue=a.get("time_cue"),
     )
-    return shaping.shape_context_results(result, preview_chars=settings.recall_preview_chars)
+    return shaping.shape_context_results(dict(result), preview_chars=settings.recall_preview_chars)
 
 
-def _get_contents(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
-    return shaping.shape_get_contents(memory.get_contents(a["agent_id"], a["refs"]))
+def _get_contents(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
+    return shaping.shape_get_contents(dict(memory.get_contents(a["agent_id"], a["refs"])))
 
 
-def _archive_episode(
-    memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed
-) -> dict[str, Any]:
+def _archive_episode(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     return memory.archive_episode(
         a["agent_id"],
         a["summary"],
@@ -205,52 +203,50 @@ def _archive_episode(
     )
 
 
-def _update_memory(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _update_memory(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     return memory.update_memory(
         _row_id(a["memory_id"]), a["content"], agent_id=a.get("agent_id"), allowed_agents=allowed
     )
 
 
-def _get_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _get_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     return memory.get_profile(a["agent_id"], project_id=a.get("project_id", ""), user_id=a.get("user_id", ""))
 
 
-def _update_profile(
-    memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed
-) -> dict[str, Any]:
+def _update_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     return memory.update_profile(
         a["agent_id"], a["profile"], project_id=a.get("project_id", ""), user_id=a.get("user_id", "")
     )
 
 
-def _list_memories(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _list_memories(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     result = memory.list_memories(
         a.get("agent_id"),
         limit=a.get("limit", LIST_MEMORIES_LIMIT_DEFAULT),
         project_id=a.get("project_id"),
         allowed_agents=allowed,
     )
-    return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars)
+    return shaping.shape_listing(dict(result), preview_chars=settings.recall_preview_chars)
 
 
-def _list_episodes(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _list_episodes(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     result = memory.list_episodes(
         a.get("agent_id"),
         limit=a.get("limit", LIST_EPISODES_LIMIT_DEFAULT),
         project_id=a.get("project_id"),
         allowed_agents=allowed,
     )
-    return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars)
+    return shaping.shape_listing(dict(result), preview_chars=settings.recall_preview_chars)
 
 
 def _row_call(method: str, id_arg: str) -> Handler:
-    def handler(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+    def handler(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
         return getattr(memory, method)(_row_id(a[id_arg]), agent_id=a.get("agent_id"), allowed_agents=allowed)
 
     return handler
 
 
-def _check_update(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+def _check_update(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
     checker = UpdateChecker(settings)
     return checker.apply() if a.get("apply", False) else checker.report()
 

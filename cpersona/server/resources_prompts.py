@@ -229,7 +229,7 @@ class SurfaceHandlers:
                 lambda m: m.complete_project_id(value, agent_id=agent, allowed_agents=allowed)
             )
         else:  # free text (a question, a focus): nothing to offer
-            found = {"values": [], "total": 0, "has_more": False}
+            found = {"ok": True, "values": [], "total": 0, "has_more": False}
         return types.CompleteResult(
             completion=types.Completion(
                 values=found["values"], total=found["total"], has_more=found["has_more"]

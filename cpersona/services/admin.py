@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import cast
 
 from cpersona.config import Settings
 from cpersona.embed.registry import expected_dimension
@@ -14,7 +14,9 @@ from cpersona.errors import InvalidInput, StorageFault
 from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HealthState
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
-from cpersona.storage.interface import EMBED, Store
+from cpersona.shapes.everyday import DeleteAgentDataResult, QueueStatus, QueueStatusResult, TableCounts
+from cpersona.shapes.operations import EmbeddingStatus, ReembedResult, StatsResult
+from cpersona.storage.interface import EMBED, Session, Store
 from cpersona.validation import required_str
 from cpersona.work import Work
 
@@ -95,7 +97,7 @@ class Admin:
             "corpus with the current one",
         )
 
-    def reembed(self, *, work: Work | None = None) -> dict[str, Any]:
+    def reembed(self, *, work: Work | None = None) -> ReembedResult:
         """Re-embed every row whose vector is missing or from another model/dimension (blocking).
 
         A model that cannot load (not installed, an unsupported CPERSONA_EMBEDDING_DIM, an
@@ -139,12 +141,17 @@ class Admin:
         handled = self.worker.drain(after_batch=after_batch)
         return {"ok": True, "queued": queued, "processed": handled, "remaining": self._embed_depth()}
 
+    @staticmethod
+    def _queue(session: Session) -> QueueStatus:
+        # Storage rows and counts are plain dicts; their keys are the documented shape (tests/test_shapes.py).
+        return cast(QueueStatus, session.tasks.status())
+
     def _embed_depth(self) -> int:
         return int(self.storage.session().tasks.status()["by_kind"].get(EMBED, 0))
 
-    def get_queue_status(self) -> dict[str, Any]:
+    def get_queue_status(self) -> QueueStatusResult:
         """Background queue: depth, retrying, oldest task, per-kind depth, model readiness."""
-        status = self.storage.session().tasks.status()
+        status = self._queue(self.storage.session())
         return {
             "ok": True,
             **status,
@@ -152,28 +159,29 @@ class Admin:
             "processed": self.worker.processed,
         }
 
-    def delete_agent_data(self, agent_id: str) -> dict[str, Any]:
+    def delete_agent_data(self, agent_id: str) -> DeleteAgentDataResult:
         """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks,
         and its calibration and precision (the sidecar entry)."""
         persistence.check_writable("delete_agent_data")
         agent = required_str(agent_id, "agent_id")
         with self.storage.write() as session:
-            counts = session.admin.delete_agent(agent)
+            counts = cast(TableCounts, session.admin.delete_agent(agent))
         discarded = self.discard_calibration(agent) if self.discard_calibration is not None else False
         return {"ok": True, "agent_id": agent, "deleted": counts, "calibration_discarded": discarded}
 
-    def embedding_status(self) -> dict[str, Any]:
+    def embedding_status(self) -> EmbeddingStatus:
         """The degradation state: ``{state: unknown|healthy|hint|fault, kind?, reason?, evidence?, runbook?}``."""
-        status = self.health.condition.as_dict()
-        status.update(mode=self.embeddings.backend.mode)
+        status = cast(EmbeddingStatus, self.health.condition.as_dict())
+        status["mode"] = self.embeddings.backend.mode
         if self.health.state == HEALTHY:
-            status.update(model_id=self.embeddings.model_id, dimension=self.embeddings.dimension)
+            status["model_id"] = self.embeddings.model_id
+            status["dimension"] = self.embeddings.dimension
         sharing = getattr(self.embeddings.backend, "sharing_status", None)
         if callable(sharing):
             status["sharing"] = sharing()
         return status
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StatsResult:
         """Counts, database path and size, embedding status, queue depth, vector window coverage.
 
         ``rows_outside``: per agent and table, rows with active vectors beyond the scan window
@@ -187,7 +195,7 @@ class Admin:
             "ok": True,
             "db_path": self.storage.location,
             "db_bytes": self.storage.size_bytes(),
-            "counts": session.admin.row_counts(),
+            "counts": cast(TableCounts, session.admin.row_counts()),
             "memories_with_active_vectors": session.admin.active_vector_count(model_id or None),
             "vector_window": {
                 "size": window,
@@ -197,5 +205,5 @@ class Admin:
             },
             "recall_mode": self.settings.recall_mode,
             "embedding": self.embedding_status(),
-            "queue": session.tasks.status(),
+            "queue": self._queue(session),
         }

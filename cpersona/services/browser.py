@@ -8,11 +8,23 @@ recall's scopes (where project X also sees the global pool).
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, cast
 
 from cpersona import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX
+from cpersona.shapes.browsing import (
+    AgentAxis,
+    AgentSummary,
+    BrowseEpisodesResult,
+    BrowseMemoriesResult,
+    ListAgentsResult,
+    ListProfilesResult,
+    MemoryTimelineResult,
+    StoredProfile,
+    TimelineDay,
+)
+from cpersona.shapes.rows import EpisodeRow, MemoryRow
 from cpersona.storage.interface import BrowseFilter, Store
 from cpersona.validation import bounded_int, optional_str, required_str
 
@@ -40,12 +52,12 @@ class Browser:
         agent = optional_str(agent_id, "agent_id")
         return agent_notice.agent_notice(self.storage.session().admin, agent, visible_agents)
 
-    def list_agents(self) -> dict[str, Any]:
+    def list_agents(self) -> ListAgentsResult:
         """Every agent with its counts and its (project, channel) axes: ``{ok, agents, count}``."""
         with self.storage.read() as session:
             axes = session.browse.axes()
             profiles = session.browse.profile_counts()
-        agents: dict[str, dict[str, Any]] = {}
+        agents: dict[str, AgentSummary] = {}
         for row in axes:
             agent = agents.setdefault(
                 row["agent_id"],
@@ -59,9 +71,17 @@ class Browser:
                     "axes": [],
                 },
             )
-            for key in ("memories", "episodes", "embedded_memories", "locked_memories"):
-                agent[key] += row[key]
-            agent["axes"].append({k: row[k] for k in ("project_id", "channel", "memories", "episodes")})
+            agent["memories"] += row["memories"]
+            agent["episodes"] += row["episodes"]
+            agent["embedded_memories"] += row["embedded_memories"]
+            agent["locked_memories"] += row["locked_memories"]
+            axis: AgentAxis = {
+                "project_id": row["project_id"],
+                "channel": row["channel"],
+                "memories": row["memories"],
+                "episodes": row["episodes"],
+            }
+            agent["axes"].append(axis)
         for name, n in profiles.items():  # an agent may hold only a profile
             agents.setdefault(
                 name,
@@ -99,7 +119,7 @@ class Browser:
         embedded: bool | None = None,
         offset: int = 0,
         limit: int = 50,
-    ) -> dict[str, Any]:
+    ) -> BrowseMemoriesResult:
         """One page of memories newest first, filtered by exact axis values, lock and vector state.
 
         Returns ``{ok, items, count, total, offset}``; ``None`` filters match anything.
@@ -109,7 +129,14 @@ class Browser:
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:
             items, total = session.browse.memories(where, start, n)
-        return {"ok": True, "items": items, "count": len(items), "total": total, "offset": start}
+        # Storage rows are plain dicts of the row shapes (tests/test_shapes.py checks them closed).
+        return {
+            "ok": True,
+            "items": cast("list[MemoryRow]", items),
+            "count": len(items),
+            "total": total,
+            "offset": start,
+        }
 
     def browse_episodes(
         self,
@@ -120,25 +147,31 @@ class Browser:
         embedded: bool | None = None,
         offset: int = 0,
         limit: int = 50,
-    ) -> dict[str, Any]:
+    ) -> BrowseEpisodesResult:
         """One page of episodes newest first: ``{ok, items, count, total, offset}``."""
         where = self._filter(agent_id, project_id, channel, embedded)
         start = bounded_int(offset, "offset", 0, BROWSE_OFFSET_MAX)
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:
             items, total = session.browse.episodes(where, start, n)
-        return {"ok": True, "items": items, "count": len(items), "total": total, "offset": start}
+        return {
+            "ok": True,
+            "items": cast("list[EpisodeRow]", items),
+            "count": len(items),
+            "total": total,
+            "offset": start,
+        }
 
-    def list_profiles(self, agent_id: str) -> dict[str, Any]:
+    def list_profiles(self, agent_id: str) -> ListProfilesResult:
         """Every profile of one agent (per project and user), newest first: ``{ok, agent_id, items, count}``."""
         agent = required_str(agent_id, "agent_id")
-        items = self.storage.session().browse.profiles(agent)
+        items = cast("list[StoredProfile]", self.storage.session().browse.profiles(agent))
         return {"ok": True, "agent_id": agent, "items": items, "count": len(items)}
 
-    def memory_timeline(self, agent_id: str | None = None) -> dict[str, Any]:
+    def memory_timeline(self, agent_id: str | None = None) -> MemoryTimelineResult:
         """Memories stored per UTC day and how many hold a vector: ``{ok, agent_id, days, stored, embedded}``."""
         agent = optional_str(agent_id, "agent_id")
-        days = self.storage.session().browse.daily(agent)
+        days = cast("list[TimelineDay]", self.storage.session().browse.daily(agent))
         return {
             "ok": True,
             "agent_id": agent,

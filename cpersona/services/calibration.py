@@ -23,6 +23,13 @@ from cpersona.retrieval import probing
 from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
 from cpersona.retrieval.pipeline import GateStage, NoGate
 from cpersona.retrieval.sidecar import fingerprint
+from cpersona.shapes.quality import (
+    CalibrateThresholdResult,
+    CalibrationState,
+    Fingerprint,
+    GateCalibration,
+    RecallPrecisionResult,
+)
 from cpersona.storage.interface import EPISODES, MEMORIES, CalibrationStates, Saved, Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import bounded_int, optional_str, required_str
@@ -61,7 +68,7 @@ class Calibrator:
             return NoGate()
         return QualityGate(self.policy_for, self.settings.autocut_min_results)
 
-    def current_fingerprint(self) -> dict[str, Any] | None:
+    def current_fingerprint(self) -> Fingerprint | None:
         """What a calibration made now would be valid for (None while no model is ready)."""
         if not self.embeddings.ready:
             return None
@@ -139,7 +146,7 @@ class Calibrator:
         percentile: float | None = None,
         *,
         work: Work | None = None,
-    ) -> dict[str, Any]:
+    ) -> CalibrateThresholdResult:
         """Derive the agent's thresholds from its own corpus, label-free, and persist them (docs/retrieval.md).
 
         Row pairs give the vector threshold (random pairs = null; adjacent same-session pairs =
@@ -170,7 +177,7 @@ class Calibrator:
         pct: float | None,
         trigger: str = "explicit",
         work: Work | None = None,
-    ) -> dict[str, Any]:
+    ) -> CalibrateThresholdResult:
         with self.states.exclusive(agent, wait=EXPLICIT_WAIT_SECONDS) as held:
             if not held:
                 raise CalibrationUnavailable(
@@ -179,7 +186,7 @@ class Calibrator:
                 )
             return self._calibrate(agent, size, method, z, pct, trigger=trigger, work=work)
 
-    def calibrate_now(self, agent_id: str, trigger: str = "explicit") -> dict[str, Any]:
+    def calibrate_now(self, agent_id: str, trigger: str = "explicit") -> CalibrateThresholdResult:
         """Calibrate ``agent_id`` now with its stored method and options (``cpersona calibrate``)."""
         agent = required_str(agent_id, "agent_id")
         persistence.check_writable("calibrate")
@@ -190,7 +197,7 @@ class Calibrator:
                 )
             return self.recalibrate(agent, trigger)
 
-    def recalibrate(self, agent: str, trigger: str) -> dict[str, Any]:
+    def recalibrate(self, agent: str, trigger: str) -> CalibrateThresholdResult:
         """Calibrate ``agent`` again with its stored method and options (the caller holds ``exclusive``)."""
         previous = self.states.get(agent) or {}
         return self._calibrate(
@@ -204,7 +211,7 @@ class Calibrator:
 
     def set_recall_precision(
         self, agent_id: str, precision: str | None = None, beta: float | None = None
-    ) -> dict[str, Any]:
+    ) -> RecallPrecisionResult:
         """Set the agent's precision (strict | balanced | lenient, or a raw β) and recalibrate now.
 
         An empty precision with no β clears the override (the global CPERSONA_RECALL_PRECISION applies).
@@ -237,6 +244,7 @@ class Calibrator:
             )
         raw = None if beta is None else cal.validate_beta(beta)
 
+        # The stored entry is the calibration state's own JSON (CalibrationStates.modify), not a result shape.
         def change(entry: dict[str, Any] | None) -> dict[str, Any] | None:
             entry = entry or {}
             if level is None and raw is None:
@@ -247,24 +255,22 @@ class Calibrator:
 
         return self.states.modify(agent, change)
 
-    def get_recall_precision(self, agent_id: str) -> dict[str, Any]:
+    def get_recall_precision(self, agent_id: str) -> RecallPrecisionResult:
         """The agent's effective precision (level, β, overridden?), the global one, and its calibration state."""
         agent = required_str(agent_id, "agent_id")
         entry = self.states.get(agent)
         level, beta, overridden = self._precision(entry)
         policy = self.policy_for(agent)
-        state: dict[str, Any] = {"calibrated": bool((entry or {}).get("fingerprint")), "gate": policy.kind}
+        state: CalibrationState = {"calibrated": bool((entry or {}).get("fingerprint")), "gate": policy.kind}
         if policy.threshold is not None:
             state["threshold"] = round(policy.threshold, 6)
         if policy.stale:
             state["stale"] = True
         if entry and entry.get("fingerprint"):
-            state.update(
-                fingerprint=entry["fingerprint"],
-                created_at=entry.get("created_at"),
-                method=entry.get("method"),
-                rows=entry.get("rows"),
-            )
+            state["fingerprint"] = entry["fingerprint"]
+            state["created_at"] = entry.get("created_at")
+            state["method"] = entry.get("method")
+            state["rows"] = entry.get("rows")
             if entry.get("trigger"):
                 state["trigger"] = entry["trigger"]
         glob = self.settings.recall_precision
@@ -312,7 +318,7 @@ class Calibrator:
         *,
         trigger: str = "explicit",
         work: Work | None = None,
-    ) -> dict[str, Any]:
+    ) -> CalibrateThresholdResult:
         """Measure the agent's corpus and save the result; the caller holds ``states.exclusive(agent)``."""
         current = self.current_fingerprint()
         if current is None or not self.embeddings.ready:
@@ -352,7 +358,7 @@ class Calibrator:
             "trigger": trigger,
             "vector": {"threshold": round(vector_threshold, 6), **pairs.summary()},
         }
-        gate_out: dict[str, Any] = {"enabled": self.settings.fused_gate_enabled}
+        gate_out: GateCalibration = {"enabled": self.settings.fused_gate_enabled}
         if self.settings.fused_gate_enabled:
             with self.store.read() as session:
                 episodes = session.vector_search.agent_vectors(EPISODES, model_id, dimension, agent)[1]
@@ -376,15 +382,21 @@ class Calibrator:
             }
             threshold = round(cal.gate_threshold(tops, method, beta, level, percentile=pct, z_factor=z), 6)
             gate_out.update(
-                kind=cal.GATE_KIND,
-                entities=measured["gate"]["lexicon"]["entities"],
-                probes=int(tops.size),
-                threshold=threshold,
-                thresholds=thresholds,
-                probe_evidence={f"p{q}": round(float(np.percentile(tops, q)), 6) for q in (50, 75, 90)},
-                probe_top_cosine={f"p{q}": round(float(np.percentile(cosines, q)), 6) for q in (50, 75, 90)},
-                # What each level would do to questions about things this agent never stored.
-                probes_cut={lv: int(np.count_nonzero(tops < t)) for lv, t in thresholds.items()},
+                {
+                    "kind": cal.GATE_KIND,
+                    "entities": measured["gate"]["lexicon"]["entities"],
+                    "probes": int(tops.size),
+                    "threshold": threshold,
+                    "thresholds": thresholds,
+                    "probe_evidence": {
+                        f"p{q}": round(float(np.percentile(tops, q)), 6) for q in (50, 75, 90)
+                    },
+                    "probe_top_cosine": {
+                        f"p{q}": round(float(np.percentile(cosines, q)), 6) for q in (50, 75, 90)
+                    },
+                    # What each level would do to questions about things this agent never stored.
+                    "probes_cut": {lv: int(np.count_nonzero(tops < t)) for lv, t in thresholds.items()},
+                }
             )
         persistence.check_writable("calibrate_threshold")
 
@@ -399,7 +411,7 @@ class Calibrator:
             work.report(1, 2, "steps", "thresholds measured")
             work.checkpoint("calibrate_threshold", "nothing was saved: the previous calibration stays")
         saved = self.states.modify(agent, change)
-        result: dict[str, Any] = {
+        result: CalibrateThresholdResult = {
             "ok": True,
             "agent_id": agent,
             "method": method,

@@ -9,7 +9,6 @@ which turns ``fix=true`` into a report-only run.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
@@ -19,6 +18,7 @@ from cpersona.health import persistence
 from cpersona.health.checks import HealthContext, check_names, run_checks
 from cpersona.health.deep_checks import deep_check_names, run_deep_checks
 from cpersona.health.state import HealthState
+from cpersona.shapes.operations import CheckHealthResult, DeepCheckResult
 from cpersona.storage.interface import Store
 from cpersona.validation import boolean, optional_str, required_str
 from cpersona.work import Work
@@ -73,7 +73,7 @@ class Maintenance:
         fix: bool = False,
         checks: Sequence[str] | None = None,
         work: Work | None = None,
-    ) -> dict[str, Any]:
+    ) -> CheckHealthResult:
         """Run the health-check registry (docs/health.md); ``fix`` repairs, bounded, never locked rows.
 
         While persistence is paused, ``fix=true`` runs report-only and says so (``fix_downgraded``).
@@ -92,7 +92,7 @@ class Maintenance:
 
     def deep_check(
         self, agent_id: str, *, fix: bool = False, checks: Sequence[str] | None = None
-    ) -> dict[str, Any]:
+    ) -> DeepCheckResult:
         """Semantic pass over one agent's memories (docs/health.md); every deep check reports only."""
         agent = required_str(agent_id, "agent_id")
         wanted = boolean(fix, "fix")

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import cast
 
 from cpersona.agent_notice import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL, MAX_ROW_ID, MAX_ROW_ID_DIGITS
-from cpersona.storage.interface import Store
+from cpersona.shapes.everyday import (
+    GetContentsResult,
+    GetProfileResult,
+    ListEpisodesResult,
+    ListMemoriesResult,
+)
+from cpersona.shapes.rows import EpisodeRow, MemoryRow, StoredRow
+from cpersona.storage.interface import Row, Session, Store, TableRows
 from cpersona.storage.scope import Scope
 from cpersona.validation import agent_set, bounded_int, optional_str, required_str, string_list
 
@@ -24,7 +31,7 @@ class Reader:
     def __init__(self, store: Store) -> None:
         self.storage = store
 
-    def get_contents(self, agent_id: str, refs: Sequence[str]) -> dict[str, Any]:
+    def get_contents(self, agent_id: str, refs: Sequence[str]) -> GetContentsResult:
         """Full rows for ``mem:<id>`` / ``ep:<id>`` refs, in request order: ``{ok, items, missing}``.
 
         Unknown refs and other agents' refs are listed in ``missing`` (never revealed).
@@ -43,17 +50,17 @@ class Reader:
         with self.storage.read() as session:
             mems = session.memories.get_many([n for _, k, n in parsed if k == "mem" and _storable(n)], scope)
             eps = session.episodes.get_many([n for _, k, n in parsed if k == "ep" and _storable(n)], scope)
-        items: list[dict[str, Any]] = []
+        items: list[StoredRow] = []
         missing: list[str] = []
         for ref, kind, number in parsed:
             row = (mems if kind == "mem" else eps).get(number)
             if row is None:
                 missing.append(ref)
             else:
-                items.append(row)
+                items.append(cast("StoredRow", row))  # storage rows are untyped dicts of this shape
         return {"ok": True, "items": items, "missing": missing}
 
-    def get_profile(self, agent_id: str, *, project_id: str = "", user_id: str = "") -> dict[str, Any]:
+    def get_profile(self, agent_id: str, *, project_id: str = "", user_id: str = "") -> GetProfileResult:
         """The agent's profile text (``profile: None`` when none is stored)."""
         agent = required_str(agent_id, "agent_id")
         row = self.storage.session().profiles.get(
@@ -73,22 +80,18 @@ class Reader:
         limit: int = 100,
         project_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ListMemoriesResult:
         """Memories newest first: ``{ok, items, count, total, notice?}`` (``notice``: the agent owns no rows).
 
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
-        scope = Scope(
-            optional_str(agent_id, "agent_id"),
-            optional_str(project_id, "project_id"),
-            agents=agent_set(allowed_agents),
-        )
-        n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
-        with self.storage.read() as session:
-            items = session.memories.list_recent(scope, n)
-            total = session.memories.count(scope)
-            notice = agent_notice(session.admin, scope.agent_id, allowed_agents) if total == 0 else None
-        result: dict[str, Any] = {"ok": True, "items": items, "count": len(items), "total": total}
+        items, total, notice = self._newest(_memories, agent_id, limit, project_id, allowed_agents)
+        result: ListMemoriesResult = {
+            "ok": True,
+            "items": cast("list[MemoryRow]", items),
+            "count": len(items),
+            "total": total,
+        }
         if notice:
             result["notice"] = notice
         return result
@@ -100,11 +103,31 @@ class Reader:
         limit: int = 50,
         project_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ListEpisodesResult:
         """Episodes newest first: ``{ok, items, count, total, notice?}`` (``notice``: the agent owns no rows).
 
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
+        items, total, notice = self._newest(_episodes, agent_id, limit, project_id, allowed_agents)
+        result: ListEpisodesResult = {
+            "ok": True,
+            "items": cast("list[EpisodeRow]", items),
+            "count": len(items),
+            "total": total,
+        }
+        if notice:
+            result["notice"] = notice
+        return result
+
+    def _newest(
+        self,
+        table: Callable[[Session], TableRows],
+        agent_id: str | None,
+        limit: int,
+        project_id: str | None,
+        allowed_agents: Collection[str] | None,
+    ) -> tuple[list[Row], int, str | None]:
+        """One table's rows newest first, its total in scope, and the notice for an agent owning no rows."""
         scope = Scope(
             optional_str(agent_id, "agent_id"),
             optional_str(project_id, "project_id"),
@@ -112,10 +135,15 @@ class Reader:
         )
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:
-            items = session.episodes.list_recent(scope, n)
-            total = session.episodes.count(scope)
+            items = table(session).list_recent(scope, n)
+            total = table(session).count(scope)
             notice = agent_notice(session.admin, scope.agent_id, allowed_agents) if total == 0 else None
-        result: dict[str, Any] = {"ok": True, "items": items, "count": len(items), "total": total}
-        if notice:
-            result["notice"] = notice
-        return result
+        return items, total, notice
+
+
+def _memories(session: Session) -> TableRows:
+    return session.memories
+
+
+def _episodes(session: Session) -> TableRows:
+    return session.episodes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from cpersona import context_merge
 from cpersona.agent_notice import agent_notice
@@ -19,7 +19,17 @@ from cpersona.limits import (
 )
 from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
+from cpersona.retrieval.gate import gate_off
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
+from cpersona.shapes.everyday import (
+    MergedItem,
+    RecallGate,
+    RecallResult,
+    RecallTimeCue,
+    RecallTrace,
+    RecallWithContextResult,
+)
+from cpersona.shapes.rows import RecallRow
 from cpersona.storage.interface import Session, Store, VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.text import clean_text, format_ts, utc_now
@@ -58,7 +68,7 @@ class Recaller:
         record: bool = True,
         trace: bool = False,
         time_cue: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> RecallResult:
         """Hybrid recall; ``results`` ordered worst → best (the last element is the best match).
 
         ``record=False`` leaves recall_count / last_recalled_at alone (a person previewing
@@ -90,25 +100,22 @@ class Recaller:
             trace=boolean(trace, "trace"),
             time_cue=time_cues.parse(time_cue, utc_now()),
         )
-        response: dict[str, Any] = {"ok": True, "results": [], "count": 0, "mode": self.settings.recall_mode}
+        mode = self.settings.recall_mode
         wants_vector = request.limit > 0 and bool(request.query.strip())
         query_vector = self._vector_query(request.query) if wants_vector else None
         # Read the health state after embedding, so a failure of this very query is already counted.
         advisory = self.health.advisory()
-        if advisory is not None:
-            response["advisory"] = advisory
         if request.limit == 0:
-            response["gate"] = {
-                "kind": "off",
-                "level": None,
-                "beta": None,
-                "threshold": None,
-                "top_cosine": None,
-                "passed": True,
-                "keyed_on": None,
-                "reason": "limit 0: nothing to gate",
+            nothing: RecallResult = {
+                "ok": True,
+                "results": [],
+                "count": 0,
+                "mode": mode,
+                "gate": gate_off("limit 0: nothing to gate"),
             }
-            return response
+            if advisory is not None:
+                nothing["advisory"] = advisory
+            return nothing
         now = utc_now()
         with self.store.read() as session:
             outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
@@ -120,24 +127,32 @@ class Recaller:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
             notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
+        storage_note: str | None = None
         # Bookkeeping is a write too (docs/tools.md#pause_persistence).
         if record and recalled and not persistence.is_paused():
             try:
                 with self.store.write() as ws:
                     ws.memories.mark_recalled(recalled, format_ts(now))
             except StorageFault as fault:  # a read-only or full file must not cost the reader its results
-                response["storage"] = f"{fault.code}: recall statistics were not recorded ({fault.path})"
+                storage_note = f"{fault.code}: recall statistics were not recorded ({fault.path})"
         rows.reverse()  # worst → best: the last element is the best match
-        response.update(
-            results=rows,
-            count=len(rows),
-            search={
+        # The pipeline's rows and records are plain dicts of the documented shapes (tests/test_shapes.py).
+        response: RecallResult = {
+            "ok": True,
+            "results": cast("list[RecallRow]", rows),
+            "count": len(rows),
+            "mode": mode,
+            "search": {
                 "vector": outcome.vector_used,
                 "keyword": outcome.keyword_method,
                 "keyword_channels": outcome.keyword_methods,
             },
-            gate=outcome.gate,
-        )
+            "gate": cast("RecallGate", outcome.gate),
+        }
+        if advisory is not None:
+            response["advisory"] = advisory
+        if storage_note is not None:
+            response["storage"] = storage_note
         sentence = explain(
             outcome.gate,
             scored,
@@ -150,9 +165,9 @@ class Recaller:
         if notice:
             response["notice"] = notice
         if outcome.time_cue is not None:
-            response["time_cue"] = outcome.time_cue
+            response["time_cue"] = cast("RecallTimeCue", outcome.time_cue)
         if outcome.trace is not None:
-            response["trace"] = outcome.trace
+            response["trace"] = cast("RecallTrace", outcome.trace)
         return response
 
     def _profiles_for(self, session: Session, scope: Scope) -> list[dict[str, Any]]:
@@ -175,7 +190,7 @@ class Recaller:
         project_id: str | None = None,
         record: bool = True,
         time_cue: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> RecallWithContextResult:
         """Recall merged with conversation entries, deduplicated, in chronological order.
 
         Every entry's content filters the recall (the agent already has it);
@@ -194,14 +209,22 @@ class Recaller:
             time_cue=time_cue,
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
-        response = {
+        items = cast("list[MergedItem]", merged["items"])  # recalled rows tagged with origin, and entries
+        response: RecallWithContextResult = {
             "ok": True,
-            **merged,
-            "count": len(merged["items"]),
+            "items": items,
+            "count": len(items),
             "mode": recalled["mode"],
             "gate": recalled["gate"],
         }
-        for key in ("advisory", "explanation", "notice", "time_cue"):
-            if key in recalled:
-                response[key] = recalled[key]
+        if "context_filter_only" in merged:
+            response["context_filter_only"] = merged["context_filter_only"]
+        if "advisory" in recalled:
+            response["advisory"] = recalled["advisory"]
+        if "explanation" in recalled:
+            response["explanation"] = recalled["explanation"]
+        if "notice" in recalled:
+            response["notice"] = recalled["notice"]
+        if "time_cue" in recalled:
+            response["time_cue"] = recalled["time_cue"]
         return response

@@ -23,6 +23,13 @@ from cpersona.errors import Forbidden, InvalidInput, NotFound
 from cpersona.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
 from cpersona.services.browser import Browser
 from cpersona.services.reader import Reader
+from cpersona.shapes.resources import (
+    CompletionResult,
+    ResourceInfo,
+    ResourceListResult,
+    ResourceReadResult,
+    ResourceTemplatesResult,
+)
 from cpersona.validation import agent_set
 
 SCHEME = "cpersona://"
@@ -113,7 +120,7 @@ def _decode_agent(encoded: str) -> str:
     return agent
 
 
-def resource_templates() -> dict[str, Any]:
+def resource_templates() -> ResourceTemplatesResult:
     """The resource templates: ``{ok, templates: [...]}`` (static: needs no open database)."""
     return {
         "ok": True,
@@ -141,7 +148,7 @@ class Resources:
         self.reader = reader
         self.browser = browser
 
-    def resource_templates(self) -> dict[str, Any]:
+    def resource_templates(self) -> ResourceTemplatesResult:
         """The resource templates: ``{ok, templates: [{uri_template, name, title, description, mime_type}]}``."""
         return resource_templates()
 
@@ -154,14 +161,14 @@ class Resources:
 
     def list_resources(
         self, *, cursor: str | None = None, allowed_agents: Collection[str] | None = None
-    ) -> dict[str, Any]:
+    ) -> ResourceListResult:
         """One page of concrete resources: the agents list first, then each visible agent's two.
 
         Returns ``{ok, resources: [{uri, name, title, description, mime_type}], next_cursor}``
         (``next_cursor`` None on the last page). The cursor is opaque to clients (an offset).
         """
         start = _cursor_offset(cursor)
-        entries: list[dict[str, Any]] = [
+        entries: list[ResourceInfo] = [
             {
                 "uri": AGENTS_URI,
                 "name": "agents",
@@ -189,7 +196,7 @@ class Resources:
             "next_cursor": str(start + RESOURCE_LIST_PAGE) if more else None,
         }
 
-    def read_resource(self, uri: Any, *, allowed_agents: Collection[str] | None = None) -> dict[str, Any]:
+    def read_resource(self, uri: Any, *, allowed_agents: Collection[str] | None = None) -> ResourceReadResult:
         """The contents of one resource: ``{ok, uri, mime_type, text}`` (``text`` is JSON).
 
         Raises InvalidInput for a URI that names no resource, Forbidden for an agent the caller
@@ -209,6 +216,8 @@ class Resources:
             body = self._profile_body(agent) if kind == "profile" else self._memories_body(agent)
         return {"ok": True, "uri": uri, "mime_type": JSON_MIME, "text": json.dumps(body, ensure_ascii=False)}
 
+    # The three resource bodies below stay plain dicts: they are serialized into read_resource's
+    # ``text`` (a JSON document described in docs/resources.md), never returned as a result shape.
     def _agents_body(self, allowed: frozenset[str] | None) -> dict[str, Any]:
         agents = [
             {
@@ -242,7 +251,7 @@ class Resources:
 
     def complete_agent_id(
         self, prefix: Any, *, allowed_agents: Collection[str] | None = None
-    ) -> dict[str, Any]:
+    ) -> CompletionResult:
         """Agent ids the caller may read that start with ``prefix``: ``{ok, values, total, has_more}``.
 
         At most 100 values (the MCP limit for one completion), sorted.
@@ -254,7 +263,7 @@ class Resources:
 
     def complete_project_id(
         self, prefix: Any, *, agent_id: Any = None, allowed_agents: Collection[str] | None = None
-    ) -> dict[str, Any]:
+    ) -> CompletionResult:
         """Project ids in use by the readable agents (only ``agent_id``'s when given) starting with ``prefix``.
 
         Same shape as ``complete_agent_id``; the global pool (``''``) is not offered.
@@ -271,7 +280,7 @@ class Resources:
         return _completion(sorted(p for p in projects if p and p.startswith(prefix)))
 
 
-def _completion(matches: list[str]) -> dict[str, Any]:
+def _completion(matches: list[str]) -> CompletionResult:
     values = matches[:COMPLETION_VALUES_MAX]
     return {"ok": True, "values": values, "total": len(matches), "has_more": len(matches) > len(values)}
 

@@ -31,6 +31,7 @@ from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePau
 from cpersona.health import persistence
 from cpersona.retrieval.calibration import LEVELS, MIN_ROWS
 from cpersona.services.calibration import Calibrator
+from cpersona.shapes.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
 from cpersona.storage.interface import MEMORIES, Store
 
 log = logging.getLogger("cpersona.calibration")
@@ -45,9 +46,7 @@ SCAN_SECONDS = 60.0
 MIN_PASS_INTERVAL_SECONDS = 1.0
 
 
-def next_size(
-    entry: dict[str, Any] | None, current: dict[str, Any] | None, *, needs_gate: bool = True
-) -> int:
+def next_size(entry: dict[str, Any] | None, current: Fingerprint | None, *, needs_gate: bool = True) -> int:
     """Rows (with vectors) at which the agent is due next: the minimum size, or its last size × factor."""
     if _uncalibrated(entry, current, needs_gate):
         return MIN_ROWS
@@ -55,7 +54,7 @@ def next_size(
     return max(MIN_ROWS, rows + 1, math.ceil(rows * GROWTH_FACTOR))
 
 
-def _uncalibrated(entry: dict[str, Any] | None, current: dict[str, Any] | None, needs_gate: bool) -> bool:
+def _uncalibrated(entry: dict[str, Any] | None, current: Fingerprint | None, needs_gate: bool) -> bool:
     fingerprint = (entry or {}).get("fingerprint")
     if not fingerprint or (current is not None and fingerprint != current):
         return True
@@ -65,7 +64,7 @@ def _uncalibrated(entry: dict[str, Any] | None, current: dict[str, Any] | None, 
 def trigger_for(
     entry: dict[str, Any] | None,
     count: int,
-    current: dict[str, Any] | None,
+    current: Fingerprint | None,
     *,
     growth: bool,
     needs_gate: bool = True,
@@ -196,7 +195,7 @@ class SelfCalibration:
         due = {a: self._trigger(states.get(a), n, current, growth) for a, n in self._counts().items()}
         return {a: why for a, why in sorted(due.items()) if why is not None}
 
-    def calibrate(self, agent_id: str | None = None, precision: str | None = None) -> dict[str, Any]:
+    def calibrate(self, agent_id: str | None = None, precision: str | None = None) -> CalibrateResult:
         """Calibrate one agent now, or (``agent_id`` None) every agent the schedule finds due, whatever
         CPERSONA_AUTO_CALIBRATE says (``cpersona calibrate``). ``precision`` (strict | balanced | lenient)
         is saved as the agent's level first. Returns ``{ok, calibrated: [results], skipped: {agent: why}}``.
@@ -204,7 +203,8 @@ class SelfCalibration:
         if precision is not None and precision not in LEVELS:
             raise InvalidInput(f"precision must be one of {', '.join(LEVELS)}, got {precision!r}")
         agents = {agent_id: "explicit"} if agent_id is not None else self.pending(growth=True)
-        calibrated, skipped = [], {}
+        calibrated: list[CalibrateThresholdResult] = []
+        skipped: dict[str, str] = {}
         for agent, trigger in agents.items():
             try:
                 if precision is not None:
@@ -222,7 +222,7 @@ class SelfCalibration:
         self,
         entry: dict[str, Any] | None,
         count: int,
-        current: dict[str, Any] | None,
+        current: Fingerprint | None,
         growth: bool | None = None,
     ) -> str | None:
         return trigger_for(
@@ -239,7 +239,7 @@ class SelfCalibration:
         with self.store.read() as session:
             return session.vector_search.agent_counts(MEMORIES, model_id, dimension)
 
-    def _worth_a_look(self, current: dict[str, Any] | None) -> list[str] | None:
+    def _worth_a_look(self, current: Fingerprint | None) -> list[str] | None:
         """Agents whose estimated size reached their next calibration (None: every agent)."""
         since = dict(self._since)
         for agent, n in since.items():  # consume what this pass accounts for
@@ -280,7 +280,7 @@ class SelfCalibration:
             if self._trigger(self.calibrator.states.get(agent), count, current) is not None:
                 self._calibrate(agent, count, current)
 
-    def _calibrate(self, agent: str, count: int, current: dict[str, Any] | None) -> None:
+    def _calibrate(self, agent: str, count: int, current: Fingerprint | None) -> None:
         with self.calibrator.states.exclusive(agent, wait=0.0) as held:
             if not held:  # another thread or process is calibrating: look again after a pause
                 self._full_scan = True

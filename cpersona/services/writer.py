@@ -17,6 +17,16 @@ from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rej
 from cpersona.health import persistence
 from cpersona.health.state import HINT, HealthState
 from cpersona.limits import MAX_KEYWORD_CHARS
+from cpersona.shapes.everyday import (
+    ArchiveEpisodeResult,
+    DeleteResult,
+    LockResult,
+    StoreResult,
+    StoreSkipped,
+    StoreStored,
+    UpdateMemoryResult,
+    UpdateProfileResult,
+)
 from cpersona.storage.interface import (
     EMBED,
     EPISODES,
@@ -34,7 +44,7 @@ from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise
 from cpersona.validation import agent_set, boolean, optional_str, required_str, row_id, string_list
 
 
-def _skipped(existing_id: int, why: str) -> dict[str, Any]:
+def _skipped(existing_id: int, why: str) -> StoreSkipped:
     reason = (
         "same msg_id already stored in this scope" if why == "msg_id" else "identical content already stored"
     )
@@ -121,7 +131,7 @@ class Writer:
         metadata: dict[str, Any] | str | None = None,
         channel: str | None = None,
         project_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> StoreResult:
         """Store one memory. Returns ``result`` stored | skipped; raises ``Rejected`` for unusable input."""
         try:
             new, truncated, cleaned = self._validated_memory(
@@ -154,7 +164,7 @@ class Writer:
             return _skipped(*duplicate)
         if self.on_stored is not None:
             self.on_stored(new.agent_id)
-        result: dict[str, Any] = {
+        result: StoreStored = {
             "ok": True,
             "result": "stored",
             "id": new_id,
@@ -176,7 +186,7 @@ class Writer:
         history: Sequence[dict[str, Any]] | None = None,
         project_id: str | None = None,
         channel: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ArchiveEpisodeResult:
         """Store a session summary; it becomes the newest episode boundary of its scope."""
         persistence.check_writable("archive_episode")
         agent = required_str(agent_id, "agent_id")
@@ -211,7 +221,7 @@ class Writer:
                 )
             )
             self._queue_if_unembedded(session, EPISODES, new_id, blob is not None)
-        result = {
+        result: ArchiveEpisodeResult = {
             "ok": True,
             "id": new_id,
             "ref": f"ep:{new_id}",
@@ -230,7 +240,7 @@ class Writer:
         *,
         agent_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> UpdateMemoryResult:
         """Replace a memory's content and re-embed it; refused when locked or not owned.
 
         A row outside ``agent_id`` or ``allowed_agents`` (ACL grants) answers not found.
@@ -255,14 +265,19 @@ class Writer:
                 self._queue_if_unembedded(session, MEMORIES, rid, blob is not None)
         except DuplicateRow as exc:
             raise InvalidInput("another memory in the same scope already has this content") from exc
-        result: dict[str, Any] = {"ok": True, "id": rid, "ref": f"mem:{rid}", "embedded": blob is not None}
+        result: UpdateMemoryResult = {
+            "ok": True,
+            "id": rid,
+            "ref": f"mem:{rid}",
+            "embedded": blob is not None,
+        }
         if truncated:
             result["truncated"] = True
         return result
 
     def update_profile(
         self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = ""
-    ) -> dict[str, Any]:
+    ) -> UpdateProfileResult:
         """Replace the profile (capped at CPERSONA_MAX_PROFILE_LENGTH, says ``truncated``)."""
         persistence.check_writable("update_profile")
         agent = required_str(agent_id, "agent_id")
@@ -275,14 +290,14 @@ class Writer:
         now = format_ts(utc_now())
         with self.storage.write() as session:
             session.profiles.upsert(NewProfile(agent, project, user, text, now))
-        result: dict[str, Any] = {"ok": True, "agent_id": agent, "updated_at": now, "length": len(text)}
+        result: UpdateProfileResult = {"ok": True, "agent_id": agent, "updated_at": now, "length": len(text)}
         if truncated:
             result["truncated"] = True
         return result
 
     def _set_lock(
         self, memory_id: int | str, agent_id: str | None, allowed_agents: Collection[str] | None, locked: bool
-    ) -> dict[str, Any]:
+    ) -> LockResult:
         persistence.check_writable("lock_memory" if locked else "unlock_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
@@ -298,7 +313,7 @@ class Writer:
         *,
         agent_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> LockResult:
         """Protect a memory from edit and delete."""
         return self._set_lock(memory_id, agent_id, allowed_agents, True)
 
@@ -308,7 +323,7 @@ class Writer:
         *,
         agent_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> LockResult:
         """Remove the protection."""
         return self._set_lock(memory_id, agent_id, allowed_agents, False)
 
@@ -318,7 +333,7 @@ class Writer:
         *,
         agent_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> DeleteResult:
         """Delete one memory (refused when locked; not found when owned by another or an ungranted agent)."""
         persistence.check_writable("delete_memory")
         rid = row_id(memory_id, "memory_id", "mem")
@@ -336,7 +351,7 @@ class Writer:
         *,
         agent_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> DeleteResult:
         """Delete one episode (ownership enforced when agent_id or allowed_agents is given)."""
         persistence.check_writable("delete_episode")
         rid = row_id(episode_id, "episode_id", "ep")

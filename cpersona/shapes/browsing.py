@@ -4,6 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Literal, TypedDict
 
+from cpersona.shapes.common import ItemCount, Success
 from cpersona.shapes.rows import EpisodeRow, MemoryRow
 
 # -- browsing (cpersona ui) ------------------------------------------------------------------------------
@@ -33,7 +34,7 @@ class AgentSummary(TypedDict):
 class ListAgentsResult(TypedDict):
     """list_agents: every agent with counts, sorted by id."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     agents: Annotated[list[AgentSummary], "One entry per agent."]
     count: Annotated[int, "len(agents)."]
 
@@ -41,9 +42,9 @@ class ListAgentsResult(TypedDict):
 class BrowseMemoriesResult(TypedDict):
     """browse_memories: one page of memories newest first (exact axis, lock and vector filters)."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     items: Annotated[list[MemoryRow], "This page, newest first."]
-    count: Annotated[int, "len(items)."]
+    count: ItemCount
     total: Annotated[int, "Rows matching the filters."]
     offset: Annotated[int, "Where this page starts."]
 
@@ -51,9 +52,9 @@ class BrowseMemoriesResult(TypedDict):
 class BrowseEpisodesResult(TypedDict):
     """browse_episodes: one page of episodes newest first."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     items: Annotated[list[EpisodeRow], "This page, newest first."]
-    count: Annotated[int, "len(items)."]
+    count: ItemCount
     total: Annotated[int, "Rows matching the filters."]
     offset: Annotated[int, "Where this page starts."]
 
@@ -72,10 +73,10 @@ class StoredProfile(TypedDict):
 class ListProfilesResult(TypedDict):
     """list_profiles: every profile of one agent, newest first."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     agent_id: Annotated[str, "The agent."]
     items: Annotated[list[StoredProfile], "Its profiles."]
-    count: Annotated[int, "len(items)."]
+    count: ItemCount
 
 
 class TimelineDay(TypedDict):
@@ -89,7 +90,7 @@ class TimelineDay(TypedDict):
 class MemoryTimelineResult(TypedDict):
     """memory_timeline: memories stored per day, oldest day first (days without rows are absent)."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     agent_id: Annotated[str | None, "The agent (None: every agent)."]
     days: Annotated[list[TimelineDay], "One entry per day with rows."]
     stored: Annotated[int, "Sum of stored."]

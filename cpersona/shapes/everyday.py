@@ -4,6 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Literal, NotRequired, TypedDict
 
+from cpersona.shapes.common import AgentNotice, ItemCount, Success
 from cpersona.shapes.rows import EpisodeRow, MemoryRow, ProfileRow, RecallRow, StoredRow
 
 # -- store -------------------------------------------------------------------------------------------
@@ -12,7 +13,7 @@ from cpersona.shapes.rows import EpisodeRow, MemoryRow, ProfileRow, RecallRow, S
 class StoreStored(TypedDict):
     """store: a new memory was written."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     result: Annotated[Literal["stored"], "Outcome."]
     id: Annotated[int, "The new row's id."]
     ref: Annotated[str, "'mem:<id>'."]
@@ -79,8 +80,12 @@ class RecallGate(TypedDict):
         "'calibrated' (this agent's corpus), 'heuristic' (uncalibrated or stale: a fixed low "
         "floor) or 'off' (disabled, keyword-only recall, empty query, limit 0).",
     ]
-    level: Annotated[str | None, "Precision level: strict, balanced or lenient (null when off)."]
-    beta: Annotated[float | None, "Effective β (null when off)."]
+    level: Annotated[
+        str | None,
+        "Precision level: strict, balanced or lenient (null when no gate applies: disabled, empty query, "
+        "limit 0; a keyword-only recall, kind 'off', still names the agent's level).",
+    ]
+    beta: Annotated[float | None, "Effective β (null exactly when level is)."]
     threshold: Annotated[
         float | None, "The cut on the scale of keyed_on: evidence, top cosine or confidence (null when off)."
     ]
@@ -176,7 +181,7 @@ class RecallTimeCue(TypedDict):
 class RecallResult(TypedDict):
     """recall: rows ordered worst to best; the LAST element is the best match."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     results: Annotated[list[RecallRow], "Memory, episode and profile rows, worst to best."]
     count: Annotated[int, "len(results)."]
     mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
@@ -195,9 +200,7 @@ class RecallResult(TypedDict):
             "candidate's similarity and what to try.",
         ]
     ]
-    notice: NotRequired[
-        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
-    ]
+    notice: NotRequired[AgentNotice]
     time_cue: NotRequired[
         Annotated[RecallTimeCue, "The time cue that acted (a time_cue or a date in the query)."]
     ]
@@ -239,24 +242,22 @@ MergedItem = RecalledMemory | RecalledEpisode | RecalledProfile | ContextEntry
 class RecallWithContextResult(TypedDict):
     """recall_with_context: recalled rows and conversation entries, deduplicated, oldest first."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     items: Annotated[list[MergedItem], "Chronological; undated entries last, in the order given."]
-    count: Annotated[int, "len(items)."]
+    count: ItemCount
     mode: Annotated[str, "Fusion mode (CPERSONA_RECALL_MODE)."]
     context_filter_only: NotRequired[Annotated[list[str], "Roles that only filtered (not merged)."]]
     gate: Annotated[RecallGate, "The recall's quality gate (as in recall)."]
     advisory: NotRequired[Annotated[Advisory, "Present while search is degraded."]]
     explanation: NotRequired[Annotated[str, "As in recall: why the answer is empty or shortened."]]
-    notice: NotRequired[
-        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
-    ]
+    notice: NotRequired[AgentNotice]
     time_cue: NotRequired[Annotated[RecallTimeCue, "As in recall."]]
 
 
 class GetContentsResult(TypedDict):
     """get_contents: full rows in request order (the MCP layer adds the batch budget: deferred)."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     items: Annotated[list[StoredRow], "Found rows, in request order."]
     missing: Annotated[list[str], "Refs that do not exist or belong to another agent."]
 
@@ -267,7 +268,7 @@ class GetContentsResult(TypedDict):
 class ArchiveEpisodeResult(TypedDict):
     """archive_episode: the new episode."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     id: Annotated[int, "The new episode's id."]
     ref: Annotated[str, "'ep:<id>'."]
     embedded: Annotated[bool, "A vector was computed now."]
@@ -279,7 +280,7 @@ class ArchiveEpisodeResult(TypedDict):
 class UpdateMemoryResult(TypedDict):
     """update_memory: the memory now holds the new text."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     id: Annotated[int, "The memory's id."]
     ref: Annotated[str, "'mem:<id>'."]
     embedded: Annotated[bool, "The new text was embedded now."]
@@ -289,7 +290,7 @@ class UpdateMemoryResult(TypedDict):
 class GetProfileResult(TypedDict):
     """get_profile."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     agent_id: Annotated[str, "The agent asked about."]
     profile: Annotated[str | None, "The profile text; null when none is stored."]
     updated_at: Annotated[str | None, "Last replaced; null when none is stored."]
@@ -298,7 +299,7 @@ class GetProfileResult(TypedDict):
 class UpdateProfileResult(TypedDict):
     """update_profile: the profile was replaced."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     agent_id: Annotated[str, "The agent."]
     updated_at: Annotated[str, "Now (UTC ISO-8601)."]
     length: Annotated[int, "Characters stored."]
@@ -311,25 +312,21 @@ class UpdateProfileResult(TypedDict):
 class ListMemoriesResult(TypedDict):
     """list_memories: newest first."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     items: Annotated[list[MemoryRow], "Up to limit rows."]
-    count: Annotated[int, "len(items)."]
+    count: ItemCount
     total: Annotated[int, "Rows in the scope."]
-    notice: NotRequired[
-        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
-    ]
+    notice: NotRequired[AgentNotice]
 
 
 class ListEpisodesResult(TypedDict):
     """list_episodes: newest first."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     items: Annotated[list[EpisodeRow], "Up to limit rows."]
-    count: Annotated[int, "len(items)."]
+    count: ItemCount
     total: Annotated[int, "Rows in the scope."]
-    notice: NotRequired[
-        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
-    ]
+    notice: NotRequired[AgentNotice]
 
 
 class QueueStatus(TypedDict):
@@ -345,7 +342,7 @@ class QueueStatus(TypedDict):
 class QueueStatusResult(QueueStatus):
     """get_queue_status: the queue plus the worker's view."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     model_ready: Annotated[bool, "The embedding model is loaded."]
     processed: Annotated[int, "Tasks this process has handled."]
 
@@ -356,7 +353,7 @@ class QueueStatusResult(QueueStatus):
 class LockResult(TypedDict):
     """lock_memory / unlock_memory."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     id: Annotated[int, "The memory's id."]
     ref: Annotated[str, "'mem:<id>'."]
     locked: Annotated[bool, "The new lock state."]
@@ -365,7 +362,7 @@ class LockResult(TypedDict):
 class DeleteResult(TypedDict):
     """delete_memory / delete_episode."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     id: Annotated[int, "The deleted row's id."]
     ref: Annotated[str, "'mem:<id>' or 'ep:<id>'."]
     deleted: Annotated[Literal[True], "Always true."]
@@ -382,7 +379,7 @@ class TableCounts(TypedDict):
 class DeleteAgentDataResult(TypedDict):
     """delete_agent_data: everything of one agent is gone."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     agent_id: Annotated[str, "The agent erased."]
     deleted: Annotated[TableCounts, "Rows deleted per table."]
     calibration_discarded: Annotated[bool, "The agent had a calibration or precision setting, now removed."]

@@ -4,6 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from cpersona.shapes.common import AgentNotice, Success
 from cpersona.shapes.everyday import QueueStatus, TableCounts
 
 # -- health and administration -------------------------------------------------------------------------
@@ -44,7 +45,7 @@ class VectorWindow(TypedDict):
 class StatsResult(TypedDict):
     """stats: counts, file, embedding and queue state."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     db_path: Annotated[str, "The database file."]
     db_bytes: Annotated[int, "Size of the file plus its WAL/SHM side files."]
     counts: Annotated[TableCounts, "Rows per table."]
@@ -58,7 +59,7 @@ class StatsResult(TypedDict):
 class ReembedDone(TypedDict):
     """reembed: stale vectors cleared, queue drained."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     queued: Annotated[int, "Embedding tasks waiting when the drain started (queued before or by this call)."]
     processed: Annotated[int, "Tasks handled in this call."]
     remaining: Annotated[int, "Embedding tasks still waiting afterwards (retried later)."]
@@ -108,16 +109,14 @@ class CheckHealthResult(TypedDict):
     max_repairs_per_check: Annotated[int, "The bound on repairs per check per run."]
     stats: Annotated[dict[str, Any], "Rows per agent/project/channel, database and WAL size, queue depth."]
     fix_downgraded: NotRequired[Annotated[Literal[True], "fix=true ran report-only (persistence is paused)."]]
-    notice: NotRequired[
-        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
-    ]
+    notice: NotRequired[AgentNotice]
     note: NotRequired[Annotated[str, "Why fix was downgraded."]]
 
 
 class DeepCheckResult(TypedDict):
     """deep_check: the semantic review of one agent (every deep check reports only)."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     status: Annotated[Literal["healthy", "degraded", "unhealthy"], "Worst severity found."]
     agent_id: Annotated[str, "The agent reviewed."]
     fix: Annotated[bool, "Whether fix was requested and allowed (deep checks never change rows)."]
@@ -127,9 +126,7 @@ class DeepCheckResult(TypedDict):
     findings: Annotated[list[HealthFinding], "Every finding (near-duplicates carry both refs)."]
     checks: Annotated[dict[str, Any], "Per check: status, findings and details."]
     note: NotRequired[Annotated[str, "Why fix was downgraded (persistence paused)."]]
-    notice: NotRequired[
-        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
-    ]
+    notice: NotRequired[AgentNotice]
 
 
 # -- portability ------------------------------------------------------------------------------------------
@@ -138,25 +135,19 @@ class DeepCheckResult(TypedDict):
 class ExportResult(TypedDict):
     """export_memories: the JSONL file written (format: docs/tools.md)."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     path: Annotated[str, "The file written (atomically)."]
     bytes: Annotated[int, "Its size."]
     agent_id: Annotated[str | None, "The agent exported (None: every agent, CLI only)."]
     include_embeddings: Annotated[bool, "Whether vectors were written (base64 float32 with model id)."]
     counts: Annotated[dict[str, int], "Records written per type."]
-    notice: NotRequired[
-        Annotated[str, "The agent id owns no rows at all: 'agent 'x' has no rows; known agents: ...'."]
-    ]
+    notice: NotRequired[AgentNotice]
 
 
-class ImportResult(TypedDict):
-    """import_memories: what was (or, with dry_run, would be) imported."""
+class ImportTally(TypedDict):
+    """What an import read and wrote so far (import_memories' counts; a cancelled import reports them)."""
 
-    ok: Annotated[Literal[True], "Success (bad lines are reported, not fatal)."]
     dry_run: Annotated[bool, "Nothing was written."]
-    path: Annotated[str, "The file read."]
-    target_agent_id: Annotated[str | None, "The agent rows were rewritten to, if any."]
-    header: Annotated[dict[str, Any], "The file's header fields."]
     lines: Annotated[int, "Lines read."]
     counts: Annotated[dict[str, dict[str, int]], "Per type: inserted / duplicate / ... counts."]
     truncated: Annotated[int, "Records whose text was cut to the caps."]
@@ -168,10 +159,19 @@ class ImportResult(TypedDict):
     errors: Annotated[list[dict[str, Any]], "The first bad lines: line number and why."]
 
 
+class ImportResult(ImportTally):
+    """import_memories: what was (or, with dry_run, would be) imported."""
+
+    ok: Annotated[Literal[True], "Success (bad lines are reported, not fatal)."]
+    path: Annotated[str, "The file read."]
+    target_agent_id: Annotated[str | None, "The agent rows were rewritten to, if any."]
+    header: Annotated[dict[str, Any], "The file's header fields."]
+
+
 class MergeResult(TypedDict):
     """merge_memories: copy or move one agent's rows into another, in one transaction."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     dry_run: Annotated[bool, "The transaction was rolled back."]
     source_agent_id: Annotated[str, "Rows came from here."]
     target_agent_id: Annotated[str, "Rows went here."]
@@ -183,7 +183,7 @@ class MergeResult(TypedDict):
 class MigrateChannelAxisResult(TypedDict):
     """migrate_channel_axis: rows moved off bridge channels (docs/decisions.md "Portability")."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     dry_run: Annotated[bool, "Nothing was changed."]
     agent_id: Annotated[str | None, "The agent repaired (None: every agent)."]
     bridge_channels: Annotated[list[str], "Channel names treated as bridges."]

@@ -5,11 +5,13 @@ context and the update check (the server answers them from process state and set
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from cpersona.shapes.common import Success
+
 
 class PersistenceState(TypedDict):
     """persistence_status: whether writes are paused in this process, and the pause window."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     paused: Annotated[bool, "Writes are paused (store answers skipped, persisted: false)."]
     remaining_seconds: Annotated[int, "Seconds left in the pause (0 when not paused)."]
     since: Annotated[str | None, "When the pause began (ISO-8601 UTC; null when not paused)."]
@@ -26,7 +28,7 @@ class PauseResult(PersistenceState):
 class ResumeResult(TypedDict):
     """resume_persistence: writes are back on."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     paused: Annotated[Literal[False], "Writes are no longer paused."]
     was_paused: Annotated[bool, "A pause was running before this call."]
 
@@ -46,7 +48,7 @@ class OperatingContextResult(TypedDict):
 class CheckUpdateResult(TypedDict):
     """check_update: this release against the newest on the package index (and, with apply, the install)."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     current: Annotated[str, "The running version."]
     distribution: Annotated[str, "The package name on the index."]
     enabled: Annotated[bool, "Update checks are on (CPERSONA_UPDATE_CHECK)."]

@@ -4,6 +4,8 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Literal, NotRequired, TypedDict
 
+from cpersona.shapes.common import Success
+
 # -- retrieval quality ------------------------------------------------------------------------------------
 
 
@@ -60,7 +62,7 @@ class PrecisionSetting(TypedDict):
 class CalibrateThresholdResult(TypedDict):
     """calibrate_threshold: the agent's thresholds, saved in the store's calibration state."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     agent_id: Annotated[str, "The agent calibrated."]
     method: Annotated[str, "separation, percentile or zscore."]
     sample_size: Annotated[int, "Random pairs sampled."]
@@ -107,7 +109,7 @@ class CalibrationState(TypedDict):
 RecallPrecisionResult = TypedDict(
     "RecallPrecisionResult",
     {
-        "ok": Annotated[Literal[True], "Success."],
+        "ok": Success,
         "agent_id": Annotated[str, "The agent."],
         "level": Annotated[str, "Effective level."],
         "beta": Annotated[float, "Effective β (a raw β when one was set)."],
@@ -134,7 +136,7 @@ RecallPrecisionResult.__doc__ = (
 class CalibrateResult(TypedDict):
     """calibrate (``cpersona calibrate``): one agent, or every agent the self-calibration schedule finds due."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     calibrated: Annotated[
         list[CalibrateThresholdResult], "One calibrate_threshold result per agent calibrated."
     ]

@@ -2,7 +2,9 @@
 
 # No ``from __future__ import annotations`` here: with string annotations Python 3.11 cannot see
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, TypedDict
+
+from cpersona.shapes.common import Success
 
 
 class ResourceTemplateInfo(TypedDict):
@@ -18,7 +20,7 @@ class ResourceTemplateInfo(TypedDict):
 class ResourceTemplatesResult(TypedDict):
     """resource_templates: the templates of the per-agent resources."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     templates: Annotated[list[ResourceTemplateInfo], "Profile and recent memories."]
 
 
@@ -35,7 +37,7 @@ class ResourceInfo(TypedDict):
 class ResourceListResult(TypedDict):
     """list_resources: one page of resources the caller may read."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     resources: Annotated[list[ResourceInfo], "The agents list first, then two per visible agent."]
     next_cursor: Annotated[str | None, "Pass it back for the next page; None on the last page."]
 
@@ -43,7 +45,7 @@ class ResourceListResult(TypedDict):
 class ResourceReadResult(TypedDict):
     """read_resource: one resource's contents."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     uri: Annotated[str, "The URI read."]
     mime_type: Annotated[str, "application/json."]
     text: Annotated[str, "The JSON document (docs/resources.md describes each)."]
@@ -52,7 +54,7 @@ class ResourceReadResult(TypedDict):
 class CompletionResult(TypedDict):
     """complete_agent_id / complete_project_id: values starting with the prefix."""
 
-    ok: Annotated[Literal[True], "Success."]
+    ok: Success
     values: Annotated[list[str], "At most 100, sorted."]
     total: Annotated[int, "How many matched."]
     has_more: Annotated[bool, "More matched than were returned."]

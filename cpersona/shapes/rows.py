@@ -4,6 +4,15 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from cpersona.shapes.common import (
+    GateFallback,
+    OwnerAgent,
+    RowChannel,
+    RowEmbedded,
+    RowEmbeddingModel,
+    RowProject,
+)
+
 # -- rows -------------------------------------------------------------------------------------------
 
 
@@ -52,9 +61,9 @@ class MemoryRow(TypedDict):
     ref: Annotated[str, "'mem:<id>', the handle get_contents takes."]
     type: Annotated[Literal["memory"], "Row kind."]
     id: Annotated[int, "Row id."]
-    agent_id: Annotated[str, "Owner agent."]
-    project_id: Annotated[str, "Project scope ('' = global pool)."]
-    channel: Annotated[str, "Channel ('' = none)."]
+    agent_id: OwnerAgent
+    project_id: RowProject
+    channel: RowChannel
     msg_id: Annotated[str, "The caller's message id ('' when none was given)."]
     content: Annotated[str, "The full text (the API never trims)."]
     source: Annotated[dict[str, Any] | None, "Who said it ({type, id, name}), as stored."]
@@ -64,16 +73,10 @@ class MemoryRow(TypedDict):
     locked: Annotated[bool, "Protected from update and delete."]
     recall_count: Annotated[int, "How often recall returned it."]
     last_recalled_at: Annotated[str | None, "When recall last returned it."]
-    embedded: Annotated[bool, "A vector is stored for it."]
-    embedding_model: Annotated[str | None, "The model the stored vector came from."]
+    embedded: RowEmbedded
+    embedding_model: RowEmbeddingModel
     match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
-    gate_fallback: NotRequired[
-        Annotated[
-            Literal[True],
-            "Below the gate, returned as a lexical match because "
-            "every row was below it (only with confidence scoring on).",
-        ]
-    ]
+    gate_fallback: NotRequired[GateFallback]
 
 
 class EpisodeRow(TypedDict):
@@ -82,9 +85,9 @@ class EpisodeRow(TypedDict):
     ref: Annotated[str, "'ep:<id>', the handle get_contents takes."]
     type: Annotated[Literal["episode"], "Row kind."]
     id: Annotated[int, "Row id."]
-    agent_id: Annotated[str, "Owner agent."]
-    project_id: Annotated[str, "Project scope ('' = global pool)."]
-    channel: Annotated[str, "Channel ('' = none)."]
+    agent_id: OwnerAgent
+    project_id: RowProject
+    channel: RowChannel
     content: Annotated[str, "The summary (same as summary, so every row has content)."]
     summary: Annotated[str, "The summary text."]
     keywords: Annotated[list[str], "Search keywords."]
@@ -92,23 +95,17 @@ class EpisodeRow(TypedDict):
     end_time: Annotated[str | None, "Latest history timestamp."]
     resolved: Annotated[bool, "The session's issue was resolved."]
     created_at: Annotated[str, "When it was archived (UTC ISO-8601)."]
-    embedded: Annotated[bool, "A vector is stored for it."]
-    embedding_model: Annotated[str | None, "The model the stored vector came from."]
+    embedded: RowEmbedded
+    embedding_model: RowEmbeddingModel
     match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
-    gate_fallback: NotRequired[
-        Annotated[
-            Literal[True],
-            "Below the gate, returned as a lexical match because "
-            "every row was below it (only with confidence scoring on).",
-        ]
-    ]
+    gate_fallback: NotRequired[GateFallback]
 
 
 class ProfileRow(TypedDict):
     """A profile as recall injects it (scope pool of at least 50 rows); never scored."""
 
     type: Annotated[Literal["profile"], "Row kind."]
-    agent_id: Annotated[str, "Owner agent."]
+    agent_id: OwnerAgent
     project_id: Annotated[str, "Profile scope ('' = global)."]
     user_id: Annotated[str, "Whose profile ('' = default)."]
     content: Annotated[str, "The profile text."]

@@ -9,9 +9,9 @@ handlers check the CSRF token of every POST and refuse changes under ``read_only
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlencode
 
 import anyio
@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from cpersona.errors import CPersonaError, DuplicateRow, Forbidden, LockedRow, NotFound, PersistencePaused
 from cpersona.memory import Memory
+from cpersona.shapes import EpisodeRow
 from cpersona.ui import insight, pages
 from cpersona.ui.access import Action, grants_for_request
 from cpersona.ui.html import layout, url
@@ -116,7 +117,7 @@ class UiApp:
 
     def _agents(self, request: Request) -> list[dict[str, Any]]:
         grants = grants_for_request(request.state)
-        return [a for a in self.memory.list_agents()["agents"] if grants.allows("read", a["agent_id"])]
+        return [dict(a) for a in self.memory.list_agents()["agents"] if grants.allows("read", a["agent_id"])]
 
     def _notice(self, request: Request, agent: str | None) -> str | None:
         """The unknown-agent notice, naming only agents this client may read."""
@@ -152,6 +153,7 @@ class UiApp:
     def _listing(self, request: Request, *, episodes: bool) -> Response:
         f = self._filters(request)
         axes: dict[str, Any] = {"project_id": f.project, "channel": f.channel, "embedded": f.embedded}
+        result: Mapping[str, Any]
         try:
             self._allow(request, "read", f.agent)
             if episodes:
@@ -163,7 +165,7 @@ class UiApp:
         except CPersonaError as exc:
             return self._error(request, exc, "/")
         render_page = pages.episodes_page if episodes else pages.memories_page
-        body = render_page(result, f, self._agents(request), self._view(request, f.agent))
+        body = render_page(dict(result), f, self._agents(request), self._view(request, f.agent))
         done = pages.done_box(request.query_params.get("done"))
         notice = pages.agent_notice_box(self._notice(request, f.agent) if not result.get("total") else None)
         title, path = ("Episodes", "/episodes") if episodes else ("Memories", "/memories")
@@ -173,7 +175,7 @@ class UiApp:
         found = self.memory.get_contents(agent, [f"mem:{memory_id}"])
         if not found["items"]:
             raise NotFound(f"no memory mem:{memory_id} for agent {agent!r}")
-        row: dict[str, Any] = found["items"][0]
+        row: dict[str, Any] = dict(found["items"][0])
         return row
 
     def memory_detail(self, request: Request) -> Response:
@@ -200,7 +202,10 @@ class UiApp:
             return self._error(request, exc, "/episodes")
         row = items[0]
         return self._page(
-            request, f"Episode {row['ref']}", pages.episode_page(row, self._view(request, agent)), "/episodes"
+            request,
+            f"Episode {row['ref']}",
+            pages.episode_page(dict(row), self._view(request, agent)),
+            "/episodes",
         )
 
     def profile(self, request: Request) -> Response:
@@ -212,7 +217,9 @@ class UiApp:
         except CPersonaError as exc:
             return self._error(request, exc, "/")
         notice = pages.agent_notice_box(self._notice(request, agent))
-        return self._page(request, f"Profile of {agent}", notice + pages.profiles_page(agent, result), "/")
+        return self._page(
+            request, f"Profile of {agent}", notice + pages.profiles_page(agent, dict(result)), "/"
+        )
 
     def search(self, request: Request) -> Response:
         """GET /search?q=&agent=: the real recall, best first, with match_reason."""
@@ -225,8 +232,16 @@ class UiApp:
             try:
                 self._allow(request, "read", agent)
                 # The trace lets the page draw each channel's share of a row's score.
-                result = self.memory.recall(
-                    agent, query, limit=limit, project_id=project, channel=channel, record=False, trace=True
+                result: dict[str, Any] = dict(
+                    self.memory.recall(
+                        agent,
+                        query,
+                        limit=limit,
+                        project_id=project,
+                        channel=channel,
+                        record=False,
+                        trace=True,
+                    )
                 )
             except CPersonaError as exc:
                 return self._error(request, exc, "/search")
@@ -240,7 +255,9 @@ class UiApp:
         try:
             self._allow(request, "admin", None)
             body = insight.health_page(
-                self.memory.check_health(), self.memory.stats(), self.memory.memory_timeline()
+                dict(self.memory.check_health()),
+                dict(self.memory.stats()),
+                dict(self.memory.memory_timeline()),
             )
         except CPersonaError as exc:
             return self._error(request, exc, "/")
@@ -292,7 +309,7 @@ class UiApp:
                     items = self.memory.get_contents(agent, [f"ep:{rid}"])["items"]
                     if not items:
                         raise NotFound(f"no episode ep:{rid} for agent {agent!r}")
-                    text = items[0]["summary"]
+                    text = cast(EpisodeRow, items[0])["summary"]  # an ep: ref finds episodes only
                 else:
                     text = self._memory_row(agent, rid)["content"]
                 ref = f"{'ep' if episode else 'mem'}:{rid}"
