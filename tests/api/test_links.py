@@ -136,3 +136,42 @@ def test_entities_are_per_agent_and_delete_agent_data_drops_links(memory: Memory
     assert f"mem:{theirs}" not in _reached(memory.traverse("a", mine, readable_agents=frozenset({"a"})))
     memory.delete_agent_data("b")
     assert _reached(memory.traverse("a", mine)) == {"entity:Phoenix": 1}
+
+
+def test_merge_carries_the_links(memory: Memory) -> None:
+    shared = _id(memory, "src", "shared fact")
+    memory.store("dst", "shared fact")  # the target already holds this one
+    own = _id(memory, "src", "own fact", associations=[{"relation": "cites", "to": shared}])
+    memory.declare_associations("src", shared, [{"relation": "about", "entity": "Phoenix"}])
+    outside = _id(memory, "other", "someone else's", associations=[{"relation": "cites", "to": own}])
+
+    copied = memory.merge_memories("src", "dst", "skip", "copy", False)
+    assert copied["ok"], copied
+    rows = {r["content"]: r["id"] for r in memory.list_memories("dst")["items"]}
+    walk = _reached(memory.traverse("dst", rows["own fact"], direction="out", depth=2))
+    assert walk == {f"mem:{rows['shared fact']}": 1, "entity:Phoenix": 2}  # the copy links to copies
+    assert _reached(memory.traverse("src", own, direction="out", depth=1)) == {
+        f"mem:{shared}": 1
+    }  # the source keeps its own
+    assert _reached(memory.traverse("dst", "Phoenix")) == {
+        f"mem:{rows['shared fact']}": 1,
+        f"mem:{rows['own fact']}": 2,
+    }
+
+    moved = memory.merge_memories("src", "other2", "skip", "move", False)
+    assert moved["ok"], moved
+    # a move keeps ids: the links and the entity (now other2's) stay; the outside link still points at `own`
+    assert _reached(memory.traverse("other2", "Phoenix")) == {f"mem:{shared}": 1, f"mem:{own}": 2}
+    assert _reached(memory.traverse("other", outside, direction="out", depth=1)) == {f"mem:{own}": 1}
+
+
+def test_a_move_onto_duplicates_repoints_their_links(memory: Memory) -> None:
+    kept = _id(memory, "dst", "same text")
+    dup = _id(memory, "src", "same text")
+    pointer = _id(memory, "src", "points at the duplicate", associations=[{"relation": "r", "to": dup}])
+    memory.declare_associations("src", dup, [{"relation": "about", "entity": "E"}])
+    assert memory.merge_memories("src", "dst", "skip", "move", False)["ok"]
+    assert _reached(memory.traverse("dst", pointer, direction="out", depth=2)) == {
+        f"mem:{kept}": 1,
+        "entity:E": 2,
+    }
