@@ -26,7 +26,8 @@ from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
 from cpersona.validation import optional_str
 
 FORMAT = "cpersona-export"
-VERSION = 1
+#: The newest format this code reads and writes: 2 adds ``link`` lines (portability/link_records.py).
+VERSION = 2
 RECORD_TYPES = ("memory", "episode", "profile")
 
 
@@ -38,12 +39,13 @@ def header(
     include_embeddings: bool,
     model: tuple[str, int] | None,
     counts: dict[str, int],
+    version: int = 1,
 ) -> dict[str, Any]:
-    """The first line of every export file."""
+    """The first line of every export file (``version`` 2 when it holds link lines)."""
     return {
         "type": "header",
         "format": FORMAT,
-        "version": VERSION,
+        "version": version,
         "exported_at": exported_at,
         "source_schema_version": schema_version,
         "agent_id": agent_id,

@@ -428,6 +428,14 @@ class PortabilityRows(Protocol):
         """What ``write_batch`` would do, writing nothing (dry run)."""
         ...
 
+    def memory_ids(self, rows: Sequence[NewMemory]) -> list[int | None]:
+        """The stored row each of these (just imported) memories is: its dedup match, or None."""
+        ...
+
+    def write_links(self, links: Sequence[tuple[int, str, int | None, str | None, str | None]]) -> list[bool]:
+        """Declare (from_id, relation, to_id, entity, entity_key) links in one transaction; True = new."""
+        ...
+
 
 @dataclass(frozen=True)
 class LinkRow:

@@ -175,3 +175,53 @@ def test_a_move_onto_duplicates_repoints_their_links(memory: Memory) -> None:
         f"mem:{kept}": 1,
         "entity:E": 2,
     }
+
+
+def test_export_then_import_keeps_the_links_with_ids_remapped(memory: Memory) -> None:
+    theirs = _id(memory, "b", "another agent's fact")
+    first = _id(memory, "a", "first fact", associations=[{"relation": "about", "entity": "Phoenix"}])
+    second = _id(
+        memory,
+        "a",
+        "second fact",
+        associations=[{"relation": "follows", "to": first}, {"relation": "cites", "to": theirs}],
+    )
+    out = memory.export_memories("a", "a.jsonl")
+    # the link to b's memory cannot be remapped from a file holding only a's rows: it stays out
+    assert out["counts"] == {"memories": 2, "episodes": 0, "profiles": 0, "links": 2}
+    imported = memory.import_memories("a.jsonl", "copy")
+    assert imported["header"]["version"] == 2
+    assert imported["counts"]["links"] == {"inserted": 2, "duplicates": 0, "dropped": 0}
+    rows = {r["content"]: r["id"] for r in memory.list_memories("copy")["items"]}
+    assert rows["second fact"] not in (first, second)  # new ids ...
+    walk = _reached(memory.traverse("copy", rows["second fact"], direction="out", depth=2))
+    assert walk == {f"mem:{rows['first fact']}": 1, "entity:Phoenix": 2}  # ... and the links follow them
+    again = memory.import_memories("a.jsonl", "copy")
+    assert again["counts"]["links"] == {"inserted": 0, "duplicates": 2, "dropped": 0}
+    dry = memory.import_memories("a.jsonl", "fresh", dry_run=True)
+    assert dry["counts"]["links"]["inserted"] == 2 and memory.list_memories("fresh")["count"] == 0
+    # a file without links is the version-1 format, unchanged
+    _id(memory, "plain", "no links here")
+    assert memory.export_memories("plain", "plain.jsonl")["counts"] == {
+        "memories": 1,
+        "episodes": 0,
+        "profiles": 0,
+    }
+    assert "links" not in memory.import_memories("plain.jsonl", "plain2")["counts"]
+
+
+def test_a_bad_link_line_is_reported_and_the_rest_imports(memory: Memory) -> None:
+    one = _id(memory, "a", "one")
+    _id(memory, "a", "two", associations=[{"relation": "r", "to": one}])
+    memory.export_memories("a", "a.jsonl")
+    path = memory.settings.db_path.parent / "exports" / "a.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    bad = [
+        '{"type": "link", "from_source_id": 1, "relation": "Bad Name", "entity": "E"}',
+        '{"type": "link", "from_source_id": 1, "relation": "r"}',
+        '{"type": "link", "from_source_id": 999, "relation": "r", "entity": "E"}',  # not in the file: dropped
+    ]
+    path.write_text("\n".join([*lines, *bad]) + "\n", encoding="utf-8")
+    result = memory.import_memories("a.jsonl", "copy")
+    assert result["error_count"] == 2, result["errors"]
+    assert result["counts"]["links"] == {"inserted": 1, "duplicates": 0, "dropped": 1}
