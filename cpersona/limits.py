@@ -77,3 +77,17 @@ MAX_MESSAGE_DEPTH = 128
 MIN_TOKEN_CHARS = 16
 #: Largest POST body the wire screen buffers to check (the SDK's own request limit is the same 4 MiB).
 MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024
+
+# -- declared associations (docs/tools.md#traverse) ---------------------------------------------------
+#: Associations one store / declare_associations call accepts.
+MAX_ASSOCIATIONS_PER_CALL = 50
+#: A relation name: lower-case letters, digits and '_', starting with a letter, at most this long.
+MAX_RELATION_CHARS = 64
+#: An entity name (after whitespace is collapsed).
+MAX_ENTITY_CHARS = 200
+#: traverse: hops from the start (default and ceiling) ...
+TRAVERSE_DEPTH_DEFAULT = 2
+TRAVERSE_DEPTH_MAX = 5
+#: ... and nodes returned (default and ceiling).
+TRAVERSE_LIMIT_DEFAULT = 20
+TRAVERSE_LIMIT_MAX = 100

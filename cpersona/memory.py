@@ -28,6 +28,7 @@ from cpersona.services.admin import Admin
 from cpersona.services.backfill import BackfillWorker
 from cpersona.services.browser import Browser
 from cpersona.services.calibration import Calibrator
+from cpersona.services.links import Links
 from cpersona.services.maintenance import Maintenance
 from cpersona.services.reader import Reader
 from cpersona.services.recaller import Recaller
@@ -118,6 +119,7 @@ class Memory:
             on_stored=self.self_calibration.notice_store,
         )
         self.reader = Reader(self.storage)
+        self.links = Links(self.storage)
         self.browser = Browser(self.storage)
         self.resources = Resources(self.reader, self.browser)
         self.recaller = Recaller(
@@ -186,6 +188,10 @@ class Memory:
     get_contents = _via("reader", Reader.get_contents)
     archive_episode = _via("writer", Writer.archive_episode)
     update_memory = _via("writer", Writer.update_memory)
+
+    # -- declared associations ---------------------------------------------------------------
+    declare_associations = _via("links", Links.declare_associations)
+    traverse = _via("links", Links.traverse)
 
     # -- profile ---------------------------------------------------------------------
     get_profile = _via("reader", Reader.get_profile)

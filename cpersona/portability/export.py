@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager, closing
 from typing import Any, TextIO
 
 from cpersona.portability import records
+from cpersona.portability.link_records import link_line
 from cpersona.shapes.operations import ExportResult
 from cpersona.storage.interface import PortabilityRows
 from cpersona.text import format_ts, utc_now
@@ -24,8 +25,9 @@ _LINE_BUILDERS: dict[str, Callable[[dict[str, Any], bool], dict[str, Any]]] = {
     "memory": records.memory_line,
     "episode": records.episode_line,
     "profile": lambda cols, _vectors: records.profile_line(cols),
+    "link": lambda cols, _vectors: link_line(cols),
 }
-_PLURAL = {"memory": "memories", "episode": "episodes", "profile": "profiles"}
+_PLURAL = {"memory": "memories", "episode": "episodes", "profile": "profiles", "link": "links"}
 
 
 def export_file(
@@ -50,6 +52,9 @@ def export_file(
     with closing(stream), sink as out:
         _, counts = next(stream)
         total = counts["memories"] + counts["episodes"] + counts["profiles"]
+        if counts.get("links"):  # only files with links count them (and say version 2)
+            written["links"] = 0
+            total += counts["links"]
         head = records.header(
             exported_at=format_ts(utc_now()),
             schema_version=counts["schema_version"],
@@ -57,6 +62,7 @@ def export_file(
             include_embeddings=include_embeddings,
             model=model if include_embeddings else None,
             counts={k: counts[k] for k in written},
+            version=2 if "links" in written else 1,
         )
         size += _write(out, head)
         for done, (kind, cols) in enumerate(stream, start=1):

@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError, InvalidInput
 from cpersona.portability import records
+from cpersona.portability.link_records import LinkImport, parse_link
 from cpersona.shapes.operations import ImportResult, ImportTally
 from cpersona.storage.interface import PortabilityRows
 from cpersona.storage.port_records import (
@@ -177,6 +178,8 @@ def import_file(
     keys = _DryRunKeys() if dry_run else None
     head: dict[str, Any] | None = None
     batch: list[ImportRecord] = []
+    batch_sources: list[Any] = []  # each record's source_id (links are remapped through them)
+    links = LinkImport(rows, dry_run)
     now = format_ts(utc_now())
     work = work or Work()
     verb = "checked" if dry_run else "imported"
@@ -201,7 +204,10 @@ def import_file(
             tally.queued += queued
         for record, outcome in zip(batch, outcomes, strict=True):
             tally.outcome(record, outcome)
+        if _has_links(head):
+            links.note_rows(batch, batch_sources)
         batch.clear()
+        batch_sources.clear()
         work.report(
             tally.records,
             _records_in(head),
@@ -224,6 +230,10 @@ def import_file(
                     continue
                 if isinstance(obj, dict) and obj.get("type") == "header":
                     raise InvalidInput("a second header line")
+                if isinstance(obj, dict) and obj.get("type") == "link":
+                    flush(_position(handle))  # every memory before it is placed first
+                    links.add(parse_link(obj))
+                    continue
                 parsed = records.parse_record(obj, target_agent=target_agent, settings=settings, now=now)
             except InvalidInput as exc:
                 if head is None:
@@ -233,12 +243,16 @@ def import_file(
             tally.truncated += int(parsed.truncated)
             tally.vectors_dropped += int(parsed.vector_dropped)
             batch.append(parsed.record)
+            batch_sources.append(obj.get("source_id"))
             if len(batch) >= BATCH:
                 flush(_position(handle))
                 work.checkpoint("import_memories", kept, lambda: _tally_result(tally, dry_run))
         flush(_position(handle))
+        links.flush()
     if head is None:
         raise InvalidExportFile(f"{source.name} is empty")
+    if links.seen_any:
+        tally.counts["links"] = links.counts
     return {
         "ok": True,
         "path": str(source),
@@ -257,6 +271,12 @@ def import_file(
         },
         **_tally_result(tally, dry_run),
     }
+
+
+def _has_links(head: dict[str, Any] | None) -> bool:
+    """Whether the header announces link lines (only then is each memory's row looked up)."""
+    counts = (head or {}).get("counts")
+    return isinstance(counts, dict) and bool(counts.get("links"))
 
 
 def _bytes_read(position: int, total: int) -> str:

@@ -28,7 +28,8 @@ from cpersona.validation import optional_str
 # The records here stay plain dicts on purpose: they are lines of the export file (the format in
 # docs/tools.md "export_memories"), not results of the Python API, so they have no shape in cpersona/shapes.
 FORMAT = "cpersona-export"
-VERSION = 1
+#: The newest format this code reads and writes: 2 adds ``link`` lines (portability/link_records.py).
+VERSION = 2
 RECORD_TYPES = ("memory", "episode", "profile")
 
 
@@ -40,12 +41,13 @@ def header(
     include_embeddings: bool,
     model: tuple[str, int] | None,
     counts: dict[str, int],
+    version: int = 1,
 ) -> dict[str, Any]:
-    """The first line of every export file."""
+    """The first line of every export file (``version`` 2 when it holds link lines)."""
     return {
         "type": "header",
         "format": FORMAT,
-        "version": VERSION,
+        "version": version,
         "exported_at": exported_at,
         "source_schema_version": schema_version,
         "agent_id": agent_id,

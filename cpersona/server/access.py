@@ -12,7 +12,10 @@ the arguments:
   looks absent) or needs the grant on ``*`` (tools that would scan every agent);
 - process-wide tools: reading their state is open to every authenticated client
   (they carry no agent's rows); changing it needs ``admin`` on ``*``;
-- ``fix`` / ``apply`` set to true raise the level to ``admin``.
+- ``fix`` / ``apply`` set to true raise the level to ``admin``;
+- tools that follow declared links (``follows_links``: store's associations, declare_associations,
+  traverse) reach rows of agents the call does not name: they get the agents the client may READ,
+  and never link to, return or walk through a row of any other agent.
 
 Without an ACL (stdio, or HTTP with one shared token) ``client`` is None and
 everything is allowed: that is the documented single-user model.
@@ -39,6 +42,7 @@ class Rule:
     process_wide: bool = False  # acts on the process, not on any agent's rows
     unscoped: Unscoped = "all"
     admin_when: str | None = None  # boolean argument that, when true, makes the call admin
+    follows_links: bool = False  # reaches linked rows of other agents: the handler gets the readable agents
 
     @property
     def label(self) -> str:
@@ -51,12 +55,14 @@ READ, WRITE, ADMIN = Level.READ, Level.WRITE, Level.ADMIN
 #: The classification of every tool (docs/tools.md repeats it per tool; a test compares).
 TOOL_ACCESS: dict[str, Rule] = {
     # everyday
-    "store": Rule(WRITE),
+    "store": Rule(WRITE, follows_links=True),
     "recall": Rule(READ),  # records recall statistics, but reveals and changes no content
     "recall_with_context": Rule(READ),
     "get_contents": Rule(READ),
     "archive_episode": Rule(WRITE),
     "update_memory": Rule(WRITE, unscoped="filter"),
+    "declare_associations": Rule(WRITE, follows_links=True),  # write on the source's agent, read on targets'
+    "traverse": Rule(READ, follows_links=True),
     "get_profile": Rule(READ),
     "update_profile": Rule(WRITE),
     "list_memories": Rule(READ, unscoped="filter"),
@@ -103,7 +109,7 @@ def authorise(client: Client | None, tool: str, arguments: Mapping[str, Any]) ->
     """Check ``client`` may make this call; return the agents an unscoped call is narrowed to.
 
     None means no narrowing (no ACL, or a wildcard grant, or the call names its
-    agents). Raises Forbidden, saying which grant is missing, when refused.
+    agents). For a ``follows_links`` tool it is the agents the client may read (None: all). Raises Forbidden, saying which grant is missing, when refused.
     Unknown tools are refused even without an ACL: a tool with no class is a bug.
     """
     rule = TOOL_ACCESS.get(tool)
@@ -120,6 +126,8 @@ def authorise(client: Client | None, tool: str, arguments: Mapping[str, Any]) ->
     for agent in agents:
         if not client.may(agent, level):
             raise Forbidden(_missing(client, tool, level, agent))
+    if rule.follows_links:
+        return client.agents_at(READ)
     if agents:
         return None
     if rule.unscoped == "filter":

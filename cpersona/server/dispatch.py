@@ -24,6 +24,8 @@ from cpersona.limits import (
     LIST_MEMORIES_LIMIT_DEFAULT,
     MAX_ERROR_CHARS,
     RECALL_LIMIT_DEFAULT,
+    TRAVERSE_DEPTH_DEFAULT,
+    TRAVERSE_LIMIT_DEFAULT,
 )
 from cpersona.memory import Memory
 from cpersona.portability.grants import FileScope
@@ -152,7 +154,23 @@ def _store(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allow
         metadata=message.get("metadata"),
         channel=a.get("channel"),
         project_id=a.get("project_id"),
+        associations=a.get("associations"),
+        readable_agents=allowed,
     )
+
+
+def _traverse(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
+    result = memory.traverse(
+        a["agent_id"],
+        a["from"],
+        relation=a.get("relation"),
+        depth=a.get("depth", TRAVERSE_DEPTH_DEFAULT),
+        limit=a.get("limit", TRAVERSE_LIMIT_DEFAULT),
+        direction=a.get("direction", "both"),
+        readable_agents=allowed,
+    )
+    previews = [shaping.preview_row(dict(row), settings.recall_preview_chars) for row in result["results"]]
+    return {**result, "results": previews}
 
 
 def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
@@ -258,6 +276,10 @@ HANDLERS: dict[str, Handler] = {
     "get_contents": _get_contents,
     "archive_episode": _archive_episode,
     "update_memory": _update_memory,
+    "declare_associations": lambda memory, settings, a, allowed: memory.declare_associations(
+        a["agent_id"], a["from"], a["associations"], readable_agents=allowed
+    ),
+    "traverse": _traverse,
     "get_profile": _get_profile,
     "update_profile": _update_profile,
     "list_memories": _list_memories,

@@ -17,6 +17,7 @@ from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rej
 from cpersona.health import persistence
 from cpersona.health.state import HINT, HealthState
 from cpersona.limits import MAX_KEYWORD_CHARS
+from cpersona.services.links import Association, declare_in, parse_associations
 from cpersona.shapes.everyday import (
     ArchiveEpisodeResult,
     DeleteResult,
@@ -27,6 +28,7 @@ from cpersona.shapes.everyday import (
     UpdateMemoryResult,
     UpdateProfileResult,
 )
+from cpersona.shapes.links import AssociationOutcome
 from cpersona.storage.interface import (
     EMBED,
     EPISODES,
@@ -131,12 +133,22 @@ class Writer:
         metadata: dict[str, Any] | str | None = None,
         channel: str | None = None,
         project_id: str | None = None,
+        associations: list[dict[str, Any]] | None = None,
+        readable_agents: frozenset[str] | None = None,
     ) -> StoreResult:
-        """Store one memory. Returns ``result`` stored | skipped; raises ``Rejected`` for unusable input."""
+        """Store one memory. Returns ``result`` stored | skipped; raises ``Rejected`` for unusable input.
+
+        ``associations`` declares links from the new memory in the same transaction
+        (cpersona.services.links): a target memory that is unknown or outside ``readable_agents``
+        (None: every agent) refuses the whole store (NotFound); a duplicate is skipped, links included.
+        """
+        links: list[Association] = []
         try:
             new, truncated, cleaned = self._validated_memory(
                 agent_id, content, msg_id, source, timestamp, metadata, channel, project_id
             )
+            if associations is not None:
+                links = parse_associations(associations)
         except InvalidInput as exc:
             raise Rejected(str(exc)) from exc
         # Paused: skipped, persisted: false, nothing written (docs/tools.md#pause_persistence).
@@ -156,6 +168,7 @@ class Writer:
                 if duplicate is not None:
                     return _skipped(*duplicate)
                 new_id = session.memories.insert(new)
+                declared = self._declare(session, new_id, links, readable_agents)
                 self._queue_if_unembedded(session, MEMORIES, new_id, blob is not None)
         except DuplicateRow:  # another process won the race past our probe
             duplicate = self.storage.session().memories.find_duplicate(new)
@@ -174,7 +187,20 @@ class Writer:
         if truncated:
             result["truncated"] = True
             result["original_length"] = len(cleaned)
+        if associations is not None:
+            result["associations"] = declared
         return result
+
+    @staticmethod
+    def _declare(
+        session: Session, new_id: int, links: list[Association], readable: frozenset[str] | None
+    ) -> list[AssociationOutcome]:
+        if not links:
+            return []
+        row = session.memories.get(new_id)
+        assert row is not None  # inserted in this transaction
+        agent = str(row["agent_id"])
+        return declare_in(session, row, links, None if readable is None else readable | {agent})
 
     def archive_episode(
         self,

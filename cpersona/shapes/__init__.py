@@ -55,6 +55,14 @@ from cpersona.shapes.everyday import (  # noqa: F401 - re-exported: the public n
     UpdateMemoryResult,
     UpdateProfileResult,
 )
+from cpersona.shapes.links import (  # noqa: F401 - re-exported: the public names live here
+    AssociationOutcome,
+    DeclareAssociationsResult,
+    PathStep,
+    TraversedEntity,
+    TraversedMemory,
+    TraverseResult,
+)
 from cpersona.shapes.operations import (  # noqa: F401 - re-exported: the public names live here
     CheckHealthResult,
     DeepCheckResult,
@@ -114,6 +122,8 @@ METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "get_contents": (GetContentsResult,),
     "archive_episode": (ArchiveEpisodeResult,),
     "update_memory": (UpdateMemoryResult,),
+    "declare_associations": (DeclareAssociationsResult,),
+    "traverse": (TraverseResult,),
     "get_profile": (GetProfileResult,),
     "update_profile": (UpdateProfileResult,),
     "list_memories": (ListMemoriesResult,),

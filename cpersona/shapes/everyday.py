@@ -5,6 +5,7 @@
 from typing import Annotated, Literal, NotRequired, TypedDict
 
 from cpersona.shapes.common import AgentNotice, ItemCount, Success
+from cpersona.shapes.links import AssociationOutcome
 from cpersona.shapes.rows import EpisodeRow, MemoryRow, ProfileRow, RecallRow, StoredRow
 
 # -- store -------------------------------------------------------------------------------------------
@@ -20,6 +21,9 @@ class StoreStored(TypedDict):
     embedded: Annotated[bool, "A vector was computed now (false: keyword-only until back-fill)."]
     truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
     original_length: NotRequired[Annotated[int, "Characters before the cut (with truncated)."]]
+    associations: NotRequired[
+        Annotated[list[AssociationOutcome], "With associations: one outcome per link declared with the row."]
+    ]
 
 
 class StoreSkipped(TypedDict):

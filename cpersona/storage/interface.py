@@ -428,6 +428,55 @@ class PortabilityRows(Protocol):
         """What ``write_batch`` would do, writing nothing (dry run)."""
         ...
 
+    def memory_ids(self, rows: Sequence[NewMemory]) -> list[int | None]:
+        """The stored row each of these (just imported) memories is: its dedup match, or None."""
+        ...
+
+    def write_links(self, links: Sequence[tuple[int, str, int | None, str | None, str | None]]) -> list[bool]:
+        """Declare (from_id, relation, to_id, entity, entity_key) links in one transaction; True = new."""
+        ...
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    """One declared association, with both ends' agents (``to_agent`` None for an entity target)."""
+
+    from_id: int
+    relation: str
+    to_id: int | None
+    entity: str | None
+    entity_key: str | None
+    from_agent: str
+    to_agent: str | None
+
+
+class LinkRows(Protocol):
+    """The associations agents declare between memories and entities (docs/decisions.md)."""
+
+    def add(
+        self,
+        from_id: int,
+        relation: str,
+        to_id: int | None,
+        entity: str | None,
+        entity_key: str | None,
+        when: str,
+    ) -> bool:
+        """Record one link; False when the same link was already declared (nothing changes)."""
+        ...
+
+    def outgoing(self, ids: Sequence[int]) -> list[LinkRow]:
+        """Links declared by these memories, oldest first."""
+        ...
+
+    def incoming(self, ids: Sequence[int]) -> list[LinkRow]:
+        """Links pointing at these memories, oldest first."""
+        ...
+
+    def into_entity(self, agent_id: str, keys: Sequence[str]) -> list[LinkRow]:
+        """Links from ``agent_id``'s memories to these entity keys."""
+        ...
+
 
 class Session(Protocol):
     """One unit of work on the store (a transaction, a snapshot, or autocommit)."""
@@ -464,6 +513,9 @@ class Session(Protocol):
 
     @property
     def repair(self) -> HealthRepairs: ...
+
+    @property
+    def links(self) -> LinkRows: ...
 
 
 #: One agent's calibration state (layout in docs/retrieval.md), and a change applied to a fresh copy of it.

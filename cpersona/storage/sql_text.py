@@ -70,3 +70,18 @@ def browse_filter(f: BrowseFilter, dialect: Dialect, *, memories: bool) -> tuple
         clauses.append(f"locked = {dialect.mark}")
         params.append(bool(f.locked))  # a bool binds as 1/0 in SQLite, as BOOLEAN in PostgreSQL
     return conjunction(clauses, dialect), params
+
+
+def exported_links(agent_id: str | None, dialect: Dialect) -> tuple[str, str, list[Any]]:
+    """(FROM ... WHERE, the SELECT list, params) of the links an export carries: both memory ends exported.
+
+    A link to a memory outside the export (another agent's, in a one-agent export) cannot be
+    remapped on import, so it stays out of the file.
+    """
+    source, source_params = agent_filter(agent_id, dialect, "s")
+    target, target_params = agent_filter(agent_id, dialect, "t")
+    body = (
+        "FROM memory_links l JOIN memories s ON s.id = l.from_id LEFT JOIN memories t ON t.id = l.to_id "
+        f"WHERE {source} AND (l.to_id IS NULL OR {target})"
+    )
+    return body, "l.from_id, l.relation, l.to_id, l.entity", [*source_params, *target_params]

@@ -55,6 +55,10 @@ SPEC_TOOL_NAMES = (
     "persistence_status",
     "check_update",
 )
+#: Tools issue 22 adds beyond the spec's 30 (docs/tools.md), listed from the issue, not the registry.
+ISSUE_TOOL_NAMES = ("declare_associations", "traverse")
+#: Every tool the server must list.
+ALL_TOOL_NAMES = SPEC_TOOL_NAMES + ISSUE_TOOL_NAMES
 
 
 def cpersona_executable() -> str:

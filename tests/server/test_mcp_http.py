@@ -12,7 +12,7 @@ import pytest
 from index_standin import index_standin, release
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import SPEC_TOOL_NAMES, cpersona_executable, full_env, http_server, mcp_session, server_env
+from mcp_helpers import ALL_TOOL_NAMES, cpersona_executable, full_env, http_server, mcp_session, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def test_store_and_recall_over_http_with_token(tmp_path: Path) -> None:
         mcp_session(authed_transport(url)) as session,
     ):
         tools = session.list_tools().tools
-        assert sorted(t.name for t in tools) == sorted(SPEC_TOOL_NAMES)
+        assert sorted(t.name for t in tools) == sorted(ALL_TOOL_NAMES)
         stored = session.call("store", {"agent_id": "web", "message": {"content": "HTTP works: port check"}})
         assert stored["result"] == "stored", stored
         recalled = session.call("recall", {"agent_id": "web", "query": "port check"})

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import SPEC_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target
+from mcp_helpers import ALL_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path
     )
     with mcp_session(stdio_target(env)) as session:
         # The handshake did not wait for the model; tools answer while it loads.
-        assert sorted(t.name for t in session.list_tools().tools) == sorted(SPEC_TOOL_NAMES)
+        assert sorted(t.name for t in session.list_tools().tools) == sorted(ALL_TOOL_NAMES)
         wait_for_model(session)
         agent = "minilm"
         target = session.call(
@@ -59,7 +59,7 @@ def test_missing_model_serves_keyword_only_at_once(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     with mcp_session(stdio_target(env)) as session:
-        assert sorted(t.name for t in session.list_tools().tools) == sorted(SPEC_TOOL_NAMES)
+        assert sorted(t.name for t in session.list_tools().tools) == sorted(ALL_TOOL_NAMES)
         assert time.monotonic() - started < 30
         stored = session.call(
             "store", {"agent_id": "offline", "message": {"content": "offline keyword note"}}

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import SPEC_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target, unique
+from mcp_helpers import ALL_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target, unique
 from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
 from strict_schema import strict_problems
 
@@ -77,8 +77,8 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
     assert client.server_info is not None and client.server_info.name == "cpersona"
     assert "recall" in (client.instructions or "")
     tools = {tool.name: tool for tool in stdio_session.list_tools().tools}
-    assert sorted(tools) == sorted(tool_names()) == sorted(SPEC_TOOL_NAMES)
-    assert len(tools) == len(SPEC_TOOL_NAMES) == 30
+    assert sorted(tools) == sorted(tool_names()) == sorted(ALL_TOOL_NAMES)
+    assert len(tools) == len(ALL_TOOL_NAMES) == 32
     for tool in tools.values():
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name

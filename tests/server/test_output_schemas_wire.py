@@ -1,7 +1,7 @@
 """Every tool's real answer over stdio validates against the outputSchema it advertises.
 
 ``McpSession.call`` checks each answer against the listed ``outputSchema`` (and fails when
-a tool lists none); this module makes sure all 30 tools are called at least once, on one
+a tool lists none); this module makes sure every tool (the spec's 30 and issue 22's) are called at least once, on one
 fresh server per storage engine, each with arguments that succeed, and once each with arguments that fail.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp_helpers import SPEC_TOOL_NAMES, mcp_session, server_env, stdio_target
+from mcp_helpers import ALL_TOOL_NAMES, mcp_session, server_env, stdio_target
 from pg_cluster import ENGINES, PG_VECTOR_INDEX
 
 pytestmark = pytest.mark.slow
@@ -27,7 +27,7 @@ def test_every_tool_answers_what_its_output_schema_says(
         extra = {"CPERSONA_DB_URL": cluster.create(), "CPERSONA_PG_VECTOR_INDEX": PG_VECTOR_INDEX}
     with mcp_session(stdio_target(server_env(tmp_path, **extra))) as session:
         listed = {tool.name: tool for tool in session.list_tools().tools}
-        assert all(listed[name].output_schema for name in SPEC_TOOL_NAMES)
+        assert all(listed[name].output_schema for name in ALL_TOOL_NAMES)
         stored = session.call(
             "store", {"agent_id": agent, "message": {"content": "Kestrel deploys on Fridays"}}
         )
@@ -35,6 +35,18 @@ def test_every_tool_answers_what_its_output_schema_says(
             "store", {"agent_id": agent, "message": {"content": "Vault key rotates monthly"}}
         )
         episode = session.call("archive_episode", {"agent_id": agent, "summary": "Deploy planning session"})
+        linked = session.call(
+            "store",
+            {
+                "agent_id": agent,
+                "message": {"content": "Friday deploys were decided at the kickoff"},
+                "associations": [
+                    {"relation": "about", "entity": "Kestrel"},
+                    {"relation": "cites", "to": stored["ref"]},
+                ],
+            },
+        )
+        assert [a["result"] for a in linked["associations"]] == ["declared", "declared"]
         calls: list[tuple[str, dict]] = [
             ("store", {"agent_id": agent, "message": {"content": "Kestrel deploys on Fridays"}}),  # skipped
             ("recall", {"agent_id": agent, "query": "kestrel deploy", "trace": True}),
@@ -50,6 +62,15 @@ def test_every_tool_answers_what_its_output_schema_says(
             ("list_memories", {"agent_id": agent}),
             ("list_episodes", {"agent_id": agent}),
             ("get_queue_status", {}),
+            (
+                "declare_associations",
+                {
+                    "agent_id": agent,
+                    "from": other["ref"],
+                    "associations": [{"relation": "see_also", "to": linked["ref"]}],
+                },
+            ),
+            ("traverse", {"agent_id": agent, "from": "Kestrel", "depth": 3}),
             ("lock_memory", {"memory_id": stored["ref"], "agent_id": agent}),
             ("unlock_memory", {"memory_id": stored["id"], "agent_id": agent}),
             ("calibrate_threshold", {"agent_id": agent}),
@@ -71,12 +92,17 @@ def test_every_tool_answers_what_its_output_schema_says(
         ]
         answers = {name: session.call(name, arguments) for name, arguments in calls}
         called = {"store", "archive_episode", *answers}
-        assert called == set(SPEC_TOOL_NAMES)
+        assert called == set(ALL_TOOL_NAMES)
         # Keyword-only mode (no model in this test) has no cosines to calibrate on: a failure it is.
         assert answers.pop("calibrate_threshold")["error_code"] == "calibration_unavailable"
+        assert {row["ref"] for row in answers["traverse"]["results"]} == {
+            linked["ref"],
+            stored["ref"],
+            other["ref"],
+        }
         failed = {name: answer for name, answer in answers.items() if answer["ok"] is not True}
         assert failed == {}, {name: answer["error"][:100] for name, answer in failed.items()}
-        for name in SPEC_TOOL_NAMES:  # and each one's failure validates too
+        for name in ALL_TOOL_NAMES:  # and each one's failure validates too
             refused = session.call(name, {"no_such_argument": 1})
             assert refused["ok"] is False and refused["error_code"] == "invalid_input", (name, refused)
     if extra:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import SPEC_TOOL_NAMES, full_env, mcp_session, server_env, stdio_target
+from mcp_helpers import ALL_TOOL_NAMES, full_env, mcp_session, server_env, stdio_target
 
 from cpersona.server.schemas import tool_names
 
@@ -46,7 +46,7 @@ def test_initialize_and_recall_answer_while_the_model_is_still_loading(tmp_path:
         started = time.monotonic()
         with mcp_session(stdio_target(env)) as session:
             initialized = time.monotonic() - started
-            assert sorted(t.name for t in session.list_tools().tools) == sorted(SPEC_TOOL_NAMES)
+            assert sorted(t.name for t in session.list_tools().tools) == sorted(ALL_TOOL_NAMES)
             stored = session.call("store", {"agent_id": "a", "message": {"content": "stored while loading"}})
             assert stored["result"] == "stored" and stored["embedded"] is False
             recalled = session.call("recall", {"agent_id": "a", "query": "while loading"})

@@ -32,6 +32,7 @@ from cpersona.server.schemas.common import (
     string_schema,
     thousands,
 )
+from cpersona.server.schemas.links import ASSOCIATIONS
 
 
 def tools(settings: Settings) -> list[ToolSpec]:
@@ -54,7 +55,10 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "(e.g. empty content, oversized metadata). There is no upsert: re-storing a message.id with "
                 "new content is skipped; use update_memory to change a memory. Content longer than the cap "
                 "is cut and the response says truncated: true. 'embedded' tells whether a vector was "
-                "computed now (false means keyword search only until the background back-fill runs)."
+                "computed now (false means keyword search only until the background back-fill runs). "
+                "'associations' declares typed links from the new memory in the same write (see "
+                "declare_associations); the response lists each link's result; a duplicate is skipped with "
+                "its links."
             ),
             input_schema=object_schema(
                 {
@@ -77,6 +81,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     ),
                     "channel": CHANNEL_WRITE,
                     "project_id": PROJECT_ID_WRITE,
+                    "associations": ASSOCIATIONS,
                 },
                 required=["agent_id", "message"],
             ),

@@ -19,7 +19,9 @@ from typing import Any
 import psycopg
 
 from cpersona.storage.interface import EMBED
+from cpersona.storage.link_carry import carry_links, links_of
 from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver, stepped
+from cpersona.storage.postgres.links import PgLinks
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.postgres.tasks import PgTasks
 
@@ -139,20 +141,23 @@ def _place(
     has_vector: bool,
     queued_at: str | None,
     result: dict[str, int],
-) -> None:
-    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it."""
+) -> int | None:
+    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it.
+
+    Returns the id of the row it became (a copy's new id, a move's same id; None when skipped).
+    """
     if duplicate:
         _skip(ex, table, rid, mode, result)
-        return
+        return None
     if mode == MOVE:
         try:
             with ex.savepoint():
                 ex.run(f"UPDATE {table} SET agent_id = %s WHERE id = %s", (target, rid))
         except psycopg.errors.UniqueViolation:  # the target gained this row since the probe
             _skip(ex, table, rid, mode, result)
-            return
+            return None
         result["moved"] += 1
-        return
+        return rid
     columns = _COPY_COLUMNS[table]
     new_id = ex.value(
         f"INSERT INTO {table}(agent_id, {columns}) SELECT %s, {columns} FROM {table} WHERE id = %s "
@@ -161,17 +166,21 @@ def _place(
     )
     if new_id is None:
         result["skipped"] += 1
-        return
+        return None
     result["copied"] += 1
     if not has_vector and queued_at is not None:
         PgTasks(ex).enqueue(EMBED, table, int(new_id), queued_at)
+    return int(new_id)
 
 
 def _merge_memories(
     ex: Executor, source: str, target: str, mode: str, queued_at: str | None, step: Callable[[], None] | None
 ) -> dict[str, int]:
     result = _result(mode)
-    for rid in stepped(_ids(ex, "memories", source), step):
+    source_ids = _ids(ex, "memories", source)
+    links = links_of(PgLinks(ex), source_ids)  # read before a move's deletes take them
+    placed: dict[int, int] = {}
+    for rid in stepped(source_ids, step):
         row = ex.one(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL AS has_vector FROM memories "
             "WHERE id = %s",
@@ -193,7 +202,13 @@ def _merge_memories(
             )
         if dup is not None and mode == MOVE and row["locked"]:
             ex.run("UPDATE memories SET locked = TRUE WHERE id = %s", (dup,))  # the lock survives the move
-        _place(ex, "memories", rid, target, mode, dup is not None, bool(row["has_vector"]), queued_at, result)
+        became = _place(
+            ex, "memories", rid, target, mode, dup is not None, bool(row["has_vector"]), queued_at, result
+        )
+        became = int(dup) if dup is not None else became
+        if became is not None and became != rid:
+            placed[rid] = became
+    carry_links(PgLinks(ex), links, placed, mode)
     return result
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from cpersona.storage.interface import EMBED, EPISODES, MEMORIES
+from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, NewMemory
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -28,11 +28,13 @@ from cpersona.storage.port_records import (
 )
 from cpersona.storage.postgres.bulk import enqueue_many, insert_memories
 from cpersona.storage.postgres.episodes import find_episode, insert_episode
+from cpersona.storage.postgres.links import PgLinks
 from cpersona.storage.postgres.memories import find_memory
 from cpersona.storage.postgres.migrations import current_version
 from cpersona.storage.postgres.profiles import profile_updated_at, upsert_profile
 from cpersona.storage.postgres.sql import POSTGRES, Executor
-from cpersona.storage.sql_text import agent_filter
+from cpersona.storage.sql_text import agent_filter, exported_links
+from cpersona.text import format_ts, utc_now
 
 _MEMORY_EXPORT = (
     "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
@@ -65,6 +67,8 @@ class PgPortabilityRows:
                 t: int(ex.value(f"SELECT COUNT(*) FROM {t} WHERE {where}", params))
                 for t in ("memories", "episodes", "profiles")
             }
+            links_body, link_columns, link_params = exported_links(agent_id, POSTGRES)
+            counts["links"] = int(ex.value(f"SELECT COUNT(*) {links_body}", link_params))
             counts["schema_version"] = current_version(conn)
             yield "counts", counts
             vec = ", embedding" if include_vectors else ""
@@ -79,6 +83,9 @@ class PgPortabilityRows:
             )
             for n, (kind, query) in enumerate(queries):
                 yield from _server_side(conn, f"cpersona_export_{n}", query, params, kind, chunk)
+            # Links last: an import has placed every memory by the time it reads them.
+            link_query = f"SELECT {link_columns} {links_body} ORDER BY l.id"
+            yield from _server_side(conn, "cpersona_export_links", link_query, link_params, "link", chunk)
 
     def write_batch(
         self, records: Sequence[ImportRecord], *, queued_at: str | None, active_model: tuple[str, int] | None
@@ -111,6 +118,19 @@ class PgPortabilityRows:
                     enqueue_many(ex, EMBED, table, ids, queued_at)
         queued = sum(len(ids) for ids in backfill.values()) if queued_at is not None else 0
         return outcomes, queued
+
+    def memory_ids(self, rows: Sequence[NewMemory]) -> list[int | None]:
+        """The stored row each of these (just imported) memories is: its dedup match, or None."""
+        with self.transaction(True) as ex:
+            found = [find_memory(ex, row) for row in rows]
+        return [None if f is None else f[0] for f in found]
+
+    def write_links(self, links: Sequence[tuple[int, str, int | None, str | None, str | None]]) -> list[bool]:
+        """Declare (from_id, relation, to_id, entity, entity_key) links in one transaction; True = new."""
+        when = format_ts(utc_now())
+        with self.transaction(False) as ex:
+            repo = PgLinks(ex)
+            return [repo.add(f, rel, to, entity, key, when) for f, rel, to, entity, key in links]
 
     def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
         """What ``write_batch`` would do, writing nothing (dry run)."""

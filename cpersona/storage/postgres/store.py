@@ -26,6 +26,7 @@ from cpersona.storage.postgres.calibration import PgCalibrationStates
 from cpersona.storage.postgres.episodes import PgEpisodes
 from cpersona.storage.postgres.health import PgHealth
 from cpersona.storage.postgres.keyword import PgKeywordSearch
+from cpersona.storage.postgres.links import PgLinks
 from cpersona.storage.postgres.memories import PgMemories
 from cpersona.storage.postgres.merge import PgMaintenanceRows
 from cpersona.storage.postgres.migrations import migrate
@@ -86,6 +87,7 @@ class PgSession:
         "browse",
         "health",
         "repair",
+        "links",
     )
 
     def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
@@ -100,6 +102,7 @@ class PgSession:
         self.admin = PgAdmin(ex)
         self.browse = PgBrowse(ex)
         self.health = PgHealth(ex)
+        self.links = PgLinks(ex)
         self.repair = PgRepairs(ex)
 
 

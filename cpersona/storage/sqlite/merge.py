@@ -20,8 +20,10 @@ from collections.abc import Callable
 from typing import Any
 
 from cpersona.storage.interface import EMBED
+from cpersona.storage.link_carry import carry_links, links_of
 from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
 from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.links import SqliteLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 
 _MEMORY_COPY_COLUMNS = (
@@ -88,25 +90,30 @@ def _place(
     has_vector: bool,
     queued_at: str | None,
     result: dict[str, int],
-) -> None:
-    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it."""
+) -> int | None:
+    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it.
+
+    Returns the id of the row it became (a copy's new id, a move's same id; None when skipped).
+    """
     if duplicate:
         result["skipped"] += 1
         if mode == MOVE:
             conn.execute(f"DELETE FROM {table} WHERE id = ?", (rid,))
             SqliteTasks(conn).remove_for_target(table, rid)
-        return
+        return None
     if mode == MOVE:
         conn.execute(f"UPDATE {table} SET agent_id = ? WHERE id = ?", (target, rid))
         result["moved"] += 1
-        return
+        return rid
     cursor = conn.execute(
         f"INSERT INTO {table}(agent_id, {copy_columns}) SELECT ?, {copy_columns} FROM {table} WHERE id = ?",
         (target, rid),
     )
     result["copied"] += 1
+    new_id = int(cursor.lastrowid or 0)
     if not has_vector and queued_at is not None:
-        SqliteTasks(conn).enqueue(EMBED, table, int(cursor.lastrowid or 0), queued_at)
+        SqliteTasks(conn).enqueue(EMBED, table, new_id, queued_at)
+    return new_id
 
 
 def _merge_memories(
@@ -118,7 +125,10 @@ def _merge_memories(
     step: Callable[[], None] | None,
 ) -> dict[str, int]:
     result = _result(mode)
-    for rid in stepped(_ids(conn, "memories", source), step):
+    source_ids = _ids(conn, "memories", source)
+    links = links_of(SqliteLinks(conn), source_ids)  # read before a move's deletes take them
+    placed: dict[int, int] = {}
+    for rid in stepped(source_ids, step):
         row = conn.execute(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL FROM memories WHERE id = ?",
             (rid,),
@@ -139,7 +149,7 @@ def _merge_memories(
             conn.execute(
                 "UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],)
             )  # the lock survives the move
-        _place(
+        became = _place(
             conn,
             "memories",
             _MEMORY_COPY_COLUMNS,
@@ -151,6 +161,10 @@ def _merge_memories(
             queued_at,
             result,
         )
+        became = int(dup[0]) if dup is not None else became
+        if became is not None and became != rid:
+            placed[rid] = became
+    carry_links(SqliteLinks(conn), links, placed, mode)
     return result
 
 

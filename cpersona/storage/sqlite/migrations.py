@@ -192,6 +192,34 @@ INSERT INTO memories_words(memories_words) VALUES ('rebuild');
 """
 
 
+# Version 5: associations the agent declares (issue 22; docs/decisions.md#declared-associations). A link
+# goes from one memory to another memory (to_id) or to a named entity of the source memory's agent
+# (entity as given, entity_key its casefolded form for matching). The unique indexes start with the
+# source, so they also read links by source; two more read them by target. A deleted memory takes its
+# links with it, both directions, whoever deletes it (delete_memory, delete_agent_data, a merge move).
+_V5 = """
+CREATE TABLE memory_links (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    from_id INTEGER NOT NULL,
+    relation TEXT NOT NULL,
+    to_id INTEGER,
+    entity TEXT,
+    entity_key TEXT,
+    created_at TEXT NOT NULL,
+    CHECK ((to_id IS NULL) <> (entity_key IS NULL))
+);
+CREATE UNIQUE INDEX memory_links_out_memory ON memory_links(from_id, relation, to_id) WHERE to_id IS NOT NULL;
+CREATE UNIQUE INDEX memory_links_out_entity ON memory_links(from_id, relation, entity_key)
+    WHERE entity_key IS NOT NULL;
+CREATE INDEX memory_links_in_memory ON memory_links(to_id) WHERE to_id IS NOT NULL;
+CREATE INDEX memory_links_in_entity ON memory_links(entity_key) WHERE entity_key IS NOT NULL;
+CREATE TRIGGER memory_links_follow_delete AFTER DELETE ON memories BEGIN
+    DELETE FROM memory_links WHERE from_id = old.id;
+    DELETE FROM memory_links WHERE to_id = old.id;
+END;
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step. ``apply`` runs inside the migration's transaction."""
@@ -229,10 +257,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue, trigram FTS with triggers", _script(_V1)),
     Migration(2, "word-level FTS over memories (porter unicode61), back-filled", _script(_V2)),
     Migration(3, "vector change log: incremental vector index updates", _script(_V3)),
+    Migration(5, "declared associations: memory_links, read by source and by target", _script(_V5)),
 )
 
 # The DDL of every migration, oldest first: health checks take the newest definition of each index/trigger.
-SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3)
+SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V5)
 
 LATEST_VERSION = MIGRATIONS[-1].version
 
@@ -248,8 +277,20 @@ def current_version(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
+def applied_versions(conn: sqlite3.Connection) -> set[int]:
+    """Every version recorded in the file (empty for a new file)."""
+    if current_version(conn) == 0:
+        return set()
+    return {int(row[0]) for row in conn.execute("SELECT version FROM schema_version")}
+
+
 def migrate(db: Database, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[int]:
-    """Bring the file up to the newest schema; returns the versions applied now."""
+    """Bring the file up to the newest schema; returns the versions applied now.
+
+    A migration runs when its version is not recorded yet, not merely when it is above the newest
+    recorded one: numbers may have gaps (branches built apart take numbers ahead of each other), and
+    a file that got a later number first still gets an earlier one when it arrives.
+    """
     latest = migrations[-1].version if migrations else 0
     with db.write() as conn:
         conn.execute(
@@ -266,7 +307,7 @@ def migrate(db: Database, migrations: tuple[Migration, ...] = MIGRATIONS) -> lis
     for migration in migrations:
         with db.write() as conn:
             # Re-read inside the write lock: another process may have migrated meanwhile.
-            if current_version(conn) >= migration.version:
+            if migration.version in applied_versions(conn):
                 continue
             migration.apply(conn)
             conn.execute(

@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 from cpersona.errors import DuplicateRow
-from cpersona.storage.interface import EMBED, EPISODES, MEMORIES
+from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, NewMemory
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -28,14 +28,16 @@ from cpersona.storage.port_records import (
     profile_outcome,
     vector_model,
 )
-from cpersona.storage.sql_text import agent_filter
+from cpersona.storage.sql_text import agent_filter, exported_links
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.episodes import find_episode, insert_episode
+from cpersona.storage.sqlite.links import SqliteLinks
 from cpersona.storage.sqlite.memories import SqliteMemories, insert_memory
 from cpersona.storage.sqlite.migrations import current_version
 from cpersona.storage.sqlite.profiles import profile_updated_at, upsert_profile
 from cpersona.storage.sqlite.sql import SQLITE
 from cpersona.storage.sqlite.tasks import SqliteTasks
+from cpersona.text import format_ts, utc_now
 
 #: Rows fetched per round trip while streaming an export.
 EXPORT_CHUNK = 500
@@ -72,6 +74,8 @@ class SqlitePortabilityRows:
                 table: int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", params).fetchone()[0])
                 for table in ("memories", "episodes", "profiles")
             }
+            links_body, link_columns, link_params = exported_links(agent_id, SQLITE)
+            counts["links"] = int(conn.execute(f"SELECT COUNT(*) {links_body}", link_params).fetchone()[0])
             counts["schema_version"] = current_version(conn)
             yield "counts", counts
             vec = ", embedding" if include_vectors else ""
@@ -96,6 +100,10 @@ class SqlitePortabilityRows:
                 "ORDER BY agent_id, project_id, user_id",
                 params,
                 chunk,
+            )
+            # Links last: an import has placed every memory by the time it reads them.
+            yield from _chunked(
+                conn, "link", f"SELECT {link_columns} {links_body} ORDER BY l.id", link_params, chunk
             )
 
     # -- import -----------------------------------------------------------------------
@@ -125,6 +133,19 @@ class SqlitePortabilityRows:
                     SqliteTasks(conn).enqueue(EMBED, table, new_id, queued_at)
                     queued += 1
         return outcomes, queued
+
+    def memory_ids(self, rows: Sequence[NewMemory]) -> list[int | None]:
+        """The stored row each of these (just imported) memories is: its dedup match, or None."""
+        with self.db.read() as conn:
+            found = [SqliteMemories(conn).find_duplicate(row) for row in rows]
+        return [None if f is None else f[0] for f in found]
+
+    def write_links(self, links: Sequence[tuple[int, str, int | None, str | None, str | None]]) -> list[bool]:
+        """Declare (from_id, relation, to_id, entity, entity_key) links in one transaction; True = new."""
+        when = format_ts(utc_now())
+        with self.db.write() as conn:
+            repo = SqliteLinks(conn)
+            return [repo.add(f, rel, to, entity, key, when) for f, rel, to, entity, key in links]
 
     def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
         """What ``write_batch`` would do against the current database, writing nothing (dry run)."""

@@ -14,6 +14,7 @@ from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.episodes import SqliteEpisodes
 from cpersona.storage.sqlite.health_bindings import SqliteHealth, SqliteMaintenanceRows, SqliteRepairs
 from cpersona.storage.sqlite.keyword import SqliteKeywordSearch
+from cpersona.storage.sqlite.links import SqliteLinks
 from cpersona.storage.sqlite.memories import SqliteMemories
 from cpersona.storage.sqlite.migrations import migrate
 from cpersona.storage.sqlite.portability import SqlitePortabilityRows
@@ -40,6 +41,7 @@ class SqliteSession:
         "browse",
         "health",
         "repair",
+        "links",
     )
 
     def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:
@@ -54,6 +56,7 @@ class SqliteSession:
         self.admin = SqliteAdmin(conn)
         self.browse = SqliteBrowse(conn)
         self.health = SqliteHealth(conn)
+        self.links = SqliteLinks(conn)
         self.repair = SqliteRepairs(conn)
 
 

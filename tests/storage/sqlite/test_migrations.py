@@ -125,3 +125,19 @@ def test_unusable_paths_fail_with_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(DatabaseUnavailable, match="CPERSONA_DB_PATH"):
         Database(blocker / "sub" / "memory.db")
     assert not_sqlite.read_text().startswith("this is not a database")
+
+
+def test_a_gap_in_the_numbers_is_filled_when_the_missing_step_arrives(tmp_path: Path) -> None:
+    # Branches take numbers apart: this file got 5 (links) before 4 existed; 4 must still run later.
+    assert [m.version for m in MIGRATIONS][-2:] == [3, 5]
+    db = Database(tmp_path / "m.db")
+    assert migrate(db) == [1, 2, 3, 5]
+    late = Migration(
+        4, "the other branch's step", lambda c: c.execute("ALTER TABLE profiles ADD COLUMN note TEXT")
+    )
+    merged = tuple(sorted((*MIGRATIONS, late), key=lambda m: m.version))
+    assert migrate(db, merged) == [4]
+    assert migrate(db, merged) == []
+    assert "note" in [r[1] for r in db.connection().execute("PRAGMA table_info(profiles)")]
+    assert current_version(db.connection()) == 5
+    db.close()

@@ -1,0 +1,127 @@
+"""Declared associations: declare_associations and traverse (store's ``associations`` argument too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpersona.config import Settings
+from cpersona.limits import (
+    MAX_ASSOCIATIONS_PER_CALL,
+    MAX_ENTITY_CHARS,
+    MAX_ROW_ID,
+    TRAVERSE_DEPTH_DEFAULT,
+    TRAVERSE_DEPTH_MAX,
+    TRAVERSE_LIMIT_DEFAULT,
+    TRAVERSE_LIMIT_MAX,
+)
+from cpersona.server.schemas.common import AGENT_ID, ToolSpec, object_schema, one_of_types, row_id_schema
+from cpersona.services.links import DIRECTIONS, RELATION_PATTERN
+
+RELATION: dict[str, Any] = {
+    "type": "string",
+    "pattern": RELATION_PATTERN,
+    "description": "The link's type, in your own words: lower-case letters, digits and '_' "
+    "(e.g. 'decided_by', 'about', 'follows_up').",
+}
+
+#: store's and declare_associations' list of links (exactly one of to / entity per item; the API checks).
+ASSOCIATIONS: dict[str, Any] = {
+    "type": "array",
+    "maxItems": MAX_ASSOCIATIONS_PER_CALL,
+    "description": (
+        "Typed links from this memory: {relation, to: 'mem:<id>'} to another memory you may read, or "
+        "{relation, entity: 'Project Phoenix'} to a named entity of your agent (matched ignoring case). "
+        "An unknown or unreadable target memory refuses the whole call; declaring a link twice is harmless."
+    ),
+    "items": object_schema(
+        {
+            "relation": RELATION,
+            "to": row_id_schema("target memory", "mem"),
+            "entity": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 4 * MAX_ENTITY_CHARS,
+                "description": f"An entity name (at most {MAX_ENTITY_CHARS} characters once spaces "
+                "are collapsed).",
+            },
+        },
+        required=["relation"],
+    ),
+}
+
+
+def tools(settings: Settings) -> list[ToolSpec]:
+    """The association tools (descriptions do not depend on settings)."""
+    return [
+        ToolSpec(
+            name="declare_associations",
+            title="Declare links from a memory",
+            description=(
+                "Link one of your memories to other memories or to named entities after it was stored "
+                "(store takes the same 'associations' for a new memory). Nothing is inferred: the graph is "
+                "what you declare. Returns {from, declared, unchanged, associations: [{relation, to, "
+                "result}]}. All or nothing: a target memory that does not exist or that you may not read "
+                "fails the call as not_found. A deleted memory's links go with it."
+            ),
+            input_schema=object_schema(
+                {
+                    "agent_id": AGENT_ID,
+                    "from": row_id_schema("source memory (yours)", "mem"),
+                    "associations": {**ASSOCIATIONS, "minItems": 1},
+                },
+                required=["agent_id", "from", "associations"],
+            ),
+            read_only=False,
+            destructive=False,
+            idempotent=True,
+        ),
+        ToolSpec(
+            name="traverse",
+            title="Walk declared links",
+            description=(
+                "Walk the links you declared, breadth first, from a memory ('mem:<id>') or one of your "
+                "entities ('entity:Project Phoenix' or just the name). Returns the memories and entities "
+                "reached, each once at its fewest hops, with hop and path (the links walked, as declared: "
+                "{from, relation, to}); memories come back as rows (content previewed like recall). "
+                "direction 'both' (default) follows links either way, 'out' only as declared, 'in' only "
+                "back to the memories that point here. Rows you may not read are never returned or walked "
+                "through. truncated: true means limit stopped the walk."
+            ),
+            input_schema=object_schema(
+                {
+                    "agent_id": AGENT_ID,
+                    "from": one_of_types(
+                        {"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID},
+                        {"type": "string", "minLength": 1, "maxLength": 4 * MAX_ENTITY_CHARS},
+                        description="Where to start: a memory ref 'mem:<id>' (or its integer id), "
+                        "'entity:<name>', or an entity name.",
+                    ),
+                    "relation": {**RELATION, "description": "Follow only links of this relation."},
+                    "depth": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": TRAVERSE_DEPTH_MAX,
+                        "default": TRAVERSE_DEPTH_DEFAULT,
+                        "description": "Hops from the start.",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": TRAVERSE_LIMIT_MAX,
+                        "default": TRAVERSE_LIMIT_DEFAULT,
+                        "description": "Most nodes returned.",
+                    },
+                    "direction": {
+                        "type": "string",
+                        "enum": list(DIRECTIONS),
+                        "default": "both",
+                        "description": "both | out (as declared) | in (against it).",
+                    },
+                },
+                required=["agent_id", "from"],
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+        ),
+    ]

@@ -1,0 +1,84 @@
+"""SQLite rows of ``memory_links``: the associations agents declare (docs/decisions.md#declared-associations)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from cpersona.storage.interface import LinkRow
+
+#: Ids per ``IN (...)`` list (far below SQLite's bound variables limit).
+_CHUNK = 500
+
+# Every read names both ends' agents: the service decides what the caller may see from them.
+_SELECT = (
+    "SELECT l.from_id, l.relation, l.to_id, l.entity, l.entity_key, s.agent_id AS from_agent, "
+    "t.agent_id AS to_agent FROM memory_links l JOIN memories s ON s.id = l.from_id "
+    "LEFT JOIN memories t ON t.id = l.to_id"
+)
+
+
+def _rows(cursor: sqlite3.Cursor) -> list[LinkRow]:
+    return [
+        LinkRow(
+            from_id=int(r[0]),
+            relation=str(r[1]),
+            to_id=None if r[2] is None else int(r[2]),
+            entity=r[3],
+            entity_key=r[4],
+            from_agent=str(r[5]),
+            to_agent=r[6],
+        )
+        for r in cursor.fetchall()
+    ]
+
+
+class SqliteLinks:
+    """``LinkRows`` over one SQLite connection."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def add(
+        self,
+        from_id: int,
+        relation: str,
+        to_id: int | None,
+        entity: str | None,
+        entity_key: str | None,
+        when: str,
+    ) -> bool:
+        """Record one link; False when the same link was already declared (nothing changes)."""
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO memory_links(from_id, relation, to_id, entity, entity_key, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (from_id, relation, to_id, entity, entity_key, when),
+        )
+        return cursor.rowcount > 0
+
+    def _by(
+        self, column: str, values: Sequence[object], extra: str = "", params: Sequence[object] = ()
+    ) -> list[LinkRow]:
+        found: list[LinkRow] = []
+        for start in range(0, len(values), _CHUNK):
+            chunk = list(values[start : start + _CHUNK])
+            marks = ", ".join("?" * len(chunk))
+            cursor = self.conn.execute(
+                f"{_SELECT} WHERE l.{column} IN ({marks}){extra} ORDER BY l.id", [*chunk, *params]
+            )
+            found.extend(_rows(cursor))
+        return found
+
+    def outgoing(self, ids: Sequence[int]) -> list[LinkRow]:
+        """Links declared by these memories (to memories and to entities), oldest first."""
+        return self._by("from_id", ids)
+
+    def incoming(self, ids: Sequence[int]) -> list[LinkRow]:
+        """Links pointing at these memories, oldest first."""
+        return self._by("to_id", ids)
+
+    def into_entity(self, agent_id: str, keys: Sequence[str]) -> list[LinkRow]:
+        """Links from ``agent_id``'s memories to these entities (by key): entities are per agent."""
+        return self._by("entity_key", keys, " AND s.agent_id = ?", (agent_id,))
