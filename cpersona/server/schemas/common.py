@@ -9,9 +9,12 @@ rows were returned, which demotes them for a few minutes.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cpersona import shapes
 from cpersona.health.checks import check_names
 from cpersona.health.deep_checks import deep_check_names
 from cpersona.limits import (
@@ -21,6 +24,8 @@ from cpersona.limits import (
     RECALL_LIMIT_DEFAULT,
     RECALL_LIMIT_MAX,
 )
+from cpersona.server.calls import ApiCall, Handler
+from cpersona.server.rules import Rule
 
 #: Names accepted by check_health / deep_check ``checks`` (their registries are the source).
 HEALTH_CHECKS = tuple(check_names())
@@ -29,7 +34,14 @@ DEEP_CHECKS = tuple(deep_check_names())
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One MCP tool: what hosts see in tools/list and what the dispatcher validates against."""
+    """One MCP tool, declared once: what hosts see in tools/list, who may call it, what it calls.
+
+    The registry (tools/list), the dispatcher, the access checks (``access``) and the
+    ``outputSchema`` (``results``) are all read from this. ``call`` is usually
+    ``api("<Memory method>")`` (cpersona/server/calls.py): the tool's arguments go to that method
+    by name, its signature holds the defaults, and its result shapes are the tool's unless
+    ``results`` names others (tools that are no ``Memory`` method must name theirs).
+    """
 
     name: str
     description: str
@@ -37,8 +49,24 @@ class ToolSpec:
     read_only: bool
     destructive: bool
     idempotent: bool
+    access: Rule
+    call: Handler
     title: str = ""
     open_world: bool = False  # the server never reaches outside its own database
+    results: tuple[type, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.results and isinstance(self.call, ApiCall):
+            object.__setattr__(self, "results", shapes.METHOD_RESULTS.get(self.call.method, ()))
+        if not self.results:
+            raise RuntimeError(f"tool {self.name} declares no result shape (results=...)")
+        if isinstance(self.call, ApiCall):
+            _check_binding(self.name, self.input_schema, self.call)
+
+    @property
+    def long(self) -> bool:
+        """A long tool: it honours a cancel at batch boundaries and reports progress (docs/tools.md)."""
+        return isinstance(self.call, ApiCall) and self.call.long
 
     def annotations(self) -> dict[str, Any]:
         """MCP tool annotations as plain camelCase JSON (what tools/list carries)."""
@@ -49,6 +77,31 @@ class ToolSpec:
             "idempotentHint": self.idempotent,
             "openWorldHint": self.open_world,
         }
+
+
+def _check_binding(tool: str, schema: dict[str, Any], call: ApiCall) -> None:
+    # What can still disagree between a declaration and the method it calls: an argument the method
+    # does not take, and a default the schema advertises that the method does not apply. A method
+    # default of None means "the service decides" (e.g. calibrate_threshold's sample size); the schema
+    # may quote the value it decides.
+    for name, prop in schema.get("properties", {}).items():
+        if not call.takes(name):
+            raise RuntimeError(f"tool {tool}: argument {name!r} is no parameter of Memory.{call.method}")
+        default = call.default(name)
+        if (
+            "default" in prop
+            and default not in (inspect.Parameter.empty, None)
+            and prop["default"] != default
+        ):
+            raise RuntimeError(
+                f"tool {tool}: the schema's default for {name!r} ({prop['default']!r}) is not "
+                f"Memory.{call.method}'s ({default!r})"
+            )
+
+
+def signature_default(method: Callable[..., Any], argument: str) -> Any:
+    """The default of ``argument`` in ``method``'s signature: schemas quote it rather than repeat it."""
+    return inspect.signature(method).parameters[argument].default
 
 
 def object_schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

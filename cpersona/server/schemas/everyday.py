@@ -11,6 +11,9 @@ from cpersona.limits import (
     MAX_REFS_PER_CALL,
     RECALL_FULL_CONTENT_BUDGET_CHARS,
 )
+from cpersona.server import calls
+from cpersona.server.calls import api
+from cpersona.server.rules import ADMIN, READ, WRITE, Rule
 from cpersona.server.schemas.common import (
     AGENT_ID,
     AGENT_ID_OPTIONAL_OWNER,
@@ -46,6 +49,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="store",
+            access=Rule(WRITE),
+            call=api("store", tool_only=("message",), expand=calls.store_message),
             title="Store a memory",
             description=(
                 "Save one fact, decision or message to long-term memory. Returns result 'stored' with its "
@@ -87,6 +92,13 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="recall",
+            access=Rule(READ),
+            call=api(
+                "recall",
+                shape=calls.shape_recall,
+                tool_only=("full_content",),
+                convert={"exclude_contents": calls.strings},
+            ),
             title="Recall memories",
             description=(
                 "Search your memories and session summaries (episodes) with hybrid keyword + meaning search. "
@@ -135,6 +147,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="recall_with_context",
+            access=Rule(READ),
+            call=api("recall_with_context", shape=calls.shape_context),
             title="Recall with conversation context",
             description=(
                 "Recall memories relevant to a query and merge them with the conversation entries you pass "
@@ -173,6 +187,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_contents",
+            access=Rule(READ),
+            call=api("get_contents", shape=calls.shape_contents),
             title="Get full contents",
             description=(
                 "Fetch the full text of rows by ref ('mem:<id>' or 'ep:<id>', as returned by recall or the "
@@ -200,6 +216,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="archive_episode",
+            access=Rule(WRITE),
+            call=api("archive_episode"),
             title="Archive a session summary",
             description=(
                 "Store a summary of a finished session or task (an 'episode'), written by you. It is "
@@ -233,6 +251,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="update_memory",
+            access=Rule(WRITE, unscoped="filter"),
+            call=api("update_memory"),
             title="Update a memory",
             description=(
                 "Replace the content of one of your memories (it is re-embedded). Refused when the memory is "
@@ -252,6 +272,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_profile",
+            access=Rule(READ),
+            call=api("get_profile"),
             title="Get profile",
             description=(
                 "Read the agent's profile: a short standing description of the user or the agent's role that "
@@ -273,6 +295,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="update_profile",
+            access=Rule(WRITE),
+            call=api("update_profile"),
             title="Replace profile",
             description=(
                 f"Replace the agent's profile text entirely (capped at {thousands(settings.max_profile_length)} "
@@ -296,6 +320,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="list_memories",
+            access=Rule(READ, unscoped="filter"),
+            call=api("list_memories", shape=calls.shape_listing),
             title="List memories",
             description=(
                 "List stored memories, newest first: {ok, items, count, total}. Omitting agent_id lists every "
@@ -317,6 +343,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="list_episodes",
+            access=Rule(READ, unscoped="filter"),
+            call=api("list_episodes", shape=calls.shape_listing),
             title="List episodes",
             description=(
                 "List archived session summaries (episodes), newest first: {ok, items, count, total}. Omitting "
@@ -335,6 +363,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_queue_status",
+            access=Rule(READ, process_wide=True),
+            call=api("get_queue_status"),
             title="Background queue status",
             description=(
                 "Report the background task queue (embedding back-fill, re-embedding): depth, tasks retrying, "
@@ -347,6 +377,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="lock_memory",
+            access=Rule(WRITE, unscoped="filter"),
+            call=api("lock_memory"),
             title="Lock a memory",
             description=(
                 "Protect one of your memories from update_memory and delete_memory (protection only; it does "
@@ -362,6 +394,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="unlock_memory",
+            access=Rule(WRITE, unscoped="filter"),
+            call=api("unlock_memory"),
             title="Unlock a memory",
             description="Remove the protection set by lock_memory so the memory can be edited or deleted again.",
             input_schema=object_schema(
@@ -374,6 +408,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_memory",
+            access=Rule(WRITE, unscoped="filter"),
+            call=api("delete_memory"),
             title="Delete a memory",
             description=(
                 "Permanently delete one of your memories. Refused when it is locked or belongs to another agent "
@@ -389,6 +425,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_episode",
+            access=Rule(WRITE, unscoped="filter"),
+            call=api("delete_episode"),
             title="Delete an episode",
             description="Permanently delete one of your archived session summaries (episodes).",
             input_schema=object_schema(
@@ -401,6 +439,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_agent_data",
+            access=Rule(ADMIN),
+            call=api("delete_agent_data"),
             title="Delete all data of an agent",
             description=(
                 "Permanently delete EVERYTHING stored for one agent: memories (locked ones too), episodes, "

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from cpersona import shapes
 from cpersona.config import Settings
+from cpersona.server import calls
+from cpersona.server.calls import api
+from cpersona.server.rules import ADMIN, READ, Rule
 from cpersona.server.schemas.common import (
     AGENT_ID,
     DEEP_CHECKS,
@@ -19,6 +23,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="pause_persistence",
+            access=Rule(ADMIN, process_wide=True),
+            call=calls.pause_persistence,
+            results=(shapes.PauseResult,),
             title="Pause persistence",
             description=(
                 "Stop this server process from writing anything for ttl_seconds (1 to 86400, i.e. at most 24 h), "
@@ -45,6 +52,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="resume_persistence",
+            access=Rule(ADMIN, process_wide=True),
+            call=calls.resume_persistence,
+            results=(shapes.ResumeResult,),
             title="Resume persistence",
             description=(
                 "End a pause set by pause_persistence now, so writes are saved again. Harmless when not paused "
@@ -57,6 +67,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="persistence_status",
+            access=Rule(READ, process_wide=True),
+            call=calls.persistence_status,
+            results=(shapes.PersistenceState,),
             title="Persistence status",
             description=(
                 "Whether writes are paused in this server process: paused, remaining_seconds, since and until "
@@ -69,6 +82,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_operating_context",
+            access=Rule(READ, process_wide=True),
+            call=calls.get_operating_context,
+            results=(shapes.OperatingContextResult,),
             title="Operating context",
             description=(
                 "Read the operator's context file (TOML, owned by whoever runs this server): house rules, "
@@ -90,6 +106,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="check_update",
+            access=Rule(READ, process_wide=True, admin_when="apply"),
+            call=calls.check_update,
+            results=(shapes.CheckUpdateResult,),
             title="Check for updates",
             description=(
                 "Ask the package index (PyPI) whether a newer cpersona-embedded is released and whether the "
@@ -113,6 +132,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="check_health",
+            access=Rule(READ, admin_when="fix"),
+            call=api("check_health"),
             title="Check and repair the store",
             description=(
                 "Run named health checks over the database and return {status: healthy|degraded|unhealthy, findings "
@@ -146,6 +167,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="deep_check",
+            access=Rule(READ, admin_when="fix"),
+            call=api("deep_check"),
             title="Semantic review of an agent's memories",
             description=(
                 "A slower, semantic pass over one agent's memories, reporting {status, findings, checks}: "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from cpersona.config import Settings
+from cpersona.server.calls import api
+from cpersona.server.rules import ADMIN, Rule
 from cpersona.server.schemas.common import (
     ToolSpec,
     bool_schema,
@@ -16,6 +18,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="export_memories",
+            access=Rule(ADMIN),
+            call=api("export_memories"),
             title="Export memories to a JSONL file",
             description=(
                 "Write all of one agent's memories, episodes and profiles to a JSONL file inside the export "
@@ -44,6 +48,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="import_memories",
+            access=Rule(ADMIN),
+            call=api("import_memories"),
             title="Import memories from a JSONL export",
             description=(
                 "Read a file written by export_memories (path relative to the export directory, confined like "
@@ -71,6 +77,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="merge_memories",
+            access=Rule(ADMIN),
+            call=api("merge_memories"),
             title="Merge one agent's memories into another",
             description=(
                 "Copy (mode 'copy') or move (mode 'move') every memory, episode and profile of source_agent_id "
@@ -106,6 +114,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="migrate_channel_axis",
+            access=Rule(ADMIN),
+            call=api("migrate_channel_axis"),
             title="Repair rows stored under a bridge channel",
             description=(
                 "One-time repair. Memories stored under a bridge channel (a relay that carried many real "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from cpersona.config import Settings
+from cpersona.server.calls import api
+from cpersona.server.rules import READ, WRITE, Rule
 from cpersona.server.schemas.common import AGENT_ID, ToolSpec, object_schema, string_schema
 
 PRECISION = string_schema(
@@ -17,6 +19,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="calibrate_threshold",
+            access=Rule(WRITE),
+            call=api("calibrate_threshold"),
             title="Calibrate the recall gate",
             description=(
                 "Measure this agent's own memories (no labels needed) and set the thresholds recall's quality gate "
@@ -64,6 +68,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="set_recall_precision",
+            access=Rule(WRITE),
+            call=api("set_recall_precision"),
             title="Set recall precision",
             description=(
                 "Choose how hard recall's quality gate filters for this agent: strict (beta 2.0: more unanswerable "
@@ -92,6 +98,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_recall_precision",
+            access=Rule(READ),
+            call=api("get_recall_precision"),
             title="Get recall precision",
             description=(
                 "This agent's effective recall precision: level, beta, overridden (set for this agent or the "
