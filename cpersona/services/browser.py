@@ -13,6 +13,7 @@ from typing import Any
 from cpersona import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX
+from cpersona.public import public
 from cpersona.storage.interface import BrowseFilter, Store
 from cpersona.validation import bounded_int, optional_str, required_str
 
@@ -32,6 +33,7 @@ class Browser:
     def __init__(self, store: Store) -> None:
         self.storage = store
 
+    @public
     def agent_notice(self, agent_id: str | None, visible_agents: Collection[str] | None = None) -> str | None:
         """``agent 'x' has no rows; known agents: ...`` when ``agent_id`` owns no row at all, else None.
 
@@ -40,6 +42,7 @@ class Browser:
         agent = optional_str(agent_id, "agent_id")
         return agent_notice.agent_notice(self.storage.session().admin, agent, visible_agents)
 
+    @public
     def list_agents(self) -> dict[str, Any]:
         """Every agent with its counts and its (project, channel) axes: ``{ok, agents, count}``."""
         with self.storage.read() as session:
@@ -89,6 +92,7 @@ class Browser:
             locked=_tristate(locked, "locked"),
         )
 
+    @public
     def browse_memories(
         self,
         agent_id: str | None = None,
@@ -111,6 +115,7 @@ class Browser:
             items, total = session.browse.memories(where, start, n)
         return {"ok": True, "items": items, "count": len(items), "total": total, "offset": start}
 
+    @public
     def browse_episodes(
         self,
         agent_id: str | None = None,
@@ -129,12 +134,14 @@ class Browser:
             items, total = session.browse.episodes(where, start, n)
         return {"ok": True, "items": items, "count": len(items), "total": total, "offset": start}
 
+    @public
     def list_profiles(self, agent_id: str) -> dict[str, Any]:
         """Every profile of one agent (per project and user), newest first: ``{ok, agent_id, items, count}``."""
         agent = required_str(agent_id, "agent_id")
         items = self.storage.session().browse.profiles(agent)
         return {"ok": True, "agent_id": agent, "items": items, "count": len(items)}
 
+    @public
     def memory_timeline(self, agent_id: str | None = None) -> dict[str, Any]:
         """Memories stored per UTC day and how many hold a vector: ``{ok, agent_id, days, stored, embedded}``."""
         agent = optional_str(agent_id, "agent_id")

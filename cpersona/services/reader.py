@@ -8,6 +8,7 @@ from typing import Any
 from cpersona.agent_notice import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL, MAX_ROW_ID, MAX_ROW_ID_DIGITS
+from cpersona.public import public
 from cpersona.storage.interface import Store
 from cpersona.storage.scope import Scope
 from cpersona.validation import agent_set, bounded_int, optional_str, required_str, string_list
@@ -24,6 +25,7 @@ class Reader:
     def __init__(self, store: Store) -> None:
         self.storage = store
 
+    @public
     def get_contents(self, agent_id: str, refs: Sequence[str]) -> dict[str, Any]:
         """Full rows for ``mem:<id>`` / ``ep:<id>`` refs, in request order: ``{ok, items, missing}``.
 
@@ -53,6 +55,7 @@ class Reader:
                 items.append(row)
         return {"ok": True, "items": items, "missing": missing}
 
+    @public
     def get_profile(self, agent_id: str, *, project_id: str = "", user_id: str = "") -> dict[str, Any]:
         """The agent's profile text (``profile: None`` when none is stored)."""
         agent = required_str(agent_id, "agent_id")
@@ -66,6 +69,7 @@ class Reader:
             "updated_at": row["updated_at"] if row else None,
         }
 
+    @public
     def list_memories(
         self,
         agent_id: str | None = None,
@@ -93,6 +97,7 @@ class Reader:
             result["notice"] = notice
         return result
 
+    @public
     def list_episodes(
         self,
         agent_id: str | None = None,

@@ -17,6 +17,7 @@ from cpersona.limits import (
     PROFILE_INJECTION_ROWS,
     RECALL_LIMIT_MAX,
 )
+from cpersona.public import public
 from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
@@ -44,6 +45,7 @@ class Recaller:
             return None
         return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension)
 
+    @public
     def recall(
         self,
         agent_id: str | None,
@@ -163,6 +165,7 @@ class Recaller:
             return []
         return session.profiles.newest_in_scope(scope, PROFILE_INJECTION_ROWS)
 
+    @public
     def recall_with_context(
         self,
         agent_id: str,

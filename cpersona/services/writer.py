@@ -17,6 +17,7 @@ from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rej
 from cpersona.health import persistence
 from cpersona.health.state import HINT, HealthState
 from cpersona.limits import MAX_KEYWORD_CHARS
+from cpersona.public import public
 from cpersona.storage.interface import (
     EMBED,
     EPISODES,
@@ -110,6 +111,7 @@ class Writer:
         )
         return new, truncated, cleaned
 
+    @public
     def store(
         self,
         agent_id: str,
@@ -166,6 +168,7 @@ class Writer:
             result["original_length"] = len(cleaned)
         return result
 
+    @public
     def archive_episode(
         self,
         agent_id: str,
@@ -223,6 +226,7 @@ class Writer:
             result["truncated"] = True
         return result
 
+    @public
     def update_memory(
         self,
         memory_id: int | str,
@@ -260,6 +264,7 @@ class Writer:
             result["truncated"] = True
         return result
 
+    @public
     def update_profile(
         self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = ""
     ) -> dict[str, Any]:
@@ -292,6 +297,7 @@ class Writer:
             session.memories.set_locked(rid, locked)
         return {"ok": True, "id": rid, "ref": f"mem:{rid}", "locked": locked}
 
+    @public
     def lock_memory(
         self,
         memory_id: int | str,
@@ -302,6 +308,7 @@ class Writer:
         """Protect a memory from edit and delete."""
         return self._set_lock(memory_id, agent_id, allowed_agents, True)
 
+    @public
     def unlock_memory(
         self,
         memory_id: int | str,
@@ -312,6 +319,7 @@ class Writer:
         """Remove the protection."""
         return self._set_lock(memory_id, agent_id, allowed_agents, False)
 
+    @public
     def delete_memory(
         self,
         memory_id: int | str,
@@ -330,6 +338,7 @@ class Writer:
             session.tasks.remove_for_target(MEMORIES, rid)
         return {"ok": True, "id": rid, "ref": f"mem:{rid}", "deleted": True}
 
+    @public
     def delete_episode(
         self,
         episode_id: int | str,

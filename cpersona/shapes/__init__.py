@@ -106,8 +106,10 @@ from cpersona.shapes.rows import (  # noqa: F401 - re-exported: the public names
     StoredRow,
 )
 
-#: Every public ``Memory`` method that returns a result dict, with the shapes it may return.
-METHOD_RESULTS: dict[str, tuple[type, ...]] = {
+#: The result shapes of the ``Memory`` methods whose return annotation does not name them yet
+#: (``dict[str, Any]``). A method annotated with its TypedDict(s) needs no entry here; a test fails
+#: when an entry disagrees with the annotation. ``METHOD_RESULTS`` below joins both.
+DECLARED_RESULTS: dict[str, tuple[type, ...]] = {
     "store": (StoreStored, StoreSkipped, StorePaused),
     "recall": (RecallResult,),
     "recall_with_context": (RecallWithContextResult,),
@@ -149,14 +151,16 @@ METHOD_RESULTS: dict[str, tuple[type, ...]] = {
     "get_recall_precision": (RecallPrecisionResult,),
 }
 
-#: The MCP tools that are not ``Memory`` methods (the other tools return their method's shapes).
-TOOL_ONLY_RESULTS: dict[str, tuple[type, ...]] = {
-    "pause_persistence": (PauseResult,),
-    "resume_persistence": (ResumeResult,),
-    "persistence_status": (PersistenceState,),
-    "get_operating_context": (OperatingContextResult,),
-    "check_update": (CheckUpdateResult,),
-}
+
+def __getattr__(name: str) -> dict[str, tuple[type, ...]]:
+    # METHOD_RESULTS is read from the @public service methods (cpersona/public.py), which import the
+    # shapes: it is built on first use, not at import.
+    if name == "METHOD_RESULTS":
+        from cpersona.memory import method_results
+
+        return method_results()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Row shapes, documented before the results.
 ROW_SHAPES: tuple[type, ...] = (MemoryRow, EpisodeRow, ProfileRow, MatchReason)
