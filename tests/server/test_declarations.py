@@ -16,7 +16,7 @@ from cpersona.server.dispatch import HANDLERS, WORK_HANDLERS
 from cpersona.server.output_schemas import tool_result_shapes
 from cpersona.server.rules import READ, Rule
 from cpersona.server.schemas import TOOLS
-from cpersona.server.schemas.common import ToolSpec, object_schema
+from cpersona.server.schemas.common import READS, ToolSpec, object_schema
 
 
 def declare(schema: dict[str, Any], call: Any, **extra: Any) -> ToolSpec:
@@ -24,9 +24,7 @@ def declare(schema: dict[str, Any], call: Any, **extra: Any) -> ToolSpec:
         name="probe",
         description="d",
         input_schema=schema,
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=READS,
         access=Rule(READ),
         call=call,
         **extra,

@@ -33,6 +33,24 @@ DEEP_CHECKS = tuple(deep_check_names())
 
 
 @dataclass(frozen=True)
+class Hints:
+    """A tool's MCP annotations (docs/tools.md#annotations): they must be truthful."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool = False  # the server never reaches outside its own database
+
+
+#: The four kinds most tools are: look only; add a row each call; set a state (a repeat changes
+#: nothing more); overwrite or delete what was there.
+READS = Hints(read_only=True, destructive=False, idempotent=True)
+ADDS = Hints(read_only=False, destructive=False, idempotent=False)
+KEEPS = Hints(read_only=False, destructive=False, idempotent=True)
+OVERWRITES = Hints(read_only=False, destructive=True, idempotent=True)
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """One MCP tool, declared once: what hosts see in tools/list, who may call it, what it calls.
 
@@ -46,13 +64,10 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
-    read_only: bool
-    destructive: bool
-    idempotent: bool
+    hints: Hints
     access: Rule
     call: Handler
     title: str = ""
-    open_world: bool = False  # the server never reaches outside its own database
     results: tuple[type, ...] = ()
 
     def __post_init__(self) -> None:
@@ -72,10 +87,10 @@ class ToolSpec:
         """MCP tool annotations as plain camelCase JSON (what tools/list carries)."""
         return {
             "title": self.title or None,
-            "readOnlyHint": self.read_only,
-            "destructiveHint": self.destructive,
-            "idempotentHint": self.idempotent,
-            "openWorldHint": self.open_world,
+            "readOnlyHint": self.hints.read_only,
+            "destructiveHint": self.hints.destructive,
+            "idempotentHint": self.hints.idempotent,
+            "openWorldHint": self.hints.open_world,
         }
 
 

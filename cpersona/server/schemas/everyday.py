@@ -15,17 +15,22 @@ from cpersona.server import calls
 from cpersona.server.calls import api
 from cpersona.server.rules import ADMIN, READ, WRITE, Rule
 from cpersona.server.schemas.common import (
+    ADDS,
     AGENT_ID,
     AGENT_ID_OPTIONAL_OWNER,
     CHANNEL_WRITE,
+    KEEPS,
     METADATA_SCHEMA,
+    OVERWRITES,
     PROJECT_ID_READ,
     PROJECT_ID_WRITE,
+    READS,
     RECALL_SCOPE,
     SOURCE_SCHEMA,
     TIME_CUE,
     TIMESTAMP,
     USER_ID,
+    Hints,
     ToolSpec,
     bool_schema,
     list_limit_schema,
@@ -85,14 +90,12 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "message"],
             ),
-            read_only=False,
-            destructive=False,
             # Dedup on msg_id/content means repeating the same call adds nothing.
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="recall",
-            access=Rule(READ),
+            access=Rule(READ),  # records recall statistics, but reveals and changes no content
             call=api(
                 "recall",
                 shape=calls.shape_recall,
@@ -141,9 +144,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             ),
             # Read-only for hosts: the recall statistics it keeps (recall_count, last_recalled_at) are
             # bookkeeping, not the user's data (docs/decisions.md, "MCP layer").
-            read_only=True,
-            destructive=False,
-            idempotent=False,
+            hints=Hints(read_only=True, destructive=False, idempotent=False),
         ),
         ToolSpec(
             name="recall_with_context",
@@ -181,9 +182,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "query", "external_context"],
             ),
-            read_only=True,  # like recall: only bookkeeping is written
-            destructive=False,
-            idempotent=False,
+            # like recall: only bookkeeping is written
+            hints=Hints(read_only=True, destructive=False, idempotent=False),
         ),
         ToolSpec(
             name="get_contents",
@@ -210,9 +210,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "refs"],
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="archive_episode",
@@ -245,9 +243,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "summary"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=False,
+            hints=ADDS,
         ),
         ToolSpec(
             name="update_memory",
@@ -266,9 +262,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["memory_id", "content"],
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="get_profile",
@@ -289,9 +283,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id"],
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="update_profile",
@@ -314,9 +306,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "profile"],
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="list_memories",
@@ -337,9 +327,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "project_id": PROJECT_ID_READ,
                 }
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="list_episodes",
@@ -357,9 +345,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "project_id": PROJECT_ID_READ,
                 }
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="get_queue_status",
@@ -371,9 +357,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "oldest task, counts by kind. An empty queue is the healthy reading."
             ),
             input_schema=object_schema({}),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="lock_memory",
@@ -388,9 +372,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
                 required=["memory_id"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="unlock_memory",
@@ -402,9 +384,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
                 required=["memory_id"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="delete_memory",
@@ -419,9 +399,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
                 required=["memory_id"],
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="delete_episode",
@@ -433,9 +411,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 {"episode_id": row_id_schema("episode", "ep"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
                 required=["episode_id"],
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="delete_agent_data",
@@ -449,8 +425,6 @@ def tools(settings: Settings) -> list[ToolSpec]:
             input_schema=object_schema(
                 {"agent_id": string_schema("The agent whose data is erased.")}, required=["agent_id"]
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
     ]

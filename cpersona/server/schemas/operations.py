@@ -8,9 +8,14 @@ from cpersona.server import calls
 from cpersona.server.calls import api
 from cpersona.server.rules import ADMIN, READ, Rule
 from cpersona.server.schemas.common import (
+    ADDS,
     AGENT_ID,
     DEEP_CHECKS,
     HEALTH_CHECKS,
+    KEEPS,
+    OVERWRITES,
+    READS,
+    Hints,
     ToolSpec,
     bool_schema,
     object_schema,
@@ -46,9 +51,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["ttl_seconds"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=False,
+            hints=ADDS,
         ),
         ToolSpec(
             name="resume_persistence",
@@ -61,9 +64,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "(was_paused tells you whether a pause was in force)."
             ),
             input_schema=object_schema({}),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="persistence_status",
@@ -76,9 +77,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "(UTC ISO-8601), ttl_seconds. Check it when a store came back with persisted: false."
             ),
             input_schema=object_schema({}),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="get_operating_context",
@@ -100,9 +99,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     )
                 }
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="check_update",
@@ -125,10 +122,10 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     )
                 }
             ),
-            read_only=False,  # apply=true installs software
-            destructive=True,  # an upgrade replaces the installed package in place
-            idempotent=True,  # a second apply finds nothing newer and installs nothing
-            open_world=True,  # reaches the package index on the internet
+            # Not read-only: apply=true installs software; destructive: an upgrade replaces the installed
+            # package in place; idempotent: a second apply finds nothing newer; open world: it reaches
+            # the package index on the internet.
+            hints=Hints(read_only=False, destructive=True, idempotent=True, open_world=True),
         ),
         ToolSpec(
             name="check_health",
@@ -161,9 +158,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     },
                 }
             ),
-            read_only=False,
-            destructive=True,  # fix=true deletes duplicate copies and cuts oversized rows
-            idempotent=True,
+            hints=OVERWRITES,  # fix=true deletes duplicate copies and cuts oversized rows
         ),
         ToolSpec(
             name="deep_check",
@@ -192,8 +187,6 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id"],
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
     ]

@@ -6,6 +6,9 @@ from cpersona.config import Settings
 from cpersona.server.calls import api
 from cpersona.server.rules import ADMIN, Rule
 from cpersona.server.schemas.common import (
+    ADDS,
+    KEEPS,
+    OVERWRITES,
     ToolSpec,
     bool_schema,
     object_schema,
@@ -42,9 +45,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "output_path"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=False,
+            hints=ADDS,
         ),
         ToolSpec(
             name="import_memories",
@@ -71,9 +72,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["input_path"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="merge_memories",
@@ -108,9 +107,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["source_agent_id", "target_agent_id"],
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="migrate_channel_axis",
@@ -142,8 +139,6 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     },
                 }
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
     ]

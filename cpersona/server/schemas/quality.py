@@ -5,7 +5,7 @@ from __future__ import annotations
 from cpersona.config import Settings
 from cpersona.server.calls import api
 from cpersona.server.rules import READ, WRITE, Rule
-from cpersona.server.schemas.common import AGENT_ID, ToolSpec, object_schema, string_schema
+from cpersona.server.schemas.common import AGENT_ID, KEEPS, READS, ToolSpec, object_schema, string_schema
 
 PRECISION = string_schema(
     "strict (cuts more unanswerable queries), balanced or lenient (keeps more recall); '' clears the "
@@ -19,7 +19,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="calibrate_threshold",
-            access=Rule(WRITE),
+            access=Rule(WRITE),  # calibration changes how this agent's recalls are gated
             call=api("calibrate_threshold"),
             title="Calibrate the recall gate",
             description=(
@@ -62,9 +62,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="set_recall_precision",
@@ -92,9 +90,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="get_recall_precision",
@@ -107,8 +103,6 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "| off, threshold, stale, fingerprint, created_at}."
             ),
             input_schema=object_schema({"agent_id": AGENT_ID}, required=["agent_id"]),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
     ]
