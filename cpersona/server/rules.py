@@ -27,3 +27,11 @@ class Rule:
 
 
 READ, WRITE, ADMIN = Level.READ, Level.WRITE, Level.ADMIN
+
+#: The classes several tools share. Edits and listings by row id: an omitted agent_id narrows the call
+#: to the granted agents (another agent's row looks absent). Process-wide state: open to read for every
+#: authenticated client, changing it needs admin on '*'.
+EDIT_ROW = Rule(WRITE, unscoped="filter")
+LIST_ROWS = Rule(READ, unscoped="filter")
+PROCESS_STATE = Rule(READ, process_wide=True)
+PROCESS_CONTROL = Rule(ADMIN, process_wide=True)

@@ -150,6 +150,14 @@ def row_id_schema(kind: str, prefix: str) -> dict[str, Any]:
     }
 
 
+def row_target(kind: str, prefix: str) -> dict[str, Any]:
+    """The arguments of a tool that acts on one row by id: ``<kind>_id`` and the owner check."""
+    return object_schema(
+        {f"{kind}_id": row_id_schema(kind, prefix), "agent_id": AGENT_ID_OPTIONAL_OWNER},
+        required=[f"{kind}_id"],
+    )
+
+
 def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
     """A value of any of ``types`` as portable JSON Schema: ``anyOf`` of single-type schemas.
 

@@ -13,7 +13,7 @@ from cpersona.limits import (
 )
 from cpersona.server import calls
 from cpersona.server.calls import api
-from cpersona.server.rules import ADMIN, READ, WRITE, Rule
+from cpersona.server.rules import ADMIN, EDIT_ROW, LIST_ROWS, PROCESS_STATE, READ, WRITE, Rule
 from cpersona.server.schemas.common import (
     ADDS,
     AGENT_ID,
@@ -37,6 +37,7 @@ from cpersona.server.schemas.common import (
     object_schema,
     one_of_types,
     row_id_schema,
+    row_target,
     string_schema,
     thousands,
 )
@@ -247,7 +248,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="update_memory",
-            access=Rule(WRITE, unscoped="filter"),
+            access=EDIT_ROW,
             call=api("update_memory"),
             title="Update a memory",
             description=(
@@ -310,7 +311,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="list_memories",
-            access=Rule(READ, unscoped="filter"),
+            access=LIST_ROWS,
             call=api("list_memories", shape=calls.shape_listing),
             title="List memories",
             description=(
@@ -331,7 +332,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="list_episodes",
-            access=Rule(READ, unscoped="filter"),
+            access=LIST_ROWS,
             call=api("list_episodes", shape=calls.shape_listing),
             title="List episodes",
             description=(
@@ -349,7 +350,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_queue_status",
-            access=Rule(READ, process_wide=True),
+            access=PROCESS_STATE,
             call=api("get_queue_status"),
             title="Background queue status",
             description=(
@@ -361,56 +362,44 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="lock_memory",
-            access=Rule(WRITE, unscoped="filter"),
+            access=EDIT_ROW,
             call=api("lock_memory"),
             title="Lock a memory",
             description=(
                 "Protect one of your memories from update_memory and delete_memory (protection only; it does "
                 "not change ranking). Locking an already locked memory is harmless."
             ),
-            input_schema=object_schema(
-                {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-                required=["memory_id"],
-            ),
+            input_schema=row_target("memory", "mem"),
             hints=KEEPS,
         ),
         ToolSpec(
             name="unlock_memory",
-            access=Rule(WRITE, unscoped="filter"),
+            access=EDIT_ROW,
             call=api("unlock_memory"),
             title="Unlock a memory",
             description="Remove the protection set by lock_memory so the memory can be edited or deleted again.",
-            input_schema=object_schema(
-                {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-                required=["memory_id"],
-            ),
+            input_schema=row_target("memory", "mem"),
             hints=KEEPS,
         ),
         ToolSpec(
             name="delete_memory",
-            access=Rule(WRITE, unscoped="filter"),
+            access=EDIT_ROW,
             call=api("delete_memory"),
             title="Delete a memory",
             description=(
                 "Permanently delete one of your memories. Refused when it is locked or belongs to another agent "
                 "(reported as not found)."
             ),
-            input_schema=object_schema(
-                {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-                required=["memory_id"],
-            ),
+            input_schema=row_target("memory", "mem"),
             hints=OVERWRITES,
         ),
         ToolSpec(
             name="delete_episode",
-            access=Rule(WRITE, unscoped="filter"),
+            access=EDIT_ROW,
             call=api("delete_episode"),
             title="Delete an episode",
             description="Permanently delete one of your archived session summaries (episodes).",
-            input_schema=object_schema(
-                {"episode_id": row_id_schema("episode", "ep"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-                required=["episode_id"],
-            ),
+            input_schema=row_target("episode", "ep"),
             hints=OVERWRITES,
         ),
         ToolSpec(

@@ -6,7 +6,7 @@ from cpersona import shapes
 from cpersona.config import Settings
 from cpersona.server import calls
 from cpersona.server.calls import api
-from cpersona.server.rules import ADMIN, READ, Rule
+from cpersona.server.rules import PROCESS_CONTROL, PROCESS_STATE, READ, Rule
 from cpersona.server.schemas.common import (
     ADDS,
     AGENT_ID,
@@ -28,7 +28,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="pause_persistence",
-            access=Rule(ADMIN, process_wide=True),
+            access=PROCESS_CONTROL,
             call=calls.pause_persistence,
             results=(shapes.PauseResult,),
             title="Pause persistence",
@@ -55,7 +55,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="resume_persistence",
-            access=Rule(ADMIN, process_wide=True),
+            access=PROCESS_CONTROL,
             call=calls.resume_persistence,
             results=(shapes.ResumeResult,),
             title="Resume persistence",
@@ -68,7 +68,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="persistence_status",
-            access=Rule(READ, process_wide=True),
+            access=PROCESS_STATE,
             call=calls.persistence_status,
             results=(shapes.PersistenceState,),
             title="Persistence status",
@@ -81,7 +81,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_operating_context",
-            access=Rule(READ, process_wide=True),
+            access=PROCESS_STATE,
             call=calls.get_operating_context,
             results=(shapes.OperatingContextResult,),
             title="Operating context",
