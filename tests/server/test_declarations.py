@@ -27,6 +27,7 @@ def declare(schema: dict[str, Any], call: Any, **extra: Any) -> ToolSpec:
         hints=READS,
         access=Rule(READ),
         call=call,
+        summary="s",
         **extra,
     )
 

@@ -68,6 +68,7 @@ class ToolSpec:
     access: Rule
     call: Handler
     title: str = ""
+    summary: str = ""  # the README's one line (scripts/gen_readme_tools.py); Markdown
     results: tuple[type, ...] = ()
 
     def __post_init__(self) -> None:
@@ -75,6 +76,8 @@ class ToolSpec:
             object.__setattr__(self, "results", shapes.METHOD_RESULTS.get(self.call.method, ()))
         if not self.results:
             raise RuntimeError(f"tool {self.name} declares no result shape (results=...)")
+        if not self.summary:
+            raise RuntimeError(f"tool {self.name} declares no summary (its README line)")
         if isinstance(self.call, ApiCall):
             _check_binding(self.name, self.input_schema, self.call)
 

@@ -58,6 +58,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(WRITE),
             call=api("store", tool_only=("message",), expand=calls.store_message),
             title="Store a memory",
+            summary="store one memory; `result: stored \\| skipped \\| rejected`; dedup on msg_id and content, never upserts",
             description=(
                 "Save one fact, decision or message to long-term memory. Returns result 'stored' with its "
                 "id and ref, 'skipped' when it is a duplicate (same message.id, or identical content in the "
@@ -104,6 +105,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 convert={"exclude_contents": calls.strings},
             ),
             title="Recall memories",
+            summary="hybrid search; results worst → best, **the last element is the best match**; long rows previewed with a `ref`",
             description=(
                 "Search your memories and session summaries (episodes) with hybrid keyword + meaning search. "
                 "Results are ordered WORST to BEST: the LAST element of 'results' is the best match. "
@@ -152,6 +154,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(READ),
             call=api("recall_with_context", shape=calls.shape_context),
             title="Recall with conversation context",
+            summary="recall merged with the conversation you pass, deduplicated, chronological",
             description=(
                 "Recall memories relevant to a query and merge them with the conversation entries you pass "
                 "(external_context), deduplicated and in CHRONOLOGICAL order (not by score). Every entry's "
@@ -191,6 +194,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(READ),
             call=api("get_contents", shape=calls.shape_contents),
             title="Get full contents",
+            summary="full text for `mem:<id>` / `ep:<id>` refs (≤ 20, 40,000-char budget, overflow in `deferred`)",
             description=(
                 "Fetch the full text of rows by ref ('mem:<id>' or 'ep:<id>', as returned by recall or the "
                 f"list tools), up to {MAX_REFS_PER_CALL} refs per call, in request order. Refs that do not "
@@ -218,6 +222,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(WRITE),
             call=api("archive_episode"),
             title="Archive a session summary",
+            summary="store a session summary; moves the episode boundary",
             description=(
                 "Store a summary of a finished session or task (an 'episode'), written by you. It is "
                 "searchable by recall and marks a boundary: memories older than the newest episode in the "
@@ -251,6 +256,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=EDIT_ROW,
             call=api("update_memory"),
             title="Update a memory",
+            summary="replace a memory's content (re-embedded); refused when locked or not owned",
             description=(
                 "Replace the content of one of your memories (it is re-embedded). Refused when the memory is "
                 "locked (unlock_memory first) or is not yours. Returns {ok, id, ref, embedded}."
@@ -270,6 +276,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(READ),
             call=api("get_profile"),
             title="Get profile",
+            summary="the agent's profile (≤ 2,000 chars)",
             description=(
                 "Read the agent's profile: a short standing description of the user or the agent's role that "
                 "you maintain with update_profile. Returns profile: null when none is stored."
@@ -291,6 +298,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(WRITE),
             call=api("update_profile"),
             title="Replace profile",
+            summary="replace the agent's profile (≤ 2,000 chars)",
             description=(
                 f"Replace the agent's profile text entirely (capped at {thousands(settings.max_profile_length)} "
                 "characters; the response says "
@@ -314,6 +322,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=LIST_ROWS,
             call=api("list_memories", shape=calls.shape_listing),
             title="List memories",
+            summary="browse memories, newest first, with response budgets",
             description=(
                 "List stored memories, newest first: {ok, items, count, total}. Omitting agent_id lists every "
                 "agent's memories (operator use); agents should pass their own. Very large listings are bounded: "
@@ -335,6 +344,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=LIST_ROWS,
             call=api("list_episodes", shape=calls.shape_listing),
             title="List episodes",
+            summary="browse episodes (session summaries), newest first, with response budgets",
             description=(
                 "List archived session summaries (episodes), newest first: {ok, items, count, total}. Omitting "
                 "agent_id lists every agent's episodes. Bounded like list_memories."
@@ -353,6 +363,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=PROCESS_STATE,
             call=api("get_queue_status"),
             title="Background queue status",
+            summary="background queue depth (embedding back-fill, re-embedding)",
             description=(
                 "Report the background task queue (embedding back-fill, re-embedding): depth, tasks retrying, "
                 "oldest task, counts by kind. An empty queue is the healthy reading."
@@ -365,6 +376,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=EDIT_ROW,
             call=api("lock_memory"),
             title="Lock a memory",
+            summary="protect a memory from edit and delete",
             description=(
                 "Protect one of your memories from update_memory and delete_memory (protection only; it does "
                 "not change ranking). Locking an already locked memory is harmless."
@@ -377,6 +389,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=EDIT_ROW,
             call=api("unlock_memory"),
             title="Unlock a memory",
+            summary="lift that protection",
             description="Remove the protection set by lock_memory so the memory can be edited or deleted again.",
             input_schema=row_target("memory", "mem"),
             hints=KEEPS,
@@ -386,6 +399,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=EDIT_ROW,
             call=api("delete_memory"),
             title="Delete a memory",
+            summary="delete one memory (ownership enforced)",
             description=(
                 "Permanently delete one of your memories. Refused when it is locked or belongs to another agent "
                 "(reported as not found)."
@@ -398,6 +412,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=EDIT_ROW,
             call=api("delete_episode"),
             title="Delete an episode",
+            summary="delete one episode (ownership enforced)",
             description="Permanently delete one of your archived session summaries (episodes).",
             input_schema=row_target("episode", "ep"),
             hints=OVERWRITES,
@@ -407,6 +422,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(ADMIN),
             call=api("delete_agent_data"),
             title="Delete all data of an agent",
+            summary="delete everything one agent stored",
             description=(
                 "Permanently delete EVERYTHING stored for one agent: memories (locked ones too), episodes, "
                 "profiles, queued tasks and calibration state. Returns the counts deleted. Cannot be undone."

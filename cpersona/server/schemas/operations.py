@@ -32,6 +32,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             call=calls.pause_persistence,
             results=(shapes.PauseResult,),
             title="Pause persistence",
+            summary="pause every write of this server process for a TTL (≤ 24 h); `store` answers `persisted: false`",
             description=(
                 "Stop this server process from writing anything for ttl_seconds (1 to 86400, i.e. at most 24 h), "
                 "e.g. for an off-the-record session. While paused: store answers result 'skipped' with "
@@ -59,6 +60,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             call=calls.resume_persistence,
             results=(shapes.ResumeResult,),
             title="Resume persistence",
+            summary="end a pause now",
             description=(
                 "End a pause set by pause_persistence now, so writes are saved again. Harmless when not paused "
                 "(was_paused tells you whether a pause was in force)."
@@ -72,6 +74,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             call=calls.persistence_status,
             results=(shapes.PersistenceState,),
             title="Persistence status",
+            summary="whether writes are paused, and until when",
             description=(
                 "Whether writes are paused in this server process: paused, remaining_seconds, since and until "
                 "(UTC ISO-8601), ttl_seconds. Check it when a store came back with persisted: false."
@@ -85,6 +88,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             call=calls.get_operating_context,
             results=(shapes.OperatingContextResult,),
             title="Operating context",
+            summary="the operator's TOML context file (also in the `initialize` instructions); read-only",
             description=(
                 "Read the operator's context file (TOML, owned by whoever runs this server): house rules, "
                 "conventions, who you work for. Returns context (the parsed file, or one top-level section when "
@@ -107,6 +111,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             call=calls.check_update,
             results=(shapes.CheckUpdateResult,),
             title="Check for updates",
+            summary="newer release or withdrawn version on PyPI (cached 24 h); installs only with `apply: true`",
             description=(
                 "Ask the package index (PyPI) whether a newer cpersona-embedded is released and whether the "
                 "running version was withdrawn (yanked). Returns current, latest, newer_available, "
@@ -132,6 +137,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(READ, admin_when="fix"),
             call=api("check_health"),
             title="Check and repair the store",
+            summary="named health checks, verdict healthy/degraded/unhealthy, `fix=true` bounded repairs ([docs/health.md](docs/health.md))",
             description=(
                 "Run named health checks over the database and return {status: healthy|degraded|unhealthy, findings "
                 "[{check, severity critical|warn|info, message, count, refs, fix}], checks_run, repairs, stats}. "
@@ -165,6 +171,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(READ, admin_when="fix"),
             call=api("deep_check"),
             title="Semantic review of an agent's memories",
+            summary="semantic review of one agent: anonymous sources, short content, stale profile, orphaned episodes, near-duplicates (report only)",
             description=(
                 "A slower, semantic pass over one agent's memories, reporting {status, findings, checks}: "
                 "anonymous_sources (no source id/name), short_content (under 12 characters), stale_profile (not "

@@ -24,6 +24,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(ADMIN),
             call=api("export_memories"),
             title="Export memories to a JSONL file",
+            summary="one agent's memories, episodes, profiles to a JSONL file in the export dir (optionally with vectors)",
             description=(
                 "Write all of one agent's memories, episodes and profiles to a JSONL file inside the export "
                 "directory (CPERSONA_EXPORT_DIR, default <db dir>/exports). output_path is relative to that "
@@ -52,6 +53,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(ADMIN),
             call=api("import_memories"),
             title="Import memories from a JSONL export",
+            summary="read an export file; idempotent, `dry_run`, `target_agent_id`, bad lines reported by number",
             description=(
                 "Read a file written by export_memories (path relative to the export directory, confined like "
                 "export_memories) into this database. Idempotent: memories already present (same msg_id, or same "
@@ -79,6 +81,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(ADMIN),
             call=api("merge_memories"),
             title="Merge one agent's memories into another",
+            summary="copy or move one agent's rows into another in one transaction, duplicates skipped",
             description=(
                 "Copy (mode 'copy') or move (mode 'move') every memory, episode and profile of source_agent_id "
                 "to target_agent_id in one transaction. strategy 'skip': a row the target already holds (same "
@@ -114,6 +117,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(ADMIN),
             call=api("migrate_channel_axis"),
             title="Repair rows stored under a bridge channel",
+            summary="one-time repair moving rows off a bridge channel onto the channel in their session id",
             description=(
                 "One-time repair. Memories stored under a bridge channel (a relay that carried many real "
                 "channels; by default the channels named 'bridge' or 'relay') move to the channel named in their "

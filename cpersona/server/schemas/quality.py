@@ -22,6 +22,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(WRITE),  # calibration changes how this agent's recalls are gated
             call=api("calibrate_threshold"),
             title="Calibrate the recall gate",
+            summary="measure the agent's corpus (label-free) and set the recall gate's thresholds",
             description=(
                 "Measure this agent's own memories (no labels needed) and set the thresholds recall's quality gate "
                 "uses, so a question about something never stored comes back empty instead of with loosely related "
@@ -69,6 +70,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(WRITE),
             call=api("set_recall_precision"),
             title="Set recall precision",
+            summary="how hard the gate filters: strict / balanced / lenient or a raw β",
             description=(
                 "Choose how hard recall's quality gate filters for this agent: strict (beta 2.0: more unanswerable "
                 "questions come back empty, a few real ones too), balanced (beta 1.0) or lenient (beta 0.5: keeps "
@@ -97,6 +99,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(READ),
             call=api("get_recall_precision"),
             title="Get recall precision",
+            summary="the gate's precision setting in force for an agent",
             description=(
                 "This agent's effective recall precision: level, beta, overridden (set for this agent or the "
                 "global default), global {level, beta}, and calibration {calibrated, gate: calibrated | heuristic "
