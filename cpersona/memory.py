@@ -72,6 +72,7 @@ SERVICES: dict[str, type] = {
 }
 
 
+@functools.cache  # the services' methods are fixed once imported; reading annotations is not free
 def method_results() -> dict[str, tuple[type, ...]]:
     """Every ``Memory`` method that returns a result dict, with the shapes it may return.
 

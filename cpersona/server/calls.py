@@ -46,7 +46,12 @@ _SUPPLIED = ("allowed_agents", "work", "scope")
 
 
 class ApiCall:
-    """A handler that calls ``Memory.<method>`` with the tool's arguments as keyword arguments."""
+    """A handler that calls ``Memory.<method>`` with the tool's arguments as keyword arguments.
+
+    ``tool_only``: arguments the method does not take (the MCP layer reads them, or ``expand``
+    turns them into the method's keyword arguments); ``convert``: per-argument wire-to-API
+    conversions; ``shape``: the API result into the MCP response.
+    """
 
     def __init__(
         self,
@@ -95,21 +100,8 @@ class ApiCall:
         return result if self.shape is None else self.shape(result, call)
 
 
-def api(
-    method: str,
-    *,
-    shape: Shape | None = None,
-    tool_only: tuple[str, ...] = (),
-    convert: Mapping[str, Callable[[Any], Any]] | None = None,
-    expand: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-) -> ApiCall:
-    """The handler of a tool that is ``Memory.<method>``.
-
-    ``tool_only``: arguments the method does not take (the MCP layer reads them, or ``expand``
-    turns them into the method's keyword arguments); ``convert``: per-argument wire-to-API
-    conversions; ``shape``: the API result into the MCP response.
-    """
-    return ApiCall(method, shape=shape, tool_only=tool_only, convert=convert, expand=expand)
+#: ``api("<method>", ...)``: the handler of a tool that is that ``Memory`` method (a declaration's ``call=``).
+api = ApiCall
 
 
 def _same(value: Any) -> Any:

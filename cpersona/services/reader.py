@@ -7,7 +7,15 @@ from typing import Any
 
 from cpersona.agent_notice import agent_notice
 from cpersona.errors import InvalidInput
-from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL, MAX_ROW_ID, MAX_ROW_ID_DIGITS
+from cpersona.limits import (
+    LIST_EPISODES_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    LIST_MEMORIES_LIMIT_DEFAULT,
+    MAX_REF_CHARS,
+    MAX_REFS_PER_CALL,
+    MAX_ROW_ID,
+    MAX_ROW_ID_DIGITS,
+)
 from cpersona.public import public
 from cpersona.storage.interface import Store
 from cpersona.storage.scope import Scope
@@ -74,7 +82,7 @@ class Reader:
         self,
         agent_id: str | None = None,
         *,
-        limit: int = 100,
+        limit: int = LIST_MEMORIES_LIMIT_DEFAULT,
         project_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:
@@ -102,7 +110,7 @@ class Reader:
         self,
         agent_id: str | None = None,
         *,
-        limit: int = 50,
+        limit: int = LIST_EPISODES_LIMIT_DEFAULT,
         project_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
     ) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from cpersona.limits import (
     MAX_QUERY_CHARS,
     PROFILE_INJECTION_MIN_POOL,
     PROFILE_INJECTION_ROWS,
+    RECALL_LIMIT_DEFAULT,
     RECALL_LIMIT_MAX,
 )
 from cpersona.public import public
@@ -51,7 +52,7 @@ class Recaller:
         agent_id: str | None,
         query: str = "",
         *,
-        limit: int = 10,
+        limit: int = RECALL_LIMIT_DEFAULT,
         deep: bool = False,
         channel: str | None = None,
         project_id: str | None = None,
@@ -172,7 +173,7 @@ class Recaller:
         query: str,
         external_context: Sequence[dict[str, Any]],
         *,
-        limit: int = 10,
+        limit: int = RECALL_LIMIT_DEFAULT,
         deep: bool = False,
         channel: str | None = None,
         project_id: str | None = None,

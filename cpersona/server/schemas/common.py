@@ -10,7 +10,6 @@ rows were returned, which demotes them for a few minutes.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,11 +114,6 @@ def _check_binding(tool: str, schema: dict[str, Any], call: ApiCall) -> None:
                 f"tool {tool}: the schema's default for {name!r} ({prop['default']!r}) is not "
                 f"Memory.{call.method}'s ({default!r})"
             )
-
-
-def signature_default(method: Callable[..., Any], argument: str) -> Any:
-    """The default of ``argument`` in ``method``'s signature: schemas quote it rather than repeat it."""
-    return inspect.signature(method).parameters[argument].default
 
 
 def object_schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
