@@ -11,19 +11,21 @@ cpersona/server/shaping.py). The process-wide tools that are no ``Memory`` metho
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cpersona import operating_context
 from cpersona.config import Settings
-from cpersona.health import persistence
-from cpersona.memory import Memory
-from cpersona.portability.grants import FileScope
 from cpersona.server import shaping
 from cpersona.update_check import UpdateChecker
 from cpersona.work import Work
+
+if TYPE_CHECKING:  # the registry is read by tools/list before Memory (numpy, SQLite) is imported
+    from cpersona.memory import Memory
+    from cpersona.portability.grants import FileScope
 
 
 @dataclass(frozen=True)
@@ -62,15 +64,21 @@ class ApiCall:
         convert: Mapping[str, Callable[[Any], Any]] | None = None,
         expand: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
-        function = getattr(Memory, method, None)
-        if function is None:
-            raise RuntimeError(f"a tool calls Memory.{method}, which does not exist")
         self.method = method
-        self.parameters = inspect.signature(function).parameters
         self.shape = shape
         self.tool_only = tool_only
         self.convert = dict(convert or {})
         self.expand = expand
+
+    @functools.cached_property
+    def parameters(self) -> Mapping[str, inspect.Parameter]:
+        """The method's parameters (read on first use: the handshake must not import ``Memory``)."""
+        from cpersona.memory import Memory
+
+        function = getattr(Memory, self.method, None)
+        if function is None:
+            raise RuntimeError(f"a tool calls Memory.{self.method}, which does not exist")
+        return inspect.signature(function).parameters
 
     @property
     def long(self) -> bool:
@@ -161,16 +169,22 @@ def store_message(arguments: dict[str, Any]) -> dict[str, Any]:
 
 def pause_persistence(call: Call) -> dict[str, Any]:
     """Stop this process writing for ``ttl_seconds``."""
+    from cpersona.health import persistence
+
     return persistence.PROCESS.pause(call.arguments["ttl_seconds"])
 
 
 def resume_persistence(call: Call) -> dict[str, Any]:
     """End a pause now."""
+    from cpersona.health import persistence
+
     return persistence.PROCESS.resume()
 
 
 def persistence_status(call: Call) -> dict[str, Any]:
     """Whether writes are paused, and until when."""
+    from cpersona.health import persistence
+
     return persistence.PROCESS.status()
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from cpersona.server.dispatch import HANDLERS, WORK_HANDLERS
 from cpersona.server.output_schemas import tool_result_shapes
 from cpersona.server.rules import READ, Rule
 from cpersona.server.schemas import TOOLS
-from cpersona.server.schemas.common import READS, ToolSpec, object_schema
+from cpersona.server.schemas.common import READS, ToolSpec, check_binding, object_schema
 
 
 def declare(schema: dict[str, Any], call: Any, **extra: Any) -> ToolSpec:
@@ -28,7 +30,7 @@ def declare(schema: dict[str, Any], call: Any, **extra: Any) -> ToolSpec:
         access=Rule(READ),
         call=call,
         summary="s",
-        **extra,
+        **{"results": (shapes.ListMemoriesResult,), **extra},
     )
 
 
@@ -66,7 +68,7 @@ def test_schema_defaults_are_the_methods_defaults() -> None:
 
 def test_a_declaration_naming_an_argument_the_method_lacks_is_refused() -> None:
     with pytest.raises(RuntimeError, match="'colour' is no parameter of Memory.list_memories"):
-        declare(object_schema({"colour": {"type": "string"}}), api("list_memories"))
+        check_binding(declare(object_schema({"colour": {"type": "string"}}), api("list_memories")))
 
 
 def test_a_schema_default_the_method_does_not_apply_is_refused() -> None:
@@ -74,12 +76,25 @@ def test_a_schema_default_the_method_does_not_apply_is_refused() -> None:
     with pytest.raises(
         RuntimeError, match=r"default for 'limit' \(7\) is not Memory.list_memories's \(100\)"
     ):
-        declare(schema, api("list_memories"))
+        check_binding(declare(schema, api("list_memories")))
 
 
-def test_a_tool_without_a_result_shape_and_a_call_of_no_method_are_refused() -> None:
+def test_a_tool_without_a_result_shape_or_with_another_than_its_methods_is_refused() -> None:
     with pytest.raises(RuntimeError, match="declares no result shape"):
-        declare(object_schema({}), calls.persistence_status)
-    assert declare(object_schema({}), calls.persistence_status, results=(shapes.PersistenceState,)).results
+        declare(object_schema({}), calls.persistence_status, results=())
+    with pytest.raises(RuntimeError, match="results .* are not Memory.list_memories's"):
+        check_binding(declare(object_schema({}), api("list_memories"), results=(shapes.LockResult,)))
     with pytest.raises(RuntimeError, match="Memory.no_such_method, which does not exist"):
-        api("no_such_method")
+        check_binding(declare(object_schema({}), api("no_such_method")))
+
+
+def test_the_registry_is_built_without_importing_memory() -> None:
+    # tools/list is answered while Memory (numpy, SQLite, the model runtime) is still importing
+    # (tests/server/test_startup.py); the declarations must not need it.
+    code = (
+        "import sys; from cpersona.server.app import tool_list; from cpersona.server.schemas import build_tools; "
+        "from cpersona.config import Settings; tool_list(build_tools(Settings())); "
+        "print([m for m in ('cpersona.memory', 'numpy', 'jsonschema') if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)

@@ -56,8 +56,9 @@ class ToolSpec:
     The registry (tools/list), the dispatcher, the access checks (``access``) and the
     ``outputSchema`` (``results``) are all read from this. ``call`` is usually
     ``api("<Memory method>")`` (cpersona/server/calls.py): the tool's arguments go to that method
-    by name, its signature holds the defaults, and its result shapes are the tool's unless
-    ``results`` names others (tools that are no ``Memory`` method must name theirs).
+    by name and its signature holds the defaults. ``results`` is written out (tools/list is
+    answered before ``Memory`` is imported); ``check_binding`` holds it, the argument names and
+    the defaults to the method.
     """
 
     name: str
@@ -66,19 +67,15 @@ class ToolSpec:
     hints: Hints
     access: Rule
     call: Handler
+    results: tuple[type, ...]  # its success shapes (cpersona/shapes/): the outputSchema
     title: str = ""
     summary: str = ""  # the README's one line (scripts/gen_readme_tools.py); Markdown
-    results: tuple[type, ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.results and isinstance(self.call, ApiCall):
-            object.__setattr__(self, "results", shapes.METHOD_RESULTS.get(self.call.method, ()))
         if not self.results:
             raise RuntimeError(f"tool {self.name} declares no result shape (results=...)")
         if not self.summary:
             raise RuntimeError(f"tool {self.name} declares no summary (its README line)")
-        if isinstance(self.call, ApiCall):
-            _check_binding(self.name, self.input_schema, self.call)
 
     @property
     def long(self) -> bool:
@@ -96,11 +93,25 @@ class ToolSpec:
         }
 
 
-def _check_binding(tool: str, schema: dict[str, Any], call: ApiCall) -> None:
-    # What can still disagree between a declaration and the method it calls: an argument the method
-    # does not take, and a default the schema advertises that the method does not apply. A method
-    # default of None means "the service decides" (e.g. calibrate_threshold's sample size); the schema
-    # may quote the value it decides.
+def check_binding(spec: ToolSpec) -> None:
+    """Refuse a declaration that disagrees with the ``Memory`` method it calls (RuntimeError).
+
+    What can still disagree: a method that does not exist, an argument the method does not take,
+    a default the schema advertises that the method does not apply (a method default of None means
+    "the service decides", e.g. calibrate_threshold's sample size; the schema may quote it), and
+    result shapes other than the method's. The dispatcher runs this for every tool when it is
+    imported (it imports ``Memory`` anyway; tools/list must not).
+    """
+    call = spec.call
+    if not isinstance(call, ApiCall):
+        return
+    tool, schema = spec.name, spec.input_schema
+    call.parameters  # noqa: B018 - raises when Memory has no such method
+    method_results = shapes.METHOD_RESULTS.get(call.method)
+    if method_results is not None and method_results != spec.results:
+        raise RuntimeError(
+            f"tool {tool}: results {spec.results} are not Memory.{call.method}'s {method_results}"
+        )
     for name, prop in schema.get("properties", {}).items():
         if not call.takes(name):
             raise RuntimeError(f"tool {tool}: argument {name!r} is no parameter of Memory.{call.method}")

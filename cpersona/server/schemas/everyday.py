@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cpersona import shapes
 from cpersona.config import Settings
 from cpersona.limits import (
     GET_CONTENTS_BUDGET_CHARS,
@@ -55,6 +56,11 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="store",
+            results=(
+                shapes.StoreStored,
+                shapes.StoreSkipped,
+                shapes.StorePaused,
+            ),
             access=Rule(WRITE),
             call=api("store", tool_only=("message",), expand=calls.store_message),
             title="Store a memory",
@@ -97,6 +103,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="recall",
+            results=(shapes.RecallResult,),
             access=Rule(READ),  # records recall statistics, but reveals and changes no content
             call=api(
                 "recall",
@@ -151,6 +158,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="recall_with_context",
+            results=(shapes.RecallWithContextResult,),
             access=Rule(READ),
             call=api("recall_with_context", shape=calls.shape_context),
             title="Recall with conversation context",
@@ -191,6 +199,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_contents",
+            results=(shapes.GetContentsResult,),
             access=Rule(READ),
             call=api("get_contents", shape=calls.shape_contents),
             title="Get full contents",
@@ -219,6 +228,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="archive_episode",
+            results=(shapes.ArchiveEpisodeResult,),
             access=Rule(WRITE),
             call=api("archive_episode"),
             title="Archive a session summary",
@@ -253,6 +263,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="update_memory",
+            results=(shapes.UpdateMemoryResult,),
             access=EDIT_ROW,
             call=api("update_memory"),
             title="Update a memory",
@@ -273,6 +284,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_profile",
+            results=(shapes.GetProfileResult,),
             access=Rule(READ),
             call=api("get_profile"),
             title="Get profile",
@@ -295,6 +307,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="update_profile",
+            results=(shapes.UpdateProfileResult,),
             access=Rule(WRITE),
             call=api("update_profile"),
             title="Replace profile",
@@ -319,6 +332,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="list_memories",
+            results=(shapes.ListMemoriesResult,),
             access=LIST_ROWS,
             call=api("list_memories", shape=calls.shape_listing),
             title="List memories",
@@ -341,6 +355,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="list_episodes",
+            results=(shapes.ListEpisodesResult,),
             access=LIST_ROWS,
             call=api("list_episodes", shape=calls.shape_listing),
             title="List episodes",
@@ -360,6 +375,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_queue_status",
+            results=(shapes.QueueStatusResult,),
             access=PROCESS_STATE,
             call=api("get_queue_status"),
             title="Background queue status",
@@ -373,6 +389,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="lock_memory",
+            results=(shapes.LockResult,),
             access=EDIT_ROW,
             call=api("lock_memory"),
             title="Lock a memory",
@@ -386,6 +403,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="unlock_memory",
+            results=(shapes.LockResult,),
             access=EDIT_ROW,
             call=api("unlock_memory"),
             title="Unlock a memory",
@@ -396,6 +414,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_memory",
+            results=(shapes.DeleteResult,),
             access=EDIT_ROW,
             call=api("delete_memory"),
             title="Delete a memory",
@@ -409,6 +428,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_episode",
+            results=(shapes.DeleteResult,),
             access=EDIT_ROW,
             call=api("delete_episode"),
             title="Delete an episode",
@@ -419,6 +439,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_agent_data",
+            results=(shapes.DeleteAgentDataResult,),
             access=Rule(ADMIN),
             call=api("delete_agent_data"),
             title="Delete all data of an agent",

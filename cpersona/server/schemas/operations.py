@@ -134,6 +134,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="check_health",
+            results=(shapes.CheckHealthResult,),
             access=Rule(READ, admin_when="fix"),
             call=api("check_health"),
             title="Check and repair the store",
@@ -168,6 +169,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="deep_check",
+            results=(shapes.DeepCheckResult,),
             access=Rule(READ, admin_when="fix"),
             call=api("deep_check"),
             title="Semantic review of an agent's memories",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cpersona import shapes
 from cpersona.config import Settings
 from cpersona.server.calls import api
 from cpersona.server.rules import ADMIN, Rule
@@ -21,6 +22,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="export_memories",
+            results=(shapes.ExportResult,),
             access=Rule(ADMIN),
             call=api("export_memories"),
             title="Export memories to a JSONL file",
@@ -50,6 +52,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="import_memories",
+            results=(shapes.ImportResult,),
             access=Rule(ADMIN),
             call=api("import_memories"),
             title="Import memories from a JSONL export",
@@ -78,6 +81,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="merge_memories",
+            results=(shapes.MergeResult,),
             access=Rule(ADMIN),
             call=api("merge_memories"),
             title="Merge one agent's memories into another",
@@ -114,6 +118,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="migrate_channel_axis",
+            results=(shapes.MigrateChannelAxisResult,),
             access=Rule(ADMIN),
             call=api("migrate_channel_axis"),
             title="Repair rows stored under a bridge channel",

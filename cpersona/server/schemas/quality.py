@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cpersona import shapes
 from cpersona.config import Settings
 from cpersona.server.calls import api
 from cpersona.server.rules import READ, WRITE, Rule
@@ -19,6 +20,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="calibrate_threshold",
+            results=(shapes.CalibrateThresholdResult,),
             access=Rule(WRITE),  # calibration changes how this agent's recalls are gated
             call=api("calibrate_threshold"),
             title="Calibrate the recall gate",
@@ -67,6 +69,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="set_recall_precision",
+            results=(shapes.RecallPrecisionResult,),
             access=Rule(WRITE),
             call=api("set_recall_precision"),
             title="Set recall precision",
@@ -96,6 +99,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_recall_precision",
+            results=(shapes.RecallPrecisionResult,),
             access=Rule(READ),
             call=api("get_recall_precision"),
             title="Get recall precision",
