@@ -108,7 +108,7 @@ def check_binding(spec: ToolSpec) -> None:
     tool, schema = spec.name, spec.input_schema
     call.parameters  # noqa: B018 - raises when Memory has no such method
     method_results = shapes.METHOD_RESULTS.get(call.method)
-    if method_results is not None and method_results != spec.results:
+    if method_results is not None and set(method_results) != set(spec.results):  # order aside
         raise RuntimeError(
             f"tool {tool}: results {spec.results} are not Memory.{call.method}'s {method_results}"
         )
