@@ -111,15 +111,24 @@ def _walk(tp: Any) -> list[type]:
     return [inner for arg in get_args(tp) if not isinstance(arg, str) for inner in _walk(arg)]
 
 
+def tool_only_results() -> dict[str, tuple[type, ...]]:
+    """The MCP tools that are no ``Memory`` method, with the result shapes their declarations name."""
+    from cpersona.server.schemas import TOOLS
+
+    method_results = shapes.METHOD_RESULTS
+    return {spec.name: spec.results for spec in TOOLS if spec.name not in method_results}
+
+
 def generated_section() -> str:
     """The generated part of docs/api-shapes.md, markers included."""
     lines = [BEGIN, "", "## Results by method", "", "| `Memory` method | returns |", "|---|---|"]
-    for method, results in shapes.METHOD_RESULTS.items():
+    method_results = shapes.METHOD_RESULTS
+    for method, results in method_results.items():
         shown = OR.join(format_type(r) for r in results)
         lines.append(f"| `{method}` | {shown} |")
     lines += ["", "## Results of the tools that are not methods", ""]
     lines += ["| MCP tool | returns |", "|---|---|"]
-    for tool, results in shapes.TOOL_ONLY_RESULTS.items():
+    for tool, results in tool_only_results().items():
         lines.append(f"| `{tool}` | {OR.join(format_type(r) for r in results)} |")
     lines += ["", f"Every tool may instead answer {format_type(shapes.ToolError)}.", ""]
     lines += ["## Rows", ""]
@@ -130,7 +139,7 @@ def generated_section() -> str:
         lines += table(shape)
     lines += ["## Results", ""]
     results_seen: list[type] = list(rows)
-    for results in (*shapes.METHOD_RESULTS.values(), *shapes.TOOL_ONLY_RESULTS.values(), (shapes.ToolError,)):
+    for results in (*method_results.values(), *tool_only_results().values(), (shapes.ToolError,)):
         for shape in results:
             _nested(shape, results_seen)
     for shape in results_seen[len(rows) :]:

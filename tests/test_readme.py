@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -37,6 +38,17 @@ def table(title: str) -> list[str]:
 def test_the_tools_table_has_one_row_per_tool_and_no_other() -> None:
     named = [n for row in table("Tools") for n in re.findall(r"`([a-z_]+)`", row.split("|")[1])]
     assert sorted(named) == sorted(tool_names())
+
+
+def test_the_tools_table_is_generated_from_the_declarations() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "gen_readme_tools", ROOT / "scripts" / "gen_readme_tools.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    stale = "README.md's tools table is stale: run python scripts/gen_readme_tools.py"
+    assert generator.render(README) == README, stale
 
 
 def test_the_command_table_lists_every_command() -> None:

@@ -21,6 +21,7 @@ from cpersona.health import persistence
 from cpersona.portability import channel_axis, export, grants, importer, merge
 from cpersona.portability.grants import FileScope
 from cpersona.portability.paths import Place, atomic_write, locate, open_for_reading
+from cpersona.public import public
 from cpersona.shapes.operations import ExportResult, ImportResult, MergeResult, MigrateChannelAxisResult
 from cpersona.storage.interface import Store
 from cpersona.text import format_ts, utc_now
@@ -68,6 +69,7 @@ class Portability:
         self._active_model = active_model
         self._wake = wake
 
+    @public
     def export_memories(
         self,
         agent_id: str | None,
@@ -117,6 +119,7 @@ class Portability:
                 result["notice"] = notice  # an empty export of a mistyped agent id must say so
         return result
 
+    @public
     def import_memories(
         self,
         input_path: str,
@@ -172,6 +175,7 @@ class Portability:
             self._wake()
         return result
 
+    @public
     def merge_memories(
         self,
         source_agent_id: str,
@@ -204,6 +208,7 @@ class Portability:
             self._wake()
         return result
 
+    @public
     def migrate_channel_axis(
         self,
         agent_id: str | None = None,

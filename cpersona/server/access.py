@@ -1,7 +1,7 @@
 """Which tool needs which grant: the one classification table, and the check ``dispatch_tool`` runs.
 
-Every tool is classified ``read``, ``write`` or ``admin`` here (a test fails,
-and the dispatcher refuses the call, when one is missing). The decision for
+Every tool declares its class, ``read``, ``write`` or ``admin``, with its ``access=``
+rule (cpersona/server/schemas/; a declaration cannot omit it). The decision for
 one call uses the client's grants (``cpersona.acl``) and the agent ids named in
 the arguments:
 
@@ -24,73 +24,18 @@ everything is allowed: that is the documented single-user model.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from cpersona.acl import WILDCARD, Client, Level
 from cpersona.errors import Forbidden
+from cpersona.server.rules import ADMIN, READ, WRITE, Rule, Unscoped
+from cpersona.server.schemas import TOOLS
 
-#: What an omitted agent_id means: narrow to the granted agents, or need the grant on every agent.
-Unscoped = Literal["filter", "all"]
+__all__ = ["ADMIN", "READ", "TOOL_ACCESS", "WRITE", "Rule", "Unscoped", "authorise", "named_agents"]
 
-
-@dataclass(frozen=True)
-class Rule:
-    """The access class of one tool."""
-
-    level: Level
-    process_wide: bool = False  # acts on the process, not on any agent's rows
-    unscoped: Unscoped = "all"
-    admin_when: str | None = None  # boolean argument that, when true, makes the call admin
-    follows_links: bool = False  # reaches linked rows of other agents: the handler gets the readable agents
-
-    @property
-    def label(self) -> str:
-        """read / write / admin (the documented class; ``admin_when`` is noted separately)."""
-        return self.level.label
-
-
-READ, WRITE, ADMIN = Level.READ, Level.WRITE, Level.ADMIN
-
-#: The classification of every tool (docs/tools.md repeats it per tool; a test compares).
-TOOL_ACCESS: dict[str, Rule] = {
-    # everyday
-    "store": Rule(WRITE, follows_links=True),
-    "recall": Rule(READ),  # records recall statistics, but reveals and changes no content
-    "recall_with_context": Rule(READ),
-    "get_contents": Rule(READ),
-    "archive_episode": Rule(WRITE),
-    "update_memory": Rule(WRITE, unscoped="filter"),
-    "declare_associations": Rule(WRITE, follows_links=True),  # write on the source's agent, read on targets'
-    "traverse": Rule(READ, follows_links=True),
-    "get_profile": Rule(READ),
-    "update_profile": Rule(WRITE),
-    "list_memories": Rule(READ, unscoped="filter"),
-    "list_episodes": Rule(READ, unscoped="filter"),
-    "lock_memory": Rule(WRITE, unscoped="filter"),
-    "unlock_memory": Rule(WRITE, unscoped="filter"),
-    "delete_memory": Rule(WRITE, unscoped="filter"),
-    "delete_episode": Rule(WRITE, unscoped="filter"),
-    # operations
-    "get_queue_status": Rule(READ, process_wide=True),
-    "delete_agent_data": Rule(ADMIN),
-    "pause_persistence": Rule(ADMIN, process_wide=True),
-    "resume_persistence": Rule(ADMIN, process_wide=True),
-    "persistence_status": Rule(READ, process_wide=True),
-    "get_operating_context": Rule(READ, process_wide=True),
-    "check_update": Rule(READ, process_wide=True, admin_when="apply"),
-    "check_health": Rule(READ, admin_when="fix"),
-    "deep_check": Rule(READ, admin_when="fix"),
-    # retrieval quality: calibration changes how this agent's recalls are gated
-    "calibrate_threshold": Rule(WRITE),
-    "set_recall_precision": Rule(WRITE),
-    "get_recall_precision": Rule(READ),
-    # portability
-    "export_memories": Rule(ADMIN),
-    "import_memories": Rule(ADMIN),
-    "merge_memories": Rule(ADMIN),
-    "migrate_channel_axis": Rule(ADMIN),
-}
+#: The classification of every tool, read from its declaration (``access=`` in cpersona/server/schemas/);
+#: docs/tools.md repeats it per tool and a test compares.
+TOOL_ACCESS: dict[str, Rule] = {spec.name: spec.access for spec in TOOLS}
 
 
 def required_level(rule: Rule, arguments: Mapping[str, Any]) -> Level:
@@ -109,7 +54,8 @@ def authorise(client: Client | None, tool: str, arguments: Mapping[str, Any]) ->
     """Check ``client`` may make this call; return the agents an unscoped call is narrowed to.
 
     None means no narrowing (no ACL, or a wildcard grant, or the call names its
-    agents). For a ``follows_links`` tool it is the agents the client may read (None: all). Raises Forbidden, saying which grant is missing, when refused.
+    agents). For a ``follows_links`` tool it is the agents the client may read (None: all).
+    Raises Forbidden, saying which grant is missing, when refused.
     Unknown tools are refused even without an ACL: a tool with no class is a bug.
     """
     rule = TOOL_ACCESS.get(tool)

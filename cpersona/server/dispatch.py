@@ -8,32 +8,22 @@ with ``ok``; failures carry a non-empty ``error`` (and ``error_code``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from cpersona import operating_context
 from cpersona.acl import Client, Level
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError
-from cpersona.health import persistence
-from cpersona.limits import (
-    LIST_EPISODES_LIMIT_DEFAULT,
-    LIST_MEMORIES_LIMIT_DEFAULT,
-    MAX_ERROR_CHARS,
-    RECALL_LIMIT_DEFAULT,
-    TRAVERSE_DEPTH_DEFAULT,
-    TRAVERSE_LIMIT_DEFAULT,
-)
+from cpersona.limits import MAX_ERROR_CHARS
 from cpersona.memory import Memory
 from cpersona.portability.grants import FileScope
-from cpersona.server import shaping
-from cpersona.server.access import TOOL_ACCESS, authorise
+from cpersona.server.access import authorise
+from cpersona.server.calls import Call, Handler
 from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
+from cpersona.server.schemas.common import check_binding
 from cpersona.text import clean_json, clean_text
-from cpersona.update_check import UpdateChecker
 from cpersona.work import Work
 
 log = logging.getLogger("cpersona.server")
@@ -52,14 +42,14 @@ _JSON_TYPE_NAMES = {
     type(None): "null",
 }
 
-#: The agents an unscoped call is narrowed to by the caller's ACL grants (None: no narrowing).
-Allowed = frozenset[str] | None
-#: What a handler answers: a result shape of cpersona/shapes (TypedDicts are Mappings, not dicts).
-Result = Mapping[str, Any]
-#: A handler gets the validated arguments and the ACL narrowing (cpersona.server.access.authorise).
-Handler = Callable[[Memory, Settings, dict[str, Any], Allowed], Result]
-#: A long tool's handler also gets the call's ``Work``: cancel flag and progress (cpersona.work).
-WorkHandler = Callable[[Memory, Settings, dict[str, Any], Allowed, Work, FileScope | None], Result]
+for _spec in TOOLS:  # a declaration that disagrees with the method it calls fails here, not at call time
+    check_binding(_spec)
+
+#: Every tool's handler, from its declaration (``call=``; cpersona/server/calls.py).
+HANDLERS: dict[str, Handler] = {spec.name: spec.call for spec in TOOLS}
+#: The long tools: they honour a cancel at their batch boundaries and report progress (docs/tools.md).
+#: Export and import also get the caller's reach through files (grants.py; docs/decisions.md#portability).
+WORK_HANDLERS: dict[str, Handler] = {spec.name: spec.call for spec in TOOLS if spec.long}
 
 
 def failure(message: str, code: str, **extra: Any) -> dict[str, Any]:
@@ -126,237 +116,6 @@ def _drop_nulls(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in arguments.items() if v is not None or k in required}
 
 
-def _row_id(value: Any) -> int:
-    # The schema already restricted strings to "mem:<digits>" / "ep:<digits>".
-    if isinstance(value, str):
-        return int(value.split(":", 1)[1])
-    return int(value)
-
-
-def _strings(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    return [value] if isinstance(value, str) else list(value)
-
-
-# -- handlers: map validated arguments onto Memory calls -------------------------------------
-
-
-def _store(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    message = a["message"]
-    msg_id = message.get("id")
-    return memory.store(
-        a["agent_id"],
-        message["content"],
-        msg_id=None if msg_id is None else str(msg_id),
-        source=message.get("source"),
-        timestamp=message.get("timestamp"),
-        metadata=message.get("metadata"),
-        channel=a.get("channel"),
-        project_id=a.get("project_id"),
-        associations=a.get("associations"),
-        readable_agents=allowed,
-    )
-
-
-def _traverse(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    result = memory.traverse(
-        a["agent_id"],
-        a["from"],
-        relation=a.get("relation"),
-        depth=a.get("depth", TRAVERSE_DEPTH_DEFAULT),
-        limit=a.get("limit", TRAVERSE_LIMIT_DEFAULT),
-        direction=a.get("direction", "both"),
-        readable_agents=allowed,
-    )
-    previews = [shaping.preview_row(dict(row), settings.recall_preview_chars) for row in result["results"]]
-    return {**result, "results": previews}
-
-
-def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    result = memory.recall(
-        a["agent_id"],
-        a.get("query", ""),
-        limit=a.get("limit", RECALL_LIMIT_DEFAULT),
-        deep=a.get("deep", False),
-        channel=a.get("channel"),
-        project_id=a.get("project_id"),
-        exclude_contents=_strings(a.get("exclude_contents")),
-        source_id=a.get("source_id"),
-        trace=a.get("trace", False),
-        time_cue=a.get("time_cue"),
-    )
-    return shaping.shape_recall(
-        dict(result), preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
-    )
-
-
-def _recall_with_context(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    result = memory.recall_with_context(
-        a["agent_id"],
-        a["query"],
-        a["external_context"],
-        limit=a.get("limit", RECALL_LIMIT_DEFAULT),
-        deep=a.get("deep", False),
-        channel=a.get("channel"),
-        project_id=a.get("project_id"),
-        time_cue=a.get("time_cue"),
-    )
-    return shaping.shape_context_results(dict(result), preview_chars=settings.recall_preview_chars)
-
-
-def _get_contents(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    return shaping.shape_get_contents(dict(memory.get_contents(a["agent_id"], a["refs"])))
-
-
-def _archive_episode(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    return memory.archive_episode(
-        a["agent_id"],
-        a["summary"],
-        keywords=a.get("keywords"),
-        resolved=a.get("resolved", False),
-        history=a.get("history"),
-        project_id=a.get("project_id"),
-        channel=a.get("channel"),
-    )
-
-
-def _update_memory(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    return memory.update_memory(
-        _row_id(a["memory_id"]), a["content"], agent_id=a.get("agent_id"), allowed_agents=allowed
-    )
-
-
-def _get_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    return memory.get_profile(a["agent_id"], project_id=a.get("project_id", ""), user_id=a.get("user_id", ""))
-
-
-def _update_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    return memory.update_profile(
-        a["agent_id"], a["profile"], project_id=a.get("project_id", ""), user_id=a.get("user_id", "")
-    )
-
-
-def _list_memories(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    result = memory.list_memories(
-        a.get("agent_id"),
-        limit=a.get("limit", LIST_MEMORIES_LIMIT_DEFAULT),
-        project_id=a.get("project_id"),
-        allowed_agents=allowed,
-    )
-    return shaping.shape_listing(dict(result), preview_chars=settings.recall_preview_chars)
-
-
-def _list_episodes(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    result = memory.list_episodes(
-        a.get("agent_id"),
-        limit=a.get("limit", LIST_EPISODES_LIMIT_DEFAULT),
-        project_id=a.get("project_id"),
-        allowed_agents=allowed,
-    )
-    return shaping.shape_listing(dict(result), preview_chars=settings.recall_preview_chars)
-
-
-def _row_call(method: str, id_arg: str) -> Handler:
-    def handler(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-        return getattr(memory, method)(_row_id(a[id_arg]), agent_id=a.get("agent_id"), allowed_agents=allowed)
-
-    return handler
-
-
-def _check_update(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> Result:
-    checker = UpdateChecker(settings)
-    return checker.apply() if a.get("apply", False) else checker.report()
-
-
-HANDLERS: dict[str, Handler] = {
-    "store": _store,
-    "recall": _recall,
-    "recall_with_context": _recall_with_context,
-    "get_contents": _get_contents,
-    "archive_episode": _archive_episode,
-    "update_memory": _update_memory,
-    "declare_associations": lambda memory, settings, a, allowed: memory.declare_associations(
-        a["agent_id"], a["from"], a["associations"], readable_agents=allowed
-    ),
-    "traverse": _traverse,
-    "get_profile": _get_profile,
-    "update_profile": _update_profile,
-    "list_memories": _list_memories,
-    "list_episodes": _list_episodes,
-    "get_queue_status": lambda memory, settings, a, allowed: memory.get_queue_status(),
-    "lock_memory": _row_call("lock_memory", "memory_id"),
-    "unlock_memory": _row_call("unlock_memory", "memory_id"),
-    "delete_memory": _row_call("delete_memory", "memory_id"),
-    "delete_episode": _row_call("delete_episode", "episode_id"),
-    "delete_agent_data": lambda memory, settings, a, allowed: memory.delete_agent_data(a["agent_id"]),
-    "pause_persistence": lambda memory, settings, a, allowed: persistence.PROCESS.pause(a["ttl_seconds"]),
-    "resume_persistence": lambda memory, settings, a, allowed: persistence.PROCESS.resume(),
-    "persistence_status": lambda memory, settings, a, allowed: persistence.PROCESS.status(),
-    "get_operating_context": lambda memory, settings, a, allowed: operating_context.get(
-        settings, a.get("section")
-    ),
-    "check_update": _check_update,
-    "deep_check": lambda memory, settings, a, allowed: memory.deep_check(
-        a["agent_id"], fix=a.get("fix", False), checks=a.get("checks")
-    ),
-    "set_recall_precision": lambda memory, settings, a, allowed: memory.set_recall_precision(
-        a["agent_id"], a.get("precision"), a.get("beta")
-    ),
-    "get_recall_precision": lambda memory, settings, a, allowed: memory.get_recall_precision(a["agent_id"]),
-    "migrate_channel_axis": lambda memory, settings, a, allowed: memory.migrate_channel_axis(
-        a.get("agent_id"),
-        a.get("dry_run", True),
-        a.get("globalize_unrecoverable", False),
-        a.get("bridge_channels"),
-    ),
-}
-
-#: The long tools: they honour a cancel at their batch boundaries and report progress (docs/tools.md).
-#: Export and import also get the caller's reach through files (grants.py; docs/decisions.md#portability).
-WORK_HANDLERS: dict[str, WorkHandler] = {
-    "check_health": lambda memory, settings, a, allowed, work, scope: memory.check_health(
-        a.get("agent_id"), fix=a.get("fix", False), checks=a.get("checks"), work=work
-    ),
-    "calibrate_threshold": lambda memory, settings, a, allowed, work, scope: memory.calibrate_threshold(
-        a["agent_id"],
-        a.get("sample_size"),
-        a.get("method", "separation"),
-        a.get("z_factor"),
-        a.get("percentile"),
-        work=work,
-    ),
-    "export_memories": lambda memory, settings, a, allowed, work, scope: memory.export_memories(
-        a["agent_id"],
-        a["output_path"],
-        a.get("include_embeddings", False),
-        overwrite=a.get("overwrite", False),
-        work=work,
-        scope=scope,
-    ),
-    "import_memories": lambda memory, settings, a, allowed, work, scope: memory.import_memories(
-        a["input_path"], a.get("target_agent_id"), a.get("dry_run", False), work=work, scope=scope
-    ),
-    "merge_memories": lambda memory, settings, a, allowed, work, scope: memory.merge_memories(
-        a["source_agent_id"],
-        a["target_agent_id"],
-        a.get("strategy", "skip"),
-        a.get("mode", "copy"),
-        a.get("dry_run", False),
-        work=work,
-    ),
-}
-
-_ALL_HANDLERS = set(HANDLERS) | set(WORK_HANDLERS)
-if set(TOOLS_BY_NAME) != _ALL_HANDLERS or set(HANDLERS) & set(WORK_HANDLERS):
-    # a registry entry without a handler would fail only at call time
-    raise RuntimeError(f"tool registry and handlers disagree: {sorted(_ALL_HANDLERS ^ set(TOOLS_BY_NAME))}")
-if set(TOOL_ACCESS) != set(TOOLS_BY_NAME):  # every tool needs an access class (read / write / admin)
-    raise RuntimeError(
-        f"tool registry and access classes disagree: {sorted(set(TOOL_ACCESS) ^ set(TOOLS_BY_NAME))}"
-    )
-
-
 # -- response hygiene -----------------------------------------------------------------------
 
 
@@ -390,7 +149,7 @@ def dispatch_tool(
     token), call ``Memory``, shape the result (previews, budgets). Failures are
     ``{"ok": false, "error", "error_code"}`` plus whatever fields the refusal
     itself carries (``CPersonaError.details``: ``store``'s ``Rejected`` adds
-    ``result: "rejected"`` and ``reason``). ``work`` reaches the long tools (``WORK_HANDLERS``):
+    ``result: "rejected"`` and ``reason``). ``work`` reaches the long tools (``ToolSpec.long``):
     a cancelled one answers ``error_code: "cancelled"`` with how far it got.
     """
     try:
@@ -421,12 +180,9 @@ def _dispatch(
     if problem is not None:
         return failure(problem, "invalid_input")
     allowed = authorise(client, name, arguments)  # raises Forbidden
-    if name in WORK_HANDLERS:
-        # Grants hold inside files (docs/decisions.md#portability).
-        scope = FileScope.of(client) if client is not None else None
-        result = WORK_HANDLERS[name](memory, settings, arguments, allowed, work or Work(), scope)
-    else:
-        result = HANDLERS[name](memory, settings, arguments, allowed)
+    # Grants hold inside files (docs/decisions.md#portability).
+    scope = FileScope.of(client) if client is not None and spec.long else None
+    result = spec.call(Call(memory, settings, arguments, allowed, work or Work(), scope))
     if client is not None and isinstance(result, dict) and "notice" in result:
         # The API names every known agent; an ACL client hears only of the agents it may read.
         result["notice"] = memory.agent_notice(arguments.get("agent_id"), client.agents_at(Level.READ))

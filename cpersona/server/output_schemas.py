@@ -22,11 +22,10 @@ _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool
 
 
 def tool_result_shapes(name: str) -> tuple[type, ...]:
-    """The success shapes of tool ``name`` (its ``Memory`` method's, or the tool-only ones)."""
-    found = shapes.METHOD_RESULTS.get(name) or shapes.TOOL_ONLY_RESULTS.get(name)
-    if found is None:
-        raise KeyError(f"tool {name!r} has no result shape in cpersona/shapes/")
-    return found
+    """The success shapes of tool ``name``, from its declaration (``ToolSpec.results``)."""
+    from cpersona.server.schemas import TOOLS_BY_NAME  # the registry imports shapes, not this module
+
+    return TOOLS_BY_NAME[name].results
 
 
 def output_schema(name: str) -> dict[str, Any]:

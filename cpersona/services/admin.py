@@ -13,6 +13,7 @@ from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput, StorageFault
 from cpersona.health import persistence
 from cpersona.health.state import HEALTHY, HealthState
+from cpersona.public import public
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.shapes.everyday import DeleteAgentDataResult, QueueStatus, QueueStatusResult, TableCounts
 from cpersona.shapes.operations import EmbeddingStatus, ReembedResult, StatsResult
@@ -97,6 +98,7 @@ class Admin:
             "corpus with the current one",
         )
 
+    @public
     def reembed(self, *, work: Work | None = None) -> ReembedResult:
         """Re-embed every row whose vector is missing or from another model/dimension (blocking).
 
@@ -149,6 +151,7 @@ class Admin:
     def _embed_depth(self) -> int:
         return int(self.storage.session().tasks.status()["by_kind"].get(EMBED, 0))
 
+    @public
     def get_queue_status(self) -> QueueStatusResult:
         """Background queue: depth, retrying, oldest task, per-kind depth, model readiness."""
         status = self._queue(self.storage.session())
@@ -159,6 +162,7 @@ class Admin:
             "processed": self.worker.processed,
         }
 
+    @public
     def delete_agent_data(self, agent_id: str) -> DeleteAgentDataResult:
         """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks,
         and its calibration and precision (the sidecar entry)."""
@@ -169,6 +173,7 @@ class Admin:
         discarded = self.discard_calibration(agent) if self.discard_calibration is not None else False
         return {"ok": True, "agent_id": agent, "deleted": counts, "calibration_discarded": discarded}
 
+    @public
     def embedding_status(self) -> EmbeddingStatus:
         """The degradation state: ``{state: unknown|healthy|hint|fault, kind?, reason?, evidence?, runbook?}``."""
         status = cast(EmbeddingStatus, self.health.condition.as_dict())
@@ -181,6 +186,7 @@ class Admin:
             status["sharing"] = sharing()
         return status
 
+    @public
     def stats(self) -> StatsResult:
         """Counts, database path and size, embedding status, queue depth, vector window coverage.
 

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
+from cpersona.public import public
 from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
 from cpersona.storage.vectors import to_blob
 from cpersona.text import format_ts, utc_now
@@ -79,6 +80,7 @@ class BackfillWorker:
             except Exception:  # keep the thread alive; the tasks stay queued
                 log.exception("back-fill round failed")
 
+    @public(name="drain_queue")
     def drain(self, max_rounds: int = 10_000, after_batch: Callable[[int], None] | None = None) -> int:
         """Process due tasks in this thread until none is left (CLI, tests); returns tasks handled.
 

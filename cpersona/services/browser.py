@@ -13,6 +13,7 @@ from typing import Any, cast
 from cpersona import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX
+from cpersona.public import public
 from cpersona.shapes.browsing import (
     AgentAxis,
     AgentSummary,
@@ -44,6 +45,7 @@ class Browser:
     def __init__(self, store: Store) -> None:
         self.storage = store
 
+    @public
     def agent_notice(self, agent_id: str | None, visible_agents: Collection[str] | None = None) -> str | None:
         """``agent 'x' has no rows; known agents: ...`` when ``agent_id`` owns no row at all, else None.
 
@@ -52,6 +54,7 @@ class Browser:
         agent = optional_str(agent_id, "agent_id")
         return agent_notice.agent_notice(self.storage.session().admin, agent, visible_agents)
 
+    @public
     def list_agents(self) -> ListAgentsResult:
         """Every agent with its counts and its (project, channel) axes: ``{ok, agents, count}``."""
         with self.storage.read() as session:
@@ -109,6 +112,7 @@ class Browser:
             locked=_tristate(locked, "locked"),
         )
 
+    @public
     def browse_memories(
         self,
         agent_id: str | None = None,
@@ -138,6 +142,7 @@ class Browser:
             "offset": start,
         }
 
+    @public
     def browse_episodes(
         self,
         agent_id: str | None = None,
@@ -162,12 +167,14 @@ class Browser:
             "offset": start,
         }
 
+    @public
     def list_profiles(self, agent_id: str) -> ListProfilesResult:
         """Every profile of one agent (per project and user), newest first: ``{ok, agent_id, items, count}``."""
         agent = required_str(agent_id, "agent_id")
         items = cast("list[StoredProfile]", self.storage.session().browse.profiles(agent))
         return {"ok": True, "agent_id": agent, "items": items, "count": len(items)}
 
+    @public
     def memory_timeline(self, agent_id: str | None = None) -> MemoryTimelineResult:
         """Memories stored per UTC day and how many hold a vector: ``{ok, agent_id, days, stored, embedded}``."""
         agent = optional_str(agent_id, "agent_id")

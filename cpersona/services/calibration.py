@@ -18,6 +18,7 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput
 from cpersona.health import persistence
+from cpersona.public import public
 from cpersona.retrieval import calibration as cal
 from cpersona.retrieval import probing
 from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
@@ -137,6 +138,7 @@ class Calibrator:
         )
 
     # -- tools ----------------------------------------------------------------------------------
+    @public
     def calibrate_threshold(
         self,
         agent_id: str,
@@ -209,6 +211,7 @@ class Calibrator:
             trigger=trigger,
         )
 
+    @public
     def set_recall_precision(
         self, agent_id: str, precision: str | None = None, beta: float | None = None
     ) -> RecallPrecisionResult:
@@ -255,6 +258,7 @@ class Calibrator:
 
         return self.states.modify(agent, change)
 
+    @public
     def get_recall_precision(self, agent_id: str) -> RecallPrecisionResult:
         """The agent's effective precision (level, β, overridden?), the global one, and its calibration state."""
         agent = required_str(agent_id, "agent_id")

@@ -26,6 +26,7 @@ from cpersona.limits import (
     TRAVERSE_LIMIT_DEFAULT,
     TRAVERSE_LIMIT_MAX,
 )
+from cpersona.public import public
 from cpersona.shapes.links import (
     AssociationOutcome,
     DeclareAssociationsResult,
@@ -194,6 +195,7 @@ class Links:
     def __init__(self, storage: Store) -> None:
         self.storage = storage
 
+    @public
     def declare_associations(
         self,
         agent_id: str,
@@ -229,6 +231,7 @@ class Links:
         }
         return answer
 
+    @public
     def traverse(
         self,
         agent_id: str,

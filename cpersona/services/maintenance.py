@@ -18,6 +18,7 @@ from cpersona.health import persistence
 from cpersona.health.checks import HealthContext, check_names, run_checks
 from cpersona.health.deep_checks import deep_check_names, run_deep_checks
 from cpersona.health.state import HealthState
+from cpersona.public import public
 from cpersona.shapes.operations import CheckHealthResult, DeepCheckResult
 from cpersona.storage.interface import Store
 from cpersona.validation import boolean, optional_str, required_str
@@ -66,6 +67,7 @@ class Maintenance:
             on_queued=self.on_queued,
         )
 
+    @public
     def check_health(
         self,
         agent_id: str | None = None,
@@ -90,6 +92,7 @@ class Maintenance:
             result["note"] = note
         return result
 
+    @public
     def deep_check(
         self, agent_id: str, *, fix: bool = False, checks: Sequence[str] | None = None
     ) -> DeepCheckResult:

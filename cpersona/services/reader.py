@@ -7,7 +7,16 @@ from typing import cast
 
 from cpersona.agent_notice import agent_notice
 from cpersona.errors import InvalidInput
-from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL, MAX_ROW_ID, MAX_ROW_ID_DIGITS
+from cpersona.limits import (
+    LIST_EPISODES_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    LIST_MEMORIES_LIMIT_DEFAULT,
+    MAX_REF_CHARS,
+    MAX_REFS_PER_CALL,
+    MAX_ROW_ID,
+    MAX_ROW_ID_DIGITS,
+)
+from cpersona.public import public
 from cpersona.shapes.everyday import (
     GetContentsResult,
     GetProfileResult,
@@ -31,6 +40,7 @@ class Reader:
     def __init__(self, store: Store) -> None:
         self.storage = store
 
+    @public
     def get_contents(self, agent_id: str, refs: Sequence[str]) -> GetContentsResult:
         """Full rows for ``mem:<id>`` / ``ep:<id>`` refs, in request order: ``{ok, items, missing}``.
 
@@ -60,6 +70,7 @@ class Reader:
                 items.append(cast("StoredRow", row))  # storage rows are untyped dicts of this shape
         return {"ok": True, "items": items, "missing": missing}
 
+    @public
     def get_profile(self, agent_id: str, *, project_id: str = "", user_id: str = "") -> GetProfileResult:
         """The agent's profile text (``profile: None`` when none is stored)."""
         agent = required_str(agent_id, "agent_id")
@@ -73,11 +84,12 @@ class Reader:
             "updated_at": row["updated_at"] if row else None,
         }
 
+    @public
     def list_memories(
         self,
         agent_id: str | None = None,
         *,
-        limit: int = 100,
+        limit: int = LIST_MEMORIES_LIMIT_DEFAULT,
         project_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
     ) -> ListMemoriesResult:
@@ -96,11 +108,12 @@ class Reader:
             result["notice"] = notice
         return result
 
+    @public
     def list_episodes(
         self,
         agent_id: str | None = None,
         *,
-        limit: int = 50,
+        limit: int = LIST_EPISODES_LIMIT_DEFAULT,
         project_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
     ) -> ListEpisodesResult:

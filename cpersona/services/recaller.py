@@ -15,8 +15,10 @@ from cpersona.limits import (
     MAX_QUERY_CHARS,
     PROFILE_INJECTION_MIN_POOL,
     PROFILE_INJECTION_ROWS,
+    RECALL_LIMIT_DEFAULT,
     RECALL_LIMIT_MAX,
 )
+from cpersona.public import public
 from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
 from cpersona.retrieval.gate import gate_off
@@ -54,12 +56,13 @@ class Recaller:
             return None
         return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension)
 
+    @public
     def recall(
         self,
         agent_id: str | None,
         query: str = "",
         *,
-        limit: int = 10,
+        limit: int = RECALL_LIMIT_DEFAULT,
         deep: bool = False,
         channel: str | None = None,
         project_id: str | None = None,
@@ -178,13 +181,14 @@ class Recaller:
             return []
         return session.profiles.newest_in_scope(scope, PROFILE_INJECTION_ROWS)
 
+    @public
     def recall_with_context(
         self,
         agent_id: str,
         query: str,
         external_context: Sequence[dict[str, Any]],
         *,
-        limit: int = 10,
+        limit: int = RECALL_LIMIT_DEFAULT,
         deep: bool = False,
         channel: str | None = None,
         project_id: str | None = None,

@@ -21,6 +21,7 @@ from urllib.parse import quote, unquote
 
 from cpersona.errors import Forbidden, InvalidInput, NotFound
 from cpersona.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
+from cpersona.public import public
 from cpersona.services.browser import Browser
 from cpersona.services.reader import Reader
 from cpersona.shapes.resources import (
@@ -148,6 +149,7 @@ class Resources:
         self.reader = reader
         self.browser = browser
 
+    @public
     def resource_templates(self) -> ResourceTemplatesResult:
         """The resource templates: ``{ok, templates: [{uri_template, name, title, description, mime_type}]}``."""
         return resource_templates()
@@ -159,6 +161,7 @@ class Resources:
             a["agent_id"] for a in self.browser.list_agents()["agents"] if _visible(a["agent_id"], allowed)
         ]
 
+    @public
     def list_resources(
         self, *, cursor: str | None = None, allowed_agents: Collection[str] | None = None
     ) -> ResourceListResult:
@@ -196,6 +199,7 @@ class Resources:
             "next_cursor": str(start + RESOURCE_LIST_PAGE) if more else None,
         }
 
+    @public
     def read_resource(self, uri: Any, *, allowed_agents: Collection[str] | None = None) -> ResourceReadResult:
         """The contents of one resource: ``{ok, uri, mime_type, text}`` (``text`` is JSON).
 
@@ -249,6 +253,7 @@ class Resources:
             "total": listed["total"],
         }
 
+    @public
     def complete_agent_id(
         self, prefix: Any, *, allowed_agents: Collection[str] | None = None
     ) -> CompletionResult:
@@ -261,6 +266,7 @@ class Resources:
         matches = [a for a in self.visible_agents(allowed_agents) if a.startswith(prefix)]
         return _completion(matches)
 
+    @public
     def complete_project_id(
         self, prefix: Any, *, agent_id: Any = None, allowed_agents: Collection[str] | None = None
     ) -> CompletionResult:

@@ -29,6 +29,7 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
 from cpersona.health import persistence
+from cpersona.public import public
 from cpersona.retrieval.calibration import LEVELS, MIN_ROWS
 from cpersona.services.calibration import Calibrator
 from cpersona.shapes.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
@@ -195,6 +196,7 @@ class SelfCalibration:
         due = {a: self._trigger(states.get(a), n, current, growth) for a, n in self._counts().items()}
         return {a: why for a, why in sorted(due.items()) if why is not None}
 
+    @public
     def calibrate(self, agent_id: str | None = None, precision: str | None = None) -> CalibrateResult:
         """Calibrate one agent now, or (``agent_id`` None) every agent the schedule finds due, whatever
         CPERSONA_AUTO_CALIBRATE says (``cpersona calibrate``). ``precision`` (strict | balanced | lenient)

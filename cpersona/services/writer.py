@@ -17,6 +17,7 @@ from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rej
 from cpersona.health import persistence
 from cpersona.health.state import HINT, HealthState
 from cpersona.limits import MAX_KEYWORD_CHARS
+from cpersona.public import public
 from cpersona.services.links import Association, declare_in, parse_associations
 from cpersona.shapes.everyday import (
     ArchiveEpisodeResult,
@@ -122,6 +123,7 @@ class Writer:
         )
         return new, truncated, cleaned
 
+    @public
     def store(
         self,
         agent_id: str,
@@ -202,6 +204,7 @@ class Writer:
         agent = str(row["agent_id"])
         return declare_in(session, row, links, None if readable is None else readable | {agent})
 
+    @public
     def archive_episode(
         self,
         agent_id: str,
@@ -259,6 +262,7 @@ class Writer:
             result["truncated"] = True
         return result
 
+    @public
     def update_memory(
         self,
         memory_id: int | str,
@@ -301,6 +305,7 @@ class Writer:
             result["truncated"] = True
         return result
 
+    @public
     def update_profile(
         self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = ""
     ) -> UpdateProfileResult:
@@ -333,6 +338,7 @@ class Writer:
             session.memories.set_locked(rid, locked)
         return {"ok": True, "id": rid, "ref": f"mem:{rid}", "locked": locked}
 
+    @public
     def lock_memory(
         self,
         memory_id: int | str,
@@ -343,6 +349,7 @@ class Writer:
         """Protect a memory from edit and delete."""
         return self._set_lock(memory_id, agent_id, allowed_agents, True)
 
+    @public
     def unlock_memory(
         self,
         memory_id: int | str,
@@ -353,6 +360,7 @@ class Writer:
         """Remove the protection."""
         return self._set_lock(memory_id, agent_id, allowed_agents, False)
 
+    @public
     def delete_memory(
         self,
         memory_id: int | str,
@@ -371,6 +379,7 @@ class Writer:
             session.tasks.remove_for_target(MEMORIES, rid)
         return {"ok": True, "id": rid, "ref": f"mem:{rid}", "deleted": True}
 
+    @public
     def delete_episode(
         self,
         episode_id: int | str,

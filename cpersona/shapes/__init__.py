@@ -114,59 +114,21 @@ from cpersona.shapes.rows import (  # noqa: F401 - re-exported: the public names
     StoredRow,
 )
 
-#: Every public ``Memory`` method that returns a result dict, with the shapes it may return.
-METHOD_RESULTS: dict[str, tuple[type, ...]] = {
-    "store": (StoreStored, StoreSkipped, StorePaused),
-    "recall": (RecallResult,),
-    "recall_with_context": (RecallWithContextResult,),
-    "get_contents": (GetContentsResult,),
-    "archive_episode": (ArchiveEpisodeResult,),
-    "update_memory": (UpdateMemoryResult,),
-    "declare_associations": (DeclareAssociationsResult,),
-    "traverse": (TraverseResult,),
-    "get_profile": (GetProfileResult,),
-    "update_profile": (UpdateProfileResult,),
-    "list_memories": (ListMemoriesResult,),
-    "list_episodes": (ListEpisodesResult,),
-    "list_agents": (ListAgentsResult,),
-    "browse_memories": (BrowseMemoriesResult,),
-    "browse_episodes": (BrowseEpisodesResult,),
-    "list_profiles": (ListProfilesResult,),
-    "memory_timeline": (MemoryTimelineResult,),
-    "resource_templates": (ResourceTemplatesResult,),
-    "list_resources": (ResourceListResult,),
-    "read_resource": (ResourceReadResult,),
-    "complete_agent_id": (CompletionResult,),
-    "complete_project_id": (CompletionResult,),
-    "get_queue_status": (QueueStatusResult,),
-    "lock_memory": (LockResult,),
-    "unlock_memory": (LockResult,),
-    "delete_memory": (DeleteResult,),
-    "delete_episode": (DeleteResult,),
-    "delete_agent_data": (DeleteAgentDataResult,),
-    "embedding_status": (EmbeddingStatus,),
-    "stats": (StatsResult,),
-    "reembed": (ReembedDone, ReembedFailed),
-    "check_health": (CheckHealthResult,),
-    "deep_check": (DeepCheckResult,),
-    "export_memories": (ExportResult,),
-    "import_memories": (ImportResult,),
-    "merge_memories": (MergeResult,),
-    "migrate_channel_axis": (MigrateChannelAxisResult,),
-    "calibrate_threshold": (CalibrateThresholdResult,),
-    "calibrate": (CalibrateResult,),
-    "set_recall_precision": (RecallPrecisionResult,),
-    "get_recall_precision": (RecallPrecisionResult,),
-}
+#: The result shapes of the ``Memory`` methods whose return annotation does not name them yet
+#: (``dict[str, Any]``). A method annotated with its TypedDict(s) needs no entry here; a test fails
+#: when an entry disagrees with the annotation. ``METHOD_RESULTS`` below joins both.
+DECLARED_RESULTS: dict[str, tuple[type, ...]] = {}
 
-#: The MCP tools that are not ``Memory`` methods (the other tools return their method's shapes).
-TOOL_ONLY_RESULTS: dict[str, tuple[type, ...]] = {
-    "pause_persistence": (PauseResult,),
-    "resume_persistence": (ResumeResult,),
-    "persistence_status": (PersistenceState,),
-    "get_operating_context": (OperatingContextResult,),
-    "check_update": (CheckUpdateResult,),
-}
+
+def __getattr__(name: str) -> dict[str, tuple[type, ...]]:
+    # METHOD_RESULTS is read from the @public service methods (cpersona/public.py), which import the
+    # shapes: it is built on first use, not at import.
+    if name == "METHOD_RESULTS":
+        from cpersona.memory import method_results
+
+        return method_results()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Row shapes, documented before the results.
 ROW_SHAPES: tuple[type, ...] = (MemoryRow, EpisodeRow, ProfileRow, MatchReason)

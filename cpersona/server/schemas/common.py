@@ -9,9 +9,11 @@ rows were returned, which demotes them for a few minutes.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from cpersona import shapes
 from cpersona.health.checks import check_names
 from cpersona.health.deep_checks import deep_check_names
 from cpersona.limits import (
@@ -21,6 +23,8 @@ from cpersona.limits import (
     RECALL_LIMIT_DEFAULT,
     RECALL_LIMIT_MAX,
 )
+from cpersona.server.calls import ApiCall, Handler
+from cpersona.server.rules import Rule
 
 #: Names accepted by check_health / deep_check ``checks`` (their registries are the source).
 HEALTH_CHECKS = tuple(check_names())
@@ -28,27 +32,99 @@ DEEP_CHECKS = tuple(deep_check_names())
 
 
 @dataclass(frozen=True)
+class Hints:
+    """A tool's MCP annotations (docs/tools.md#annotations): they must be truthful."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool = False  # the server never reaches outside its own database
+
+
+#: The four kinds most tools are: look only; add a row each call; set a state (a repeat changes
+#: nothing more); overwrite or delete what was there.
+READS = Hints(read_only=True, destructive=False, idempotent=True)
+ADDS = Hints(read_only=False, destructive=False, idempotent=False)
+KEEPS = Hints(read_only=False, destructive=False, idempotent=True)
+OVERWRITES = Hints(read_only=False, destructive=True, idempotent=True)
+
+
+@dataclass(frozen=True)
 class ToolSpec:
-    """One MCP tool: what hosts see in tools/list and what the dispatcher validates against."""
+    """One MCP tool, declared once: what hosts see in tools/list, who may call it, what it calls.
+
+    The registry (tools/list), the dispatcher, the access checks (``access``) and the
+    ``outputSchema`` (``results``) are all read from this. ``call`` is usually
+    ``api("<Memory method>")`` (cpersona/server/calls.py): the tool's arguments go to that method
+    by name and its signature holds the defaults. ``results`` is written out (tools/list is
+    answered before ``Memory`` is imported); ``check_binding`` holds it, the argument names and
+    the defaults to the method.
+    """
 
     name: str
     description: str
     input_schema: dict[str, Any]
-    read_only: bool
-    destructive: bool
-    idempotent: bool
+    hints: Hints
+    access: Rule
+    call: Handler
+    results: tuple[type, ...]  # its success shapes (cpersona/shapes/): the outputSchema
     title: str = ""
-    open_world: bool = False  # the server never reaches outside its own database
+    summary: str = ""  # the README's one line (scripts/gen_readme_tools.py); Markdown
+
+    def __post_init__(self) -> None:
+        if not self.results:
+            raise RuntimeError(f"tool {self.name} declares no result shape (results=...)")
+        if not self.summary:
+            raise RuntimeError(f"tool {self.name} declares no summary (its README line)")
+
+    @property
+    def long(self) -> bool:
+        """A long tool: it honours a cancel at batch boundaries and reports progress (docs/tools.md)."""
+        return isinstance(self.call, ApiCall) and self.call.long
 
     def annotations(self) -> dict[str, Any]:
         """MCP tool annotations as plain camelCase JSON (what tools/list carries)."""
         return {
             "title": self.title or None,
-            "readOnlyHint": self.read_only,
-            "destructiveHint": self.destructive,
-            "idempotentHint": self.idempotent,
-            "openWorldHint": self.open_world,
+            "readOnlyHint": self.hints.read_only,
+            "destructiveHint": self.hints.destructive,
+            "idempotentHint": self.hints.idempotent,
+            "openWorldHint": self.hints.open_world,
         }
+
+
+def check_binding(spec: ToolSpec) -> None:
+    """Refuse a declaration that disagrees with the ``Memory`` method it calls (RuntimeError).
+
+    What can still disagree: a method that does not exist, an argument the method does not take,
+    a default the schema advertises that the method does not apply (a method default of None means
+    "the service decides", e.g. calibrate_threshold's sample size; the schema may quote it), and
+    result shapes other than the method's. The dispatcher runs this for every tool when it is
+    imported (it imports ``Memory`` anyway; tools/list must not).
+    """
+    call = spec.call
+    if not isinstance(call, ApiCall):
+        return
+    tool, schema = spec.name, spec.input_schema
+    call.parameters  # noqa: B018 - raises when Memory has no such method
+    method_results = shapes.METHOD_RESULTS.get(call.method)
+    if method_results is not None and set(method_results) != set(spec.results):  # order aside
+        raise RuntimeError(
+            f"tool {tool}: results {spec.results} are not Memory.{call.method}'s {method_results}"
+        )
+    for name, prop in schema.get("properties", {}).items():
+        if not call.takes(name):
+            raise RuntimeError(f"tool {tool}: argument {name!r} is no parameter of Memory.{call.method}")
+        default = call.default(name)
+        if (
+            "default" in prop
+            and default not in (inspect.Parameter.empty, None)
+            and prop["default"] != default
+        ):
+            raise RuntimeError(
+                f"tool {tool}: the schema's default for {name!r} ({prop['default']!r}) is not "
+                f"Memory.{call.method}'s ({default!r})"
+            )
 
 
 def object_schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -80,6 +156,14 @@ def row_id_schema(kind: str, prefix: str) -> dict[str, Any]:
         ],
         "description": f"The {kind} id: an integer, or its ref string '{prefix}:<id>'.",
     }
+
+
+def row_target(kind: str, prefix: str) -> dict[str, Any]:
+    """The arguments of a tool that acts on one row by id: ``<kind>_id`` and the owner check."""
+    return object_schema(
+        {f"{kind}_id": row_id_schema(kind, prefix), "agent_id": AGENT_ID_OPTIONAL_OWNER},
+        required=[f"{kind}_id"],
+    )
 
 
 def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:

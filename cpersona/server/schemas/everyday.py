@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cpersona import shapes
 from cpersona.config import Settings
 from cpersona.limits import (
     GET_CONTENTS_BUDGET_CHARS,
@@ -11,24 +12,33 @@ from cpersona.limits import (
     MAX_REFS_PER_CALL,
     RECALL_FULL_CONTENT_BUDGET_CHARS,
 )
+from cpersona.server import calls
+from cpersona.server.calls import api
+from cpersona.server.rules import ADMIN, EDIT_ROW, LIST_ROWS, PROCESS_STATE, READ, WRITE, Rule
 from cpersona.server.schemas.common import (
+    ADDS,
     AGENT_ID,
     AGENT_ID_OPTIONAL_OWNER,
     CHANNEL_WRITE,
+    KEEPS,
     METADATA_SCHEMA,
+    OVERWRITES,
     PROJECT_ID_READ,
     PROJECT_ID_WRITE,
+    READS,
     RECALL_SCOPE,
     SOURCE_SCHEMA,
     TIME_CUE,
     TIMESTAMP,
     USER_ID,
+    Hints,
     ToolSpec,
     bool_schema,
     list_limit_schema,
     object_schema,
     one_of_types,
     row_id_schema,
+    row_target,
     string_schema,
     thousands,
 )
@@ -47,7 +57,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="store",
+            results=(
+                shapes.StoreStored,
+                shapes.StoreSkipped,
+                shapes.StorePaused,
+            ),
+            access=Rule(WRITE, follows_links=True),  # associations: read on the target memories' agents
+            call=api("store", tool_only=("message",), expand=calls.store_message),
             title="Store a memory",
+            summary="store one memory; `result: stored \\| skipped \\| rejected`; dedup on msg_id and content, never upserts",
             description=(
                 "Save one fact, decision or message to long-term memory. Returns result 'stored' with its "
                 "id and ref, 'skipped' when it is a duplicate (same message.id, or identical content in the "
@@ -85,14 +103,21 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "message"],
             ),
-            read_only=False,
-            destructive=False,
             # Dedup on msg_id/content means repeating the same call adds nothing.
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="recall",
+            results=(shapes.RecallResult,),
+            access=Rule(READ),  # records recall statistics, but reveals and changes no content
+            call=api(
+                "recall",
+                shape=calls.shape_recall,
+                tool_only=("full_content",),
+                convert={"exclude_contents": calls.strings},
+            ),
             title="Recall memories",
+            summary="hybrid search; results worst → best, **the last element is the best match**; long rows previewed with a `ref`",
             description=(
                 "Search your memories and session summaries (episodes) with hybrid keyword + meaning search. "
                 "Results are ordered WORST to BEST: the LAST element of 'results' is the best match. "
@@ -134,13 +159,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
             ),
             # Read-only for hosts: the recall statistics it keeps (recall_count, last_recalled_at) are
             # bookkeeping, not the user's data (docs/decisions.md, "MCP layer").
-            read_only=True,
-            destructive=False,
-            idempotent=False,
+            hints=Hints(read_only=True, destructive=False, idempotent=False),
         ),
         ToolSpec(
             name="recall_with_context",
+            results=(shapes.RecallWithContextResult,),
+            access=Rule(READ),
+            call=api("recall_with_context", shape=calls.shape_context),
             title="Recall with conversation context",
+            summary="recall merged with the conversation you pass, deduplicated, chronological",
             description=(
                 "Recall memories relevant to a query and merge them with the conversation entries you pass "
                 "(external_context), deduplicated and in CHRONOLOGICAL order (not by score). Every entry's "
@@ -172,13 +199,16 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "query", "external_context"],
             ),
-            read_only=True,  # like recall: only bookkeeping is written
-            destructive=False,
-            idempotent=False,
+            # like recall: only bookkeeping is written
+            hints=Hints(read_only=True, destructive=False, idempotent=False),
         ),
         ToolSpec(
             name="get_contents",
+            results=(shapes.GetContentsResult,),
+            access=Rule(READ),
+            call=api("get_contents", shape=calls.shape_contents),
             title="Get full contents",
+            summary="full text for `mem:<id>` / `ep:<id>` refs (≤ 20, 40,000-char budget, overflow in `deferred`)",
             description=(
                 "Fetch the full text of rows by ref ('mem:<id>' or 'ep:<id>', as returned by recall or the "
                 f"list tools), up to {MAX_REFS_PER_CALL} refs per call, in request order. Refs that do not "
@@ -199,13 +229,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "refs"],
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="archive_episode",
+            results=(shapes.ArchiveEpisodeResult,),
+            access=Rule(WRITE),
+            call=api("archive_episode"),
             title="Archive a session summary",
+            summary="store a session summary; moves the episode boundary",
             description=(
                 "Store a summary of a finished session or task (an 'episode'), written by you. It is "
                 "searchable by recall and marks a boundary: memories older than the newest episode in the "
@@ -232,13 +264,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "summary"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=False,
+            hints=ADDS,
         ),
         ToolSpec(
             name="update_memory",
+            results=(shapes.UpdateMemoryResult,),
+            access=EDIT_ROW,
+            call=api("update_memory"),
             title="Update a memory",
+            summary="replace a memory's content (re-embedded); refused when locked or not owned",
             description=(
                 "Replace the content of one of your memories (it is re-embedded). Refused when the memory is "
                 "locked (unlock_memory first) or is not yours. Returns {ok, id, ref, embedded}."
@@ -251,13 +285,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["memory_id", "content"],
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="get_profile",
+            results=(shapes.GetProfileResult,),
+            access=Rule(READ),
+            call=api("get_profile"),
             title="Get profile",
+            summary="the agent's profile (≤ 2,000 chars)",
             description=(
                 "Read the agent's profile: a short standing description of the user or the agent's role that "
                 "you maintain with update_profile. Returns profile: null when none is stored."
@@ -272,13 +308,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id"],
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="update_profile",
+            results=(shapes.UpdateProfileResult,),
+            access=Rule(WRITE),
+            call=api("update_profile"),
             title="Replace profile",
+            summary="replace the agent's profile (≤ 2,000 chars)",
             description=(
                 f"Replace the agent's profile text entirely (capped at {thousands(settings.max_profile_length)} "
                 "characters; the response says "
@@ -295,13 +333,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "profile"],
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="list_memories",
+            results=(shapes.ListMemoriesResult,),
+            access=LIST_ROWS,
+            call=api("list_memories", shape=calls.shape_listing),
             title="List memories",
+            summary="browse memories, newest first, with response budgets",
             description=(
                 "List stored memories, newest first: {ok, items, count, total}. Omitting agent_id lists every "
                 "agent's memories (operator use); agents should pass their own. Very large listings are bounded: "
@@ -316,13 +356,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "project_id": PROJECT_ID_READ,
                 }
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="list_episodes",
+            results=(shapes.ListEpisodesResult,),
+            access=LIST_ROWS,
+            call=api("list_episodes", shape=calls.shape_listing),
             title="List episodes",
+            summary="browse episodes (session summaries), newest first, with response budgets",
             description=(
                 "List archived session summaries (episodes), newest first: {ok, items, count, total}. Omitting "
                 "agent_id lists every agent's episodes. Bounded like list_memories."
@@ -334,79 +376,79 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "project_id": PROJECT_ID_READ,
                 }
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="get_queue_status",
+            results=(shapes.QueueStatusResult,),
+            access=PROCESS_STATE,
+            call=api("get_queue_status"),
             title="Background queue status",
+            summary="background queue depth (embedding back-fill, re-embedding)",
             description=(
                 "Report the background task queue (embedding back-fill, re-embedding): depth, tasks retrying, "
                 "oldest task, counts by kind. An empty queue is the healthy reading."
             ),
             input_schema=object_schema({}),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="lock_memory",
+            results=(shapes.LockResult,),
+            access=EDIT_ROW,
+            call=api("lock_memory"),
             title="Lock a memory",
+            summary="protect a memory from edit and delete",
             description=(
                 "Protect one of your memories from update_memory and delete_memory (protection only; it does "
                 "not change ranking). Locking an already locked memory is harmless."
             ),
-            input_schema=object_schema(
-                {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-                required=["memory_id"],
-            ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            input_schema=row_target("memory", "mem"),
+            hints=KEEPS,
         ),
         ToolSpec(
             name="unlock_memory",
+            results=(shapes.LockResult,),
+            access=EDIT_ROW,
+            call=api("unlock_memory"),
             title="Unlock a memory",
+            summary="lift that protection",
             description="Remove the protection set by lock_memory so the memory can be edited or deleted again.",
-            input_schema=object_schema(
-                {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-                required=["memory_id"],
-            ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            input_schema=row_target("memory", "mem"),
+            hints=KEEPS,
         ),
         ToolSpec(
             name="delete_memory",
+            results=(shapes.DeleteResult,),
+            access=EDIT_ROW,
+            call=api("delete_memory"),
             title="Delete a memory",
+            summary="delete one memory (ownership enforced)",
             description=(
                 "Permanently delete one of your memories. Refused when it is locked or belongs to another agent "
                 "(reported as not found)."
             ),
-            input_schema=object_schema(
-                {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-                required=["memory_id"],
-            ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            input_schema=row_target("memory", "mem"),
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="delete_episode",
+            results=(shapes.DeleteResult,),
+            access=EDIT_ROW,
+            call=api("delete_episode"),
             title="Delete an episode",
+            summary="delete one episode (ownership enforced)",
             description="Permanently delete one of your archived session summaries (episodes).",
-            input_schema=object_schema(
-                {"episode_id": row_id_schema("episode", "ep"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-                required=["episode_id"],
-            ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            input_schema=row_target("episode", "ep"),
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="delete_agent_data",
+            results=(shapes.DeleteAgentDataResult,),
+            access=Rule(ADMIN),
+            call=api("delete_agent_data"),
             title="Delete all data of an agent",
+            summary="delete everything one agent stored",
             description=(
                 "Permanently delete EVERYTHING stored for one agent: memories (locked ones too), episodes, "
                 "profiles, queued tasks and calibration state. Returns the counts deleted. Cannot be undone."
@@ -414,8 +456,6 @@ def tools(settings: Settings) -> list[ToolSpec]:
             input_schema=object_schema(
                 {"agent_id": string_schema("The agent whose data is erased.")}, required=["agent_id"]
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cpersona import shapes
 from cpersona.config import Settings
 from cpersona.limits import (
     MAX_ASSOCIATIONS_PER_CALL,
@@ -14,8 +15,23 @@ from cpersona.limits import (
     TRAVERSE_LIMIT_DEFAULT,
     TRAVERSE_LIMIT_MAX,
 )
-from cpersona.server.schemas.common import AGENT_ID, ToolSpec, object_schema, one_of_types, row_id_schema
+from cpersona.server import calls
+from cpersona.server.calls import api
+from cpersona.server.rules import READ, WRITE, Rule
+from cpersona.server.schemas.common import (
+    AGENT_ID,
+    KEEPS,
+    READS,
+    ToolSpec,
+    object_schema,
+    one_of_types,
+    row_id_schema,
+)
 from cpersona.services.links import DIRECTIONS, RELATION_PATTERN
+
+#: Tools that follow declared links get the agents the client may read (cpersona.server.access).
+FOLLOWS_READ = Rule(READ, follows_links=True)
+FOLLOWS_WRITE = Rule(WRITE, follows_links=True)
 
 RELATION: dict[str, Any] = {
     "type": "string",
@@ -55,7 +71,12 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="declare_associations",
+            results=(shapes.DeclareAssociationsResult,),
+            access=FOLLOWS_WRITE,  # write on the source's agent (named), read on the targets' (the service)
+            call=api("declare_associations", tool_only=("from",), expand=lambda a: {"from_ref": a["from"]}),
             title="Declare links from a memory",
+            summary="declare typed links from one of your memories to other memories or named entities "
+            "(no extraction)",
             description=(
                 "Link one of your memories to other memories or to named entities after it was stored "
                 "(store takes the same 'associations' for a new memory). Nothing is inferred: the graph is "
@@ -71,13 +92,18 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "from", "associations"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="traverse",
+            results=(shapes.TraverseResult,),
+            access=FOLLOWS_READ,
+            call=api(
+                "traverse", tool_only=("from",), expand=lambda a: {"start": a["from"]}, shape=calls.shape_rows
+            ),
             title="Walk declared links",
+            summary="walk declared links (up to 5 hops) from a memory or an entity; rows you may not read "
+            "are never reached",
             description=(
                 "Walk the links you declared, breadth first, from a memory ('mem:<id>') or one of your "
                 "entities ('entity:Project Phoenix' or just the name). Returns the memories and entities "
@@ -120,8 +146,6 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "from"],
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
     ]

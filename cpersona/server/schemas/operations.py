@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from cpersona import shapes
 from cpersona.config import Settings
+from cpersona.server import calls
+from cpersona.server.calls import api
+from cpersona.server.rules import PROCESS_CONTROL, PROCESS_STATE, READ, Rule
 from cpersona.server.schemas.common import (
+    ADDS,
     AGENT_ID,
     DEEP_CHECKS,
     HEALTH_CHECKS,
+    KEEPS,
+    OVERWRITES,
+    READS,
+    Hints,
     ToolSpec,
     bool_schema,
     object_schema,
@@ -19,7 +28,11 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="pause_persistence",
+            access=PROCESS_CONTROL,
+            call=calls.pause_persistence,
+            results=(shapes.PauseResult,),
             title="Pause persistence",
+            summary="pause every write of this server process for a TTL (≤ 24 h); `store` answers `persisted: false`",
             description=(
                 "Stop this server process from writing anything for ttl_seconds (1 to 86400, i.e. at most 24 h), "
                 "e.g. for an off-the-record session. While paused: store answers result 'skipped' with "
@@ -39,37 +52,43 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["ttl_seconds"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=False,
+            hints=ADDS,
         ),
         ToolSpec(
             name="resume_persistence",
+            access=PROCESS_CONTROL,
+            call=calls.resume_persistence,
+            results=(shapes.ResumeResult,),
             title="Resume persistence",
+            summary="end a pause now",
             description=(
                 "End a pause set by pause_persistence now, so writes are saved again. Harmless when not paused "
                 "(was_paused tells you whether a pause was in force)."
             ),
             input_schema=object_schema({}),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="persistence_status",
+            access=PROCESS_STATE,
+            call=calls.persistence_status,
+            results=(shapes.PersistenceState,),
             title="Persistence status",
+            summary="whether writes are paused, and until when",
             description=(
                 "Whether writes are paused in this server process: paused, remaining_seconds, since and until "
                 "(UTC ISO-8601), ttl_seconds. Check it when a store came back with persisted: false."
             ),
             input_schema=object_schema({}),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="get_operating_context",
+            access=PROCESS_STATE,
+            call=calls.get_operating_context,
+            results=(shapes.OperatingContextResult,),
             title="Operating context",
+            summary="the operator's TOML context file (also in the `initialize` instructions); read-only",
             description=(
                 "Read the operator's context file (TOML, owned by whoever runs this server): house rules, "
                 "conventions, who you work for. Returns context (the parsed file, or one top-level section when "
@@ -84,13 +103,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     )
                 }
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
         ToolSpec(
             name="check_update",
+            access=Rule(READ, process_wide=True, admin_when="apply"),
+            call=calls.check_update,
+            results=(shapes.CheckUpdateResult,),
             title="Check for updates",
+            summary="newer release or withdrawn version on PyPI (cached 24 h); installs only with `apply: true`",
             description=(
                 "Ask the package index (PyPI) whether a newer cpersona-embedded is released and whether the "
                 "running version was withdrawn (yanked). Returns current, latest, newer_available, "
@@ -106,14 +127,18 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     )
                 }
             ),
-            read_only=False,  # apply=true installs software
-            destructive=True,  # an upgrade replaces the installed package in place
-            idempotent=True,  # a second apply finds nothing newer and installs nothing
-            open_world=True,  # reaches the package index on the internet
+            # Not read-only: apply=true installs software; destructive: an upgrade replaces the installed
+            # package in place; idempotent: a second apply finds nothing newer; open world: it reaches
+            # the package index on the internet.
+            hints=Hints(read_only=False, destructive=True, idempotent=True, open_world=True),
         ),
         ToolSpec(
             name="check_health",
+            results=(shapes.CheckHealthResult,),
+            access=Rule(READ, admin_when="fix"),
+            call=api("check_health"),
             title="Check and repair the store",
+            summary="named health checks, verdict healthy/degraded/unhealthy, `fix=true` bounded repairs ([docs/health.md](docs/health.md))",
             description=(
                 "Run named health checks over the database and return {status: healthy|degraded|unhealthy, findings "
                 "[{check, severity critical|warn|info, message, count, refs, fix}], checks_run, repairs, stats}. "
@@ -140,13 +165,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     },
                 }
             ),
-            read_only=False,
-            destructive=True,  # fix=true deletes duplicate copies and cuts oversized rows
-            idempotent=True,
+            hints=OVERWRITES,  # fix=true deletes duplicate copies and cuts oversized rows
         ),
         ToolSpec(
             name="deep_check",
+            results=(shapes.DeepCheckResult,),
+            access=Rule(READ, admin_when="fix"),
+            call=api("deep_check"),
             title="Semantic review of an agent's memories",
+            summary="semantic review of one agent: anonymous sources, short content, stale profile, orphaned episodes, near-duplicates (report only)",
             description=(
                 "A slower, semantic pass over one agent's memories, reporting {status, findings, checks}: "
                 "anonymous_sources (no source id/name), short_content (under 12 characters), stale_profile (not "
@@ -169,8 +196,6 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id"],
             ),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
     ]

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from cpersona import shapes
 from cpersona.config import Settings
+from cpersona.server.calls import api
+from cpersona.server.rules import ADMIN, Rule
 from cpersona.server.schemas.common import (
+    ADDS,
+    KEEPS,
+    OVERWRITES,
     ToolSpec,
     bool_schema,
     object_schema,
@@ -16,7 +22,11 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="export_memories",
+            results=(shapes.ExportResult,),
+            access=Rule(ADMIN),
+            call=api("export_memories"),
             title="Export memories to a JSONL file",
+            summary="one agent's memories, episodes, profiles to a JSONL file in the export dir (optionally with vectors)",
             description=(
                 "Write all of one agent's memories, episodes and profiles to a JSONL file inside the export "
                 "directory (CPERSONA_EXPORT_DIR, default <db dir>/exports). output_path is relative to that "
@@ -38,13 +48,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id", "output_path"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=False,
+            hints=ADDS,
         ),
         ToolSpec(
             name="import_memories",
+            results=(shapes.ImportResult,),
+            access=Rule(ADMIN),
+            call=api("import_memories"),
             title="Import memories from a JSONL export",
+            summary="read an export file; idempotent, `dry_run`, `target_agent_id`, bad lines reported by number",
             description=(
                 "Read a file written by export_memories (path relative to the export directory, confined like "
                 "export_memories) into this database. Idempotent: memories already present (same msg_id, or same "
@@ -65,13 +77,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["input_path"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="merge_memories",
+            results=(shapes.MergeResult,),
+            access=Rule(ADMIN),
+            call=api("merge_memories"),
             title="Merge one agent's memories into another",
+            summary="copy or move one agent's rows into another in one transaction, duplicates skipped",
             description=(
                 "Copy (mode 'copy') or move (mode 'move') every memory, episode and profile of source_agent_id "
                 "to target_agent_id in one transaction. strategy 'skip': a row the target already holds (same "
@@ -100,13 +114,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["source_agent_id", "target_agent_id"],
             ),
-            read_only=False,
-            destructive=True,
-            idempotent=True,
+            hints=OVERWRITES,
         ),
         ToolSpec(
             name="migrate_channel_axis",
+            results=(shapes.MigrateChannelAxisResult,),
+            access=Rule(ADMIN),
+            call=api("migrate_channel_axis"),
             title="Repair rows stored under a bridge channel",
+            summary="one-time repair moving rows off a bridge channel onto the channel in their session id",
             description=(
                 "One-time repair. Memories stored under a bridge channel (a relay that carried many real "
                 "channels; by default the channels named 'bridge' or 'relay') move to the channel named in their "
@@ -132,8 +148,6 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     },
                 }
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
     ]

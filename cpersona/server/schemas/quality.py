@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from cpersona import shapes
 from cpersona.config import Settings
-from cpersona.server.schemas.common import AGENT_ID, ToolSpec, object_schema, string_schema
+from cpersona.server.calls import api
+from cpersona.server.rules import READ, WRITE, Rule
+from cpersona.server.schemas.common import AGENT_ID, KEEPS, READS, ToolSpec, object_schema, string_schema
 
 PRECISION = string_schema(
     "strict (cuts more unanswerable queries), balanced or lenient (keeps more recall); '' clears the "
@@ -17,7 +20,11 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="calibrate_threshold",
+            results=(shapes.CalibrateThresholdResult,),
+            access=Rule(WRITE),  # calibration changes how this agent's recalls are gated
+            call=api("calibrate_threshold"),
             title="Calibrate the recall gate",
+            summary="measure the agent's corpus (label-free) and set the recall gate's thresholds",
             description=(
                 "Measure this agent's own memories (no labels needed) and set the thresholds recall's quality gate "
                 "uses, so a question about something never stored comes back empty instead of with loosely related "
@@ -58,13 +65,15 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="set_recall_precision",
+            results=(shapes.RecallPrecisionResult,),
+            access=Rule(WRITE),
+            call=api("set_recall_precision"),
             title="Set recall precision",
+            summary="how hard the gate filters: strict / balanced / lenient or a raw β",
             description=(
                 "Choose how hard recall's quality gate filters for this agent: strict (beta 2.0: more unanswerable "
                 "questions come back empty, a few real ones too), balanced (beta 1.0) or lenient (beta 0.5: keeps "
@@ -86,21 +95,21 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 },
                 required=["agent_id"],
             ),
-            read_only=False,
-            destructive=False,
-            idempotent=True,
+            hints=KEEPS,
         ),
         ToolSpec(
             name="get_recall_precision",
+            results=(shapes.RecallPrecisionResult,),
+            access=Rule(READ),
+            call=api("get_recall_precision"),
             title="Get recall precision",
+            summary="the gate's precision setting in force for an agent",
             description=(
                 "This agent's effective recall precision: level, beta, overridden (set for this agent or the "
                 "global default), global {level, beta}, and calibration {calibrated, gate: calibrated | heuristic "
                 "| off, threshold, stale, fingerprint, created_at}."
             ),
             input_schema=object_schema({"agent_id": AGENT_ID}, required=["agent_id"]),
-            read_only=True,
-            destructive=False,
-            idempotent=True,
+            hints=READS,
         ),
     ]
