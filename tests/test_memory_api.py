@@ -43,7 +43,8 @@ def test_the_binding_lines_are_generated_from_the_marked_methods() -> None:
 
 def test_memory_keeps_every_method_with_the_service_signature_and_docstring() -> None:
     own = {name for name, _ in inspect.getmembers(Memory, inspect.isfunction) if not name.startswith("_")}
-    assert own == KNOWN_METHODS
+    # The methods Memory had before the @public binding all stay; new tools add methods freely.
+    assert KNOWN_METHODS <= own, f"Memory lost methods: {sorted(KNOWN_METHODS - own)}"
     bound = 0
     for service in SERVICES.values():
         for name, method in public_methods(service):
@@ -55,7 +56,7 @@ def test_memory_keeps_every_method_with_the_service_signature_and_docstring() ->
                 == list(inspect.signature(function).parameters)[1:]
             ), name
             bound += 1
-    assert bound == len(KNOWN_METHODS) - 2  # close and wait_until_ready are Memory's own
+    assert bound == len(own) - 2  # close and wait_until_ready are Memory's own
 
 
 def test_a_marked_method_is_found_under_its_public_name() -> None:

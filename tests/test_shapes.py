@@ -17,7 +17,7 @@ from cpersona import shapes
 from cpersona.config import Settings
 from cpersona.errors import Rejected
 from cpersona.memory import Memory
-from cpersona.server.output_schemas import output_schema
+from cpersona.server.output_schemas import output_schema, results_schema
 from cpersona.server.schemas import TOOLS_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ def closed_schema(method: str, shapes_wanted: tuple[type, ...]) -> dict[str, Any
     """``method``'s generated outputSchema (cpersona/server/output_schemas.py), answering only
     ``shapes_wanted`` and closed: the API's own dicts carry no key their shape does not declare
     (the wire schema stays open for the MCP layer's additions) and only string keys."""
-    schema = copy.deepcopy(output_schema(method))
+    schema = copy.deepcopy(results_schema(shapes_wanted))
     for definition in schema["$defs"].values():
         if definition.get("type") == "object" and "properties" in definition:
             definition["additionalProperties"] = False

@@ -30,8 +30,13 @@ def tool_result_shapes(name: str) -> tuple[type, ...]:
 
 def output_schema(name: str) -> dict[str, Any]:
     """The ``outputSchema`` of tool ``name``: any of its success shapes, or the failure shape."""
+    return results_schema(tool_result_shapes(name))
+
+
+def results_schema(results: tuple[type, ...]) -> dict[str, Any]:
+    """JSON Schema for a result that is one of ``results`` (TypedDicts) or the failure shape."""
     defs: dict[str, Any] = {}
-    branches = [_schema(shape, defs) for shape in (*tool_result_shapes(name), shapes.ToolError)]
+    branches = [_schema(shape, defs) for shape in (*results, shapes.ToolError)]
     return {"$schema": SCHEMA_DIALECT, "type": "object", "anyOf": branches, "$defs": defs}
 
 
