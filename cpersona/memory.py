@@ -184,6 +184,7 @@ class Memory:
     recall = _via("recaller", Recaller.recall)
     recall_with_context = _via("recaller", Recaller.recall_with_context)
     get_contents = _via("reader", Reader.get_contents)
+    get_history = _via("reader", Reader.get_history)
     archive_episode = _via("writer", Writer.archive_episode)
     update_memory = _via("writer", Writer.update_memory)
 

@@ -55,6 +55,7 @@ TOOL_ACCESS: dict[str, Rule] = {
     "recall": Rule(READ),  # records recall statistics, but reveals and changes no content
     "recall_with_context": Rule(READ),
     "get_contents": Rule(READ),
+    "get_history": Rule(READ, unscoped="filter"),
     "archive_episode": Rule(WRITE),
     "update_memory": Rule(WRITE, unscoped="filter"),
     "get_profile": Rule(READ),

@@ -150,6 +150,7 @@ def _store(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allow
         metadata=message.get("metadata"),
         channel=a.get("channel"),
         project_id=a.get("project_id"),
+        supersedes=a.get("supersedes"),
     )
 
 
@@ -165,6 +166,7 @@ def _recall(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allo
         source_id=a.get("source_id"),
         trace=a.get("trace", False),
         time_cue=a.get("time_cue"),
+        include_superseded=a.get("include_superseded", False),
     )
     return shaping.shape_recall(
         result, preview_chars=settings.recall_preview_chars, full_content=a.get("full_content", False)
@@ -183,6 +185,7 @@ def _recall_with_context(
         channel=a.get("channel"),
         project_id=a.get("project_id"),
         time_cue=a.get("time_cue"),
+        include_superseded=a.get("include_superseded", False),
     )
     return shaping.shape_context_results(result, preview_chars=settings.recall_preview_chars)
 
@@ -207,8 +210,17 @@ def _archive_episode(
 
 def _update_memory(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
     return memory.update_memory(
-        _row_id(a["memory_id"]), a["content"], agent_id=a.get("agent_id"), allowed_agents=allowed
+        _row_id(a["memory_id"]),
+        a.get("content"),
+        agent_id=a.get("agent_id"),
+        allowed_agents=allowed,
+        supersedes=a.get("supersedes"),
     )
+
+
+def _get_history(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
+    result = memory.get_history(_row_id(a["memory_id"]), agent_id=a.get("agent_id"), allowed_agents=allowed)
+    return shaping.shape_listing(result, preview_chars=settings.recall_preview_chars, key="history")
 
 
 def _get_profile(memory: Memory, settings: Settings, a: dict[str, Any], allowed: Allowed) -> dict[str, Any]:
@@ -260,6 +272,7 @@ HANDLERS: dict[str, Handler] = {
     "recall": _recall,
     "recall_with_context": _recall_with_context,
     "get_contents": _get_contents,
+    "get_history": _get_history,
     "archive_episode": _archive_episode,
     "update_memory": _update_memory,
     "get_profile": _get_profile,

@@ -8,9 +8,10 @@ from typing import Any
 from cpersona.agent_notice import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX, MAX_REF_CHARS, MAX_REFS_PER_CALL, MAX_ROW_ID, MAX_ROW_ID_DIGITS
+from cpersona.services import supersede
 from cpersona.storage.interface import Store
 from cpersona.storage.scope import Scope
-from cpersona.validation import agent_set, bounded_int, optional_str, required_str, string_list
+from cpersona.validation import agent_set, bounded_int, optional_str, required_str, row_id, string_list
 
 
 def _storable(row_id: int) -> bool:
@@ -52,6 +53,25 @@ class Reader:
             else:
                 items.append(row)
         return {"ok": True, "items": items, "missing": missing}
+
+    def get_history(
+        self,
+        memory_id: int | str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
+    ) -> dict[str, Any]:
+        """The supersede chain ``memory_id`` belongs to: every memory of it, oldest to newest, each
+        superseded one with ``superseded_by`` and ``superseded_at``; ``current`` names the newest.
+
+        A memory nothing superseded and that supersedes nothing is a chain of one. Another agent's
+        row (or one outside ``allowed_agents``) answers not found.
+        """
+        rid = row_id(memory_id, "memory_id", "mem")
+        agent = optional_str(agent_id, "agent_id")
+        allowed = agent_set(allowed_agents)
+        with self.storage.read() as session:
+            return supersede.history(session, rid, agent, allowed)
 
     def get_profile(self, agent_id: str, *, project_id: str = "", user_id: str = "") -> dict[str, Any]:
         """The agent's profile text (``profile: None`` when none is stored)."""

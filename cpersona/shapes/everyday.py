@@ -19,6 +19,7 @@ class StoreStored(TypedDict):
     embedded: Annotated[bool, "A vector was computed now (false: keyword-only until back-fill)."]
     truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
     original_length: NotRequired[Annotated[int, "Characters before the cut (with truncated)."]]
+    supersedes: NotRequired[Annotated[list[str], "The memories the new one superseded (with supersedes)."]]
 
 
 class StoreSkipped(TypedDict):
@@ -261,6 +262,20 @@ class GetContentsResult(TypedDict):
     missing: Annotated[list[str], "Refs that do not exist or belong to another agent."]
 
 
+class GetHistoryResult(TypedDict):
+    """get_history: the supersede chain a memory belongs to, oldest to newest."""
+
+    ok: Annotated[Literal[True], "Success."]
+    ref: Annotated[str, "The memory asked about."]
+    current: Annotated[str, "'mem:<id>' of the chain's current (unsuperseded) memory."]
+    history: Annotated[
+        list[MemoryRow],
+        "Every memory of the chain, oldest to newest (a row before the one that superseded it); "
+        "each superseded one with superseded_by and superseded_at, the current one last.",
+    ]
+    count: Annotated[int, "len(history)."]
+
+
 # -- writes ----------------------------------------------------------------------------------------------
 
 
@@ -282,8 +297,9 @@ class UpdateMemoryResult(TypedDict):
     ok: Annotated[Literal[True], "Success."]
     id: Annotated[int, "The memory's id."]
     ref: Annotated[str, "'mem:<id>'."]
-    embedded: Annotated[bool, "The new text was embedded now."]
+    embedded: Annotated[bool, "The new text was embedded now (without content: the row has a vector)."]
     truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+    supersedes: NotRequired[Annotated[list[str], "The memories this one now supersedes (with supersedes)."]]
 
 
 class GetProfileResult(TypedDict):

@@ -74,6 +74,12 @@ class MemoryRow(TypedDict):
             "every row was below it (only with confidence scoring on).",
         ]
     ]
+    superseded_by: NotRequired[
+        Annotated[
+            str, "'mem:<id>' of the memory that superseded this one (recall include_superseded, get_history)."
+        ]
+    ]
+    superseded_at: NotRequired[Annotated[str, "When it was superseded (UTC ISO-8601), with superseded_by."]]
 
 
 class EpisodeRow(TypedDict):

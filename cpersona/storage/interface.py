@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cpersona.storage.maintenance_interface import HealthQueries, HealthRepairs, MaintenanceRows
 from cpersona.storage.scope import Scope
+from cpersona.storage.supersede_interface import SupersedeLinks
 
 if TYPE_CHECKING:  # annotations only: numpy stays out of the MCP handshake's imports (lazy start-up)
     import numpy as np
@@ -464,6 +465,9 @@ class Session(Protocol):
 
     @property
     def repair(self) -> HealthRepairs: ...
+
+    @property
+    def supersede(self) -> SupersedeLinks: ...
 
 
 #: One agent's calibration state (layout in docs/retrieval.md), and a change applied to a fresh copy of it.

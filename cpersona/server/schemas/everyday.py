@@ -15,6 +15,7 @@ from cpersona.server.schemas.common import (
     AGENT_ID,
     AGENT_ID_OPTIONAL_OWNER,
     CHANNEL_WRITE,
+    INCLUDE_SUPERSEDED,
     METADATA_SCHEMA,
     PROJECT_ID_READ,
     PROJECT_ID_WRITE,
@@ -30,6 +31,7 @@ from cpersona.server.schemas.common import (
     one_of_types,
     row_id_schema,
     string_schema,
+    supersedes_schema,
     thousands,
 )
 
@@ -54,7 +56,10 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "(e.g. empty content, oversized metadata). There is no upsert: re-storing a message.id with "
                 "new content is skipped; use update_memory to change a memory. Content longer than the cap "
                 "is cut and the response says truncated: true. 'embedded' tells whether a vector was "
-                "computed now (false means keyword search only until the background back-fill runs)."
+                "computed now (false means keyword search only until the background back-fill runs). "
+                "supersedes: ['mem:12'] says the new memory replaces older ones of yours: they stay, marked "
+                "superseded (get_history shows the chain), and recall leaves them out; the reply lists them "
+                "in 'supersedes'. A skipped duplicate links nothing (update_memory with supersedes does)."
             ),
             input_schema=object_schema(
                 {
@@ -77,6 +82,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     ),
                     "channel": CHANNEL_WRITE,
                     "project_id": PROJECT_ID_WRITE,
+                    "supersedes": supersedes_schema(),
                 },
                 required=["agent_id", "message"],
             ),
@@ -124,6 +130,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                         "penalties, gate), at most 30 rows per stage, for debugging a ranking."
                     ),
                     "time_cue": TIME_CUE,
+                    "include_superseded": INCLUDE_SUPERSEDED,
                 },
                 required=["agent_id"],
             ),
@@ -164,6 +171,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                         },
                     },
                     "time_cue": TIME_CUE,
+                    "include_superseded": INCLUDE_SUPERSEDED,
                 },
                 required=["agent_id", "query", "external_context"],
             ),
@@ -193,6 +201,24 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     },
                 },
                 required=["agent_id", "refs"],
+            ),
+            read_only=True,
+            destructive=False,
+            idempotent=True,
+        ),
+        ToolSpec(
+            name="get_history",
+            title="Get a memory's history",
+            description=(
+                "The supersede chain a memory belongs to (store / update_memory with supersedes): every "
+                "memory of it, oldest to newest, whole rows; each superseded one carries superseded_by "
+                "(the ref of the memory that replaced it) and superseded_at. 'current' names the memory "
+                "in force (the last one). A memory nothing superseded is a chain of one. Another agent's "
+                "memory answers not_found."
+            ),
+            input_schema=object_schema(
+                {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
+                required=["memory_id"],
             ),
             read_only=True,
             destructive=False,
@@ -236,15 +262,20 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Update a memory",
             description=(
                 "Replace the content of one of your memories (it is re-embedded). Refused when the memory is "
-                "locked (unlock_memory first) or is not yours. Returns {ok, id, ref, embedded}."
+                "locked (unlock_memory first) or is not yours. Returns {ok, id, ref, embedded}. With "
+                "supersedes, also marks those memories superseded by this one (then content may be omitted: "
+                "only the links are written) and the reply lists them in 'supersedes'."
             ),
             input_schema=object_schema(
                 {
                     "memory_id": row_id_schema("memory", "mem"),
-                    "content": string_schema("The new text (replaces the old one entirely)."),
+                    "content": string_schema(
+                        "The new text (replaces the old one entirely); required unless supersedes is given."
+                    ),
                     "agent_id": AGENT_ID_OPTIONAL_OWNER,
+                    "supersedes": supersedes_schema(),
                 },
-                required=["memory_id", "content"],
+                required=["memory_id"],
             ),
             read_only=False,
             destructive=True,

@@ -33,6 +33,7 @@ from cpersona.storage.postgres.portability import PgPortabilityRows
 from cpersona.storage.postgres.profiles import PgProfiles
 from cpersona.storage.postgres.repair import PgRepairs
 from cpersona.storage.postgres.sql import Executor, register_vector
+from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.postgres.tasks import PgTasks
 from cpersona.storage.postgres.vector_search import (
     VECTOR_INDEX_KINDS,
@@ -86,6 +87,7 @@ class PgSession:
         "browse",
         "health",
         "repair",
+        "supersede",
     )
 
     def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
@@ -101,6 +103,7 @@ class PgSession:
         self.browse = PgBrowse(ex)
         self.health = PgHealth(ex)
         self.repair = PgRepairs(ex)
+        self.supersede = PgSupersedeLinks(ex)
 
 
 class PgStore:

@@ -19,6 +19,7 @@ from cpersona.storage.sqlite.migrations import migrate
 from cpersona.storage.sqlite.portability import SqlitePortabilityRows
 from cpersona.storage.sqlite.profiles import SqliteProfiles
 from cpersona.storage.sqlite.readonly import ReadOnlyDatabase
+from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndexes
@@ -40,6 +41,7 @@ class SqliteSession:
         "browse",
         "health",
         "repair",
+        "supersede",
     )
 
     def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:
@@ -55,6 +57,7 @@ class SqliteSession:
         self.browse = SqliteBrowse(conn)
         self.health = SqliteHealth(conn)
         self.repair = SqliteRepairs(conn)
+        self.supersede = SqliteSupersedeLinks(conn)
 
 
 class SqliteStore:

@@ -1,0 +1,137 @@
+"""Supersede with history (issue 22 point 2): store / update_memory link, recall hides, get_history shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pg_cluster import BOTH_ENGINES
+
+from cpersona.errors import CPersonaError, InvalidInput, LockedRow, NotFound, SupersedeRefused
+from cpersona.memory import Memory
+
+pytestmark = BOTH_ENGINES
+
+
+def _refs(result: dict[str, Any], key: str = "results") -> list[str]:
+    return [r["ref"] for r in result[key]]
+
+
+def _code(call: Any) -> str:
+    with pytest.raises(CPersonaError) as caught:
+        call()
+    return caught.value.code
+
+
+def test_store_supersedes_hides_old_from_recall_and_history_shows_both(memory: Memory) -> None:
+    old = memory.store("a", "The team database is PostgreSQL, decided on Monday")
+    new = memory.store("a", "The team database is SQLite now, PostgreSQL was dropped", supersedes=[old["ref"]])
+    assert new["result"] == "stored" and new["supersedes"] == [old["ref"]]
+
+    recalled = memory.recall("a", "team database", limit=10)
+    assert _refs(recalled) == [new["ref"]]
+    listing = memory.recall("a", "", limit=10)  # the empty-query path (newest first) hides it too
+    assert _refs(listing) == [new["ref"]]
+
+    everything = memory.recall("a", "team database", limit=10, include_superseded=True)
+    rows = {r["ref"]: r for r in everything["results"]}
+    assert set(rows) == {old["ref"], new["ref"]}
+    assert rows[old["ref"]]["superseded_by"] == new["ref"] and rows[old["ref"]]["superseded_at"]
+    assert "superseded_by" not in rows[new["ref"]]
+
+    for ref in (old["ref"], new["ref"]):
+        history = memory.get_history(ref, agent_id="a")
+        assert history["current"] == new["ref"] and history["count"] == 2
+        assert _refs(history, "history") == [old["ref"], new["ref"]]
+        assert history["history"][0]["superseded_by"] == new["ref"]
+        assert "superseded_by" not in history["history"][1]
+    assert memory.get_contents("a", [old["ref"]])["items"][0]["content"].startswith("The team database is Postgre")
+
+
+def test_a_chain_of_three_and_update_memory_links_after_the_fact(memory: Memory) -> None:
+    one = memory.store("a", "meeting room is Alpha")
+    two = memory.store("a", "meeting room is Beta", supersedes=[one["id"]])
+    three = memory.store("a", "meeting room is Gamma")
+    linked = memory.update_memory(three["ref"], agent_id="a", supersedes=[two["ref"]])
+    assert linked["supersedes"] == [two["ref"]]
+    assert memory.get_contents("a", [three["ref"]])["items"][0]["content"] == "meeting room is Gamma"
+    history = memory.get_history(one["ref"])
+    assert _refs(history, "history") == [one["ref"], two["ref"], three["ref"]]
+    assert [h.get("superseded_by") for h in history["history"]] == [two["ref"], three["ref"], None]
+    assert _refs(memory.recall("a", "meeting room", limit=10)) == [three["ref"]]
+    # Re-running the same link is a no-op, not a refusal.
+    assert memory.update_memory(three["ref"], supersedes=[two["ref"]])["ok"] is True
+
+
+def test_refusals_write_nothing(memory: Memory) -> None:
+    old = memory.store("a", "the launch is on Friday")
+    other = memory.store("b", "agent b keeps its own launch date")
+    locked = memory.store("a", "the budget is fixed")
+    memory.lock_memory(locked["ref"])
+
+    assert _code(lambda: memory.store("a", "new launch date", supersedes=["mem:999999"])) == "not_found"
+    assert _code(lambda: memory.store("a", "new launch date", supersedes=[other["ref"]])) == "not_found"
+    assert _code(lambda: memory.store("a", "new budget", supersedes=[locked["ref"]])) == "locked"
+    assert _code(lambda: memory.store("a", "new launch date", supersedes=["ep:3"])) == "invalid_input"
+    assert _code(lambda: memory.store("a", "new launch date", supersedes="mem:1")) == "invalid_input"  # type: ignore[arg-type]
+    assert _code(lambda: memory.update_memory(old["ref"], supersedes=[old["ref"]])) == "supersede_refused"
+    # Nothing was stored by any refused call, and nothing is marked.
+    assert memory.list_memories("a")["total"] == 2
+    assert memory.get_history(old["ref"])["count"] == 1
+
+    newer = memory.store("a", "the launch moved to Monday", supersedes=[old["ref"]])
+    # Already superseded: refused, naming the current one.
+    with pytest.raises(SupersedeRefused, match=newer["ref"]):
+        memory.store("a", "the launch moved to Tuesday", supersedes=[old["ref"]])
+    # A cycle: the old row cannot supersede its successor.
+    assert _code(lambda: memory.update_memory(old["ref"], supersedes=[newer["ref"]])) == "supersede_refused"
+    # update_memory without content and without supersedes is still an error.
+    with pytest.raises(InvalidInput):
+        memory.update_memory(newer["ref"])
+    # One bad ref in a list refuses the whole call.
+    third = memory.store("a", "release notes are drafted")
+    with pytest.raises(LockedRow):
+        memory.store("a", "release notes and budget", supersedes=[third["ref"], locked["ref"]])
+    assert memory.get_history(third["ref"])["count"] == 1
+    with pytest.raises(NotFound):
+        memory.get_history(old["ref"], agent_id="b")
+    with pytest.raises(NotFound):
+        memory.get_history(old["ref"], allowed_agents=["b"])
+
+
+def test_deleting_the_newer_row_splices_the_chain(memory: Memory) -> None:
+    one = memory.store("a", "office is in Berlin")
+    two = memory.store("a", "office is in Paris", supersedes=[one["ref"]])
+    three = memory.store("a", "office is in Rome", supersedes=[two["ref"]])
+    memory.delete_memory(two["ref"])
+    history = memory.get_history(one["ref"])
+    assert _refs(history, "history") == [one["ref"], three["ref"]]
+    assert history["history"][0]["superseded_by"] == three["ref"]
+    memory.delete_memory(three["ref"])
+    # The head went: the older fact is current again and recall finds it.
+    assert memory.get_history(one["ref"])["count"] == 1
+    assert _refs(memory.recall("a", "office", limit=10)) == [one["ref"]]
+
+
+def test_delete_agent_data_takes_the_chain(memory: Memory) -> None:
+    one = memory.store("a", "the plan is A")
+    memory.store("a", "the plan is B", supersedes=[one["ref"]])
+    memory.store("b", "the plan of b")
+    memory.delete_agent_data("a")
+    assert memory.list_memories("a")["total"] == 0
+    assert memory.recall("b", "plan", limit=10)["count"] == 1
+
+
+def test_superseded_rows_leave_the_candidate_pool_not_only_the_answer(memory: Memory) -> None:
+    # Many superseded rows match the query better than the current one; with limit 1 the current
+    # one must still come back (a filter after the top-k would return nothing).
+    head = memory.store(
+        "a", "the espresso machine on the second floor makes the coffee now, ask facilities about it"
+    )
+    for n in range(40):
+        memory.store("a", f"coffee coffee coffee {n}")
+    olders = [r["id"] for r in memory.list_memories("a", limit=50)["items"] if r["id"] != head["id"]]
+    memory.update_memory(head["ref"], supersedes=olders)
+    recalled = memory.recall("a", "coffee coffee coffee", limit=1)
+    assert _refs(recalled) == [head["ref"]]
+    assert memory.recall("a", "coffee", limit=50)["count"] == 1
