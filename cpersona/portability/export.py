@@ -23,6 +23,7 @@ _LINE_BUILDERS: dict[str, Callable[[dict[str, Any], bool], dict[str, Any]]] = {
     "memory": records.memory_line,
     "episode": records.episode_line,
     "profile": lambda cols, _vectors: records.profile_line(cols),
+    "supersede": records.supersede_line,
 }
 _PLURAL = {"memory": "memories", "episode": "episodes", "profile": "profiles"}
 
@@ -58,14 +59,20 @@ def export_file(
             counts={k: counts[k] for k in written},
         )
         size += _write(out, head)
+        links = 0
         for done, (kind, cols) in enumerate(stream, start=1):
             size += _write(out, _LINE_BUILDERS[kind](cols, include_embeddings))
+            if kind == "supersede":
+                links += 1
+                continue
             written[_PLURAL[kind]] += 1
             if done % BATCH == 0:
                 work.report(done, total, "rows")
                 # Raising here, inside the sink, removes the temporary file: the target stays as it was.
                 work.checkpoint("export_memories", f"nothing was written: {shown} is unchanged")
         work.report(sum(written.values()), total, "rows")
+    if links:
+        written["supersede_links"] = links
     return {
         "ok": True,
         "path": shown,

@@ -429,6 +429,11 @@ class PortabilityRows(Protocol):
         """What ``write_batch`` would do, writing nothing (dry run)."""
         ...
 
+    def link_superseded(self, pairs: Sequence[tuple[NewMemory, NewMemory, str]]) -> tuple[int, int]:
+        """Write an import's supersede links, rows named by their dedup keys, in one transaction;
+        returns (linked, skipped) (``supersede_interface.apply_imported_links``)."""
+        ...
+
 
 class Session(Protocol):
     """One unit of work on the store (a transaction, a snapshot, or autocommit)."""

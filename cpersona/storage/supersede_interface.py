@@ -10,11 +10,17 @@ own successor, or become current again. Rules about who may link what are the se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cpersona.storage.scope import Scope
+
+if TYPE_CHECKING:
+    from cpersona.storage.interface import NewMemory
+
+#: An export's supersede line names rows by their ids in the exporting database ("source ids").
+SUPERSEDE_RECORD = "supersede"
 
 
 @dataclass(frozen=True)
@@ -48,3 +54,43 @@ class SupersedeLinks(Protocol):
     def dangling(self, limit: int = 20) -> list[Link]:
         """Links whose newer row does not exist (the splice trigger prevents them; a health check looks)."""
         ...
+
+
+def apply_imported_links(
+    find: Callable[[NewMemory], int | None],
+    links: SupersedeLinks,
+    pairs: Sequence[tuple[NewMemory, NewMemory, str]],
+) -> tuple[int, int]:
+    """Write an import's links, each as (older row, newer row, when), found by their dedup keys; (linked, skipped).
+
+    A pair is skipped when either row is not there (its line was refused), when the older row is
+    already superseded in this database (what is there wins, as for duplicates), or when the link
+    would make a cycle with the links already there. Re-importing the same file links nothing new.
+    """
+    linked = skipped = 0
+    for older_row, newer_row, at in pairs:
+        older, newer = find(older_row), find(newer_row)
+        if older is None or newer is None or older == newer or links.successors([older]):
+            skipped += 1
+            continue
+        if _reaches(links, newer, older):
+            skipped += 1
+            continue
+        links.mark([older], newer, at)
+        linked += 1
+    return linked, skipped
+
+
+def _reaches(links: SupersedeLinks, start: int, target: int, limit: int = 1000) -> bool:
+    current, seen = start, {start}
+    for _ in range(limit):
+        link = links.successors([current]).get(current)
+        if link is None:
+            return False
+        if link.newer == target:
+            return True
+        if link.newer in seen:
+            return False
+        seen.add(link.newer)
+        current = link.newer
+    return False

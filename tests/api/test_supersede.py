@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pg_cluster import BOTH_ENGINES
 
+from cpersona.config import Settings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.errors import CPersonaError, InvalidInput, LockedRow, NotFound, SupersedeRefused
 from cpersona.memory import Memory
 
@@ -25,7 +30,9 @@ def _code(call: Any) -> str:
 
 def test_store_supersedes_hides_old_from_recall_and_history_shows_both(memory: Memory) -> None:
     old = memory.store("a", "The team database is PostgreSQL, decided on Monday")
-    new = memory.store("a", "The team database is SQLite now, PostgreSQL was dropped", supersedes=[old["ref"]])
+    new = memory.store(
+        "a", "The team database is SQLite now, PostgreSQL was dropped", supersedes=[old["ref"]]
+    )
     assert new["result"] == "stored" and new["supersedes"] == [old["ref"]]
 
     recalled = memory.recall("a", "team database", limit=10)
@@ -45,7 +52,9 @@ def test_store_supersedes_hides_old_from_recall_and_history_shows_both(memory: M
         assert _refs(history, "history") == [old["ref"], new["ref"]]
         assert history["history"][0]["superseded_by"] == new["ref"]
         assert "superseded_by" not in history["history"][1]
-    assert memory.get_contents("a", [old["ref"]])["items"][0]["content"].startswith("The team database is Postgre")
+    assert memory.get_contents("a", [old["ref"]])["items"][0]["content"].startswith(
+        "The team database is Postgre"
+    )
 
 
 def test_a_chain_of_three_and_update_memory_links_after_the_fact(memory: Memory) -> None:
@@ -135,3 +144,54 @@ def test_superseded_rows_leave_the_candidate_pool_not_only_the_answer(memory: Me
     recalled = memory.recall("a", "coffee coffee coffee", limit=1)
     assert _refs(recalled) == [head["ref"]]
     assert memory.recall("a", "coffee", limit=50)["count"] == 1
+
+
+def _fresh(settings: Settings, new_db_url: Callable[[], str | None], name: str, exports: Path) -> Memory:
+    other = dataclasses.replace(
+        settings,
+        db_path=settings.db_path.parent / name / "memory.db",
+        db_url=new_db_url(),
+        export_dir=exports,
+    )
+    mem = Memory(other, backend=NoEmbeddings())
+    mem.wait_until_ready(5)
+    return mem
+
+
+def test_export_import_keeps_the_chain_with_ids_remapped(
+    memory: Memory, settings: Settings, new_db_url: Callable[[], str | None], tmp_path: Path
+) -> None:
+    one = memory.store("a", "we deploy on Fridays")
+    two = memory.store("a", "we deploy on Tuesdays", supersedes=[one["ref"]])
+    three = memory.store("a", "we deploy every day")
+    memory.update_memory(three["ref"], supersedes=[two["ref"]])
+    memory.store("a", "unrelated fact about lunch")
+    memory.store("b", "agent b is not exported")
+    out = memory.export_memories("a", "a.jsonl")
+    assert out["counts"] == {"memories": 4, "episodes": 0, "profiles": 0, "supersede_links": 2}
+
+    with _fresh(settings, new_db_url, "dst", Path(out["path"]).parent) as dst:
+        for n in range(5):  # the new ids differ from the exported ones
+            dst.store("z", f"filler {n}")
+        first = dst.import_memories("a.jsonl")
+        assert first["error_count"] == 0
+        assert first["counts"]["supersede_links"] == {"read": 2, "linked": 2, "skipped": 0}
+        current = dst.recall("a", "deploy", limit=10)
+        assert [r["content"] for r in current["results"]] == ["we deploy every day"]
+        head = current["results"][0]["ref"]
+        assert head != three["ref"]
+        history = dst.get_history(head)
+        assert [h["content"] for h in history["history"]] == [
+            "we deploy on Fridays",
+            "we deploy on Tuesdays",
+            "we deploy every day",
+        ]
+        assert history["history"][1]["superseded_by"] == head
+        again = dst.import_memories("a.jsonl")
+        assert again["counts"]["supersede_links"] == {"read": 2, "linked": 0, "skipped": 2}
+        assert dst.get_history(head)["count"] == 3
+        carol = dst.import_memories("a.jsonl", target_agent_id="carol")
+        assert carol["counts"]["supersede_links"]["linked"] == 2
+        assert [r["content"] for r in dst.recall("carol", "deploy", limit=10)["results"]] == [
+            "we deploy every day"
+        ]
