@@ -28,6 +28,7 @@ SPEC_TOOL_NAMES = (
     "recall",
     "recall_with_context",
     "get_contents",
+    "get_history",  # issue 22 point 2 (beyond the spec's 30)
     "archive_episode",
     "update_memory",
     "get_profile",
