@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from pg_cluster import BOTH_ENGINES
 
@@ -195,3 +198,26 @@ def test_export_import_keeps_the_chain_with_ids_remapped(
         assert [r["content"] for r in dst.recall("carol", "deploy", limit=10)["results"]] == [
             "we deploy every day"
         ]
+
+
+def test_check_health_notices_a_dangling_link(memory: Memory, settings: Settings) -> None:
+    old = memory.store("a", "the old rule")
+    new = memory.store("a", "the new rule", supersedes=[old["ref"]])
+    clean = memory.check_health(checks=["schema"])
+    assert not [
+        f for f in clean["findings"] if "superseded by a memory that no longer exists" in f["message"]
+    ]
+    # Without the splice trigger (a damaged schema) deleting the newer row leaves the mark dangling.
+    if settings.db_url:
+        with psycopg.connect(settings.db_url, autocommit=True) as conn:
+            conn.execute("DROP TRIGGER memories_supersede_splice ON memories")
+    else:
+        with contextlib.closing(sqlite3.connect(settings.db_path)) as conn:
+            conn.execute("DROP TRIGGER memories_supersede_splice")
+            conn.commit()
+    memory.delete_memory(new["ref"])
+    report = memory.check_health(checks=["schema"])
+    dangling = [
+        f for f in report["findings"] if "superseded by a memory that no longer exists" in f["message"]
+    ]
+    assert dangling and dangling[0]["refs"] == [old["ref"]]
