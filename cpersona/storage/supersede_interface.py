@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol, TypeVar
 
 from cpersona.storage.scope import Scope
-
-if TYPE_CHECKING:
-    from cpersona.storage.interface import NewMemory
 
 #: An export's supersede line names rows by their ids in the exporting database ("source ids").
 SUPERSEDE_RECORD = "supersede"
@@ -56,12 +53,14 @@ class SupersedeLinks(Protocol):
         ...
 
 
+Key = TypeVar("Key")
+
+
 def apply_imported_links(
-    find: Callable[[NewMemory], int | None],
-    links: SupersedeLinks,
-    pairs: Sequence[tuple[NewMemory, NewMemory, str]],
+    find: Callable[[Key], int | None], links: SupersedeLinks, pairs: Sequence[tuple[Key, Key, str]]
 ) -> tuple[int, int]:
-    """Write an import's links, each as (older row, newer row, when), found by their dedup keys; (linked, skipped).
+    """Write copied links, each as (older row, newer row, when) with ``find`` giving a row's id here
+    (an import: by dedup key; a merge: by source id); returns (linked, skipped).
 
     A pair is skipped when either row is not there (its line was refused), when the older row is
     already superseded in this database (what is there wins, as for duplicates), or when the link

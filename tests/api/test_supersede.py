@@ -221,3 +221,18 @@ def test_check_health_notices_a_dangling_link(memory: Memory, settings: Settings
         f for f in report["findings"] if "superseded by a memory that no longer exists" in f["message"]
     ]
     assert dangling and dangling[0]["refs"] == [old["ref"]]
+
+
+@pytest.mark.parametrize("mode", ["copy", "move"])
+def test_merge_carries_the_chain(memory: Memory, mode: str) -> None:
+    one = memory.store("a", "lunch is at noon")
+    two = memory.store("a", "lunch is at one", supersedes=[one["ref"]])
+    memory.store("b", "lunch is at noon")  # the target already holds the first version
+    merged = memory.merge_memories("a", "b", mode=mode)
+    assert merged["ok"]
+    current = memory.recall("b", "lunch", limit=10)
+    assert [r["content"] for r in current["results"]] == ["lunch is at one"]
+    history = memory.get_history(current["results"][0]["ref"], agent_id="b")
+    assert [h["content"] for h in history["history"]] == ["lunch is at noon", "lunch is at one"]
+    if mode == "copy":  # the source keeps its own chain
+        assert _refs(memory.get_history(one["ref"], agent_id="a"), "history") == [one["ref"], two["ref"]]

@@ -21,7 +21,9 @@ import psycopg
 from cpersona.storage.interface import EMBED
 from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver, stepped
 from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.postgres.tasks import PgTasks
+from cpersona.storage.supersede_interface import apply_imported_links
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
@@ -135,24 +137,27 @@ def _place(
     rid: int,
     target: str,
     mode: str,
-    duplicate: bool,
+    duplicate: int | None,
     has_vector: bool,
     queued_at: str | None,
     result: dict[str, int],
-) -> None:
-    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it."""
-    if duplicate:
+) -> int | None:
+    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it.
+
+    Returns the id the row has in ``target`` now (None: a duplicate that appeared since the probe).
+    """
+    if duplicate is not None:
         _skip(ex, table, rid, mode, result)
-        return
+        return duplicate
     if mode == MOVE:
         try:
             with ex.savepoint():
                 ex.run(f"UPDATE {table} SET agent_id = %s WHERE id = %s", (target, rid))
         except psycopg.errors.UniqueViolation:  # the target gained this row since the probe
             _skip(ex, table, rid, mode, result)
-            return
+            return None
         result["moved"] += 1
-        return
+        return rid
     columns = _COPY_COLUMNS[table]
     new_id = ex.value(
         f"INSERT INTO {table}(agent_id, {columns}) SELECT %s, {columns} FROM {table} WHERE id = %s "
@@ -161,16 +166,26 @@ def _place(
     )
     if new_id is None:
         result["skipped"] += 1
-        return
+        return None
     result["copied"] += 1
     if not has_vector and queued_at is not None:
         PgTasks(ex).enqueue(EMBED, table, int(new_id), queued_at)
+    return int(new_id)
 
 
 def _merge_memories(
     ex: Executor, source: str, target: str, mode: str, queued_at: str | None, step: Callable[[], None] | None
 ) -> dict[str, int]:
     result = _result(mode)
+    # The source's supersede links, to write again between the rows' places in the target.
+    links = [
+        (int(r["id"]), int(r["superseded_by"]), str(r["superseded_at"]))
+        for r in ex.all(
+            "SELECT id, superseded_by, superseded_at FROM memories WHERE agent_id = %s AND superseded_by IS NOT NULL",
+            (source,),
+        )
+    ]
+    placed: dict[int, int | None] = {}
     for rid in stepped(_ids(ex, "memories", source), step):
         row = ex.one(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL AS has_vector FROM memories "
@@ -193,7 +208,19 @@ def _merge_memories(
             )
         if dup is not None and mode == MOVE and row["locked"]:
             ex.run("UPDATE memories SET locked = TRUE WHERE id = %s", (dup,))  # the lock survives the move
-        _place(ex, "memories", rid, target, mode, dup is not None, bool(row["has_vector"]), queued_at, result)
+        placed[rid] = _place(
+            ex,
+            "memories",
+            rid,
+            target,
+            mode,
+            None if dup is None else int(dup),
+            bool(row["has_vector"]),
+            queued_at,
+            result,
+        )
+    if links:
+        apply_imported_links(lambda rid: placed.get(rid), PgSupersedeLinks(ex), links)
     return result
 
 
@@ -211,7 +238,17 @@ def _merge_episodes(
             "SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s AND summary = %s LIMIT 1",
             (target, row["project_id"], row["channel"], row["summary"]),
         )
-        _place(ex, "episodes", rid, target, mode, dup is not None, bool(row["has_vector"]), queued_at, result)
+        _place(
+            ex,
+            "episodes",
+            rid,
+            target,
+            mode,
+            None if dup is None else int(dup),
+            bool(row["has_vector"]),
+            queued_at,
+            result,
+        )
     return result
 
 

@@ -22,7 +22,9 @@ from typing import Any
 from cpersona.storage.interface import EMBED
 from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
 from cpersona.storage.sqlite.db import Database
+from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
+from cpersona.storage.supersede_interface import apply_imported_links
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
@@ -84,29 +86,34 @@ def _place(
     rid: int,
     target: str,
     mode: str,
-    duplicate: bool,
+    duplicate: int | None,
     has_vector: bool,
     queued_at: str | None,
     result: dict[str, int],
-) -> None:
-    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it."""
-    if duplicate:
+) -> int:
+    """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it.
+
+    Returns the id the row has in ``target`` now (the duplicate's, the moved row's, or the copy's).
+    """
+    if duplicate is not None:
         result["skipped"] += 1
         if mode == MOVE:
             conn.execute(f"DELETE FROM {table} WHERE id = ?", (rid,))
             SqliteTasks(conn).remove_for_target(table, rid)
-        return
+        return duplicate
     if mode == MOVE:
         conn.execute(f"UPDATE {table} SET agent_id = ? WHERE id = ?", (target, rid))
         result["moved"] += 1
-        return
+        return rid
     cursor = conn.execute(
         f"INSERT INTO {table}(agent_id, {copy_columns}) SELECT ?, {copy_columns} FROM {table} WHERE id = ?",
         (target, rid),
     )
     result["copied"] += 1
+    new_id = int(cursor.lastrowid or 0)
     if not has_vector and queued_at is not None:
-        SqliteTasks(conn).enqueue(EMBED, table, int(cursor.lastrowid or 0), queued_at)
+        SqliteTasks(conn).enqueue(EMBED, table, new_id, queued_at)
+    return new_id
 
 
 def _merge_memories(
@@ -118,6 +125,15 @@ def _merge_memories(
     step: Callable[[], None] | None,
 ) -> dict[str, int]:
     result = _result(mode)
+    # The source's supersede links, to write again between the rows' places in the target.
+    links = [
+        (int(r[0]), int(r[1]), str(r[2]))
+        for r in conn.execute(
+            "SELECT id, superseded_by, superseded_at FROM memories WHERE agent_id = ? AND superseded_by IS NOT NULL",
+            (source,),
+        )
+    ]
+    placed: dict[int, int] = {}
     for rid in stepped(_ids(conn, "memories", source), step):
         row = conn.execute(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL FROM memories WHERE id = ?",
@@ -139,18 +155,20 @@ def _merge_memories(
             conn.execute(
                 "UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],)
             )  # the lock survives the move
-        _place(
+        placed[rid] = _place(
             conn,
             "memories",
             _MEMORY_COPY_COLUMNS,
             rid,
             target,
             mode,
-            dup is not None,
+            None if dup is None else int(dup[0]),
             has_vector,
             queued_at,
             result,
         )
+    if links:
+        apply_imported_links(placed.get, SqliteSupersedeLinks(conn), links)
     return result
 
 
@@ -178,7 +196,7 @@ def _merge_episodes(
             rid,
             target,
             mode,
-            dup is not None,
+            None if dup is None else int(dup[0]),
             has_vector,
             queued_at,
             result,
