@@ -1,8 +1,8 @@
 """Every tool's real answer over stdio validates against the outputSchema it advertises.
 
 ``McpSession.call`` checks each answer against the listed ``outputSchema`` (and fails when
-a tool lists none); this module makes sure all 30 tools are called at least once, on one
-fresh server per storage engine, each with arguments that succeed, and once each with arguments that fail.
+a tool lists none); this module makes sure every tool (the spec's 30 and get_history) is called at
+least once, on one fresh server per storage engine, each with arguments that succeed, and once each with arguments that fail.
 """
 
 from __future__ import annotations
@@ -40,6 +40,16 @@ def test_every_tool_answers_what_its_output_schema_says(
             ("recall", {"agent_id": agent, "query": "kestrel deploy", "trace": True}),
             ("recall_with_context", {"agent_id": agent, "query": "deploy", "external_context": []}),
             ("get_contents", {"agent_id": agent, "refs": [stored["ref"], episode["ref"], "mem:999999"]}),
+            (
+                "store",
+                {
+                    "agent_id": agent,
+                    "message": {"content": "Kestrel deploys on Mondays"},
+                    "supersedes": [stored["ref"]],
+                },
+            ),
+            ("recall", {"agent_id": agent, "query": "kestrel deploy", "include_superseded": True}),
+            ("get_history", {"memory_id": stored["ref"], "agent_id": agent}),
             (
                 "update_memory",
                 {"memory_id": other["id"], "content": "Vault key rotates weekly", "agent_id": agent},
