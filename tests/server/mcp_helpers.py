@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from anyio.from_thread import start_blocking_portal
 
-#: The 30 tools of the specification (docs/tools.md), written out from it (not derived from the registry), in its order.
+#: The 30 tools of the specification (docs/tools.md), written out from it (not derived from the registry), in its
+#: order, plus the tools issues added since (get_history, issue 22).
 SPEC_TOOL_NAMES = (
     "store",
     "recall",

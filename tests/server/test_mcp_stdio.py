@@ -78,7 +78,7 @@ def test_initialize_and_tools_list(stdio_session: McpSession) -> None:
     assert "recall" in (client.instructions or "")
     tools = {tool.name: tool for tool in stdio_session.list_tools().tools}
     assert sorted(tools) == sorted(tool_names()) == sorted(SPEC_TOOL_NAMES)
-    assert len(tools) == len(SPEC_TOOL_NAMES) == 30
+    assert len(tools) == len(SPEC_TOOL_NAMES) == 31  # the spec's 30 and get_history (issue 22)
     for tool in tools.values():
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name
