@@ -28,7 +28,8 @@ class Reader:
     def get_contents(self, agent_id: str, refs: Sequence[str]) -> dict[str, Any]:
         """Full rows for ``mem:<id>`` / ``ep:<id>`` refs, in request order: ``{ok, items, missing}``.
 
-        Unknown refs and other agents' refs are listed in ``missing`` (never revealed).
+        Unknown refs and other agents' refs are listed in ``missing`` (never revealed). A superseded
+        memory carries ``superseded_by`` and ``superseded_at``.
         The MCP layer applies the 40,000-character batch budget (``deferred``).
         """
         agent = required_str(agent_id, "agent_id")
@@ -44,6 +45,7 @@ class Reader:
         with self.storage.read() as session:
             mems = session.memories.get_many([n for _, k, n in parsed if k == "mem" and _storable(n)], scope)
             eps = session.episodes.get_many([n for _, k, n in parsed if k == "ep" and _storable(n)], scope)
+            supersede.mark_rows(session, list(mems.values()))  # a superseded row says by what
         items: list[dict[str, Any]] = []
         missing: list[str] = []
         for ref, kind, number in parsed:

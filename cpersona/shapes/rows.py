@@ -76,7 +76,8 @@ class MemoryRow(TypedDict):
     ]
     superseded_by: NotRequired[
         Annotated[
-            str, "'mem:<id>' of the memory that superseded this one (recall include_superseded, get_history)."
+            str,
+            "'mem:<id>' of the memory that superseded this one (recall include_superseded, get_history, get_contents).",
         ]
     ]
     superseded_at: NotRequired[Annotated[str, "When it was superseded (UTC ISO-8601), with superseded_by."]]

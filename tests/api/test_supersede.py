@@ -55,9 +55,9 @@ def test_store_supersedes_hides_old_from_recall_and_history_shows_both(memory: M
         assert _refs(history, "history") == [old["ref"], new["ref"]]
         assert history["history"][0]["superseded_by"] == new["ref"]
         assert "superseded_by" not in history["history"][1]
-    assert memory.get_contents("a", [old["ref"]])["items"][0]["content"].startswith(
-        "The team database is Postgre"
-    )
+    fetched = memory.get_contents("a", [old["ref"], new["ref"]])["items"]
+    assert fetched[0]["content"].startswith("The team database is Postgre")
+    assert fetched[0]["superseded_by"] == new["ref"] and "superseded_by" not in fetched[1]
 
 
 def test_a_chain_of_three_and_update_memory_links_after_the_fact(memory: Memory) -> None:
