@@ -41,6 +41,13 @@ class LockedRow(CPersonaError):
     code = "locked"
 
 
+class SupersedeRefused(InvalidInput):
+    """A ``supersedes`` link that would break the history: a self-reference, a cycle, or a row already
+    superseded by another memory (docs/decisions.md "Supersede"). Nothing was written."""
+
+    code = "supersede_refused"
+
+
 class DatabaseUnavailable(CPersonaError):
     """The database file cannot be created or opened (bad path, permissions, not a SQLite file)."""
 

@@ -233,6 +233,7 @@ class Memory:
     recall_with_context = _via("recaller", Recaller.recall_with_context)
     # Reader (self.reader)
     get_contents = _via("reader", Reader.get_contents)
+    get_history = _via("reader", Reader.get_history)
     get_profile = _via("reader", Reader.get_profile)
     list_memories = _via("reader", Reader.list_memories)
     list_episodes = _via("reader", Reader.list_episodes)

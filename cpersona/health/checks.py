@@ -263,6 +263,22 @@ def _schema(ctx: HealthContext) -> Outcome:
                 fix="fix=true recreates it from the migration DDL",
             )
         )
+    with ctx.store.read() as s:  # one indexed query over the superseded rows only
+        dangling = s.supersede.dangling(SAMPLE_REFS)
+    if dangling:
+        out.findings.append(
+            Finding(
+                "schema",
+                WARN,
+                f"{len(dangling)}{'+' if len(dangling) >= SAMPLE_REFS else ''} memory(ies) marked superseded by a "
+                "memory that no longer exists: recall hides them, get_history ends nowhere",
+                count=len(dangling),
+                refs=[f"mem:{link.older}" for link in dangling],
+                fix="report only: the splice trigger (memories_supersede_splice) prevents this; check it exists, "
+                "then update_memory a current memory with supersedes, or export and import the agent",
+                fixable=False,
+            )
+        )
     return out
 
 

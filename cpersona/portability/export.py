@@ -26,6 +26,7 @@ _LINE_BUILDERS: dict[str, Callable[[dict[str, Any], bool], dict[str, Any]]] = {
     "episode": records.episode_line,
     "profile": lambda cols, _vectors: records.profile_line(cols),
     "link": lambda cols, _vectors: link_line(cols),
+    "supersede": records.supersede_line,
 }
 _PLURAL = {"memory": "memories", "episode": "episodes", "profile": "profiles", "link": "links"}
 
@@ -65,14 +66,20 @@ def export_file(
             version=2 if "links" in written else 1,
         )
         size += _write(out, head)
+        links = 0
         for done, (kind, cols) in enumerate(stream, start=1):
             size += _write(out, _LINE_BUILDERS[kind](cols, include_embeddings))
+            if kind == "supersede":
+                links += 1
+                continue
             written[_PLURAL[kind]] += 1
             if done % BATCH == 0:
                 work.report(done, total, "rows")
                 # Raising here, inside the sink, removes the temporary file: the target stays as it was.
                 work.checkpoint("export_memories", f"nothing was written: {shown} is unchanged")
         work.report(sum(written.values()), total, "rows")
+    if links:
+        written["supersede_links"] = links
     return {
         "ok": True,
         "path": shown,

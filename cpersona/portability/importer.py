@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -23,7 +23,7 @@ from cpersona.errors import CPersonaError, InvalidInput
 from cpersona.portability import records
 from cpersona.portability.link_records import LinkImport, parse_link
 from cpersona.shapes.operations import ImportResult, ImportTally
-from cpersona.storage.interface import PortabilityRows
+from cpersona.storage.interface import NewMemory, PortabilityRows
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -33,6 +33,7 @@ from cpersona.storage.port_records import (
     ImportedMemory,
     ImportRecord,
 )
+from cpersona.storage.supersede_interface import SUPERSEDE_RECORD
 from cpersona.text import format_ts, utc_now
 from cpersona.work import Work
 
@@ -176,6 +177,11 @@ def import_file(
     """
     tally = _Tally()
     keys = _DryRunKeys() if dry_run else None
+    # Supersede links come before the memories in an export: keep the dedup identity of only the
+    # rows they name, and write the links once every memory is in (docs/tools.md#export_memories).
+    supersedes: list[tuple[int, int, str]] = []
+    named: set[int] = set()
+    identities: dict[int, NewMemory] = {}
     head: dict[str, Any] | None = None
     batch: list[ImportRecord] = []
     batch_sources: list[Any] = []  # each record's source_id (links are remapped through them)
@@ -234,6 +240,11 @@ def import_file(
                     flush(_position(handle))  # every memory before it is placed first
                     links.add(parse_link(obj))
                     continue
+                if isinstance(obj, dict) and obj.get("type") == SUPERSEDE_RECORD:
+                    link = records.parse_supersede(obj)
+                    supersedes.append(link)
+                    named.update(link[:2])
+                    continue
                 parsed = records.parse_record(obj, target_agent=target_agent, settings=settings, now=now)
             except InvalidInput as exc:
                 if head is None:
@@ -242,6 +253,9 @@ def import_file(
                 continue
             tally.truncated += int(parsed.truncated)
             tally.vectors_dropped += int(parsed.vector_dropped)
+            source_id = obj.get("source_id")
+            if named and isinstance(parsed.record, ImportedMemory) and source_id in named:
+                identities[source_id] = replace(parsed.record.row, embedding=None)
             batch.append(parsed.record)
             batch_sources.append(obj.get("source_id"))
             if len(batch) >= BATCH:
@@ -253,6 +267,8 @@ def import_file(
         raise InvalidExportFile(f"{source.name} is empty")
     if links.seen_any:
         tally.counts["links"] = links.counts
+    if supersedes:
+        tally.counts["supersede_links"] = _link(rows, supersedes, identities, dry_run)
     return {
         "ok": True,
         "path": str(source),
@@ -292,6 +308,17 @@ def _records_in(head: dict[str, Any] | None) -> int | None:
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
         return None
     return sum(v for v in values if isinstance(v, int))
+
+
+def _link(
+    rows: PortabilityRows, links: list[tuple[int, int, str]], identities: dict[int, NewMemory], dry_run: bool
+) -> dict[str, int]:
+    """Write the file's supersede links between the rows now in the database: read / linked / skipped."""
+    pairs = [(identities[o], identities[n], at) for o, n, at in links if o in identities and n in identities]
+    if dry_run:
+        return {"read": len(links), "linked": 0, "skipped": 0}
+    linked, skipped = rows.link_superseded(pairs)
+    return {"read": len(links), "linked": linked, "skipped": skipped + len(links) - len(pairs)}
 
 
 def _tally_result(tally: _Tally, dry_run: bool) -> ImportTally:

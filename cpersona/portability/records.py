@@ -113,6 +113,27 @@ def memory_line(cols: dict[str, Any], include_embeddings: bool) -> dict[str, Any
     return out
 
 
+def supersede_line(cols: dict[str, Any], include_embeddings: bool = False) -> dict[str, Any]:
+    """A supersede link as an export record: the rows by their ids in this export (``source_id``)."""
+    return {"type": "supersede", "older": cols["older"], "newer": cols["newer"], "at": cols["at"]}
+
+
+def parse_supersede(obj: dict[str, Any]) -> tuple[int, int, str]:
+    """(older source id, newer source id, when) of a supersede record. Raises InvalidInput."""
+    ids = []
+    for name in ("older", "newer"):
+        value = obj.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 2**62:
+            raise InvalidInput(f"supersede record: '{name}' must be a positive integer source id")
+        ids.append(value)
+    if ids[0] == ids[1]:
+        raise InvalidInput("supersede record: a memory cannot supersede itself")
+    at = _stamp(obj, "at", None)
+    if at is None:
+        raise InvalidInput("supersede record: 'at' (when it was superseded) is missing")
+    return ids[0], ids[1], at
+
+
 def episode_line(cols: dict[str, Any], include_embeddings: bool) -> dict[str, Any]:
     """An episode row as an export record (keywords as a list)."""
     out = {

@@ -8,9 +8,10 @@ bookkeeping, profile injection, the final reversal).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from cpersona.config import Settings
 from cpersona.retrieval import confidence, context, date_phrases, fusion, trace
@@ -19,7 +20,7 @@ from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
 from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
-from cpersona.storage.interface import EPISODES, MEMORIES, KeywordHits, Session, VectorQuery
+from cpersona.storage.interface import EPISODES, MEMORIES, KeywordHits, MemoryRows, Session, VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.text import comparison_key, format_ts, parse_ts
 
@@ -40,6 +41,7 @@ class RecallRequest:
     source_id: str | None = None
     trace: bool = False  # return each stage's candidates and scores (RecallOutcome.trace)
     time_cue: TimeCue | None = None  # the caller's cue (retrieval/time_cue.py), already resolved
+    include_superseded: bool = False  # superseded memories stay candidates (docs/decisions.md "Supersede")
 
 
 @dataclass
@@ -184,9 +186,17 @@ class RecallPipeline:
         cue = self._cue(request, now)
         if cue is not request.time_cue:
             request = replace(request, time_cue=cue)
+        # Superseded memories leave the candidate pool of every channel: each reads ``len(hidden)``
+        # more rows and drops them, so the pool is what it would be without them (none: unchanged).
+        hidden: frozenset[int] = (
+            frozenset()
+            if request.include_superseded
+            else frozenset(session.supersede.hidden_ids(request.scope))
+        )
         if not request.query.strip():
-            return self._most_recent(session, request)
+            return self._most_recent(session, request, hidden)
         depth = fusion.channel_depth(self.settings.recall_mode, request.limit) + len(request.exclude_contents)
+        extra = len(hidden)
         # A sure cue: only rows in the period are candidates (the vector channel searches only them).
         in_period = self._period_ids(session, request) if cue is not None and cue.filters else None
         keyword_depth = max(depth, SURE_KEYWORD_DEPTH) if in_period is not None else depth
@@ -201,12 +211,12 @@ class RecallPipeline:
             allowed = self._source_ids(session, request) if request.source_id is not None else None
             if in_period is not None:
                 allowed = sorted(in_period if allowed is None else in_period.intersection(allowed))
-            hits = [
-                (f"mem:{i}", s)
-                for i, s in search.nearest(
-                    MEMORIES, query_vector, request.scope, depth, window=window, allowed_ids=allowed
-                )
-            ]
+            if allowed is not None and hidden:
+                allowed = [i for i in allowed if i not in hidden]
+            nearest = search.nearest(
+                MEMORIES, query_vector, request.scope, depth + extra, window=window, allowed_ids=allowed
+            )
+            hits = [(f"mem:{i}", s) for i, s in nearest if i not in hidden][:depth]
             if include_episodes:
                 hits += [
                     (f"ep:{i}", s)
@@ -219,15 +229,15 @@ class RecallPipeline:
         mem_hits = KeywordHits([], "none")
         if fusion.FTS_MEMORIES in self.channels:
             mem_hits = session.keyword.memories(
-                terms, request.scope, keyword_depth, source_id=request.source_id
+                terms, request.scope, keyword_depth + extra, source_id=request.source_id
             )
-            channels[fusion.FTS_MEMORIES] = _within(mem_hits.hits, in_period, depth)
+            channels[fusion.FTS_MEMORIES] = _within(mem_hits.hits, in_period, depth, hidden)
             methods[fusion.FTS_MEMORIES] = mem_hits.method
         if fusion.FTS_WORDS in self.channels:
             word_hits = session.keyword.memories_words(
-                terms, request.scope, keyword_depth, source_id=request.source_id
+                terms, request.scope, keyword_depth + extra, source_id=request.source_id
             )
-            channels[fusion.FTS_WORDS] = _within(word_hits.hits, in_period, depth)
+            channels[fusion.FTS_WORDS] = _within(word_hits.hits, in_period, depth, hidden)
             methods[fusion.FTS_WORDS] = word_hits.method
         if include_episodes and fusion.FTS_EPISODES in self.channels:
             ep_hits = session.keyword.episodes(terms, request.scope, depth)
@@ -235,7 +245,7 @@ class RecallPipeline:
             methods[fusion.FTS_EPISODES] = ep_hits.method
 
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
-        scored = self._hydrate(session, request, fused, vector_used)
+        scored = self._hydrate(session, request, fused, vector_used, hidden)
         scored = self._penalise(session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:
             confidence.apply(scored, query_vector, session.vector_search, now, deep=request.deep)
@@ -295,9 +305,9 @@ class RecallPipeline:
         )
 
     # -- stages ---------------------------------------------------------------------
-    def _most_recent(self, session: Session, request: RecallRequest) -> RecallOutcome:
+    def _most_recent(self, session: Session, request: RecallRequest, hidden: frozenset[int]) -> RecallOutcome:
         cue = request.time_cue
-        wanted = request.limit * 2 + 50
+        wanted = request.limit * 2 + 50 + len(hidden)
         if cue is not None and cue.filters:
             # The period's newest memories (by insertion), then ordered as list_recent orders them.
             ids = sorted(self._period_ids(session, request))[-wanted:]
@@ -305,7 +315,7 @@ class RecallPipeline:
             rows = sorted(found, key=lambda r: (r["created_at"], r["id"]), reverse=True)
         else:
             rows = session.memories.list_recent(request.scope, wanted)
-        rows = [r for r in rows if self._keep(r, request)]
+        rows = [r for r in rows if r["id"] not in hidden and self._keep(r, request)]
         gate = dict(gate_off("empty query: the most recent memories, ungated"))
         return RecallOutcome(
             rows=rows[: request.limit],
@@ -380,7 +390,12 @@ class RecallPipeline:
         return True
 
     def _hydrate(
-        self, session: Session, request: RecallRequest, fused: dict[str, fusion.Fused], vector_used: bool
+        self,
+        session: Session,
+        request: RecallRequest,
+        fused: dict[str, fusion.Fused],
+        vector_used: bool,
+        hidden: frozenset[int] = frozenset(),
     ) -> list[ScoredRow]:
         mem_ids = [int(ref[4:]) for ref in fused if ref.startswith("mem:")]
         ep_ids = [int(ref[3:]) for ref in fused if ref.startswith("ep:")]
@@ -393,7 +408,12 @@ class RecallPipeline:
             kept = {ref: row for ref, row in found.items() if self._keep(row, request)}
             # Keyword-only recall returns what matched: neighbours then only lift candidates.
             policy = self.context_policy if vector_used else replace(self.context_policy, add_new=False)
-            found.update(context.spread(fused, kept, session.memories, request.scope, policy))
+            rows = (
+                session.memories
+                if not hidden
+                else cast("MemoryRows", _Unsuperseded(session.memories, hidden))
+            )
+            found.update(context.spread(fused, kept, rows, request.scope, policy))
         scored = []
         for ref, entry in fused.items():
             row = found.get(ref)
@@ -428,8 +448,29 @@ class RecallPipeline:
         return scored
 
 
-def _within(hits: list[tuple[int, float]], allowed: set[int] | None, depth: int) -> list[tuple[str, float]]:
-    """A memory channel's hits as refs; under a sure cue only those in the period, at most ``depth``."""
+def _within(
+    hits: list[tuple[int, float]], allowed: set[int] | None, depth: int, hidden: frozenset[int] = frozenset()
+) -> list[tuple[str, float]]:
+    """A memory channel's hits as refs; under a sure cue only those in the period, never a superseded
+    one (``hidden``), at most ``depth``."""
     if allowed is not None:
         hits = [h for h in hits if h[0] in allowed][:depth]
+    if hidden:
+        hits = [h for h in hits if h[0] not in hidden][:depth]
     return [(f"mem:{i}", s) for i, s in hits]
+
+
+class _Unsuperseded:
+    """The memory rows with the superseded ones absent, so the context channel steps over them
+    as it steps over another scope's rows (a neighbour is never a superseded row)."""
+
+    def __init__(self, rows: MemoryRows, hidden: frozenset[int]) -> None:
+        self.rows = rows
+        self.hidden = hidden
+
+    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, dict[str, Any]]:
+        """``get_many`` of the wrapped rows, without the hidden ids."""
+        return self.rows.get_many([i for i in ids if i not in self.hidden], scope)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rows, name)

@@ -149,6 +149,11 @@ def shape_contents(result: dict[str, Any], call: Call) -> dict[str, Any]:
     return shaping.shape_get_contents(result)
 
 
+def shape_history(result: dict[str, Any], call: Call) -> dict[str, Any]:
+    """get_history's chain like a listing: whole texts within the budget, previews after."""
+    return shaping.shape_listing(result, preview_chars=call.settings.recall_preview_chars, key="history")
+
+
 def shape_rows(result: dict[str, Any], call: Call) -> dict[str, Any]:
     """A walk's memory rows as previews, like recall's (entities pass unchanged)."""
     previews = [

@@ -140,10 +140,11 @@ def shape_get_contents(
 
 
 def shape_listing(
-    result: dict[str, Any], *, preview_chars: int, budget_chars: int = LIST_BUDGET_CHARS
+    result: dict[str, Any], *, preview_chars: int, budget_chars: int = LIST_BUDGET_CHARS, key: str = "items"
 ) -> dict[str, Any]:
-    """Bound a list_memories / list_episodes response: whole texts until the budget, previews after."""
-    items = result.get("items")
+    """Bound a list_memories / list_episodes (``key`` "history": get_history) response: whole texts
+    until the budget, previews after."""
+    items = result.get(key)
     if not isinstance(items, list):
         return result
     out: list[Any] = []
@@ -164,7 +165,7 @@ def shape_listing(
         out.append(trimmed)
         used += text_cost(trimmed)
     shaped = dict(result)
-    shaped["items"] = out
+    shaped[key] = out
     if previewed:
         shaped["content_budget_exceeded"] = True
         shaped["content_budget_chars"] = budget_chars

@@ -17,8 +17,10 @@ from cpersona.limits import (
     MAX_ROW_ID_DIGITS,
 )
 from cpersona.public import public
+from cpersona.services import supersede
 from cpersona.shapes.everyday import (
     GetContentsResult,
+    GetHistoryResult,
     GetProfileResult,
     ListEpisodesResult,
     ListMemoriesResult,
@@ -26,7 +28,7 @@ from cpersona.shapes.everyday import (
 from cpersona.shapes.rows import EpisodeRow, MemoryRow, StoredRow
 from cpersona.storage.interface import Row, Session, Store, TableRows
 from cpersona.storage.scope import Scope
-from cpersona.validation import agent_set, bounded_int, optional_str, required_str, string_list
+from cpersona.validation import agent_set, bounded_int, optional_str, required_str, row_id, string_list
 
 
 def _storable(row_id: int) -> bool:
@@ -44,7 +46,8 @@ class Reader:
     def get_contents(self, agent_id: str, refs: Sequence[str]) -> GetContentsResult:
         """Full rows for ``mem:<id>`` / ``ep:<id>`` refs, in request order: ``{ok, items, missing}``.
 
-        Unknown refs and other agents' refs are listed in ``missing`` (never revealed).
+        Unknown refs and other agents' refs are listed in ``missing`` (never revealed). A superseded
+        memory carries ``superseded_by`` and ``superseded_at``.
         The MCP layer applies the 40,000-character batch budget (``deferred``).
         """
         agent = required_str(agent_id, "agent_id")
@@ -60,6 +63,7 @@ class Reader:
         with self.storage.read() as session:
             mems = session.memories.get_many([n for _, k, n in parsed if k == "mem" and _storable(n)], scope)
             eps = session.episodes.get_many([n for _, k, n in parsed if k == "ep" and _storable(n)], scope)
+            supersede.mark_rows(session, list(mems.values()))  # a superseded row says by what
         items: list[StoredRow] = []
         missing: list[str] = []
         for ref, kind, number in parsed:
@@ -69,6 +73,26 @@ class Reader:
             else:
                 items.append(cast("StoredRow", row))  # storage rows are untyped dicts of this shape
         return {"ok": True, "items": items, "missing": missing}
+
+    @public
+    def get_history(
+        self,
+        memory_id: int | str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
+    ) -> GetHistoryResult:
+        """The supersede chain ``memory_id`` belongs to: every memory of it, oldest to newest, each
+        superseded one with ``superseded_by`` and ``superseded_at``; ``current`` names the newest.
+
+        A memory nothing superseded and that supersedes nothing is a chain of one. Another agent's
+        row (or one outside ``allowed_agents``) answers not found.
+        """
+        rid = row_id(memory_id, "memory_id", "mem")
+        agent = optional_str(agent_id, "agent_id")
+        allowed = agent_set(allowed_agents)
+        with self.storage.read() as session:
+            return supersede.history(session, rid, agent, allowed)
 
     @public
     def get_profile(self, agent_id: str, *, project_id: str = "", user_id: str = "") -> GetProfileResult:

@@ -23,6 +23,7 @@ from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
 from cpersona.retrieval.gate import gate_off
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
+from cpersona.services import supersede
 from cpersona.shapes.everyday import (
     MergedItem,
     RecallGate,
@@ -71,6 +72,7 @@ class Recaller:
         record: bool = True,
         trace: bool = False,
         time_cue: dict[str, Any] | None = None,
+        include_superseded: bool = False,
     ) -> RecallResult:
         """Hybrid recall; ``results`` ordered worst → best (the last element is the best match).
 
@@ -86,6 +88,9 @@ class Recaller:
         rows near it and never hide the plain ranking's best row (docs/retrieval.md "Time cues").
         Without one, an unambiguous date phrase in the query acts as a ``likely`` cue
         (``CPERSONA_QUERY_DATES``). The cue that acted is echoed as ``time_cue``.
+
+        Superseded memories are no candidates unless ``include_superseded``; then each one returned
+        says ``superseded_by`` (its successor's ref) and ``superseded_at``.
         """
         request = RecallRequest(
             scope=Scope(
@@ -102,6 +107,7 @@ class Recaller:
             source_id=optional_str(source_id, "source_id"),
             trace=boolean(trace, "trace"),
             time_cue=time_cues.parse(time_cue, utc_now()),
+            include_superseded=boolean(include_superseded, "include_superseded"),
         )
         mode = self.settings.recall_mode
         wants_vector = request.limit > 0 and bool(request.query.strip())
@@ -129,6 +135,8 @@ class Recaller:
             if len(rows) < request.limit and not filtered:
                 rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
             notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
+            if request.include_superseded:
+                supersede.mark_rows(session, rows)
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
         storage_note: str | None = None
         # Bookkeeping is a write too (docs/tools.md#pause_persistence).
@@ -194,6 +202,7 @@ class Recaller:
         project_id: str | None = None,
         record: bool = True,
         time_cue: dict[str, Any] | None = None,
+        include_superseded: bool = False,
     ) -> RecallWithContextResult:
         """Recall merged with conversation entries, deduplicated, in chronological order.
 
@@ -211,6 +220,7 @@ class Recaller:
             exclude_contents=[e["content"] for e in entries if e["content"].strip()],
             record=record,
             time_cue=time_cue,
+            include_superseded=include_superseded,
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
         items = cast("list[MergedItem]", merged["items"])  # recalled rows tagged with origin, and entries

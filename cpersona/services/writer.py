@@ -18,6 +18,7 @@ from cpersona.health import persistence
 from cpersona.health.state import HINT, HealthState
 from cpersona.limits import MAX_KEYWORD_CHARS
 from cpersona.public import public
+from cpersona.services import supersede
 from cpersona.services.links import Association, declare_in, parse_associations
 from cpersona.shapes.everyday import (
     ArchiveEpisodeResult,
@@ -137,13 +138,19 @@ class Writer:
         project_id: str | None = None,
         associations: list[dict[str, Any]] | None = None,
         readable_agents: frozenset[str] | None = None,
+        supersedes: Sequence[str | int] | None = None,
     ) -> StoreResult:
         """Store one memory. Returns ``result`` stored | skipped; raises ``Rejected`` for unusable input.
 
         ``associations`` declares links from the new memory in the same transaction
         (cpersona.services.links): a target memory that is unknown or outside ``readable_agents``
         (None: every agent) refuses the whole store (NotFound); a duplicate is skipped, links included.
+
+        ``supersedes`` (memory refs of the same agent) marks those rows superseded by the new one, in
+        the same transaction (docs/decisions.md "Supersede, keep history"); a refused link writes
+        nothing. A skipped duplicate links nothing (``update_memory`` links an existing row).
         """
+        older = supersede.parse_refs(supersedes)
         links: list[Association] = []
         try:
             new, truncated, cleaned = self._validated_memory(
@@ -157,6 +164,8 @@ class Writer:
         if persistence.is_paused():
             return persistence.PROCESS.store_skipped()
 
+        if older:  # refuse a bad link before the embedding is paid for (checked again when written)
+            supersede.check_links(self.storage.session(), None, new.agent_id, older, None)
         duplicate = self.storage.session().memories.find_duplicate(new)
         if duplicate is not None:
             return _skipped(*duplicate)
@@ -169,7 +178,10 @@ class Writer:
                 duplicate = session.memories.find_duplicate(new)
                 if duplicate is not None:
                     return _skipped(*duplicate)
+                marked = supersede.check_links(session, None, new.agent_id, older, None) if older else []
                 new_id = session.memories.insert(new)
+                if marked:
+                    session.supersede.mark(marked, new_id, new.created_at)
                 declared = self._declare(session, new_id, links, readable_agents)
                 self._queue_if_unembedded(session, MEMORIES, new_id, blob is not None)
         except DuplicateRow:  # another process won the race past our probe
@@ -186,6 +198,8 @@ class Writer:
             "ref": f"mem:{new_id}",
             "embedded": blob is not None,
         }
+        if older:
+            result["supersedes"] = [f"mem:{i}" for i in older]
         if truncated:
             result["truncated"] = True
             result["original_length"] = len(cleaned)
@@ -266,41 +280,52 @@ class Writer:
     def update_memory(
         self,
         memory_id: int | str,
-        content: str,
+        content: str | None = None,
         *,
         agent_id: str | None = None,
         allowed_agents: Collection[str] | None = None,
+        supersedes: Sequence[str | int] | None = None,
     ) -> UpdateMemoryResult:
         """Replace a memory's content and re-embed it; refused when locked or not owned.
 
         A row outside ``agent_id`` or ``allowed_agents`` (ACL grants) answers not found.
+        ``supersedes`` marks those memories (of the same agent) superseded by this one; with it,
+        ``content`` may be omitted (the text stays, only the links are written).
         """
         persistence.check_writable("update_memory")
         rid = row_id(memory_id, "memory_id", "mem")
         agent = optional_str(agent_id, "agent_id")
         allowed = agent_set(allowed_agents)
-        if not isinstance(content, str):
-            raise InvalidInput("content must be a string")
-        text, truncated = cap_text(clean_text(content).strip(), self.settings.max_content_length)
-        if not text:
-            raise InvalidInput("content is empty")
-        _owned_memory(self.storage.session(), rid, agent, allowed, for_change=True)
-        blob, model_id, dim = self._embed_document(text)
+        older = supersede.parse_refs(supersedes)
+        text: str | None = None
+        truncated = False
+        if content is not None or not older:
+            if not isinstance(content, str):
+                raise InvalidInput("content must be a string")
+            text, truncated = cap_text(clean_text(content).strip(), self.settings.max_content_length)
+            if not text:
+                raise InvalidInput("content is empty")
+        row = _owned_memory(self.storage.session(), rid, agent, allowed, for_change=True)
+        if older:
+            supersede.check_links(self.storage.session(), rid, row["agent_id"], older, allowed)
+        blob, model_id, dim = self._embed_document(text) if text is not None else (None, None, None)
         try:
             with self.storage.write() as session:
-                _owned_memory(session, rid, agent, allowed, for_change=True)
-                session.memories.update_content(rid, text)
-                if blob is not None:
-                    session.memories.set_embedding(rid, blob, model_id, dim)
-                self._queue_if_unembedded(session, MEMORIES, rid, blob is not None)
+                row = _owned_memory(session, rid, agent, allowed, for_change=True)
+                marked = supersede.check_links(session, rid, row["agent_id"], older, allowed) if older else []
+                if text is not None:
+                    session.memories.update_content(rid, text)
+                    if blob is not None:
+                        session.memories.set_embedding(rid, blob, model_id, dim)
+                    self._queue_if_unembedded(session, MEMORIES, rid, blob is not None)
+                if marked:
+                    session.supersede.mark(marked, rid, format_ts(utc_now()))
         except DuplicateRow as exc:
             raise InvalidInput("another memory in the same scope already has this content") from exc
-        result: UpdateMemoryResult = {
-            "ok": True,
-            "id": rid,
-            "ref": f"mem:{rid}",
-            "embedded": blob is not None,
-        }
+        embedded = blob is not None if text is not None else bool(row["embedded"])
+        result: UpdateMemoryResult = {"ok": True, "id": rid, "ref": f"mem:{rid}", "embedded": embedded}
+        if older:
+            result["supersedes"] = [f"mem:{i}" for i in older]
         if truncated:
             result["truncated"] = True
         return result

@@ -30,6 +30,7 @@ from cpersona.shapes.everyday import (  # noqa: F401 - re-exported: the public n
     DeleteAgentDataResult,
     DeleteResult,
     GetContentsResult,
+    GetHistoryResult,
     GetProfileResult,
     ListEpisodesResult,
     ListMemoriesResult,

@@ -24,6 +24,7 @@ class StoreStored(TypedDict):
     associations: NotRequired[
         Annotated[list[AssociationOutcome], "With associations: one outcome per link declared with the row."]
     ]
+    supersedes: NotRequired[Annotated[list[str], "The memories the new one superseded (with supersedes)."]]
 
 
 class StoreSkipped(TypedDict):
@@ -266,6 +267,20 @@ class GetContentsResult(TypedDict):
     missing: Annotated[list[str], "Refs that do not exist or belong to another agent."]
 
 
+class GetHistoryResult(TypedDict):
+    """get_history: the supersede chain a memory belongs to, oldest to newest."""
+
+    ok: Annotated[Literal[True], "Success."]
+    ref: Annotated[str, "The memory asked about."]
+    current: Annotated[str, "'mem:<id>' of the chain's current (unsuperseded) memory."]
+    history: Annotated[
+        list[MemoryRow],
+        "Every memory of the chain, oldest to newest (a row before the one that superseded it); "
+        "each superseded one with superseded_by and superseded_at, the current one last.",
+    ]
+    count: Annotated[int, "len(history)."]
+
+
 # -- writes ----------------------------------------------------------------------------------------------
 
 
@@ -287,8 +302,9 @@ class UpdateMemoryResult(TypedDict):
     ok: Success
     id: Annotated[int, "The memory's id."]
     ref: Annotated[str, "'mem:<id>'."]
-    embedded: Annotated[bool, "The new text was embedded now."]
+    embedded: Annotated[bool, "The new text was embedded now (without content: the row has a vector)."]
     truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+    supersedes: NotRequired[Annotated[list[str], "The memories this one now supersedes (with supersedes)."]]
 
 
 class GetProfileResult(TypedDict):

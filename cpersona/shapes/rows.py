@@ -76,7 +76,20 @@ class MemoryRow(TypedDict):
     embedded: RowEmbedded
     embedding_model: RowEmbeddingModel
     match_reason: NotRequired[Annotated[MatchReason, "On rows recall scored."]]
-    gate_fallback: NotRequired[GateFallback]
+    gate_fallback: NotRequired[
+        Annotated[
+            Literal[True],
+            "Below the gate, returned as a lexical match because "
+            "every row was below it (only with confidence scoring on).",
+        ]
+    ]
+    superseded_by: NotRequired[
+        Annotated[
+            str,
+            "'mem:<id>' of the memory that superseded this one (recall include_superseded, get_history, get_contents).",
+        ]
+    ]
+    superseded_at: NotRequired[Annotated[str, "When it was superseded (UTC ISO-8601), with superseded_by."]]
 
 
 class EpisodeRow(TypedDict):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cpersona.storage.maintenance_interface import HealthQueries, HealthRepairs, MaintenanceRows
 from cpersona.storage.scope import Scope
+from cpersona.storage.supersede_interface import SupersedeLinks
 
 if TYPE_CHECKING:  # annotations only: numpy stays out of the MCP handshake's imports (lazy start-up)
     import numpy as np
@@ -436,6 +437,11 @@ class PortabilityRows(Protocol):
         """Declare (from_id, relation, to_id, entity, entity_key) links in one transaction; True = new."""
         ...
 
+    def link_superseded(self, pairs: Sequence[tuple[NewMemory, NewMemory, str]]) -> tuple[int, int]:
+        """Write an import's supersede links, rows named by their dedup keys, in one transaction;
+        returns (linked, skipped) (``supersede_interface.apply_imported_links``)."""
+        ...
+
 
 @dataclass(frozen=True)
 class LinkRow:
@@ -516,6 +522,9 @@ class Session(Protocol):
 
     @property
     def links(self) -> LinkRows: ...
+
+    @property
+    def supersede(self) -> SupersedeLinks: ...
 
 
 #: One agent's calibration state (layout in docs/retrieval.md), and a change applied to a fresh copy of it.

@@ -247,3 +247,31 @@ def test_stdio_with_an_acl_still_serves_every_agent(tmp_path: Path) -> None:
     add_client(acl, "someone", {"agent-a": Level.READ})
     with mcp_session(stdio_target(full_env(server_env(tmp_path, CPERSONA_ACL_FILE=str(acl))))) as session:
         assert session.call("store", {"agent_id": "agent-b", "message": {"content": "stdio writes"}})["ok"]
+
+
+def test_supersede_never_reaches_an_ungranted_agent(acl_server: AclServer) -> None:
+    a_ref, b_ref = acl_server.seeded["a"]["ref"], acl_server.seeded["b"]["ref"]
+    with acl_server.session("writer") as writer:
+        before = writer.call("list_memories", {"agent_id": "agent-a"})["total"]
+        hidden = writer.call(
+            "store",
+            {
+                "agent_id": "agent-a",
+                "message": {"content": "writer replaces bravo's plan"},
+                "supersedes": [b_ref],
+            },
+        )
+        assert hidden["ok"] is False and hidden["error_code"] == "not_found", hidden
+        linked = writer.call("update_memory", {"memory_id": a_ref, "supersedes": [b_ref]})
+        assert linked["ok"] is False and linked["error_code"] == "not_found", linked
+        assert writer.call("list_memories", {"agent_id": "agent-a"})["total"] == before
+        assert writer.call("get_history", {"memory_id": a_ref})["current"] == a_ref
+        assert writer.call("get_history", {"memory_id": b_ref})["error_code"] == "not_found"
+    with acl_server.session("reader") as reader:
+        assert reader.call("get_history", {"memory_id": a_ref})["count"] == 1
+        assert reader.call("get_history", {"memory_id": b_ref})["error_code"] == "not_found"
+        assert forbidden(reader.call("get_history", {"memory_id": b_ref, "agent_id": "agent-b"}))
+        refused = reader.call("update_memory", {"memory_id": a_ref, "supersedes": [a_ref]})
+        assert forbidden(refused) or refused["error_code"] == "not_found", refused
+    with acl_server.session("admin") as admin:
+        assert admin.call("get_history", {"memory_id": b_ref})["current"] == b_ref  # untouched

@@ -53,6 +53,16 @@ def test_every_tool_answers_what_its_output_schema_says(
             ("recall_with_context", {"agent_id": agent, "query": "deploy", "external_context": []}),
             ("get_contents", {"agent_id": agent, "refs": [stored["ref"], episode["ref"], "mem:999999"]}),
             (
+                "store",
+                {
+                    "agent_id": agent,
+                    "message": {"content": "Kestrel deploys on Mondays"},
+                    "supersedes": [stored["ref"]],
+                },
+            ),
+            ("recall", {"agent_id": agent, "query": "kestrel deploy", "include_superseded": True}),
+            ("get_history", {"memory_id": stored["ref"], "agent_id": agent}),
+            (
                 "update_memory",
                 {"memory_id": other["id"], "content": "Vault key rotates weekly", "agent_id": agent},
             ),

@@ -18,6 +18,7 @@ from cpersona.health.checks import check_names
 from cpersona.health.deep_checks import deep_check_names
 from cpersona.limits import (
     LIST_LIMIT_MAX,
+    MAX_LIST_ITEMS,
     MAX_ROW_ID,
     MAX_ROW_ID_DIGITS,
     RECALL_LIMIT_DEFAULT,
@@ -164,6 +165,27 @@ def row_target(kind: str, prefix: str) -> dict[str, Any]:
         {f"{kind}_id": row_id_schema(kind, prefix), "agent_id": AGENT_ID_OPTIONAL_OWNER},
         required=[f"{kind}_id"],
     )
+
+
+def supersedes_schema() -> dict[str, Any]:
+    """``supersedes``: memory refs of the same agent that the memory replaces (history kept)."""
+    return {
+        "type": "array",
+        "items": row_id_schema("memory", "mem"),
+        "maxItems": MAX_LIST_ITEMS,
+        "description": (
+            "Memories of the same agent this one replaces, e.g. ['mem:12']. They stay stored, marked "
+            "superseded by this one (get_history shows the chain) and are left out of recall unless "
+            "include_superseded is true. Refused, writing nothing, when a ref is unknown or another "
+            "agent's (not_found), locked (locked), already superseded, this memory itself, or would "
+            f"make a cycle (supersede_refused). At most {MAX_LIST_ITEMS}."
+        ),
+    }
+
+
+INCLUDE_SUPERSEDED = bool_schema(
+    "Also return memories that a newer memory superseded; each says superseded_by and superseded_at."
+)
 
 
 def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:

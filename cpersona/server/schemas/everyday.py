@@ -20,6 +20,7 @@ from cpersona.server.schemas.common import (
     AGENT_ID,
     AGENT_ID_OPTIONAL_OWNER,
     CHANNEL_WRITE,
+    INCLUDE_SUPERSEDED,
     KEEPS,
     METADATA_SCHEMA,
     OVERWRITES,
@@ -40,6 +41,7 @@ from cpersona.server.schemas.common import (
     row_id_schema,
     row_target,
     string_schema,
+    supersedes_schema,
     thousands,
 )
 from cpersona.server.schemas.links import ASSOCIATIONS
@@ -76,7 +78,10 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "computed now (false means keyword search only until the background back-fill runs). "
                 "'associations' declares typed links from the new memory in the same write (see "
                 "declare_associations); the response lists each link's result; a duplicate is skipped with "
-                "its links."
+                "its links. "
+                "supersedes: ['mem:12'] says the new memory replaces older ones of yours: they stay, marked "
+                "superseded (get_history shows the chain), and recall leaves them out; the reply lists them "
+                "in 'supersedes'. A skipped duplicate links nothing (update_memory with supersedes does)."
             ),
             input_schema=object_schema(
                 {
@@ -100,6 +105,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "channel": CHANNEL_WRITE,
                     "project_id": PROJECT_ID_WRITE,
                     "associations": ASSOCIATIONS,
+                    "supersedes": supersedes_schema(),
                 },
                 required=["agent_id", "message"],
             ),
@@ -154,6 +160,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                         "penalties, gate), at most 30 rows per stage, for debugging a ranking."
                     ),
                     "time_cue": TIME_CUE,
+                    "include_superseded": INCLUDE_SUPERSEDED,
                 },
                 required=["agent_id"],
             ),
@@ -196,6 +203,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                         },
                     },
                     "time_cue": TIME_CUE,
+                    "include_superseded": INCLUDE_SUPERSEDED,
                 },
                 required=["agent_id", "query", "external_context"],
             ),
@@ -228,6 +236,26 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     },
                 },
                 required=["agent_id", "refs"],
+            ),
+            hints=READS,
+        ),
+        ToolSpec(
+            name="get_history",
+            results=(shapes.GetHistoryResult,),
+            access=LIST_ROWS,  # by row id: an omitted agent_id narrows to the granted agents
+            call=api("get_history", shape=calls.shape_history),
+            title="Get a memory's history",
+            summary="a memory's supersede chain, oldest to newest, with what replaced what and when",
+            description=(
+                "The supersede chain a memory belongs to (store / update_memory with supersedes): every "
+                "memory of it, oldest to newest, whole rows; each superseded one carries superseded_by "
+                "(the ref of the memory that replaced it) and superseded_at. 'current' names the memory "
+                "in force (the last one). A memory nothing superseded is a chain of one. Another agent's "
+                "memory answers not_found."
+            ),
+            input_schema=object_schema(
+                {"memory_id": row_id_schema("memory", "mem"), "agent_id": AGENT_ID_OPTIONAL_OWNER},
+                required=["memory_id"],
             ),
             hints=READS,
         ),
@@ -275,15 +303,20 @@ def tools(settings: Settings) -> list[ToolSpec]:
             summary="replace a memory's content (re-embedded); refused when locked or not owned",
             description=(
                 "Replace the content of one of your memories (it is re-embedded). Refused when the memory is "
-                "locked (unlock_memory first) or is not yours. Returns {ok, id, ref, embedded}."
+                "locked (unlock_memory first) or is not yours. Returns {ok, id, ref, embedded}. With "
+                "supersedes, also marks those memories superseded by this one (then content may be omitted: "
+                "only the links are written) and the reply lists them in 'supersedes'."
             ),
             input_schema=object_schema(
                 {
                     "memory_id": row_id_schema("memory", "mem"),
-                    "content": string_schema("The new text (replaces the old one entirely)."),
+                    "content": string_schema(
+                        "The new text (replaces the old one entirely); required unless supersedes is given."
+                    ),
                     "agent_id": AGENT_ID_OPTIONAL_OWNER,
+                    "supersedes": supersedes_schema(),
                 },
-                required=["memory_id", "content"],
+                required=["memory_id"],
             ),
             hints=OVERWRITES,
         ),

@@ -23,7 +23,9 @@ from cpersona.storage.link_carry import carry_links, links_of
 from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver, stepped
 from cpersona.storage.postgres.links import PgLinks
 from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.postgres.tasks import PgTasks
+from cpersona.storage.supersede_interface import apply_imported_links
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
@@ -137,18 +139,18 @@ def _place(
     rid: int,
     target: str,
     mode: str,
-    duplicate: bool,
+    duplicate: int | None,
     has_vector: bool,
     queued_at: str | None,
     result: dict[str, int],
 ) -> int | None:
     """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it.
 
-    Returns the id of the row it became (a copy's new id, a move's same id; None when skipped).
+    Returns the id the row has in ``target`` now (None: a duplicate that appeared since the probe).
     """
-    if duplicate:
+    if duplicate is not None:
         _skip(ex, table, rid, mode, result)
-        return None
+        return duplicate
     if mode == MOVE:
         try:
             with ex.savepoint():
@@ -179,7 +181,15 @@ def _merge_memories(
     result = _result(mode)
     source_ids = _ids(ex, "memories", source)
     links = links_of(PgLinks(ex), source_ids)  # read before a move's deletes take them
-    placed: dict[int, int] = {}
+    # The source's supersede links, to write again between the rows' places in the target.
+    supersedes = [
+        (int(r["id"]), int(r["superseded_by"]), str(r["superseded_at"]))
+        for r in ex.all(
+            "SELECT id, superseded_by, superseded_at FROM memories WHERE agent_id = %s AND superseded_by IS NOT NULL",
+            (source,),
+        )
+    ]
+    placed: dict[int, int | None] = {}
     for rid in stepped(source_ids, step):
         row = ex.one(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL AS has_vector FROM memories "
@@ -203,12 +213,22 @@ def _merge_memories(
         if dup is not None and mode == MOVE and row["locked"]:
             ex.run("UPDATE memories SET locked = TRUE WHERE id = %s", (dup,))  # the lock survives the move
         became = _place(
-            ex, "memories", rid, target, mode, dup is not None, bool(row["has_vector"]), queued_at, result
+            ex,
+            "memories",
+            rid,
+            target,
+            mode,
+            None if dup is None else int(dup),
+            bool(row["has_vector"]),
+            queued_at,
+            result,
         )
-        became = int(dup) if dup is not None else became
-        if became is not None and became != rid:
-            placed[rid] = became
-    carry_links(PgLinks(ex), links, placed, mode)
+        placed[rid] = became
+    # Declared links follow the rows whose id changed; supersede links are rewritten between places.
+    moved = {r: b for r, b in placed.items() if b is not None and b != r}
+    carry_links(PgLinks(ex), links, moved, mode)
+    if supersedes:
+        apply_imported_links(lambda rid: placed.get(rid), PgSupersedeLinks(ex), supersedes)
     return result
 
 
@@ -226,7 +246,17 @@ def _merge_episodes(
             "SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s AND summary = %s LIMIT 1",
             (target, row["project_id"], row["channel"], row["summary"]),
         )
-        _place(ex, "episodes", rid, target, mode, dup is not None, bool(row["has_vector"]), queued_at, result)
+        _place(
+            ex,
+            "episodes",
+            rid,
+            target,
+            mode,
+            None if dup is None else int(dup),
+            bool(row["has_vector"]),
+            queued_at,
+            result,
+        )
     return result
 
 

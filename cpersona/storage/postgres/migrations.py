@@ -148,6 +148,25 @@ _V4 = ";\n".join(
 )
 
 
+# Supersede with history (issue 22 point 2; SQLite migration 4 does the same): the older row keeps its
+# data and gets the id of the row that replaced it and when. Deleting the newer row splices the chain
+# (the rows it superseded point at its successor, or become current again), for every delete path.
+_V5 = """
+ALTER TABLE memories ADD COLUMN superseded_by BIGINT;
+ALTER TABLE memories ADD COLUMN superseded_at TEXT;
+CREATE INDEX memories_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE FUNCTION cpersona_supersede_splice() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE memories SET superseded_by = OLD.superseded_by,
+        superseded_at = CASE WHEN OLD.superseded_by IS NULL THEN NULL ELSE superseded_at END
+    WHERE superseded_by = OLD.id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER memories_supersede_splice AFTER DELETE ON memories
+    FOR EACH ROW EXECUTE FUNCTION cpersona_supersede_splice()
+"""
+
 # Declared associations (issue 22; docs/decisions.md#declared-associations), as SQLite's version 5: a
 # link from one memory to another (to_id) or to a named entity of the source memory's agent. The foreign
 # keys take a deleted memory's links with it, both directions, whoever deletes it.
@@ -225,6 +244,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "calibration state per agent in the database (shared by every server)", _script(_V3)),
     Migration(
         4, "keyword postings and rows per scope kept by triggers; room for in-place updates", _script(_V4)
+    ),
+    Migration(
+        5, "supersede links: superseded_by / superseded_at, spliced when the newer row goes", _script(_V5)
     ),
     Migration(6, "declared associations: memory_links, read by source and by target", _script(_V6)),
 )

@@ -33,7 +33,9 @@ from cpersona.storage.postgres.memories import find_memory
 from cpersona.storage.postgres.migrations import current_version
 from cpersona.storage.postgres.profiles import profile_updated_at, upsert_profile
 from cpersona.storage.postgres.sql import POSTGRES, Executor
+from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.sql_text import agent_filter, exported_links
+from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links
 from cpersona.text import format_ts, utc_now
 
 _MEMORY_EXPORT = (
@@ -73,6 +75,12 @@ class PgPortabilityRows:
             yield "counts", counts
             vec = ", embedding" if include_vectors else ""
             queries = (
+                # Supersede links first, so an import knows which rows it must find again (by dedup key).
+                (
+                    SUPERSEDE_RECORD,
+                    "SELECT id AS older, superseded_by AS newer, superseded_at AS at FROM memories "
+                    f"WHERE superseded_by IS NOT NULL AND {where} ORDER BY id",
+                ),
                 ("memory", f"SELECT {_MEMORY_EXPORT}{vec} FROM memories WHERE {where} ORDER BY id"),
                 ("episode", f"SELECT {_EPISODE_EXPORT}{vec} FROM episodes WHERE {where} ORDER BY id"),
                 (
@@ -131,6 +139,16 @@ class PgPortabilityRows:
         with self.transaction(False) as ex:
             repo = PgLinks(ex)
             return [repo.add(f, rel, to, entity, key, when) for f, rel, to, entity, key in links]
+
+    def link_superseded(self, pairs: Sequence[tuple[NewMemory, NewMemory, str]]) -> tuple[int, int]:
+        """An import's supersede links, in one transaction: (linked, skipped)."""
+        with self.transaction(False) as ex:
+
+            def find(row: NewMemory) -> int | None:
+                found = find_memory(ex, row)
+                return None if found is None else found[0]
+
+            return apply_imported_links(find, PgSupersedeLinks(ex), pairs)
 
     def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
         """What ``write_batch`` would do, writing nothing (dry run)."""

@@ -34,6 +34,7 @@ from cpersona.storage.postgres.portability import PgPortabilityRows
 from cpersona.storage.postgres.profiles import PgProfiles
 from cpersona.storage.postgres.repair import PgRepairs
 from cpersona.storage.postgres.sql import Executor, register_vector
+from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.postgres.tasks import PgTasks
 from cpersona.storage.postgres.vector_search import (
     VECTOR_INDEX_KINDS,
@@ -88,6 +89,7 @@ class PgSession:
         "health",
         "repair",
         "links",
+        "supersede",
     )
 
     def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
@@ -104,6 +106,7 @@ class PgSession:
         self.health = PgHealth(ex)
         self.links = PgLinks(ex)
         self.repair = PgRepairs(ex)
+        self.supersede = PgSupersedeLinks(ex)
 
 
 class PgStore:

@@ -24,7 +24,9 @@ from cpersona.storage.link_carry import carry_links, links_of
 from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.links import SqliteLinks
+from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
+from cpersona.storage.supersede_interface import apply_imported_links
 
 _MEMORY_COPY_COLUMNS = (
     "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
@@ -86,21 +88,21 @@ def _place(
     rid: int,
     target: str,
     mode: str,
-    duplicate: bool,
+    duplicate: int | None,
     has_vector: bool,
     queued_at: str | None,
     result: dict[str, int],
-) -> int | None:
+) -> int:
     """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it.
 
-    Returns the id of the row it became (a copy's new id, a move's same id; None when skipped).
+    Returns the id the row has in ``target`` now (the duplicate's, the moved row's, or the copy's).
     """
-    if duplicate:
+    if duplicate is not None:
         result["skipped"] += 1
         if mode == MOVE:
             conn.execute(f"DELETE FROM {table} WHERE id = ?", (rid,))
             SqliteTasks(conn).remove_for_target(table, rid)
-        return None
+        return duplicate
     if mode == MOVE:
         conn.execute(f"UPDATE {table} SET agent_id = ? WHERE id = ?", (target, rid))
         result["moved"] += 1
@@ -127,6 +129,14 @@ def _merge_memories(
     result = _result(mode)
     source_ids = _ids(conn, "memories", source)
     links = links_of(SqliteLinks(conn), source_ids)  # read before a move's deletes take them
+    # The source's supersede links, to write again between the rows' places in the target.
+    supersedes = [
+        (int(r[0]), int(r[1]), str(r[2]))
+        for r in conn.execute(
+            "SELECT id, superseded_by, superseded_at FROM memories WHERE agent_id = ? AND superseded_by IS NOT NULL",
+            (source,),
+        )
+    ]
     placed: dict[int, int] = {}
     for rid in stepped(source_ids, step):
         row = conn.execute(
@@ -156,15 +166,16 @@ def _merge_memories(
             rid,
             target,
             mode,
-            dup is not None,
+            None if dup is None else int(dup[0]),
             has_vector,
             queued_at,
             result,
         )
-        became = int(dup[0]) if dup is not None else became
-        if became is not None and became != rid:
-            placed[rid] = became
-    carry_links(SqliteLinks(conn), links, placed, mode)
+        placed[rid] = became
+    # Declared links follow the rows whose id changed; supersede links are rewritten between places.
+    carry_links(SqliteLinks(conn), links, {r: b for r, b in placed.items() if b != r}, mode)
+    if supersedes:
+        apply_imported_links(placed.get, SqliteSupersedeLinks(conn), supersedes)
     return result
 
 
@@ -192,7 +203,7 @@ def _merge_episodes(
             rid,
             target,
             mode,
-            dup is not None,
+            None if dup is None else int(dup[0]),
             has_vector,
             queued_at,
             result,

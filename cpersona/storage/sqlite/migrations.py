@@ -192,6 +192,21 @@ INSERT INTO memories_words(memories_words) VALUES ('rebuild');
 """
 
 
+# Version 4: supersede with history (issue 22 point 2, docs/decisions.md "Supersede"). An older
+# memory keeps its row and gets the id of the memory that replaced it and when; recall leaves it
+# out by default, get_history walks the chain. Deleting the newer row splices the chain: the
+# rows it superseded point at its own successor, or become current again when it had none.
+_V4 = """
+ALTER TABLE memories ADD COLUMN superseded_by INTEGER;
+ALTER TABLE memories ADD COLUMN superseded_at TEXT;
+CREATE INDEX memories_superseded ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE TRIGGER memories_supersede_splice AFTER DELETE ON memories BEGIN
+    UPDATE memories SET superseded_by = old.superseded_by,
+        superseded_at = CASE WHEN old.superseded_by IS NULL THEN NULL ELSE superseded_at END
+    WHERE superseded_by = old.id;
+END;
+"""
+
 # Version 5: associations the agent declares (issue 22; docs/decisions.md#declared-associations). A link
 # goes from one memory to another memory (to_id) or to a named entity of the source memory's agent
 # (entity as given, entity_key its casefolded form for matching). The unique indexes start with the
@@ -257,11 +272,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue, trigram FTS with triggers", _script(_V1)),
     Migration(2, "word-level FTS over memories (porter unicode61), back-filled", _script(_V2)),
     Migration(3, "vector change log: incremental vector index updates", _script(_V3)),
+    Migration(
+        4, "supersede links: superseded_by / superseded_at, spliced when the newer row goes", _script(_V4)
+    ),
     Migration(5, "declared associations: memory_links, read by source and by target", _script(_V5)),
 )
 
 # The DDL of every migration, oldest first: health checks take the newest definition of each index/trigger.
-SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V5)
+SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -36,7 +36,9 @@ from cpersona.storage.sqlite.memories import SqliteMemories, insert_memory
 from cpersona.storage.sqlite.migrations import current_version
 from cpersona.storage.sqlite.profiles import profile_updated_at, upsert_profile
 from cpersona.storage.sqlite.sql import SQLITE
+from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
+from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links
 from cpersona.text import format_ts, utc_now
 
 #: Rows fetched per round trip while streaming an export.
@@ -79,6 +81,15 @@ class SqlitePortabilityRows:
             counts["schema_version"] = current_version(conn)
             yield "counts", counts
             vec = ", embedding" if include_vectors else ""
+            # Supersede links first, so an import knows which rows it must find again (by dedup key).
+            yield from _chunked(
+                conn,
+                SUPERSEDE_RECORD,
+                f"SELECT id AS older, superseded_by AS newer, superseded_at AS at FROM memories "
+                f"INDEXED BY memories_superseded WHERE superseded_by IS NOT NULL AND {where} ORDER BY id",
+                params,
+                chunk,
+            )
             yield from _chunked(
                 conn,
                 "memory",
@@ -146,6 +157,17 @@ class SqlitePortabilityRows:
         with self.db.write() as conn:
             repo = SqliteLinks(conn)
             return [repo.add(f, rel, to, entity, key, when) for f, rel, to, entity, key in links]
+
+    def link_superseded(self, pairs: Sequence[tuple[NewMemory, NewMemory, str]]) -> tuple[int, int]:
+        """An import's supersede links, in one transaction: (linked, skipped)."""
+        with self.db.write() as conn:
+            memories = SqliteMemories(conn)
+
+            def find(row: NewMemory) -> int | None:
+                found = memories.find_duplicate(row)
+                return None if found is None else found[0]
+
+            return apply_imported_links(find, SqliteSupersedeLinks(conn), pairs)
 
     def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
         """What ``write_batch`` would do against the current database, writing nothing (dry run)."""

@@ -20,6 +20,7 @@ from cpersona.storage.sqlite.migrations import migrate
 from cpersona.storage.sqlite.portability import SqlitePortabilityRows
 from cpersona.storage.sqlite.profiles import SqliteProfiles
 from cpersona.storage.sqlite.readonly import ReadOnlyDatabase
+from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndexes
@@ -42,6 +43,7 @@ class SqliteSession:
         "health",
         "repair",
         "links",
+        "supersede",
     )
 
     def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:
@@ -58,6 +60,7 @@ class SqliteSession:
         self.health = SqliteHealth(conn)
         self.links = SqliteLinks(conn)
         self.repair = SqliteRepairs(conn)
+        self.supersede = SqliteSupersedeLinks(conn)
 
 
 class SqliteStore:

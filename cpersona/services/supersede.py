@@ -1,0 +1,166 @@
+"""Supersede with history (issue 22 point 2): the rules for linking a newer memory to older ones,
+the chain ``get_history`` returns, and the marks recall adds with ``include_superseded``.
+
+The rules (docs/decisions.md "Supersede, keep history"): a memory supersedes only memories of its
+own agent (another agent's row, or an ungranted one, answers ``not_found``, as every by-id tool
+does); a locked row cannot be marked superseded (``locked``: hiding a fact from recall changes it);
+a row cannot supersede itself or a row down its own chain, and a row already superseded by
+another memory is refused (``supersede_refused``: supersede the current one instead). Every check
+runs inside the write transaction that writes the link, so a refusal writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any, cast
+
+from cpersona.errors import InvalidInput, LockedRow, NotFound, SupersedeRefused
+from cpersona.limits import MAX_LIST_ITEMS
+from cpersona.shapes.everyday import GetHistoryResult
+from cpersona.shapes.rows import MemoryRow
+from cpersona.storage.interface import Row, Session
+from cpersona.storage.supersede_interface import Link
+from cpersona.validation import row_id
+
+#: At most this many rows walked by one history (a chain is the agent's own declarations).
+MAX_HISTORY_ROWS = 1000
+
+
+def parse_refs(value: Any, name: str = "supersedes") -> list[int]:
+    """The memory ids of a ``supersedes`` argument (None → none); repeats count once, order kept."""
+    if value is None:
+        return []
+    if isinstance(value, str | bytes | dict) or not isinstance(value, Sequence):
+        raise InvalidInput(f"{name} must be a list of memory refs such as ['mem:12']")
+    if len(value) > MAX_LIST_ITEMS:
+        raise InvalidInput(f"{name} has {len(value)} items; at most {MAX_LIST_ITEMS} allowed")
+    ids: list[int] = []
+    for item in value:
+        rid = row_id(item, name, "mem")
+        if rid not in ids:
+            ids.append(rid)
+    return ids
+
+
+def _visible(row: Row, agent: str | None, allowed: frozenset[str] | None) -> bool:
+    owner = row["agent_id"]
+    return (agent is None or owner == agent) and (allowed is None or owner in allowed)
+
+
+def check_links(
+    session: Session,
+    newer_id: int | None,
+    agent: str,
+    older_ids: Sequence[int],
+    allowed: Collection[str] | None,
+) -> list[int]:
+    """Refuse links that break a rule; return the ids still to mark (a link already in place is kept).
+
+    ``newer_id`` None: the newer row is about to be inserted (it has no chain yet). ``agent`` is the
+    newer row's agent: only its rows can be superseded (and the caller must be granted it).
+    """
+    granted = None if allowed is None else frozenset(allowed)
+    rows = session.memories.get_many(list(older_ids))
+    links = session.supersede.successors(list(older_ids))
+    chain = set(_successor_chain(session, newer_id)) if newer_id is not None else set()
+    todo: list[int] = []
+    for rid in older_ids:
+        row = rows.get(rid)
+        if row is None or not _visible(row, agent, granted):
+            raise NotFound(
+                f"memory {rid} not found for agent {agent!r} (supersedes names only memories of the same agent)"
+            )
+        if rid == newer_id:
+            raise SupersedeRefused(f"memory {rid} cannot supersede itself")
+        if rid in chain:
+            raise SupersedeRefused(
+                f"memory {rid} already supersedes mem:{newer_id} (directly or down its chain): that would be a cycle"
+            )
+        link = links.get(rid)
+        if link is not None:
+            if link.newer == newer_id:
+                continue
+            raise SupersedeRefused(
+                f"memory {rid} is already superseded by mem:{link.newer}; supersede the current one "
+                f"(mem:{_head(session, rid)}) instead"
+            )
+        if row["locked"]:
+            raise LockedRow(f"memory {rid} is locked; unlock_memory it before superseding it")
+        todo.append(rid)
+    return todo
+
+
+def _successor_chain(session: Session, rid: int) -> list[int]:
+    """``rid``'s successors, nearest first, to the current row (bounded; the rules keep it acyclic)."""
+    out: list[int] = []
+    seen = {rid}
+    current = rid
+    while len(out) < MAX_HISTORY_ROWS:
+        link = session.supersede.successors([current]).get(current)
+        if link is None or link.newer in seen:
+            break
+        out.append(link.newer)
+        seen.add(link.newer)
+        current = link.newer
+    return out
+
+
+def _head(session: Session, rid: int) -> int:
+    chain = _successor_chain(session, rid)
+    return chain[-1] if chain else rid
+
+
+def history(
+    session: Session, rid: int, agent: str | None, allowed: Collection[str] | None
+) -> GetHistoryResult:
+    """The whole chain ``rid`` belongs to, oldest to newest, each row with what superseded it and when.
+
+    Rows nearer the current one come later (a row always before the row that superseded it); rows
+    at the same distance in creation order. Not found when ``rid`` is not visible to the caller.
+    """
+    granted = None if allowed is None else frozenset(allowed)
+    start = session.memories.get(rid)
+    if start is None or not _visible(start, agent, granted):
+        raise NotFound(f"memory {rid} not found" + (f" for agent {agent!r}" if agent is not None else ""))
+    head = _head(session, rid)
+    depth: dict[int, int] = {head: 0}
+    links: dict[int, Link] = {}
+    frontier = [head]
+    while frontier and len(depth) < MAX_HISTORY_ROWS:
+        found = [link for link in session.supersede.predecessors(frontier) if link.older not in depth]
+        frontier = []
+        for link in found:
+            depth[link.older] = depth[link.newer] + 1
+            links[link.older] = link
+            frontier.append(link.older)
+    rows = session.memories.get_many(list(depth))
+    visible = [row for row in rows.values() if _visible(row, agent, granted)]
+    visible.sort(key=lambda r: (-depth[r["id"]], r["created_at"], r["id"]))
+    chain = [annotate(dict(row), links.get(row["id"])) for row in visible]
+    return {
+        "ok": True,
+        "ref": f"mem:{rid}",
+        "current": f"mem:{head}",
+        # storage rows plus the supersede keys: the one cast at the storage boundary (docs/decisions.md)
+        "history": cast(list[MemoryRow], chain),
+        "count": len(chain),
+    }
+
+
+def annotate(row: dict[str, Any], link: Link | None) -> dict[str, Any]:
+    """``row`` with ``superseded_by`` / ``superseded_at`` when ``link`` says it was superseded."""
+    if link is not None:
+        row["superseded_by"] = f"mem:{link.newer}"
+        row["superseded_at"] = link.at
+    return row
+
+
+def mark_rows(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Add the supersede marks to the memory rows among ``rows`` that are superseded (in place)."""
+    ids = [int(r["id"]) for r in rows if r.get("type") == "memory"]
+    if not ids:
+        return
+    links = session.supersede.successors(ids)
+    for row in rows:
+        if row.get("type") == "memory":
+            annotate(row, links.get(int(row["id"])))

@@ -1,0 +1,68 @@
+"""SQLite supersede links (``SupersedeLinks``): two columns on ``memories``, migration 4."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.sql import where
+from cpersona.storage.supersede_interface import Link
+
+_CHUNK = 500
+
+
+class SqliteSupersedeLinks:
+    """``SupersedeLinks`` over one SQLite connection."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def _links(self, column: str, ids: Sequence[int]) -> list[Link]:
+        found: list[Link] = []
+        for start in range(0, len(ids), _CHUNK):
+            chunk = list(ids[start : start + _CHUNK])
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT id, superseded_by, superseded_at FROM memories "
+                f"WHERE superseded_by IS NOT NULL AND {column} IN ({marks})",
+                chunk,
+            ).fetchall()
+            found.extend(Link(int(r[0]), int(r[1]), str(r[2] or "")) for r in rows)
+        return found
+
+    def successors(self, ids: Sequence[int]) -> dict[int, Link]:
+        """The link of each superseded id in ``ids``."""
+        return {link.older: link for link in self._links("id", ids)}
+
+    def predecessors(self, newer_ids: Sequence[int]) -> list[Link]:
+        """Links whose newer row is in ``newer_ids``."""
+        return self._links("superseded_by", newer_ids)
+
+    def mark(self, older_ids: Sequence[int], newer_id: int, at: str) -> None:
+        """Mark ``older_ids`` superseded by ``newer_id``."""
+        self.conn.executemany(
+            "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE id = ?",
+            [(newer_id, at, rid) for rid in older_ids],
+        )
+
+    def hidden_ids(self, scope: Scope) -> set[int]:
+        """Superseded ids in ``scope`` (the partial index holds only those rows)."""
+        clause, params = where(scope)
+        rows = self.conn.execute(
+            f"SELECT id FROM memories INDEXED BY memories_superseded WHERE superseded_by IS NOT NULL AND {clause}",
+            params,
+        ).fetchall()
+        return {int(r[0]) for r in rows}
+
+    def dangling(self, limit: int = 20) -> list[Link]:
+        """Links to a newer row that does not exist."""
+        rows = self.conn.execute(
+            "SELECT o.id, o.superseded_by, o.superseded_at FROM memories o "
+            "WHERE o.superseded_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = o.superseded_by) "
+            "LIMIT ?",
+            (int(limit),),
+        ).fetchall()
+        return [Link(int(r[0]), int(r[1]), str(r[2] or "")) for r in rows]
