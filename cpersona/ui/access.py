@@ -28,6 +28,10 @@ class ClientGrants(Protocol):
         """May the client perform ``action`` on ``agent_id`` (None: the whole store)?"""
         ...
 
+    def readable_agents(self) -> frozenset[str] | None:
+        """The agents whose rows the client may read (None: every agent), for the API's ``allowed_agents``."""
+        ...
+
 
 class AllowAll:
     """The grants of the only client there is without an ACL file."""
@@ -38,6 +42,10 @@ class AllowAll:
         """Everything is allowed."""
         return True
 
+    def readable_agents(self) -> frozenset[str] | None:
+        """Every agent."""
+        return None
+
 
 class DenyAll:
     """Under an ACL file, a request with no logged-in client (never reaches a page; defence in depth)."""
@@ -47,6 +55,10 @@ class DenyAll:
     def allows(self, action: Action, agent_id: str | None) -> bool:
         """Nothing is allowed."""
         return False
+
+    def readable_agents(self) -> frozenset[str] | None:
+        """No agent."""
+        return frozenset()
 
 
 class ClientAccess:
@@ -63,6 +75,10 @@ class ClientAccess:
     def allows(self, action: Action, agent_id: str | None) -> bool:
         """The client's level on ``agent_id`` (``*`` for the whole store) covers ``action``."""
         return self.client.may(WILDCARD if agent_id is None else agent_id, _LEVEL_OF[action])
+
+    def readable_agents(self) -> frozenset[str] | None:
+        """The agents the client holds read (or more) on; None when read on ``*`` covers them all."""
+        return self.client.agents_at(Level.READ)
 
 
 def grants_for_request(state: Any) -> ClientGrants:

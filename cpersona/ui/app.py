@@ -25,7 +25,7 @@ from starlette.routing import Route
 from cpersona.errors import CPersonaError, DuplicateRow, Forbidden, LockedRow, NotFound, PersistencePaused
 from cpersona.memory import Memory
 from cpersona.shapes import EpisodeRow
-from cpersona.ui import insight, pages
+from cpersona.ui import insight, pages, relations
 from cpersona.ui.access import Action, grants_for_request
 from cpersona.ui.html import layout, url
 from cpersona.ui.security import Guard, GuardMiddleware
@@ -184,11 +184,29 @@ class UiApp:
         try:
             self._allow(request, "read", agent)
             row = self._memory_row(agent, mid)
+            found = self._relations(request, row)
         except CPersonaError as exc:
             return self._error(request, exc, "/memories")
-        return self._page(
-            request, f"Memory {row['ref']}", pages.memory_page(row, self._view(request, agent)), "/memories"
-        )
+        body = pages.memory_page(row, self._view(request, agent), relations=found)
+        return self._page(request, f"Memory {row['ref']}", body, "/memories")
+
+    def _relations(self, request: Request, row: dict[str, Any]) -> relations.Relations:
+        """The memory's supersede chain and one hop of its declared links, as far as this client may read."""
+        readable = grants_for_request(request.state).readable_agents()
+        agent, ref = row["agent_id"], row["ref"]
+        history = self.memory.get_history(ref, agent_id=agent, allowed_agents=readable)
+        walks = [
+            self.memory.traverse(
+                agent,
+                ref,
+                depth=1,
+                limit=relations.SHOWN_PER_SECTION,
+                direction=direction,
+                readable_agents=readable,
+            )
+            for direction in ("out", "in")
+        ]
+        return relations.memory_relations(row, dict(history), dict(walks[0]), dict(walks[1]))
 
     def episode_detail(self, request: Request) -> Response:
         """GET /episode?agent=&id=: one episode in full (where ``ep:`` refs lead)."""

@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from cpersona.ui.html import macro, render, url
+from cpersona.ui.relations import Relations
 
 #: Value of an axis filter meaning "any" (an empty value means the '' axis: global pool / no channel).
 ANY = "*"
@@ -157,9 +158,13 @@ def memory_facts(row: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
-def memory_page(row: dict[str, Any], view: View, error: str | None = None) -> Markup:
-    """One memory in full, with its edit form."""
-    return render("memory.html", row=row, facts=memory_facts(row), view=view, error=error)
+def memory_page(
+    row: dict[str, Any], view: View, error: str | None = None, *, relations: Relations | None = None
+) -> Markup:
+    """One memory in full: its supersede chain and declared links (``relations``), its edit form."""
+    return render(
+        "memory.html", row=row, facts=memory_facts(row), view=view, error=error, relations=relations
+    )
 
 
 def episode_page(row: dict[str, Any], view: View) -> Markup:

@@ -236,6 +236,9 @@ def test_grants_and_signed_client_sessions_in_process(tmp_path: Path) -> None:
     boss = ClientAccess(acl.clients[1])
     assert boss.unrestricted and boss.allows("admin", None) and boss.allows("write", OTHER)
     assert not DenyAll().allows("read", OWN) and AllowAll().allows("admin", None)
+    # What the memory page passes to get_history / traverse as the agents this client may read.
+    assert writer.readable_agents() == frozenset({OWN}) and boss.readable_agents() is None
+    assert DenyAll().readable_agents() == frozenset() and AllowAll().readable_agents() is None
     # An ACL guards every bind: beyond loopback needs no single token (refused without ACL: test_ui_security).
     assert ui_refusal("10.0.0.2", None, acl=True) is None and ui_refusal("10.0.0.2", None) is not None
     guard = Guard("127.0.0.1", 8403, None, acl=acl)
