@@ -18,6 +18,12 @@ from typing import Any, TextIO
 
 from cpersona import __version__
 from cpersona.cli.acl_commands import add_acl_commands
+from cpersona.cli.chain_commands import (
+    add_chain_commands,
+    add_time_cue_arguments,
+    describe_time_cue,
+    time_cue_from_args,
+)
 from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.cli.port_commands import add_port_commands
@@ -218,6 +224,8 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
         lines.append(f"gate: {describe_gate(gate)}")
     if isinstance(result.get("notice"), str):
         lines.append(f"notice: {result['notice']}")
+    if isinstance(result.get("time_cue"), dict):
+        lines.append(describe_time_cue(result["time_cue"]))
     best_index = max((i for i, r in enumerate(rows) if r.get("type") != "profile"), default=None)
     for index, row in enumerate(rows):
         marker = "★ best" if index == best_index else "      "
@@ -234,12 +242,14 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
         when = str(row.get("timestamp") or row.get("created_at") or "")[:16].replace("T", " ")
         content = str(row.get("content", ""))
         text = " ".join(content.split()) if full else _one_line(content, RECALL_SNIPPET_CHARS)
-        lines.append(f"{marker}  {head}  {when}  {text}".rstrip())
+        fate = f"  [superseded by {row['superseded_by']}]" if row.get("superseded_by") else ""
+        lines.append(f"{marker}  {head}  {when}  {text}".rstrip() + fate)
     return lines
 
 
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     """Recall memories and print them worst → best with the best match marked."""
+    time_cue = time_cue_from_args(args)  # a bad cue is refused before the model loads
     with _open_memory(settings, background=True) as memory:
         if settings.embedding_mode != "none":
             memory.wait_until_ready(timeout=MODEL_WAIT_SECONDS)
@@ -252,6 +262,8 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
             deep=args.deep,
             record=args.record,  # a person looking does not feed the recent-recall penalty
             trace=args.trace,
+            time_cue=time_cue,
+            include_superseded=args.include_superseded,
         )
     if args.json or args.trace:
         _print_json(result)
@@ -431,6 +443,12 @@ def build_parser() -> argparse.ArgumentParser:
         "returns rank lower (recent-recall penalty) in the next few minutes. Without it the CLI only "
         "looks and changes nothing a later recall sees",
     )
+    recall.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="also return memories a newer one superseded (each marked with what superseded it)",
+    )
+    add_time_cue_arguments(recall)
     recall.set_defaults(func=cmd_recall)
 
     calibrate = sub.add_parser(
@@ -463,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_port_commands(sub)
     add_ui_command(sub)
     add_acl_commands(sub)
+    add_chain_commands(sub, _open_memory)
     add_register_command(sub)
     return parser
 
