@@ -75,6 +75,22 @@ def screens(
             "ana", f"The release artefact digest is {LONG_TOKEN} (checked twice)", project_id="work"
         )["id"]
         memory.store(LONG_AGENT, f"Deploy window for {LONG_PROJECT} is Tuesday", project_id=LONG_PROJECT)
+        # A superseded memory with links both ways, a long entity name among them: the banner, the chain
+        # and the links table must fit a phone's width too.
+        older = memory.store("ana", "The build cache lives on ci-cache-1", project_id="work")["id"]
+        newer = memory.store(
+            "ana",
+            "The build cache moved to ci-cache-2",
+            project_id="work",
+            supersedes=[f"mem:{older}"],
+            associations=[
+                {"relation": "about", "entity": LONG_TOKEN[:190]},
+                {"relation": "digest_of_the_release_artefact", "to": f"mem:{digest}"},
+            ],
+        )["id"]
+        memory.declare_associations(
+            "ana", f"mem:{digest}", [{"relation": "checked_for", "to": f"mem:{older}"}]
+        )
         episode = memory.archive_episode(
             "ana",
             f"Session about moving the staging database; digest {LONG_TOKEN}",
@@ -93,6 +109,8 @@ def screens(
         "memories-ana-page-2": "/memories?agent=ana&offset=25",
         "memory": f"/memory?agent=ana&id={happened}",
         "memory-long-token": f"/memory?agent=ana&id={digest}",
+        "memory-superseded-linked": f"/memory?agent=ana&id={older}",
+        "memory-current-linked": f"/memory?agent=ana&id={newer}",
         "episodes": "/episodes",
         "episode": f"/episode?agent=ana&id={episode}",
         "profile": "/profile?agent=ana",
