@@ -22,6 +22,19 @@ from cpersona.ui.relations import SHOWN_PER_SECTION, LinkLine, Relations, memory
 
 OWN, OTHER = "kestrel-team", "osprey-team"
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+#: The rest of a row memory_facts reads (for pages rendered in-process).
+_FACTS = {
+    "project_id": "",
+    "channel": "",
+    "msg_id": "",
+    "timestamp": "",
+    "created_at": "",
+    "recall_count": 0,
+    "last_recalled_at": None,
+    "embedding_model": None,
+    "source": None,
+    "metadata": None,
+}
 
 
 @dataclass
@@ -171,19 +184,7 @@ def test_hostile_values_in_every_slot_render_as_text() -> None:
         links=[LinkLine("in", HOSTILE, other, None), LinkLine("out", HOSTILE, None, HOSTILE)],
         links_more=True,
     )
-    facts = {
-        "project_id": "",
-        "channel": "",
-        "msg_id": "",
-        "timestamp": "",
-        "created_at": "",
-        "recall_count": 0,
-        "last_recalled_at": None,
-        "embedding_model": None,
-        "source": None,
-        "metadata": None,
-    }
-    page = str(pages.memory_page({**row, **facts}, pages.View("c", True), relations=shown))
+    page = str(pages.memory_page({**row, **_FACTS}, pages.View("c", True), relations=shown))
     assert "<script>" not in page and "<img" not in page and page.count("&lt;script&gt;") >= 5
 
 
@@ -205,3 +206,17 @@ def test_the_sections_follow_a_branching_chain() -> None:
     assert [b["ref"] for b in top.before] == ["mem:1", "mem:2", "mem:3"] and top.current is None
     side = memory_relations(chain[0], {"history": chain, "current": "mem:4"}, empty, empty)
     assert side.before == [] and [s.row["ref"] for s in side.after] == ["mem:3", "mem:4"]
+
+
+def test_a_long_chain_shows_the_nearest_older_rows_and_counts_the_rest() -> None:
+    n = SHOWN_PER_SECTION + 5
+    chain = [
+        {"ref": f"mem:{i}", "id": i, "agent_id": "a", "content": "", "superseded_by": f"mem:{i + 1}"}
+        for i in range(1, n)
+    ] + [{"ref": f"mem:{n}", "id": n, "agent_id": "a", "content": ""}]
+    empty = {"results": [], "truncated": False}
+    shown = memory_relations(chain[-1], {"history": chain, "current": f"mem:{n}"}, empty, empty)
+    assert len(shown.before) == SHOWN_PER_SECTION and shown.before_more == n - 1 - SHOWN_PER_SECTION
+    assert shown.before[-1]["ref"] == f"mem:{n - 1}"  # the nearest ones are kept
+    page = str(pages.memory_page({**chain[-1], **_FACTS}, pages.View("c", True), relations=shown))
+    assert f"… and {shown.before_more} older ones" in page
