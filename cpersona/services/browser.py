@@ -14,6 +14,7 @@ from cpersona import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX
 from cpersona.public import public
+from cpersona.services import supersede
 from cpersona.shapes.browsing import (
     AgentAxis,
     AgentSummary,
@@ -126,13 +127,15 @@ class Browser:
     ) -> BrowseMemoriesResult:
         """One page of memories newest first, filtered by exact axis values, lock and vector state.
 
-        Returns ``{ok, items, count, total, offset}``; ``None`` filters match anything.
+        Returns ``{ok, items, count, total, offset}``; ``None`` filters match anything. A superseded
+        memory carries ``superseded_by`` and ``superseded_at`` (it is listed all the same).
         """
         where = self._filter(agent_id, project_id, channel, embedded, locked)
         start = bounded_int(offset, "offset", 0, BROWSE_OFFSET_MAX)
         n = bounded_int(limit, "limit", 0, LIST_LIMIT_MAX)
         with self.storage.read() as session:
             items, total = session.browse.memories(where, start, n)
+            supersede.mark_rows(session, items)  # the view marks superseded rows (one read of the page's ids)
         # Storage rows are plain dicts of the row shapes (tests/test_shapes.py checks them closed).
         return {
             "ok": True,

@@ -150,3 +150,13 @@ def test_browse_answers_any_filter_with_rows_or_invalid_input(
     ]
     assert result["total"] == len(expected)
     assert [r["id"] for r in result["items"]] == [r["id"] for r in expected][offset : offset + limit]
+
+
+def test_browse_memories_marks_superseded_rows(memory: Memory) -> None:
+    # The browser view's listing badges them; the rows are listed all the same (browsing is not recall).
+    older = memory.store("ana", "the kiln runs on propane")["id"]
+    newer = memory.store("ana", "the kiln runs on electricity", supersedes=[f"mem:{older}"])["id"]
+    rows = {r["id"]: r for r in memory.browse_memories("ana")["items"]}
+    assert sorted(rows) == sorted([older, newer])
+    assert rows[older].get("superseded_by") == f"mem:{newer}" and rows[older].get("superseded_at")
+    assert "superseded_by" not in rows[newer]

@@ -220,3 +220,14 @@ def test_a_long_chain_shows_the_nearest_older_rows_and_counts_the_rest() -> None
     assert shown.before[-1]["ref"] == f"mem:{n - 1}"  # the nearest ones are kept
     page = str(pages.memory_page({**chain[-1], **_FACTS}, pages.View("c", True), relations=shown))
     assert f"… and {shown.before_more} older ones" in page
+
+
+def test_the_memory_list_marks_superseded_rows(seeded: Seeded) -> None:
+    ids = seeded.ids
+    with _login(seeded, seeded.reader) as client:
+        listing = client.get(f"/memories?agent={OWN}")
+    assert listing.status_code == 200
+    for key in ("first", "second"):
+        assert f'data-testid="superseded-{ids[key]}"' in listing.text
+    for key in ("third", "hub", "plain"):
+        assert f'data-testid="superseded-{ids[key]}"' not in listing.text
