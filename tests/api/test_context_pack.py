@@ -13,6 +13,7 @@ from cpersona.limits import RECONSTRUCT_BUDGET_MAX, RECONSTRUCT_BUDGET_MIN, RECO
 from cpersona.memory import Memory
 from cpersona.services.context_pack import TRUNCATION_MARKER
 from tests.pg_cluster import BOTH_ENGINES
+from tests.test_shapes import assert_shape
 
 pytestmark = BOTH_ENGINES
 
@@ -24,6 +25,7 @@ def _ref(memory: Memory, agent: str, text: str, **kw: Any) -> str:
 
 
 def _roles(pack: dict[str, Any]) -> list[tuple[str, str]]:
+    assert_shape("reconstruct", pack)  # every pack a test looks at has the documented shape
     return [(item["ref"], item["role"]) for item in pack["items"]]
 
 
@@ -151,6 +153,7 @@ def test_a_time_cue_alone_seeds_from_the_period(memory: Memory) -> None:
     memory.store("a", "spring planting", timestamp="2023-05-08T10:00:00Z")
     memory.store("a", "autumn harvest", timestamp="2023-10-08T10:00:00Z")
     pack = memory.reconstruct("a", time_cue={"start": "2023-05", "end": "2023-05", "certainty": "sure"})
+    assert_shape("reconstruct", pack)
     assert [i["text"] for i in pack["items"]] == ["spring planting"]
     assert pack["time_cue"]["certainty"] == "sure"
 
@@ -166,6 +169,7 @@ def test_the_pack_never_exceeds_its_budget(memory: Memory, budget: int, limit: i
             supersedes = [previous[-2]] if n % 3 == 2 else None
             previous.append(_ref(memory, "p", text, associations=links, supersedes=supersedes))
     pack = memory.reconstruct("p", "project note detail", budget_chars=budget, limit=limit)
+    assert_shape("reconstruct", pack)
     texts = [i["text"] for i in pack["items"]]
     assert pack["used_chars"] == sum(map(len, texts)) <= budget
     refs = [i["ref"] for i in pack["items"]]
