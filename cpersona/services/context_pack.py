@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from cpersona.errors import InvalidInput
+from cpersona.errors import InvalidInput, NotFound
 from cpersona.limits import (
     MAX_REF_CHARS,
     MAX_REFS_PER_CALL,
@@ -207,7 +207,10 @@ class ContextPack:
 
     def _chain(self, session: Session, seed: _Candidate, index: int) -> list[_Candidate]:
         """The seed's supersede chain: the memory in force (when not the seed) and the rows it replaced."""
-        chain = supersede.history(session, int(seed.row["id"]), str(seed.row["agent_id"]), None)
+        try:
+            chain = supersede.history(session, int(seed.row["id"]), str(seed.row["agent_id"]), None)
+        except NotFound:  # a recall row deleted since recall's own read: it keeps no neighbours
+            return []
         rows = [dict(r) for r in chain["history"]]  # oldest → newest, the current row last
         head = chain["current"]
         out: list[_Candidate] = []

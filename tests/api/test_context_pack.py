@@ -184,3 +184,19 @@ def test_the_pack_never_exceeds_its_budget(memory: Memory, budget: int, limit: i
         assert item["seed"] in seeds  # a neighbour is there only beside its seed
     if pack["items"]:
         assert pack["items"][-1]["role"] == "match"  # the best match is last
+
+
+def test_a_row_deleted_after_recall_read_it_is_quoted_without_neighbours(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _old, new, _meeting = _decided(memory)
+    real = memory.recaller.recall
+
+    def recall_then_delete(*args: Any, **kwargs: Any) -> Any:
+        answer = real(*args, **kwargs)
+        memory.delete_memory(int(new.split(":")[1]), agent_id="a")  # between recall's read and the pack's
+        return answer
+
+    monkeypatch.setattr(memory.recaller, "recall", recall_then_delete)
+    pack = memory.reconstruct("a", "shop database SQLite", limit=1)
+    assert pack["ok"] is True and pack["items"][-1]["ref"] == new
