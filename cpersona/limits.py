@@ -91,3 +91,17 @@ TRAVERSE_DEPTH_MAX = 5
 #: ... and nodes returned (default and ceiling).
 TRAVERSE_LIMIT_DEFAULT = 20
 TRAVERSE_LIMIT_MAX = 100
+
+# -- context packs (docs/tools.md#reconstruct) ------------------------------------------------------
+#: reconstruct: characters of quoted text per pack (default, floor and ceiling; the ceiling is
+#: get_contents' batch budget, the most whole text any one read tool hands an agent).
+RECONSTRUCT_BUDGET_DEFAULT = 4_000
+RECONSTRUCT_BUDGET_MIN = 100
+RECONSTRUCT_BUDGET_MAX = 40_000
+#: ... recall rows taken as seeds (default and ceiling).
+RECONSTRUCT_LIMIT_DEFAULT = 5
+RECONSTRUCT_LIMIT_MAX = 20
+#: ... neighbours considered per seed, of each kind (rows it replaced; linked rows).
+RECONSTRUCT_NEIGHBOURS_PER_SEED = 20
+#: ... a row is quoted as a prefix only when at least this many characters of budget are left.
+RECONSTRUCT_MIN_QUOTE_CHARS = 80

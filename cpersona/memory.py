@@ -30,6 +30,7 @@ from cpersona.services.admin import Admin
 from cpersona.services.backfill import BackfillWorker
 from cpersona.services.browser import Browser
 from cpersona.services.calibration import Calibrator
+from cpersona.services.context_pack import ContextPack
 from cpersona.services.links import Links
 from cpersona.services.maintenance import Maintenance
 from cpersona.services.reader import Reader
@@ -63,6 +64,7 @@ SERVICES: dict[str, type] = {
     "recaller": Recaller,
     "reader": Reader,
     "links": Links,
+    "context_pack": ContextPack,
     "browser": Browser,
     "resources": Resources,
     "admin": Admin,
@@ -167,6 +169,7 @@ class Memory:
             self.health,
             RecallPipeline(self.settings, gate=self.calibration.gate()),
         )
+        self.context_pack = ContextPack(self.storage, self.recaller)
         self.admin = Admin(
             self.storage,
             self.settings,
@@ -240,6 +243,8 @@ class Memory:
     # Links (self.links)
     declare_associations = _via("links", Links.declare_associations)
     traverse = _via("links", Links.traverse)
+    # ContextPack (self.context_pack)
+    reconstruct = _via("context_pack", ContextPack.reconstruct)
     # Browser (self.browser)
     agent_notice = _via("browser", Browser.agent_notice)
     list_agents = _via("browser", Browser.list_agents)

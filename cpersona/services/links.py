@@ -129,7 +129,11 @@ def parse_associations(value: Any) -> list[Association]:
     return parsed
 
 
-def _readable(agent: str | None, readable: frozenset[str] | None) -> bool:
+def may_read(agent: str | None, readable: frozenset[str] | None) -> bool:
+    """Whether a row of ``agent`` may be shown to a caller who may read ``readable`` (None: every agent).
+
+    The one readability rule for following declared links (traverse, declare_associations, reconstruct).
+    """
     return agent is not None and (readable is None or agent in readable)
 
 
@@ -152,7 +156,7 @@ def declare_in(
         if association.to_id == source["id"]:
             raise InvalidInput(f"a memory cannot be linked to itself ({association.target()})")
         target = targets.get(association.to_id)
-        if target is None or not _readable(target["agent_id"], readable):
+        if target is None or not may_read(target["agent_id"], readable):
             raise NotFound(f"association target {association.target()} is not a memory you may read")
     when = format_ts(utc_now())
     outcomes: list[AssociationOutcome] = []
@@ -298,7 +302,7 @@ class Links:
         if isinstance(start, int) or (isinstance(start, str) and _MEMORY_REF.match(start)):
             rid = memory_id(start, "from")
             row = session.memories.get(rid)
-            if row is None or not _readable(row["agent_id"], readable):
+            if row is None or not may_read(row["agent_id"], readable):
                 raise NotFound(f"memory {rid} is not a memory you may read")
             return _Node("memory", ("m", rid), f"mem:{rid}", str(row["agent_id"]), ())
         if not isinstance(start, str):
@@ -370,11 +374,11 @@ class Links:
 def _neighbour(node: _Node, link: LinkRow, way: str, readable: frozenset[str] | None) -> _Node | None:
     """The node at the other end of ``link`` from ``node``, or None when the caller may not read it."""
     if way == "in":
-        if not _readable(link.from_agent, readable):
+        if not may_read(link.from_agent, readable):
             return None
         return _Node("memory", ("m", link.from_id), f"mem:{link.from_id}", link.from_agent, ())
     if link.to_id is not None:
-        if not _readable(link.to_agent, readable):
+        if not may_read(link.to_agent, readable):
             return None
         return _Node("memory", ("m", link.to_id), f"mem:{link.to_id}", str(link.to_agent), ())
     key = link.entity_key or ""

@@ -23,6 +23,11 @@ from cpersona.shapes.browsing import (  # noqa: F401 - re-exported: the public n
     StoredProfile,
     TimelineDay,
 )
+from cpersona.shapes.context_pack import (  # noqa: F401 - re-exported: the public names live here
+    EntityMention,
+    PackItem,
+    ReconstructResult,
+)
 from cpersona.shapes.everyday import (  # noqa: F401 - re-exported: the public names live here
     Advisory,
     ArchiveEpisodeResult,

@@ -57,7 +57,7 @@ SPEC_TOOL_NAMES = (
     "check_update",
 )
 #: Tools issue 22 adds beyond the spec's 30 (docs/tools.md), listed from the issue, not the registry.
-ISSUE_TOOL_NAMES = ("get_history", "declare_associations", "traverse")
+ISSUE_TOOL_NAMES = ("get_history", "declare_associations", "traverse", "reconstruct")
 #: Every tool the server must list.
 ALL_TOOL_NAMES = SPEC_TOOL_NAMES + ISSUE_TOOL_NAMES
 

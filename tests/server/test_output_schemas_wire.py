@@ -81,6 +81,7 @@ def test_every_tool_answers_what_its_output_schema_says(
                 },
             ),
             ("traverse", {"agent_id": agent, "from": "Kestrel", "depth": 3}),
+            ("reconstruct", {"agent_id": agent, "query": "kestrel deploy", "refs": [stored["ref"]]}),
             ("lock_memory", {"memory_id": stored["ref"], "agent_id": agent}),
             ("unlock_memory", {"memory_id": stored["id"], "agent_id": agent}),
             ("calibrate_threshold", {"agent_id": agent}),
@@ -110,6 +111,8 @@ def test_every_tool_answers_what_its_output_schema_says(
             stored["ref"],
             other["ref"],
         }
+        roles = {item["role"] for item in answers["reconstruct"]["items"]}
+        assert {"match", "given"} <= roles, answers["reconstruct"]
         failed = {name: answer for name, answer in answers.items() if answer["ok"] is not True}
         assert failed == {}, {name: answer["error"][:100] for name, answer in failed.items()}
         for name in ALL_TOOL_NAMES:  # and each one's failure validates too

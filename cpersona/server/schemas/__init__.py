@@ -13,7 +13,7 @@ in the order hosts list them.
 from __future__ import annotations
 
 from cpersona.config import Settings
-from cpersona.server.schemas import everyday, links, operations, portability, quality
+from cpersona.server.schemas import context_pack, everyday, links, operations, portability, quality
 from cpersona.server.schemas.common import ToolSpec
 
 __all__ = ["TOOLS", "TOOLS_BY_NAME", "ToolSpec", "build_tools", "tool_names"]
@@ -24,6 +24,7 @@ def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
     return (
         *everyday.tools(settings),
         *links.tools(settings),
+        *context_pack.tools(settings),
         *quality.tools(settings),
         *operations.tools(settings),
         *portability.tools(settings),
