@@ -126,3 +126,29 @@ def test_search_scores_equal_the_exact_product_of_the_rows_in_scope(tmp_path: Pa
     by_id = dict(hits)
     assert [by_id[ids[s]] for s in in_scope] == [float(v) for v in gathered]
     db.close()
+
+
+def test_cosines_find_exactly_the_live_rows_asked_for(tmp_path: Path) -> None:
+    """The binary search over ascending ids (and the scan it falls back to) answer every live id asked
+    for, never a deleted one, whatever order the ids come in."""
+    db = Database(tmp_path / "v.db")
+    migrate(db)
+    ids = [_insert(db, "a", seed) for seed in range(30)]
+    index = VectorIndex("memories", "m", 8)
+    index.sync(SqliteVectorFeed(db.connection()))
+    with db.write() as conn:
+        conn.execute("DELETE FROM memories WHERE id IN (?, ?)", (ids[3], ids[17]))
+    index.sync(SqliteVectorFeed(db.connection()))
+    query = _unit(500)
+    asked = [ids[20], ids[3], ids[0], 10_000, ids[17], ids[29], ids[20]]
+    got = index.cosines(query, asked)
+    expected = {ids[k]: float(np.einsum("j,j->", _unit(k), query)) for k in (20, 0, 29)}
+    assert got.keys() == expected.keys()
+    np.testing.assert_allclose([got[i] for i in expected], list(expected.values()), rtol=1e-6)
+    # Rows no longer in id order (a back-filled old id after newer ones): the scan answers the same.
+    index._append([(ids[3], "a", "", "", to_blob(_unit(3)))])
+    assert not index._ordered
+    again = index.cosines(query, asked)
+    assert again.keys() == {*expected, ids[3]}
+    assert all(again[i] == got[i] for i in expected)
+    db.close()
