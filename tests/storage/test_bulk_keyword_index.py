@@ -157,3 +157,45 @@ def test_sqlite_failed_bulk_batch_leaves_nothing(tmp_path: Path, monkeypatch: py
     )
     assert _schema(conn) == before
     store.close()
+
+
+def test_sqlite_bulk_batches_beside_another_connection_keep_every_row_indexed(tmp_path: Path) -> None:
+    """The insert triggers are dropped inside the batch's transaction only: a second store on the
+    same file (another process, as far as SQLite is concerned) storing and searching meanwhile
+    always sees them, and every row ends up in both indexes exactly once."""
+    import threading
+
+    path = tmp_path / "shared.db"
+    importer, other = open_store(path), open_store(path)
+    errors: list[BaseException] = []
+
+    def bulk() -> None:
+        try:
+            for b in range(6):
+                importer.portability_rows().write_batch(
+                    [ImportedMemory(_memory("a", f"painted fence bulk {b} {k}")) for k in range(100)],
+                    queued_at=None,
+                    active_model=None,
+                )
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    thread = threading.Thread(target=bulk)
+    thread.start()
+    stored = 0
+    while thread.is_alive() or stored < 20:
+        with other.write() as s:
+            s.memories.insert(_memory("a", f"painted fence single {stored}"))
+        stored += 1
+        assert _search(other, "fence", False)  # searches keep working while batches run
+    thread.join()
+    assert errors == []
+    conn = _sqlite(other)
+    total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    assert total == 600 + stored
+    for table in ("memories_fts", "memories_words"):
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+        hits = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH 'fence'").fetchone()[0]
+        assert hits == total, table
+    importer.close()
+    other.close()
