@@ -23,6 +23,7 @@ No SQL and no model here: callers pass vectors (L2-normalised) and session keys.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from importlib import resources
@@ -221,6 +222,36 @@ def gate_threshold(
         return float(tops.mean() + z * tops.std())
     q = percentile if (method == "percentile" and percentile is not None) else gate_percentile(beta)
     return float(np.percentile(tops, q))
+
+
+@functools.lru_cache(maxsize=256)
+def _threshold_of(
+    probe_tops: tuple[float, ...],
+    method: str,
+    beta: float,
+    level: str,
+    percentile: float | None,
+    z_factor: float | None,
+) -> float:
+    return gate_threshold(list(probe_tops), method, beta, level, percentile=percentile, z_factor=z_factor)
+
+
+def stored_gate_threshold(
+    probe_tops: list[float],
+    method: str,
+    beta: float,
+    level: str,
+    *,
+    percentile: Any = None,
+    z_factor: Any = None,
+) -> float:
+    """``gate_threshold`` of a stored entry, remembered: every recall of a calibrated agent asks for
+    the same threshold of the same probes, and a percentile of a few hundred values each time costs
+    more than the rest of the gate's bookkeeping (the same function, so the same value)."""
+    try:
+        return _threshold_of(tuple(probe_tops), method, beta, level, percentile, z_factor)
+    except TypeError:  # an unhashable stored value (a hand-edited entry): compute it as it is
+        return gate_threshold(probe_tops, method, beta, level, percentile=percentile, z_factor=z_factor)
 
 
 #: What a calibrated gate keys on: ``query_evidence`` (SCORING_VERSION 2) or, for an entry written

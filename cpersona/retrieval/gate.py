@@ -152,21 +152,31 @@ class ExactMatcher:
     """``exact_match`` for one query: its whole form and identifier tokens are worked out once, since
     the gate tests every candidate row of a recall against the same query."""
 
-    __slots__ = ("tokens", "whole")
+    __slots__ = ("tokens", "whole", "longest")
 
     def __init__(self, query: str) -> None:
         whole = " ".join(query.split()).lower()
         self.whole = whole if len(whole) >= 3 else None
+        # A row can hold the whole query only if it holds its longest word: tested first, on the row
+        # merely lower-cased, it spares most rows the white-space normalisation (~1 ms a recall).
+        self.longest = max(whole.split(" "), key=len) if self.whole is not None else ""
         # Distinct and at most MAX_TERMS, as for the keyword channels: every candidate row is searched
         # for each token, and an 8,000-character query can hold 2,000 of them (docs/input-rules.md).
         self.tokens = list(dict.fromkeys(token.lower() for token in identifier_tokens(query)))[:MAX_TERMS]
 
     def __call__(self, text: str) -> bool:
-        """True when ``text`` holds an identifier-like query token verbatim, or the whole query."""
-        lowered = " ".join(text.split()).lower()
-        if self.whole is not None and self.whole in lowered:
+        """True when ``text`` holds an identifier-like query token verbatim, or the whole query.
+
+        The tokens and the longest word hold no white space, so they occur in the lower-cased text
+        exactly where they occur in its white-space-normalised form (runs of other characters are
+        the same in both): only a row holding the longest word is normalised for the whole query.
+        """
+        lowered = text.lower()
+        if any(token in lowered for token in self.tokens):
             return True
-        return any(token in lowered for token in self.tokens)
+        if self.whole is None or self.longest not in lowered:
+            return False
+        return self.whole in " ".join(text.split()).lower()
 
 
 def exact_match(query: str, text: str) -> bool:

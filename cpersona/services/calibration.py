@@ -113,7 +113,7 @@ class Calibrator:
                 f"v{stale.get('scoring_version')}); recalibration pending in the background, heuristic floor "
                 "in force",
             )
-        threshold = cal.gate_threshold(
+        threshold = cal.stored_gate_threshold(
             probe_values,
             str(entry.get("method", "separation")) if entry else "separation",
             beta,

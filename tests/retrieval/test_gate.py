@@ -249,3 +249,50 @@ def test_confidence_blend_is_on_the_cosine_scale_and_orders_as_documented() -> N
         confidence.blend(-0.3, 0, None, False, 0) == 0.0
         and confidence.blend(0.99, 0, None, False, 100) <= 1.0
     )
+
+
+def test_the_remembered_threshold_of_a_stored_entry_is_the_computed_one() -> None:
+    """Recall reads its calibrated threshold through a memo (``stored_gate_threshold``): whatever the
+    method and the stored values, it is ``gate_threshold``'s value, also for an unhashable override."""
+    rng = np.random.default_rng(8)
+    for k in range(12):
+        probes = [float(v) for v in rng.uniform(0.1, 0.9, size=50 + k)]
+        for method, percentile, z in (
+            ("separation", None, None),
+            ("percentile", 80.0, None),
+            ("zscore", None, 1.5),
+        ):
+            for level in cal.LEVELS:
+                want = cal.gate_threshold(
+                    probes, method, cal.BETA[level], level, percentile=percentile, z_factor=z
+                )
+                for _ in range(2):  # computed, then remembered
+                    got = cal.stored_gate_threshold(
+                        probes, method, cal.BETA[level], level, percentile=percentile, z_factor=z
+                    )
+                    assert got == want
+    probes = [0.2, 0.4, 0.6]
+    # A hand-edited entry's list where a number belongs: not hashable, computed as it is.
+    assert cal.stored_gate_threshold(
+        probes, "separation", 1.0, "balanced", percentile=[1]
+    ) == cal.gate_threshold(
+        probes,
+        "separation",
+        1.0,
+        "balanced",
+        percentile=[1],  # type: ignore[arg-type]
+    )
+
+
+_pieces = st.sampled_from(
+    ["ΑΣ", "σ", "ς", "İ", "Straße", "v2.1", "Foo_bar", "x", "ab", "the cat", "CAT", "é"]
+)
+_gaps = st.sampled_from([" ", "  ", "\t", "\n", " \u00a0", "", "\u3000"])
+_texts = st.lists(st.tuples(_pieces, _gaps), max_size=8).map(lambda xs: "".join(p + g for p, g in xs))
+
+
+@given(query=_texts, text=_texts)
+def test_exact_matcher_agrees_with_the_rule_on_words_and_white_space(query: str, text: str) -> None:
+    """ExactMatcher tests the lower-cased row first and normalises white space only when the query's
+    longest word is there: final sigma, dotted I, NBSP and ideographic spaces must not change a verdict."""
+    assert ExactMatcher(query)(text) is _exact_match_reference(query, text)

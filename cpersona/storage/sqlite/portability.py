@@ -29,6 +29,7 @@ from cpersona.storage.port_records import (
     vector_model,
 )
 from cpersona.storage.sql_text import agent_filter, exported_links
+from cpersona.storage.sqlite.bulk_fts import deferred_memory_fts
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.episodes import find_episode, insert_episode
 from cpersona.storage.sqlite.links import SqliteLinks
@@ -133,11 +134,16 @@ class SqlitePortabilityRows:
         """
         outcomes: list[str] = []
         queued = 0
-        with self.db.write() as conn:
+        memories = sum(isinstance(r, ImportedMemory) for r in records)
+        with self.db.write() as conn, deferred_memory_fts(conn, memories) as indexed:
             for record in records:
                 outcome, new_id, blob, model = _write_one(conn, record)
                 outcomes.append(outcome)
-                if outcome != INSERTED or new_id is None or queued_at is None:
+                if outcome != INSERTED or new_id is None:
+                    continue
+                if isinstance(record, ImportedMemory):
+                    indexed.append(new_id)
+                if queued_at is None:
                     continue
                 if needs_vector(blob, model, active_model):
                     table = MEMORIES if isinstance(record, ImportedMemory) else EPISODES

@@ -302,7 +302,7 @@ class VectorIndex:
             if positions.size > (self.exact_below if self.keep_vectors else rescore):
                 positions = self._best_approximate(positions, q, rescore)
             ids = self._ids[positions].copy()
-            scores = dot(self._vectors[positions], q) if self.keep_vectors else None
+            scores = self._exact(positions, q) if self.keep_vectors else None
         if scores is None:
             ids, scores = self._exact_from_file(ids, q, fetch)
         if scores.size > limit:
@@ -312,6 +312,18 @@ class VectorIndex:
             scores, ids = scores[keep], ids[keep]
         order = np.lexsort((-ids, -scores))[:limit]
         return [(int(ids[i]), float(scores[i])) for i in order]
+
+    def _exact(self, positions: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """float32 cosines of ``positions``: scoring every row and picking beats gathering most of them.
+
+        A gather of all 10k rows copies 15 MB per query (3.4 ms against 0.8 ms for the product over
+        the contiguous matrix); each row's product is the same loop over the same 384 floats either
+        way, so the scores are bit for bit those of the gathered rows.
+        """
+        n = self._n
+        if positions.size * _GATHER_FRACTION < n:
+            return dot(self._vectors[positions], q)
+        return dot(self._vectors[:n], q)[positions]
 
     def _best_approximate(self, positions: np.ndarray, q: np.ndarray, count: int) -> np.ndarray:
         """The ``count`` positions of ``positions`` with the best int8 scores, every tie at the cut kept."""
@@ -341,16 +353,32 @@ class VectorIndex:
         """Cosine of ``query`` with each of ``ids`` that holds a vector of this index's model."""
         q = np.asarray(query, dtype=np.float32)
         with self._lock:
-            n = self._n
             if not ids or self._live_count == 0:
                 return {}
-            live = self._live[:n] & np.isin(self._ids[:n], np.asarray(ids, dtype=np.int64))
-            positions = np.flatnonzero(live)
+            positions = self._positions_of(np.asarray(ids, dtype=np.int64))
             held = self._ids[positions].copy()
             scores = dot(self._vectors[positions], q) if self.keep_vectors else None
         if scores is None:
             held, scores = self._exact_from_file(held, q, fetch)
         return {int(i): float(v) for i, v in zip(held, scores, strict=True)}
+
+    def _positions_of(self, ids: np.ndarray) -> np.ndarray:
+        """Ascending positions of the live rows holding ``ids`` (call under the lock).
+
+        The gate asks for a few dozen ids per recall: while ids ascend with position a binary search
+        finds them without scanning all rows (``np.isin`` sorts the whole id column each call); an id
+        held at more than one position (a re-appended row) falls back to that scan.
+        """
+        n = self._n
+        column = self._ids[:n]
+        if self._ordered:
+            wanted = np.unique(ids)
+            lo = np.searchsorted(column, wanted, "left")
+            hi = np.searchsorted(column, wanted, "right")
+            if bool(np.all(hi - lo <= 1)):
+                found = lo[hi > lo]
+                return found[self._live[found]]
+        return np.flatnonzero(self._live[:n] & np.isin(column, ids))
 
     def agent_rows(self, agent_id: str, fetch: Fetch | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(ids, vectors) of one agent's rows in id order (copies; empty arrays when none)."""
