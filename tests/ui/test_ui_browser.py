@@ -55,7 +55,9 @@ def site(
     tmp = tmp_path_factory.mktemp("ui-browser")
     shots = tmp / "screenshots"
     shots.mkdir()
-    memory = Memory(_settings(tmp, minilm_models_dir))
+    # No background self-calibration on either side: the page and the in-process recall must apply the
+    # same gate, and a calibration landing between the two recalls would move one threshold only.
+    memory = Memory(_settings(tmp, minilm_models_dir), self_calibration=False)
     assert memory.wait_until_ready(120)
     for i in range(28):
         memory.store("ana", f"filler note {i:02d} about weekly chores", msg_id=f"f{i}")
@@ -69,6 +71,7 @@ def site(
         "CPERSONA_EMBEDDING_MODE": "onnx",
         "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
         "CPERSONA_MODELS_DIR": str(minilm_models_dir),
+        "CPERSONA_AUTO_CALIBRATE": "false",
     }
     with ui_server(tmp, **env) as server:
         browser = Browser(chromium, tmp / "chromium-profile")

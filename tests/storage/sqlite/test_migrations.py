@@ -128,16 +128,23 @@ def test_unusable_paths_fail_with_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_gap_in_the_numbers_is_filled_when_the_missing_step_arrives(tmp_path: Path) -> None:
-    # Branches take numbers apart: this file got 5 (links) before 4 existed; 4 must still run later.
-    assert [m.version for m in MIGRATIONS][-2:] == [3, 5]
+    # Branches take numbers apart: a file may get step N+2 before N+1 exists; N+1 must still run later.
+    latest = MIGRATIONS[-1].version
     db = Database(tmp_path / "m.db")
-    assert migrate(db) == [1, 2, 3, 5]
-    late = Migration(
-        4, "the other branch's step", lambda c: c.execute("ALTER TABLE profiles ADD COLUMN note TEXT")
+    assert migrate(db) == [m.version for m in MIGRATIONS]
+    ahead = Migration(
+        latest + 2, "a branch's step", lambda c: c.execute("ALTER TABLE profiles ADD COLUMN ahead TEXT")
     )
-    merged = tuple(sorted((*MIGRATIONS, late), key=lambda m: m.version))
-    assert migrate(db, merged) == [4]
+    assert migrate(db, (*MIGRATIONS, ahead)) == [latest + 2]
+    late = Migration(
+        latest + 1,
+        "the other branch's step",
+        lambda c: c.execute("ALTER TABLE profiles ADD COLUMN note TEXT"),
+    )
+    merged = (*MIGRATIONS, late, ahead)
+    assert migrate(db, merged) == [latest + 1]
     assert migrate(db, merged) == []
-    assert "note" in [r[1] for r in db.connection().execute("PRAGMA table_info(profiles)")]
-    assert current_version(db.connection()) == 5
+    columns = [r[1] for r in db.connection().execute("PRAGMA table_info(profiles)")]
+    assert "note" in columns and "ahead" in columns
+    assert current_version(db.connection()) == latest + 2
     db.close()
