@@ -8,13 +8,14 @@ session's connection (or, for merges, to the database's write transaction).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from cpersona.storage.maintenance_interface import (
     ChannelReport,
+    ChannelRequest,
     FtsReport,
-    Resolver,
+    MergeRequest,
     SchemaObject,
     VectorReport,
 )
@@ -209,31 +210,10 @@ class SqliteMaintenanceRows:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def merge_agents(
-        self,
-        source: str,
-        target: str,
-        *,
-        mode: str,
-        dry_run: bool,
-        queued_at: str | None,
-        step: Callable[[], None] | None = None,
-    ) -> dict[str, dict[str, int]]:
-        """See ``cpersona.storage.port_merge.merge_agents``."""
-        return merge_agents(
-            self.db, source, target, mode=mode, dry_run=dry_run, queued_at=queued_at, step=step
-        )
+    def merge_agents(self, request: MergeRequest) -> dict[str, dict[str, int]]:
+        """See ``cpersona.storage.sqlite.merge.merge_agents``."""
+        return merge_agents(self.db, request)
 
-    def migrate_channels(
-        self,
-        *,
-        agent_id: str | None,
-        bridges: Sequence[str],
-        resolve: Resolver,
-        globalize: bool,
-        dry_run: bool,
-    ) -> ChannelReport:
-        """See ``cpersona.storage.port_channels.migrate_channels``."""
-        return migrate_channels(
-            self.db, agent_id=agent_id, bridges=bridges, resolve=resolve, globalize=globalize, dry_run=dry_run
-        )
+    def migrate_channels(self, request: ChannelRequest) -> ChannelReport:
+        """See ``cpersona.storage.sqlite.channel_axis.migrate_channels``."""
+        return migrate_channels(self.db, request)
