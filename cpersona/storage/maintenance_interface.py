@@ -15,8 +15,11 @@ the check reports it as an info finding.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+C = TypeVar("C")
 
 #: merge_memories modes: new rows for the target, or the source rows re-owned.
 COPY, MOVE = "copy", "move"
@@ -103,8 +106,24 @@ class ChannelRequest:
     dry_run: bool
 
 
-class DryRun(Exception):
+class _DryRun(Exception):
     """Raised inside a merge's or channel run's transaction to roll a dry run back after counting."""
+
+
+@contextmanager
+def rolled_back_if(dry_run: bool, transaction: AbstractContextManager[C]) -> Iterator[C]:
+    """``transaction``'s connection for one merge or channel run; a dry run is rolled back at the end.
+
+    A dry run does all the work inside the transaction, so its counts are exactly what a real run
+    does; raising through the transaction is what rolls it back. An error in the body propagates.
+    """
+    try:
+        with transaction as conn:
+            yield conn
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
 
 
 def merge_counts(mode: str) -> dict[str, int]:

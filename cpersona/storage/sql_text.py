@@ -15,6 +15,20 @@ if TYPE_CHECKING:  # annotations only: interface imports scope, which imports th
     from cpersona.storage.interface import BrowseFilter
 
 
+#: The columns a merge's ``copy`` copies per table: all but ``id`` and ``agent_id`` (the
+#: target's), the same on both engines since their tables match column for column.
+MERGE_COPY_COLUMNS = {
+    "memories": (
+        "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
+        "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
+    ),
+    "episodes": (
+        "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "
+        "embedding_model, embedding_dim"
+    ),
+}
+
+
 @dataclass(frozen=True)
 class Dialect:
     """How an engine writes a bound parameter and the constants true and false."""

@@ -25,26 +25,17 @@ from cpersona.storage.maintenance_interface import (
     MOVE,
     ChannelReport,
     ChannelRequest,
-    DryRun,
     MergeRequest,
     merge_counts,
+    rolled_back_if,
     stepped,
 )
 from cpersona.storage.postgres.links import PgLinks
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.postgres.tasks import PgTasks
+from cpersona.storage.sql_text import MERGE_COPY_COLUMNS
 from cpersona.storage.supersede_interface import apply_imported_links
-
-_MEMORY_COPY_COLUMNS = (
-    "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
-    "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
-)
-_EPISODE_COPY_COLUMNS = (
-    "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "
-    "embedding_model, embedding_dim"
-)
-_COPY_COLUMNS = {"memories": _MEMORY_COPY_COLUMNS, "episodes": _EPISODE_COPY_COLUMNS}
 
 Transaction = Callable[[bool], AbstractContextManager[Executor]]
 
@@ -58,15 +49,10 @@ class PgMaintenanceRows:
     def merge_agents(self, request: MergeRequest) -> dict[str, dict[str, int]]:
         """Merge ``request.source`` into its target; counts per table (the same numbers in a dry run)."""
         counts: dict[str, dict[str, int]] = {}
-        try:
-            with self.transaction(False) as ex:
-                counts["memories"] = _merge_memories(ex, request)
-                counts["episodes"] = _merge_episodes(ex, request)
-                counts["profiles"] = _merge_profiles(ex, request.source, request.target, request.mode)
-                if request.dry_run:
-                    raise DryRun
-        except DryRun:
-            pass
+        with rolled_back_if(request.dry_run, self.transaction(False)) as ex:
+            counts["memories"] = _merge_memories(ex, request)
+            counts["episodes"] = _merge_episodes(ex, request)
+            counts["profiles"] = _merge_profiles(ex, request.source, request.target, request.mode)
         return counts
 
     def migrate_channels(self, request: ChannelRequest) -> ChannelReport:
@@ -76,26 +62,21 @@ class PgMaintenanceRows:
         if not bridges:
             return report
         agent_sql, agent_params = (" AND agent_id = %s", [agent_id]) if agent_id is not None else ("", [])
-        try:
-            with self.transaction(False) as ex:
-                for row in ex.all(
-                    "SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
-                    f"WHERE channel = ANY(%s){agent_sql} ORDER BY id",
-                    [list(bridges), *agent_params],
-                ):
-                    report.scanned += 1
-                    _migrate_memory(ex, row, request, report)
-                for ep in ex.all(
-                    f"SELECT id, agent_id, project_id, channel, summary FROM episodes WHERE channel = ANY(%s){agent_sql} "
-                    "ORDER BY id",
-                    [list(bridges), *agent_params],
-                ):
-                    report.scanned += 1
-                    _migrate_episode(ex, ep, request.globalize, report)
-                if request.dry_run:
-                    raise DryRun
-        except DryRun:
-            pass
+        with rolled_back_if(request.dry_run, self.transaction(False)) as ex:
+            for row in ex.all(
+                "SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
+                f"WHERE channel = ANY(%s){agent_sql} ORDER BY id",
+                [list(bridges), *agent_params],
+            ):
+                report.scanned += 1
+                _migrate_memory(ex, row, request, report)
+            for ep in ex.all(
+                f"SELECT id, agent_id, project_id, channel, summary FROM episodes WHERE channel = ANY(%s){agent_sql} "
+                "ORDER BY id",
+                [list(bridges), *agent_params],
+            ):
+                report.scanned += 1
+                _migrate_episode(ex, ep, request.globalize, report)
         return report
 
 
@@ -139,7 +120,7 @@ def _place(
             return None
         result["moved"] += 1
         return rid
-    columns = _COPY_COLUMNS[table]
+    columns = MERGE_COPY_COLUMNS[table]
     new_id = ex.value(
         f"INSERT INTO {table}(agent_id, {columns}) SELECT %s, {columns} FROM {table} WHERE id = %s "
         "ON CONFLICT DO NOTHING RETURNING id",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from cpersona.storage.maintenance_interface import ChannelReport, ChannelRequest, DryRun
+from cpersona.storage.maintenance_interface import ChannelReport, ChannelRequest, rolled_back_if
 from cpersona.storage.sqlite.db import Database
 
 
@@ -26,28 +26,23 @@ def migrate_channels(db: Database, request: ChannelRequest) -> ChannelReport:
         return report
     marks = ",".join("?" * len(bridges))
     agent_sql, agent_params = ("AND agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
-    try:
-        with db.write() as conn:
-            rows = conn.execute(
-                f"SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
-                f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
-                [*bridges, *agent_params],
-            ).fetchall()
-            for row in rows:
-                report.scanned += 1
-                _migrate_memory(conn, row, request, report)
-            episodes = conn.execute(
-                f"SELECT id, agent_id, project_id, channel, summary FROM episodes "
-                f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
-                [*bridges, *agent_params],
-            ).fetchall()
-            for ep in episodes:
-                report.scanned += 1
-                _migrate_episode(conn, ep, request.globalize, report)
-            if request.dry_run:
-                raise DryRun
-    except DryRun:
-        pass
+    with rolled_back_if(request.dry_run, db.write()) as conn:
+        rows = conn.execute(
+            f"SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
+            f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
+            [*bridges, *agent_params],
+        ).fetchall()
+        for row in rows:
+            report.scanned += 1
+            _migrate_memory(conn, row, request, report)
+        episodes = conn.execute(
+            f"SELECT id, agent_id, project_id, channel, summary FROM episodes "
+            f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
+            [*bridges, *agent_params],
+        ).fetchall()
+        for ep in episodes:
+            report.scanned += 1
+            _migrate_episode(conn, ep, request.globalize, report)
     return report
 
 

@@ -20,21 +20,20 @@ from typing import Any
 
 from cpersona.storage.interface import EMBED
 from cpersona.storage.link_carry import carry_links, links_of
-from cpersona.storage.maintenance_interface import COPY, MOVE, DryRun, MergeRequest, merge_counts, stepped
+from cpersona.storage.maintenance_interface import (
+    COPY,
+    MOVE,
+    MergeRequest,
+    merge_counts,
+    rolled_back_if,
+    stepped,
+)
+from cpersona.storage.sql_text import MERGE_COPY_COLUMNS
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.links import SqliteLinks
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.supersede_interface import apply_imported_links
-
-_MEMORY_COPY_COLUMNS = (
-    "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
-    "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
-)
-_EPISODE_COPY_COLUMNS = (
-    "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "
-    "embedding_model, embedding_dim"
-)
 
 
 def merge_agents(db: Database, request: MergeRequest) -> dict[str, dict[str, int]]:
@@ -45,15 +44,10 @@ def merge_agents(db: Database, request: MergeRequest) -> dict[str, dict[str, int
     memory and episode; whatever it raises rolls the merge back and propagates.
     """
     counts: dict[str, dict[str, int]] = {}
-    try:
-        with db.write() as conn:
-            counts["memories"] = _merge_memories(conn, request)
-            counts["episodes"] = _merge_episodes(conn, request)
-            counts["profiles"] = _merge_profiles(conn, request.source, request.target, request.mode)
-            if request.dry_run:
-                raise DryRun
-    except DryRun:
-        pass
+    with rolled_back_if(request.dry_run, db.write()) as conn:
+        counts["memories"] = _merge_memories(conn, request)
+        counts["episodes"] = _merge_episodes(conn, request)
+        counts["profiles"] = _merge_profiles(conn, request.source, request.target, request.mode)
     return counts
 
 
@@ -66,7 +60,6 @@ def _ids(conn: sqlite3.Connection, table: str, agent: str) -> list[int]:
 def _place(
     conn: sqlite3.Connection,
     table: str,
-    copy_columns: str,
     rid: int,
     request: MergeRequest,
     duplicate: int | None,
@@ -88,8 +81,9 @@ def _place(
         conn.execute(f"UPDATE {table} SET agent_id = ? WHERE id = ?", (target, rid))
         result["moved"] += 1
         return rid
+    columns = MERGE_COPY_COLUMNS[table]
     cursor = conn.execute(
-        f"INSERT INTO {table}(agent_id, {copy_columns}) SELECT ?, {copy_columns} FROM {table} WHERE id = ?",
+        f"INSERT INTO {table}(agent_id, {columns}) SELECT ?, {columns} FROM {table} WHERE id = ?",
         (target, rid),
     )
     result["copied"] += 1
@@ -135,9 +129,7 @@ def _merge_memories(conn: sqlite3.Connection, request: MergeRequest) -> dict[str
                 "UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],)
             )  # the lock survives the move
         duplicate = None if dup is None else int(dup[0])
-        placed[rid] = _place(
-            conn, "memories", _MEMORY_COPY_COLUMNS, rid, request, duplicate, has_vector, result
-        )
+        placed[rid] = _place(conn, "memories", rid, request, duplicate, has_vector, result)
     # Declared links follow the rows whose id changed; supersede links are rewritten between places.
     carry_links(SqliteLinks(conn), links, {r: b for r, b in placed.items() if b != r}, mode)
     if supersedes:
@@ -156,7 +148,7 @@ def _merge_episodes(conn: sqlite3.Connection, request: MergeRequest) -> dict[str
             (request.target, project, channel, summary),
         ).fetchone()
         duplicate = None if dup is None else int(dup[0])
-        _place(conn, "episodes", _EPISODE_COPY_COLUMNS, rid, request, duplicate, has_vector, result)
+        _place(conn, "episodes", rid, request, duplicate, has_vector, result)
     return result
 
 
