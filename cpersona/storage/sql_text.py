@@ -7,7 +7,7 @@ built here is only the placeholder and the boolean literals, so each engine pass
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,47 @@ class Dialect:
     mark: str
     true: str
     false: str
+
+
+#: The timestamp columns the health checks read, per table (each must be in ``format_ts``'s form).
+TIMESTAMP_COLUMNS = {
+    "memories": ("timestamp", "created_at", "last_recalled_at"),
+    "episodes": ("created_at", "start_time", "end_time"),
+    "profiles": ("updated_at",),
+}
+
+
+@dataclass(frozen=True)
+class TimestampScan:
+    """One timestamp column to check: the columns a finding needs and their order (locked rows last).
+
+    ``select`` names the row's key (``id``, or the profile key), ``value`` and ``locked``, so each
+    engine runs it with its own pattern test and hands every row to ``finding``.
+    """
+
+    table: str
+    column: str
+    select: str
+    order: str
+
+    def finding(self, row: Any) -> tuple[str, Any, str, str, bool]:
+        """(table, key, column, value, locked) for one selected row (a mapping by column name)."""
+        key: Any = (
+            (row["agent_id"], row["project_id"], row["user_id"])
+            if self.table == "profiles"
+            else int(row["id"])
+        )
+        return self.table, key, self.column, str(row["value"]), bool(row["locked"])
+
+
+def timestamp_scans(dialect: Dialect) -> Iterator[TimestampScan]:
+    """Every timestamp column of ``TIMESTAMP_COLUMNS``, as the engines' malformed-timestamp check reads it."""
+    for table, columns in TIMESTAMP_COLUMNS.items():
+        key = "agent_id, project_id, user_id" if table == "profiles" else "id"
+        locked = "locked" if table == "memories" else f"{dialect.false} AS locked"
+        order = "locked, id" if table == "memories" else key
+        for column in columns:
+            yield TimestampScan(table, column, f"{key}, {column} AS value, {locked}", order)
 
 
 def like_pattern(term: str) -> str:

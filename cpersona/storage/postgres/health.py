@@ -27,7 +27,8 @@ from cpersona.storage.postgres.migrations import (
     current_version,
     migration_statements,
 )
-from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.postgres.sql import POSTGRES, Executor
+from cpersona.storage.sql_text import timestamp_scans
 
 #: CPersona's tables (sizes, amcheck).
 TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_version")
@@ -35,11 +36,6 @@ TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_ve
 JSON_PREDICATE_VERSION = 160000
 #: The stored timestamp form (``format_ts``): 2026-01-31T09:30:00.000000Z.
 _TS_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}Z$"
-_TIMESTAMP_COLUMNS = {
-    "memories": ("timestamp", "created_at", "last_recalled_at"),
-    "episodes": ("created_at", "start_time", "end_time"),
-    "profiles": ("updated_at",),
-}
 _CREATE_INDEX = re.compile(r"^CREATE\s+(UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 _DROP_INDEX = re.compile(r"^DROP\s+INDEX\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 _CREATE_TRIGGER = re.compile(r"^CREATE\s+TRIGGER\s+(\w+)", re.IGNORECASE)
@@ -345,26 +341,18 @@ class PgHealth:
         where, params = _scope(agent)
         found: list[tuple[str, Any, str, str, bool]] = []
         count = 0
-        for table, columns in _TIMESTAMP_COLUMNS.items():
-            key = "agent_id, project_id, user_id" if table == "profiles" else "id"
-            locked = "locked" if table == "memories" else "FALSE AS locked"
-            order = "locked, id" if table == "memories" else key
-            for column in columns:
-                cond = f"{column} IS NOT NULL AND {column} !~ %s"
-                count += int(
-                    self.ex.value(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", [_TS_PATTERN, *params])
+        for scan in timestamp_scans(POSTGRES):
+            cond = f"{scan.column} IS NOT NULL AND {scan.column} !~ %s"
+            count += int(
+                self.ex.value(
+                    f"SELECT COUNT(*) FROM {scan.table} WHERE {cond}{where}", [_TS_PATTERN, *params]
                 )
-                for r in self.ex.all(
-                    f"SELECT {key}, {column} AS value, {locked} FROM {table} WHERE {cond}{where} ORDER BY {order} "
-                    "LIMIT %s",
-                    [_TS_PATTERN, *params, limit],
-                ):
-                    row_key: Any = (
-                        (r["agent_id"], r["project_id"], r["user_id"])
-                        if table == "profiles"
-                        else int(r["id"])
-                    )
-                    found.append((table, row_key, column, str(r["value"]), bool(r["locked"])))
+            )
+            for r in self.ex.all(
+                f"SELECT {scan.select} FROM {scan.table} WHERE {cond}{where} ORDER BY {scan.order} LIMIT %s",
+                [_TS_PATTERN, *params, limit],
+            ):
+                found.append(scan.finding(r))
         return count, found
 
     # -- queue -----------------------------------------------------------------------------------

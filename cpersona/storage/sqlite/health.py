@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, SchemaObject, VectorReport
+from cpersona.storage.sql_text import timestamp_scans
 from cpersona.storage.sqlite.migrations import SCHEMA_SCRIPTS, _split_statements, current_version
+from cpersona.storage.sqlite.sql import SQLITE
 
 __all__ = ["ROW_TABLES", "FtsReport", "SchemaObject", "VectorReport"]  # the shared value types, as before
 
@@ -38,11 +40,6 @@ FTS_INDEXES = (
 )
 FTS_BY_NAME = {index.name: index for index in FTS_INDEXES}
 #: Timestamp columns written by ``format_ts`` (nullable ones may be NULL).
-TIMESTAMP_COLUMNS = {
-    "memories": ("timestamp", "created_at", "last_recalled_at"),
-    "episodes": ("created_at", "start_time", "end_time"),
-    "profiles": ("updated_at",),
-}
 # The fixed-width form format_ts writes: 2026-01-31T09:30:00.000000Z.
 _TS_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]Z"
 _CREATE = re.compile(r"^CREATE\s+(UNIQUE\s+)?(INDEX|TRIGGER)\s+(\w+)", re.IGNORECASE)
@@ -386,21 +383,16 @@ def malformed_timestamps(
     where, params = _scope(agent)
     found: list[tuple[str, Any, str, str, bool]] = []
     count = 0
-    for table, columns in TIMESTAMP_COLUMNS.items():
-        key = "agent_id, project_id, user_id" if table == "profiles" else "id"
-        locked = "locked" if table == "memories" else "0"
-        order = "locked, id" if table == "memories" else key
-        for column in columns:
-            cond = f"{column} IS NOT NULL AND NOT ({column} GLOB '{_TS_GLOB}')"
-            count += int(
-                conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", params).fetchone()[0]
-            )
-            for r in conn.execute(
-                f"SELECT {key}, {column}, {locked} FROM {table} WHERE {cond}{where} ORDER BY {order} LIMIT ?",
-                [*params, limit],
-            ):
-                row_key: Any = tuple(r[:3]) if table == "profiles" else int(r[0])
-                found.append((table, row_key, column, str(r[-2]), bool(r[-1])))
+    for scan in timestamp_scans(SQLITE):
+        cond = f"{scan.column} IS NOT NULL AND NOT ({scan.column} GLOB '{_TS_GLOB}')"
+        count += int(
+            conn.execute(f"SELECT COUNT(*) FROM {scan.table} WHERE {cond}{where}", params).fetchone()[0]
+        )
+        for r in conn.execute(
+            f"SELECT {scan.select} FROM {scan.table} WHERE {cond}{where} ORDER BY {scan.order} LIMIT ?",
+            [*params, limit],
+        ):
+            found.append(scan.finding(r))
     return count, found
 
 
