@@ -79,6 +79,37 @@ def timestamp_scans(dialect: Dialect) -> Iterator[TimestampScan]:
             yield TimestampScan(table, column, f"{key}, {column} AS value, {locked}", order)
 
 
+#: Queued tasks whose target row no longer exists (or whose table is unknown).
+ORPHAN_TASK = (
+    "(target_table = 'memories' AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = target_id)) OR "
+    "(target_table = 'episodes' AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.id = target_id)) OR "
+    "target_table NOT IN ('memories', 'episodes')"
+)
+#: What a failing-task finding shows of a queued task ``p`` (``table``: the target table).
+FAILING_TASK_COLUMNS = (
+    'p.id, p.kind, p.target_table AS "table", p.target_id, p.attempts, p.created_at, p.last_error'
+)
+
+
+def failing_task_filter(
+    agent: str | None, min_attempts: int, created_before: str, dialect: Dialect
+) -> tuple[str, list[Any]]:
+    """The condition on ``pending_memory_tasks p`` for tasks tried ``min_attempts`` times or queued
+    before ``created_before`` (only those whose target row is ``agent``'s when it is set), and its parameters.
+    """
+    mark = dialect.mark
+    cond = f"(p.attempts >= {mark} OR p.created_at < {mark})"
+    params: list[Any] = [min_attempts, created_before]
+    if agent is not None:
+        cond += (
+            " AND ((p.target_table = 'memories' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = p.target_id "
+            f"AND m.agent_id = {mark})) OR (p.target_table = 'episodes' AND EXISTS (SELECT 1 FROM episodes e "
+            f"WHERE e.id = p.target_id AND e.agent_id = {mark})))"
+        )
+        params += [agent, agent]
+    return cond, params
+
+
 def like_pattern(term: str) -> str:
     """``%term%`` with LIKE's wildcards escaped (use with ESCAPE '\\')."""
     escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -28,7 +28,7 @@ from cpersona.storage.postgres.migrations import (
     migration_statements,
 )
 from cpersona.storage.postgres.sql import POSTGRES, Executor
-from cpersona.storage.sql_text import timestamp_scans
+from cpersona.storage.sql_text import FAILING_TASK_COLUMNS, ORPHAN_TASK, failing_task_filter, timestamp_scans
 
 #: CPersona's tables (sizes, amcheck).
 TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_version")
@@ -359,34 +359,20 @@ class PgHealth:
 
     def orphan_tasks(self, limit: int) -> tuple[int, list[int]]:
         """Queued tasks whose target row no longer exists (or whose table is unknown)."""
-        cond = (
-            "(target_table = 'memories' AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = target_id)) OR "
-            "(target_table = 'episodes' AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.id = target_id)) OR "
-            "target_table NOT IN ('memories', 'episodes')"
+        count = int(self.ex.value(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {ORPHAN_TASK}"))
+        rows = self.ex.all(
+            f"SELECT id FROM pending_memory_tasks WHERE {ORPHAN_TASK} ORDER BY id LIMIT %s", (limit,)
         )
-        count = int(self.ex.value(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {cond}"))
-        rows = self.ex.all(f"SELECT id FROM pending_memory_tasks WHERE {cond} ORDER BY id LIMIT %s", (limit,))
         return count, [int(r["id"]) for r in rows]
 
     def failing_tasks(
         self, agent: str | None, min_attempts: int, created_before: str, limit: int
     ) -> tuple[int, list[dict[str, Any]]]:
         """Tasks that failed ``min_attempts`` times or wait since before ``created_before``."""
-        scope = ""
-        params: list[Any] = [min_attempts, created_before]
-        if agent is not None:
-            scope = (
-                " AND ((p.target_table = 'memories' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = p.target_id "
-                "AND m.agent_id = %s)) OR (p.target_table = 'episodes' AND EXISTS (SELECT 1 FROM episodes e "
-                "WHERE e.id = p.target_id AND e.agent_id = %s)))"
-            )
-            params += [agent, agent]
-        cond = f"(p.attempts >= %s OR p.created_at < %s){scope}"
+        cond, params = failing_task_filter(agent, min_attempts, created_before, POSTGRES)
         count = int(self.ex.value(f"SELECT COUNT(*) FROM pending_memory_tasks p WHERE {cond}", params))
         rows = self.ex.all(
-            'SELECT p.id, p.kind, p.target_table AS "table", '
-            "p.target_id, p.attempts, p.created_at, p.last_error "
-            f"FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT %s",
+            f"SELECT {FAILING_TASK_COLUMNS} FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT %s",
             [*params, limit],
         )
         return count, [dict(r) for r in rows]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, SchemaObject, VectorReport
-from cpersona.storage.sql_text import timestamp_scans
+from cpersona.storage.sql_text import FAILING_TASK_COLUMNS, ORPHAN_TASK, failing_task_filter, timestamp_scans
 from cpersona.storage.sqlite.migrations import SCHEMA_SCRIPTS, _split_statements, current_version
 from cpersona.storage.sqlite.sql import SQLITE
 
@@ -401,49 +401,26 @@ def malformed_timestamps(
 
 def orphan_tasks(conn: sqlite3.Connection, limit: int) -> tuple[int, list[int]]:
     """Queued tasks whose target row no longer exists (or whose table is unknown)."""
-    cond = (
-        "(target_table = 'memories' AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = target_id)) OR "
-        "(target_table = 'episodes' AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.id = target_id)) OR "
-        "target_table NOT IN ('memories', 'episodes')"
+    count = int(conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {ORPHAN_TASK}").fetchone()[0])
+    rows = conn.execute(
+        f"SELECT id FROM pending_memory_tasks WHERE {ORPHAN_TASK} ORDER BY id LIMIT ?", (limit,)
     )
-    count = int(conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {cond}").fetchone()[0])
-    ids = [
-        int(r[0])
-        for r in conn.execute(
-            f"SELECT id FROM pending_memory_tasks WHERE {cond} ORDER BY id LIMIT ?", (limit,)
-        )
-    ]
-    return count, ids
+    return count, [int(r[0]) for r in rows]
 
 
 def failing_tasks(
     conn: sqlite3.Connection, agent: str | None, min_attempts: int, created_before: str, limit: int
 ) -> tuple[int, list[dict[str, Any]]]:
     """Tasks that failed ``min_attempts`` times or wait since before ``created_before``."""
-    scope = ""
-    params: list[Any] = [min_attempts, created_before]
-    if agent is not None:
-        scope = (
-            " AND ((p.target_table = 'memories' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = p.target_id "
-            "AND m.agent_id = ?)) OR (p.target_table = 'episodes' AND EXISTS (SELECT 1 FROM episodes e "
-            "WHERE e.id = p.target_id AND e.agent_id = ?)))"
-        )
-        params += [agent, agent]
-    cond = f"(p.attempts >= ? OR p.created_at < ?){scope}"
+    cond, params = failing_task_filter(agent, min_attempts, created_before, SQLITE)
     count = int(
         conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks p WHERE {cond}", params).fetchone()[0]
     )
     rows = conn.execute(
-        f"SELECT p.id, p.kind, p.target_table, p.target_id, p.attempts, p.created_at, p.last_error "
-        f"FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT ?",
+        f"SELECT {FAILING_TASK_COLUMNS} FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT ?",
         [*params, limit],
     ).fetchall()
-    return count, [
-        dict(
-            zip(("id", "kind", "table", "target_id", "attempts", "created_at", "last_error"), r, strict=True)
-        )
-        for r in rows
-    ]
+    return count, [dict(r) for r in rows]
 
 
 def queue_depth(conn: sqlite3.Connection) -> int:
