@@ -8,15 +8,12 @@ parameters in, rows readable by column name out) and its ``Dialect``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from cpersona.storage.interface import BrowseFilter, Row
-from cpersona.storage.row_shapes import EPISODE_SHAPE, MEMORY_SHAPE, RowLike, TableShape, profile_dict
+from cpersona.storage.row_shapes import EPISODE_SHAPE, MEMORY_SHAPE, TableShape, profile_dict
+from cpersona.storage.shared_reads import Fetch
 from cpersona.storage.sql_text import Dialect, agent_filter, browse_filter
-
-#: Run one statement with its parameters; the rows it returns, read by column name.
-Fetch = Callable[[str, Sequence[Any]], Iterable[RowLike]]
 
 # Per (agent, project, channel): rows, rows with a vector, locked rows (episodes have no lock).
 _AXIS_QUERIES = (

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from cpersona.storage.interface import Row
-from cpersona.storage.postgres.sql import Executor, vector_param, where
+from cpersona.storage.postgres.sql import POSTGRES, Executor, vector_param, where
 from cpersona.storage.row_shapes import VECTOR_POSITION, TableShape
 from cpersona.storage.scope import Scope
+from cpersona.storage.shared_reads import count_rows, recent_rows
 
 
 def pg_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -62,16 +63,9 @@ class PgTableRows:
         self.ex.run(f"DELETE FROM {self.shape.table} WHERE id = %s", (row_id,))
 
     def list_recent(self, scope: Scope, limit: int) -> list[Row]:
-        """Newest first (created_at, then id)."""
-        s = self.shape
-        clause, params = where(scope)
-        rows = self.ex.all(
-            f"SELECT {s.columns} FROM {s.table} WHERE {clause} ORDER BY created_at DESC, id DESC LIMIT %s",
-            [*params, limit],
-        )
-        return [s.to_dict(r) for r in rows]
+        """Newest first (created_at, then id, so equal timestamps still order stably)."""
+        return recent_rows(self.ex.all, POSTGRES, self.shape, scope, limit)
 
     def count(self, scope: Scope) -> int:
         """Rows in scope."""
-        clause, params = where(scope)
-        return int(self.ex.value(f"SELECT COUNT(*) FROM {self.shape.table} WHERE {clause}", params))
+        return count_rows(self.ex.all, POSTGRES, self.shape, scope)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.interface import NewProfile, Row
-from cpersona.storage.row_shapes import profile_dict, profile_values
+from cpersona.storage.row_shapes import profile_values
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite.sql import where
+from cpersona.storage.shared_reads import newest_profiles, profile_by_key
+from cpersona.storage.sqlite.sql import SQLITE
 
 
 def upsert_profile(conn: sqlite3.Connection, profile: NewProfile) -> None:
@@ -39,11 +40,7 @@ class SqliteProfiles:
 
     def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
         """The profile for exactly this key."""
-        row = self.conn.execute(
-            "SELECT * FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
-            (agent_id, project_id, user_id),
-        ).fetchone()
-        return None if row is None else profile_dict(row)
+        return profile_by_key(self.conn.execute, SQLITE, agent_id, project_id, user_id)
 
     def upsert(self, profile: NewProfile) -> None:
         """Replace the profile text under its key."""
@@ -51,9 +48,4 @@ class SqliteProfiles:
 
     def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
         """Up to ``limit`` profiles in scope, newest first (recall's profile injection)."""
-        clause, params = where(scope, has_channel=False)
-        rows = self.conn.execute(
-            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT ?",
-            [*params, limit],
-        ).fetchall()
-        return [profile_dict(r) for r in rows]
+        return newest_profiles(self.conn.execute, SQLITE, scope, limit)

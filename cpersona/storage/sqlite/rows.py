@@ -9,7 +9,8 @@ from typing import ClassVar
 from cpersona.storage.interface import Row
 from cpersona.storage.row_shapes import TableShape
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite.sql import fetch_by_ids, where
+from cpersona.storage.shared_reads import count_rows, recent_rows
+from cpersona.storage.sqlite.sql import SQLITE, fetch_by_ids
 
 
 class SqliteTableRows:
@@ -51,17 +52,8 @@ class SqliteTableRows:
 
     def list_recent(self, scope: Scope, limit: int) -> list[Row]:
         """Newest first (created_at, then id, so equal timestamps still order stably)."""
-        s = self.shape
-        clause, params = where(scope)
-        rows = self.conn.execute(
-            f"SELECT {s.columns} FROM {s.table} WHERE {clause} ORDER BY created_at DESC, id DESC LIMIT ?",
-            [*params, limit],
-        ).fetchall()
-        return [s.to_dict(r) for r in rows]
+        return recent_rows(self.conn.execute, SQLITE, self.shape, scope, limit)
 
     def count(self, scope: Scope) -> int:
         """Rows in scope."""
-        clause, params = where(scope)
-        return int(
-            self.conn.execute(f"SELECT COUNT(*) FROM {self.shape.table} WHERE {clause}", params).fetchone()[0]
-        )
+        return count_rows(self.conn.execute, SQLITE, self.shape, scope)
