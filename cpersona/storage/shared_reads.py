@@ -1,4 +1,4 @@
-"""Reads both engines run with the same statement: profiles, the episode boundary, table rows in scope.
+"""Reads both engines run with the same statement: profiles, the episode boundary, table rows.
 
 The statements differ between SQLite and PostgreSQL only in the parameter mark, so each engine
 passes its ``fetch`` (a statement and its parameters in, rows readable by column name out) and
@@ -8,7 +8,7 @@ its ``Dialect``; the isolation rule comes from ``Scope.where`` as everywhere els
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from cpersona.storage.interface import Row
 from cpersona.storage.row_shapes import RowLike, TableShape, profile_dict
@@ -24,29 +24,6 @@ def first(fetch: Fetch, sql: str, params: Sequence[Any]) -> RowLike | None:
     return next(iter(fetch(sql, params)), None)
 
 
-def profile_by_key(
-    fetch: Fetch, dialect: Dialect, agent_id: str, project_id: str, user_id: str
-) -> Row | None:
-    """The profile stored under exactly this key (``ProfileRows.get``)."""
-    m = dialect.mark
-    row = first(
-        fetch,
-        f"SELECT * FROM profiles WHERE agent_id = {m} AND project_id = {m} AND user_id = {m}",
-        (agent_id, project_id, user_id),
-    )
-    return None if row is None else profile_dict(row)
-
-
-def newest_profiles(fetch: Fetch, dialect: Dialect, scope: Scope, limit: int) -> list[Row]:
-    """Up to ``limit`` profiles in scope, newest first (``ProfileRows.newest_in_scope``)."""
-    clause, params = scope.where(dialect, has_channel=False)
-    rows = fetch(
-        f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT {dialect.mark}",
-        [*params, limit],
-    )
-    return [profile_dict(r) for r in rows]
-
-
 def newest_boundary(fetch: Fetch, dialect: Dialect, scope: Scope) -> str | None:
     """created_at of the newest episode in scope, the episode boundary (``EpisodeRows.newest_boundary``)."""
     clause, params = scope.where(dialect)
@@ -54,19 +31,79 @@ def newest_boundary(fetch: Fetch, dialect: Dialect, scope: Scope) -> str | None:
     return str(row["newest"]) if row is not None and row["newest"] else None
 
 
-def recent_rows(fetch: Fetch, dialect: Dialect, shape: TableShape, scope: Scope, limit: int) -> list[Row]:
-    """Rows in scope newest first (created_at, then id, so equal timestamps still order stably)."""
-    clause, params = scope.where(dialect)
-    rows = fetch(
-        f"SELECT {shape.columns} FROM {shape.table} WHERE {clause} ORDER BY created_at DESC, id DESC "
-        f"LIMIT {dialect.mark}",
-        [*params, limit],
-    )
-    return [shape.to_dict(r) for r in rows]
+class ProfileReads:
+    """The reads of ``ProfileRows``, over one engine's ``fetch`` and ``Dialect`` (engines add ``upsert``)."""
+
+    __slots__ = ("_dialect", "_fetch")
+
+    def __init__(self, fetch: Fetch, dialect: Dialect) -> None:
+        self._fetch = fetch
+        self._dialect = dialect
+
+    def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
+        """The profile stored under exactly this key."""
+        m = self._dialect.mark
+        row = first(
+            self._fetch,
+            f"SELECT * FROM profiles WHERE agent_id = {m} AND project_id = {m} AND user_id = {m}",
+            (agent_id, project_id, user_id),
+        )
+        return None if row is None else profile_dict(row)
+
+    def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
+        """Up to ``limit`` profiles in scope, newest first (recall's profile injection)."""
+        clause, params = scope.where(self._dialect, has_channel=False)
+        rows = self._fetch(
+            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT {self._dialect.mark}",
+            [*params, limit],
+        )
+        return [profile_dict(r) for r in rows]
 
 
-def count_rows(fetch: Fetch, dialect: Dialect, shape: TableShape, scope: Scope) -> int:
-    """Rows of ``shape``'s table in scope."""
-    clause, params = scope.where(dialect)
-    row = first(fetch, f"SELECT COUNT(*) AS n FROM {shape.table} WHERE {clause}", params)
-    return 0 if row is None else int(row["n"])
+class TableReads:
+    """The reads of ``TableRows`` on the table ``shape`` names, over one engine's ``fetch`` and ``Dialect``.
+
+    Engines add what their driver does differently: ``get_many``, ``set_embedding``, ``delete``.
+    """
+
+    __slots__ = ("_dialect", "_fetch")
+    shape: ClassVar[TableShape]
+
+    def __init__(self, fetch: Fetch, dialect: Dialect) -> None:
+        self._fetch = fetch
+        self._dialect = dialect
+
+    def get(self, row_id: int) -> Row | None:
+        """One row by id, whoever owns it (callers check ownership)."""
+        s = self.shape
+        row = first(
+            self._fetch, f"SELECT {s.columns} FROM {s.table} WHERE id = {self._dialect.mark}", (row_id,)
+        )
+        return None if row is None else s.to_dict(row)
+
+    def text_of(self, row_id: int) -> str | None:
+        """The text an embedding is computed from."""
+        s = self.shape
+        row = first(
+            self._fetch,
+            f"SELECT {s.text_column} AS body FROM {s.table} WHERE id = {self._dialect.mark}",
+            (row_id,),
+        )
+        return None if row is None else str(row["body"])
+
+    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
+        """Newest first (created_at, then id, so equal timestamps still order stably)."""
+        s = self.shape
+        clause, params = scope.where(self._dialect)
+        rows = self._fetch(
+            f"SELECT {s.columns} FROM {s.table} WHERE {clause} ORDER BY created_at DESC, id DESC "
+            f"LIMIT {self._dialect.mark}",
+            [*params, limit],
+        )
+        return [s.to_dict(r) for r in rows]
+
+    def count(self, scope: Scope) -> int:
+        """Rows in scope."""
+        clause, params = scope.where(self._dialect)
+        row = first(self._fetch, f"SELECT COUNT(*) AS n FROM {self.shape.table} WHERE {clause}", params)
+        return 0 if row is None else int(row["n"])

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from cpersona.storage.interface import NewProfile, Row
+from cpersona.storage.interface import NewProfile
 from cpersona.storage.postgres.sql import POSTGRES, Executor
 from cpersona.storage.row_shapes import profile_values
-from cpersona.storage.scope import Scope
-from cpersona.storage.shared_reads import newest_profiles, profile_by_key
+from cpersona.storage.shared_reads import ProfileReads
 
 
 def upsert_profile(ex: Executor, profile: NewProfile) -> None:
@@ -28,22 +27,15 @@ def profile_updated_at(ex: Executor, agent_id: str, project_id: str, user_id: st
     return None if found is None else str(found)
 
 
-class PgProfiles:
+class PgProfiles(ProfileReads):
     """``ProfileRows`` on PostgreSQL."""
 
     __slots__ = ("ex",)
 
     def __init__(self, ex: Executor) -> None:
+        super().__init__(ex.all, POSTGRES)
         self.ex = ex
-
-    def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
-        """The profile for exactly this key."""
-        return profile_by_key(self.ex.all, POSTGRES, agent_id, project_id, user_id)
 
     def upsert(self, profile: NewProfile) -> None:
         """Replace the profile text under its key."""
         upsert_profile(self.ex, profile)
-
-    def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
-        """Up to ``limit`` profiles in scope, newest first (recall's profile injection)."""
-        return newest_profiles(self.ex.all, POSTGRES, scope, limit)

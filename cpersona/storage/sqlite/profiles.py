@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from cpersona.storage.interface import NewProfile, Row
+from cpersona.storage.interface import NewProfile
 from cpersona.storage.row_shapes import profile_values
-from cpersona.storage.scope import Scope
-from cpersona.storage.shared_reads import newest_profiles, profile_by_key
+from cpersona.storage.shared_reads import ProfileReads
 from cpersona.storage.sqlite.sql import SQLITE
 
 
@@ -30,22 +29,15 @@ def profile_updated_at(conn: sqlite3.Connection, agent_id: str, project_id: str,
     return None if row is None else str(row[0])
 
 
-class SqliteProfiles:
+class SqliteProfiles(ProfileReads):
     """``ProfileRows`` over one SQLite connection."""
 
     __slots__ = ("conn",)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn.execute, SQLITE)
         self.conn = conn
-
-    def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
-        """The profile for exactly this key."""
-        return profile_by_key(self.conn.execute, SQLITE, agent_id, project_id, user_id)
 
     def upsert(self, profile: NewProfile) -> None:
         """Replace the profile text under its key."""
         upsert_profile(self.conn, profile)
-
-    def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
-        """Up to ``limit`` profiles in scope, newest first (recall's profile injection)."""
-        return newest_profiles(self.conn.execute, SQLITE, scope, limit)
