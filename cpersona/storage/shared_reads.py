@@ -1,4 +1,4 @@
-"""Reads both engines run with the same statement: profiles, the episode boundary, table rows.
+"""Reads both engines run with the same statement: profiles, the episode boundary, table rows, dangling links.
 
 The statements differ between SQLite and PostgreSQL only in the parameter mark, so each engine
 passes its ``fetch`` (a statement and its parameters in, rows readable by column name out) and
@@ -14,6 +14,7 @@ from cpersona.storage.interface import Row
 from cpersona.storage.row_shapes import RowLike, TableShape, profile_dict
 from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import Dialect
+from cpersona.storage.supersede_interface import Link
 
 #: Run one statement with its parameters; the rows it returns, read by column name.
 Fetch = Callable[[str, Sequence[Any]], Iterable[RowLike]]
@@ -107,3 +108,28 @@ class TableReads:
         clause, params = scope.where(self._dialect)
         row = first(self._fetch, f"SELECT COUNT(*) AS n FROM {self.shape.table} WHERE {clause}", params)
         return 0 if row is None else int(row["n"])
+
+
+def link_of(row: RowLike) -> Link:
+    """A supersede ``Link`` from a row selecting ``id, superseded_by, superseded_at``."""
+    return Link(int(row["id"]), int(row["superseded_by"]), str(row["superseded_at"] or ""))
+
+
+class SupersedeReads:
+    """The reads of ``SupersedeLinks`` both engines run alike (engines add the id-list reads and writes)."""
+
+    __slots__ = ("_dialect", "_fetch")
+
+    def __init__(self, fetch: Fetch, dialect: Dialect) -> None:
+        self._fetch = fetch
+        self._dialect = dialect
+
+    def dangling(self, limit: int = 20) -> list[Link]:
+        """Links to a newer row that does not exist."""
+        rows = self._fetch(
+            "SELECT o.id, o.superseded_by, o.superseded_at FROM memories o "
+            "WHERE o.superseded_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = o.superseded_by) "
+            f"LIMIT {self._dialect.mark}",
+            (int(limit),),
+        )
+        return [link_of(r) for r in rows]
