@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 
+from cpersona.storage.health_reads import HealthReads
 from cpersona.storage.maintenance_interface import (
     ROW_TABLES,
     NotApplicable,
@@ -28,7 +29,7 @@ from cpersona.storage.postgres.migrations import (
     migration_statements,
 )
 from cpersona.storage.postgres.sql import POSTGRES, Executor
-from cpersona.storage.sql_text import FAILING_TASK_COLUMNS, ORPHAN_TASK, failing_task_filter, timestamp_scans
+from cpersona.storage.sql_text import timestamp_scans
 
 #: CPersona's tables (sizes, amcheck).
 TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_version")
@@ -67,12 +68,13 @@ def _needs_vector_sql(model_id: str | None) -> str:
     return "(t.embedding IS NULL)"
 
 
-class PgHealth:
-    """``HealthQueries`` over one ``Executor`` (read-only statements only)."""
+class PgHealth(HealthReads):
+    """``HealthQueries`` over one ``Executor`` (read-only statements only; the shared ones in ``HealthReads``)."""
 
     __slots__ = ("ex",)
 
     def __init__(self, ex: Executor) -> None:
+        super().__init__(ex.all, POSTGRES)
         self.ex = ex
 
     def _json_predicate(self) -> bool:
@@ -172,10 +174,6 @@ class PgHealth:
             },
         }
 
-    def queue_depth(self) -> int:
-        """Number of queued tasks."""
-        return int(self.ex.value("SELECT COUNT(*) FROM pending_memory_tasks"))
-
     # -- vectors ---------------------------------------------------------------------------------
 
     def vector_report(
@@ -232,23 +230,6 @@ class PgHealth:
                 )
         return shapes
 
-    def rows_outside_window(
-        self, agent: str | None, model_id: str | None, window: int
-    ) -> dict[str, dict[str, int]]:
-        """Per agent and table, vector rows beyond the newest ``window``."""
-        where, params = _scope(agent)
-        model_sql = "embedding_model = %s" if model_id else "embedding IS NOT NULL"
-        model_params: list[Any] = [model_id] if model_id else []
-        outside: dict[str, dict[str, int]] = {}
-        for table in ROW_TABLES:
-            for r in self.ex.all(
-                f"SELECT agent_id, COUNT(*) AS n FROM {table} WHERE {model_sql}{where} GROUP BY agent_id "
-                "HAVING COUNT(*) > %s",
-                [*model_params, *params, window],
-            ):
-                outside.setdefault(str(r["agent_id"]), {})[table] = int(r["n"]) - window
-        return outside
-
     # -- rows ------------------------------------------------------------------------------------
 
     def duplicate_groups(self, agent: str | None, limit: int) -> tuple[int, list[list[tuple[int, bool]]]]:
@@ -267,21 +248,6 @@ class PgHealth:
                 if len(groups) < limit:
                     groups.append([(int(i), bool(lk)) for i, lk in zip(r["ids"], r["locks"], strict=True)])
         return total, groups
-
-    def oversized_memories(
-        self, agent: str | None, cap: int, limit: int
-    ) -> tuple[int, list[tuple[int, int, bool]]]:
-        """Memories longer than ``cap`` characters: (count, [(id, length, locked)])."""
-        where, params = _scope(agent)
-        count = int(
-            self.ex.value(f"SELECT COUNT(*) FROM memories WHERE length(content) > %s{where}", [cap, *params])
-        )
-        rows = self.ex.all(
-            f"SELECT id, length(content) AS n, locked FROM memories WHERE length(content) > %s{where} "
-            "ORDER BY locked, id LIMIT %s",
-            [cap, *params, limit],
-        )
-        return count, [(int(r["id"]), int(r["n"]), bool(r["locked"])) for r in rows]
 
     def oversized_profiles(
         self, agent: str | None, cap: int, limit: int
@@ -354,28 +320,6 @@ class PgHealth:
             ):
                 found.append(scan.finding(r))
         return count, found
-
-    # -- queue -----------------------------------------------------------------------------------
-
-    def orphan_tasks(self, limit: int) -> tuple[int, list[int]]:
-        """Queued tasks whose target row no longer exists (or whose table is unknown)."""
-        count = int(self.ex.value(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {ORPHAN_TASK}"))
-        rows = self.ex.all(
-            f"SELECT id FROM pending_memory_tasks WHERE {ORPHAN_TASK} ORDER BY id LIMIT %s", (limit,)
-        )
-        return count, [int(r["id"]) for r in rows]
-
-    def failing_tasks(
-        self, agent: str | None, min_attempts: int, created_before: str, limit: int
-    ) -> tuple[int, list[dict[str, Any]]]:
-        """Tasks that failed ``min_attempts`` times or wait since before ``created_before``."""
-        cond, params = failing_task_filter(agent, min_attempts, created_before, POSTGRES)
-        count = int(self.ex.value(f"SELECT COUNT(*) FROM pending_memory_tasks p WHERE {cond}", params))
-        rows = self.ex.all(
-            f"SELECT {FAILING_TASK_COLUMNS} FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT %s",
-            [*params, limit],
-        )
-        return count, [dict(r) for r in rows]
 
     # -- statistics ------------------------------------------------------------------------------
 

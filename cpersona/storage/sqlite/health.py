@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, SchemaObject, VectorReport
-from cpersona.storage.sql_text import FAILING_TASK_COLUMNS, ORPHAN_TASK, failing_task_filter, timestamp_scans
+from cpersona.storage.sql_text import timestamp_scans
 from cpersona.storage.sqlite.migrations import SCHEMA_SCRIPTS, _split_statements, current_version
 from cpersona.storage.sqlite.sql import SQLITE
 
@@ -254,23 +254,6 @@ def vector_shapes(conn: sqlite3.Connection, agent: str | None) -> list[dict[str,
     return shapes
 
 
-def rows_outside_window(
-    conn: sqlite3.Connection, agent: str | None, model_id: str | None, window: int
-) -> dict[str, dict[str, int]]:
-    """Per agent and table, vector rows beyond the newest ``window`` (vector search never sees them)."""
-    where, params = _scope(agent)
-    model_sql = "embedding_model = ?" if model_id else "embedding IS NOT NULL"
-    model_params: list[Any] = [model_id] if model_id else []
-    outside: dict[str, dict[str, int]] = {}
-    for table in ROW_TABLES:
-        for agent_id, n in conn.execute(
-            f"SELECT agent_id, COUNT(*) FROM {table} WHERE {model_sql}{where} GROUP BY agent_id HAVING COUNT(*) > ?",
-            [*model_params, *params, window],
-        ):
-            outside.setdefault(str(agent_id), {})[table] = int(n) - window
-    return outside
-
-
 # -- rows -----------------------------------------------------------------------------------------
 
 
@@ -297,23 +280,6 @@ def duplicate_groups(
                 pairs = [m.split(":") for m in str(members).split(",")]
                 groups.append(sorted((int(i), lk == "1") for i, lk in pairs))
     return total, groups
-
-
-def oversized_memories(
-    conn: sqlite3.Connection, agent: str | None, cap: int, limit: int
-) -> tuple[int, list[tuple[int, int, bool]]]:
-    """Memories longer than ``cap`` characters: (count, [(id, length, locked)])."""
-    where, params = _scope(agent)
-    count = int(
-        conn.execute(
-            f"SELECT COUNT(*) FROM memories WHERE length(content) > ?{where}", [cap, *params]
-        ).fetchone()[0]
-    )
-    rows = conn.execute(
-        f"SELECT id, length(content), locked FROM memories WHERE length(content) > ?{where} ORDER BY locked, id LIMIT ?",
-        [cap, *params, limit],
-    ).fetchall()
-    return count, [(int(r[0]), int(r[1]), bool(r[2])) for r in rows]
 
 
 def oversized_profiles(
@@ -394,38 +360,6 @@ def malformed_timestamps(
         ):
             found.append(scan.finding(r))
     return count, found
-
-
-# -- queue ----------------------------------------------------------------------------------------
-
-
-def orphan_tasks(conn: sqlite3.Connection, limit: int) -> tuple[int, list[int]]:
-    """Queued tasks whose target row no longer exists (or whose table is unknown)."""
-    count = int(conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {ORPHAN_TASK}").fetchone()[0])
-    rows = conn.execute(
-        f"SELECT id FROM pending_memory_tasks WHERE {ORPHAN_TASK} ORDER BY id LIMIT ?", (limit,)
-    )
-    return count, [int(r[0]) for r in rows]
-
-
-def failing_tasks(
-    conn: sqlite3.Connection, agent: str | None, min_attempts: int, created_before: str, limit: int
-) -> tuple[int, list[dict[str, Any]]]:
-    """Tasks that failed ``min_attempts`` times or wait since before ``created_before``."""
-    cond, params = failing_task_filter(agent, min_attempts, created_before, SQLITE)
-    count = int(
-        conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks p WHERE {cond}", params).fetchone()[0]
-    )
-    rows = conn.execute(
-        f"SELECT {FAILING_TASK_COLUMNS} FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT ?",
-        [*params, limit],
-    ).fetchall()
-    return count, [dict(r) for r in rows]
-
-
-def queue_depth(conn: sqlite3.Connection) -> int:
-    """Number of queued tasks."""
-    return int(conn.execute("SELECT COUNT(*) FROM pending_memory_tasks").fetchone()[0])
 
 
 # -- statistics -----------------------------------------------------------------------------------

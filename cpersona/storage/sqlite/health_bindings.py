@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from cpersona.storage.health_reads import HealthReads
 from cpersona.storage.maintenance_interface import (
     ChannelReport,
     ChannelRequest,
@@ -26,14 +27,16 @@ from cpersona.storage.sqlite.channel_axis import migrate_channels
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.merge import merge_agents
 from cpersona.storage.sqlite.migrations import LATEST_VERSION
+from cpersona.storage.sqlite.sql import SQLITE
 
 
-class SqliteHealth:
+class SqliteHealth(HealthReads):
     """``HealthQueries`` on one SQLite connection (read-only: works on a ``mode=ro`` view)."""
 
     __slots__ = ("conn",)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn.execute, SQLITE)
         self.conn = conn
 
     def integrity_errors(self, limit: int = 20) -> list[str]:
@@ -64,10 +67,6 @@ class SqliteHealth:
         """Page size / count / free list and the file and WAL sizes."""
         return q.storage_facts(self.conn)
 
-    def queue_depth(self) -> int:
-        """Number of queued tasks."""
-        return q.queue_depth(self.conn)
-
     def vector_report(
         self, table: str, agent: str | None, model_id: str | None, dimension: int | None
     ) -> VectorReport:
@@ -84,21 +83,9 @@ class SqliteHealth:
         """Stored vectors per table, model and dimension."""
         return q.vector_shapes(self.conn, agent)
 
-    def rows_outside_window(
-        self, agent: str | None, model_id: str | None, window: int
-    ) -> dict[str, dict[str, int]]:
-        """Per agent and table, vector rows beyond the window."""
-        return q.rows_outside_window(self.conn, agent, model_id, window)
-
     def duplicate_groups(self, agent: str | None, limit: int) -> tuple[int, list[list[tuple[int, bool]]]]:
         """Memories sharing a dedup key."""
         return q.duplicate_groups(self.conn, agent, limit)
-
-    def oversized_memories(
-        self, agent: str | None, cap: int, limit: int
-    ) -> tuple[int, list[tuple[int, int, bool]]]:
-        """Memories longer than ``cap``."""
-        return q.oversized_memories(self.conn, agent, cap, limit)
 
     def oversized_profiles(
         self, agent: str | None, cap: int, limit: int
@@ -121,16 +108,6 @@ class SqliteHealth:
     ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
         """Timestamps not in the stored form."""
         return q.malformed_timestamps(self.conn, agent, limit)
-
-    def orphan_tasks(self, limit: int) -> tuple[int, list[int]]:
-        """Tasks whose target row is gone."""
-        return q.orphan_tasks(self.conn, limit)
-
-    def failing_tasks(
-        self, agent: str | None, min_attempts: int, created_before: str, limit: int
-    ) -> tuple[int, list[dict[str, Any]]]:
-        """Long-failing or long-waiting tasks."""
-        return q.failing_tasks(self.conn, agent, min_attempts, created_before, limit)
 
     def distributions(self, agent: str | None, limit: int = 50) -> dict[str, Any]:
         """Rows per agent and memories per project / channel."""

@@ -1,0 +1,92 @@
+"""The ``HealthQueries`` both engines answer with the same statement, written once.
+
+The queue, the vector window and the oversized-memory questions read plain columns with SQL that
+SQLite and PostgreSQL both run; each engine's health class inherits these and passes its
+``fetch`` and ``Dialect`` (the questions that need an engine's own functions - FTS5 shadow
+tables, pgvector headers, JSON and pattern tests - stay in ``sqlite/health.py`` and
+``postgres/health.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpersona.storage.maintenance_interface import ROW_TABLES
+from cpersona.storage.shared_reads import Fetch, first
+from cpersona.storage.sql_text import FAILING_TASK_COLUMNS, ORPHAN_TASK, Dialect, failing_task_filter
+
+
+class HealthReads:
+    """Part of ``HealthQueries`` over one engine's ``fetch`` and ``Dialect``."""
+
+    __slots__ = ("_dialect", "_fetch")
+
+    def __init__(self, fetch: Fetch, dialect: Dialect) -> None:
+        self._fetch = fetch
+        self._dialect = dialect
+
+    def _count(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> int:
+        row = first(self._fetch, sql, params)
+        return 0 if row is None else int(row["n"])
+
+    def _agent(self, agent: str | None) -> tuple[str, list[Any]]:
+        return (f" AND agent_id = {self._dialect.mark}", [agent]) if agent is not None else ("", [])
+
+    def queue_depth(self) -> int:
+        """Number of queued tasks."""
+        return self._count("SELECT COUNT(*) AS n FROM pending_memory_tasks")
+
+    def rows_outside_window(
+        self, agent: str | None, model_id: str | None, window: int
+    ) -> dict[str, dict[str, int]]:
+        """Per agent and table, vector rows beyond the newest ``window`` (vector search never sees them)."""
+        m = self._dialect.mark
+        where, params = self._agent(agent)
+        model_sql = f"embedding_model = {m}" if model_id else "embedding IS NOT NULL"
+        model_params: list[Any] = [model_id] if model_id else []
+        outside: dict[str, dict[str, int]] = {}
+        for table in ROW_TABLES:
+            for r in self._fetch(
+                f"SELECT agent_id, COUNT(*) AS n FROM {table} WHERE {model_sql}{where} GROUP BY agent_id "
+                f"HAVING COUNT(*) > {m}",
+                [*model_params, *params, window],
+            ):
+                outside.setdefault(str(r["agent_id"]), {})[table] = int(r["n"]) - window
+        return outside
+
+    def oversized_memories(
+        self, agent: str | None, cap: int, limit: int
+    ) -> tuple[int, list[tuple[int, int, bool]]]:
+        """Memories longer than ``cap`` characters: (count, [(id, length, locked)])."""
+        m = self._dialect.mark
+        where, params = self._agent(agent)
+        cond = f"length(content) > {m}{where}"
+        count = self._count(f"SELECT COUNT(*) AS n FROM memories WHERE {cond}", [cap, *params])
+        rows = self._fetch(
+            f"SELECT id, length(content) AS n, locked FROM memories WHERE {cond} ORDER BY locked, id LIMIT {m}",
+            [cap, *params, limit],
+        )
+        return count, [(int(r["id"]), int(r["n"]), bool(r["locked"])) for r in rows]
+
+    def orphan_tasks(self, limit: int) -> tuple[int, list[int]]:
+        """Queued tasks whose target row no longer exists (or whose table is unknown)."""
+        count = self._count(f"SELECT COUNT(*) AS n FROM pending_memory_tasks WHERE {ORPHAN_TASK}")
+        rows = self._fetch(
+            f"SELECT id FROM pending_memory_tasks WHERE {ORPHAN_TASK} ORDER BY id LIMIT {self._dialect.mark}",
+            (limit,),
+        )
+        return count, [int(r["id"]) for r in rows]
+
+    def failing_tasks(
+        self, agent: str | None, min_attempts: int, created_before: str, limit: int
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """Tasks that failed ``min_attempts`` times or wait since before ``created_before``."""
+        cond, params = failing_task_filter(agent, min_attempts, created_before, self._dialect)
+        count = self._count(f"SELECT COUNT(*) AS n FROM pending_memory_tasks p WHERE {cond}", params)
+        rows = self._fetch(
+            f"SELECT {FAILING_TASK_COLUMNS} FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id "
+            f"LIMIT {self._dialect.mark}",
+            [*params, limit],
+        )
+        names = ("id", "kind", "table", "target_id", "attempts", "created_at", "last_error")
+        return count, [{name: r[name] for name in names} for r in rows]
