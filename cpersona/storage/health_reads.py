@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona.storage.maintenance_interface import ROW_TABLES
-from cpersona.storage.shared_reads import Fetch, first
+from cpersona.storage.shared_reads import Fetch, first, rows_outside_window
 from cpersona.storage.sql_text import FAILING_TASK_COLUMNS, ORPHAN_TASK, Dialect, failing_task_filter
 
 
@@ -40,19 +39,7 @@ class HealthReads:
         self, agent: str | None, model_id: str | None, window: int
     ) -> dict[str, dict[str, int]]:
         """Per agent and table, vector rows beyond the newest ``window`` (vector search never sees them)."""
-        m = self._dialect.mark
-        where, params = self._agent(agent)
-        model_sql = f"embedding_model = {m}" if model_id else "embedding IS NOT NULL"
-        model_params: list[Any] = [model_id] if model_id else []
-        outside: dict[str, dict[str, int]] = {}
-        for table in ROW_TABLES:
-            for r in self._fetch(
-                f"SELECT agent_id, COUNT(*) AS n FROM {table} WHERE {model_sql}{where} GROUP BY agent_id "
-                f"HAVING COUNT(*) > {m}",
-                [*model_params, *params, window],
-            ):
-                outside.setdefault(str(r["agent_id"]), {})[table] = int(r["n"]) - window
-        return outside
+        return rows_outside_window(self._fetch, self._dialect, agent, model_id, window)
 
     def oversized_memories(
         self, agent: str | None, cap: int, limit: int

@@ -1,4 +1,4 @@
-"""Reads both engines run with the same statement: profiles, the episode boundary, table rows, dangling links.
+"""Reads both engines run with the same statement: profiles, the episode boundary, table rows, dangling links, admin counts.
 
 The statements differ between SQLite and PostgreSQL only in the parameter mark, so each engine
 passes its ``fetch`` (a statement and its parameters in, rows readable by column name out) and
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
-from cpersona.storage.interface import Row
+from cpersona.storage.interface import VECTOR_TABLES, Row
 from cpersona.storage.row_shapes import RowLike, TableShape, profile_dict
 from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import Dialect
@@ -133,3 +133,61 @@ class SupersedeReads:
             (int(limit),),
         )
         return [link_of(r) for r in rows]
+
+
+def rows_outside_window(
+    fetch: Fetch, dialect: Dialect, agent: str | None, model_id: str | None, window: int
+) -> dict[str, dict[str, int]]:
+    """Per agent and table, rows with a vector (of ``model_id`` when given) beyond the ``window`` newest."""
+    m = dialect.mark
+    where, params = (f" AND agent_id = {m}", [agent]) if agent is not None else ("", [])
+    model_sql = f"embedding_model = {m}" if model_id else "embedding IS NOT NULL"
+    model_params: list[Any] = [model_id] if model_id else []
+    outside: dict[str, dict[str, int]] = {}
+    for table in VECTOR_TABLES:
+        for r in fetch(
+            f"SELECT agent_id, COUNT(*) AS n FROM {table} WHERE {model_sql}{where} GROUP BY agent_id "
+            f"HAVING COUNT(*) > {m}",
+            [*model_params, *params, window],
+        ):
+            outside.setdefault(str(r["agent_id"]), {})[table] = int(r["n"]) - window
+    return outside
+
+
+#: The tables whose rows ``AdminQueries`` counts and deletes per agent.
+COUNTED_TABLES = ("memories", "episodes", "profiles")
+
+
+class AdminReads:
+    """The reads of ``AdminQueries`` over one engine's ``fetch`` and ``Dialect`` (engines add the rest)."""
+
+    __slots__ = ("_dialect", "_fetch")
+
+    def __init__(self, fetch: Fetch, dialect: Dialect) -> None:
+        self._fetch = fetch
+        self._dialect = dialect
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per table: memories, episodes, profiles."""
+        counts: dict[str, int] = {}
+        for table in COUNTED_TABLES:
+            row = first(self._fetch, f"SELECT COUNT(*) AS n FROM {table}", ())
+            counts[table] = 0 if row is None else int(row["n"])
+        return counts
+
+    def rows_beyond_window(self, model_id: str, window: int) -> dict[str, dict[str, int]]:
+        """Per agent and table, rows with vectors of ``model_id`` beyond the ``window`` most recent."""
+        return rows_outside_window(self._fetch, self._dialect, None, model_id, window)
+
+    def agent_ids(self) -> list[str]:
+        """Every agent id owning at least one memory or episode, sorted."""
+        sql = "SELECT agent_id FROM memories UNION SELECT agent_id FROM episodes ORDER BY 1"
+        return [str(r["agent_id"]) for r in self._fetch(sql, ())]
+
+    def known_agent_ids(self) -> list[str]:
+        """Every agent id owning any row at all (memory, episode or profile), sorted."""
+        sql = (
+            "SELECT agent_id FROM memories UNION SELECT agent_id FROM episodes "
+            "UNION SELECT agent_id FROM profiles ORDER BY 1"
+        )
+        return [str(r["agent_id"]) for r in self._fetch(sql, ())]
