@@ -1,6 +1,6 @@
 """The ``HealthQueries`` both engines answer with the same statement, written once.
 
-The queue, the vector window and the oversized-memory questions read plain columns with SQL that
+The queue, the vector window, the oversized-memory and the timestamp questions read plain columns with SQL that
 SQLite and PostgreSQL both run; each engine's health class inherits these and passes its
 ``fetch`` and ``Dialect`` (the questions that need an engine's own functions - FTS5 shadow
 tables, pgvector headers, JSON and pattern tests - stay in ``sqlite/health.py`` and
@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from cpersona.storage.shared_reads import Fetch, first, rows_outside_window
-from cpersona.storage.sql_text import FAILING_TASK_COLUMNS, ORPHAN_TASK, Dialect, failing_task_filter
+from cpersona.storage.sql_text import (
+    FAILING_TASK_COLUMNS,
+    ORPHAN_TASK,
+    Dialect,
+    failing_task_filter,
+    timestamp_scans,
+)
 
 
 class HealthReads:
@@ -30,6 +36,33 @@ class HealthReads:
 
     def _agent(self, agent: str | None) -> tuple[str, list[Any]]:
         return (f" AND agent_id = {self._dialect.mark}", [agent]) if agent is not None else ("", [])
+
+    def _not_a_timestamp(self, column: str) -> tuple[str, list[Any]]:
+        """The engine's test that ``column`` is not in ``format_ts``'s stored form, and its parameters."""
+        raise NotImplementedError  # each engine's pattern test (GLOB on SQLite, a regex on PostgreSQL)
+
+    def malformed_timestamps(
+        self, agent: str | None, limit: int
+    ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
+        """Timestamps not in the stored form: (count, [(table, key, column, value, locked)]).
+
+        ``key`` is the row id, or (agent, project, user) for profiles.
+        """
+        where, params = self._agent(agent)
+        found: list[tuple[str, Any, str, str, bool]] = []
+        count = 0
+        for scan in timestamp_scans(self._dialect):
+            test, test_params = self._not_a_timestamp(scan.column)
+            cond = f"{scan.column} IS NOT NULL AND {test}{where}"
+            count += self._count(
+                f"SELECT COUNT(*) AS n FROM {scan.table} WHERE {cond}", [*test_params, *params]
+            )
+            for r in self._fetch(
+                f"SELECT {scan.select} FROM {scan.table} WHERE {cond} ORDER BY {scan.order} LIMIT {self._dialect.mark}",
+                [*test_params, *params, limit],
+            ):
+                found.append(scan.finding(r))
+        return count, found
 
     def queue_depth(self) -> int:
         """Number of queued tasks."""

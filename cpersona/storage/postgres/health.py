@@ -29,7 +29,6 @@ from cpersona.storage.postgres.migrations import (
     migration_statements,
 )
 from cpersona.storage.postgres.sql import POSTGRES, Executor
-from cpersona.storage.sql_text import timestamp_scans
 
 #: CPersona's tables (sizes, amcheck).
 TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_version")
@@ -300,26 +299,8 @@ class PgHealth(HealthReads):
                 found.append((int(r["id"]), column, str(r["raw"]), bool(r["locked"])))
         return count, found
 
-    def malformed_timestamps(
-        self, agent: str | None, limit: int
-    ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
-        """Timestamps not in the stored form: (count, [(table, key, column, value, locked)])."""
-        where, params = _scope(agent)
-        found: list[tuple[str, Any, str, str, bool]] = []
-        count = 0
-        for scan in timestamp_scans(POSTGRES):
-            cond = f"{scan.column} IS NOT NULL AND {scan.column} !~ %s"
-            count += int(
-                self.ex.value(
-                    f"SELECT COUNT(*) FROM {scan.table} WHERE {cond}{where}", [_TS_PATTERN, *params]
-                )
-            )
-            for r in self.ex.all(
-                f"SELECT {scan.select} FROM {scan.table} WHERE {cond}{where} ORDER BY {scan.order} LIMIT %s",
-                [_TS_PATTERN, *params, limit],
-            ):
-                found.append(scan.finding(r))
-        return count, found
+    def _not_a_timestamp(self, column: str) -> tuple[str, list[Any]]:
+        return f"{column} !~ %s", [_TS_PATTERN]
 
     # -- statistics ------------------------------------------------------------------------------
 

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, SchemaObject, VectorReport
-from cpersona.storage.sql_text import timestamp_scans
 from cpersona.storage.sqlite.migrations import SCHEMA_SCRIPTS, _split_statements, current_version
-from cpersona.storage.sqlite.sql import SQLITE
 
 __all__ = ["ROW_TABLES", "FtsReport", "SchemaObject", "VectorReport"]  # the shared value types, as before
 
@@ -41,7 +39,7 @@ FTS_INDEXES = (
 FTS_BY_NAME = {index.name: index for index in FTS_INDEXES}
 #: Timestamp columns written by ``format_ts`` (nullable ones may be NULL).
 # The fixed-width form format_ts writes: 2026-01-31T09:30:00.000000Z.
-_TS_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]Z"
+TS_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]Z"
 _CREATE = re.compile(r"^CREATE\s+(UNIQUE\s+)?(INDEX|TRIGGER)\s+(\w+)", re.IGNORECASE)
 _DROP = re.compile(r"^DROP\s+(INDEX|TRIGGER)\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 
@@ -336,29 +334,6 @@ def invalid_json_rows(
             [*params, limit],
         ):
             found.append((int(r[0]), column, str(r[1]), bool(r[2])))
-    return count, found
-
-
-def malformed_timestamps(
-    conn: sqlite3.Connection, agent: str | None, limit: int
-) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
-    """Timestamps not in the stored form: (count, [(table, key, column, value, locked)]).
-
-    ``key`` is the row id, or (agent, project, user) for profiles.
-    """
-    where, params = _scope(agent)
-    found: list[tuple[str, Any, str, str, bool]] = []
-    count = 0
-    for scan in timestamp_scans(SQLITE):
-        cond = f"{scan.column} IS NOT NULL AND NOT ({scan.column} GLOB '{_TS_GLOB}')"
-        count += int(
-            conn.execute(f"SELECT COUNT(*) FROM {scan.table} WHERE {cond}{where}", params).fetchone()[0]
-        )
-        for r in conn.execute(
-            f"SELECT {scan.select} FROM {scan.table} WHERE {cond}{where} ORDER BY {scan.order} LIMIT ?",
-            [*params, limit],
-        ):
-            found.append(scan.finding(r))
     return count, found
 
 

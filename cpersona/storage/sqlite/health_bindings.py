@@ -103,11 +103,8 @@ class SqliteHealth(HealthReads):
         """Memories whose source or metadata is not a JSON object."""
         return q.invalid_json_rows(self.conn, agent, limit)
 
-    def malformed_timestamps(
-        self, agent: str | None, limit: int
-    ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
-        """Timestamps not in the stored form."""
-        return q.malformed_timestamps(self.conn, agent, limit)
+    def _not_a_timestamp(self, column: str) -> tuple[str, list[Any]]:
+        return f"NOT ({column} GLOB '{q.TS_GLOB}')", []
 
     def distributions(self, agent: str | None, limit: int = 50) -> dict[str, Any]:
         """Rows per agent and memories per project / channel."""
