@@ -31,6 +31,7 @@ from cpersona.services.backfill import BackfillWorker
 from cpersona.services.browser import Browser
 from cpersona.services.calibration import Calibrator
 from cpersona.services.context_pack import ContextPack
+from cpersona.services.core import Core
 from cpersona.services.links import Links
 from cpersona.services.maintenance import Maintenance
 from cpersona.services.reader import Reader
@@ -151,14 +152,8 @@ class Memory:
         self.self_calibration = SelfCalibration(
             self.calibration, self.storage, self.settings, self.embeddings, enabled=self_calibration
         )
-        self.writer = Writer(
-            self.storage,
-            self.settings,
-            self.embeddings,
-            self.health,
-            self.worker.wake,
-            on_stored=self.self_calibration.notice_store,
-        )
+        core = Core(self.storage, self.settings, self.embeddings, self.health)
+        self.writer = Writer(core, self.worker.wake, on_stored=self.self_calibration.notice_store)
         self.reader = Reader(self.storage)
         self.links = Links(self.storage)
         self.browser = Browser(self.storage)
@@ -170,17 +165,8 @@ class Memory:
             RecallPipeline(self.settings, gate=self.calibration.gate()),
         )
         self.context_pack = ContextPack(self.storage, self.recaller)
-        self.admin = Admin(
-            self.storage,
-            self.settings,
-            self.embeddings,
-            self.health,
-            self.worker,
-            discard_calibration=self.calibration.discard,
-        )
-        self.maintenance = Maintenance(
-            self.storage, self.settings, self.embeddings, self.health, self.worker.wake
-        )
+        self.admin = Admin(core, self.worker, discard_calibration=self.calibration.discard)
+        self.maintenance = Maintenance(core, self.worker.wake)
         self.portability = Portability(
             self.storage,
             self.settings,

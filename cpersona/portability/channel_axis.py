@@ -30,7 +30,7 @@ from typing import Any
 
 from cpersona.errors import InvalidInput
 from cpersona.shapes.operations import MigrateChannelAxisResult
-from cpersona.storage.maintenance_interface import MaintenanceRows
+from cpersona.storage.maintenance_interface import ChannelRequest, MaintenanceRows
 from cpersona.validation import optional_str, string_list
 
 #: Channel names treated as bridges when the caller names none.
@@ -85,11 +85,7 @@ def migrate(
     if not bridges:
         raise InvalidInput("bridge_channels must name at least one non-empty channel")
     report = rows.migrate_channels(
-        agent_id=agent,
-        bridges=bridges,
-        resolve=resolve_channel,
-        globalize=globalize_unrecoverable,
-        dry_run=dry_run,
+        ChannelRequest(agent, bridges, resolve_channel, globalize_unrecoverable, dry_run)
     )
     return {
         "ok": True,

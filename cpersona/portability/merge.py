@@ -6,7 +6,7 @@ from typing import Literal, cast
 
 from cpersona.errors import InvalidInput
 from cpersona.shapes.operations import MergeResult
-from cpersona.storage.maintenance_interface import COPY, MOVE, MaintenanceRows
+from cpersona.storage.maintenance_interface import COPY, MOVE, MaintenanceRows, MergeRequest
 from cpersona.validation import required_str
 from cpersona.work import Work
 
@@ -53,7 +53,7 @@ def merge(
         seen += 1
 
     counts = rows.merge_agents(
-        source, target, mode=mode, dry_run=dry_run, queued_at=None if dry_run else queued_at, step=step
+        MergeRequest(source, target, mode, dry_run, None if dry_run else queued_at, step)
     )
     return {
         "ok": True,

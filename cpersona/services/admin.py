@@ -6,41 +6,31 @@ import logging
 from collections.abc import Callable
 from typing import cast
 
-from cpersona.config import Settings
 from cpersona.embed.registry import expected_dimension
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
-from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput, StorageFault
 from cpersona.health import persistence
-from cpersona.health.state import HEALTHY, HealthState
+from cpersona.health.state import HEALTHY
 from cpersona.public import public
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
+from cpersona.services.core import Core, CoreService
 from cpersona.shapes.everyday import DeleteAgentDataResult, QueueStatus, QueueStatusResult, TableCounts
 from cpersona.shapes.operations import EmbeddingStatus, ReembedResult, StatsResult
-from cpersona.storage.interface import EMBED, Session, Store
+from cpersona.storage.interface import EMBED, Session
 from cpersona.validation import required_str
 from cpersona.work import Work
 
 log = logging.getLogger(__name__)
 
 
-class Admin:
+class Admin(CoreService):
     """Whole-store operations and the embedding model's bookkeeping."""
 
     def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        embeddings: EmbeddingService,
-        health: HealthState,
-        worker: BackfillWorker,
-        discard_calibration: Callable[[str], bool] | None = None,
+        self, core: Core, worker: BackfillWorker, discard_calibration: Callable[[str], bool] | None = None
     ) -> None:
-        self.storage = store
+        super().__init__(core)
         self.discard_calibration = discard_calibration
-        self.settings = settings
-        self.embeddings = embeddings
-        self.health = health
         self.worker = worker
 
     def on_model_ready(self) -> None:

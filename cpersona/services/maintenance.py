@@ -11,16 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from cpersona.agent_notice import agent_notice
-from cpersona.config import Settings
-from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import InvalidInput
 from cpersona.health import persistence
 from cpersona.health.checks import HealthContext, check_names, run_checks
 from cpersona.health.deep_checks import deep_check_names, run_deep_checks
-from cpersona.health.state import HealthState
 from cpersona.public import public
+from cpersona.services.core import Core, CoreService
 from cpersona.shapes.operations import CheckHealthResult, DeepCheckResult
-from cpersona.storage.interface import Store
 from cpersona.validation import boolean, optional_str, required_str
 from cpersona.work import Work
 
@@ -37,26 +34,16 @@ class UnknownCheck(InvalidInput):
         return {"valid_checks": self.valid}
 
 
-class Maintenance:
+class Maintenance(CoreService):
     """Runs the health-check registries for one ``Memory``."""
 
-    def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        embeddings: EmbeddingService,
-        health: HealthState,
-        on_queued: Callable[[], None],
-    ) -> None:
-        self.store = store
-        self.settings = settings
-        self.embeddings = embeddings
-        self.health = health
+    def __init__(self, core: Core, on_queued: Callable[[], None]) -> None:
+        super().__init__(core)
         self.on_queued = on_queued
 
     def _context(self, agent_id: str | None, fix: bool) -> HealthContext:
         return HealthContext(
-            store=self.store,
+            store=self.storage,
             settings=self.settings,
             agent_id=agent_id,
             fix=fix,
@@ -106,7 +93,7 @@ class Maintenance:
             raise UnknownCheck(str(exc), deep_check_names()) from exc
         if note:
             result["note"] = note
-        notice = agent_notice(self.store.session().admin, agent)
+        notice = agent_notice(self.storage.session().admin, agent)
         if notice:
             result["notice"] = notice
         return result

@@ -11,14 +11,13 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from cpersona import context_merge
-from cpersona.config import Settings
-from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected
 from cpersona.health import persistence
-from cpersona.health.state import HINT, HealthState
+from cpersona.health.state import HINT
 from cpersona.limits import MAX_KEYWORD_CHARS
 from cpersona.public import public
 from cpersona.services import supersede
+from cpersona.services.core import Core, CoreService
 from cpersona.services.links import Association, declare_in, parse_associations
 from cpersona.shapes.everyday import (
     ArchiveEpisodeResult,
@@ -40,7 +39,6 @@ from cpersona.storage.interface import (
     NewProfile,
     Row,
     Session,
-    Store,
 )
 from cpersona.storage.scope import write_axes
 from cpersona.storage.vectors import to_blob
@@ -55,22 +53,13 @@ def _skipped(existing_id: int, why: str) -> StoreSkipped:
     return {"ok": True, "result": "skipped", "id": existing_id, "ref": f"mem:{existing_id}", "reason": reason}
 
 
-class Writer:
+class Writer(CoreService):
     """Every write a client can ask for, validated, deduplicated and embedded."""
 
     def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        embeddings: EmbeddingService,
-        health: HealthState,
-        wake_worker: Callable[[], None],
-        on_stored: Callable[[str], None] | None = None,
+        self, core: Core, wake_worker: Callable[[], None], on_stored: Callable[[str], None] | None = None
     ) -> None:
-        self.storage = store
-        self.settings = settings
-        self.embeddings = embeddings
-        self.health = health
+        super().__init__(core)
         self.wake_worker = wake_worker
         # Told the agent of every stored memory (self-calibration's counter: O(1), no I/O).
         self.on_stored = on_stored

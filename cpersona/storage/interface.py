@@ -484,6 +484,24 @@ class LinkRows(Protocol):
         ...
 
 
+#: The repositories every ``Session`` offers, by attribute name (each engine's session slots).
+SESSION_REPOSITORIES = (
+    "memories",
+    "episodes",
+    "profiles",
+    "tasks",
+    "keyword",
+    "vectors",
+    "vector_search",
+    "admin",
+    "browse",
+    "health",
+    "repair",
+    "links",
+    "supersede",
+)
+
+
 class Session(Protocol):
     """One unit of work on the store (a transaction, a snapshot, or autocommit)."""
 

@@ -15,8 +15,11 @@ the check reports it as an info finding.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+C = TypeVar("C")
 
 #: merge_memories modes: new rows for the target, or the source rows re-owned.
 COPY, MOVE = "copy", "move"
@@ -71,6 +74,63 @@ Resolver = Callable[[str | None, str | None], str | None]
 EXAMPLES = 20
 
 
+@dataclass(frozen=True)
+class MergeRequest:
+    """One agent merge, as both engines receive it: ``source``'s rows copied or moved to ``target``.
+
+    ``mode`` is ``COPY`` or ``MOVE``; ``queued_at`` stamps the embed tasks of copied rows that have
+    no vector (None queues none); ``step`` is called before each source memory and episode inside
+    the transaction, and an exception it raises (a cancel) rolls the whole merge back.
+    """
+
+    source: str
+    target: str
+    mode: str
+    dry_run: bool
+    queued_at: str | None
+    step: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True)
+class ChannelRequest:
+    """One channel-axis run: rows of ``agent_id`` (None: every agent) stored under ``bridges``.
+
+    ``resolve`` reads a memory's concrete channel from its source and metadata; ``globalize``
+    sends the rows it cannot place to the global channel instead of leaving them.
+    """
+
+    agent_id: str | None
+    bridges: Sequence[str]
+    resolve: Resolver
+    globalize: bool
+    dry_run: bool
+
+
+class _DryRun(Exception):
+    """Raised inside a merge's or channel run's transaction to roll a dry run back after counting."""
+
+
+@contextmanager
+def rolled_back_if(dry_run: bool, transaction: AbstractContextManager[C]) -> Iterator[C]:
+    """``transaction``'s connection for one merge or channel run; a dry run is rolled back at the end.
+
+    A dry run does all the work inside the transaction, so its counts are exactly what a real run
+    does; raising through the transaction is what rolls it back. An error in the body propagates.
+    """
+    try:
+        with transaction as conn:
+            yield conn
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+
+
+def merge_counts(mode: str) -> dict[str, int]:
+    """A table's merge counts before the first row: ``copied`` or ``moved``, and ``skipped``."""
+    return {"copied" if mode == COPY else "moved": 0, "skipped": 0}
+
+
 @dataclass
 class ChannelReport:
     """What a channel-axis run did (or would do)."""
@@ -91,20 +151,20 @@ class ChannelReport:
         if len(bucket) < EXAMPLES:
             bucket.append({"ref": ref, **extra})
 
-    def target_for(
-        self, row: Any, found: str | None, globalize: bool, bridges: set[str]
-    ) -> tuple[str, str] | None:
+    def target_for(self, row: Any, request: ChannelRequest) -> tuple[str, str] | None:
         """Where a memory row goes (channel, moved | globalized), or None (counted) when it stays.
 
-        Locked rows stay; a row whose channel is unknown or a bridge goes to the global channel only
-        when ``globalize`` is set. Both engines decide here; only their SQL differs.
+        The channel is what ``request.resolve`` reads from the row's source and metadata. Locked
+        rows stay; a row whose channel is unknown or a bridge goes to the global channel only
+        when ``request.globalize`` is set. Both engines decide here; only their SQL differs.
         """
         ref = f"mem:{row['id']}"
         if row["locked"]:
             self.note("locked", ref, channel=row["channel"])
             return None
-        if found is None or found in bridges:
-            if not globalize:
+        found = request.resolve(row["source"], row["metadata"])
+        if found is None or found in request.bridges:
+            if not request.globalize:
                 self.note("unrecoverable", ref, channel=row["channel"])
                 return None
             return "", "globalized"
@@ -301,31 +361,13 @@ def stepped(ids: Iterable[int], step: Callable[[], None] | None) -> Iterator[int
 class MaintenanceRows(Protocol):
     """Agent merges and the channel-axis repair; each call is one write transaction (rolled back on dry runs)."""
 
-    def merge_agents(
-        self,
-        source: str,
-        target: str,
-        *,
-        mode: str,
-        dry_run: bool,
-        queued_at: str | None,
-        step: Callable[[], None] | None = None,
-    ) -> dict[str, dict[str, int]]:
-        """Copy or move ``source``'s rows to ``target`` skipping duplicates; counts per table.
+    def merge_agents(self, request: MergeRequest) -> dict[str, dict[str, int]]:
+        """Copy or move ``request.source``'s rows to its target skipping duplicates; counts per table.
 
-        ``step`` is called before each source memory and episode inside the transaction; an
-        exception it raises (a cancel) rolls the whole merge back.
+        A dry run does the whole merge and rolls it back, so its counts are what a real run does.
         """
         ...
 
-    def migrate_channels(
-        self,
-        *,
-        agent_id: str | None,
-        bridges: Sequence[str],
-        resolve: Resolver,
-        globalize: bool,
-        dry_run: bool,
-    ) -> ChannelReport:
-        """Move rows under ``bridges`` onto the channel ``resolve`` finds (locked rows stay, collisions skipped)."""
+    def migrate_channels(self, request: ChannelRequest) -> ChannelReport:
+        """Move rows under the bridges onto the channel ``resolve`` finds (locked rows stay, collisions skipped)."""
         ...

@@ -7,12 +7,26 @@ built here is only the placeholder and the boolean literals, so each engine pass
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: interface imports scope, which imports this module
     from cpersona.storage.interface import BrowseFilter
+
+
+#: The columns a merge's ``copy`` copies per table: all but ``id`` and ``agent_id`` (the
+#: target's), the same on both engines since their tables match column for column.
+MERGE_COPY_COLUMNS = {
+    "memories": (
+        "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
+        "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
+    ),
+    "episodes": (
+        "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "
+        "embedding_model, embedding_dim"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -22,6 +36,78 @@ class Dialect:
     mark: str
     true: str
     false: str
+
+
+#: The timestamp columns the health checks read, per table (each must be in ``format_ts``'s form).
+TIMESTAMP_COLUMNS = {
+    "memories": ("timestamp", "created_at", "last_recalled_at"),
+    "episodes": ("created_at", "start_time", "end_time"),
+    "profiles": ("updated_at",),
+}
+
+
+@dataclass(frozen=True)
+class TimestampScan:
+    """One timestamp column to check: the columns a finding needs and their order (locked rows last).
+
+    ``select`` names the row's key (``id``, or the profile key), ``value`` and ``locked``, so each
+    engine runs it with its own pattern test and hands every row to ``finding``.
+    """
+
+    table: str
+    column: str
+    select: str
+    order: str
+
+    def finding(self, row: Any) -> tuple[str, Any, str, str, bool]:
+        """(table, key, column, value, locked) for one selected row (a mapping by column name)."""
+        key: Any = (
+            (row["agent_id"], row["project_id"], row["user_id"])
+            if self.table == "profiles"
+            else int(row["id"])
+        )
+        return self.table, key, self.column, str(row["value"]), bool(row["locked"])
+
+
+def timestamp_scans(dialect: Dialect) -> Iterator[TimestampScan]:
+    """Every timestamp column of ``TIMESTAMP_COLUMNS``, as the engines' malformed-timestamp check reads it."""
+    for table, columns in TIMESTAMP_COLUMNS.items():
+        key = "agent_id, project_id, user_id" if table == "profiles" else "id"
+        locked = "locked" if table == "memories" else f"{dialect.false} AS locked"
+        order = "locked, id" if table == "memories" else key
+        for column in columns:
+            yield TimestampScan(table, column, f"{key}, {column} AS value, {locked}", order)
+
+
+#: Queued tasks whose target row no longer exists (or whose table is unknown).
+ORPHAN_TASK = (
+    "(target_table = 'memories' AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = target_id)) OR "
+    "(target_table = 'episodes' AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.id = target_id)) OR "
+    "target_table NOT IN ('memories', 'episodes')"
+)
+#: What a failing-task finding shows of a queued task ``p`` (``table``: the target table).
+FAILING_TASK_COLUMNS = (
+    'p.id, p.kind, p.target_table AS "table", p.target_id, p.attempts, p.created_at, p.last_error'
+)
+
+
+def failing_task_filter(
+    agent: str | None, min_attempts: int, created_before: str, dialect: Dialect
+) -> tuple[str, list[Any]]:
+    """The condition on ``pending_memory_tasks p`` for tasks tried ``min_attempts`` times or queued
+    before ``created_before`` (only those whose target row is ``agent``'s when it is set), and its parameters.
+    """
+    mark = dialect.mark
+    cond = f"(p.attempts >= {mark} OR p.created_at < {mark})"
+    params: list[Any] = [min_attempts, created_before]
+    if agent is not None:
+        cond += (
+            " AND ((p.target_table = 'memories' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = p.target_id "
+            f"AND m.agent_id = {mark})) OR (p.target_table = 'episodes' AND EXISTS (SELECT 1 FROM episodes e "
+            f"WHERE e.id = p.target_id AND e.agent_id = {mark})))"
+        )
+        params += [agent, agent]
+    return cond, params
 
 
 def like_pattern(term: str) -> str:

@@ -258,3 +258,24 @@ def test_verdict_rules() -> None:
     assert verdict([f("info"), f("info")]) == "healthy"
     assert verdict([f("info"), f("warn")]) == "degraded"
     assert verdict([f("warn"), f("critical")]) == "unhealthy"
+
+
+def test_failing_tasks_are_reported_with_the_last_error_and_only_to_their_agent(mem: Memory) -> None:
+    # One task that failed often (its row is "a"'s) and one that waits for days (its row is "b"'s).
+    path = location(mem)
+    tried = mem.store("a", "a row whose embedding keeps failing")["id"]
+    waiting = mem.store("b", "a row whose embedding waits for days")["id"]
+    task = (
+        "INSERT INTO pending_memory_tasks(kind, target_table, target_id, not_before, created_at, attempts, "
+        "last_error) VALUES ('embed', 'memories', ?, ?, ?, ?, ?)"
+    )
+    now = "2099-01-01T00:00:00.000000Z"  # queued "now" as far as the 24-hour rule goes
+    execute(path, task, (tried, now, now, 7, "model exploded"))
+    execute(path, task, (waiting, now, "2020-01-01T00:00:00.000000Z", 0, None))
+    tasks = by_check(mem.check_health(checks=["tasks"]))["tasks"]
+    assert len(tasks) == 1 and tasks[0]["count"] == 2
+    assert set(tasks[0]["refs"]) == {f"mem:{tried}", f"mem:{waiting}"}
+    assert "last error: model exploded" in tasks[0]["message"] and tasks[0]["fixable"] is False
+    only_a = by_check(mem.check_health(agent_id="a", checks=["tasks"]))["tasks"]
+    assert only_a[0]["count"] == 1 and only_a[0]["refs"] == [f"mem:{tried}"]
+    assert "tasks" not in by_check(mem.check_health(agent_id="nobody", checks=["tasks"]))

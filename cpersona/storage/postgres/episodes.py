@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from cpersona.storage.interface import NewEpisode
 from cpersona.storage.postgres.rows import PgTableRows, pg_values
-from cpersona.storage.postgres.sql import Executor, where
+from cpersona.storage.postgres.sql import POSTGRES, Executor
 from cpersona.storage.row_shapes import EPISODE_INSERT_COLUMNS, EPISODE_SHAPE, episode_values
 from cpersona.storage.scope import Scope
+from cpersona.storage.shared_reads import newest_boundary
 
 _INSERT = (
     f"INSERT INTO episodes({EPISODE_INSERT_COLUMNS}) "
@@ -39,7 +40,5 @@ class PgEpisodes(PgTableRows):
         return insert_episode(self.ex, new)
 
     def newest_boundary(self, scope: Scope) -> str | None:
-        """created_at of the newest episode in scope."""
-        clause, params = where(scope)
-        found = self.ex.value(f"SELECT MAX(created_at) FROM episodes WHERE {clause}", params)
-        return str(found) if found else None
+        """created_at of the newest episode in scope: the episode boundary."""
+        return newest_boundary(self.ex.all, POSTGRES, scope)

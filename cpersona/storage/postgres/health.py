@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 
+from cpersona.storage.health_reads import HealthReads
 from cpersona.storage.maintenance_interface import (
     ROW_TABLES,
     NotApplicable,
@@ -27,7 +28,7 @@ from cpersona.storage.postgres.migrations import (
     current_version,
     migration_statements,
 )
-from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.postgres.sql import POSTGRES, Executor
 
 #: CPersona's tables (sizes, amcheck).
 TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_version")
@@ -35,11 +36,6 @@ TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks", "schema_ve
 JSON_PREDICATE_VERSION = 160000
 #: The stored timestamp form (``format_ts``): 2026-01-31T09:30:00.000000Z.
 _TS_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{6}Z$"
-_TIMESTAMP_COLUMNS = {
-    "memories": ("timestamp", "created_at", "last_recalled_at"),
-    "episodes": ("created_at", "start_time", "end_time"),
-    "profiles": ("updated_at",),
-}
 _CREATE_INDEX = re.compile(r"^CREATE\s+(UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 _DROP_INDEX = re.compile(r"^DROP\s+INDEX\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 _CREATE_TRIGGER = re.compile(r"^CREATE\s+TRIGGER\s+(\w+)", re.IGNORECASE)
@@ -71,12 +67,13 @@ def _needs_vector_sql(model_id: str | None) -> str:
     return "(t.embedding IS NULL)"
 
 
-class PgHealth:
-    """``HealthQueries`` over one ``Executor`` (read-only statements only)."""
+class PgHealth(HealthReads):
+    """``HealthQueries`` over one ``Executor`` (read-only statements only; the shared ones in ``HealthReads``)."""
 
     __slots__ = ("ex",)
 
     def __init__(self, ex: Executor) -> None:
+        super().__init__(ex.all, POSTGRES)
         self.ex = ex
 
     def _json_predicate(self) -> bool:
@@ -176,10 +173,6 @@ class PgHealth:
             },
         }
 
-    def queue_depth(self) -> int:
-        """Number of queued tasks."""
-        return int(self.ex.value("SELECT COUNT(*) FROM pending_memory_tasks"))
-
     # -- vectors ---------------------------------------------------------------------------------
 
     def vector_report(
@@ -236,23 +229,6 @@ class PgHealth:
                 )
         return shapes
 
-    def rows_outside_window(
-        self, agent: str | None, model_id: str | None, window: int
-    ) -> dict[str, dict[str, int]]:
-        """Per agent and table, vector rows beyond the newest ``window``."""
-        where, params = _scope(agent)
-        model_sql = "embedding_model = %s" if model_id else "embedding IS NOT NULL"
-        model_params: list[Any] = [model_id] if model_id else []
-        outside: dict[str, dict[str, int]] = {}
-        for table in ROW_TABLES:
-            for r in self.ex.all(
-                f"SELECT agent_id, COUNT(*) AS n FROM {table} WHERE {model_sql}{where} GROUP BY agent_id "
-                "HAVING COUNT(*) > %s",
-                [*model_params, *params, window],
-            ):
-                outside.setdefault(str(r["agent_id"]), {})[table] = int(r["n"]) - window
-        return outside
-
     # -- rows ------------------------------------------------------------------------------------
 
     def duplicate_groups(self, agent: str | None, limit: int) -> tuple[int, list[list[tuple[int, bool]]]]:
@@ -271,21 +247,6 @@ class PgHealth:
                 if len(groups) < limit:
                     groups.append([(int(i), bool(lk)) for i, lk in zip(r["ids"], r["locks"], strict=True)])
         return total, groups
-
-    def oversized_memories(
-        self, agent: str | None, cap: int, limit: int
-    ) -> tuple[int, list[tuple[int, int, bool]]]:
-        """Memories longer than ``cap`` characters: (count, [(id, length, locked)])."""
-        where, params = _scope(agent)
-        count = int(
-            self.ex.value(f"SELECT COUNT(*) FROM memories WHERE length(content) > %s{where}", [cap, *params])
-        )
-        rows = self.ex.all(
-            f"SELECT id, length(content) AS n, locked FROM memories WHERE length(content) > %s{where} "
-            "ORDER BY locked, id LIMIT %s",
-            [cap, *params, limit],
-        )
-        return count, [(int(r["id"]), int(r["n"]), bool(r["locked"])) for r in rows]
 
     def oversized_profiles(
         self, agent: str | None, cap: int, limit: int
@@ -338,70 +299,8 @@ class PgHealth:
                 found.append((int(r["id"]), column, str(r["raw"]), bool(r["locked"])))
         return count, found
 
-    def malformed_timestamps(
-        self, agent: str | None, limit: int
-    ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
-        """Timestamps not in the stored form: (count, [(table, key, column, value, locked)])."""
-        where, params = _scope(agent)
-        found: list[tuple[str, Any, str, str, bool]] = []
-        count = 0
-        for table, columns in _TIMESTAMP_COLUMNS.items():
-            key = "agent_id, project_id, user_id" if table == "profiles" else "id"
-            locked = "locked" if table == "memories" else "FALSE AS locked"
-            order = "locked, id" if table == "memories" else key
-            for column in columns:
-                cond = f"{column} IS NOT NULL AND {column} !~ %s"
-                count += int(
-                    self.ex.value(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", [_TS_PATTERN, *params])
-                )
-                for r in self.ex.all(
-                    f"SELECT {key}, {column} AS value, {locked} FROM {table} WHERE {cond}{where} ORDER BY {order} "
-                    "LIMIT %s",
-                    [_TS_PATTERN, *params, limit],
-                ):
-                    row_key: Any = (
-                        (r["agent_id"], r["project_id"], r["user_id"])
-                        if table == "profiles"
-                        else int(r["id"])
-                    )
-                    found.append((table, row_key, column, str(r["value"]), bool(r["locked"])))
-        return count, found
-
-    # -- queue -----------------------------------------------------------------------------------
-
-    def orphan_tasks(self, limit: int) -> tuple[int, list[int]]:
-        """Queued tasks whose target row no longer exists (or whose table is unknown)."""
-        cond = (
-            "(target_table = 'memories' AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = target_id)) OR "
-            "(target_table = 'episodes' AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.id = target_id)) OR "
-            "target_table NOT IN ('memories', 'episodes')"
-        )
-        count = int(self.ex.value(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {cond}"))
-        rows = self.ex.all(f"SELECT id FROM pending_memory_tasks WHERE {cond} ORDER BY id LIMIT %s", (limit,))
-        return count, [int(r["id"]) for r in rows]
-
-    def failing_tasks(
-        self, agent: str | None, min_attempts: int, created_before: str, limit: int
-    ) -> tuple[int, list[dict[str, Any]]]:
-        """Tasks that failed ``min_attempts`` times or wait since before ``created_before``."""
-        scope = ""
-        params: list[Any] = [min_attempts, created_before]
-        if agent is not None:
-            scope = (
-                " AND ((p.target_table = 'memories' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = p.target_id "
-                "AND m.agent_id = %s)) OR (p.target_table = 'episodes' AND EXISTS (SELECT 1 FROM episodes e "
-                "WHERE e.id = p.target_id AND e.agent_id = %s)))"
-            )
-            params += [agent, agent]
-        cond = f"(p.attempts >= %s OR p.created_at < %s){scope}"
-        count = int(self.ex.value(f"SELECT COUNT(*) FROM pending_memory_tasks p WHERE {cond}", params))
-        rows = self.ex.all(
-            'SELECT p.id, p.kind, p.target_table AS "table", '
-            "p.target_id, p.attempts, p.created_at, p.last_error "
-            f"FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT %s",
-            [*params, limit],
-        )
-        return count, [dict(r) for r in rows]
+    def _not_a_timestamp(self, column: str) -> tuple[str, list[Any]]:
+        return f"{column} !~ %s", [_TS_PATTERN]
 
     # -- statistics ------------------------------------------------------------------------------
 

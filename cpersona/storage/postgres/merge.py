@@ -12,7 +12,7 @@ dry run does all of it and rolls back, so its counts are exact.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -20,28 +20,24 @@ import psycopg
 
 from cpersona.storage.interface import EMBED
 from cpersona.storage.link_carry import carry_links, links_of
-from cpersona.storage.maintenance_interface import COPY, MOVE, ChannelReport, Resolver, stepped
+from cpersona.storage.maintenance_interface import (
+    COPY,
+    MOVE,
+    ChannelReport,
+    ChannelRequest,
+    MergeRequest,
+    merge_counts,
+    rolled_back_if,
+    stepped,
+)
 from cpersona.storage.postgres.links import PgLinks
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.postgres.tasks import PgTasks
+from cpersona.storage.sql_text import MERGE_COPY_COLUMNS
 from cpersona.storage.supersede_interface import apply_imported_links
 
-_MEMORY_COPY_COLUMNS = (
-    "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
-    "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
-)
-_EPISODE_COPY_COLUMNS = (
-    "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "
-    "embedding_model, embedding_dim"
-)
-_COPY_COLUMNS = {"memories": _MEMORY_COPY_COLUMNS, "episodes": _EPISODE_COPY_COLUMNS}
-
 Transaction = Callable[[bool], AbstractContextManager[Executor]]
-
-
-class _DryRun(Exception):
-    """Raised inside the transaction to roll a dry run back after counting."""
 
 
 class PgMaintenanceRows:
@@ -50,76 +46,41 @@ class PgMaintenanceRows:
     def __init__(self, transaction: Transaction) -> None:
         self.transaction = transaction
 
-    def merge_agents(
-        self,
-        source: str,
-        target: str,
-        *,
-        mode: str,
-        dry_run: bool,
-        queued_at: str | None,
-        step: Callable[[], None] | None = None,
-    ) -> dict[str, dict[str, int]]:
-        """Merge ``source`` into ``target``; counts per table (the same numbers in a dry run).
-
-        ``step`` runs before each source memory and episode; what it raises rolls the merge back.
-        """
+    def merge_agents(self, request: MergeRequest) -> dict[str, dict[str, int]]:
+        """Merge ``request.source`` into its target; counts per table (the same numbers in a dry run)."""
         counts: dict[str, dict[str, int]] = {}
-        try:
-            with self.transaction(False) as ex:
-                counts["memories"] = _merge_memories(ex, source, target, mode, queued_at, step)
-                counts["episodes"] = _merge_episodes(ex, source, target, mode, queued_at, step)
-                counts["profiles"] = _merge_profiles(ex, source, target, mode)
-                if dry_run:
-                    raise _DryRun
-        except _DryRun:
-            pass
+        with rolled_back_if(request.dry_run, self.transaction(False)) as ex:
+            counts["memories"] = _merge_memories(ex, request)
+            counts["episodes"] = _merge_episodes(ex, request)
+            counts["profiles"] = _merge_profiles(ex, request.source, request.target, request.mode)
         return counts
 
-    def migrate_channels(
-        self,
-        *,
-        agent_id: str | None,
-        bridges: Sequence[str],
-        resolve: Resolver,
-        globalize: bool,
-        dry_run: bool,
-    ) -> ChannelReport:
-        """Move rows under ``bridges`` onto the channel ``resolve`` finds; one transaction."""
+    def migrate_channels(self, request: ChannelRequest) -> ChannelReport:
+        """Move rows under the bridges onto the channel ``request.resolve`` finds; one transaction."""
         report = ChannelReport()
+        bridges, agent_id = request.bridges, request.agent_id
         if not bridges:
             return report
         agent_sql, agent_params = (" AND agent_id = %s", [agent_id]) if agent_id is not None else ("", [])
-        try:
-            with self.transaction(False) as ex:
-                for row in ex.all(
-                    "SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
-                    f"WHERE channel = ANY(%s){agent_sql} ORDER BY id",
-                    [list(bridges), *agent_params],
-                ):
-                    report.scanned += 1
-                    _migrate_memory(
-                        ex, row, resolve(row["source"], row["metadata"]), globalize, set(bridges), report
-                    )
-                for ep in ex.all(
-                    f"SELECT id, agent_id, project_id, channel, summary FROM episodes WHERE channel = ANY(%s){agent_sql} "
-                    "ORDER BY id",
-                    [list(bridges), *agent_params],
-                ):
-                    report.scanned += 1
-                    _migrate_episode(ex, ep, globalize, report)
-                if dry_run:
-                    raise _DryRun
-        except _DryRun:
-            pass
+        with rolled_back_if(request.dry_run, self.transaction(False)) as ex:
+            for row in ex.all(
+                "SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
+                f"WHERE channel = ANY(%s){agent_sql} ORDER BY id",
+                [list(bridges), *agent_params],
+            ):
+                report.scanned += 1
+                _migrate_memory(ex, row, request, report)
+            for ep in ex.all(
+                f"SELECT id, agent_id, project_id, channel, summary FROM episodes WHERE channel = ANY(%s){agent_sql} "
+                "ORDER BY id",
+                [list(bridges), *agent_params],
+            ):
+                report.scanned += 1
+                _migrate_episode(ex, ep, request.globalize, report)
         return report
 
 
 # -- merge ---------------------------------------------------------------------------------------
-
-
-def _result(mode: str) -> dict[str, int]:
-    return {"copied" if mode == COPY else "moved": 0, "skipped": 0}
 
 
 def _ids(ex: Executor, table: str, agent: str) -> list[int]:
@@ -137,17 +98,16 @@ def _place(
     ex: Executor,
     table: str,
     rid: int,
-    target: str,
-    mode: str,
+    request: MergeRequest,
     duplicate: int | None,
     has_vector: bool,
-    queued_at: str | None,
     result: dict[str, int],
 ) -> int | None:
     """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it.
 
     Returns the id the row has in ``target`` now (None: a duplicate that appeared since the probe).
     """
+    target, mode, queued_at = request.target, request.mode, request.queued_at
     if duplicate is not None:
         _skip(ex, table, rid, mode, result)
         return duplicate
@@ -160,7 +120,7 @@ def _place(
             return None
         result["moved"] += 1
         return rid
-    columns = _COPY_COLUMNS[table]
+    columns = MERGE_COPY_COLUMNS[table]
     new_id = ex.value(
         f"INSERT INTO {table}(agent_id, {columns}) SELECT %s, {columns} FROM {table} WHERE id = %s "
         "ON CONFLICT DO NOTHING RETURNING id",
@@ -175,10 +135,9 @@ def _place(
     return int(new_id)
 
 
-def _merge_memories(
-    ex: Executor, source: str, target: str, mode: str, queued_at: str | None, step: Callable[[], None] | None
-) -> dict[str, int]:
-    result = _result(mode)
+def _merge_memories(ex: Executor, request: MergeRequest) -> dict[str, int]:
+    source, target, mode = request.source, request.target, request.mode
+    result = merge_counts(mode)
     source_ids = _ids(ex, "memories", source)
     links = links_of(PgLinks(ex), source_ids)  # read before a move's deletes take them
     # The source's supersede links, to write again between the rows' places in the target.
@@ -190,7 +149,7 @@ def _merge_memories(
         )
     ]
     placed: dict[int, int | None] = {}
-    for rid in stepped(source_ids, step):
+    for rid in stepped(source_ids, request.step):
         row = ex.one(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL AS has_vector FROM memories "
             "WHERE id = %s",
@@ -212,18 +171,9 @@ def _merge_memories(
             )
         if dup is not None and mode == MOVE and row["locked"]:
             ex.run("UPDATE memories SET locked = TRUE WHERE id = %s", (dup,))  # the lock survives the move
-        became = _place(
-            ex,
-            "memories",
-            rid,
-            target,
-            mode,
-            None if dup is None else int(dup),
-            bool(row["has_vector"]),
-            queued_at,
-            result,
+        placed[rid] = _place(
+            ex, "memories", rid, request, None if dup is None else int(dup), bool(row["has_vector"]), result
         )
-        placed[rid] = became
     # Declared links follow the rows whose id changed; supersede links are rewritten between places.
     moved = {r: b for r, b in placed.items() if b is not None and b != r}
     carry_links(PgLinks(ex), links, moved, mode)
@@ -232,11 +182,9 @@ def _merge_memories(
     return result
 
 
-def _merge_episodes(
-    ex: Executor, source: str, target: str, mode: str, queued_at: str | None, step: Callable[[], None] | None
-) -> dict[str, int]:
-    result = _result(mode)
-    for rid in stepped(_ids(ex, "episodes", source), step):
+def _merge_episodes(ex: Executor, request: MergeRequest) -> dict[str, int]:
+    result = merge_counts(request.mode)
+    for rid in stepped(_ids(ex, "episodes", request.source), request.step):
         row = ex.one(
             "SELECT project_id, channel, summary, embedding IS NOT NULL AS has_vector FROM episodes WHERE id = %s",
             (rid,),
@@ -244,24 +192,16 @@ def _merge_episodes(
         assert row is not None
         dup = ex.value(
             "SELECT id FROM episodes WHERE agent_id = %s AND project_id = %s AND channel = %s AND summary = %s LIMIT 1",
-            (target, row["project_id"], row["channel"], row["summary"]),
+            (request.target, row["project_id"], row["channel"], row["summary"]),
         )
         _place(
-            ex,
-            "episodes",
-            rid,
-            target,
-            mode,
-            None if dup is None else int(dup),
-            bool(row["has_vector"]),
-            queued_at,
-            result,
+            ex, "episodes", rid, request, None if dup is None else int(dup), bool(row["has_vector"]), result
         )
     return result
 
 
 def _merge_profiles(ex: Executor, source: str, target: str, mode: str) -> dict[str, int]:
-    result = _result(mode)
+    result = merge_counts(mode)
     rows = ex.all(
         "SELECT project_id, user_id, content, updated_at FROM profiles WHERE agent_id = %s "
         'ORDER BY project_id COLLATE "C", user_id COLLATE "C"',
@@ -295,18 +235,13 @@ def _merge_profiles(ex: Executor, source: str, target: str, mode: str) -> dict[s
 
 
 def _migrate_memory(
-    ex: Executor,
-    row: dict[str, Any],
-    found: str | None,
-    globalize: bool,
-    bridges: set[str],
-    report: ChannelReport,
+    ex: Executor, row: dict[str, Any], request: ChannelRequest, report: ChannelReport
 ) -> None:
-    ref = f"mem:{row['id']}"
-    destination = report.target_for(row, found, globalize, bridges)
+    destination = report.target_for(row, request)
     if destination is None:
         return
     target, kind = destination
+    ref = f"mem:{row['id']}"
     clash = ex.value(
         "SELECT id FROM memories WHERE agent_id = %s AND project_id = %s AND channel = %s "
         "AND md5(content) = md5(%s) AND content = %s",

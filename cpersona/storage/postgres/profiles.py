@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cpersona.storage.interface import NewProfile, Row
-from cpersona.storage.postgres.sql import Executor, where
-from cpersona.storage.row_shapes import profile_dict, profile_values
-from cpersona.storage.scope import Scope
+from cpersona.storage.interface import NewProfile
+from cpersona.storage.postgres.sql import POSTGRES, Executor
+from cpersona.storage.row_shapes import profile_values
+from cpersona.storage.shared_reads import ProfileReads
 
 
 def upsert_profile(ex: Executor, profile: NewProfile) -> None:
@@ -27,31 +27,15 @@ def profile_updated_at(ex: Executor, agent_id: str, project_id: str, user_id: st
     return None if found is None else str(found)
 
 
-class PgProfiles:
+class PgProfiles(ProfileReads):
     """``ProfileRows`` on PostgreSQL."""
 
     __slots__ = ("ex",)
 
     def __init__(self, ex: Executor) -> None:
+        super().__init__(ex.all, POSTGRES)
         self.ex = ex
-
-    def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
-        """The profile for exactly this key."""
-        row = self.ex.one(
-            "SELECT * FROM profiles WHERE agent_id = %s AND project_id = %s AND user_id = %s",
-            (agent_id, project_id, user_id),
-        )
-        return None if row is None else profile_dict(row)
 
     def upsert(self, profile: NewProfile) -> None:
         """Replace the profile text under its key."""
         upsert_profile(self.ex, profile)
-
-    def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
-        """Up to ``limit`` profiles in scope, newest first."""
-        clause, params = where(scope, has_channel=False)
-        rows = self.ex.all(
-            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT %s",
-            [*params, limit],
-        )
-        return [profile_dict(r) for r in rows]

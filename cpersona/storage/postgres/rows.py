@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from cpersona.storage.interface import Row
-from cpersona.storage.postgres.sql import Executor, vector_param, where
-from cpersona.storage.row_shapes import VECTOR_POSITION, TableShape
+from cpersona.storage.postgres.sql import POSTGRES, Executor, vector_param, where
+from cpersona.storage.row_shapes import VECTOR_POSITION
 from cpersona.storage.scope import Scope
+from cpersona.storage.shared_reads import TableReads
 
 
 def pg_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -18,20 +19,14 @@ def pg_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(bound)
 
 
-class PgTableRows:
+class PgTableRows(TableReads):
     """``TableRows`` of the table ``shape`` names, on PostgreSQL."""
 
     __slots__ = ("ex",)
-    shape: ClassVar[TableShape]
 
     def __init__(self, ex: Executor) -> None:
+        super().__init__(ex.all, POSTGRES)
         self.ex = ex
-
-    def get(self, row_id: int) -> Row | None:
-        """One row by id, whoever owns it (callers check ownership)."""
-        s = self.shape
-        row = self.ex.one(f"SELECT {s.columns} FROM {s.table} WHERE id = %s", (row_id,))
-        return None if row is None else s.to_dict(row)
 
     def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
         """Rows by id, restricted to ``scope`` when given."""
@@ -44,12 +39,6 @@ class PgTableRows:
         )
         return {int(r["id"]): s.to_dict(r) for r in rows}
 
-    def text_of(self, row_id: int) -> str | None:
-        """The text an embedding is computed from."""
-        s = self.shape
-        found = self.ex.value(f"SELECT {s.text_column} FROM {s.table} WHERE id = %s", (row_id,))
-        return None if found is None else str(found)
-
     def set_embedding(self, row_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
         """Record (or clear) the vector of one row."""
         self.ex.run(
@@ -60,18 +49,3 @@ class PgTableRows:
     def delete(self, row_id: int) -> None:
         """Delete one row."""
         self.ex.run(f"DELETE FROM {self.shape.table} WHERE id = %s", (row_id,))
-
-    def list_recent(self, scope: Scope, limit: int) -> list[Row]:
-        """Newest first (created_at, then id)."""
-        s = self.shape
-        clause, params = where(scope)
-        rows = self.ex.all(
-            f"SELECT {s.columns} FROM {s.table} WHERE {clause} ORDER BY created_at DESC, id DESC LIMIT %s",
-            [*params, limit],
-        )
-        return [s.to_dict(r) for r in rows]
-
-    def count(self, scope: Scope) -> int:
-        """Rows in scope."""
-        clause, params = where(scope)
-        return int(self.ex.value(f"SELECT COUNT(*) FROM {self.shape.table} WHERE {clause}", params))

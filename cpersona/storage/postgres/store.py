@@ -20,6 +20,7 @@ from psycopg_pool import ConnectionPool
 
 from cpersona.errors import DatabaseUnavailable
 from cpersona.storage import redact_url
+from cpersona.storage.interface import SESSION_REPOSITORIES
 from cpersona.storage.postgres.admin import PgAdmin
 from cpersona.storage.postgres.browse import PgBrowse
 from cpersona.storage.postgres.calibration import PgCalibrationStates
@@ -75,22 +76,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 class PgSession:
     """Every repository of the ``Session`` protocol over one ``Executor``."""
 
-    __slots__ = (
-        "ex",
-        "memories",
-        "episodes",
-        "profiles",
-        "tasks",
-        "keyword",
-        "vectors",
-        "vector_search",
-        "admin",
-        "browse",
-        "health",
-        "repair",
-        "links",
-        "supersede",
-    )
+    __slots__ = ("ex", *SESSION_REPOSITORIES)
 
     def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
         self.ex = ex

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cpersona.storage.postgres.sql import Executor, where
+from cpersona.storage.postgres.sql import POSTGRES, Executor, where
 from cpersona.storage.scope import Scope
+from cpersona.storage.shared_reads import SupersedeReads, link_of
 from cpersona.storage.supersede_interface import Link
 
 
-def _link(row: dict[str, object]) -> Link:
-    return Link(int(str(row["id"])), int(str(row["superseded_by"])), str(row["superseded_at"] or ""))
-
-
-class PgSupersedeLinks:
+class PgSupersedeLinks(SupersedeReads):
     """``SupersedeLinks`` over one ``Executor``."""
 
     __slots__ = ("ex",)
 
     def __init__(self, ex: Executor) -> None:
+        super().__init__(ex.all, POSTGRES)
         self.ex = ex
 
     def _links(self, column: str, ids: Sequence[int]) -> list[Link]:
@@ -29,7 +27,7 @@ class PgSupersedeLinks:
             f"WHERE superseded_by IS NOT NULL AND {column} = ANY(%s)",
             ([int(i) for i in ids],),
         )
-        return [_link(r) for r in rows]
+        return [link_of(r) for r in rows]
 
     def successors(self, ids: Sequence[int]) -> dict[int, Link]:
         """The link of each superseded id in ``ids``."""
@@ -54,13 +52,3 @@ class PgSupersedeLinks:
             f"SELECT id FROM memories WHERE superseded_by IS NOT NULL AND {clause}", tuple(params)
         )
         return {int(r["id"]) for r in rows}
-
-    def dangling(self, limit: int = 20) -> list[Link]:
-        """Links to a newer row that does not exist."""
-        rows = self.ex.all(
-            "SELECT o.id, o.superseded_by, o.superseded_at FROM memories o "
-            "WHERE o.superseded_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = o.superseded_by) "
-            "LIMIT %s",
-            (int(limit),),
-        )
-        return [_link(r) for r in rows]

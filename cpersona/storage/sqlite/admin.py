@@ -5,21 +5,18 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.interface import VECTOR_TABLES
+from cpersona.storage.shared_reads import COUNTED_TABLES, AdminReads
+from cpersona.storage.sqlite.sql import SQLITE
 
-_COUNTED = ("memories", "episodes", "profiles")
 
-
-class SqliteAdmin:
+class SqliteAdmin(AdminReads):
     """``AdminQueries`` over one SQLite connection."""
 
     __slots__ = ("conn",)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn.execute, SQLITE)
         self.conn = conn
-
-    def row_counts(self) -> dict[str, int]:
-        """Rows per table: memories, episodes, profiles."""
-        return {t: int(self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in _COUNTED}
 
     def active_vector_count(self, model_id: str | None) -> int:
         """Memories holding a vector of ``model_id``."""
@@ -30,38 +27,11 @@ class SqliteAdmin:
             ).fetchone()[0]
         )
 
-    def rows_beyond_window(self, model_id: str, window: int) -> dict[str, dict[str, int]]:
-        """Per agent and table, rows with vectors of ``model_id`` beyond the ``window`` most recent."""
-        outside: dict[str, dict[str, int]] = {}
-        for table in VECTOR_TABLES:
-            for agent, n in self.conn.execute(
-                f"SELECT agent_id, COUNT(*) FROM {table} WHERE embedding_model = ? "
-                "GROUP BY agent_id HAVING COUNT(*) > ?",
-                (model_id, window),
-            ):
-                outside.setdefault(agent, {})[table] = int(n) - window
-        return outside
-
-    def agent_ids(self) -> list[str]:
-        """Every agent id owning at least one memory or episode, sorted."""
-        rows = self.conn.execute(
-            "SELECT agent_id FROM memories UNION SELECT agent_id FROM episodes ORDER BY 1"
-        ).fetchall()
-        return [str(r[0]) for r in rows]
-
-    def known_agent_ids(self) -> list[str]:
-        """Every agent id owning any row at all (memory, episode or profile), sorted."""
-        rows = self.conn.execute(
-            "SELECT agent_id FROM memories UNION SELECT agent_id FROM episodes "
-            "UNION SELECT agent_id FROM profiles ORDER BY 1"
-        ).fetchall()
-        return [str(r[0]) for r in rows]
-
     def has_rows(self, agent_id: str) -> bool:
         """Whether ``agent_id`` owns any memory, episode or profile (three indexed probes)."""
         return any(
             self.conn.execute(f"SELECT 1 FROM {table} WHERE agent_id = ? LIMIT 1", (agent_id,)).fetchone()
-            for table in _COUNTED
+            for table in COUNTED_TABLES
         )
 
     def delete_agent(self, agent_id: str) -> dict[str, int]:
@@ -74,5 +44,5 @@ class SqliteAdmin:
             )
         return {
             table: self.conn.execute(f"DELETE FROM {table} WHERE agent_id = ?", (agent_id,)).rowcount
-            for table in _COUNTED
+            for table in COUNTED_TABLES
         }

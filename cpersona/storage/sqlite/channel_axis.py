@@ -8,25 +8,12 @@ reads and writes rows, in one write transaction.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 
-from cpersona.storage.maintenance_interface import ChannelReport, Resolver
+from cpersona.storage.maintenance_interface import ChannelReport, ChannelRequest, rolled_back_if
 from cpersona.storage.sqlite.db import Database
 
 
-class _DryRun(Exception):
-    pass
-
-
-def migrate_channels(
-    db: Database,
-    *,
-    agent_id: str | None,
-    bridges: Sequence[str],
-    resolve: Resolver,
-    globalize: bool,
-    dry_run: bool,
-) -> ChannelReport:
+def migrate_channels(db: Database, request: ChannelRequest) -> ChannelReport:
     """Move rows stored under ``bridges`` onto the channel ``resolve`` finds; one transaction.
 
     Locked rows are never moved. A row whose target scope already holds the same
@@ -34,50 +21,39 @@ def migrate_channels(
     collision. Episodes carry no session id, so they are only ever globalized.
     """
     report = ChannelReport()
+    bridges, agent_id = request.bridges, request.agent_id
     if not bridges:
         return report
     marks = ",".join("?" * len(bridges))
     agent_sql, agent_params = ("AND agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
-    try:
-        with db.write() as conn:
-            rows = conn.execute(
-                f"SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
-                f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
-                [*bridges, *agent_params],
-            ).fetchall()
-            for row in rows:
-                report.scanned += 1
-                _migrate_memory(
-                    conn, row, resolve(row["source"], row["metadata"]), globalize, set(bridges), report
-                )
-            episodes = conn.execute(
-                f"SELECT id, agent_id, project_id, channel, summary FROM episodes "
-                f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
-                [*bridges, *agent_params],
-            ).fetchall()
-            for ep in episodes:
-                report.scanned += 1
-                _migrate_episode(conn, ep, globalize, report)
-            if dry_run:
-                raise _DryRun
-    except _DryRun:
-        pass
+    with rolled_back_if(request.dry_run, db.write()) as conn:
+        rows = conn.execute(
+            f"SELECT id, agent_id, project_id, channel, content, source, metadata, locked FROM memories "
+            f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
+            [*bridges, *agent_params],
+        ).fetchall()
+        for row in rows:
+            report.scanned += 1
+            _migrate_memory(conn, row, request, report)
+        episodes = conn.execute(
+            f"SELECT id, agent_id, project_id, channel, summary FROM episodes "
+            f"WHERE channel IN ({marks}) {agent_sql} ORDER BY id",
+            [*bridges, *agent_params],
+        ).fetchall()
+        for ep in episodes:
+            report.scanned += 1
+            _migrate_episode(conn, ep, request.globalize, report)
     return report
 
 
 def _migrate_memory(
-    conn: sqlite3.Connection,
-    row: sqlite3.Row,
-    found: str | None,
-    globalize: bool,
-    bridges: set[str],
-    report: ChannelReport,
+    conn: sqlite3.Connection, row: sqlite3.Row, request: ChannelRequest, report: ChannelReport
 ) -> None:
-    ref = f"mem:{row['id']}"
-    destination = report.target_for(row, found, globalize, bridges)
+    destination = report.target_for(row, request)
     if destination is None:
         return
     target, kind = destination
+    ref = f"mem:{row['id']}"
     clash = conn.execute(
         "SELECT id FROM memories WHERE agent_id = ? AND project_id = ? AND channel = ? AND content = ?",
         (row["agent_id"], row["project_id"], target, row["content"]),
@@ -86,8 +62,7 @@ def _migrate_memory(
         report.note("collisions", ref, channel=row["channel"], target=target, existing=f"mem:{clash[0]}")
         return
     conn.execute("UPDATE memories SET channel = ? WHERE id = ?", (target, row["id"]))
-    setattr(report, kind, getattr(report, kind) + 1)
-    report.targets[target] = report.targets.get(target, 0) + 1
+    report.landed(kind, target)
 
 
 def _migrate_episode(
@@ -105,5 +80,4 @@ def _migrate_episode(
         report.note("collisions", ref, channel=ep["channel"], target="", existing=f"ep:{clash[0]}")
         return
     conn.execute("UPDATE episodes SET channel = '' WHERE id = ?", (ep["id"],))
-    report.globalized += 1
-    report.targets[""] = report.targets.get("", 0) + 1
+    report.landed("globalized", "")

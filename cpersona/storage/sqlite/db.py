@@ -45,12 +45,7 @@ class Database:
     """The SQLite file plus the connections and write lock that guard it."""
 
     def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._local = threading.local()
-        self._write_lock = threading.RLock()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
-        self._faults_seen: dict[str, int] = {}
+        self._start(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             mode = self.connection().execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -63,11 +58,24 @@ class Database:
             self.close()
             raise DatabaseUnavailable(f"could not switch {self.path} to WAL mode (got {mode})")
 
+    def _start(self, path: Path | str) -> None:
+        """The state every ``Database`` holds before its first connection (subclasses share it)."""
+        self.path = Path(path)
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self._faults_seen: dict[str, int] = {}
+
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection for one thread (``ReadOnlyDatabase`` opens read-only ones instead)."""
+        return _connect(self.path)
+
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (created on first use)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = _connect(self.path)
+            conn = self._connect()
             self._local.conn = conn
             with self._all_lock:
                 self._all.append(conn)

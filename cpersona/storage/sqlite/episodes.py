@@ -7,8 +7,9 @@ import sqlite3
 from cpersona.storage.interface import NewEpisode
 from cpersona.storage.row_shapes import EPISODE_INSERT_COLUMNS, EPISODE_SHAPE, episode_values
 from cpersona.storage.scope import Scope
+from cpersona.storage.shared_reads import newest_boundary
 from cpersona.storage.sqlite.rows import SqliteTableRows
-from cpersona.storage.sqlite.sql import where
+from cpersona.storage.sqlite.sql import SQLITE
 
 _INSERT = f"INSERT INTO episodes({EPISODE_INSERT_COLUMNS}) VALUES ({', '.join('?' * 12)})"
 
@@ -41,6 +42,4 @@ class SqliteEpisodes(SqliteTableRows):
 
     def newest_boundary(self, scope: Scope) -> str | None:
         """created_at of the newest episode in scope: the episode boundary."""
-        clause, params = where(scope)
-        row = self.conn.execute(f"SELECT MAX(created_at) FROM episodes WHERE {clause}", params).fetchone()
-        return row[0] if row and row[0] else None
+        return newest_boundary(self.conn.execute, SQLITE, scope)

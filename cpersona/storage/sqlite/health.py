@@ -38,13 +38,8 @@ FTS_INDEXES = (
 )
 FTS_BY_NAME = {index.name: index for index in FTS_INDEXES}
 #: Timestamp columns written by ``format_ts`` (nullable ones may be NULL).
-TIMESTAMP_COLUMNS = {
-    "memories": ("timestamp", "created_at", "last_recalled_at"),
-    "episodes": ("created_at", "start_time", "end_time"),
-    "profiles": ("updated_at",),
-}
 # The fixed-width form format_ts writes: 2026-01-31T09:30:00.000000Z.
-_TS_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]Z"
+TS_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]Z"
 _CREATE = re.compile(r"^CREATE\s+(UNIQUE\s+)?(INDEX|TRIGGER)\s+(\w+)", re.IGNORECASE)
 _DROP = re.compile(r"^DROP\s+(INDEX|TRIGGER)\s+(?:IF\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
 
@@ -257,23 +252,6 @@ def vector_shapes(conn: sqlite3.Connection, agent: str | None) -> list[dict[str,
     return shapes
 
 
-def rows_outside_window(
-    conn: sqlite3.Connection, agent: str | None, model_id: str | None, window: int
-) -> dict[str, dict[str, int]]:
-    """Per agent and table, vector rows beyond the newest ``window`` (vector search never sees them)."""
-    where, params = _scope(agent)
-    model_sql = "embedding_model = ?" if model_id else "embedding IS NOT NULL"
-    model_params: list[Any] = [model_id] if model_id else []
-    outside: dict[str, dict[str, int]] = {}
-    for table in ROW_TABLES:
-        for agent_id, n in conn.execute(
-            f"SELECT agent_id, COUNT(*) FROM {table} WHERE {model_sql}{where} GROUP BY agent_id HAVING COUNT(*) > ?",
-            [*model_params, *params, window],
-        ):
-            outside.setdefault(str(agent_id), {})[table] = int(n) - window
-    return outside
-
-
 # -- rows -----------------------------------------------------------------------------------------
 
 
@@ -300,23 +278,6 @@ def duplicate_groups(
                 pairs = [m.split(":") for m in str(members).split(",")]
                 groups.append(sorted((int(i), lk == "1") for i, lk in pairs))
     return total, groups
-
-
-def oversized_memories(
-    conn: sqlite3.Connection, agent: str | None, cap: int, limit: int
-) -> tuple[int, list[tuple[int, int, bool]]]:
-    """Memories longer than ``cap`` characters: (count, [(id, length, locked)])."""
-    where, params = _scope(agent)
-    count = int(
-        conn.execute(
-            f"SELECT COUNT(*) FROM memories WHERE length(content) > ?{where}", [cap, *params]
-        ).fetchone()[0]
-    )
-    rows = conn.execute(
-        f"SELECT id, length(content), locked FROM memories WHERE length(content) > ?{where} ORDER BY locked, id LIMIT ?",
-        [cap, *params, limit],
-    ).fetchall()
-    return count, [(int(r[0]), int(r[1]), bool(r[2])) for r in rows]
 
 
 def oversized_profiles(
@@ -374,89 +335,6 @@ def invalid_json_rows(
         ):
             found.append((int(r[0]), column, str(r[1]), bool(r[2])))
     return count, found
-
-
-def malformed_timestamps(
-    conn: sqlite3.Connection, agent: str | None, limit: int
-) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
-    """Timestamps not in the stored form: (count, [(table, key, column, value, locked)]).
-
-    ``key`` is the row id, or (agent, project, user) for profiles.
-    """
-    where, params = _scope(agent)
-    found: list[tuple[str, Any, str, str, bool]] = []
-    count = 0
-    for table, columns in TIMESTAMP_COLUMNS.items():
-        key = "agent_id, project_id, user_id" if table == "profiles" else "id"
-        locked = "locked" if table == "memories" else "0"
-        order = "locked, id" if table == "memories" else key
-        for column in columns:
-            cond = f"{column} IS NOT NULL AND NOT ({column} GLOB '{_TS_GLOB}')"
-            count += int(
-                conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}{where}", params).fetchone()[0]
-            )
-            for r in conn.execute(
-                f"SELECT {key}, {column}, {locked} FROM {table} WHERE {cond}{where} ORDER BY {order} LIMIT ?",
-                [*params, limit],
-            ):
-                row_key: Any = tuple(r[:3]) if table == "profiles" else int(r[0])
-                found.append((table, row_key, column, str(r[-2]), bool(r[-1])))
-    return count, found
-
-
-# -- queue ----------------------------------------------------------------------------------------
-
-
-def orphan_tasks(conn: sqlite3.Connection, limit: int) -> tuple[int, list[int]]:
-    """Queued tasks whose target row no longer exists (or whose table is unknown)."""
-    cond = (
-        "(target_table = 'memories' AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = target_id)) OR "
-        "(target_table = 'episodes' AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.id = target_id)) OR "
-        "target_table NOT IN ('memories', 'episodes')"
-    )
-    count = int(conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks WHERE {cond}").fetchone()[0])
-    ids = [
-        int(r[0])
-        for r in conn.execute(
-            f"SELECT id FROM pending_memory_tasks WHERE {cond} ORDER BY id LIMIT ?", (limit,)
-        )
-    ]
-    return count, ids
-
-
-def failing_tasks(
-    conn: sqlite3.Connection, agent: str | None, min_attempts: int, created_before: str, limit: int
-) -> tuple[int, list[dict[str, Any]]]:
-    """Tasks that failed ``min_attempts`` times or wait since before ``created_before``."""
-    scope = ""
-    params: list[Any] = [min_attempts, created_before]
-    if agent is not None:
-        scope = (
-            " AND ((p.target_table = 'memories' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = p.target_id "
-            "AND m.agent_id = ?)) OR (p.target_table = 'episodes' AND EXISTS (SELECT 1 FROM episodes e "
-            "WHERE e.id = p.target_id AND e.agent_id = ?)))"
-        )
-        params += [agent, agent]
-    cond = f"(p.attempts >= ? OR p.created_at < ?){scope}"
-    count = int(
-        conn.execute(f"SELECT COUNT(*) FROM pending_memory_tasks p WHERE {cond}", params).fetchone()[0]
-    )
-    rows = conn.execute(
-        f"SELECT p.id, p.kind, p.target_table, p.target_id, p.attempts, p.created_at, p.last_error "
-        f"FROM pending_memory_tasks p WHERE {cond} ORDER BY p.id LIMIT ?",
-        [*params, limit],
-    ).fetchall()
-    return count, [
-        dict(
-            zip(("id", "kind", "table", "target_id", "attempts", "created_at", "last_error"), r, strict=True)
-        )
-        for r in rows
-    ]
-
-
-def queue_depth(conn: sqlite3.Connection) -> int:
-    """Number of queued tasks."""
-    return int(conn.execute("SELECT COUNT(*) FROM pending_memory_tasks").fetchone()[0])
 
 
 # -- statistics -----------------------------------------------------------------------------------

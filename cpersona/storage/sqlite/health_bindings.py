@@ -8,13 +8,15 @@ session's connection (or, for merges, to the database's write transaction).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
+from cpersona.storage.health_reads import HealthReads
 from cpersona.storage.maintenance_interface import (
     ChannelReport,
+    ChannelRequest,
     FtsReport,
-    Resolver,
+    MergeRequest,
     SchemaObject,
     VectorReport,
 )
@@ -25,14 +27,16 @@ from cpersona.storage.sqlite.channel_axis import migrate_channels
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.merge import merge_agents
 from cpersona.storage.sqlite.migrations import LATEST_VERSION
+from cpersona.storage.sqlite.sql import SQLITE
 
 
-class SqliteHealth:
+class SqliteHealth(HealthReads):
     """``HealthQueries`` on one SQLite connection (read-only: works on a ``mode=ro`` view)."""
 
     __slots__ = ("conn",)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn.execute, SQLITE)
         self.conn = conn
 
     def integrity_errors(self, limit: int = 20) -> list[str]:
@@ -63,10 +67,6 @@ class SqliteHealth:
         """Page size / count / free list and the file and WAL sizes."""
         return q.storage_facts(self.conn)
 
-    def queue_depth(self) -> int:
-        """Number of queued tasks."""
-        return q.queue_depth(self.conn)
-
     def vector_report(
         self, table: str, agent: str | None, model_id: str | None, dimension: int | None
     ) -> VectorReport:
@@ -83,21 +83,9 @@ class SqliteHealth:
         """Stored vectors per table, model and dimension."""
         return q.vector_shapes(self.conn, agent)
 
-    def rows_outside_window(
-        self, agent: str | None, model_id: str | None, window: int
-    ) -> dict[str, dict[str, int]]:
-        """Per agent and table, vector rows beyond the window."""
-        return q.rows_outside_window(self.conn, agent, model_id, window)
-
     def duplicate_groups(self, agent: str | None, limit: int) -> tuple[int, list[list[tuple[int, bool]]]]:
         """Memories sharing a dedup key."""
         return q.duplicate_groups(self.conn, agent, limit)
-
-    def oversized_memories(
-        self, agent: str | None, cap: int, limit: int
-    ) -> tuple[int, list[tuple[int, int, bool]]]:
-        """Memories longer than ``cap``."""
-        return q.oversized_memories(self.conn, agent, cap, limit)
 
     def oversized_profiles(
         self, agent: str | None, cap: int, limit: int
@@ -115,21 +103,8 @@ class SqliteHealth:
         """Memories whose source or metadata is not a JSON object."""
         return q.invalid_json_rows(self.conn, agent, limit)
 
-    def malformed_timestamps(
-        self, agent: str | None, limit: int
-    ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
-        """Timestamps not in the stored form."""
-        return q.malformed_timestamps(self.conn, agent, limit)
-
-    def orphan_tasks(self, limit: int) -> tuple[int, list[int]]:
-        """Tasks whose target row is gone."""
-        return q.orphan_tasks(self.conn, limit)
-
-    def failing_tasks(
-        self, agent: str | None, min_attempts: int, created_before: str, limit: int
-    ) -> tuple[int, list[dict[str, Any]]]:
-        """Long-failing or long-waiting tasks."""
-        return q.failing_tasks(self.conn, agent, min_attempts, created_before, limit)
+    def _not_a_timestamp(self, column: str) -> tuple[str, list[Any]]:
+        return f"NOT ({column} GLOB '{q.TS_GLOB}')", []
 
     def distributions(self, agent: str | None, limit: int = 50) -> dict[str, Any]:
         """Rows per agent and memories per project / channel."""
@@ -209,31 +184,10 @@ class SqliteMaintenanceRows:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def merge_agents(
-        self,
-        source: str,
-        target: str,
-        *,
-        mode: str,
-        dry_run: bool,
-        queued_at: str | None,
-        step: Callable[[], None] | None = None,
-    ) -> dict[str, dict[str, int]]:
-        """See ``cpersona.storage.port_merge.merge_agents``."""
-        return merge_agents(
-            self.db, source, target, mode=mode, dry_run=dry_run, queued_at=queued_at, step=step
-        )
+    def merge_agents(self, request: MergeRequest) -> dict[str, dict[str, int]]:
+        """See ``cpersona.storage.sqlite.merge.merge_agents``."""
+        return merge_agents(self.db, request)
 
-    def migrate_channels(
-        self,
-        *,
-        agent_id: str | None,
-        bridges: Sequence[str],
-        resolve: Resolver,
-        globalize: bool,
-        dry_run: bool,
-    ) -> ChannelReport:
-        """See ``cpersona.storage.port_channels.migrate_channels``."""
-        return migrate_channels(
-            self.db, agent_id=agent_id, bridges=bridges, resolve=resolve, globalize=globalize, dry_run=dry_run
-        )
+    def migrate_channels(self, request: ChannelRequest) -> ChannelReport:
+        """See ``cpersona.storage.sqlite.channel_axis.migrate_channels``."""
+        return migrate_channels(self.db, request)

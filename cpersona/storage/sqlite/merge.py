@@ -16,58 +16,38 @@ duplicate passes its lock to the target row it duplicates.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from typing import Any
 
 from cpersona.storage.interface import EMBED
 from cpersona.storage.link_carry import carry_links, links_of
-from cpersona.storage.maintenance_interface import COPY, MOVE, stepped
+from cpersona.storage.maintenance_interface import (
+    COPY,
+    MOVE,
+    MergeRequest,
+    merge_counts,
+    rolled_back_if,
+    stepped,
+)
+from cpersona.storage.sql_text import MERGE_COPY_COLUMNS
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.links import SqliteLinks
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.supersede_interface import apply_imported_links
 
-_MEMORY_COPY_COLUMNS = (
-    "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
-    "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
-)
-_EPISODE_COPY_COLUMNS = (
-    "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "
-    "embedding_model, embedding_dim"
-)
 
-
-class _DryRun(Exception):
-    """Raised inside the transaction to roll a dry run back after counting."""
-
-
-def merge_agents(
-    db: Database,
-    source: str,
-    target: str,
-    *,
-    mode: str,
-    dry_run: bool,
-    queued_at: str | None,
-    step: Callable[[], None] | None = None,
-) -> dict[str, dict[str, int]]:
-    """Merge ``source`` into ``target``; returns counts per table (the same numbers in a dry run).
+def merge_agents(db: Database, request: MergeRequest) -> dict[str, dict[str, int]]:
+    """Merge ``request.source`` into its target; returns counts per table (the same numbers in a dry run).
 
     A dry run performs the whole merge inside the transaction and rolls it back,
-    so its counts are exactly what a real run would do. ``step`` runs before each source
+    so its counts are exactly what a real run would do. ``request.step`` runs before each source
     memory and episode; whatever it raises rolls the merge back and propagates.
     """
     counts: dict[str, dict[str, int]] = {}
-    try:
-        with db.write() as conn:
-            counts["memories"] = _merge_memories(conn, source, target, mode, queued_at, step)
-            counts["episodes"] = _merge_episodes(conn, source, target, mode, queued_at, step)
-            counts["profiles"] = _merge_profiles(conn, source, target, mode)
-            if dry_run:
-                raise _DryRun
-    except _DryRun:
-        pass
+    with rolled_back_if(request.dry_run, db.write()) as conn:
+        counts["memories"] = _merge_memories(conn, request)
+        counts["episodes"] = _merge_episodes(conn, request)
+        counts["profiles"] = _merge_profiles(conn, request.source, request.target, request.mode)
     return counts
 
 
@@ -77,26 +57,20 @@ def _ids(conn: sqlite3.Connection, table: str, agent: str) -> list[int]:
     ]
 
 
-def _result(mode: str) -> dict[str, int]:
-    return {"copied" if mode == COPY else "moved": 0, "skipped": 0}
-
-
 def _place(
     conn: sqlite3.Connection,
     table: str,
-    copy_columns: str,
     rid: int,
-    target: str,
-    mode: str,
+    request: MergeRequest,
     duplicate: int | None,
     has_vector: bool,
-    queued_at: str | None,
     result: dict[str, int],
 ) -> int:
     """One source row into ``target``: skip a duplicate (a move deletes it), else move or copy it.
 
     Returns the id the row has in ``target`` now (the duplicate's, the moved row's, or the copy's).
     """
+    target, mode, queued_at = request.target, request.mode, request.queued_at
     if duplicate is not None:
         result["skipped"] += 1
         if mode == MOVE:
@@ -107,8 +81,9 @@ def _place(
         conn.execute(f"UPDATE {table} SET agent_id = ? WHERE id = ?", (target, rid))
         result["moved"] += 1
         return rid
+    columns = MERGE_COPY_COLUMNS[table]
     cursor = conn.execute(
-        f"INSERT INTO {table}(agent_id, {copy_columns}) SELECT ?, {copy_columns} FROM {table} WHERE id = ?",
+        f"INSERT INTO {table}(agent_id, {columns}) SELECT ?, {columns} FROM {table} WHERE id = ?",
         (target, rid),
     )
     result["copied"] += 1
@@ -118,15 +93,9 @@ def _place(
     return new_id
 
 
-def _merge_memories(
-    conn: sqlite3.Connection,
-    source: str,
-    target: str,
-    mode: str,
-    queued_at: str | None,
-    step: Callable[[], None] | None,
-) -> dict[str, int]:
-    result = _result(mode)
+def _merge_memories(conn: sqlite3.Connection, request: MergeRequest) -> dict[str, int]:
+    source, target, mode = request.source, request.target, request.mode
+    result = merge_counts(mode)
     source_ids = _ids(conn, "memories", source)
     links = links_of(SqliteLinks(conn), source_ids)  # read before a move's deletes take them
     # The source's supersede links, to write again between the rows' places in the target.
@@ -138,7 +107,7 @@ def _merge_memories(
         )
     ]
     placed: dict[int, int] = {}
-    for rid in stepped(source_ids, step):
+    for rid in stepped(source_ids, request.step):
         row = conn.execute(
             "SELECT project_id, channel, msg_id, content, locked, embedding IS NOT NULL FROM memories WHERE id = ?",
             (rid,),
@@ -159,19 +128,8 @@ def _merge_memories(
             conn.execute(
                 "UPDATE memories SET locked = 1 WHERE id = ?", (dup[0],)
             )  # the lock survives the move
-        became = _place(
-            conn,
-            "memories",
-            _MEMORY_COPY_COLUMNS,
-            rid,
-            target,
-            mode,
-            None if dup is None else int(dup[0]),
-            has_vector,
-            queued_at,
-            result,
-        )
-        placed[rid] = became
+        duplicate = None if dup is None else int(dup[0])
+        placed[rid] = _place(conn, "memories", rid, request, duplicate, has_vector, result)
     # Declared links follow the rows whose id changed; supersede links are rewritten between places.
     carry_links(SqliteLinks(conn), links, {r: b for r, b in placed.items() if b != r}, mode)
     if supersedes:
@@ -179,40 +137,23 @@ def _merge_memories(
     return result
 
 
-def _merge_episodes(
-    conn: sqlite3.Connection,
-    source: str,
-    target: str,
-    mode: str,
-    queued_at: str | None,
-    step: Callable[[], None] | None,
-) -> dict[str, int]:
-    result = _result(mode)
-    for rid in stepped(_ids(conn, "episodes", source), step):
+def _merge_episodes(conn: sqlite3.Connection, request: MergeRequest) -> dict[str, int]:
+    result = merge_counts(request.mode)
+    for rid in stepped(_ids(conn, "episodes", request.source), request.step):
         project, channel, summary, has_vector = conn.execute(
             "SELECT project_id, channel, summary, embedding IS NOT NULL FROM episodes WHERE id = ?", (rid,)
         ).fetchone()
         dup = conn.execute(
             "SELECT id FROM episodes WHERE agent_id = ? AND project_id = ? AND channel = ? AND summary = ? LIMIT 1",
-            (target, project, channel, summary),
+            (request.target, project, channel, summary),
         ).fetchone()
-        _place(
-            conn,
-            "episodes",
-            _EPISODE_COPY_COLUMNS,
-            rid,
-            target,
-            mode,
-            None if dup is None else int(dup[0]),
-            has_vector,
-            queued_at,
-            result,
-        )
+        duplicate = None if dup is None else int(dup[0])
+        _place(conn, "episodes", rid, request, duplicate, has_vector, result)
     return result
 
 
 def _merge_profiles(conn: sqlite3.Connection, source: str, target: str, mode: str) -> dict[str, int]:
-    result = _result(mode)
+    result = merge_counts(mode)
     rows: list[Any] = conn.execute(
         "SELECT project_id, user_id, content, updated_at FROM profiles WHERE agent_id = ? "
         "ORDER BY project_id, user_id",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from cpersona.storage.interface import NewProfile, Row
-from cpersona.storage.row_shapes import profile_dict, profile_values
-from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite.sql import where
+from cpersona.storage.interface import NewProfile
+from cpersona.storage.row_shapes import profile_values
+from cpersona.storage.shared_reads import ProfileReads
+from cpersona.storage.sqlite.sql import SQLITE
 
 
 def upsert_profile(conn: sqlite3.Connection, profile: NewProfile) -> None:
@@ -29,31 +29,15 @@ def profile_updated_at(conn: sqlite3.Connection, agent_id: str, project_id: str,
     return None if row is None else str(row[0])
 
 
-class SqliteProfiles:
+class SqliteProfiles(ProfileReads):
     """``ProfileRows`` over one SQLite connection."""
 
     __slots__ = ("conn",)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn.execute, SQLITE)
         self.conn = conn
-
-    def get(self, agent_id: str, project_id: str, user_id: str) -> Row | None:
-        """The profile for exactly this key."""
-        row = self.conn.execute(
-            "SELECT * FROM profiles WHERE agent_id = ? AND project_id = ? AND user_id = ?",
-            (agent_id, project_id, user_id),
-        ).fetchone()
-        return None if row is None else profile_dict(row)
 
     def upsert(self, profile: NewProfile) -> None:
         """Replace the profile text under its key."""
         upsert_profile(self.conn, profile)
-
-    def newest_in_scope(self, scope: Scope, limit: int = 3) -> list[Row]:
-        """Up to ``limit`` profiles in scope, newest first (recall's profile injection)."""
-        clause, params = where(scope, has_channel=False)
-        rows = self.conn.execute(
-            f"SELECT * FROM profiles WHERE {clause} ORDER BY updated_at DESC, user_id LIMIT ?",
-            [*params, limit],
-        ).fetchall()
-        return [profile_dict(r) for r in rows]

@@ -9,9 +9,8 @@ no journal-mode switch. It offers the same ``read`` / ``connection`` /
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -23,12 +22,7 @@ class ReadOnlyDatabase(Database):
     """``Database`` whose every connection is read-only (``write()`` is refused)."""
 
     def __init__(self, path: Path | str) -> None:  # noqa: D107 - deliberately skips Database's WAL switch
-        self.path = Path(path)
-        self._local = threading.local()
-        self._write_lock = threading.RLock()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
-        self._faults_seen: dict[str, int] = {}
+        self._start(path)
         if not self.path.is_file():
             raise DatabaseUnavailable(f"no database at {self.path} (check CPERSONA_DB_PATH)")
         try:
@@ -37,24 +31,19 @@ class ReadOnlyDatabase(Database):
             self.close()
             raise DatabaseUnavailable(f"cannot open the database {self.path} read-only: {exc}") from exc
 
-    def connection(self) -> sqlite3.Connection:
-        """This thread's read-only connection."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            # Without a -wal file no connection has the database open in WAL mode, and mode=ro alone
-            # would create empty -wal/-shm files; immutable=1 reads the main file and creates nothing.
-            wal = self.path.with_name(self.path.name + "-wal")
-            flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
-            uri = f"file:{quote(str(self.path.resolve()))}?{flags}"
-            conn = sqlite3.connect(
-                uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA query_only = 1")
-            self._local.conn = conn
-            with self._all_lock:
-                self._all.append(conn)
+    def _connect(self) -> sqlite3.Connection:
+        """A new read-only connection for one thread."""
+        # Without a -wal file no connection has the database open in WAL mode, and mode=ro alone
+        # would create empty -wal/-shm files; immutable=1 reads the main file and creates nothing.
+        wal = self.path.with_name(self.path.name + "-wal")
+        flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+        uri = f"file:{quote(str(self.path.resolve()))}?{flags}"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA query_only = 1")
         return conn
 
     @contextmanager
@@ -62,12 +51,3 @@ class ReadOnlyDatabase(Database):
         """Refused: this view never writes."""
         raise PermissionError("the database was opened read-only (report-only health check)")
         yield  # pragma: no cover - makes this a generator
-
-    def close(self) -> None:
-        """Close every connection this object opened."""
-        with self._all_lock:
-            for conn in self._all:
-                with suppress(sqlite3.Error):
-                    conn.close()
-            self._all.clear()
-        self._local = threading.local()

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from cpersona.storage.interface import SESSION_REPOSITORIES
 from cpersona.storage.sqlite.admin import SqliteAdmin
 from cpersona.storage.sqlite.browse import SqliteBrowse
 from cpersona.storage.sqlite.calibration import SidecarStates
@@ -29,22 +30,7 @@ from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndex
 class SqliteSession:
     """Every repository of the ``Session`` protocol, bound to one connection."""
 
-    __slots__ = (
-        "conn",
-        "memories",
-        "episodes",
-        "profiles",
-        "tasks",
-        "keyword",
-        "vectors",
-        "vector_search",
-        "admin",
-        "browse",
-        "health",
-        "repair",
-        "links",
-        "supersede",
-    )
+    __slots__ = ("conn", *SESSION_REPOSITORIES)
 
     def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:
         self.conn = conn

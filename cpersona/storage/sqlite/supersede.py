@@ -6,18 +6,20 @@ import sqlite3
 from collections.abc import Sequence
 
 from cpersona.storage.scope import Scope
-from cpersona.storage.sqlite.sql import where
+from cpersona.storage.shared_reads import SupersedeReads, link_of
+from cpersona.storage.sqlite.sql import SQLITE, where
 from cpersona.storage.supersede_interface import Link
 
 _CHUNK = 500
 
 
-class SqliteSupersedeLinks:
+class SqliteSupersedeLinks(SupersedeReads):
     """``SupersedeLinks`` over one SQLite connection."""
 
     __slots__ = ("conn",)
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn.execute, SQLITE)
         self.conn = conn
 
     def _links(self, column: str, ids: Sequence[int]) -> list[Link]:
@@ -30,7 +32,7 @@ class SqliteSupersedeLinks:
                 f"WHERE superseded_by IS NOT NULL AND {column} IN ({marks})",
                 chunk,
             ).fetchall()
-            found.extend(Link(int(r[0]), int(r[1]), str(r[2] or "")) for r in rows)
+            found.extend(link_of(r) for r in rows)
         return found
 
     def successors(self, ids: Sequence[int]) -> dict[int, Link]:
@@ -56,13 +58,3 @@ class SqliteSupersedeLinks:
             params,
         ).fetchall()
         return {int(r[0]) for r in rows}
-
-    def dangling(self, limit: int = 20) -> list[Link]:
-        """Links to a newer row that does not exist."""
-        rows = self.conn.execute(
-            "SELECT o.id, o.superseded_by, o.superseded_at FROM memories o "
-            "WHERE o.superseded_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = o.superseded_by) "
-            "LIMIT ?",
-            (int(limit),),
-        ).fetchall()
-        return [Link(int(r[0]), int(r[1]), str(r[2] or "")) for r in rows]
