@@ -15,6 +15,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # scripts/_generated.py, also when a test loads this file
+
+from _generated import regenerate, replace_block  # noqa: E402
+
 from cpersona import memory
 from cpersona.public import public_methods
 
@@ -42,22 +48,14 @@ def bindings() -> str:
 
 def render(text: str) -> str:
     """``text`` (memory.py) with its generated block replaced by the current one."""
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head + bindings() + tail
+    return replace_block(text, BEGIN, END, bindings())
 
 
 def main(argv: list[str]) -> int:
     """Rewrite cpersona/memory.py, or with ``--check`` report whether it is current."""
-    text = SOURCE.read_text(encoding="utf-8")
-    fresh = render(text)
-    if "--check" in argv:
-        if fresh != text:
-            print("cpersona/memory.py is stale: run python scripts/gen_memory_api.py", file=sys.stderr)
-            return 1
-        return 0
-    SOURCE.write_text(fresh, encoding="utf-8")
-    return 0
+    return regenerate(
+        SOURCE, render, argv, "cpersona/memory.py is stale: run python scripts/gen_memory_api.py"
+    )
 
 
 if __name__ == "__main__":

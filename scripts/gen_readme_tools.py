@@ -10,6 +10,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # scripts/_generated.py, also when a test loads this file
+
+from _generated import regenerate, replace_block  # noqa: E402
+
 from cpersona.server.schemas import TOOLS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -25,22 +31,14 @@ def table() -> str:
 
 def render(text: str) -> str:
     """``text`` (the README) with its generated tools table replaced by the current one."""
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head + table() + tail
+    return replace_block(text, BEGIN, END, table())
 
 
 def main(argv: list[str]) -> int:
     """Rewrite README.md, or with ``--check`` report whether its tools table is current."""
-    text = README.read_text(encoding="utf-8")
-    fresh = render(text)
-    if "--check" in argv:
-        if fresh != text:
-            print("README.md's tools table is stale: run python scripts/gen_readme_tools.py", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(fresh, encoding="utf-8")
-    return 0
+    return regenerate(
+        README, render, argv, "README.md's tools table is stale: run python scripts/gen_readme_tools.py"
+    )
 
 
 if __name__ == "__main__":
