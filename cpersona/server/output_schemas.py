@@ -1,7 +1,10 @@
 """Each tool's ``outputSchema``: JSON Schema generated from its result shapes (cpersona/shapes/).
 
 A tool answers one of its success shapes or the uniform failure (``ToolError``), so
-the schema is ``anyOf`` those, each TypedDict once under ``$defs``. Objects are left
+the schema is ``anyOf`` those, each TypedDict once under ``$defs`` (``results_schema``). What
+``tools/list`` publishes (``output_schema``) has those ``$ref``s written out in place: the same
+shapes, but a validating client (the MCP SDK's jsonschema, per result) then resolves no reference
+per row (docs/decisions.md, "Output schemas that are cheap to check"). Objects are left
 open (no ``additionalProperties: false``): the MCP layer adds keys the Python API
 never returns (previews: ``content_truncated``; budgets: ``deferred``), and a refusal
 may carry its own keys (``store``'s ``result``/``reason``); the API shapes themselves
@@ -29,8 +32,40 @@ def tool_result_shapes(name: str) -> tuple[type, ...]:
 
 
 def output_schema(name: str) -> dict[str, Any]:
-    """The ``outputSchema`` of tool ``name``: any of its success shapes, or the failure shape."""
-    return results_schema(tool_result_shapes(name))
+    """The ``outputSchema`` of tool ``name``: any of its success shapes, or the failure shape, with
+    every ``$ref`` written out in place (``inline_refs``)."""
+    return inline_refs(results_schema(tool_result_shapes(name)))
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each ``$ref`` to its ``$defs`` replaced by a copy of the definition.
+
+    A reference's own keywords (its ``description``) are kept beside the definition's and win. A
+    shape that refers to itself, directly or through others, stays a ``$ref`` (and in ``$defs``):
+    a recursive shape cannot be written out. ``$defs`` goes when nothing refers to it any more.
+    """
+    defs: dict[str, Any] = schema.get("$defs", {})
+    kept: set[str] = set()
+
+    def walk(node: Any, open_defs: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, open_defs) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        own = {key: walk(value, open_defs) for key, value in node.items() if key not in ("$ref", "$defs")}
+        if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+            return own if ref is None else {"$ref": ref, **own}
+        name = ref.removeprefix("#/$defs/")
+        if name in open_defs:  # recursive: keep the reference
+            kept.add(name)
+            return {"$ref": ref, **own}
+        return {**walk(defs[name], (*open_defs, name)), **own}
+
+    inlined = walk(schema, ())
+    while kept - set(inlined.get("$defs", {})):  # a kept definition may itself keep others
+        inlined["$defs"] = {name: walk(defs[name], (name,)) for name in sorted(kept)}
+    return inlined
 
 
 def results_schema(results: tuple[type, ...]) -> dict[str, Any]:
@@ -68,7 +103,9 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         return {"type": "array", **({"items": _schema(args[0], defs)} if args else {})}
     if origin is dict or tp is dict:
         args = get_args(tp)
-        return {"type": "object", **({"additionalProperties": _schema(args[1], defs)} if args else {})}
+        values = _schema(args[1], defs) if args else {}
+        # additionalProperties: {} allows what its absence allows, but a validator still visits it per key.
+        return {"type": "object", **({"additionalProperties": values} if values else {})}
     if tp in _SCALARS:
         return {"type": _SCALARS[tp]}
     raise TypeError(f"no JSON Schema for the shape annotation {tp!r}")
