@@ -24,6 +24,8 @@ def clean_text(text: str) -> str:
     """Drop NUL bytes and replace lone surrogates with U+FFFD so the text is storable UTF-8."""
     if "\x00" in text:
         text = text.replace("\x00", "")
+    if text.isascii() and type(text) is str:  # no surrogate in it: most texts, a C scan, not a regex pass
+        return text
     return LONE_SURROGATE.sub("\ufffd", text)
 
 
@@ -159,6 +161,18 @@ def clean_json(value: Any, *, coerce: bool = False) -> Any:
     ``str()``. Recursive: callers bound the depth first (limits.MAX_JSON_DEPTH,
     MAX_MESSAGE_DEPTH) or walk values they built.
     """
+    kind = type(value)  # exact-type checks first: every reply passes through here (~50 values a row)
+    if kind is str:
+        return clean_text(value)
+    if kind is dict:
+        return {
+            clean_text(k if type(k) is str else str(k)): clean_json(v, coerce=coerce)
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [clean_json(v, coerce=coerce) for v in value]
+    if kind is int or kind is bool or value is None:
+        return value
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, Mapping):
