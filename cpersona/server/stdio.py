@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from io import TextIOWrapper
 
 import anyio
+import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
@@ -40,6 +41,11 @@ def _claim_std_streams() -> tuple[int, int, Callable[[], None]]:
     return wire_in, wire_out, restore
 
 
+def _emit(stream: TextIOWrapper, line: str) -> None:
+    stream.write(line)
+    stream.flush()
+
+
 @asynccontextmanager
 async def guarded_stdio() -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
@@ -50,7 +56,7 @@ async def guarded_stdio() -> AsyncIterator[
     stdin = anyio.wrap_file(
         TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
     )
-    stdout = anyio.wrap_file(TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8"))
+    stdout = TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     replies = write_send.clone()  # the reader answers refusals on the same wire as the session
@@ -72,8 +78,10 @@ async def guarded_stdio() -> AsyncIterator[
     async def writer() -> None:
         async with write_recv:
             async for outgoing in write_recv:
-                await stdout.write(outgoing.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n")
-                await stdout.flush()
+                line = outgoing.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                # One worker-thread hop per message (write and flush together), not one each: every
+                # hop is a thread wake-up, and on a busy machine each one waits for a core.
+                await anyio.to_thread.run_sync(_emit, stdout, line)
 
     try:
         async with anyio.create_task_group() as tg:
