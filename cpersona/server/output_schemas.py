@@ -103,9 +103,9 @@ def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
         return {"type": "array", **({"items": _schema(args[0], defs)} if args else {})}
     if origin is dict or tp is dict:
         args = get_args(tp)
-        values = _schema(args[1], defs) if args else {}
+        value_schema: dict[str, Any] = _schema(args[1], defs) if args else {}
         # additionalProperties: {} allows what its absence allows, but a validator still visits it per key.
-        return {"type": "object", **({"additionalProperties": values} if values else {})}
+        return {"type": "object", **({"additionalProperties": value_schema} if value_schema else {})}
     if tp in _SCALARS:
         return {"type": _SCALARS[tp]}
     raise TypeError(f"no JSON Schema for the shape annotation {tp!r}")
