@@ -49,8 +49,8 @@ def _env(db: Path, models_dir: Path, marker: str, source: Path | None) -> dict[s
     return env
 
 
-async def _until_calibrated(client: Any) -> float:
-    started = time.perf_counter()
+async def _until_calibrated(client: Any, started: float) -> float:
+    """Seconds from ``started`` until ``client``'s server answers a recall with a calibrated gate."""
     while time.perf_counter() - started < 300:
         result = await client.call_tool("recall", {"agent_id": lat.AGENT, "query": "warm up"})
         content = result.structured_content or {}
@@ -76,7 +76,11 @@ async def interleaved(
         Client(target_a, read_timeout_seconds=300) as a,
         Client(target_b, read_timeout_seconds=300) as b,
     ):
-        out["calibrated_after_s"] = {"a": await _until_calibrated(a), "b": await _until_calibrated(b)}
+        started = time.perf_counter()  # both servers are up: their calibrations run side by side
+        out["calibrated_after_s"] = {
+            "a": await _until_calibrated(a, started),
+            "b": await _until_calibrated(b, started),
+        }
         pids = [lat.server_pid(marker) for marker in markers]
         if None in pids:
             raise SystemExit("server process not found")
