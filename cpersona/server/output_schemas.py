@@ -40,7 +40,8 @@ def output_schema(name: str) -> dict[str, Any]:
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with each ``$ref`` to its ``$defs`` replaced by a copy of the definition.
 
-    A reference's own keywords (its ``description``) are kept beside the definition's and win. A
+    A reference's own keywords are kept beside the definition's and win; its ``description`` (the
+    property's role) goes before the definition's (what the shape is) rather than replacing it. A
     shape that refers to itself, directly or through others, stays a ``$ref`` (and in ``$defs``):
     a recursive shape cannot be written out. ``$defs`` goes when nothing refers to it any more.
     """
@@ -60,7 +61,11 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
         if name in open_defs:  # recursive: keep the reference
             kept.add(name)
             return {"$ref": ref, **own}
-        return {**walk(defs[name], (*open_defs, name)), **own}
+        written = {**walk(defs[name], (*open_defs, name)), **own}
+        shape_says, here_says = defs[name].get("description"), own.get("description")
+        if shape_says and here_says and shape_says != here_says:  # keep both: the role, then the shape
+            written["description"] = f"{here_says} {shape_says}"
+        return written
 
     inlined = walk(schema, ())
     while kept - set(inlined.get("$defs", {})):  # a kept definition may itself keep others
