@@ -35,7 +35,7 @@ from cpersona.retrieval import confidence, fusion, pipeline  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
 from cpersona.storage.interface import VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
-from cpersona.storage.sqlite import keyword, vector_index, vector_quant  # noqa: E402
+from cpersona.storage.sqlite import keyword, vector_index, vector_quant, vector_worker  # noqa: E402
 from cpersona.text import utc_now  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
@@ -68,6 +68,17 @@ def instrument() -> None:
     timed(vector_index.VectorIndex, "_exact", "vector: exact re-score")
     timed(vector_index.VectorIndex, "search", "vector: search (all)")
     timed(vector_index.SqliteVectorSearch, "nearest", "vector: nearest (all, incl. sync)")
+    timed(vector_index.SqliteVectorSearch, "nearest_soon", "vector: start (sync; small: scan)")
+    timed(vector_index.VectorIndex, "candidates", "vector: scan (worker thread)")
+    timed(vector_index.VectorIndex, "finish", "vector: finish (caller)")
+    submit = vector_worker.submit
+
+    def submit_timed(work: Callable[[], Any]) -> Any:
+        pending = submit(work)
+        timed(pending, "result", "vector: caller waits for the scan")
+        return pending
+
+    vector_worker.submit = submit_timed  # type: ignore[assignment]
     timed(keyword, "plan_terms", "keyword: term counts (plan)")
     timed(keyword.SqliteKeywordSearch, "memories", "keyword: trigram memories")
     timed(keyword.SqliteKeywordSearch, "memories_words", "keyword: words memories")

@@ -92,3 +92,28 @@ def test_an_engine_without_a_deferred_search_is_asked_at_once() -> None:
     answer = nearest_soon(Plain(), "memories", VectorQuery(np.ones(2), MODEL, 2), Scope("a"), 3, window=None)  # type: ignore[arg-type]
     assert calls == ["memories"]  # ran before the answer was asked for
     assert answer() == [(1, 0.5)]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork is POSIX-only")
+def test_a_forked_child_scans_on_its_own_worker(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    store, vectors = _store(tmp_path / "v.db", OFFLOAD_FROM + 100, True)
+    query = VectorQuery(vectors[3], MODEL, DIM)
+    with store.read() as s:
+        want = nearest_soon(s.vector_search, "memories", query, Scope("a"), 5, window=None)()
+    store.close()
+    pid = os.fork()
+    if pid == 0:  # the child: a fresh store, a scan handed to the (new) worker; exit code says if it matched
+        code = 1
+        signal.alarm(20)  # a scan queued on the parent's dead workers would wait forever: fail instead
+        try:
+            child = SqliteStore(tmp_path / "v.db")
+            with child.read() as s:
+                got = nearest_soon(s.vector_search, "memories", query, Scope("a"), 5, window=None)()
+            code = 0 if got == want else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

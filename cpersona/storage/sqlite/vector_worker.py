@@ -11,6 +11,7 @@ worker that sits idle costs nothing (no spinning, unlike BLAS threads: see ``vec
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,3 +32,13 @@ def submit(work: Callable[[], T]) -> Future[T]:
             if _pool is None:
                 _pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="cpersona-vector")
     return _pool.submit(work)
+
+
+def _forget_pool_in_child() -> None:
+    """A forked child holds the parent's pool object but none of its threads: start its own."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
