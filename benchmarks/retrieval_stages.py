@@ -8,7 +8,9 @@ measures (all channels, no gate) once to load the index, then times each questio
 stage wrapped in a timer: the vector channel's int8 pass, exact re-scoring and selection, each
 keyword channel, fusion, hydration (row fetches + context), penalties, confidence. Prints per-stage
 p50 and mean (ms), with the thread CPU time of the whole retrieval, so a loaded machine still
-shows each stage's share.
+shows each stage's share. ``--sequential`` times the old order (the vector scan on the caller's thread
+before the keyword queries); ``--interleave`` recalls every question both ways in one process and checks
+that the answers are identical (the A/B to read on a loaded machine).
 """
 
 from __future__ import annotations
@@ -88,7 +90,58 @@ def instrument() -> None:
     timed(RecallPipeline, "_penalise", "penalties")
     timed(confidence, "apply", "confidence")
     timed(confidence, "key_on_cosine", "confidence")
-    _ = (pipeline, vector_quant)
+    _ = vector_quant
+
+
+def at_once(search: Any, *args: Any, **kwargs: Any) -> Callable[[], list[tuple[int, float]]]:
+    """``nearest`` run at once on the caller's thread (what recall did before ``nearest_soon``)."""
+    found = search.nearest(*args, **kwargs)
+    return lambda: found
+
+
+def interleaved(
+    mem: Memory, full: RecallPipeline, questions: list[str], vectors: list[Any], repeat: int
+) -> int:
+    """A/B in one process: the deferred scan against the old order, question by question."""
+    deferred = pipeline.nearest_soon
+    modes = {"deferred scan": deferred, "sequential": at_once}
+    wall: dict[str, list[float]] = defaultdict(list)
+    caller: dict[str, list[float]] = defaultdict(list)
+    process: dict[str, list[float]] = defaultdict(list)
+    answers: dict[str, list[Any]] = defaultdict(list)
+    for rep in range(repeat + 1):
+        for n, (q, v) in enumerate(zip(questions, vectors, strict=True)):
+            order = list(modes) if n % 2 == 0 else list(reversed(modes))
+            for name in order:
+                pipeline.nearest_soon = modes[name]  # type: ignore[assignment]
+                request = RecallRequest(scope=Scope(AGENT), query=q, limit=10)
+                p0, c0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
+                with mem.storage.read() as session:
+                    out = full.run(
+                        session,
+                        request,
+                        query_vector=VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension),
+                        now=utc_now(),
+                    )
+                if rep == 0:
+                    continue  # the first pass loads the index
+                wall[name].append(time.perf_counter() - t0)
+                caller[name].append(time.thread_time() - c0)
+                process[name].append(time.process_time() - p0)
+                answers[name].append([(r["ref"], r["match_reason"]["score"]) for r in out.rows])
+    pipeline.nearest_soon = deferred  # type: ignore[assignment]
+    print(f"{'order':14} {'wall p50':>9} {'p95':>7} {'caller CPU p50':>15} {'process CPU p50':>16}")
+    for name in modes:
+        w, c, p = (np.array(x[name]) * 1e3 for x in (wall, caller, process))
+        print(
+            f"{name:14} {np.percentile(w, 50):9.2f} {np.percentile(w, 95):7.2f}"
+            f" {np.percentile(c, 50):15.2f} {np.percentile(p, 50):16.2f}"
+        )
+    a, b = answers["deferred scan"], answers["sequential"]
+    same = sum(x == y for x, y in zip(a, b, strict=True))
+    ratio = np.median(np.array(wall["deferred scan"]) / np.array(wall["sequential"]))
+    print(f"identical top 10 (refs and scores): {same}/{len(a)}; paired wall ratio p50 {ratio:.3f}")
+    return 0 if same == len(a) else 1
 
 
 def main() -> int:
@@ -101,6 +154,17 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--models-dir", type=Path)
     parser.add_argument("--repeat", type=int, default=1, help="measured passes over the questions")
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="scan the vector index before the keyword queries, on the caller's thread (the old order)",
+    )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="no stage timers: each question recalled both ways (deferred scan, --sequential order), "
+        "alternating which goes first; prints both and whether every top 10 (refs, scores) is identical",
+    )
     args = parser.parse_args()
     texts, questions = corpus(args.data_dir)
     random.Random(0).shuffle(questions)
@@ -118,7 +182,11 @@ def main() -> int:
             raise SystemExit(f"model did not load: {mem.embedding_status()}")
         vectors = [mem.embeddings.embed_query(q) for q in questions]
         full = RecallPipeline(settings)
+        if args.interleave:
+            return interleaved(mem, full, questions, vectors, args.repeat)
         instrument()
+        if args.sequential:
+            pipeline.nearest_soon = at_once  # type: ignore[assignment]
         total: list[float] = []
         cpu: list[float] = []
         for rep in range(args.repeat + 1):
