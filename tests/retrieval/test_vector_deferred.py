@@ -117,3 +117,24 @@ def test_a_forked_child_scans_on_its_own_worker(tmp_path: Path) -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_scan_that_fails_on_the_worker_fails_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, vectors = _store(tmp_path / "v.db", OFFLOAD_FROM + 100, True)
+    index = store.indexes.get("memories", MODEL, DIM)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("scan failed")
+
+    monkeypatch.setattr(index, "candidates", broken)
+    try:
+        with store.read() as s:
+            answer = nearest_soon(
+                s.vector_search, "memories", VectorQuery(vectors[0], MODEL, DIM), Scope("a"), 5, window=None
+            )
+            with pytest.raises(RuntimeError, match="scan failed"):
+                answer()
+    finally:
+        store.close()
