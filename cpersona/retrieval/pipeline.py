@@ -20,6 +20,7 @@ from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
 from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
+from cpersona.storage.deferred_vectors import nearest_soon
 from cpersona.storage.interface import (
     EPISODES,
     MEMORIES,
@@ -27,7 +28,6 @@ from cpersona.storage.interface import (
     MemoryRows,
     Session,
     VectorQuery,
-    nearest_soon,
 )
 from cpersona.storage.scope import Scope
 from cpersona.text import comparison_key, format_ts, parse_ts
@@ -214,7 +214,7 @@ class RecallPipeline:
 
         vector_used = query_vector is not None and fusion.VECTOR in self.channels
         # The vector searches start first and are collected after the keyword channels: an engine
-        # that can (SQLite) scans its index on another thread meanwhile (storage.interface.nearest_soon).
+        # that can (SQLite) scans its index on another thread meanwhile (storage.deferred_vectors.nearest_soon).
         nearest_memories: Callable[[], list[tuple[int, float]]] | None = None
         nearest_episodes: Callable[[], list[tuple[int, float]]] | None = None
         if query_vector is not None and vector_used:

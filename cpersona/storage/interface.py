@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cpersona.storage.maintenance_interface import HealthQueries, HealthRepairs, MaintenanceRows
 from cpersona.storage.scope import Scope
@@ -331,43 +331,6 @@ class VectorSearch(Protocol):
     def agent_counts(self, table: str, model_id: str, dimension: int) -> dict[str, int]:
         """Rows per agent holding a vector of this model and dimension (what calibration would see)."""
         ...
-
-
-@runtime_checkable
-class DeferredVectorSearch(Protocol):
-    """A ``VectorSearch`` that can start ``nearest`` now and answer later (SQLite: the scan runs on a
-    worker thread while recall runs its keyword queries)."""
-
-    def nearest_soon(
-        self,
-        table: str,
-        query: VectorQuery,
-        scope: Scope,
-        limit: int,
-        *,
-        window: int | None,
-        allowed_ids: Sequence[int] | None = None,
-    ) -> Callable[[], list[tuple[int, float]]]:
-        """Start ``nearest``; the function returned gives its answer (call it on this thread)."""
-        ...
-
-
-def nearest_soon(
-    search: VectorSearch,
-    table: str,
-    query: VectorQuery,
-    scope: Scope,
-    limit: int,
-    *,
-    window: int | None,
-    allowed_ids: Sequence[int] | None = None,
-) -> Callable[[], list[tuple[int, float]]]:
-    """``search.nearest`` started now, answered by the function returned: deferred where the engine
-    can (``DeferredVectorSearch``), else run at once."""
-    if isinstance(search, DeferredVectorSearch):
-        return search.nearest_soon(table, query, scope, limit, window=window, allowed_ids=allowed_ids)
-    found = search.nearest(table, query, scope, limit, window=window, allowed_ids=allowed_ids)
-    return lambda: found
 
 
 class VectorFeed(Protocol):

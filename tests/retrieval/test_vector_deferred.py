@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cpersona.storage.interface import DeferredVectorSearch, VectorQuery, nearest_soon
+from cpersona.storage.deferred_vectors import DeferredVectorSearch, nearest_soon
+from cpersona.storage.interface import VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite import vector_worker
 from cpersona.storage.sqlite.store import SqliteStore
