@@ -8,7 +8,7 @@ bookkeeping, profile injection, the final reversal).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol, cast
@@ -20,7 +20,15 @@ from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
 from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
-from cpersona.storage.interface import EPISODES, MEMORIES, KeywordHits, MemoryRows, Session, VectorQuery
+from cpersona.storage.deferred_vectors import nearest_soon
+from cpersona.storage.interface import (
+    EPISODES,
+    MEMORIES,
+    KeywordHits,
+    MemoryRows,
+    Session,
+    VectorQuery,
+)
 from cpersona.storage.scope import Scope
 from cpersona.text import comparison_key, format_ts, parse_ts
 
@@ -205,6 +213,10 @@ class RecallPipeline:
         include_episodes = request.source_id is None or bool(request.scope.channel)
 
         vector_used = query_vector is not None and fusion.VECTOR in self.channels
+        # The vector searches start first and are collected after the keyword channels: an engine
+        # that can (SQLite) scans its index on another thread meanwhile (storage.deferred_vectors.nearest_soon).
+        nearest_memories: Callable[[], list[tuple[int, float]]] | None = None
+        nearest_episodes: Callable[[], list[tuple[int, float]]] | None = None
         if query_vector is not None and vector_used:
             search = session.vector_search
             window = self.settings.max_memories
@@ -213,17 +225,20 @@ class RecallPipeline:
                 allowed = sorted(in_period if allowed is None else in_period.intersection(allowed))
             if allowed is not None and hidden:
                 allowed = [i for i in allowed if i not in hidden]
-            nearest = search.nearest(
-                MEMORIES, query_vector, request.scope, depth + extra, window=window, allowed_ids=allowed
+            nearest_memories = nearest_soon(
+                search,
+                MEMORIES,
+                query_vector,
+                request.scope,
+                depth + extra,
+                window=window,
+                allowed_ids=allowed,
             )
-            hits = [(f"mem:{i}", s) for i, s in nearest if i not in hidden][:depth]
             if include_episodes:
-                hits += [
-                    (f"ep:{i}", s)
-                    for i, s in search.nearest(EPISODES, query_vector, request.scope, depth, window=window)
-                ]
-                hits.sort(key=lambda h: (-h[1], h[0]))
-            channels[fusion.VECTOR] = hits[:depth]
+                nearest_episodes = nearest_soon(
+                    search, EPISODES, query_vector, request.scope, depth, window=window
+                )
+            channels[fusion.VECTOR] = []  # filled below; the channel keeps its place in the order
 
         methods: dict[str, str] = {}
         mem_hits = KeywordHits([], "none")
@@ -243,6 +258,13 @@ class RecallPipeline:
             ep_hits = session.keyword.episodes(terms, request.scope, depth)
             channels[fusion.FTS_EPISODES] = [(f"ep:{i}", s) for i, s in ep_hits.hits]
             methods[fusion.FTS_EPISODES] = ep_hits.method
+
+        if nearest_memories is not None:
+            hits = [(f"mem:{i}", s) for i, s in nearest_memories() if i not in hidden][:depth]
+            if nearest_episodes is not None:
+                hits += [(f"ep:{i}", s) for i, s in nearest_episodes()]
+                hits.sort(key=lambda h: (-h[1], h[0]))
+            channels[fusion.VECTOR] = hits[:depth]
 
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
         scored = self._hydrate(session, request, fused, vector_used, hidden)

@@ -35,6 +35,7 @@ import numpy as np
 
 from cpersona.storage.interface import VECTOR_TABLES, VectorQuery, VectorRow
 from cpersona.storage.scope import AXIS_COLUMNS, Scope
+from cpersona.storage.sqlite import vector_worker
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_quant import EXACT_BELOW, approximate, quantize, rescore_count
 
@@ -46,6 +47,9 @@ _RELOAD_FRACTION = 3  # more than 1/3 of the rows changed: reload instead of pat
 # When the scope admits fewer than 1/_GATHER_FRACTION of the rows, gathering them is
 # cheaper than scoring all rows.
 _GATHER_FRACTION = 8
+# Indexes smaller than this are scanned on the caller's thread: handing a scan of a few thousand rows
+# to the worker costs about what it saves.
+OFFLOAD_FROM = 4096
 
 
 def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -282,10 +286,24 @@ class VectorIndex:
         from the file; it is needed when the index keeps no float32 copy.
         """
         q = np.asarray(query, dtype=np.float32)
+        ids, scores = self.candidates(q, scope, limit, window=window, allowed_ids=allowed_ids)
+        return self.finish(ids, scores, q, limit, fetch)
+
+    def candidates(
+        self,
+        q: np.ndarray,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int | None = None,
+        allowed_ids: Sequence[int] | np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The scan of ``search`` (no database read, so it may run on a worker thread): the ids worth
+        scoring exactly, with their float32 cosines when this index keeps float32 rows (else None)."""
         with self._lock:  # sync patches rows in place; a search never sees half a change
             n = self._n
             if limit <= 0 or self._live_count == 0:
-                return []
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             mask = self._mask(scope)
             if allowed_ids is not None:
                 mask &= np.isin(self._ids[:n], np.asarray(allowed_ids, dtype=np.int64))
@@ -297,12 +315,18 @@ class VectorIndex:
                     newest = np.argpartition(self._ids[positions], positions.size - window)[-window:]
                     positions = np.sort(positions[newest])
             if positions.size == 0:
-                return []
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             rescore = rescore_count(limit)
             if positions.size > (self.exact_below if self.keep_vectors else rescore):
                 positions = self._best_approximate(positions, q, rescore)
             ids = self._ids[positions].copy()
-            scores = self._exact(positions, q) if self.keep_vectors else None
+            return ids, (self._exact(positions, q) if self.keep_vectors else None)
+
+    def finish(
+        self, ids: np.ndarray, scores: np.ndarray | None, q: np.ndarray, limit: int, fetch: Fetch | None
+    ) -> list[tuple[int, float]]:
+        """The top ``limit`` of ``candidates``' answer, best first (float32 rows read by ``fetch`` first
+        when the index keeps none: on the caller's thread, the one its connection belongs to)."""
         if scores is None:
             ids, scores = self._exact_from_file(ids, q, fetch)
         if scores.size > limit:
@@ -474,6 +498,36 @@ class SqliteVectorSearch:
         index = self.synced(table, query.model_id, query.dimension)
         fetch = self._fetch(table, query.model_id, query.dimension)
         return index.search(query.vector, scope, limit, window=window, allowed_ids=allowed_ids, fetch=fetch)
+
+    def nearest_soon(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int | None,
+        allowed_ids: Sequence[int] | None = None,
+    ) -> Callable[[], list[tuple[int, float]]]:
+        """``nearest`` in two halves: the sync (file reads) now, on this thread; the scan on a worker
+        thread (``vector_worker``) while the caller runs its keyword queries; the function returned
+        waits for the scan and finishes it here (rows read from the file, when needed, on this
+        connection's thread). The answer is ``nearest``'s, bit for bit: the same code on the same data."""
+        index = self.synced(table, query.model_id, query.dimension)
+        fetch = self._fetch(table, query.model_id, query.dimension)
+        q = np.asarray(query.vector, dtype=np.float32)
+        if len(index) < OFFLOAD_FROM:
+            found = index.search(q, scope, limit, window=window, allowed_ids=allowed_ids, fetch=fetch)
+            return lambda: found
+        pending = vector_worker.submit(
+            lambda: index.candidates(q, scope, limit, window=window, allowed_ids=allowed_ids)
+        )
+
+        def collect() -> list[tuple[int, float]]:
+            ids, scores = pending.result()
+            return index.finish(ids, scores, q, limit, fetch)
+
+        return collect
 
     def cosines(self, table: str, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
         """Cosine of the query with each of ``ids`` holding a vector of the query's model."""
