@@ -54,6 +54,8 @@ ROWS, AGENT_ROWS, EPISODES = 100_000, 90_000, 2_000
 SMALL_ROWS, SMALL_EPISODES = 10_000, 200
 MODEL, DIM = "test-16", 16
 AGENT_TABLES = {"memories", "episodes", "memory_tokens", "episode_tokens"}
+#: Read-bounded too: the vocabulary (a sequential scan of it per term is what an unmerged GIN pending list caused).
+BOUNDED_TABLES = AGENT_TABLES | {"keyword_vocab"}
 MAX_ROWS_READ = AGENT_ROWS // 20
 SMALL_AGENT_ROWS = SMALL_ROWS * 9 // 10
 SMALL_MAX_ROWS_READ = SMALL_AGENT_ROWS // 3
@@ -165,9 +167,9 @@ def _problems(plan: dict[str, Any], max_rows_read: int, *, seq_scans: bool = Fal
         compared = node.get("Rows Removed by Join Filter", 0)
         if compared > max_rows_read:
             found.append(f"{node['Node Type']} compared {compared:.0f} row pairs in its join filter")
-        if relation not in AGENT_TABLES:
+        if relation not in BOUNDED_TABLES:
             continue
-        if node["Node Type"] == "Seq Scan" and not seq_scans:
+        if node["Node Type"] == "Seq Scan" and relation in AGENT_TABLES and not seq_scans:
             found.append(f"Seq Scan on {relation}")
         read = node.get("Actual Rows", 0) * node.get("Actual Loops", 1) + node.get(
             "Rows Removed by Filter", 0
