@@ -35,6 +35,7 @@ from cpersona.storage.postgres.portability import PgPortabilityRows
 from cpersona.storage.postgres.profiles import PgProfiles
 from cpersona.storage.postgres.repair import PgRepairs
 from cpersona.storage.postgres.sql import Executor, register_vector
+from cpersona.storage.postgres.statistics import ensure_statistics
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.postgres.tasks import PgTasks
 from cpersona.storage.postgres.vector_search import (
@@ -110,6 +111,7 @@ class PgStore:
         self.url = url
         self.vector_index = vector_index
         self._exact = vector_index == "exact"
+        self._read_only = read_only
         self._local = threading.local()
         kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row}
         if read_only:
@@ -134,13 +136,18 @@ class PgStore:
         )
         self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         self.indexes = IndexRegistry(self._build_index)
+        self._statistics_checked = False  # once per process, before the first search (_build_index)
         self._calibration = PgCalibrationStates(self.pool, redact(url))
 
     def _build_index(self, table: str, model_id: str, dimension: int) -> None:
-        if self.vector_index == "exact":  # exact in-database scan: no approximate index to build
-            return
-        with self.pool.connection() as conn, conn.transaction():
-            build_index(Executor(self.pool, conn), table, model_id, dimension)
+        # The first search of a model (IndexRegistry: once per process and table), right after a bulk load
+        # when there was one: the moment the HNSW index is built and the planner needs statistics.
+        if self.vector_index != "exact":  # the exact in-database scan has no approximate index to build
+            with self.pool.connection() as conn, conn.transaction():
+                build_index(Executor(self.pool, conn), table, model_id, dimension)
+        if not self._statistics_checked and not self._read_only:
+            self._statistics_checked = True  # under the registry's lock: one check per process
+            ensure_statistics(Executor(self.pool))
 
     @property
     def location(self) -> str:

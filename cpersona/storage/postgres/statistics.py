@@ -1,0 +1,83 @@
+"""Planner statistics for the tables a recall reads: ANALYZE those that have none, before the first search.
+
+Right after a bulk load (an import, the benchmark's loader) the tables hold rows but no column
+statistics until autovacuum's first ANALYZE of that database, which can be a minute or more away
+(``autovacuum_naptime``). Without statistics PostgreSQL guesses: ``superseded_by IS NOT NULL``
+holds for 99.5% of the rows, a posting token matches a handful of rows. Measured at 10k LoCoMo
+rows (docs/decisions.md#postgresql-recall-at-10k): the superseded-id lookup then read every row of
+the agent through the scope index instead of the (empty) partial index — 10-16 ms per recall — and
+the newest fill joined its postings with a nested loop of 100,000 comparisons instead of a hash
+join. One ANALYZE of the tables that lack statistics, once per process before its first search,
+makes those plans the ones autovacuum's statistics would give.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import psycopg
+from psycopg import sql
+
+from cpersona.storage.postgres.sql import Executor
+
+log = logging.getLogger(__name__)
+
+#: Every table a recall's statements read (rows, keyword postings and vocabulary, row counts).
+RECALL_TABLES = (
+    "memories",
+    "episodes",
+    "memory_tokens",
+    "episode_tokens",
+    "keyword_vocab",
+    "memory_counts",
+    "episode_counts",
+)
+
+
+def tables_without_statistics(ex: Executor) -> list[str]:
+    """The recall tables the planner has no column statistics for (``pg_stats``; an empty table has none either)."""
+    rows = ex.all(
+        "SELECT c.relname AS name FROM pg_class c WHERE c.relname = ANY(%s) AND c.relkind = 'r' "
+        "AND c.relnamespace = current_schema()::regnamespace "
+        "AND NOT EXISTS (SELECT 1 FROM pg_stats s WHERE s.schemaname = current_schema() "
+        "AND s.tablename = c.relname) ORDER BY c.relname",
+        [list(RECALL_TABLES)],
+    )
+    return [str(r["name"]) for r in rows]
+
+
+def gin_indexes(ex: Executor) -> list[str]:
+    """The GIN indexes of the recall tables (the vocabulary's trigram index, the episodes' text indexes)."""
+    rows = ex.all(
+        "SELECT i.relname AS name FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+        "JOIN pg_class t ON t.oid = x.indrelid JOIN pg_am a ON a.oid = i.relam "
+        "WHERE a.amname = 'gin' AND t.relname = ANY(%s) AND t.relnamespace = current_schema()::regnamespace "
+        "ORDER BY i.relname",
+        [list(RECALL_TABLES)],
+    )
+    return [str(r["name"]) for r in rows]
+
+
+def ensure_statistics(ex: Executor) -> list[str]:
+    """ANALYZE every recall table without statistics (an empty one costs nothing) and merge the GIN
+    indexes' pending lists; the tables analysed.
+
+    GIN keeps new entries in an unsorted pending list, which a scan reads in full and which the
+    planner prices in, until a VACUUM (autovacuum's, after ~1,000 inserts) merges it; a manual
+    ANALYZE does not. After a bulk load the vocabulary's trigram index held every token there, and
+    the planner matched each term by a sequential scan of the vocabulary (~2 ms a term at 10k)
+    instead of the index (0.02 ms). ``gin_clean_pending_list`` merges it without a VACUUM.
+
+    A session that may do neither (read-only, a role that does not own the tables) goes on as it
+    is until autovacuum runs: logged, never raised.
+    """
+    missing = tables_without_statistics(ex)
+    try:
+        for name in missing:
+            ex.run(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
+        for index in gin_indexes(ex):
+            ex.value("SELECT gin_clean_pending_list(%s::regclass)", [index])
+    except psycopg.Error as exc:
+        log.warning("cannot ANALYZE the recall tables or merge their GIN pending lists: %s", exc)
+        return []
+    return missing
