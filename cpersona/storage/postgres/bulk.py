@@ -98,8 +98,8 @@ def enqueue_many(ex: Executor, kind: str, table: str, target_ids: Sequence[int],
         )
 
 
-# Serialises the index's drop and build between importers (an arbitrary constant key).
-_INDEX_LOCK = 7_340_020
+# Serialises the index's drop and build between importers (one-key advisory lock, beside MIGRATION_LOCK's).
+_INDEX_LOCK = 0x637062756C6B  # "cpbulk"
 
 
 @contextmanager
