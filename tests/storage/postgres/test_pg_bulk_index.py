@@ -11,14 +11,21 @@ exactly as the migration defines it, and that check_health then finds nothing mi
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from pg_cluster import PgCluster
 
+from cpersona.config import Settings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.memory import Memory
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import INSERTED, ImportedMemory
 from cpersona.storage.postgres.migrations import migration_statements
+from cpersona.storage.postgres.portability import PgPortabilityRows
 from cpersona.storage.postgres.postings import read_index_sql
 from cpersona.storage.postgres.store import PgStore
 
@@ -114,3 +121,47 @@ def test_an_index_left_missing_is_built_by_the_next_import(fresh: tuple[PgStore,
         assert deferred
         rows.write_batch(_records(10, 10), queued_at=None, active_model=None)
     assert _definition(url) is not None
+
+
+def test_import_memories_into_a_fresh_database_defers_the_index_and_builds_it(
+    tmp_path: Path, pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The importer runs its batches inside ``bulk_load()``: export from a file, import into a fresh
+    PostgreSQL database, and the index was deferred, is there afterwards, and search finds the rows."""
+    seen: list[bool] = []
+    real = PgPortabilityRows.bulk_load
+
+    @contextmanager
+    def watched(self: PgPortabilityRows) -> Iterator[bool]:
+        with real(self) as deferred:
+            seen.append(deferred)
+            yield deferred
+
+    monkeypatch.setattr(PgPortabilityRows, "bulk_load", watched)
+
+    def settings(**extra: Any) -> Settings:
+        return Settings(
+            db_path=tmp_path / "memory.db",
+            models_dir=tmp_path / "models",
+            embedding_mode="none",
+            update_check=False,
+            auto_fetch_model=False,
+            export_dir=tmp_path / "exports",
+            **extra,
+        )
+
+    with Memory(settings(), backend=NoEmbeddings()) as src:
+        for k in range(40):
+            src.store("ana", f"Caroline painted the fence {k}")
+        src.export_memories("ana", "ana.jsonl")
+    url = pg_cluster.create()
+    try:
+        with Memory(settings(db_url=url), backend=NoEmbeddings()) as dst:
+            result = dst.import_memories("ana.jsonl")
+            assert result["counts"]["memories"]["inserted"] == 40
+            assert seen == [True]
+            assert _definition(url) is not None
+            hits = dst.recall("ana", "fence", limit=50)
+            assert len(hits["results"]) == 40
+    finally:
+        pg_cluster.drop(url)
