@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -221,7 +222,8 @@ def import_file(
             f"{tally.records:,} records {verb} ({tally.new:,} new); {_bytes_read(position, total)}",
         )
 
-    with handle:
+    # On PostgreSQL into a fresh database the keyword postings' index is built once, when the block ends.
+    with handle, nullcontext(False) if dry_run else rows.bulk_load():
         for number, raw in read_lines(handle):
             tally.lines = number
             if raw is None:

@@ -425,6 +425,11 @@ class PortabilityRows(Protocol):
         """Write ``records`` in one transaction; (outcome per record, rows queued for embedding)."""
         ...
 
+    def bulk_load(self) -> AbstractContextManager[bool]:
+        """Around a whole import's ``write_batch`` calls: True when an index is built at its end instead of
+        maintained per batch (PostgreSQL into an empty keyword index; the block ends with it built)."""
+        ...
+
     def probe_batch(self, records: Sequence[ImportRecord]) -> list[str]:
         """What ``write_batch`` would do, writing nothing (dry run)."""
         ...

@@ -2,7 +2,8 @@
 
 ``write_batch`` indexes a batch's memories in one statement per index (SQLite: the insert
 triggers are dropped and re-created inside the batch's transaction, storage/sqlite/bulk_fts.py;
-PostgreSQL: one statement-level trigger pass per batch). Whatever the batch path does, keyword
+PostgreSQL: one statement-level trigger pass per batch, and inside ``bulk_load()`` into an empty store
+the postings' read index built once at the end). Whatever the batch path does, keyword
 search must answer the same ids with the same scores as a store written row by row, duplicates
 inside the batch and of earlier rows must still be refused, and a batch that fails half way must
 leave neither rows nor index entries nor a changed schema behind.
@@ -80,19 +81,33 @@ def _search(store: Store, query: str, words: bool) -> list[tuple[int, float]]:
 def test_bulk_loaded_keyword_search_equals_row_by_row(stores: tuple[Store, Store]) -> None:
     bulk, by_row = stores
     texts = _texts(3 * MIN_DEFERRED_ROWS)
-    outcomes, _ = bulk.portability_rows().write_batch(
-        [ImportedMemory(_memory("a", t)) for t in texts], queued_at=None, active_model=None
-    )
+    rows = bulk.portability_rows()
+    # As import_memories does; into this empty PostgreSQL store the postings' read index is built at the end.
+    with rows.bulk_load() as deferred:
+        outcomes, _ = rows.write_batch(
+            [ImportedMemory(_memory("a", t)) for t in texts[:MIN_DEFERRED_ROWS]],
+            queued_at=None,
+            active_model=None,
+        )
+        more, _ = rows.write_batch(
+            [ImportedMemory(_memory("a", t)) for t in texts[MIN_DEFERRED_ROWS:]],
+            queued_at=None,
+            active_model=None,
+        )
+        outcomes += more
+    assert deferred == (type(rows).__name__ == "PgPortabilityRows")
     # The repeated texts inside the batch are refused as duplicates, exactly as one by one.
     assert outcomes.count(DUPLICATE) == len(texts) - len(set(texts))
     for text in texts:
         with by_row.write() as s:
             if s.memories.find_duplicate(_memory("a", text)) is None:
                 s.memories.insert(_memory("a", text))
-    # A second import of the same rows changes nothing.
-    again, _ = bulk.portability_rows().write_batch(
-        [ImportedMemory(_memory("a", t)) for t in texts], queued_at=None, active_model=None
-    )
+    # A second import of the same rows changes nothing (and keeps the index it finds).
+    with rows.bulk_load() as deferred_again:
+        again, _ = rows.write_batch(
+            [ImportedMemory(_memory("a", t)) for t in texts], queued_at=None, active_model=None
+        )
+    assert not deferred_again
     assert set(again) == {DUPLICATE}
     for query in QUERIES:
         for words in (False, True):

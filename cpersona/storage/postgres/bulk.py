@@ -8,14 +8,21 @@ transaction. Ids are reserved from the table's sequence before the copy, in batc
 order, so ``RETURNING id`` tells which records went in (the others are duplicates)
 and later records get higher ids, as row-by-row inserts would. The statement-level
 triggers (keyword postings, row counts) then run once per batch instead of once per row.
+
+A whole import into an empty keyword index (a fresh database) loads without the
+postings' read index and builds it once at the end (``postings_index_deferred``):
+one B-tree insert per posting (~32 per LoCoMo-sized row) was half the load's cost,
+and one sorted build of the same entries costs less (docs/decisions.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from cpersona.storage.port_records import ImportedMemory
+from cpersona.storage.postgres.postings import POSTED, read_index_sql
 from cpersona.storage.postgres.rows import pg_values
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.row_shapes import MEMORY_INSERT_COLUMNS, memory_values
@@ -89,3 +96,38 @@ def enqueue_many(ex: Executor, kind: str, table: str, target_ids: Sequence[int],
             "SELECT %s, %s, t, %s, %s FROM unnest(%s::bigint[]) AS t ON CONFLICT DO NOTHING",
             (kind, table, when, when, list(target_ids)),
         )
+
+
+# Serialises the index's drop and build between importers (one-key advisory lock, beside MIGRATION_LOCK's).
+_INDEX_LOCK = 0x637062756C6B  # "cpbulk"
+
+
+@contextmanager
+def postings_index_deferred(
+    transaction: Callable[[bool], AbstractContextManager[Executor]],
+) -> Iterator[bool]:
+    """Around a whole import: whether the memories' postings read index is built at the end instead.
+
+    Only when the postings are empty (nothing to search yet, so no reader loses anything it had) or the
+    index is already missing (an import that died before its end): the index is dropped in its own
+    transaction, the batches load without it, and the migration's own ``CREATE INDEX`` runs when the
+    block ends, however it ends. Keyword search stays exact meanwhile (it reads the table); a process
+    that dies in between leaves a missing index that ``check_health`` reports and repairs. An index
+    that holds postings is kept and maintained per batch, as before.
+    """
+    name, create = read_index_sql("memories")
+    postings = POSTED["memories"][0]
+    with transaction(False) as ex:
+        ex.run("SELECT pg_advisory_xact_lock(%s)", [_INDEX_LOCK])
+        present = ex.value("SELECT to_regclass(%s) IS NOT NULL", [name])
+        deferred = not present or not ex.value(f"SELECT EXISTS (SELECT 1 FROM {postings})")
+        if present and deferred:
+            ex.run(f"DROP INDEX {name}")
+    try:
+        yield deferred
+    finally:
+        if deferred:
+            with transaction(False) as ex:
+                ex.run("SELECT pg_advisory_xact_lock(%s)", [_INDEX_LOCK])
+                if ex.value("SELECT to_regclass(%s) IS NULL", [name]):
+                    ex.run(create)

@@ -26,7 +26,7 @@ from cpersona.storage.port_records import (
     profile_outcome,
     vector_model,
 )
-from cpersona.storage.postgres.bulk import enqueue_many, insert_memories
+from cpersona.storage.postgres.bulk import enqueue_many, insert_memories, postings_index_deferred
 from cpersona.storage.postgres.episodes import find_episode, insert_episode
 from cpersona.storage.postgres.links import PgLinks
 from cpersona.storage.postgres.memories import find_memory
@@ -126,6 +126,10 @@ class PgPortabilityRows:
                     enqueue_many(ex, EMBED, table, ids, queued_at)
         queued = sum(len(ids) for ids in backfill.values()) if queued_at is not None else 0
         return outcomes, queued
+
+    def bulk_load(self) -> AbstractContextManager[bool]:
+        """Into an empty keyword index, the postings' read index is built once when the block ends."""
+        return postings_index_deferred(self.transaction)
 
     def memory_ids(self, rows: Sequence[NewMemory]) -> list[int | None]:
         """The stored row each of these (just imported) memories is: its dedup match, or None."""

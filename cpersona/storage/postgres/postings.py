@@ -60,6 +60,16 @@ CREATE INDEX keyword_vocab_stem ON keyword_vocab(stem) INCLUDE (token);
 CREATE INDEX keyword_vocab_trgm ON keyword_vocab USING gin (token gin_trgm_ops)
 """
 
+#: The postings' read index (every keyword statement reads it; a bulk load may build it after, see ``bulk.py``).
+_READ_INDEX = "CREATE INDEX {postings}_read ON {postings}(token, agent_id, {rid} DESC) INCLUDE (project_id, channel, n, dl, dw)"
+
+
+def read_index_sql(table: str) -> tuple[str, str]:
+    """(index name, the migration's CREATE INDEX statement) of ``table``'s postings read index."""
+    postings, rid, _text, _columns = POSTED[table]
+    return f"{postings}_read", _READ_INDEX.format(postings=postings, rid=rid)
+
+
 _TABLE = """
 CREATE TABLE {postings} (
     token TEXT NOT NULL,
@@ -72,7 +82,7 @@ CREATE TABLE {postings} (
     dw INTEGER NOT NULL
 );
 {backfill};
-CREATE INDEX {postings}_read ON {postings}(token, agent_id, {rid} DESC) INCLUDE (project_id, channel, n, dl, dw);
+{read_index};
 CREATE FUNCTION cpersona_{table}_posted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     {post_added};
@@ -157,6 +167,7 @@ def postings_migration_sql() -> str:
                 rid=rid,
                 columns=columns,
                 changed=changed,
+                read_index=read_index_sql(table)[1],
                 backfill=_post(postings, rid, rows("s", f"{table} s")),
                 post_added=_post(postings, rid, rows("a", "added a")),
                 unpost_removed=_unpost(postings, rid, rows("d", "removed d")),

@@ -1,0 +1,167 @@
+"""A bulk import into an empty keyword index builds the postings' read index once, at its end.
+
+``PortabilityRows.bulk_load()`` (storage/postgres/bulk.py) drops ``memory_tokens_read`` when the
+postings are empty (or the index is already missing) and runs the migration's own ``CREATE INDEX``
+when the block ends, however it ends; a store that already has postings keeps its index and
+maintains it per batch. Keyword results are those of a row-by-row store either way
+(tests/storage/test_bulk_keyword_index.py); here: when the index goes, that it always comes back,
+exactly as the migration defines it, and that check_health then finds nothing missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from pg_cluster import PgCluster
+
+from cpersona.config import Settings
+from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.memory import Memory
+from cpersona.storage.interface import NewMemory
+from cpersona.storage.port_records import INSERTED, ImportedMemory
+from cpersona.storage.postgres.migrations import migration_statements
+from cpersona.storage.postgres.portability import PgPortabilityRows
+from cpersona.storage.postgres.postings import read_index_sql
+from cpersona.storage.postgres.store import PgStore
+
+pytestmark = pytest.mark.slow
+
+INDEX, CREATE = read_index_sql("memories")
+
+
+@pytest.fixture
+def fresh(pg_cluster: PgCluster) -> Iterator[tuple[PgStore, str]]:
+    url = pg_cluster.create()
+    pg = PgStore(url)
+    yield pg, url
+    pg.close()
+    pg_cluster.drop(url)
+
+
+def _records(start: int, n: int) -> list[ImportedMemory]:
+    return [
+        ImportedMemory(
+            NewMemory("a", "", "", "", f"Caroline painted fence {k}", None, None, "t", "t", None, None, None)
+        )
+        for k in range(start, start + n)
+    ]
+
+
+def _definition(url: str) -> str | None:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [INDEX]).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_the_migration_creates_the_index_the_bulk_load_rebuilds() -> None:
+    assert CREATE in migration_statements()
+
+
+def test_into_an_empty_store_the_index_is_built_at_the_end(fresh: tuple[PgStore, str]) -> None:
+    store, url = fresh
+    before = _definition(url)
+    assert before is not None
+    rows = store.portability_rows()
+    with rows.bulk_load() as deferred:
+        assert deferred
+        assert _definition(url) is None  # the batches load without it
+        for start in (0, 100):
+            outcomes, _ = rows.write_batch(_records(start, 100), queued_at=None, active_model=None)
+            assert set(outcomes) == {INSERTED}
+    assert _definition(url) == before  # the migration's index, over every posting
+    with psycopg.connect(url) as conn:
+        conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN SELECT memory_id FROM memory_tokens WHERE token = 'caroline' AND agent_id = 'a'"
+            )
+        )
+        assert INDEX in plan
+        assert conn.execute("SELECT count(*) FROM memory_tokens WHERE token = 'caroline'").fetchone() == (
+            200,
+        )
+    with store.read() as s:  # what check_health compares: every object the migrations create is there
+        expected = {(o.kind, o.name) for o in s.health.expected_objects()}
+        assert ("index", INDEX) in expected
+        assert expected <= s.health.present_objects()
+
+
+def test_a_store_with_postings_keeps_its_index(fresh: tuple[PgStore, str]) -> None:
+    store, url = fresh
+    rows = store.portability_rows()
+    rows.write_batch(_records(0, 10), queued_at=None, active_model=None)
+    with rows.bulk_load() as deferred:
+        assert not deferred
+        rows.write_batch(_records(10, 10), queued_at=None, active_model=None)
+        assert _definition(url) is not None  # maintained per batch, never dropped
+
+
+def test_the_index_comes_back_when_the_import_fails(fresh: tuple[PgStore, str]) -> None:
+    store, url = fresh
+    rows = store.portability_rows()
+    with pytest.raises(RuntimeError), rows.bulk_load():
+        rows.write_batch(_records(0, 50), queued_at=None, active_model=None)
+        raise RuntimeError("the import stops half way")
+    assert _definition(url) is not None
+
+
+def test_an_index_left_missing_is_built_by_the_next_import(fresh: tuple[PgStore, str]) -> None:
+    store, url = fresh
+    rows = store.portability_rows()
+    rows.write_batch(_records(0, 10), queued_at=None, active_model=None)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP INDEX {INDEX}")  # an import that died before its end
+    with rows.bulk_load() as deferred:
+        assert deferred
+        rows.write_batch(_records(10, 10), queued_at=None, active_model=None)
+    assert _definition(url) is not None
+
+
+def test_import_memories_into_a_fresh_database_defers_the_index_and_builds_it(
+    tmp_path: Path, pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The importer runs its batches inside ``bulk_load()``: export from a file, import into a fresh
+    PostgreSQL database, and the index was deferred, is there afterwards, and search finds the rows."""
+    seen: list[bool] = []
+    real = PgPortabilityRows.bulk_load
+
+    @contextmanager
+    def watched(self: PgPortabilityRows) -> Iterator[bool]:
+        with real(self) as deferred:
+            seen.append(deferred)
+            yield deferred
+
+    monkeypatch.setattr(PgPortabilityRows, "bulk_load", watched)
+
+    def settings(**extra: Any) -> Settings:
+        return Settings(
+            db_path=tmp_path / "memory.db",
+            models_dir=tmp_path / "models",
+            embedding_mode="none",
+            update_check=False,
+            auto_fetch_model=False,
+            export_dir=tmp_path / "exports",
+            **extra,
+        )
+
+    with Memory(settings(), backend=NoEmbeddings()) as src:
+        for k in range(40):
+            src.store("ana", f"Caroline painted the fence {k}")
+        src.export_memories("ana", "ana.jsonl")
+    url = pg_cluster.create()
+    try:
+        with Memory(settings(db_url=url), backend=NoEmbeddings()) as dst:
+            result = dst.import_memories("ana.jsonl")
+            assert result["counts"]["memories"]["inserted"] == 40
+            assert seen == [True]
+            assert _definition(url) is not None
+            hits = dst.recall("ana", "fence", limit=50)
+            assert len(hits["results"]) == 40
+    finally:
+        pg_cluster.drop(url)
