@@ -9,7 +9,7 @@ as for ``store``), episodes probing the same scope as ``store``.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, NewMemory
@@ -33,6 +33,7 @@ from cpersona.storage.postgres.memories import find_memory
 from cpersona.storage.postgres.migrations import current_version
 from cpersona.storage.postgres.profiles import profile_updated_at, upsert_profile
 from cpersona.storage.postgres.sql import POSTGRES, Executor
+from cpersona.storage.postgres.statistics import refresh_statistics
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.sql_text import agent_filter, exported_links
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links
@@ -127,9 +128,14 @@ class PgPortabilityRows:
         queued = sum(len(ids) for ids in backfill.values()) if queued_at is not None else 0
         return outcomes, queued
 
-    def bulk_load(self) -> AbstractContextManager[bool]:
-        """Into an empty keyword index, the postings' read index is built once when the block ends."""
-        return postings_index_deferred(self.transaction)
+    @contextmanager
+    def bulk_load(self) -> Iterator[bool]:
+        """Into an empty keyword index, the postings' read index is built once when the block ends;
+        then the recall tables' planner statistics are refreshed (statistics.refresh_statistics)."""
+        with postings_index_deferred(self.transaction) as deferred:
+            yield deferred
+        with self.transaction(False) as ex:
+            refresh_statistics(ex)
 
     def memory_ids(self, rows: Sequence[NewMemory]) -> list[int | None]:
         """The stored row each of these (just imported) memories is: its dedup match, or None."""

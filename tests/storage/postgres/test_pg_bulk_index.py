@@ -165,3 +165,34 @@ def test_import_memories_into_a_fresh_database_defers_the_index_and_builds_it(
             assert len(hits["results"]) == 40
     finally:
         pg_cluster.drop(url)
+
+
+def _analysed_rows(url: str) -> dict[str, int]:
+    """Rows the planner believes each recall table holds, from its last ANALYZE (``reltuples``)."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT relname, reltuples::bigint FROM pg_class WHERE relname = ANY(%s) AND relkind = 'r'",
+            [["memories", "memory_tokens"]],
+        ).fetchall()
+    return {str(name): int(n) for name, n in rows}
+
+
+def test_a_bulk_load_leaves_statistics_that_describe_what_it_wrote(fresh: tuple[PgStore, str]) -> None:
+    """A store analysed at 5 rows, then 300 imported: the planner's figures are the 305 rows at once,
+    not the 5 (autovacuum off, so nothing but the import can have refreshed them)."""
+    pg, url = fresh
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ("memories", "memory_tokens"):
+            conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+    rows = pg.portability_rows()
+    rows.write_batch(_records(0, 5), queued_at=None, active_model=None)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE memories")
+        conn.execute("ANALYZE memory_tokens")
+    assert _analysed_rows(url)["memories"] == 5
+    with rows.bulk_load():
+        for start in range(5, 305, 100):
+            rows.write_batch(_records(start, 100), queued_at=None, active_model=None)
+    analysed = _analysed_rows(url)
+    assert analysed["memories"] == 305
+    assert analysed["memory_tokens"] > 305  # several postings per memory
