@@ -214,3 +214,27 @@ def test_sqlite_bulk_batches_beside_another_connection_keep_every_row_indexed(tm
         assert hits == total, table
     importer.close()
     other.close()
+
+
+def test_sqlite_bulk_batches_change_no_schema(tmp_path: Path) -> None:
+    """The deferral is a row inside the batch's transaction, not a dropped trigger: the schema
+    cookie another connection re-reads its schema by stays the same across bulk batches (with
+    DDL in the batch, a writer beside it could fail with "no such table: memories"), and the
+    deferral row is gone after every batch."""
+    store = open_store(tmp_path / "cookie.db")
+    conn = _sqlite(store)
+    before = conn.execute("PRAGMA schema_version").fetchone()[0]
+    for b in range(3):
+        store.portability_rows().write_batch(
+            [
+                ImportedMemory(_memory("a", f"painted fence cookie {b} {k}"))
+                for k in range(MIN_DEFERRED_ROWS * 2)
+            ],
+            queued_at=None,
+            active_model=None,
+        )
+        assert conn.execute("SELECT count(*) FROM fts_deferred").fetchone()[0] == 0
+    assert conn.execute("PRAGMA schema_version").fetchone()[0] == before
+    hits = conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'fence'").fetchone()[0]
+    assert hits == 3 * MIN_DEFERRED_ROWS * 2
+    store.close()

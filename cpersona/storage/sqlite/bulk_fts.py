@@ -6,11 +6,13 @@ at 20k rows that is about 70% of the load time and three times slower than one
 ``INSERT INTO memories_fts(rowid, content) SELECT id, content FROM memories WHERE id IN (...)``
 per index and batch (``benchmarks/bulk_load.py``; docs/decisions.md#bulk-keyword-index).
 
-SQLite cannot switch a trigger off, so the batch's transaction drops the two insert triggers,
-writes its rows, indexes exactly the ids it inserted, and creates the triggers again from the
-text ``sqlite_master`` held (so the schema is byte-for-byte what it was). DDL is transactional
-in SQLite: readers keep seeing the committed schema with its triggers, and a crash or an error
-rolls the drop back together with the rows, so no state with unindexed rows is ever committed.
+SQLite cannot switch a trigger off, so the two insert triggers carry a ``WHEN NOT EXISTS (SELECT 1
+FROM fts_deferred)`` clause (migration 6): the batch's transaction inserts a row there, writes its
+rows, indexes exactly the ids it inserted, and deletes the row again before it commits. Other
+connections never see the row (it is never committed) and the schema never changes at import time;
+an earlier design dropped and re-created the triggers in the transaction, and a second connection
+writing meanwhile could fail with "no such table: memories" (1 run in 10 on a busy core). A crash or
+an error rolls the row back together with the batch, so no state with unindexed rows is committed.
 Only the memories' insert triggers are deferred; updates and deletes keep theirs.
 """
 
@@ -23,7 +25,7 @@ from contextlib import contextmanager
 #: (insert trigger, FTS table) pairs the deferral replaces with one set-based insert per batch.
 DEFERRED = (("memories_fts_insert", "memories_fts"), ("memories_words_insert", "memories_words"))
 
-#: Fewer memories than this in a batch keep the per-row triggers: the drop and re-create cost more.
+#: Fewer memories than this in a batch keep the per-row triggers: the two set-based statements cost more.
 MIN_DEFERRED_ROWS = 32
 
 
@@ -36,26 +38,22 @@ def deferred_memory_fts(conn: sqlite3.Connection, expected_rows: int) -> Iterato
     and the list is ignored: the triggers index each row as usual.
     """
     ids: list[int] = []
-    saved: list[tuple[str, str]] = []
+    deferring = False
     if expected_rows >= MIN_DEFERRED_ROWS:
-        found = dict(
-            conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
-                [name for name, _ in DEFERRED],
-            ).fetchall()
-        )
-        if len(found) == len(DEFERRED):
-            saved = [(name, str(found[name])) for name, _ in DEFERRED]
-    for name, _ in saved:
-        conn.execute(f"DROP TRIGGER {name}")
+        found = conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
+            [name for name, _ in DEFERRED],
+        ).fetchone()[0]
+        deferring = found == len(DEFERRED)
+    if deferring:
+        conn.execute("INSERT INTO fts_deferred(held) VALUES (1)")
     try:
         yield ids
     finally:
         # Also on an error: should anyone commit what came before it, the index still matches the rows.
-        if saved and conn.in_transaction:
+        if deferring and conn.in_transaction:
             _index(conn, ids)
-            for _, sql in saved:
-                conn.execute(sql)
+            conn.execute("DELETE FROM fts_deferred")
 
 
 def _index(conn: sqlite3.Connection, ids: list[int]) -> None:

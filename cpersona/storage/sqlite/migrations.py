@@ -234,6 +234,26 @@ CREATE TRIGGER memory_links_follow_delete AFTER DELETE ON memories BEGIN
 END;
 """
 
+# Bulk imports index a batch set-based (bulk_fts.py). They used to drop and re-create the two insert
+# triggers inside the batch's transaction; another connection writing at the same moment could then
+# fail with "no such table: memories" (SQLite re-reading a schema that changed under FTS5's external
+# content tables). Instead the triggers now stand aside while this table holds a row, which only an
+# importer's own write transaction ever inserts and deletes again: no schema change at import time.
+_V6 = """
+CREATE TABLE fts_deferred (held INTEGER PRIMARY KEY);
+
+DROP TRIGGER memories_fts_insert;
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM fts_deferred) BEGIN
+    INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+END;
+DROP TRIGGER memories_words_insert;
+CREATE TRIGGER memories_words_insert AFTER INSERT ON memories
+WHEN NOT EXISTS (SELECT 1 FROM fts_deferred) BEGIN
+    INSERT INTO memories_words(rowid, content) VALUES (new.id, new.content);
+END;
+"""
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -276,10 +296,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         4, "supersede links: superseded_by / superseded_at, spliced when the newer row goes", _script(_V4)
     ),
     Migration(5, "declared associations: memory_links, read by source and by target", _script(_V5)),
+    Migration(6, "bulk imports defer the insert triggers by a row, not by dropping them", _script(_V6)),
 )
 
 # The DDL of every migration, oldest first: health checks take the newest definition of each index/trigger.
-SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 
 LATEST_VERSION = MIGRATIONS[-1].version
 
