@@ -1,8 +1,6 @@
 """``python -m cpersona``: the same as the ``cpersona`` console script."""
 
-import sys
-
-from cpersona.cli.main import main
+from cpersona.cli.main import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from mcp_helpers import cpersona_executable, full_env, http_server, server_env
-from raw_wire import INITIALIZE, PROTOCOL
+from raw_wire import INITIALIZE, PROTOCOL, one_connection_per_request
 
 from cpersona.config import Settings
 from cpersona.http.addresses import is_loopback
@@ -29,9 +29,12 @@ BASE = {
 }
 
 
+_HTTP = one_connection_per_request()
+
+
 def initialize(url: str, **headers: str) -> httpx2.Response:
     sent = {**BASE, "Authorization": f"Bearer {TOKEN}", **headers}
-    return httpx2.post(url, content=json.dumps(INITIALIZE).encode(), headers=sent, timeout=30)
+    return _HTTP.post(url, content=json.dumps(INITIALIZE).encode(), headers=sent, timeout=30)
 
 
 def port_of(url: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,16 @@ def authed_transport(url: str, token: str = TOKEN) -> Any:
     return streamable_http_client(url, http_client=http)
 
 
-def test_store_and_recall_over_http_with_token(tmp_path: Path) -> None:
-    with (
-        http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
-        mcp_session(authed_transport(url)) as session,
-    ):
+@pytest.fixture(scope="module")
+def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One token-guarded server for the tests below that need nothing else (each writes under its own
+    agent id, or nothing): its URL."""
+    with http_server(tmp_path_factory.mktemp("http-token"), CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc):
+        yield url
+
+
+def test_store_and_recall_over_http_with_token(token_server: str) -> None:
+    with mcp_session(authed_transport(token_server)) as session:
         tools = session.list_tools().tools
         assert sorted(t.name for t in tools) == sorted(ALL_TOOL_NAMES)
         stored = session.call("store", {"agent_id": "web", "message": {"content": "HTTP works: port check"}})
@@ -40,23 +46,23 @@ def test_store_and_recall_over_http_with_token(tmp_path: Path) -> None:
         assert recalled["results"][-1]["id"] == stored["id"]
 
 
-def test_missing_or_wrong_token_is_401(tmp_path: Path) -> None:
+def test_missing_or_wrong_token_is_401(token_server: str) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc):
-        for auth in (None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer", TOKEN):
-            sent = dict(headers) if auth is None else {**headers, "Authorization": auth}
-            response = httpx2.post(url, json=body, headers=sent, timeout=10)
-            assert response.status_code == 401, (auth, response.status_code)
-            payload = response.json()
-            assert payload["ok"] is False and "unauthorized" in payload["error"]
-            assert response.headers["www-authenticate"].startswith("Bearer")
-        # The right token reaches the MCP endpoint (whatever it then says about a bare ping).
-        ok = httpx2.post(url, json=body, headers={**headers, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
-        assert ok.status_code != 401
-        # A real MCP client with the wrong token cannot open a session.
-        with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the HTTP 401 in its own error group
-            anyio.run(_connect_with_token, url, "wrong-token")
+    url = token_server
+    for auth in (None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer", TOKEN):
+        sent = dict(headers) if auth is None else {**headers, "Authorization": auth}
+        response = httpx2.post(url, json=body, headers=sent, timeout=10)
+        assert response.status_code == 401, (auth, response.status_code)
+        payload = response.json()
+        assert payload["ok"] is False and "unauthorized" in payload["error"]
+        assert response.headers["www-authenticate"].startswith("Bearer")
+    # The right token reaches the MCP endpoint (whatever it then says about a bare ping).
+    ok = httpx2.post(url, json=body, headers={**headers, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    assert ok.status_code != 401
+    # A real MCP client with the wrong token cannot open a session.
+    with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the HTTP 401 in its own error group
+        anyio.run(_connect_with_token, url, "wrong-token")
 
 
 async def _connect_with_token(url: str, token: str) -> None:
@@ -95,7 +101,7 @@ def test_missing_acl_file_refuses_start(tmp_path: Path) -> None:
     assert not (tmp_path / "memory.db").exists()
 
 
-def test_two_clients_storing_concurrently_lose_nothing(tmp_path: Path) -> None:
+def test_two_clients_storing_concurrently_lose_nothing(token_server: str) -> None:
     per_client = 50
 
     async def client_run(url: str, name: str, responses: list[dict[str, Any]]) -> None:
@@ -118,16 +124,16 @@ def test_two_clients_storing_concurrently_lose_nothing(tmp_path: Path) -> None:
             tg.start_soon(client_run, url, "right", responses)
         return responses
 
-    with http_server(tmp_path, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc):
-        responses = anyio.run(both, url)
-        assert len(responses) == 2 * per_client
-        failures = [r for r in responses if r.get("result") != "stored"]
-        assert failures == []
-        assert not any("locked" in str(r) for r in responses)
-        with mcp_session(authed_transport(url)) as session:
-            listed = session.call("list_memories", {"agent_id": "shared", "limit": 1000})
-            assert listed["total"] == 2 * per_client
-            assert len({row["content"] for row in listed["items"]}) == 2 * per_client
+    url = token_server
+    responses = anyio.run(both, url)
+    assert len(responses) == 2 * per_client
+    failures = [r for r in responses if r.get("result") != "stored"]
+    assert failures == []
+    assert not any("locked" in str(r) for r in responses)
+    with mcp_session(authed_transport(url)) as session:
+        listed = session.call("list_memories", {"agent_id": "shared", "limit": 1000})
+        assert listed["total"] == 2 * per_client
+        assert len({row["content"] for row in listed["items"]}) == 2 * per_client
 
 
 def test_operations_tools_over_http(tmp_path: Path) -> None:
