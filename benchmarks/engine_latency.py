@@ -157,7 +157,7 @@ def one_run(args: argparse.Namespace) -> dict[str, Any]:
                 fill = size - args.stores
                 now = format_ts(utc_now())
                 started = time.perf_counter()
-                with rows.bulk_load():  # as import_memories: PostgreSQL builds the postings index at the end
+                with rows.bulk_load():  # as import_memories: PostgreSQL builds the postings index at the end, SQLite merges its FTS indexes
                     for first in range(0, fill, BATCH):
                         n = min(BATCH, fill - first)
                         block = vector_block(base, first, n)

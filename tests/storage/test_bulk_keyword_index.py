@@ -23,8 +23,9 @@ from cpersona.storage import open_store
 from cpersona.storage.interface import NewMemory, Store
 from cpersona.storage.port_records import DUPLICATE, INSERTED, ImportedMemory
 from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite import bulk_fts
 from cpersona.storage.sqlite import portability as sqlite_portability
-from cpersona.storage.sqlite.bulk_fts import MIN_DEFERRED_ROWS
+from cpersona.storage.sqlite.bulk_fts import MIN_DEFERRED_ROWS, OPTIMIZE_FROM_ROWS, optimize_after_bulk
 
 WORDS = (
     "Caroline",
@@ -238,3 +239,52 @@ def test_sqlite_bulk_batches_change_no_schema(tmp_path: Path) -> None:
     hits = conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'fence'").fetchone()[0]
     assert hits == 3 * MIN_DEFERRED_ROWS * 2
     store.close()
+
+
+def test_only_an_import_that_wrote_a_large_share_of_the_table_merges_the_indexes(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "few.db")
+    conn = _sqlite(store)
+    with store.write():
+        assert not optimize_after_bulk(conn, OPTIMIZE_FROM_ROWS - 1, OPTIMIZE_FROM_ROWS - 1)  # too few rows
+        assert not optimize_after_bulk(conn, OPTIMIZE_FROM_ROWS, 4 * OPTIMIZE_FROM_ROWS + 1)  # a small share
+        assert optimize_after_bulk(conn, OPTIMIZE_FROM_ROWS, 4 * OPTIMIZE_FROM_ROWS)
+    store.close()
+
+
+def _segments(conn: sqlite3.Connection, table: str) -> int:
+    """Rows of the FTS5 index's ``_data`` shadow table: fewer after a merge into one segment."""
+    return int(conn.execute(f"SELECT count(*) FROM {table}_data").fetchone()[0])
+
+
+def test_a_large_bulk_load_merges_the_keyword_indexes_and_finds_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store bulk-loaded past ``OPTIMIZE_FROM_ROWS`` (lowered here to keep the test fast) holds each
+    keyword index merged, and finds exactly what the same load without the merge finds."""
+    texts = [f"{t} batch {k}" for k, t in enumerate(_texts(40 * MIN_DEFERRED_ROWS))]
+
+    def load(path: Path) -> Store:
+        store = open_store(path)
+        rows = store.portability_rows()
+        with rows.bulk_load():
+            for start in range(0, len(texts), MIN_DEFERRED_ROWS):
+                rows.write_batch(
+                    [ImportedMemory(_memory("a", t)) for t in texts[start : start + MIN_DEFERRED_ROWS]],
+                    queued_at=None,
+                    active_model=None,
+                )
+        return store
+
+    monkeypatch.setattr(bulk_fts, "OPTIMIZE_FROM_ROWS", 10**9)
+    plain = load(tmp_path / "plain.db")
+    monkeypatch.setattr(bulk_fts, "OPTIMIZE_FROM_ROWS", len(texts))
+    merged = load(tmp_path / "merged.db")
+    for table in ("memories_fts", "memories_words"):
+        assert _segments(_sqlite(merged), table) < _segments(_sqlite(plain), table), table
+        _sqlite(merged).execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+    for query in QUERIES:
+        for words in (False, True):
+            assert _search(merged, query, words) == _search(plain, query, words), (query, words)
+    assert _search(merged, "paint", False)
+    plain.close()
+    merged.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Generator, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 from cpersona.errors import DuplicateRow
@@ -30,7 +30,7 @@ from cpersona.storage.port_records import (
     vector_model,
 )
 from cpersona.storage.sql_text import agent_filter, exported_links
-from cpersona.storage.sqlite.bulk_fts import deferred_memory_fts
+from cpersona.storage.sqlite.bulk_fts import deferred_memory_fts, memory_count, optimize_after_bulk
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.episodes import find_episode, insert_episode
 from cpersona.storage.sqlite.links import SqliteLinks
@@ -120,9 +120,16 @@ class SqlitePortabilityRows:
             )
 
     # -- import -----------------------------------------------------------------------
-    def bulk_load(self) -> AbstractContextManager[bool]:
-        """Nothing to defer across batches: each batch already indexes its rows in one statement."""
-        return nullcontext(False)
+    @contextmanager
+    def bulk_load(self) -> Iterator[bool]:
+        """Nothing to defer across batches (each batch indexes its rows in one statement); after a
+        large import the keyword indexes are merged into one segment each (bulk_fts.optimize_after_bulk)."""
+        with self.db.read() as conn:
+            before = memory_count(conn)
+        yield False
+        with self.db.write() as conn:
+            total = memory_count(conn)
+            optimize_after_bulk(conn, total - before, total)
 
     def write_batch(
         self,
