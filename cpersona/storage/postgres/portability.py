@@ -134,8 +134,11 @@ class PgPortabilityRows:
         then the recall tables' planner statistics are refreshed (statistics.refresh_statistics)."""
         with postings_index_deferred(self.transaction) as deferred:
             yield deferred
-        with self.transaction(False) as ex:
-            refresh_statistics(ex)
+        with self.transaction(True) as ex:
+            pool = ex.pool
+        # Autocommit, a statement at a time: a refusal (a role that does not own a table) is logged by
+        # refresh_statistics and cannot leave a failed transaction behind.
+        refresh_statistics(Executor(pool))
 
     def memory_ids(self, rows: Sequence[NewMemory]) -> list[int | None]:
         """The stored row each of these (just imported) memories is: its dedup match, or None."""

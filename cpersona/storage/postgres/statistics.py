@@ -65,15 +65,9 @@ def refresh_statistics(ex: Executor) -> None:
     into a store that had a few hundred rows leaves statistics that describe those few hundred, and a
     server that imports after its first search would not look again. The import that wrote the rows
     is the one that knows they changed: it refreshes them as its last step (~0.2 s at 20k rows here),
-    so the first recall after it is planned on what is there. Failures are logged, as below.
+    so the first recall after it is planned on what is there. Failures are logged, never raised.
     """
-    try:
-        for name in RECALL_TABLES:
-            ex.run(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
-        for index in gin_indexes(ex):
-            ex.value("SELECT gin_clean_pending_list(%s::regclass)", [index])
-    except psycopg.Error as exc:
-        log.warning("cannot refresh the recall tables' statistics after an import: %s", exc)
+    _analyze_and_merge(ex, list(RECALL_TABLES))
 
 
 def ensure_statistics(ex: Executor) -> list[str]:
@@ -90,12 +84,18 @@ def ensure_statistics(ex: Executor) -> list[str]:
     is until autovacuum runs: logged, never raised.
     """
     missing = tables_without_statistics(ex)
+    return missing if _analyze_and_merge(ex, missing) else []
+
+
+def _analyze_and_merge(ex: Executor, tables: list[str]) -> bool:
+    """ANALYZE these tables and merge every recall GIN index's pending list; False (logged) when this
+    session may not."""
     try:
-        for name in missing:
+        for name in tables:
             ex.run(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
         for index in gin_indexes(ex):
             ex.value("SELECT gin_clean_pending_list(%s::regclass)", [index])
     except psycopg.Error as exc:
         log.warning("cannot ANALYZE the recall tables or merge their GIN pending lists: %s", exc)
-        return []
-    return missing
+        return False
+    return True
