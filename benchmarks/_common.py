@@ -7,7 +7,9 @@ import platform
 import resource
 import statistics
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +86,26 @@ def minilm_models_dir(tmp: Path, stream: Any = None) -> Path:
     models_dir = tmp / "models"
     install_from(assemble_minilm(tmp / "src"), "all-minilm-l6-v2", models_dir, stream=stream or sys.stderr)
     return models_dir
+
+
+@contextmanager
+def keyword_only_memory(db_url: str | None = None, **settings: Any) -> Iterator[Any]:
+    """A ready ``Memory`` without a model (keyword-only) on a fresh file in a temporary folder, or
+    on ``db_url``; extra settings override the defaults (no update check, no model fetch)."""
+    from cpersona.config import Settings
+    from cpersona.embed.runtime.none_backend import NoEmbeddings
+    from cpersona.memory import Memory
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Settings(
+            db_path=Path(tmp) / "memory.db",
+            db_url=db_url,
+            embedding_mode="none",
+            models_dir=Path(tmp) / "models",
+            update_check=False,
+            auto_fetch_model=False,
+            **settings,
+        )
+        with Memory(config, backend=NoEmbeddings()) as memory:
+            memory.wait_until_ready(5)
+            yield memory

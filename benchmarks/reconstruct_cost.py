@@ -17,17 +17,12 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table, summary_ms, write_json  # noqa: E402
-
-from cpersona.config import Settings  # noqa: E402
-from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
-from cpersona.memory import Memory  # noqa: E402
+from _common import keyword_only_memory, print_table, summary_ms, write_json  # noqa: E402
 
 WORDS = [
     "harbour",
@@ -67,46 +62,35 @@ def main() -> int:
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(
-            db_path=Path(tmp) / "m.db",
-            db_url=args.db_url,
-            embedding_mode="none",
-            models_dir=Path(tmp) / "models",
-            update_check=False,
-            auto_fetch_model=False,
-            auto_calibrate=False,
-        )
-        with Memory(settings, backend=NoEmbeddings()) as mem:
-            mem.wait_until_ready(5)
-            ids: list[int] = []
-            current: list[int] = []  # rows nothing superseded yet (only those may be superseded)
-            started = time.perf_counter()
-            for n in range(args.memories):
-                text = " ".join(rng.choice(WORDS) for _ in range(12)) + f" (note {n})"
-                links = [
-                    {"relation": "see_also", "to": rng.choice(ids)}
-                    for _ in range(args.links_per_memory if ids else 0)
-                ]
-                supersedes = [current.pop(rng.randrange(len(current)))] if n % 5 == 4 and current else None
-                stored = mem.store("bench", text, associations=links or None, supersedes=supersedes)
-                ids.append(int(stored["id"]))
-                current.append(int(stored["id"]))
-            load_s = time.perf_counter() - started
-            recall_s: list[float] = []
-            pack_s: list[float] = []
-            items: list[int] = []
-            chars: list[int] = []
-            for _ in range(args.queries):
-                query = f"{rng.choice(WORDS)} {rng.choice(WORDS)}"
-                t0 = time.perf_counter()
-                mem.recall("bench", query, limit=args.limit, record=False)
-                recall_s.append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                pack = mem.reconstruct("bench", query, limit=args.limit, budget_chars=args.budget)
-                pack_s.append(time.perf_counter() - t0)
-                items.append(pack["count"])
-                chars.append(pack["used_chars"])
+    with keyword_only_memory(args.db_url, auto_calibrate=False) as mem:
+        ids: list[int] = []
+        current: list[int] = []  # rows nothing superseded yet (only those may be superseded)
+        started = time.perf_counter()
+        for n in range(args.memories):
+            text = " ".join(rng.choice(WORDS) for _ in range(12)) + f" (note {n})"
+            links = [
+                {"relation": "see_also", "to": rng.choice(ids)}
+                for _ in range(args.links_per_memory if ids else 0)
+            ]
+            supersedes = [current.pop(rng.randrange(len(current)))] if n % 5 == 4 and current else None
+            stored = mem.store("bench", text, associations=links or None, supersedes=supersedes)
+            ids.append(int(stored["id"]))
+            current.append(int(stored["id"]))
+        load_s = time.perf_counter() - started
+        recall_s: list[float] = []
+        pack_s: list[float] = []
+        items: list[int] = []
+        chars: list[int] = []
+        for _ in range(args.queries):
+            query = f"{rng.choice(WORDS)} {rng.choice(WORDS)}"
+            t0 = time.perf_counter()
+            mem.recall("bench", query, limit=args.limit, record=False)
+            recall_s.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            pack = mem.reconstruct("bench", query, limit=args.limit, budget_chars=args.budget)
+            pack_s.append(time.perf_counter() - t0)
+            items.append(pack["count"])
+            chars.append(pack["used_chars"])
     recall_stats, pack_stats = summary_ms(recall_s), summary_ms(pack_s)
     ratio = pack_stats["p50_ms"] / recall_stats["p50_ms"] if recall_stats["p50_ms"] else float("nan")
     engine = "postgresql" if args.db_url else "sqlite"

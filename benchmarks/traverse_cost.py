@@ -15,17 +15,12 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table, summary_ms, write_json  # noqa: E402
-
-from cpersona.config import Settings  # noqa: E402
-from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
-from cpersona.memory import Memory  # noqa: E402
+from _common import keyword_only_memory, print_table, summary_ms, write_json  # noqa: E402
 
 
 def main() -> int:
@@ -41,52 +36,39 @@ def main() -> int:
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(
-            db_path=Path(tmp) / "m.db",
-            db_url=args.db_url,
-            embedding_mode="none",
-            models_dir=Path(tmp) / "models",
-            update_check=False,
-            auto_fetch_model=False,
-            auto_calibrate=False,
-        )
-        with Memory(settings, backend=NoEmbeddings()) as mem:
-            mem.wait_until_ready(5)
-            ids: list[int] = []
-            started = time.perf_counter()
-            for n in range(args.memories):
-                links = []
-                for _ in range(args.links_per_memory if ids else 0):
-                    if rng.random() < 0.2:
-                        links.append(
-                            {"relation": "about", "entity": f"entity {rng.randrange(args.entities)}"}
-                        )
-                    else:
-                        links.append({"relation": rng.choice(("follows", "cites")), "to": rng.choice(ids)})
-                stored = mem.store("bench", f"memory number {n}", associations=links or None)
-                ids.append(int(stored["id"]))
-            load_s = time.perf_counter() - started
-            rows = []
-            payload: dict[str, object] = {"memories": args.memories, "load_s": round(load_s, 1)}
-            for start_kind in ("memory", "entity"):
-                for depth in (1, 2, 5):
-                    samples: list[float] = []
-                    reached: list[int] = []
-                    for _ in range(args.queries):
-                        start = (
-                            f"mem:{rng.choice(ids)}"
-                            if start_kind == "memory"
-                            else f"entity:entity {rng.randrange(args.entities)}"
-                        )
-                        t0 = time.perf_counter()
-                        result = mem.traverse("bench", start, depth=depth, limit=100)
-                        samples.append(time.perf_counter() - t0)
-                        reached.append(result["count"])
-                    stats = summary_ms(samples)
-                    mean_rows = sum(reached) / len(reached)
-                    rows.append([start_kind, depth, stats["p50_ms"], stats["p95_ms"], round(mean_rows, 1)])
-                    payload[f"{start_kind}_depth{depth}"] = {**stats, "mean_rows": mean_rows}
+    with keyword_only_memory(args.db_url, auto_calibrate=False) as mem:
+        ids: list[int] = []
+        started = time.perf_counter()
+        for n in range(args.memories):
+            links = []
+            for _ in range(args.links_per_memory if ids else 0):
+                if rng.random() < 0.2:
+                    links.append({"relation": "about", "entity": f"entity {rng.randrange(args.entities)}"})
+                else:
+                    links.append({"relation": rng.choice(("follows", "cites")), "to": rng.choice(ids)})
+            stored = mem.store("bench", f"memory number {n}", associations=links or None)
+            ids.append(int(stored["id"]))
+        load_s = time.perf_counter() - started
+        rows = []
+        payload: dict[str, object] = {"memories": args.memories, "load_s": round(load_s, 1)}
+        for start_kind in ("memory", "entity"):
+            for depth in (1, 2, 5):
+                samples: list[float] = []
+                reached: list[int] = []
+                for _ in range(args.queries):
+                    start = (
+                        f"mem:{rng.choice(ids)}"
+                        if start_kind == "memory"
+                        else f"entity:entity {rng.randrange(args.entities)}"
+                    )
+                    t0 = time.perf_counter()
+                    result = mem.traverse("bench", start, depth=depth, limit=100)
+                    samples.append(time.perf_counter() - t0)
+                    reached.append(result["count"])
+                stats = summary_ms(samples)
+                mean_rows = sum(reached) / len(reached)
+                rows.append([start_kind, depth, stats["p50_ms"], stats["p95_ms"], round(mean_rows, 1)])
+                payload[f"{start_kind}_depth{depth}"] = {**stats, "mean_rows": mean_rows}
     engine = "postgresql" if args.db_url else "sqlite"
     print(
         f"{engine}: {args.memories} memories, ~{args.links_per_memory} links each, stored in {load_s:.1f} s"
