@@ -243,3 +243,20 @@ def unique(prefix: str) -> Callable[[], str]:
     """A generator of distinct agent ids so tests sharing one server never see each other's rows."""
     counter = iter(range(1_000_000))
     return lambda: f"{prefix}-{next(counter)}"
+
+
+@contextmanager
+def transport_session(transport: str, tmp: Path) -> Iterator[McpSession]:
+    """One real server on the data folder ``tmp``, reached over ``transport``: "stdio", or "http"
+    (streamable HTTP with a bearer token, as the HTTP tests use)."""
+    if transport == "stdio":
+        with mcp_session(stdio_target(server_env(tmp))) as session:
+            yield session
+        return
+    from test_mcp_http import TOKEN, authed_transport  # the HTTP tests' token and transport
+
+    with (
+        http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
+        mcp_session(authed_transport(url)) as session,
+    ):
+        yield session

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import McpSession, http_server, mcp_session, server_env, stdio_target, unique
-from test_mcp_http import TOKEN, authed_transport
+from mcp_helpers import McpSession, transport_session, unique
 
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput, Rejected
@@ -28,16 +27,8 @@ next_agent = unique("bad")
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
     """One real server per transport for the module; tests use distinct agent ids."""
-    tmp = tmp_path_factory.mktemp(request.param)
-    if request.param == "stdio":
-        with mcp_session(stdio_target(server_env(tmp))) as opened:
-            yield opened
-    else:
-        with (
-            http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
-            mcp_session(authed_transport(url)) as opened,
-        ):
-            yield opened
+    with transport_session(request.param, tmp_path_factory.mktemp(request.param)) as opened:
+        yield opened
 
 
 @pytest.fixture

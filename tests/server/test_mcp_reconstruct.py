@@ -20,9 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import McpSession, http_server, mcp_session, server_env, stdio_target
+from mcp_helpers import McpSession, http_server, mcp_session, server_env, stdio_target, transport_session
 from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
-from test_mcp_http import TOKEN, authed_transport
 
 from cpersona.acl import WILDCARD, Level, add_client
 
@@ -108,16 +107,8 @@ def test_decide_change_and_link_come_back_in_one_pack(
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
-    tmp = tmp_path_factory.mktemp(f"reconstruct-{request.param}")
-    if request.param == "stdio":
-        with mcp_session(stdio_target(server_env(tmp))) as session:
-            yield session
-    else:
-        with (
-            http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
-            mcp_session(authed_transport(url)) as session,
-        ):
-            yield session
+    with transport_session(request.param, tmp_path_factory.mktemp(f"reconstruct-{request.param}")) as session:
+        yield session
 
 
 BAD: list[dict[str, Any]] = [

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_helpers import McpSession, http_server, mcp_session, server_env, stdio_target
+from mcp_helpers import McpSession, mcp_session, server_env, stdio_target, transport_session
 from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
-from test_mcp_http import TOKEN, authed_transport
 
 pytestmark = pytest.mark.slow
 
@@ -110,16 +109,8 @@ def test_decide_then_change_the_decision(engine: str, request: pytest.FixtureReq
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
-    tmp = tmp_path_factory.mktemp(f"supersede-{request.param}")
-    if request.param == "stdio":
-        with mcp_session(stdio_target(server_env(tmp))) as session:
-            yield session
-    else:
-        with (
-            http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
-            mcp_session(authed_transport(url)) as session,
-        ):
-            yield session
+    with transport_session(request.param, tmp_path_factory.mktemp(f"supersede-{request.param}")) as session:
+        yield session
 
 
 def test_tools_list_documents_the_new_arguments(served: McpSession) -> None:

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_helpers import McpSession, http_server, mcp_session, server_env, stdio_target
-from test_mcp_http import TOKEN, authed_transport
+from mcp_helpers import McpSession, transport_session
 
 pytestmark = pytest.mark.slow
 
@@ -31,18 +30,9 @@ def seed(session: McpSession) -> None:
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpSession]:
-    tmp = tmp_path_factory.mktemp(f"timecue-{request.param}")
-    if request.param == "stdio":
-        with mcp_session(stdio_target(server_env(tmp))) as session:
-            seed(session)
-            yield session
-    else:
-        with (
-            http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
-            mcp_session(authed_transport(url)) as session,
-        ):
-            seed(session)
-            yield session
+    with transport_session(request.param, tmp_path_factory.mktemp(f"timecue-{request.param}")) as session:
+        seed(session)
+        yield session
 
 
 def test_tools_list_documents_every_time_cue_field(served: McpSession) -> None:
