@@ -15,14 +15,16 @@ On a file of LoCoMo-derived rows with random unit vectors (``latency.fill``; or 
   client over stdio; a raw newline-delimited JSON-RPC client over stdio (``_rpc.StdioServer``); a raw
   HTTP client over streamable HTTP (``_rpc.HttpSession``, httpx2). The raw clients do no pydantic
   or jsonschema work, so their figures are the server's; the SDK's figure adds its client. Per
-  client: recall latency and the server's CPU per recall (from /proc/<pid>/stat), next to a trivial
+  client: recall latency, the server's CPU per recall (from /proc/<pid>/stat) and its event loop
+  thread's share of it (/proc/<pid>/task/<pid>/stat: the SDK's handling and the reply's shaping and
+  serialisation; the tool runs on a worker thread), next to a trivial
   tool (``stats``) for the round trip itself, once every server's background self-calibration of the
   agent has finished (the in-process stages run calibrated too; a calibration of 10k rows competes
   with every recall for the two cores while it runs), and the SDK client's own share: checking each
   recall result against the listed outputSchema as the SDK client does it (jsonschema, compiled once);
   every process (this one, each server) holds its own model: a private model-sharing directory, so
   no other cpersona process on the machine embeds for it or through it;
-- the server's RSS idle after the warm-up and its peak (VmHWM).
+- each server's RSS idle after the warm-up and its peak (VmHWM).
 
 Every stage is reported as wall p50 and CPU per call (thread CPU for the pipeline, process CPU where
 other threads work: ONNX Runtime's pool, BLAS threads). CPU is what to compare across runs on a busy
