@@ -10,13 +10,21 @@ On a file of LoCoMo-derived rows with random unit vectors (``latency.fill``; or 
   agent, with the calibrated gate keyed on evidence (cosine + coverage) and on the top cosine alone;
   ``Memory.recall``; ``dispatch_tool("recall")`` (the MCP layer's own part: validation, shaping,
   JSON hygiene); and one ``calibrate_threshold`` of the whole file (wall and process CPU);
-- through a real MCP client over stdio: recall latency and the server's CPU per recall (from
-  /proc/<pid>/stat), next to a trivial tool (``stats``) for the SDK's own round trip, once the server's
-  background self-calibration of the agent has finished (the in-process stages run calibrated too; a
-  calibration of 10k rows competes with every recall for the two cores while it runs), and the client's
-  own share: checking each recall result against the listed outputSchema as the SDK client does it
-  (jsonschema, compiled once);
-- the server's RSS idle after the warm-up and its peak (VmHWM).
+- through MCP, three servers on one copy of the file, each with a client of its own, called in turn
+  per query (the order rotates, so a busy machine's drift hits all three alike): the SDK's python
+  client over stdio; a raw newline-delimited JSON-RPC client over stdio (``_rpc.StdioServer``); a raw
+  HTTP client over streamable HTTP (``_rpc.HttpSession``, httpx2). The raw clients do no pydantic
+  or jsonschema work, so their figures are the server's; the SDK's figure adds its client. Per
+  client: recall latency, the server's CPU per recall (from /proc/<pid>/stat) and its event loop
+  thread's share of it (/proc/<pid>/task/<pid>/stat: the SDK's handling and the reply's shaping and
+  serialisation; the tool runs on a worker thread), next to a trivial
+  tool (``stats``) for the round trip itself, once every server's background self-calibration of the
+  agent has finished (the in-process stages run calibrated too; a calibration of 10k rows competes
+  with every recall for the two cores while it runs), and the SDK client's own share: checking each
+  recall result against the listed outputSchema as the SDK client does it (jsonschema, compiled once);
+  every process (this one, each server) holds its own model: a private model-sharing directory, so
+  no other cpersona process on the machine embeds for it or through it;
+- each server's RSS idle after the warm-up and its peak (VmHWM).
 
 Every stage is reported as wall p50 and CPU per call (thread CPU for the pipeline, process CPU where
 other threads work: ONNX Runtime's pool, BLAS threads). CPU is what to compare across runs on a busy
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import secrets
 import shutil
 import sys
 import tempfile
@@ -44,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
 from _common import print_table, summary_ms, write_json  # noqa: E402
+from _rpc import HttpServer, HttpSession, StdioServer, tool_payload  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
@@ -85,10 +95,22 @@ def _interleaved(a: list[Callable[[], Any]], b: list[Callable[[], Any]], rounds:
     return {"a": summary_ms(cpu_a), "b": summary_ms(cpu_b), "b_minus_a": summary_ms(diffs)}
 
 
+def _private_runtime_dir(path: Path) -> Path:
+    """A model-sharing directory of this process's own, so it loads the model itself: with the
+    default per-user directory it would embed through whichever other cpersona process on the
+    machine holds the model (or serve theirs), and a neighbour's work would land in its figures."""
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
 def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
     """Per-stage CPU and wall time of one recall, in this process."""
     settings = Settings(
-        db_path=db, models_dir=models_dir, embedding_model=lat.MODEL, recent_recall_penalty=1.0
+        db_path=db,
+        models_dir=models_dir,
+        embedding_model=lat.MODEL,
+        recent_recall_penalty=1.0,
+        runtime_dir=_private_runtime_dir(db.parent / "run-in-process"),
     )
     out: dict[str, Any] = {}
     with Memory(settings, start_background=False) as mem:
@@ -195,8 +217,10 @@ def _client_validation(schema: dict[str, Any], answers: list[dict[str, Any]]) ->
     return _measure(calls, time.thread_time)
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def _cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """CPU seconds of process ``pid``, or of its thread ``thread`` (the main thread's id is ``pid``)."""
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat")
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -207,53 +231,152 @@ def _vm(pid: int, key: str) -> float:
     return float("nan")
 
 
-async def through_mcp(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
-    """Recall and stats through a real MCP client; the server's CPU per call and its RSS."""
+class _RawStdio:
+    """The server over stdio spoken to with newline-delimited JSON-RPC (``_rpc.StdioServer``): no SDK
+    client, so the wall time is the server's reply plus one pipe round trip and one ``json.loads``."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.server = StdioServer(env, log_path)
+        self.server.initialize(timeout=120)
+        self.pid = self.server.proc.pid
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        rid = self.server.next_id()
+        self.server.send(self.server.call_tool_message(rid, tool, arguments))
+        reply = self.server.wait([rid], 300).get(rid)
+        if reply is None:
+            raise SystemExit(f"raw stdio: no reply to {tool}")
+        return tool_payload(reply) or {}
+
+    def close(self) -> None:
+        self.server.close()
+
+
+class _RawHttp:
+    """The server over streamable HTTP on loopback, spoken to with a plain HTTP client
+    (``_rpc.HttpSession``: httpx2, the SDK's own HTTP library, but none of its MCP client)."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        token = secrets.token_urlsafe(24)
+        self.server = HttpServer({**env, "CPERSONA_AUTH_TOKEN": token}, log_path)
+        self.session = HttpSession(self.server.url, token, timeout=300)
+        self.pid = self.server.proc.pid
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        reply = self.session.call_tool(tool, arguments)
+        if reply is None:
+            raise SystemExit(f"raw HTTP: no reply to {tool}")
+        return tool_payload(reply) or {}
+
+    def close(self) -> None:
+        self.session.close()
+        self.server.stop()
+
+
+def _calibrated(content: dict[str, Any]) -> bool:
+    return (
+        bool((content.get("search") or {}).get("vector"))
+        and (content.get("gate") or {}).get("kind") == "calibrated"
+    )
+
+
+def _top_refs(content: dict[str, Any]) -> list[Any]:
+    return [row.get("ref") for row in content.get("results") or ()]
+
+
+#: The clients of ``through_mcp``, in the order of the first query (later queries rotate it).
+CLIENTS = ("sdk", "raw stdio", "raw http")
+
+
+async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir: Path) -> dict[str, Any]:
+    """Recall and stats through three clients of three servers on the same file, called in turn per
+    query (the order rotates) so a busy machine's drift hits all alike: the SDK's python client over
+    stdio, a raw JSON-RPC client over stdio, a raw HTTP client over streamable HTTP. Per client: wall
+    per call, the server's CPU per call, its RSS; for the SDK client also its outputSchema check."""
     from mcp import Client
 
     marker = f"recall-path-{time.time()}"
-    env = {**lat.env_for(db, models_dir, "onnx"), "CPERSONA_BENCH_MARKER": marker}
-    async with Client(lat._target(env), read_timeout_seconds=300) as client:
-        started = time.perf_counter()
-        calibrated_after: float | None = None
-        while time.perf_counter() - started < 300:
-            result = await client.call_tool("recall", {"agent_id": lat.AGENT, "query": "warm up"})
-            content = result.structured_content or {}
-            if (content.get("search") or {}).get("vector") and (content.get("gate") or {}).get(
-                "kind"
-            ) == "calibrated":
-                calibrated_after = round(time.perf_counter() - started, 1)
-                break
-            await anyio.sleep(0.05)
-        pid = lat.server_pid(marker)
-        if pid is None:
-            raise SystemExit("server process not found")
-        idle_rss = _vm(pid, "VmRSS")
-        out: dict[str, Any] = {"server_idle_rss_mb": idle_rss, "calibrated_after_s": calibrated_after}
-        answers: list[dict[str, Any]] = []
-        recalled: list[dict[str, Any]] = []
-        for name, tool, args in (("recall", "recall", None), ("stats", "stats", {})):
-            for _ in range(2):
-                wall: list[float] = []
-                answers.clear()
-                c0 = _cpu_seconds(pid)
-                for q in questions:
-                    t0 = time.perf_counter()
-                    result = await client.call_tool(
-                        tool, args if args is not None else {"agent_id": lat.AGENT, "query": q, "limit": 10}
-                    )
-                    wall.append(time.perf_counter() - t0)
-                    answers.append(result.structured_content or {})
-                out[name] = {
-                    "wall": summary_ms(wall),
-                    "server_cpu_ms_per_call": round((_cpu_seconds(pid) - c0) / len(questions) * 1e3, 3),
-                }
-                if tool == "recall":
-                    recalled = list(answers)
-        listed = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
-        out["client_validation"] = _client_validation(listed["recall"] or {}, recalled)
-        out["server_rss_after_mb"] = _vm(pid, "VmRSS")
-        out["server_peak_rss_mb"] = _vm(pid, "VmHWM")
+    env = lat.env_for(db, models_dir, "onnx")
+
+    def own(name: str) -> dict[str, str]:  # each server its own model (see _private_runtime_dir)
+        return {**env, "XDG_RUNTIME_DIR": str(_private_runtime_dir(log_dir / f"run-{name}"))}
+
+    sdk_env = {**own("sdk"), "CPERSONA_BENCH_MARKER": marker}
+    async with Client(lat._target(sdk_env), read_timeout_seconds=300) as client:
+        stdio = _RawStdio(own("stdio"), log_dir / "raw-stdio.log")
+        http = _RawHttp(own("http"), log_dir / "raw-http.log")
+        try:
+            sdk_pid = lat.server_pid(marker)
+            if sdk_pid is None:
+                raise SystemExit("server process not found")
+
+            async def sdk_call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+                return (await client.call_tool(tool, arguments)).structured_content or {}
+
+            async def raw_stdio_call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+                return stdio.call(tool, arguments)
+
+            async def raw_http_call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+                return http.call(tool, arguments)
+
+            calls = {"sdk": sdk_call, "raw stdio": raw_stdio_call, "raw http": raw_http_call}
+            pids = {"sdk": sdk_pid, "raw stdio": stdio.pid, "raw http": http.pid}
+            # Wait for every server's background self-calibration (it competes for the cores while it runs).
+            started = time.perf_counter()
+            calibrated_after: dict[str, float | None] = dict.fromkeys(CLIENTS)
+            while time.perf_counter() - started < 300 and None in calibrated_after.values():
+                for name in CLIENTS:
+                    if calibrated_after[name] is None:
+                        content = await calls[name]("recall", {"agent_id": lat.AGENT, "query": "warm up"})
+                        if _calibrated(content):
+                            calibrated_after[name] = round(time.perf_counter() - started, 1)
+                await anyio.sleep(0.05)
+            out: dict[str, Any] = {
+                "calibrated_after_s": calibrated_after,
+                "server_idle_rss_mb": {name: _vm(pid, "VmRSS") for name, pid in pids.items()},
+            }
+            recalled: list[dict[str, Any]] = []
+            differing = 0
+            for tool in ("recall", "stats"):
+                for _ in range(2):  # the first pass warms the page cache and the index
+                    wall: dict[str, list[float]] = {name: [] for name in CLIENTS}
+                    cpu0 = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+                    loop0 = {name: _cpu_seconds(pid, pid) for name, pid in pids.items()}
+                    if tool == "recall":
+                        recalled.clear()
+                        differing = 0
+                    for i, q in enumerate(questions):
+                        args = {"agent_id": lat.AGENT, "query": q, "limit": 10} if tool == "recall" else {}
+                        answers: dict[str, dict[str, Any]] = {}
+                        for name in CLIENTS[i % 3 :] + CLIENTS[: i % 3]:
+                            t0 = time.perf_counter()
+                            answers[name] = await calls[name](tool, args)
+                            wall[name].append(time.perf_counter() - t0)
+                        if tool == "recall":
+                            recalled.append(answers["sdk"])
+                            refs = {name: _top_refs(a) for name, a in answers.items()}
+                            differing += len({tuple(r) for r in refs.values()}) > 1
+                    for name in CLIENTS:
+                        out.setdefault(tool, {})[name] = {
+                            "wall": summary_ms(wall[name]),
+                            "server_cpu_ms_per_call": round(
+                                (_cpu_seconds(pids[name]) - cpu0[name]) / len(questions) * 1e3, 3
+                            ),
+                            # The event loop's thread: the SDK's request handling, reply shaping and
+                            # serialisation; the tool itself runs on a worker thread.
+                            "server_loop_cpu_ms_per_call": round(
+                                (_cpu_seconds(pids[name], pids[name]) - loop0[name]) / len(questions) * 1e3, 3
+                            ),
+                        }
+                    if tool == "recall":
+                        out["recall_top10_differing_between_clients"] = differing
+            listed = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
+            out["client_validation"] = _client_validation(listed["recall"] or {}, recalled)
+            out["server_rss_after_mb"] = {name: _vm(pid, "VmRSS") for name, pid in pids.items()}
+            out["server_peak_rss_mb"] = {name: _vm(pid, "VmHWM") for name, pid in pids.items()}
+        finally:
+            stdio.close()
+            http.close()
     return out
 
 
@@ -292,7 +415,7 @@ def main() -> int:
             if target == "in-process":
                 stages = in_process(db, models_dir, questions)
             else:
-                mcp = anyio.run(through_mcp, db, models_dir, questions)
+                mcp = anyio.run(through_mcp, db, models_dir, questions, Path(tmp))
 
     calibration = stages.pop("calibrate_threshold")
     ab = stages.pop("ab")
@@ -302,13 +425,14 @@ def main() -> int:
     ]
     rows += [
         [
-            f"MCP {name}",
-            mcp[name]["wall"]["p50_ms"],
-            mcp[name]["wall"]["p95_ms"],
+            f"MCP {tool}, {client} client",
+            mcp[tool][client]["wall"]["p50_ms"],
+            mcp[tool][client]["wall"]["p95_ms"],
             "",
-            mcp[name]["server_cpu_ms_per_call"],
+            mcp[tool][client]["server_cpu_ms_per_call"],
         ]
-        for name in ("recall", "stats")
+        for tool in ("recall", "stats")
+        for client in CLIENTS
     ]
     validation = mcp["client_validation"]
     rows.append(
@@ -321,6 +445,14 @@ def main() -> int:
         ]
     )
     print_table(["stage", "wall p50 ms", "wall p95 ms", "CPU p50 ms", "CPU mean ms"], rows)
+    print("\nMCP, the server's CPU per call on its event loop's thread (ms):")
+    print_table(
+        ["tool", *CLIENTS],
+        [
+            [tool, *(mcp[tool][c]["server_loop_cpu_ms_per_call"] for c in CLIENTS)]
+            for tool in ("recall", "stats")
+        ],
+    )
     print("\nInterleaved A/B, thread CPU per pipeline run (ms):")
     print_table(
         ["comparison", "a p50", "b p50", "b − a p50", "b − a mean"],
@@ -333,11 +465,16 @@ def main() -> int:
         f"\ncalibrate_threshold of {calibration['rows']} rows: {calibration['wall_s']} s wall, "
         f"{calibration['cpu_s']} s process CPU"
     )
-    print(f"\nthe server's self-calibration finished {mcp['calibrated_after_s']} s after the first recall")
     print(
-        f"\nserver RSS MB: idle {mcp['server_idle_rss_mb']}, after the recalls {mcp['server_rss_after_mb']}, "
-        f"peak {mcp['server_peak_rss_mb']}"
+        "\n(MCP rows: the CPU column is the server process's CPU per call.) Recalls whose top 10 differed "
+        f"between the three clients: {mcp['recall_top10_differing_between_clients']}"
     )
+    print(f"\nthe servers' self-calibration finished after (s): {mcp['calibrated_after_s']}")
+    for client in CLIENTS:
+        print(
+            f"{client} server RSS MB: idle {mcp['server_idle_rss_mb'][client]}, after the recalls "
+            f"{mcp['server_rss_after_mb'][client]}, peak {mcp['server_peak_rss_mb'][client]}"
+        )
     write_json(
         args.json,
         {

@@ -48,16 +48,21 @@ async def run_cancellable(
     caller's cancellation is then raised as usual.
     """
 
+    finished = anyio.Event()
+
     async def relay() -> None:
         try:
-            await anyio.sleep_forever()
-        finally:  # cancelled: by the caller's scope (a client's cancel), or by us once fn returned
-            work.cancel()
+            await finished.wait()
+        finally:
+            if not finished.is_set():  # cancelled by the caller's scope (a client's cancel)
+                work.cancel()
 
+    # The relay ends by an event once fn returns, not by cancelling its scope: anyio's cancel
+    # formats repr() of the current task into its reason, a fixed cost on every tools/call.
     async with anyio.create_task_group() as tg:
         tg.start_soon(relay)
         try:
             result = await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
         finally:
-            tg.cancel_scope.cancel()
+            finished.set()
     return result

@@ -87,6 +87,26 @@ def test_a_finished_call_returns_its_result() -> None:
     assert result == 42
 
 
+def test_a_finished_call_is_not_cancelled() -> None:
+    # Ending the relay by cancelling its scope cost every tools/call a repr() of the current task
+    # (anyio names the canceller in the reason): a finished call must end it without a cancel.
+    work = Work()
+    assert anyio.run(run_cancellable, work, lambda: "done") == "done"
+    assert not work.cancelled
+
+
+def test_a_failed_call_raises_its_error_uncancelled() -> None:
+    work = Work()
+
+    def fail() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ExceptionGroup) as raised:  # raised inside the relay's task group, as before
+        anyio.run(run_cancellable, work, fail)
+    assert raised.group_contains(ValueError, match="boom")
+    assert not work.cancelled
+
+
 def test_no_request_context_gives_a_silent_work() -> None:
     work = work_for(object())
     work.report(1, 2, "rows")  # nowhere to send: no error
