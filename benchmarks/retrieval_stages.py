@@ -3,7 +3,9 @@
     python benchmarks/retrieval_stages.py ../shared/data/locomo --size 100000 --db /tmp/stages.db
 
 Builds (once: ``--db`` is kept) the corpus ``latency.py`` builds (LoCoMo turns and numbered variants,
-random unit vectors, one agent), embeds the questions, runs the retrieval pipeline ``latency.py``
+one agent; vectors: random unit ones, or with ``--vectors mix`` the real MiniLM vectors of the turns
+and, for the variants, synthetic ones between two turns as ``engine_latency.py`` makes them: random
+directions make every first pass look better or worse than on real embeddings), embeds the questions, runs the retrieval pipeline ``latency.py``
 measures (all channels, no gate) once to load the index, then times each question with every
 stage wrapped in a timer: the vector channel's int8 pass, exact re-scoring and selection, each
 keyword channel, fusion, hydration (row fetches + context), penalties, confidence. Prints per-stage
@@ -18,9 +20,11 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import minilm_models_dir  # noqa: E402
+from engine_latency import real_vectors, vector_block  # noqa: E402
 from latency import AGENT, MODEL, corpus, fill  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
@@ -152,6 +157,12 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--db", type=Path, required=True, help="kept between runs (built when absent)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--vectors",
+        choices=("random", "mix"),
+        default="random",
+        help="vectors of a new --db: random unit ones, or real turn vectors and mixes of two (engine_latency)",
+    )
     parser.add_argument("--models-dir", type=Path)
     parser.add_argument("--repeat", type=int, default=1, help="measured passes over the questions")
     parser.add_argument(
@@ -171,7 +182,11 @@ def main() -> int:
     questions = questions[: args.queries]
     models_dir = args.models_dir or minilm_models_dir(Path("/tmp"))
     if not args.db.exists():
-        rate = fill(args.db, texts, args.size, 384, MODEL)
+        vectors_at = None
+        if args.vectors == "mix":
+            base, _ = real_vectors(args.data_dir, models_dir, Path(tempfile.gettempdir()))
+            vectors_at = partial(vector_block, base)
+        rate = fill(args.db, texts, args.size, 384, MODEL, vectors_at)
         print(f"built {args.size} rows at {rate} rows/s")
     settings = Settings(
         db_path=args.db, models_dir=models_dir, embedding_model=MODEL, recent_recall_penalty=1.0
