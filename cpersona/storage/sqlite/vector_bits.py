@@ -25,14 +25,14 @@ from __future__ import annotations
 import numpy as np
 import simsimd
 
-#: From this many rows in scope the sign-bit pass runs before the int8 one (measured crossover:
-#: docs/benchmarks.md, "Sign bits before int8").
-BITS_FROM = 32_768
+#: From this many rows in scope the sign-bit pass runs before the int8 one (measured crossover, between
+#: 49k and 100k rows: docs/benchmarks.md, "Sign bits before int8").
+BITS_FROM = 65_536
 #: Rows the bit pass keeps at least, and the share of the scope it keeps when that is more
 #: (1M rows in scope: 20,000 kept).
 BITS_KEEP_MIN = 8192
 BITS_KEEP_FRACTION = 50
-_CHUNK = 65_536  # rows dequantised at once when (re)building every row's bits
+_CHUNK = 8192  # rows dequantised at once when (re)building every row's bits (12 MB of float32)
 _DRIFT = 2  # rebuild the centre when the live rows grew or shrank this many times over
 
 
@@ -111,11 +111,11 @@ class SignBits:
         ):
             return
         n = codes.shape[0]
+        weights = np.where(live, scales, np.float32(0)).astype(np.float32)  # holes count for nothing
         total = np.zeros(codes.shape[1], dtype=np.float64)
         for start in range(0, n, _CHUNK):
-            block = slice(start, start + _CHUNK)
-            rows = codes[block][live[block]].astype(np.float32) * scales[block][live[block], None]
-            total += rows.sum(axis=0, dtype=np.float64)
+            block = slice(start, min(start + _CHUNK, n))
+            total += np.einsum("ij,i->j", codes[block].astype(np.float32), weights[block])
         centre = (total / max(live_count, 1)).astype(np.float32)
         bits = np.zeros((max(n, capacity), self.width), dtype=np.uint8)
         for start in range(0, n, _CHUNK):
