@@ -20,13 +20,13 @@ every row with one float32 matrix-vector product and selects: a partial sort fin
 the top candidates, ties break on the newer id. Over a larger one it first scans int8
 codes of the rows (``storage/vector_quant.py``: a quarter of the bytes), then scores
 the best few hundred exactly in float32, so the cosines returned are always exact. From
-``BITS_FROM`` (65,536) rows in scope a cheaper pass comes first: the Hamming distance of
+``BITS_FROM`` (81,920) rows in scope a cheaper pass comes first: the Hamming distance of
 each row's centred sign bits to the query's (``storage/sqlite/vector_bits.py``: 48 B/row,
 an eighth of the int8 bytes) keeps the nearest ``max(8192, 2%)`` of the scope for the
 int8 pass. The bits and their centre are taken on the first search that needs them and
 kept in step by every append, patch and compaction; a full reload, or the rows doubling
 or halving since, takes a fresh centre (docs/decisions.md). Three passes, then: exact
-float32 under 16,384 rows in scope, int8 then float32 up to 65,535, bits then int8 then
+float32 under 16,384 rows in scope, int8 then float32 up to 81,919, bits then int8 then
 float32 above.
 Those float32 rows come from the index's own float32 copy, or, when the index keeps
 no float32 copy (``keep_vectors=False``: a quarter of the memory), from the file,
