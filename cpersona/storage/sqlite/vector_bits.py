@@ -132,6 +132,8 @@ class SignBits:
         query_bits = np.packbits(np.asarray(q, dtype=np.float32) > self.centre)[None, :]
         if gather:
             distances = hamming(self.bits[positions], query_bits)
+        elif positions.size == used:  # every position is in scope (one agent's store): no pick needed
+            distances = hamming(self.bits[:used], query_bits)
         else:  # every row's distance, then the scope's: the cut is taken among the scope's rows only
             distances = hamming(self.bits[:used], query_bits)[positions]
         return positions[within(distances, count)]
