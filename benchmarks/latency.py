@@ -50,6 +50,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +198,16 @@ async def mcp_recalls(env: dict[str, str], questions: list[str], marker: str) ->
     }
 
 
-def fill(db: Path, texts: list[str], count: int, dim: int, model_id: str) -> float:
-    """Write ``count`` rows with random unit vectors through the storage layer; rows/s."""
+def fill(
+    db: Path,
+    texts: list[str],
+    count: int,
+    dim: int,
+    model_id: str,
+    vectors_at: Callable[[int, int], np.ndarray] | None = None,
+) -> float:
+    """Write ``count`` rows through the storage layer; rows/s. Vectors: random unit ones, or
+    ``vectors_at(start, n)`` (rows start .. start + n) when given."""
     from cpersona.storage.sqlite.store import SqliteStore
 
     rng = np.random.default_rng(count)
@@ -207,8 +216,11 @@ def fill(db: Path, texts: list[str], count: int, dim: int, model_id: str) -> flo
     started = time.perf_counter()
     for start in range(0, count, 5000):
         n = min(5000, count - start)
-        vectors = rng.normal(size=(n, dim)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        if vectors_at is None:
+            vectors = rng.normal(size=(n, dim)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        else:
+            vectors = vectors_at(start, n)
         with store.write() as s:
             for k in range(n):
                 s.memories.insert(

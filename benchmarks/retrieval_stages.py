@@ -3,24 +3,31 @@
     python benchmarks/retrieval_stages.py ../shared/data/locomo --size 100000 --db /tmp/stages.db
 
 Builds (once: ``--db`` is kept) the corpus ``latency.py`` builds (LoCoMo turns and numbered variants,
-random unit vectors, one agent), embeds the questions, runs the retrieval pipeline ``latency.py``
+one agent; vectors: random unit ones, or with ``--vectors mix`` the real MiniLM vectors of the turns
+and, for the variants, synthetic ones between two turns as ``engine_latency.py`` makes them: random
+directions make every first pass look better or worse than on real embeddings), embeds the questions, runs the retrieval pipeline ``latency.py``
 measures (all channels, no gate) once to load the index, then times each question with every
 stage wrapped in a timer: the vector channel's int8 pass, exact re-scoring and selection, each
 keyword channel, fusion, hydration (row fetches + context), penalties, confidence. Prints per-stage
 p50 and mean (ms), with the thread CPU time of the whole retrieval, so a loaded machine still
 shows each stage's share. ``--sequential`` times the old order (the vector scan on the caller's thread
 before the keyword queries); ``--interleave`` recalls every question both ways in one process and checks
-that the answers are identical (the A/B to read on a loaded machine).
+that the answers are identical (the A/B to read on a loaded machine); ``--bits-ab`` does the same
+for the vector index's first pass: sign bits then int8 (the default from ``bits_from`` rows in
+scope) against int8 alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import resource
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import minilm_models_dir  # noqa: E402
+from engine_latency import real_vectors, vector_block  # noqa: E402
 from latency import AGENT, MODEL, corpus, fill  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
@@ -66,6 +74,7 @@ def instrument() -> None:
     timed(vector_index.VectorIndex, "sync", "vector: index sync")
     timed(vector_index.VectorIndex, "_mask", "vector: scope mask")
     timed(vector_index, "approximate", "vector: int8 pass")
+    timed(vector_index.VectorIndex, "_best_bits", "vector: sign-bit pass + select")
     timed(vector_index.VectorIndex, "_best_approximate", "vector: int8 pass + select")
     timed(vector_index.VectorIndex, "_exact", "vector: exact re-score")
     timed(vector_index.VectorIndex, "search", "vector: search (all)")
@@ -100,21 +109,39 @@ def at_once(search: Any, *args: Any, **kwargs: Any) -> Callable[[], list[tuple[i
 
 
 def interleaved(
-    mem: Memory, full: RecallPipeline, questions: list[str], vectors: list[Any], repeat: int
+    mem: Memory,
+    full: RecallPipeline,
+    questions: list[str],
+    vectors: list[Any],
+    repeat: int,
+    modes: dict[str, Callable[[], None]],
 ) -> int:
-    """A/B in one process: the deferred scan against the old order, question by question."""
-    deferred = pipeline.nearest_soon
-    modes = {"deferred scan": deferred, "sequential": at_once}
+    """A/B in one process, question by question: each of the two ``modes`` (a name and what puts the
+    process in it) recalls every question, alternating which goes first. Prints wall, caller CPU, the
+    vector scan's own thread CPU (worker or caller) and process CPU, and whether the answers match."""
     wall: dict[str, list[float]] = defaultdict(list)
     caller: dict[str, list[float]] = defaultdict(list)
     process: dict[str, list[float]] = defaultdict(list)
+    scan: dict[str, list[float]] = defaultdict(list)
     answers: dict[str, list[Any]] = defaultdict(list)
+    scan_cpu = [0.0]
+    candidates = vector_index.VectorIndex.candidates
+
+    def candidates_timed(*a: Any, **k: Any) -> Any:
+        c0 = time.thread_time()
+        try:
+            return candidates(*a, **k)
+        finally:
+            scan_cpu[0] += time.thread_time() - c0
+
+    vector_index.VectorIndex.candidates = candidates_timed  # type: ignore[method-assign]
     for rep in range(repeat + 1):
         for n, (q, v) in enumerate(zip(questions, vectors, strict=True)):
             order = list(modes) if n % 2 == 0 else list(reversed(modes))
             for name in order:
-                pipeline.nearest_soon = modes[name]  # type: ignore[assignment]
+                modes[name]()
                 request = RecallRequest(scope=Scope(AGENT), query=q, limit=10)
+                scan_cpu[0] = 0.0
                 p0, c0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
                 with mem.storage.read() as session:
                     out = full.run(
@@ -124,24 +151,69 @@ def interleaved(
                         now=utc_now(),
                     )
                 if rep == 0:
-                    continue  # the first pass loads the index
+                    continue  # the first pass loads the index (and takes the bits' centre)
                 wall[name].append(time.perf_counter() - t0)
                 caller[name].append(time.thread_time() - c0)
                 process[name].append(time.process_time() - p0)
+                scan[name].append(scan_cpu[0])
                 answers[name].append([(r["ref"], r["match_reason"]["score"]) for r in out.rows])
-    pipeline.nearest_soon = deferred  # type: ignore[assignment]
-    print(f"{'order':14} {'wall p50':>9} {'p95':>7} {'caller CPU p50':>15} {'process CPU p50':>16}")
+    vector_index.VectorIndex.candidates = candidates  # type: ignore[method-assign]
+    print(
+        f"{'mode':16} {'wall p50':>9} {'p95':>7} {'caller CPU p50':>15} {'scan CPU p50':>13}"
+        f" {'process CPU p50':>16}"
+    )
     for name in modes:
-        w, c, p = (np.array(x[name]) * 1e3 for x in (wall, caller, process))
+        w, c, sc, p = (np.array(x[name]) * 1e3 for x in (wall, caller, scan, process))
         print(
-            f"{name:14} {np.percentile(w, 50):9.2f} {np.percentile(w, 95):7.2f}"
-            f" {np.percentile(c, 50):15.2f} {np.percentile(p, 50):16.2f}"
+            f"{name:16} {np.percentile(w, 50):9.2f} {np.percentile(w, 95):7.2f}"
+            f" {np.percentile(c, 50):15.2f} {np.percentile(sc, 50):13.2f} {np.percentile(p, 50):16.2f}"
         )
-    a, b = answers["deferred scan"], answers["sequential"]
+    first, second = modes
+    a, b = answers[first], answers[second]
     same = sum(x == y for x, y in zip(a, b, strict=True))
-    ratio = np.median(np.array(wall["deferred scan"]) / np.array(wall["sequential"]))
-    print(f"identical top 10 (refs and scores): {same}/{len(a)}; paired wall ratio p50 {ratio:.3f}")
+    ratio = np.median(np.array(wall[first]) / np.array(wall[second]))
+    scan_ratio = np.median(np.array(scan[first]) / np.maximum(np.array(scan[second]), 1e-9))
+    print(
+        f"identical top 10 (refs and scores): {same}/{len(a)}; paired {first} / {second}:"
+        f" wall p50 {ratio:.3f}, scan CPU p50 {scan_ratio:.3f}"
+    )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"peak RSS of this process: {peak:.0f} MB ({len(mem.storage.indexes.get('memories', *_model(mem)))} rows)"
+    )
     return 0 if same == len(a) else 1
+
+
+def _model(mem: Memory) -> tuple[str, int]:
+    return mem.embeddings.model_id, mem.embeddings.dimension
+
+
+def scan_orders() -> dict[str, Callable[[], None]]:
+    """``--interleave``'s modes: the deferred scan (today's order) and the scan before the keyword queries."""
+    deferred = pipeline.nearest_soon
+
+    def set_deferred() -> None:
+        pipeline.nearest_soon = deferred  # type: ignore[assignment]
+
+    def set_sequential() -> None:
+        pipeline.nearest_soon = at_once  # type: ignore[assignment]
+
+    return {"deferred scan": set_deferred, "sequential": set_sequential}
+
+
+def first_passes(mem: Memory) -> dict[str, Callable[[], None]]:
+    """``--bits-ab``'s modes: the sign-bit pass before the int8 one (from ``bits_from`` rows, the default)
+    against the int8 pass alone over every row in scope."""
+    index = mem.storage.indexes.get("memories", *_model(mem))
+    default = index.bits_from
+
+    def bits() -> None:
+        index.bits_from = default
+
+    def int8_only() -> None:
+        index.bits_from = 1 << 62
+
+    return {"bits + int8": bits, "int8 only": int8_only}
 
 
 def main() -> int:
@@ -152,6 +224,12 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--db", type=Path, required=True, help="kept between runs (built when absent)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--vectors",
+        choices=("random", "mix"),
+        default="random",
+        help="vectors of a new --db: random unit ones, or real turn vectors and mixes of two (engine_latency)",
+    )
     parser.add_argument("--models-dir", type=Path)
     parser.add_argument("--repeat", type=int, default=1, help="measured passes over the questions")
     parser.add_argument(
@@ -165,13 +243,23 @@ def main() -> int:
         help="no stage timers: each question recalled both ways (deferred scan, --sequential order), "
         "alternating which goes first; prints both and whether every top 10 (refs, scores) is identical",
     )
+    parser.add_argument(
+        "--bits-ab",
+        action="store_true",
+        help="no stage timers: each question recalled with the sign-bit pass and with the int8 pass alone "
+        "(interleaved as --interleave); prints both and whether every top 10 (refs, scores) is identical",
+    )
     args = parser.parse_args()
     texts, questions = corpus(args.data_dir)
     random.Random(0).shuffle(questions)
     questions = questions[: args.queries]
     models_dir = args.models_dir or minilm_models_dir(Path("/tmp"))
     if not args.db.exists():
-        rate = fill(args.db, texts, args.size, 384, MODEL)
+        vectors_at = None
+        if args.vectors == "mix":
+            base, _ = real_vectors(args.data_dir, models_dir, Path(tempfile.gettempdir()))
+            vectors_at = partial(vector_block, base)
+        rate = fill(args.db, texts, args.size, 384, MODEL, vectors_at)
         print(f"built {args.size} rows at {rate} rows/s")
     settings = Settings(
         db_path=args.db, models_dir=models_dir, embedding_model=MODEL, recent_recall_penalty=1.0
@@ -182,8 +270,9 @@ def main() -> int:
             raise SystemExit(f"model did not load: {mem.embedding_status()}")
         vectors = [mem.embeddings.embed_query(q) for q in questions]
         full = RecallPipeline(settings)
-        if args.interleave:
-            return interleaved(mem, full, questions, vectors, args.repeat)
+        if args.interleave or args.bits_ab:
+            modes = first_passes(mem) if args.bits_ab else scan_orders()
+            return interleaved(mem, full, questions, vectors, args.repeat, modes)
         instrument()
         if args.sequential:
             pipeline.nearest_soon = at_once  # type: ignore[assignment]

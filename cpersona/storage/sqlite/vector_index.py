@@ -19,7 +19,15 @@ Search, over a small candidate set (fewer than ``EXACT_BELOW`` rows in scope), s
 every row with one float32 matrix-vector product and selects: a partial sort finds
 the top candidates, ties break on the newer id. Over a larger one it first scans int8
 codes of the rows (``storage/vector_quant.py``: a quarter of the bytes), then scores
-the best few hundred exactly in float32, so the cosines returned are always exact.
+the best few hundred exactly in float32, so the cosines returned are always exact. From
+``BITS_FROM`` (81,920) rows in scope a cheaper pass comes first: the Hamming distance of
+each row's centred sign bits to the query's (``storage/sqlite/vector_bits.py``: 48 B/row,
+an eighth of the int8 bytes) keeps the nearest ``max(8192, 2%)`` of the scope for the
+int8 pass. The bits and their centre are taken on the first search that needs them and
+kept in step by every append, patch and compaction; a full reload, or the rows doubling
+or halving since, takes a fresh centre (docs/decisions.md). Three passes, then: exact
+float32 under 16,384 rows in scope, int8 then float32 up to 81,919, bits then int8 then
+float32 above.
 Those float32 rows come from the index's own float32 copy, or, when the index keeps
 no float32 copy (``keep_vectors=False``: a quarter of the memory), from the file,
 read by id in the same snapshot the index was synced in.
@@ -36,6 +44,7 @@ import numpy as np
 from cpersona.storage.interface import VECTOR_TABLES, VectorQuery, VectorRow
 from cpersona.storage.scope import AXIS_COLUMNS, Scope
 from cpersona.storage.sqlite import vector_worker
+from cpersona.storage.sqlite.vector_bits import BITS_FROM, BITS_KEEP_MIN, SignBits, keep_count
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_quant import EXACT_BELOW, approximate, quantize, rescore_count
 
@@ -76,6 +85,8 @@ class VectorIndex:
         *,
         keep_vectors: bool = True,
         exact_below: int = EXACT_BELOW,
+        bits_from: int = BITS_FROM,
+        bits_keep_min: int = BITS_KEEP_MIN,
     ) -> None:
         if table not in VECTOR_TABLES:
             raise ValueError(f"no vector index for table {table!r}")
@@ -83,6 +94,10 @@ class VectorIndex:
         self.keep_vectors = keep_vectors  # hold the float32 rows too (else they are read from the file)
         # Fewer candidates than this are scored exactly in float32 at once (with a float32 copy at hand).
         self.exact_below = exact_below
+        # From this many candidates a sign-bit pass picks the rows the int8 pass scores (vector_bits).
+        self.bits_from = bits_from
+        self.bits_keep_min = bits_keep_min
+        self._signs = SignBits(dimension)
         self.model_id = model_id
         self.dimension = dimension
         self._lock = threading.Lock()
@@ -107,6 +122,7 @@ class VectorIndex:
         self._live = np.zeros(capacity, dtype=bool)
         self._ordered = True  # ids ascend with position (false after a back-filled old row)
         self._positions: dict[int, int] | None = None  # id -> position, built on first change
+        self._signs.reset()  # a fresh load takes a fresh centre
 
     def _reserve(self, extra: int) -> None:
         need = self._n + extra
@@ -127,6 +143,7 @@ class VectorIndex:
         axes[:, : self._n] = self._axes[:, : self._n]
         self._axes = axes
         self._live = np.concatenate([self._live[: self._n], np.zeros(grown - self._n, dtype=bool)])
+        self._signs.grow(grown, self._n)
 
     def __len__(self) -> int:
         return self._live_count
@@ -147,6 +164,7 @@ class VectorIndex:
         if self.keep_vectors:
             self._vectors[start:end] = block
         self._int8[start:end], self._scales[start:end] = quantize(block)
+        self._signs.store(start, self._int8[start:end], self._scales[start:end])
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if start and self._ordered and int(ids[0]) < int(self._ids[start - 1]):
             self._ordered = False
@@ -231,6 +249,7 @@ class VectorIndex:
                     self._vectors[pos] = vector
                 codes, scales = quantize(vector[None, :])
                 self._int8[pos], self._scales[pos] = codes[0], scales[0]
+                self._signs.store(pos, codes, scales)
                 self._axes[:, pos] = (self._code(row[1]), self._code(row[2]), self._code(row[3]))
         self._append(sorted(fresh))
         self.patched += len(changed)
@@ -243,6 +262,7 @@ class VectorIndex:
         if self.keep_vectors:
             self._vectors = np.ascontiguousarray(self._vectors[order])
         self._int8 = np.ascontiguousarray(self._int8[order])
+        self._signs.keep(order)
         self._scales = self._scales[order].copy()
         self._ids = self._ids[order].copy()
         self._axes = np.ascontiguousarray(self._axes[:, order])
@@ -318,6 +338,8 @@ class VectorIndex:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             rescore = rescore_count(limit)
             if positions.size > (self.exact_below if self.keep_vectors else rescore):
+                if positions.size >= self.bits_from:
+                    positions = self._best_bits(positions, q, keep_count(positions.size, self.bits_keep_min))
                 positions = self._best_approximate(positions, q, rescore)
             ids = self._ids[positions].copy()
             return ids, (self._exact(positions, q) if self.keep_vectors else None)
@@ -360,6 +382,13 @@ class VectorIndex:
             return positions
         kth = np.partition(approx, approx.size - count)[approx.size - count]
         return positions[approx >= kth]
+
+    def _best_bits(self, positions: np.ndarray, q: np.ndarray, count: int) -> np.ndarray:
+        """The ``count`` positions of ``positions`` nearest by sign bits (ties at the cut kept), taking the
+        centre and the bits first when none are held or the rows drifted (``vector_bits.SignBits``)."""
+        n = self._n
+        self._signs.ensure(self._int8[:n], self._scales[:n], self._live[:n], self._ids.shape[0])
+        return self._signs.best(positions, n, q, count, gather=positions.size * _GATHER_FRACTION < n)
 
     def _exact_from_file(
         self, ids: np.ndarray, q: np.ndarray, fetch: Fetch | None

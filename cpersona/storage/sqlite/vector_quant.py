@@ -7,7 +7,8 @@ being the row's largest magnitude / 127), a quarter of the bytes. A query is qua
 same way; the int8 dot products (simsimd's SIMD kernels: numpy has no fast int8 product)
 times the two scales approximate every cosine to about 1e-3, and the best few hundred rows
 are then scored exactly in float32, so what a recall returns is exact float32 cosines
-(``storage/vector_index.py``).
+(``storage/vector_index.py``). Over the largest scopes a sign-bit pass picks the rows this
+pass scores (``storage/sqlite/vector_bits.py``).
 """
 
 from __future__ import annotations
