@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +23,11 @@ from pathlib import Path
 from cpersona.errors import DatabaseUnavailable, ReadOnlyStorage, StorageFault, StorageFull
 
 BUSY_TIMEOUT_MS = 30_000
+#: Bytes of the file a connection reads through a memory map (SQLite clamps it to its build's cap,
+#: 2 GB in CPython's builds). A recall at 100k reads a few hundred scattered pages of the FTS indexes
+#: and of ``memories``; through SQLite's 2 MB page cache each miss is a pread() and a copy, which was
+#: about a sixth of the recalling thread's CPU (docs/decisions.md "Reads through a memory map").
+MMAP_BYTES = 0 if sys.platform == "win32" else 2 * 1024**3
 _WRITE_RETRIES = 5
 # Primary SQLite result codes (extended codes carry them in the low byte).
 _SQLITE_READONLY = 8
@@ -38,7 +44,16 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
+    map_file(conn)
     return conn
+
+
+def map_file(conn: sqlite3.Connection) -> None:
+    """Read the file through a memory map (``MMAP_BYTES``; off on Windows, where another connection's
+    map stops the file being truncated): pages come from the OS cache without a copy, shared by every
+    connection, instead of each connection's small page cache."""
+    if MMAP_BYTES:
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
 
 
 class Database:
