@@ -23,11 +23,13 @@ from pathlib import Path
 from cpersona.errors import DatabaseUnavailable, ReadOnlyStorage, StorageFault, StorageFull
 
 BUSY_TIMEOUT_MS = 30_000
-#: Bytes of the file a connection reads through a memory map (SQLite clamps it to its build's cap,
-#: 2 GB in CPython's builds). A recall at 100k reads a few hundred scattered pages of the FTS indexes
-#: and of ``memories``; through SQLite's 2 MB page cache each miss is a pread() and a copy, which was
-#: about a sixth of the recalling thread's CPU (docs/decisions.md "Reads through a memory map").
-MMAP_BYTES = 0 if sys.platform == "win32" else 2 * 1024**3
+#: Bytes of the file a connection reads through a memory map. A recall at 100k reads a few hundred
+#: scattered pages of the FTS indexes and of ``memories``; through SQLite's 2 MB page cache each miss
+#: is a pread() and a copy, about a sixth of the recalling thread's CPU. The mapped pages a process
+#: touches count in its RSS (file-backed, reclaimable), and loading the vector index reads every row,
+#: so the map is bounded: 256 MB kept ~80% of what mapping the whole 100k file (309 MB) gained, with
+#: the RSS growth capped at 256 MB at any size (docs/decisions.md "Reads through a memory map").
+MMAP_BYTES = 0 if sys.platform == "win32" else 256 * 1024**2
 _WRITE_RETRIES = 5
 # Primary SQLite result codes (extended codes carry them in the low byte).
 _SQLITE_READONLY = 8
