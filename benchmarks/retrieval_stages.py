@@ -14,7 +14,10 @@ shows each stage's share. ``--sequential`` times the old order (the vector scan 
 before the keyword queries); ``--interleave`` recalls every question both ways in one process and checks
 that the answers are identical (the A/B to read on a loaded machine); ``--bits-ab`` does the same
 for the vector index's first pass: sign bits then int8 (the default from ``bits_from`` rows in
-scope) against int8 alone.
+scope) against int8 alone. ``--reads-ab`` recalls every
+question on two stores over the same file, alternating: one reading as before round 7 (no memory map,
+every term counted each time) and one as now (the file mapped, term counts kept while the FTS5 index is
+unchanged); ``--cold-counts`` forgets the kept counts before each pass (the first-seen-terms case).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E
 from cpersona.storage.interface import VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.sqlite import keyword, vector_index, vector_quant, vector_worker  # noqa: E402
+from cpersona.storage.sqlite.term_counts import TermCounts  # noqa: E402
 from cpersona.text import utc_now  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
@@ -216,6 +220,56 @@ def first_passes(mem: Memory) -> dict[str, Callable[[], None]]:
     return {"bits + int8": bits, "int8 only": int8_only}
 
 
+def reads_interleaved(
+    settings: Settings, mem: Memory, full: RecallPipeline, questions: list[str], vectors: list[Any], args: Any
+) -> int:
+    """A/B in one process: this file read as before (no memory map, every term count run each time)
+    against now (mapped, term counts kept), question by question, alternating which goes first."""
+    before = Memory(settings, start_background=False)
+    before.storage.db.connection().execute("PRAGMA mmap_size = 0")
+    before.storage.term_counts = None  # type: ignore[attr-defined]
+    stores = {"before (unmapped, counted)": before, "now (mapped, kept counts)": mem}
+    wall: dict[str, list[float]] = defaultdict(list)
+    caller: dict[str, list[float]] = defaultdict(list)
+    answers: dict[str, list[Any]] = defaultdict(list)
+    try:
+        for rep in range(args.repeat + 1):
+            if args.cold_counts:
+                mem.storage.term_counts = TermCounts()  # type: ignore[attr-defined]
+            for n, (q, v) in enumerate(zip(questions, vectors, strict=True)):
+                for name in list(stores) if n % 2 == 0 else list(reversed(stores)):
+                    store = stores[name]
+                    request = RecallRequest(scope=Scope(AGENT), query=q, limit=10)
+                    c0, t0 = time.thread_time(), time.perf_counter()
+                    with store.storage.read() as session:
+                        out = full.run(
+                            session,
+                            request,
+                            query_vector=VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension),
+                            now=utc_now(),
+                        )
+                    if rep == 0 and not args.cold_counts:
+                        continue  # the first pass loads the index (and, for now, keeps the counts)
+                    wall[name].append(time.perf_counter() - t0)
+                    caller[name].append(time.thread_time() - c0)
+                    answers[name].append([(r["ref"], r["match_reason"]["score"]) for r in out.rows])
+    finally:
+        before.close()
+    print(f"{'reads':28} {'wall p50':>9} {'p95':>7} {'caller CPU p50':>15} {'mean':>7}")
+    for name in stores:
+        w, c = (np.array(x[name]) * 1e3 for x in (wall, caller))
+        print(
+            f"{name:28} {np.percentile(w, 50):9.2f} {np.percentile(w, 95):7.2f} {np.percentile(c, 50):15.2f} {c.mean():7.2f}"
+        )
+    a, b = (answers[name] for name in stores)
+    same = sum(x == y for x, y in zip(a, b, strict=True))
+    old, new = (np.array(caller[name]) for name in stores)
+    print(
+        f"identical top 10 (refs and scores): {same}/{len(a)}; paired caller CPU ratio p50 {np.median(new / old):.3f}"
+    )
+    return 0 if same == len(a) else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -249,6 +303,17 @@ def main() -> int:
         help="no stage timers: each question recalled with the sign-bit pass and with the int8 pass alone "
         "(interleaved as --interleave); prints both and whether every top 10 (refs, scores) is identical",
     )
+    parser.add_argument(
+        "--reads-ab",
+        action="store_true",
+        help="no stage timers: each question recalled as read before round 7 (no memory map, every term "
+        "counted) and now, alternating; prints both and whether every top 10 (refs, scores) is identical",
+    )
+    parser.add_argument(
+        "--cold-counts",
+        action="store_true",
+        help="with --reads-ab: forget the kept term counts before each pass",
+    )
     args = parser.parse_args()
     texts, questions = corpus(args.data_dir)
     random.Random(0).shuffle(questions)
@@ -273,6 +338,8 @@ def main() -> int:
         if args.interleave or args.bits_ab:
             modes = first_passes(mem) if args.bits_ab else scan_orders()
             return interleaved(mem, full, questions, vectors, args.repeat, modes)
+        if args.reads_ab:
+            return reads_interleaved(settings, mem, full, questions, vectors, args)
         instrument()
         if args.sequential:
             pipeline.nearest_soon = at_once  # type: ignore[assignment]

@@ -18,6 +18,7 @@ from cpersona.storage.keyword_budget import ROW_BUDGET, TermPlan, choose_terms, 
 from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import like_pattern
 from cpersona.storage.sqlite.sql import SQLITE
+from cpersona.storage.sqlite.term_counts import TermCounts
 
 
 def phrase(term: str) -> str:
@@ -30,17 +31,30 @@ def or_expression(terms: Sequence[str]) -> str:
     return " OR ".join(phrase(term) for term in terms)
 
 
-def capped_counts(conn: sqlite3.Connection, table: str, terms: Sequence[str], cap: int) -> list[int]:
-    """Rows of FTS5 ``table`` matching each term, counted up to ``cap`` (the scan stops there)."""
+def capped_counts(
+    conn: sqlite3.Connection, table: str, terms: Sequence[str], cap: int, kept: TermCounts | None = None
+) -> list[int]:
+    """Rows of FTS5 ``table`` matching each term, counted up to ``cap`` (the scan stops there); from
+    ``kept`` where it holds the count for this snapshot's index (``storage/sqlite/term_counts.py``)."""
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
-    return [int(conn.execute(sql, [phrase(term), cap]).fetchone()[0]) for term in terms]
+
+    def count(term: str) -> int:
+        return int(conn.execute(sql, [phrase(term), cap]).fetchone()[0])
+
+    if kept is None:
+        return [count(term) for term in terms]
+    return kept.counts(conn, table, terms, cap, count)
 
 
 def plan_terms(
-    conn: sqlite3.Connection, table: str, terms: Sequence[str], budget: int = ROW_BUDGET
+    conn: sqlite3.Connection,
+    table: str,
+    terms: Sequence[str],
+    budget: int = ROW_BUDGET,
+    kept: TermCounts | None = None,
 ) -> TermPlan:
     """The terms worth matching in ``table`` within ``budget`` rows (query order kept among them)."""
-    return choose_terms(terms, capped_counts(conn, table, terms, budget + 1), budget)
+    return choose_terms(terms, capped_counts(conn, table, terms, budget + 1, kept), budget)
 
 
 def match_expression(terms: QueryTerms) -> str | None:
@@ -65,11 +79,15 @@ def _source_clause(source_id: str | None, alias: str) -> tuple[str, list[object]
 class SqliteKeywordSearch:
     """``KeywordSearch`` over one SQLite connection."""
 
-    __slots__ = ("conn", "row_budget")
+    __slots__ = ("conn", "row_budget", "term_counts")
 
-    def __init__(self, conn: sqlite3.Connection, row_budget: int = ROW_BUDGET) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, row_budget: int = ROW_BUDGET, term_counts: TermCounts | None = None
+    ) -> None:
         self.conn = conn
         self.row_budget = row_budget  # rows one channel may rank by bm25 (storage/keyword_budget.py)
+        # The store's counts kept between read snapshots; None (write sessions): count every time.
+        self.term_counts = term_counts
 
     def memories(
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
@@ -112,7 +130,7 @@ class SqliteKeywordSearch:
         that leaves the list short and some terms were dropped) the newest rows matching a dropped term,
         scored 0 on the kept terms they lack. With no term within budget, the newest matches of any
         term, scored by how many terms they contain."""
-        plan = plan_terms(self.conn, table, terms, self.row_budget)
+        plan = plan_terms(self.conn, table, terms, self.row_budget, self.term_counts)
         if plan.matches_nothing:
             return []
         where, params = scope.where(SQLITE, "m")

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cpersona.errors import DatabaseUnavailable
-from cpersona.storage.sqlite.db import BUSY_TIMEOUT_MS, Database
+from cpersona.storage.sqlite.db import BUSY_TIMEOUT_MS, Database, map_file
 
 
 class ReadOnlyDatabase(Database):
@@ -44,6 +44,7 @@ class ReadOnlyDatabase(Database):
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA query_only = 1")
+        map_file(conn)
         return conn
 
     @contextmanager

@@ -23,6 +23,7 @@ from cpersona.storage.sqlite.profiles import SqliteProfiles
 from cpersona.storage.sqlite.readonly import ReadOnlyDatabase
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
+from cpersona.storage.sqlite.term_counts import TermCounts
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndexes
 
@@ -32,13 +33,18 @@ class SqliteSession:
 
     __slots__ = ("conn", *SESSION_REPOSITORIES)
 
-    def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes | None = None) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        indexes: VectorIndexes | None = None,
+        term_counts: TermCounts | None = None,
+    ) -> None:
         self.conn = conn
         self.memories = SqliteMemories(conn)
         self.episodes = SqliteEpisodes(conn)
         self.profiles = SqliteProfiles(conn)
         self.tasks = SqliteTasks(conn)
-        self.keyword = SqliteKeywordSearch(conn)
+        self.keyword = SqliteKeywordSearch(conn, term_counts=term_counts)
         self.vectors = SqliteVectorFeed(conn)
         self.vector_search = SqliteVectorSearch(conn, indexes if indexes is not None else VectorIndexes())
         self.admin = SqliteAdmin(conn)
@@ -56,6 +62,7 @@ class SqliteStore:
         self.db = Database(path)
         # One set of in-memory vector indexes per store, shared by its sessions (kept in step with the file).
         self.indexes = VectorIndexes(keep_vectors=keep_vectors)
+        self.term_counts = TermCounts()  # the keyword channels' term counts, shared by read sessions
         self._calibration = SidecarStates(self.db.path)
         try:
             migrate(self.db)
@@ -69,6 +76,7 @@ class SqliteStore:
         store = cls.__new__(cls)
         store.db = ReadOnlyDatabase(path)
         store.indexes = VectorIndexes(keep_vectors=keep_vectors)
+        store.term_counts = TermCounts()
         store._calibration = SidecarStates(store.db.path)
         return store
 
@@ -101,8 +109,11 @@ class SqliteStore:
     @contextmanager
     def read(self) -> Iterator[SqliteSession]:
         """A consistent snapshot for several SELECTs."""
+        # Inside another transaction (perhaps a write, whose pending FTS rows its queries see before the
+        # index's structure record changes) the kept term counts are neither used nor filled.
+        nested = self.db.connection().in_transaction
         with self.db.read() as conn:
-            yield SqliteSession(conn, self.indexes)
+            yield SqliteSession(conn, self.indexes, None if nested else self.term_counts)
 
     @contextmanager
     def write(self) -> Iterator[SqliteSession]:
