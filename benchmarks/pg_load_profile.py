@@ -8,9 +8,9 @@ The load is bulk_load.py's (``PortabilityRows.write_batch`` per batch inside ``b
 a fresh database. Printed: rows/s over the whole import and over the batches alone; the seconds of
 the batches, of the end of ``bulk_load()`` (the postings' read index built once, the statistics) and,
 with ``--hnsw-after``, of the HNSW build the first vector search then runs. Beside each the CPU
-seconds of the database server's processes (postmaster and children, from /proc: needs the server on
-this machine and a superuser to read ``data_directory``), which a shared machine slows down far less
-than the wall clock; and the client's own CPU time. Each statement's server time, the
+seconds of the database server's processes (postmaster, children and reaped children, autovacuum's
+included, from /proc: needs the server on this machine and a superuser to read ``data_directory``),
+which a shared machine slows down far less than the wall clock; and the client's own CPU time. Each statement's server time, the
 trigger's included, is what ``EXPLAIN (ANALYZE)`` of one batch shows (``--explain-batch N``).
 """
 
@@ -37,7 +37,9 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 
 def server_cpu_s(postmaster: int | None) -> float:
-    """CPU seconds (user + system) of the postmaster and its live children; 0 when unknown."""
+    """CPU seconds (user + system) of the server: the postmaster, its live children, and the children it
+    has reaped (parallel index-build workers, autovacuum workers: the postmaster's cutime/cstime); 0 when
+    unknown. Autovacuum's work on the loaded tables is counted too."""
     if postmaster is None:
         return 0.0
     total = 0
@@ -48,8 +50,10 @@ def server_cpu_s(postmaster: int | None) -> float:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(entry.name) == postmaster or int(fields[1]) == postmaster:
-            total += int(fields[11]) + int(fields[12])  # utime, stime
+        if int(entry.name) == postmaster:
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        elif int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
     return total / _TICK
 
 
