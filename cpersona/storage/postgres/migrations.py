@@ -189,7 +189,7 @@ CREATE INDEX memory_links_in_entity ON memory_links(entity_key) WHERE entity_key
 """
 
 # A faster import (issue 20 point 2, storage/postgres/postings.py): the posted tsvector cuts long runs only
-# in a text that has one, and the postings' token sorts bytewise (its read index builds ~30% faster after a
+# in a text that has one, and the postings' token sorts bytewise (its read index builds ~25% faster after a
 # bulk load). Same tokens, same rows found by every statement. Rewrites the postings tables once.
 _V7 = postings_v7_sql()
 
