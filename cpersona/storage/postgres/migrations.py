@@ -23,7 +23,7 @@ import psycopg
 
 from cpersona.errors import DatabaseUnavailable, SchemaTooNew
 from cpersona.storage.postgres.counts import counts_migration_sql
-from cpersona.storage.postgres.postings import postings_migration_sql
+from cpersona.storage.postgres.postings import postings_migration_sql, postings_v7_sql
 from cpersona.text import format_ts, utc_now
 
 #: The advisory-lock key migrations serialise on (any constant; "cpersona" in ASCII).
@@ -188,6 +188,11 @@ CREATE INDEX memory_links_in_memory ON memory_links(to_id) WHERE to_id IS NOT NU
 CREATE INDEX memory_links_in_entity ON memory_links(entity_key) WHERE entity_key IS NOT NULL
 """
 
+# A faster import (issue 20 point 2, storage/postgres/postings.py): the posted tsvector cuts long runs only
+# in a text that has one, and the postings' token sorts bytewise (its read index builds ~25% faster after a
+# bulk load). Same tokens, same rows found by every statement. Rewrites the postings tables once.
+_V7 = postings_v7_sql()
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -249,6 +254,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         5, "supersede links: superseded_by / superseded_at, spliced when the newer row goes", _script(_V5)
     ),
     Migration(6, "declared associations: memory_links, read by source and by target", _script(_V6)),
+    Migration(
+        7, "faster import: posted tsvector without a needless copy, postings' token in C", _script(_V7)
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

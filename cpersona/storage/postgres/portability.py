@@ -33,7 +33,12 @@ from cpersona.storage.postgres.memories import find_memory
 from cpersona.storage.postgres.migrations import current_version
 from cpersona.storage.postgres.profiles import profile_updated_at, upsert_profile
 from cpersona.storage.postgres.sql import POSTGRES, Executor
-from cpersona.storage.postgres.statistics import refresh_statistics
+from cpersona.storage.postgres.statistics import (
+    ensure_statistics,
+    refresh_due,
+    refresh_statistics,
+    stored_rows,
+)
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.sql_text import agent_filter, exported_links
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links
@@ -57,6 +62,7 @@ class PgPortabilityRows:
 
     def __init__(self, transaction: Transaction) -> None:
         self.transaction = transaction
+        self._written = 0  # memories and episodes inserted by write_batch (bulk_load's statistics rule)
 
     def stream(
         self, agent_id: str | None, *, include_vectors: bool, chunk: int = 500
@@ -107,6 +113,11 @@ class PgPortabilityRows:
         outcomes: list[str] = [""] * len(records)
         backfill: dict[str, list[int]] = {MEMORIES: [], EPISODES: []}
         with self.transaction(False) as ex:
+            # The batch is one transaction: a crash before its commit loses only this batch. Not waiting
+            # for the WAL flush at commit means a crash of the database server (not of this process) may
+            # also lose the batches committed in its last ~0.6 s (3 x wal_writer_delay), never half a
+            # batch; re-running the import writes exactly those again (dedup). docs/decisions.md.
+            ex.run("SET LOCAL synchronous_commit = off")
             memories = [(n, r) for n, r in enumerate(records) if isinstance(r, ImportedMemory)]
             new_ids = insert_memories(ex, [r for _, r in memories])
             for (n, memory), new_id in zip(memories, new_ids, strict=True):
@@ -126,19 +137,30 @@ class PgPortabilityRows:
                 for table, ids in backfill.items():
                     enqueue_many(ex, EMBED, table, ids, queued_at)
         queued = sum(len(ids) for ids in backfill.values()) if queued_at is not None else 0
+        self._written += sum(
+            outcome == INSERTED and not isinstance(record, ImportedProfile)
+            for outcome, record in zip(outcomes, records, strict=True)
+        )
         return outcomes, queued
 
     @contextmanager
     def bulk_load(self) -> Iterator[bool]:
         """Into an empty keyword index, the postings' read index is built once when the block ends;
-        then the recall tables' planner statistics are refreshed (statistics.refresh_statistics)."""
-        with postings_index_deferred(self.transaction) as deferred:
-            yield deferred
+        then the recall tables' planner statistics are refreshed (statistics.refresh_statistics) when
+        the block wrote enough rows to make them stale (``refresh_due``), else only those of tables
+        that have none are made."""
         with self.transaction(True) as ex:
             pool = ex.pool
+            before = stored_rows(ex)
+        written_at_start = self._written
+        with postings_index_deferred(self.transaction) as deferred:
+            yield deferred
         # Autocommit, a statement at a time: a refusal (a role that does not own a table) is logged by
         # refresh_statistics and cannot leave a failed transaction behind.
-        refresh_statistics(Executor(pool))
+        if refresh_due(before, self._written - written_at_start):
+            refresh_statistics(Executor(pool))
+        else:
+            ensure_statistics(Executor(pool))
 
     def memory_ids(self, rows: Sequence[NewMemory]) -> list[int | None]:
         """The stored row each of these (just imported) memories is: its dedup match, or None."""

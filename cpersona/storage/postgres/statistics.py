@@ -70,6 +70,32 @@ def refresh_statistics(ex: Executor) -> None:
     _analyze_and_merge(ex, list(RECALL_TABLES))
 
 
+#: An import refreshes the statistics when it wrote more rows than this share of those already there, plus
+#: ``REFRESH_BASE`` (autovacuum's own rule for when a table's statistics are stale: its defaults, 10% + 50).
+REFRESH_SHARE = 0.1
+REFRESH_BASE = 50
+
+
+def refresh_due(rows_before: int, rows_written: int) -> bool:
+    """Whether an import of ``rows_written`` rows into ``rows_before`` leaves statistics worth refreshing.
+
+    Below autovacuum's threshold the planner's figures still describe the table as well as autovacuum
+    would leave them, and an ANALYZE of every recall table (~0.2 s at 20k rows, more at 1M) would be most
+    of a small import's time; above it the import refreshes them itself, not a minute later.
+    """
+    return rows_written > REFRESH_BASE + REFRESH_SHARE * rows_before
+
+
+def stored_rows(ex: Executor) -> int:
+    """Memories and episodes stored (the trigger-kept row counts: no table is scanned)."""
+    return int(
+        ex.value(
+            "SELECT (SELECT COALESCE(sum(rows), 0) FROM memory_counts) "
+            "+ (SELECT COALESCE(sum(rows), 0) FROM episode_counts)"
+        )
+    )
+
+
 def ensure_statistics(ex: Executor) -> list[str]:
     """ANALYZE every recall table without statistics (an empty one costs nothing) and merge the GIN
     indexes' pending lists; the tables analysed.

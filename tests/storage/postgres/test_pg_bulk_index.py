@@ -196,3 +196,69 @@ def test_a_bulk_load_leaves_statistics_that_describe_what_it_wrote(fresh: tuple[
     analysed = _analysed_rows(url)
     assert analysed["memories"] == 305
     assert analysed["memory_tokens"] > 305  # several postings per memory
+
+
+def _last_analyze(url: str, table: str) -> Any:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT last_analyze FROM pg_stat_user_tables WHERE relname = %s", [table]
+        ).fetchone()
+    return None if row is None else row[0]
+
+
+def test_a_small_import_into_a_large_store_keeps_its_statistics(fresh: tuple[PgStore, str]) -> None:
+    """Under autovacuum's own threshold (10% of the rows there + 50) the import does not ANALYZE the
+    recall tables again: the planner's figures still describe them (statistics.refresh_due)."""
+    pg, url = fresh
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ("memories", "memory_tokens"):
+            conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+    rows = pg.portability_rows()
+    with rows.bulk_load():
+        for start in range(0, 600, 200):
+            rows.write_batch(_records(start, 200), queued_at=None, active_model=None)
+    assert _analysed_rows(url)["memories"] == 600
+    analysed_at = _last_analyze(url, "memories")
+    assert analysed_at is not None  # a fresh store's import refreshed them
+    with rows.bulk_load():
+        rows.write_batch(_records(600, 100), queued_at=None, active_model=None)  # 100 <= 50 + 60
+    assert _last_analyze(url, "memories") == analysed_at
+    assert _analysed_rows(url)["memories"] == 600
+    with rows.bulk_load():
+        rows.write_batch(_records(700, 200), queued_at=None, active_model=None)  # 200 > 50 + 70
+    assert _analysed_rows(url)["memories"] == 900
+
+
+def test_refresh_due_follows_autovacuums_threshold() -> None:
+    from cpersona.storage.postgres.statistics import refresh_due
+
+    assert refresh_due(0, 51) and not refresh_due(0, 50)
+    assert refresh_due(1000, 151) and not refresh_due(1000, 150)
+    assert refresh_due(1_000_000, 100_051) and not refresh_due(1_000_000, 5_000)
+
+
+def test_an_import_batch_commits_without_waiting_for_the_wal_flush(
+    fresh: tuple[PgStore, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``synchronous_commit`` is off inside each import batch's transaction only (SET LOCAL): the
+    pooled connection, and every other writer, keeps the server's setting."""
+    import cpersona.storage.postgres.portability as portability
+
+    _, url = fresh
+    with psycopg.connect(url, autocommit=True) as conn:  # the test cluster itself runs with it off
+        conn.execute(f'ALTER DATABASE "{conn.info.dbname}" SET synchronous_commit = on')
+    pg = PgStore(url)
+    seen: list[str] = []
+    original = portability.insert_memories
+
+    def spy(ex: Any, records: Any) -> Any:
+        seen.append(str(ex.value("SHOW synchronous_commit")))
+        return original(ex, records)
+
+    monkeypatch.setattr(portability, "insert_memories", spy)
+    rows = pg.portability_rows()
+    outcomes, _ = rows.write_batch(_records(0, 3), queued_at=None, active_model=None)
+    assert outcomes == [INSERTED] * 3 and seen == ["off"]
+    with pg.write() as s:
+        assert s.ex.value("SHOW synchronous_commit") == "on"
+    pg.close()
