@@ -31,6 +31,9 @@ BUSY_TIMEOUT_MS = 30_000
 #: the RSS growth capped at 256 MB at any size (docs/decisions.md "Reads through a memory map").
 MMAP_BYTES = 0 if sys.platform == "win32" else 256 * 1024**2
 _WRITE_RETRIES = 5
+#: How long ``Database.close`` waits for another thread's read or write to end before leaving its
+#: connection open (as long as a write may wait for the lock).
+CLOSE_WAIT_S = BUSY_TIMEOUT_MS / 1000
 # Primary SQLite result codes (extended codes carry them in the low byte).
 _SQLITE_READONLY = 8
 _SQLITE_FULL = 13
@@ -82,6 +85,9 @@ class Database:
         self._write_lock = threading.RLock()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
+        # Connections inside a read() or write() right now (by id, nesting counted): close() waits for them.
+        self._in_use: dict[int, int] = {}
+        self._released = threading.Condition(self._all_lock)
         self._faults_seen: dict[str, int] = {}
 
     def _connect(self) -> sqlite3.Connection:
@@ -102,15 +108,34 @@ class Database:
     def read(self) -> Iterator[sqlite3.Connection]:
         """A consistent snapshot for several SELECTs (a deferred read transaction)."""
         conn = self.connection()
-        if conn.in_transaction:
-            yield conn
-            return
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
+        with self._using(conn):
             if conn.in_transaction:
-                conn.execute("COMMIT")
+                yield conn
+                return
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    @contextmanager
+    def _using(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """Mark ``conn`` in use for the block, so ``close`` on another thread waits instead of
+        closing it under a running statement (the sqlite3 module then reads freed memory)."""
+        key = id(conn)
+        with self._released:
+            self._in_use[key] = self._in_use.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._released:
+                left = self._in_use[key] - 1
+                if left:
+                    self._in_use[key] = left
+                else:
+                    del self._in_use[key]
+                    self._released.notify_all()
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -119,8 +144,7 @@ class Database:
         A read-only file or a full disk raises ``ReadOnlyStorage`` / ``StorageFull`` (stable codes,
         nothing written) instead of the driver's OperationalError.
         """
-        with self._write_lock:
-            conn = self.connection()
+        with self._write_lock, self._using(conn := self.connection()):
             if conn.in_transaction:  # nested use inside an outer write: join it
                 yield conn
                 return
@@ -185,10 +209,28 @@ class Database:
                 time.sleep(delay)
                 delay *= 2
 
-    def close(self) -> None:
-        """Close every connection this object opened."""
-        with self._all_lock:
+    def close(self, wait: float = CLOSE_WAIT_S) -> None:
+        """Close every connection this object opened.
+
+        A connection another thread is reading or writing through (a background pass still running
+        when the server stops) is closed once its block ends, waiting up to ``wait`` seconds; one still
+        busy after that is left to be closed when its thread lets go of it, never closed under a
+        running statement.
+        """
+        mine = getattr(self._local, "conn", None)
+        deadline = time.monotonic() + wait
+        with self._released:
             for conn in self._all:
+                while conn is not mine and id(conn) in self._in_use:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._released.wait(left)
+                if conn is not mine and id(conn) in self._in_use:
+                    log.warning(
+                        "%s: a connection still in use by another thread was left open at close", self.path
+                    )
+                    continue
                 with suppress(sqlite3.Error):
                     conn.close()
             self._all.clear()
