@@ -14,6 +14,10 @@ an earlier design dropped and re-created the triggers in the transaction, and a 
 writing meanwhile could fail with "no such table: memories" (1 run in 10 on a busy core). A crash or
 an error rolls the row back together with the batch, so no state with unindexed rows is committed.
 Only the memories' insert triggers are deferred; updates and deletes keep theirs.
+
+Each deferred batch also writes its segment with FTS5's incremental merging held back
+(``BATCH_MERGE``, set and restored inside the transaction), and the import's end merges what is
+left: ``optimize_after_bulk`` after a large import, ``merge_after_bulk`` after a smaller one.
 """
 
 from __future__ import annotations
@@ -67,8 +71,10 @@ FTS5_MERGE_DEFAULTS = {"automerge": 4, "crisismerge": 16}
 #: other connection and no crash ever sees them (docs/decisions.md#bulk-keyword-index).
 BATCH_MERGE = {"automerge": 0, "crisismerge": 64}
 
-#: Pages of work per FTS5 ``merge`` step in ``merge_after_bulk``.
+#: Pages of work per FTS5 ``merge`` step in ``merge_after_bulk``, and a bound on the steps per index
+#: (FTS5 stops finding work long before: this only guards the write lock against a surprise).
 MERGE_STEP_PAGES = 1000
+MAX_MERGE_STEPS = 10_000
 
 #: An import that wrote at least this many memories, and at least a quarter of the table, merges the
 #: keyword indexes into one segment each at its end (``optimize_after_bulk``).
@@ -139,7 +145,7 @@ def merge_after_bulk(conn: sqlite3.Connection, pages: int = MERGE_STEP_PAGES) ->
     """
     steps = 0
     for _, table in DEFERRED:
-        while True:
+        for _step in range(MAX_MERGE_STEPS):
             before = conn.total_changes
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (pages,))
             if conn.total_changes - before <= 1:  # the command's own row: no segment was merged
