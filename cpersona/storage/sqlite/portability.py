@@ -30,9 +30,15 @@ from cpersona.storage.port_records import (
     vector_model,
 )
 from cpersona.storage.sql_text import agent_filter, exported_links
-from cpersona.storage.sqlite.bulk_fts import deferred_memory_fts, memory_count, optimize_after_bulk
+from cpersona.storage.sqlite.bulk_fts import (
+    deferred_memory_fts,
+    memory_count,
+    merge_after_bulk,
+    optimize_after_bulk,
+)
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.episodes import find_episode, insert_episode
+from cpersona.storage.sqlite.import_tuning import import_connection
 from cpersona.storage.sqlite.links import SqliteLinks
 from cpersona.storage.sqlite.memories import SqliteMemories, insert_memory
 from cpersona.storage.sqlite.migrations import current_version
@@ -122,14 +128,18 @@ class SqlitePortabilityRows:
     # -- import -----------------------------------------------------------------------
     @contextmanager
     def bulk_load(self) -> Iterator[bool]:
-        """Nothing to defer across batches (each batch indexes its rows in one statement); after a
-        large import the keyword indexes are merged into one segment each (bulk_fts.optimize_after_bulk)."""
-        with self.db.read() as conn:
-            before = memory_count(conn)
-        yield False
-        with self.db.write() as conn:
-            total = memory_count(conn)
-            optimize_after_bulk(conn, total - before, total)
+        """Run an import's batches with the import's connection settings (``import_tuning``); at its
+        end merge the keyword indexes: into one segment each after a large import
+        (``bulk_fts.optimize_after_bulk``), by bounded ``merge`` steps otherwise (``merge_after_bulk``)."""
+        conn = self.db.connection()
+        with import_connection(conn):
+            with self.db.read():
+                before = memory_count(conn)
+            yield False
+            with self.db.write():
+                total = memory_count(conn)
+                if not optimize_after_bulk(conn, total - before, total):
+                    merge_after_bulk(conn)
 
     def write_batch(
         self,
