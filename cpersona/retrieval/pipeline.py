@@ -18,6 +18,7 @@ from cpersona.retrieval import confidence, context, date_phrases, fusion, trace
 from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
+from cpersona.retrieval.pending_vector import PendingQueryVector
 from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
 from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
 from cpersona.storage.deferred_vectors import nearest_soon
@@ -183,10 +184,13 @@ class RecallPipeline:
         session: Session,
         request: RecallRequest,
         *,
-        query_vector: VectorQuery | None,
+        query_vector: VectorQuery | PendingQueryVector | None,
         now: datetime,
     ) -> RecallOutcome:
         """Run the pipeline; ``query_vector`` None means keyword-only.
+
+        A ``PendingQueryVector`` still being computed is resolved after the keyword channels, which
+        run meanwhile; its vector search then runs (the answer is the same as with the vector given).
 
         Vector search is the session's (``VectorSearch``): the pipeline never knows whether the
         engine scans an in-memory index or asks the database.
@@ -212,12 +216,14 @@ class RecallPipeline:
         channels: dict[str, list[tuple[str, float]]] = {}
         include_episodes = request.source_id is None or bool(request.scope.channel)
 
-        vector_used = query_vector is not None and fusion.VECTOR in self.channels
+        pending, vector = _now_or_later(query_vector)
         # The vector searches start first and are collected after the keyword channels: an engine
         # that can (SQLite) scans its index on another thread meanwhile (storage.deferred_vectors.nearest_soon).
         nearest_memories: Callable[[], list[tuple[int, float]]] | None = None
         nearest_episodes: Callable[[], list[tuple[int, float]]] | None = None
-        if query_vector is not None and vector_used:
+
+        def start_vector_searches(vector: VectorQuery) -> None:
+            nonlocal nearest_memories, nearest_episodes
             search = session.vector_search
             window = self.settings.max_memories
             allowed = self._source_ids(session, request) if request.source_id is not None else None
@@ -228,16 +234,18 @@ class RecallPipeline:
             nearest_memories = nearest_soon(
                 search,
                 MEMORIES,
-                query_vector,
+                vector,
                 request.scope,
                 depth + extra,
                 window=window,
                 allowed_ids=allowed,
             )
             if include_episodes:
-                nearest_episodes = nearest_soon(
-                    search, EPISODES, query_vector, request.scope, depth, window=window
-                )
+                nearest_episodes = nearest_soon(search, EPISODES, vector, request.scope, depth, window=window)
+
+        if fusion.VECTOR in self.channels and (vector is not None or pending is not None):
+            if vector is not None:
+                start_vector_searches(vector)
             channels[fusion.VECTOR] = []  # filled below; the channel keeps its place in the order
 
         methods: dict[str, str] = {}
@@ -259,6 +267,13 @@ class RecallPipeline:
             channels[fusion.FTS_EPISODES] = [(f"ep:{i}", s) for i, s in ep_hits.hits]
             methods[fusion.FTS_EPISODES] = ep_hits.method
 
+        if pending is not None:  # the query vector, computed while the keyword channels ran
+            vector = pending.resolve()
+            if vector is None:
+                channels.pop(fusion.VECTOR, None)  # keyword-only, as if no vector had been coming
+            elif fusion.VECTOR in self.channels:
+                start_vector_searches(vector)
+        vector_used = vector is not None and fusion.VECTOR in self.channels
         if nearest_memories is not None:
             hits = [(f"mem:{i}", s) for i, s in nearest_memories() if i not in hidden][:depth]
             if nearest_episodes is not None:
@@ -269,15 +284,15 @@ class RecallPipeline:
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
         scored = self._hydrate(session, request, fused, vector_used, hidden)
         scored = self._penalise(session, request, scored, now)
-        if self.settings.confidence_enabled and query_vector is not None:
-            confidence.apply(scored, query_vector, session.vector_search, now, deep=request.deep)
+        if self.settings.confidence_enabled and vector is not None:
+            confidence.apply(scored, vector, session.vector_search, now, deep=request.deep)
         else:
             confidence.key_on_cosine(scored)
         scored.sort(key=ScoredRow.sort_key)
         vector_hits = channels.get(fusion.VECTOR)
         evidence = GateEvidence(
             top_cosine=max(s for _, s in vector_hits) if vector_hits else None,
-            query_vector=query_vector,
+            query_vector=vector,
             search=session.vector_search,
         )
         decision = self.gate.apply(scored, request, evidence)
@@ -468,6 +483,16 @@ class RecallPipeline:
                 item.factors["recent_recall_penalty"] = factor
             item.score = item.base[1] * math.prod(item.factors.values())
         return scored
+
+
+def _now_or_later(
+    query_vector: VectorQuery | PendingQueryVector | None,
+) -> tuple[PendingQueryVector | None, VectorQuery | None]:
+    """(the pending vector, None) while it is being computed, else (None, the vector): one ready in
+    time takes the path of a given vector (its search starts before the keyword channels)."""
+    if isinstance(query_vector, PendingQueryVector):
+        return (None, query_vector.resolve()) if query_vector.done() else (query_vector, None)
+    return None, query_vector
 
 
 def _within(
