@@ -2,7 +2,7 @@
 sequential order (a: embed, then the pipeline), interleaved in one process.
 
     python benchmarks/recall_overlap.py ../shared/data/locomo [--size 10000] [--db FILE] [--queries 200]
-        [--rounds 3] [--models-dir DIR] [--json out.json]
+        [--rounds 3] [--embed-threads N] [--models-dir DIR] [--json out.json]
 
 On a copy of ``--db`` (or a file ``latency.fill`` builds): every query is recalled in both orders
 with ``trace=True`` and the whole answers compared (results with their scores, search, gate, trace);
@@ -57,12 +57,15 @@ def _difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else f"{path}: {a!r} vs {b!r}"
 
 
-def measure(db: Path, models_dir: Path, questions: list[str], rounds: int) -> dict[str, Any]:
+def measure(
+    db: Path, models_dir: Path, questions: list[str], rounds: int, embed_threads: int | None = None
+) -> dict[str, Any]:
     """Identity of the answers, then interleaved timings of a (sequential) and b (overlapped)."""
     settings = Settings(
         db_path=db,
         models_dir=models_dir,
         embedding_model=lat.MODEL,
+        embed_threads=embed_threads,
         runtime_dir=db.parent / "run",  # a model of this process's own (see recall_path.py)
     )
     (db.parent / "run").mkdir(mode=0o700, exist_ok=True)
@@ -114,6 +117,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--models-dir", type=Path, required=True)
+    parser.add_argument(
+        "--embed-threads", type=int, help="ONNX Runtime intra-op threads (default: the product's)"
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     texts, questions = lat.corpus(args.data_dir)
@@ -128,7 +134,7 @@ def main() -> int:
         else:
             model_id, dim = lat.model_meta(args.models_dir)
             lat.fill(db, texts, args.size, dim, model_id)
-        result = measure(db, args.models_dir, questions, args.rounds)
+        result = measure(db, args.models_dir, questions, args.rounds, args.embed_threads)
     differing = result["answers_differing"]
     print(f"{result['queries']} queries; answers differing between a and b: {len(differing)}")
     for query, where in differing.items():
