@@ -243,6 +243,18 @@ class RecallPipeline:
             if include_episodes:
                 nearest_episodes = nearest_soon(search, EPISODES, vector, request.scope, depth, window=window)
 
+        def take_vector(wait: bool) -> None:
+            # The pending vector once computed (``wait``: now): its searches start at once, so a
+            # deferring engine scans beside the keyword channels still to run.
+            nonlocal pending, vector
+            if pending is None or not (wait or pending.done()):
+                return
+            vector, pending = pending.resolve(), None
+            if vector is None:
+                channels.pop(fusion.VECTOR, None)  # keyword-only, as if no vector had been coming
+            elif fusion.VECTOR in self.channels:
+                start_vector_searches(vector)
+
         if fusion.VECTOR in self.channels and (vector is not None or pending is not None):
             if vector is not None:
                 start_vector_searches(vector)
@@ -256,23 +268,20 @@ class RecallPipeline:
             )
             channels[fusion.FTS_MEMORIES] = _within(mem_hits.hits, in_period, depth, hidden)
             methods[fusion.FTS_MEMORIES] = mem_hits.method
+            take_vector(wait=False)
         if fusion.FTS_WORDS in self.channels:
             word_hits = session.keyword.memories_words(
                 terms, request.scope, keyword_depth + extra, source_id=request.source_id
             )
             channels[fusion.FTS_WORDS] = _within(word_hits.hits, in_period, depth, hidden)
             methods[fusion.FTS_WORDS] = word_hits.method
+            take_vector(wait=False)
         if include_episodes and fusion.FTS_EPISODES in self.channels:
             ep_hits = session.keyword.episodes(terms, request.scope, depth)
             channels[fusion.FTS_EPISODES] = [(f"ep:{i}", s) for i, s in ep_hits.hits]
             methods[fusion.FTS_EPISODES] = ep_hits.method
 
-        if pending is not None:  # the query vector, computed while the keyword channels ran
-            vector = pending.resolve()
-            if vector is None:
-                channels.pop(fusion.VECTOR, None)  # keyword-only, as if no vector had been coming
-            elif fusion.VECTOR in self.channels:
-                start_vector_searches(vector)
+        take_vector(wait=True)  # the query vector, computed while the keyword channels ran
         vector_used = vector is not None and fusion.VECTOR in self.channels
         if nearest_memories is not None:
             hits = [(f"mem:{i}", s) for i, s in nearest_memories() if i not in hidden][:depth]
