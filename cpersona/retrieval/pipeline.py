@@ -18,7 +18,6 @@ from cpersona.retrieval import confidence, context, date_phrases, fusion, trace
 from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
-from cpersona.retrieval.pending_vector import PendingQueryVector
 from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
 from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
 from cpersona.storage.deferred_vectors import nearest_soon
@@ -184,13 +183,10 @@ class RecallPipeline:
         session: Session,
         request: RecallRequest,
         *,
-        query_vector: VectorQuery | PendingQueryVector | None,
+        query_vector: VectorQuery | None,
         now: datetime,
     ) -> RecallOutcome:
         """Run the pipeline; ``query_vector`` None means keyword-only.
-
-        A ``PendingQueryVector`` still being computed is resolved after the keyword channels, which
-        run meanwhile; its vector search then runs (the answer is the same as with the vector given).
 
         Vector search is the session's (``VectorSearch``): the pipeline never knows whether the
         engine scans an in-memory index or asks the database.
@@ -216,14 +212,12 @@ class RecallPipeline:
         channels: dict[str, list[tuple[str, float]]] = {}
         include_episodes = request.source_id is None or bool(request.scope.channel)
 
-        pending, vector = _now_or_later(query_vector)
+        vector_used = query_vector is not None and fusion.VECTOR in self.channels
         # The vector searches start first and are collected after the keyword channels: an engine
         # that can (SQLite) scans its index on another thread meanwhile (storage.deferred_vectors.nearest_soon).
         nearest_memories: Callable[[], list[tuple[int, float]]] | None = None
         nearest_episodes: Callable[[], list[tuple[int, float]]] | None = None
-
-        def start_vector_searches(vector: VectorQuery) -> None:
-            nonlocal nearest_memories, nearest_episodes
+        if query_vector is not None and vector_used:
             search = session.vector_search
             window = self.settings.max_memories
             allowed = self._source_ids(session, request) if request.source_id is not None else None
@@ -234,30 +228,16 @@ class RecallPipeline:
             nearest_memories = nearest_soon(
                 search,
                 MEMORIES,
-                vector,
+                query_vector,
                 request.scope,
                 depth + extra,
                 window=window,
                 allowed_ids=allowed,
             )
             if include_episodes:
-                nearest_episodes = nearest_soon(search, EPISODES, vector, request.scope, depth, window=window)
-
-        def take_vector(wait: bool) -> None:
-            # The pending vector once computed (``wait``: now): its searches start at once, so a
-            # deferring engine scans beside the keyword channels still to run.
-            nonlocal pending, vector
-            if pending is None or not (wait or pending.done()):
-                return
-            vector, pending = pending.resolve(), None
-            if vector is None:
-                channels.pop(fusion.VECTOR, None)  # keyword-only, as if no vector had been coming
-            elif fusion.VECTOR in self.channels:
-                start_vector_searches(vector)
-
-        if fusion.VECTOR in self.channels and (vector is not None or pending is not None):
-            if vector is not None:
-                start_vector_searches(vector)
+                nearest_episodes = nearest_soon(
+                    search, EPISODES, query_vector, request.scope, depth, window=window
+                )
             channels[fusion.VECTOR] = []  # filled below; the channel keeps its place in the order
 
         methods: dict[str, str] = {}
@@ -268,21 +248,17 @@ class RecallPipeline:
             )
             channels[fusion.FTS_MEMORIES] = _within(mem_hits.hits, in_period, depth, hidden)
             methods[fusion.FTS_MEMORIES] = mem_hits.method
-            take_vector(wait=False)
         if fusion.FTS_WORDS in self.channels:
             word_hits = session.keyword.memories_words(
                 terms, request.scope, keyword_depth + extra, source_id=request.source_id
             )
             channels[fusion.FTS_WORDS] = _within(word_hits.hits, in_period, depth, hidden)
             methods[fusion.FTS_WORDS] = word_hits.method
-            take_vector(wait=False)
         if include_episodes and fusion.FTS_EPISODES in self.channels:
             ep_hits = session.keyword.episodes(terms, request.scope, depth)
             channels[fusion.FTS_EPISODES] = [(f"ep:{i}", s) for i, s in ep_hits.hits]
             methods[fusion.FTS_EPISODES] = ep_hits.method
 
-        take_vector(wait=True)  # the query vector, computed while the keyword channels ran
-        vector_used = vector is not None and fusion.VECTOR in self.channels
         if nearest_memories is not None:
             hits = [(f"mem:{i}", s) for i, s in nearest_memories() if i not in hidden][:depth]
             if nearest_episodes is not None:
@@ -293,15 +269,15 @@ class RecallPipeline:
         fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
         scored = self._hydrate(session, request, fused, vector_used, hidden)
         scored = self._penalise(session, request, scored, now)
-        if self.settings.confidence_enabled and vector is not None:
-            confidence.apply(scored, vector, session.vector_search, now, deep=request.deep)
+        if self.settings.confidence_enabled and query_vector is not None:
+            confidence.apply(scored, query_vector, session.vector_search, now, deep=request.deep)
         else:
             confidence.key_on_cosine(scored)
         scored.sort(key=ScoredRow.sort_key)
         vector_hits = channels.get(fusion.VECTOR)
         evidence = GateEvidence(
             top_cosine=max(s for _, s in vector_hits) if vector_hits else None,
-            query_vector=vector,
+            query_vector=query_vector,
             search=session.vector_search,
         )
         decision = self.gate.apply(scored, request, evidence)
@@ -492,16 +468,6 @@ class RecallPipeline:
                 item.factors["recent_recall_penalty"] = factor
             item.score = item.base[1] * math.prod(item.factors.values())
         return scored
-
-
-def _now_or_later(
-    query_vector: VectorQuery | PendingQueryVector | None,
-) -> tuple[PendingQueryVector | None, VectorQuery | None]:
-    """(the pending vector, None) while it is being computed, else (None, the vector): one ready in
-    time takes the path of a given vector (its search starts before the keyword channels)."""
-    if isinstance(query_vector, PendingQueryVector):
-        return (None, query_vector.resolve()) if query_vector.done() else (query_vector, None)
-    return None, query_vector
 
 
 def _within(

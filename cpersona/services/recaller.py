@@ -22,7 +22,6 @@ from cpersona.public import public
 from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
 from cpersona.retrieval.gate import gate_off
-from cpersona.retrieval.pending_vector import QueryVectorThreads
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.services import supersede
 from cpersona.shapes.everyday import (
@@ -51,12 +50,6 @@ class Recaller:
         self.health = health
         self.pipeline = pipeline
         self.settings = pipeline.settings
-        # The query embedding runs here while the pipeline runs the keyword channels (docs/decisions.md).
-        self.query_vectors = QueryVectorThreads()
-
-    def close(self) -> None:
-        """Wait for query embeddings in flight and end their threads (``Memory.close``)."""
-        self.query_vectors.close()
 
     def _vector_query(self, text: str) -> VectorQuery | None:
         vector = self.embeddings.embed_query(text)
@@ -118,10 +111,10 @@ class Recaller:
         )
         mode = self.settings.recall_mode
         wants_vector = request.limit > 0 and bool(request.query.strip())
-        text = request.query
-        pending = self.query_vectors.start(lambda: self._vector_query(text)) if wants_vector else None
+        query_vector = self._vector_query(request.query) if wants_vector else None
+        # Read the health state after embedding, so a failure of this very query is already counted.
+        advisory = self.health.advisory()
         if request.limit == 0:
-            advisory = self.health.advisory()
             nothing: RecallResult = {
                 "ok": True,
                 "results": [],
@@ -133,25 +126,17 @@ class Recaller:
                 nothing["advisory"] = advisory
             return nothing
         now = utc_now()
-        try:
-            with self.store.read() as session:
-                outcome = self.pipeline.run(session, request, query_vector=pending, now=now)
-                rows = outcome.rows
-                scored = len(rows)
-                # A sure cue returns the period's rows only: profiles have no time, so none are appended.
-                filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
-                if len(rows) < request.limit and not filtered:
-                    rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
-                notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
-                if request.include_superseded:
-                    supersede.mark_rows(session, rows)
-        except BaseException:
-            if pending is not None:
-                pending.resolve()  # an embedding that failed surfaces first, as when it ran first
-            raise
-        query_vector = pending.resolve() if pending is not None else None
-        # Read the health state after embedding, so a failure of this very query is already counted.
-        advisory = self.health.advisory()
+        with self.store.read() as session:
+            outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
+            rows = outcome.rows
+            scored = len(rows)
+            # A sure cue returns the period's rows only: profiles have no time, so none are appended.
+            filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
+            if len(rows) < request.limit and not filtered:
+                rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
+            notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
+            if request.include_superseded:
+                supersede.mark_rows(session, rows)
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
         storage_note: str | None = None
         # Bookkeeping is a write too (docs/tools.md#pause_persistence).
