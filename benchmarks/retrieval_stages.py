@@ -147,13 +147,7 @@ def interleaved(
                 request = RecallRequest(scope=Scope(AGENT), query=q, limit=10)
                 scan_cpu[0] = 0.0
                 p0, c0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
-                with mem.storage.read() as session:
-                    out = full.run(
-                        session,
-                        request,
-                        query_vector=VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension),
-                        now=utc_now(),
-                    )
+                out = recall_once(mem, mem, full, request, v)
                 if rep == 0:
                     continue  # the first pass loads the index (and takes the bits' centre)
                 wall[name].append(time.perf_counter() - t0)
@@ -241,13 +235,7 @@ def reads_interleaved(
                     store = stores[name]
                     request = RecallRequest(scope=Scope(AGENT), query=q, limit=10)
                     c0, t0 = time.thread_time(), time.perf_counter()
-                    with store.storage.read() as session:
-                        out = full.run(
-                            session,
-                            request,
-                            query_vector=VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension),
-                            now=utc_now(),
-                        )
+                    out = recall_once(store, mem, full, request, v)
                     if rep == 0 and not args.cold_counts:
                         continue  # the first pass loads the index (and, for now, keeps the counts)
                     wall[name].append(time.perf_counter() - t0)
@@ -268,6 +256,19 @@ def reads_interleaved(
         f"identical top 10 (refs and scores): {same}/{len(a)}; paired caller CPU ratio p50 {np.median(new / old):.3f}"
     )
     return 0 if same == len(a) else 1
+
+
+def recall_once(
+    store: Memory, model: Memory, full: RecallPipeline, request: RecallRequest, vector: Any
+) -> Any:
+    """One pipeline run on ``store``'s file in one read snapshot, with ``vector`` of ``model``'s embedder."""
+    with store.storage.read() as session:
+        return full.run(
+            session,
+            request,
+            query_vector=VectorQuery(vector, model.embeddings.model_id, model.embeddings.dimension),
+            now=utc_now(),
+        )
 
 
 def main() -> int:
