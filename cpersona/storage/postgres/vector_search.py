@@ -124,9 +124,11 @@ class PgVectorSearch:
         self.indexes.ensure(_table(table), query.model_id, query.dimension)
         clause, scope_params = where(scope)
         params: list[Any] = list(scope_params)
-        filters = sql.SQL("embedding_model = {model} AND embedding_dim = {dim} AND {clause}").format(
-            model=sql.Literal(query.model_id), dim=sql.Literal(query.dimension), clause=sql.SQL(clause)
-        )
+        # `embedding IS NOT NULL` as in the exact scan: a row can name a model without a vector (a back-fill
+        # racing this read, a hand-edited row), and the planner may answer a narrow scope without the index.
+        filters = sql.SQL(
+            "embedding_model = {model} AND embedding_dim = {dim} AND embedding IS NOT NULL AND {clause}"
+        ).format(model=sql.Literal(query.model_id), dim=sql.Literal(query.dimension), clause=sql.SQL(clause))
         if allowed_ids is not None:
             filters = sql.SQL("{f} AND id = ANY(%s)").format(f=filters)
             params = [*params, list(allowed_ids)]

@@ -132,3 +132,31 @@ def test_exact_mode_builds_no_index(pg_cluster: PgCluster) -> None:
             ).fetchone() == (0,)
     finally:
         pg_cluster.drop(url)
+
+
+def test_a_row_naming_the_model_without_a_vector_is_no_candidate(pg_cluster: PgCluster) -> None:
+    """A narrow scope is answered without the index: a row with the model's name but no vector (a
+    back-fill racing the read left one behind once, and self-calibration died on its NULL distance)
+    must be passed over, not returned with no score."""
+    url = pg_cluster.create()
+    try:
+        vectors = _units(np.random.default_rng(3), 3)
+        with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
+            for i, v in enumerate(vectors):
+                cur.execute(
+                    "INSERT INTO memories (agent_id, content, timestamp, created_at, embedding, embedding_model, "
+                    "embedding_dim) VALUES ('a', %s, '2024-01-01T00:00:00Z', '2024-01-01T00:00:00Z', %s::vector, %s, %s)",
+                    (f"row {i}", "[" + ",".join(map(str, v.tolist())) + "]", MODEL, DIM),
+                )
+            cur.execute("UPDATE memories SET embedding = NULL WHERE content = 'row 1'")
+            ids = [r[0] for r in cur.execute("SELECT id FROM memories ORDER BY id").fetchall()]
+        store = PgStore(url)
+        with store.read() as s:
+            hits = s.vector_search.nearest(
+                "memories", VectorQuery(vectors[1], MODEL, DIM), Scope("a"), 10, window=None, allowed_ids=ids
+            )
+        assert [row_id for row_id, _ in hits] != [] and ids[1] not in [row_id for row_id, _ in hits]
+        assert all(isinstance(score, float) for _, score in hits)
+        store.close()
+    finally:
+        pg_cluster.drop(url)
