@@ -31,6 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import peak_rss_mb, print_table, write_json  # noqa: E402
+from store_recall import WORDS  # noqa: E402  (the store/recall benchmark's synthetic vocabulary)
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
@@ -39,50 +40,6 @@ from cpersona.storage.interface import NewMemory  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
 
-WORDS = [
-    "deploy",
-    "pipeline",
-    "staging",
-    "cluster",
-    "database",
-    "password",
-    "rotate",
-    "meeting",
-    "lunch",
-    "ramen",
-    "budget",
-    "report",
-    "quarterly",
-    "invoice",
-    "customer",
-    "ticket",
-    "bug",
-    "login",
-    "oauth",
-    "token",
-    "cache",
-    "latency",
-    "memory",
-    "python",
-    "sqlite",
-    "index",
-    "query",
-    "vector",
-    "embedding",
-    "model",
-    "laptop",
-    "offline",
-    "travel",
-    "tokyo",
-    "osaka",
-    "garden",
-    "coffee",
-    "tea",
-    "birthday",
-    "release",
-    "schema",
-    "backup",
-]
 AGENTS = 5
 
 
