@@ -190,7 +190,7 @@ class SqliteKeywordSearch:
         )
 
         def read(term: str) -> Shares:
-            return [(int(r[0]), -float(r[1])) for r in self.conn.execute(sql, [phrase(term), *params])]
+            return Shares((int(r[0]), -float(r[1])) for r in self.conn.execute(sql, [phrase(term), *params]))
 
         shares = self.term_scores.shares(self.conn, table, (where, tuple(params)), kept, read)
         return None if shares is None else ranked(shares, limit)

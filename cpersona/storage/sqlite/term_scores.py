@@ -21,15 +21,33 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Sequence
 
 from cpersona.storage.sqlite.term_counts import STRUCTURE_ROWID
 
-#: Rows kept over every term and scope; past this the answers start again (a bound, not an eviction policy).
+#: Rows kept over every term and scope (16 bytes each: 4 MB at most); past this the answers start
+#: again (a bound, not an eviction policy).
 MAX_ROWS = 262_144
 
-#: A term's rows in one scope: (row id, the term's bm25 share, as the one-phrase query negates it).
-Shares = list[tuple[int, float]]
+
+class Shares:
+    """A term's rows in one scope and each one's bm25 share (what the one-phrase query's bm25 negates),
+    as two packed arrays."""
+
+    __slots__ = ("ids", "values")
+
+    def __init__(self, pairs: Iterable[tuple[int, float]]) -> None:
+        self.ids: array[int] = array("q")
+        self.values: array[float] = array("d")
+        for rid, value in pairs:
+            self.ids.append(rid)
+            self.values.append(value)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 Reader = Callable[[str], Shares]
 
 
@@ -100,7 +118,7 @@ def ranked(shares: Sequence[Shares], limit: int) -> list[tuple[int, float]]:
     on the newer id, at most ``limit`` — FTS5's ``ORDER BY bm25, id DESC`` of the same sums."""
     total: dict[int, float] = {}
     for part in shares:
-        for rid, share in part:
+        for rid, share in zip(part.ids, part.values, strict=True):
             total[rid] = total.get(rid, 0.0) + share
     best = sorted(total.items(), key=lambda item: (-item[1], -item[0]))
     return best[:limit]
