@@ -184,8 +184,10 @@ class SqliteKeywordSearch:
         shares are kept here (a write session) or the index has no structure record yet."""
         if self.term_scores is None:
             return None
+        # CROSS JOIN keeps the FTS5 table outside: without an ORDER BY the planner would walk the
+        # scope index over every row of the agent and probe MATCH per row (seconds at 10k).
         sql = (
-            f"SELECT m.id, bm25({table}) FROM {table} JOIN memories m ON m.id = {table}.rowid "
+            f"SELECT m.id, bm25({table}) FROM {table} CROSS JOIN memories m ON m.id = {table}.rowid "
             f"WHERE {table} MATCH ? AND {where}"
         )
 

@@ -152,3 +152,23 @@ def test_channel_hits_equal_ranking_afresh_after_any_writes(
     for _ in range(2):
         _both(store, question, Scope("a"), budget)
         _both(store, question, Scope(None), budget)
+
+
+def test_a_share_read_walks_the_term_rows_not_the_scope(store: SqliteStore) -> None:
+    """The one-phrase reads have no ORDER BY: left alone, SQLite walks the agent's rows by the scope
+    index and probes MATCH for each (O(corpus)); the plan must start from the FTS5 table."""
+    conn = store.db.connection()
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        with store.read() as s:
+            s.keyword.memories(query_terms("pottery kiln"), Scope("a", "p"), 10)
+            s.keyword.memories_words(query_terms("pottery kiln"), Scope("a"), 10)
+    finally:
+        conn.set_trace_callback(None)
+    reads = [sql for sql in seen if "bm25(" in sql]
+    assert len(reads) >= 4
+    for sql in reads:
+        plan = [str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+        assert plan[0].startswith("SCAN memories_"), plan
+        assert all("memories_scope" not in step for step in plan), plan
