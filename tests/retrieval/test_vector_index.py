@@ -152,16 +152,3 @@ def test_cosines_find_exactly_the_live_rows_asked_for(tmp_path: Path) -> None:
     assert again.keys() == {*expected, ids[3]}
     assert all(again[i] == got[i] for i in expected)
     db.close()
-
-
-def test_dot_in_row_blocks_is_the_single_product_bit_for_bit() -> None:
-    """``dot`` hands the GIL back between row blocks; every row's cosine must stay exactly the same."""
-    from cpersona.storage.sqlite.vector_index import DOT_CHUNK, dot
-
-    rng = np.random.default_rng(3)
-    query = rng.normal(size=384).astype(np.float32)
-    for rows in (1, DOT_CHUNK, DOT_CHUNK + 1, 3 * DOT_CHUNK - 7, 10_000):
-        matrix = rng.normal(size=(rows, 384)).astype(np.float32)
-        single = np.einsum("ij,j->i", matrix, query)
-        blocked = dot(matrix, query)
-        assert blocked.dtype == single.dtype and np.array_equal(blocked, single), rows

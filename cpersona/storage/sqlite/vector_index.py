@@ -59,8 +59,6 @@ _GATHER_FRACTION = 8
 # Indexes smaller than this are scanned on the caller's thread: handing a scan of a few thousand rows
 # to the worker costs about what it saves.
 OFFLOAD_FROM = 4096
-# Rows per einsum call in ``dot`` (~0.1 ms each): the longest the recalling thread waits for the GIL.
-DOT_CHUNK = 1024
 
 
 def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -73,16 +71,7 @@ def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     ``einsum`` without ``optimize`` runs numpy's own single-threaded SIMD loop (same results to
     float32 rounding, as fast as single-threaded BLAS at 384-d).
     """
-    n = matrix.shape[0]
-    if n <= DOT_CHUNK:
-        return np.einsum("ij,j->i", matrix, query)
-    # einsum holds the GIL for its whole loop: over 10k rows on the vector worker (~1 ms) the recalling
-    # thread, back from a SQLite call, waited that long for it. Row blocks give it the GIL between
-    # blocks; each row's product is the same loop over the same floats, so the scores are unchanged.
-    out = np.empty(n, dtype=np.result_type(matrix.dtype, query.dtype))
-    for start in range(0, n, DOT_CHUNK):
-        np.einsum("ij,j->i", matrix[start : start + DOT_CHUNK], query, out=out[start : start + DOT_CHUNK])
-    return out
+    return np.einsum("ij,j->i", matrix, query)
 
 
 class VectorIndex:
