@@ -16,8 +16,9 @@ that the answers are identical (the A/B to read on a loaded machine); ``--bits-a
 for the vector index's first pass: sign bits then int8 (the default from ``bits_from`` rows in
 scope) against int8 alone. ``--reads-ab`` recalls every
 question on two stores over the same file, alternating: one reading as before round 7 (no memory map,
-every term counted each time) and one as now (the file mapped, term counts kept while the FTS5 index is
-unchanged); ``--cold-counts`` forgets the kept counts before each pass (the first-seen-terms case).
+every term counted and ranked in SQL each time) and one as now (the file mapped, term counts and bm25
+shares kept while the FTS5 index is unchanged); ``--cold-counts`` forgets the kept counts and shares
+before each pass (the first-seen-terms case).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from cpersona.storage.interface import VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.sqlite import keyword, vector_index, vector_quant, vector_worker  # noqa: E402
 from cpersona.storage.sqlite.term_counts import TermCounts  # noqa: E402
+from cpersona.storage.sqlite.term_scores import TermScores  # noqa: E402
 from cpersona.text import utc_now  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
@@ -98,6 +100,7 @@ def instrument() -> None:
     timed(keyword.SqliteKeywordSearch, "memories", "keyword: trigram memories")
     timed(keyword.SqliteKeywordSearch, "memories_words", "keyword: words memories")
     timed(keyword.SqliteKeywordSearch, "episodes", "keyword: episodes")
+    timed(keyword.SqliteKeywordSearch, "_kept_shares", "keyword: bm25 from kept shares (incl. reads)")
     timed(fusion, "fuse", "fusion")
     timed(RecallPipeline, "_hydrate", "hydrate (row fetches + context)")
     timed(RecallPipeline, "_penalise", "penalties")
@@ -222,6 +225,7 @@ def reads_interleaved(
     before = Memory(settings, start_background=False)
     before.storage.db.connection().execute("PRAGMA mmap_size = 0")
     before.storage.term_counts = None  # type: ignore[attr-defined]
+    before.storage.term_scores = None  # type: ignore[attr-defined]
     stores = {"before (unmapped, counted)": before, "now (mapped, kept counts)": mem}
     wall: dict[str, list[float]] = defaultdict(list)
     caller: dict[str, list[float]] = defaultdict(list)
@@ -230,6 +234,7 @@ def reads_interleaved(
         for rep in range(args.repeat + 1):
             if args.cold_counts:
                 mem.storage.term_counts = TermCounts()  # type: ignore[attr-defined]
+                mem.storage.term_scores = TermScores()  # type: ignore[attr-defined]
             for n, (q, v) in enumerate(zip(questions, vectors, strict=True)):
                 for name in list(stores) if n % 2 == 0 else list(reversed(stores)):
                     store = stores[name]
@@ -313,7 +318,7 @@ def main() -> int:
     parser.add_argument(
         "--cold-counts",
         action="store_true",
-        help="with --reads-ab: forget the kept term counts before each pass",
+        help="with --reads-ab: forget the kept term counts and bm25 shares before each pass",
     )
     args = parser.parse_args()
     texts, questions = corpus(args.data_dir)

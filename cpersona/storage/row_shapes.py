@@ -9,7 +9,7 @@ A row is anything read by column name: either engine's fetched row, or a dict.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -139,6 +139,85 @@ def episode_dict(row: RowLike) -> Row:
     }
 
 
+def memory_values_dict(values: Sequence[Any]) -> Row:
+    """``memory_dict`` of a plain tuple in ``MEMORY_COLUMNS`` order: the same dict, keys in the same
+    order. Recall hydrates ~100 rows, and reading each of 16 columns by name cost more than the
+    fetch itself (SQLite's hot path; ``tests/storage/test_row_shapes.py`` holds the two equal)."""
+    (
+        row_id,
+        agent_id,
+        project_id,
+        channel,
+        msg_id,
+        content,
+        source,
+        metadata,
+        timestamp,
+        created_at,
+        embedding_model,
+        _dim,
+        has_embedding,
+        recall_count,
+        last_recalled_at,
+        locked,
+    ) = values
+    return {
+        "ref": f"mem:{row_id}",
+        "type": "memory",
+        "id": row_id,
+        "agent_id": agent_id,
+        "project_id": project_id,
+        "channel": channel,
+        "msg_id": msg_id,
+        "content": content,
+        "source": json.loads(source) if source else None,
+        "metadata": json.loads(metadata) if metadata else None,
+        "timestamp": timestamp,
+        "created_at": created_at,
+        "locked": bool(locked),
+        "recall_count": recall_count,
+        "last_recalled_at": last_recalled_at,
+        "embedded": bool(has_embedding),
+        "embedding_model": embedding_model,
+    }
+
+
+def episode_values_dict(values: Sequence[Any]) -> Row:
+    """``episode_dict`` of a plain tuple in ``EPISODE_COLUMNS`` order (same dict, same key order)."""
+    (
+        row_id,
+        agent_id,
+        project_id,
+        channel,
+        summary,
+        keywords,
+        start_time,
+        end_time,
+        resolved,
+        created_at,
+        embedding_model,
+        _dim,
+        has_embedding,
+    ) = values
+    return {
+        "ref": f"ep:{row_id}",
+        "type": "episode",
+        "id": row_id,
+        "agent_id": agent_id,
+        "project_id": project_id,
+        "channel": channel,
+        "content": summary,
+        "summary": summary,
+        "keywords": [k for k in (keywords or "").split("\n") if k],
+        "start_time": start_time,
+        "end_time": end_time,
+        "resolved": bool(resolved),
+        "created_at": created_at,
+        "embedded": bool(has_embedding),
+        "embedding_model": embedding_model,
+    }
+
+
 def profile_dict(row: RowLike) -> Row:
     """The public shape of a profile row."""
     return {
@@ -159,7 +238,8 @@ class TableShape:
     columns: str  # the SELECT list
     text_column: str  # what an embedding is computed from
     to_dict: Callable[[RowLike], Row]
+    values_dict: Callable[[Sequence[Any]], Row]  # ``to_dict`` of a plain tuple in ``columns`` order
 
 
-MEMORY_SHAPE = TableShape(MEMORIES, MEMORY_COLUMNS, "content", memory_dict)
-EPISODE_SHAPE = TableShape(EPISODES, EPISODE_COLUMNS, "summary", episode_dict)
+MEMORY_SHAPE = TableShape(MEMORIES, MEMORY_COLUMNS, "content", memory_dict, memory_values_dict)
+EPISODE_SHAPE = TableShape(EPISODES, EPISODE_COLUMNS, "summary", episode_dict, episode_values_dict)

@@ -19,6 +19,7 @@ from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import like_pattern
 from cpersona.storage.sqlite.sql import SQLITE
 from cpersona.storage.sqlite.term_counts import TermCounts
+from cpersona.storage.sqlite.term_scores import Shares, TermScores, ranked
 
 
 def phrase(term: str) -> str:
@@ -79,15 +80,21 @@ def _source_clause(source_id: str | None, alias: str) -> tuple[str, list[object]
 class SqliteKeywordSearch:
     """``KeywordSearch`` over one SQLite connection."""
 
-    __slots__ = ("conn", "row_budget", "term_counts")
+    __slots__ = ("conn", "row_budget", "term_counts", "term_scores")
 
     def __init__(
-        self, conn: sqlite3.Connection, row_budget: int = ROW_BUDGET, term_counts: TermCounts | None = None
+        self,
+        conn: sqlite3.Connection,
+        row_budget: int = ROW_BUDGET,
+        term_counts: TermCounts | None = None,
+        term_scores: TermScores | None = None,
     ) -> None:
         self.conn = conn
         self.row_budget = row_budget  # rows one channel may rank by bm25 (storage/keyword_budget.py)
         # The store's counts kept between read snapshots; None (write sessions): count every time.
         self.term_counts = term_counts
+        # The store's per-term bm25 shares kept between read snapshots (term_scores.py); None: rank in SQL.
+        self.term_scores = term_scores
 
     def memories(
         self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
@@ -137,13 +144,17 @@ class SqliteKeywordSearch:
         source_sql, source_params = _source_clause(source_id, "m")
         hits: list[tuple[int, float]] = []
         if plan.kept:
-            rows = self.conn.execute(
-                f"SELECT m.id, bm25({table}) AS rank FROM {table} "
-                f"JOIN memories m ON m.id = {table}.rowid "
-                f"WHERE {table} MATCH ? AND {where}{source_sql} ORDER BY rank, m.id DESC LIMIT ?",
-                [or_expression(plan.kept), *params, *source_params, limit],
-            ).fetchall()
-            hits = [(int(r[0]), -float(r[1])) for r in rows]
+            kept = self._kept_shares(table, plan.kept, where, params, limit) if source_id is None else None
+            if kept is not None:
+                hits = kept
+            else:
+                rows = self.conn.execute(
+                    f"SELECT m.id, bm25({table}) AS rank FROM {table} "
+                    f"JOIN memories m ON m.id = {table}.rowid "
+                    f"WHERE {table} MATCH ? AND {where}{source_sql} ORDER BY rank, m.id DESC LIMIT ?",
+                    [or_expression(plan.kept), *params, *source_params, limit],
+                ).fetchall()
+                hits = [(int(r[0]), -float(r[1])) for r in rows]
         if len(hits) >= limit or not plan.dropped:
             return hits
         # Rows that hold only dropped terms: the newest within budget, most query terms first.
@@ -164,6 +175,27 @@ class SqliteKeywordSearch:
             ],
         ).fetchall()
         return filled(hits, [(int(r[0]), float(r[1])) for r in rows], plan, limit)
+
+    def _kept_shares(
+        self, table: str, kept: tuple[str, ...], where: str, params: list[str], limit: int
+    ) -> list[tuple[int, float]] | None:
+        """The bm25 ranking of ``kept`` from each term's kept shares (``term_scores.py``: the same
+        hits as the OR query, bit for bit), reading the shares of terms not yet kept; None when no
+        shares are kept here (a write session) or the index has no structure record yet."""
+        if self.term_scores is None:
+            return None
+        # CROSS JOIN keeps the FTS5 table outside: without an ORDER BY the planner would walk the
+        # scope index over every row of the agent and probe MATCH per row (seconds at 10k).
+        sql = (
+            f"SELECT m.id, bm25({table}) FROM {table} CROSS JOIN memories m ON m.id = {table}.rowid "
+            f"WHERE {table} MATCH ? AND {where}"
+        )
+
+        def read(term: str) -> Shares:
+            return Shares((int(r[0]), -float(r[1])) for r in self.conn.execute(sql, [phrase(term), *params]))
+
+        shares = self.term_scores.shares(self.conn, table, (where, tuple(params)), kept, read)
+        return None if shares is None else ranked(shares, limit)
 
     def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
         """FTS5 over episode summary + keywords (LIKE over both when no term has 3 characters)."""

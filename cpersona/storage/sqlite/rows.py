@@ -23,7 +23,8 @@ class SqliteTableRows(TableReads):
     def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
         """Rows by id, restricted to ``scope`` when given."""
         s = self.shape
-        return {i: s.to_dict(r) for i, r in fetch_by_ids(self.conn, s.table, s.columns, ids, scope).items()}
+        build = s.values_dict
+        return {i: build(r) for i, r in fetch_by_ids(self.conn, s.table, s.columns, ids, scope).items()}
 
     def set_embedding(self, row_id: int, blob: bytes | None, model_id: str | None, dim: int | None) -> None:
         """Record (or clear) the vector of one row."""

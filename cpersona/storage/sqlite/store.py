@@ -24,6 +24,7 @@ from cpersona.storage.sqlite.readonly import ReadOnlyDatabase
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.sqlite.term_counts import TermCounts
+from cpersona.storage.sqlite.term_scores import TermScores
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndexes
 
@@ -38,13 +39,14 @@ class SqliteSession:
         conn: sqlite3.Connection,
         indexes: VectorIndexes | None = None,
         term_counts: TermCounts | None = None,
+        term_scores: TermScores | None = None,
     ) -> None:
         self.conn = conn
         self.memories = SqliteMemories(conn)
         self.episodes = SqliteEpisodes(conn)
         self.profiles = SqliteProfiles(conn)
         self.tasks = SqliteTasks(conn)
-        self.keyword = SqliteKeywordSearch(conn, term_counts=term_counts)
+        self.keyword = SqliteKeywordSearch(conn, term_counts=term_counts, term_scores=term_scores)
         self.vectors = SqliteVectorFeed(conn)
         self.vector_search = SqliteVectorSearch(conn, indexes if indexes is not None else VectorIndexes())
         self.admin = SqliteAdmin(conn)
@@ -63,6 +65,7 @@ class SqliteStore:
         # One set of in-memory vector indexes per store, shared by its sessions (kept in step with the file).
         self.indexes = VectorIndexes(keep_vectors=keep_vectors)
         self.term_counts = TermCounts()  # the keyword channels' term counts, shared by read sessions
+        self.term_scores = TermScores()  # and their terms' bm25 shares (storage/sqlite/term_scores.py)
         self._calibration = SidecarStates(self.db.path)
         try:
             migrate(self.db)
@@ -77,6 +80,7 @@ class SqliteStore:
         store.db = ReadOnlyDatabase(path)
         store.indexes = VectorIndexes(keep_vectors=keep_vectors)
         store.term_counts = TermCounts()
+        store.term_scores = TermScores()
         store._calibration = SidecarStates(store.db.path)
         return store
 
@@ -113,7 +117,10 @@ class SqliteStore:
         # index's structure record changes) the kept term counts are neither used nor filled.
         nested = self.db.connection().in_transaction
         with self.db.read() as conn:
-            yield SqliteSession(conn, self.indexes, None if nested else self.term_counts)
+            if nested:
+                yield SqliteSession(conn, self.indexes)
+            else:
+                yield SqliteSession(conn, self.indexes, self.term_counts, self.term_scores)
 
     @contextmanager
     def write(self) -> Iterator[SqliteSession]:

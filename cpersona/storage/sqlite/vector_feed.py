@@ -34,15 +34,20 @@ class SqliteVectorFeed:
         self.conn = conn
 
     def state(self, table: str) -> VectorState:
-        """Generation, highest id and change-log positions of ``table``."""
-        generation = int(
-            self.conn.execute("SELECT generation FROM index_state WHERE name = ?", (table,)).fetchone()[0]
-        )
-        max_id = int(self.conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {_table(table)}").fetchone()[0])
-        newest, oldest = self.conn.execute(
-            "SELECT COALESCE(MAX(seq), 0), COALESCE(MIN(seq), 0) FROM vector_changes"
+        """Generation, highest id and change-log positions of ``table``, in one statement.
+
+        Every recall asks this once per table (and again for the gate's cosines), so each part is a
+        scalar subquery SQLite answers from an index edge: ``MAX(seq), MIN(seq)`` in one SELECT
+        is not min/max-optimised and scanned the whole change log (up to 65,536 entries) each time.
+        """
+        generation, max_id, newest, oldest = self.conn.execute(
+            "SELECT (SELECT generation FROM index_state WHERE name = ?), "
+            f"(SELECT COALESCE(MAX(id), 0) FROM {_table(table)}), "
+            "(SELECT COALESCE(MAX(seq), 0) FROM vector_changes), "
+            "(SELECT COALESCE(MIN(seq), 0) FROM vector_changes)",
+            (table,),
         ).fetchone()
-        return VectorState(generation, max_id, int(newest), int(oldest))
+        return VectorState(int(generation), int(max_id), int(newest), int(oldest))
 
     def _plain(self) -> sqlite3.Cursor:
         cursor = self.conn.cursor()
