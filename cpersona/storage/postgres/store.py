@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
+from psycopg import IsolationLevel
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -169,10 +170,17 @@ class PgStore:
         with self.pool.connection() as conn:
             self._local.conn = conn
             try:
-                with conn.transaction():
+                if read_only:
+                    # BEGIN carries the snapshot's characteristics: one round trip, not BEGIN + SET TRANSACTION.
+                    conn.isolation_level, conn.read_only = IsolationLevel.REPEATABLE_READ, True
+                try:
+                    with conn.transaction():
+                        yield Executor(self.pool, conn)
+                finally:
+                    # The pooled connection's next user begins plainly (a broken one is discarded anyway).
                     if read_only:
-                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield Executor(self.pool, conn)
+                        with suppress(psycopg.Error):
+                            conn.isolation_level, conn.read_only = None, None
             finally:
                 self._local.conn = None
 
