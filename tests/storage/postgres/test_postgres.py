@@ -372,3 +372,39 @@ def test_a_read_is_one_snapshot_and_its_pooled_connection_then_writes_as_before(
             assert s.memories.count(Scope("a")) == before + 1
     finally:
         store.close()
+
+
+def test_the_recall_bookkeeping_commits_without_waiting_for_the_wal_and_nothing_else_does(
+    pg_url: str,
+) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the test cluster turns durability off: on here
+        conn.execute(f'ALTER DATABASE "{conn.info.dbname}" SET synchronous_commit = on')
+    store = PgStore(pg_url, vector_index=PG_VECTOR_INDEX, pool_size=1)  # every transaction on one connection
+    durability = "SELECT current_setting('synchronous_commit')"
+    try:
+        with store.write() as w:
+            ids = [
+                int(w.ex.value(
+                    "INSERT INTO memories(agent_id, project_id, channel, msg_id, content, timestamp, created_at) "
+                    "VALUES ('a', '', '', '', %s, '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z') "
+                    "RETURNING id",
+                    (f"row {n}",),
+                ))
+                for n in range(3)
+            ]  # fmt: skip
+            assert w.ex.value(durability) == "on"
+        with store.write() as w:
+            w.memories.mark_recalled([ids[2], ids[0], ids[2]], "2026-01-02T00:00:00.000000Z")
+            assert w.ex.value(durability) == "off"
+        with store.write() as w:
+            assert w.ex.value(durability) == "on"  # SET LOCAL: that transaction only
+        store.session().memories.mark_recalled([ids[0]], "2026-01-03T00:00:00.000000Z")  # autocommit
+        with store.read() as s:
+            rows = s.memories.get_many(ids)
+        assert [(rows[i]["recall_count"], rows[i]["last_recalled_at"]) for i in ids] == [
+            (2, "2026-01-03T00:00:00.000000Z"),
+            (0, None),
+            (1, "2026-01-02T00:00:00.000000Z"),
+        ]
+    finally:
+        store.close()
