@@ -102,11 +102,13 @@ def explained(store: Any, recalls: list[Any]) -> list[dict[str, Any]]:
     from cpersona.storage.postgres import sql as pg_sql
 
     sent: list[tuple[Any, Any]] = []
+    me = threading.get_ident()
     originals = {name: getattr(pg_sql.Executor, name) for name in ("all", "one", "all_binary")}
 
     def recorder(method: Any) -> Any:
         def recorded(ex: Any, statement: Any, params: Any = ()) -> Any:
-            sent.append((statement, params))
+            if threading.get_ident() == me:  # not the background workers' statements
+                sent.append((statement, params))
             return method(ex, statement, params)
 
         return recorded
