@@ -14,7 +14,7 @@ Per question and arm:
   retrieval column); ``recall``: ``Memory.recall`` end to end (query embedding, pipeline, gate,
   bookkeeping write: latency.py's recall column);
 - wall time, the client's CPU time and the server backends' CPU time (``/proc/<pid>/schedstat`` of the
-  connections the arm's recalling thread used), and the top 10 (refs and scores).
+  connections the arm's recalling thread and its side reads used), and the top 10 (refs and scores).
 
 Prints p50 / p95 per arm, the p50 of the per-question differences B - A (the figure a loaded machine
 disturbs least), and how many questions return identical top 10s (refs, in order, and scores).
@@ -67,7 +67,8 @@ def child(args: argparse.Namespace) -> int:
     wait = psycopg.Connection.wait
 
     def noted_wait(conn: Any, gen: Any, *a: Any, **k: Any) -> Any:
-        if threading.get_ident() == me:
+        # The recalling thread's connections and the side reads' (storage/postgres/side_reads.py).
+        if threading.get_ident() == me or threading.current_thread().name.startswith("cpersona-pg-side"):
             backends.add(conn.pgconn.backend_pid)
         return wait(conn, gen, *a, **k)
 
