@@ -100,6 +100,7 @@ def settings(url: str, models_dir: Path, tmp: Path) -> Any:
         models_dir=models_dir,
         embedding_model=MODEL,
         recent_recall_penalty=1.0,
+        model_sharing="off",  # each process embeds its own queries (never another arm's, or a neighbour's)
         update_check=False,
         auto_fetch_model=False,
         operating_context_path=tmp / "oc.toml",
