@@ -66,8 +66,9 @@ class SideReads:
     def _run(self, snapshot: str, work: Callable[[Executor], T]) -> T:
         conn = self._connection()
         try:
-            # BEGIN, the snapshot import and the first statement go out together (pipeline mode).
-            with conn.pipeline(), conn.transaction():
+            # Not pipelined: that saved no wall time and cost ~0.2 ms more CPU per recall (interleaved A/B, loaded);
+            # the side path is shorter than the keyword statements it runs beside.
+            with conn.transaction():
                 conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
                 return work(Executor(self._pool, conn))
         except psycopg.OperationalError:
