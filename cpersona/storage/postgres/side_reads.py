@@ -18,6 +18,7 @@ side read is the caller's to repeat on its own connection.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -32,6 +33,13 @@ T = TypeVar("T")
 
 #: Side reads at once: a recall's two vector searches (memories, episodes).
 WORKERS = 2
+#: A table's rows (the planner's estimate) from which its vector search runs on the side. The side read
+#: costs ~1 ms of client and ~1 ms of server CPU per recall (snapshot export, the side transaction); at 10k
+#: rows the scan is too short to pay for it (retrieval +1.0 ms p50 at load 5), at 100k it pays (-2.7 ms):
+#: interleaved A/B, docs/benchmarks.md. Between the two the threshold is a guess, not a measurement.
+SIDE_FROM_ROWS = 50_000
+#: Seconds a table's row estimate is kept before it is read again.
+SIZE_TTL_S = 60.0
 
 
 class SideReads:
@@ -44,7 +52,18 @@ class SideReads:
         self._opened: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._sizes: dict[str, tuple[float, float]] = {}  # table -> (row estimate, when read)
         self._workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cpersona-pg-side")
+
+    def worth_it(self, ex: Executor, table: str) -> bool:
+        """Whether ``table`` is large enough for a side read (the planner's row estimate, read at most once
+        a minute on the caller's connection)."""
+        now = time.monotonic()
+        known = self._sizes.get(table)
+        if known is None or now - known[1] > SIZE_TTL_S:
+            rows = ex.value("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (table,))
+            known = self._sizes[table] = (float(rows) if rows is not None else -1.0, now)
+        return known[0] >= SIDE_FROM_ROWS
 
     def submit(self, snapshot: str, work: Callable[[Executor], T]) -> Future[T]:
         """Run ``work`` on a worker, in a READ ONLY transaction that imported ``snapshot``."""

@@ -131,10 +131,19 @@ class PgVectorSearch:
     ) -> Callable[[], list[tuple[int, float]]]:
         """``nearest`` started on a side connection in this read snapshot; the function returned gives its
         answer (``nearest``'s: the same statements on the same rows). Outside a read snapshot (autocommit,
-        a write transaction, whose own rows another connection cannot see) and for the exact scan, at once;
-        a failed side read is repeated here."""
+        a write transaction, whose own rows another connection cannot see), for the exact scan and on a
+        table too small to pay for a side read (``side_reads.SIDE_FROM_ROWS``), at once; a failed side read
+        is repeated here."""
         conn = self.ex.conn
-        if self.side is None or self.exact or conn is None or conn.read_only is not True or limit <= 0:
+        side = self.side
+        if (
+            side is None
+            or self.exact
+            or conn is None
+            or conn.read_only is not True
+            or limit <= 0
+            or not side.worth_it(self.ex, _table(table))
+        ):
             found = self.nearest(table, query, scope, limit, window=window, allowed_ids=allowed_ids)
             return lambda: found
         self.indexes.ensure(
@@ -143,7 +152,7 @@ class PgVectorSearch:
         if self._snapshot is None:
             self._snapshot = str(self.ex.value("SELECT pg_export_snapshot()"))
         indexes = self.indexes
-        pending = self.side.submit(
+        pending = side.submit(
             self._snapshot,
             lambda ex: PgVectorSearch(ex, indexes).nearest(
                 table, query, scope, limit, window=window, allowed_ids=allowed_ids

@@ -2,7 +2,8 @@
 
 It must answer what ``nearest`` answers on the recall's own connection: in the recall's snapshot
 (a row committed meanwhile is not seen), on a connection of its own, at once outside a read
-snapshot, and on the recall's connection again when the side connection is lost.
+snapshot or on a table below the size threshold, and on the recall's connection again when the side
+connection is lost.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from pg_cluster import PgCluster
 
 from cpersona.storage.interface import VectorQuery
+from cpersona.storage.postgres import side_reads
 from cpersona.storage.postgres.store import PgStore
 from cpersona.storage.scope import Scope
 
@@ -41,10 +43,12 @@ def _insert(conn: psycopg.Connection[tuple[object, ...]], vectors: np.ndarray, f
 
 
 @pytest.fixture
-def store(pg_cluster: PgCluster) -> Iterator[PgStore]:
+def store(pg_cluster: PgCluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[PgStore]:
     url = pg_cluster.create()
     with psycopg.connect(url, autocommit=True) as conn:
         _insert(conn, _units(np.random.default_rng(3), ROWS))
+        conn.execute("ANALYZE memories")  # the row estimate the side read threshold reads
+    monkeypatch.setattr(side_reads, "SIDE_FROM_ROWS", ROWS // 2)  # this small table counts as large
     pg = PgStore(url)
     yield pg
     pg.close()
@@ -93,3 +97,14 @@ def test_outside_a_read_snapshot_the_search_runs_at_once_and_a_lost_side_connect
     with store.read() as s:  # and the next side read opens a new connection
         assert s.vector_search.nearest_soon("memories", vq, Scope("a"), 10, window=None)() == want
     assert len(_side_pids(store)) == 1 and pid not in _side_pids(store)
+
+
+def test_a_table_below_the_threshold_is_searched_at_once(
+    store: PgStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(side_reads, "SIDE_FROM_ROWS", ROWS * 2)
+    vq = VectorQuery(_units(np.random.default_rng(13), 1)[0], MODEL, DIM)
+    with store.read() as s:
+        want = s.vector_search.nearest("memories", vq, Scope("a"), 10, window=None)
+        assert s.vector_search.nearest_soon("memories", vq, Scope("a"), 10, window=None)() == want
+    assert _side_pids(store) == set()
