@@ -24,6 +24,13 @@ _INSERT = (
 )
 
 
+#: The recall bookkeeping commits without waiting for its WAL flush. The counters only steer the
+#: recent-recall penalty; a crash of the database server (not of this process) may lose the bumps of the
+#: last ~0.6 s (3 x wal_writer_delay), never tear a row, as SQLite's WAL with synchronous=NORMAL may lose
+#: its last commits on power loss. Every other write keeps the server's durability (docs/decisions.md).
+_BOOKKEEPING = "SET LOCAL synchronous_commit = off"
+
+
 def find_memory(ex: Executor, new: NewMemory, agent_id: str | None = None) -> tuple[int, str] | None:
     """A row of ``agent_id`` (default ``new``'s) that ``new`` duplicates: (id, 'msg_id' | 'content'), or None.
 
@@ -93,13 +100,24 @@ class PgMemories(PgTableRows):
         self.ex.run("UPDATE memories SET locked = %s WHERE id = %s", (locked, memory_id))
 
     def mark_recalled(self, ids: Iterable[int], when: str) -> None:
-        """Bump recall_count and last_recalled_at of the rows a recall returned (one statement)."""
+        """Bump recall_count and last_recalled_at of the rows a recall returned (one statement).
+
+        In a transaction (the recall's own bookkeeping write, services/recaller.py) its commit does not wait
+        for the WAL flush: see ``_BOOKKEEPING``.
+        """
         chosen = sorted(set(ids))  # a fixed order: concurrent recalls lock rows in the same sequence
-        if chosen:
-            self.ex.run(
-                "UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = %s WHERE id = ANY(%s)",
-                (when, chosen),
-            )
+        if not chosen:
+            return
+        update = (
+            "UPDATE memories SET recall_count = recall_count + 1, last_recalled_at = %s WHERE id = ANY(%s)"
+        )
+        conn = self.ex.conn
+        if conn is None:
+            self.ex.run(update, (when, chosen))
+            return
+        with conn.pipeline():  # both statements in one round trip
+            conn.execute(_BOOKKEEPING)
+            conn.execute(update, (when, chosen))
 
     def timeline(self, agent_id: str) -> list[tuple[int, str, str, str]]:
         """(id, timestamp, project_id, channel) of one agent's memories, in id (insertion) order."""

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
+from psycopg import IsolationLevel
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -34,6 +35,7 @@ from cpersona.storage.postgres.migrations import migrate
 from cpersona.storage.postgres.portability import PgPortabilityRows
 from cpersona.storage.postgres.profiles import PgProfiles
 from cpersona.storage.postgres.repair import PgRepairs
+from cpersona.storage.postgres.side_reads import SideReads
 from cpersona.storage.postgres.sql import Executor, register_vector
 from cpersona.storage.postgres.statistics import ensure_statistics
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
@@ -74,12 +76,20 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET random_page_cost = {SSD_RANDOM_PAGE_COST}")
 
 
+def _side_connection(url: str, kwargs: dict[str, Any]) -> psycopg.Connection[Any]:
+    conn: psycopg.Connection[Any] = psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT_S), **kwargs)
+    _configure(conn)  # the pool's session settings (HNSW search list, iterative scan)
+    return conn
+
+
 class PgSession:
     """Every repository of the ``Session`` protocol over one ``Executor``."""
 
     __slots__ = ("ex", *SESSION_REPOSITORIES)
 
-    def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
+    def __init__(
+        self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False, side: SideReads | None = None
+    ) -> None:
         self.ex = ex
         self.memories = PgMemories(ex)
         self.episodes = PgEpisodes(ex)
@@ -87,7 +97,7 @@ class PgSession:
         self.tasks = PgTasks(ex)
         self.keyword = PgKeywordSearch(ex)
         self.vectors = PgVectorFeed(ex)
-        self.vector_search = PgVectorSearch(ex, indexes, exact=exact)
+        self.vector_search = PgVectorSearch(ex, indexes, exact=exact, side=side)
         self.admin = PgAdmin(ex)
         self.browse = PgBrowse(ex)
         self.health = PgHealth(ex)
@@ -135,6 +145,7 @@ class PgStore:
             name="cpersona",
         )
         self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        self._side = SideReads(lambda: _side_connection(url, kwargs), self.pool)
         self.indexes = IndexRegistry(self._build_index)
         self._statistics_checked = False  # once per process, before the first search (_build_index)
         self._calibration = PgCalibrationStates(self.pool, redact(url))
@@ -169,10 +180,17 @@ class PgStore:
         with self.pool.connection() as conn:
             self._local.conn = conn
             try:
-                with conn.transaction():
+                if read_only:
+                    # BEGIN carries the snapshot's characteristics: one round trip, not BEGIN + SET TRANSACTION.
+                    conn.isolation_level, conn.read_only = IsolationLevel.REPEATABLE_READ, True
+                try:
+                    with conn.transaction():
+                        yield Executor(self.pool, conn)
+                finally:
+                    # The pooled connection's next user begins plainly (a broken one is discarded anyway).
                     if read_only:
-                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield Executor(self.pool, conn)
+                        with suppress(psycopg.Error):
+                            conn.isolation_level, conn.read_only = None, None
             finally:
                 self._local.conn = None
 
@@ -180,7 +198,7 @@ class PgStore:
     def read(self) -> Iterator[PgSession]:
         """A consistent snapshot for several reads."""
         with self._transaction(True) as ex:
-            yield PgSession(ex, self.indexes, exact=self._exact)
+            yield PgSession(ex, self.indexes, exact=self._exact, side=self._side)
 
     @contextmanager
     def write(self) -> Iterator[PgSession]:
@@ -219,5 +237,6 @@ class PgStore:
         return PgMaintenanceRows(self._transaction)
 
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection (and the side reads' own)."""
+        self._side.close()
         self.pool.close()

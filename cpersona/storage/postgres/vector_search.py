@@ -19,17 +19,22 @@ cosine distance ``<=>`` is 1 - inner product.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import psycopg
 from psycopg import sql
 
 from cpersona.storage.interface import VECTOR_TABLES, VectorQuery
+from cpersona.storage.postgres.side_reads import SideReads
 from cpersona.storage.postgres.sql import Executor, PgVector, where
 from cpersona.storage.scope import Scope
 from cpersona.storage.vectors import to_blob
+
+log = logging.getLogger(__name__)
 
 #: How vectors are searched: "hnsw" (the default: an HNSW index scan and pgvector's cosine distance, in
 #: SQL) or "exact" (the window's vectors are read in one binary query and scored with numpy per recall:
@@ -97,14 +102,71 @@ def build_index(ex: Executor, table: str, model_id: str, dimension: int) -> None
 
 
 class PgVectorSearch:
-    """``VectorSearch`` on PostgreSQL: an HNSW index scan (iterative, so scope filters still fill ``limit``)."""
+    """``VectorSearch`` on PostgreSQL: an HNSW index scan (iterative, so scope filters still fill ``limit``).
 
-    __slots__ = ("ex", "indexes", "exact")
+    In a read snapshot it is a ``DeferredVectorSearch`` too: ``nearest_soon`` runs the scan on a side
+    connection in the same snapshot (``side_reads.py``) while the recall's keyword statements run.
+    """
 
-    def __init__(self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False) -> None:
+    __slots__ = ("ex", "indexes", "exact", "side", "_snapshot")
+
+    def __init__(
+        self, ex: Executor, indexes: IndexRegistry, *, exact: bool = False, side: SideReads | None = None
+    ) -> None:
         self.ex = ex
         self.indexes = indexes
         self.exact = exact
+        self.side = side
+        self._snapshot: str | None = None  # this transaction's exported snapshot, once asked for
+
+    def nearest_soon(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        *,
+        window: int | None,
+        allowed_ids: Sequence[int] | None = None,
+    ) -> Callable[[], list[tuple[int, float]]]:
+        """``nearest`` started on a side connection in this read snapshot; the function returned gives its
+        answer (``nearest``'s: the same statements on the same rows). Outside a read snapshot (autocommit,
+        a write transaction, whose own rows another connection cannot see), for the exact scan and on a
+        table too small to pay for a side read (``side_reads.SIDE_FROM_ROWS``), at once; a failed side read
+        is repeated here."""
+        conn = self.ex.conn
+        side = self.side
+        if (
+            side is None
+            or self.exact
+            or conn is None
+            or conn.read_only is not True
+            or limit <= 0
+            or not side.worth_it(self.ex, _table(table))
+        ):
+            found = self.nearest(table, query, scope, limit, window=window, allowed_ids=allowed_ids)
+            return lambda: found
+        self.indexes.ensure(
+            _table(table), query.model_id, query.dimension
+        )  # a first build: here, not on a worker
+        if self._snapshot is None:
+            self._snapshot = str(self.ex.value("SELECT pg_export_snapshot()"))
+        indexes = self.indexes
+        pending = side.submit(
+            self._snapshot,
+            lambda ex: PgVectorSearch(ex, indexes).nearest(
+                table, query, scope, limit, window=window, allowed_ids=allowed_ids
+            ),
+        )
+
+        def collect() -> list[tuple[int, float]]:
+            try:
+                return pending.result()
+            except psycopg.Error as exc:
+                log.warning("side vector search failed (%s): searching on the recall's connection", exc)
+                return self.nearest(table, query, scope, limit, window=window, allowed_ids=allowed_ids)
+
+        return collect
 
     def nearest(
         self,

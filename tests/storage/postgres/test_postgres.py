@@ -21,6 +21,7 @@ from cpersona.memory import Memory
 from cpersona.storage.interface import EMBED
 from cpersona.storage.postgres.migrations import LATEST_VERSION, MIGRATIONS
 from cpersona.storage.postgres.store import PgStore
+from cpersona.storage.scope import Scope
 from cpersona.storage.vectors import to_blob
 
 pytestmark = pytest.mark.slow
@@ -346,3 +347,64 @@ def test_the_read_only_view_never_migrates_and_the_server_refuses_its_writes(pg_
         assert view.read_only() is True
     finally:
         view.close()
+
+
+def test_a_read_is_one_snapshot_and_its_pooled_connection_then_writes_as_before(pg_url: str) -> None:
+    store = PgStore(pg_url, vector_index=PG_VECTOR_INDEX, pool_size=1)  # every transaction on one connection
+    setting = "SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro"
+    try:
+        with store.read() as s:
+            assert s.ex.one(setting) == {"iso": "repeatable read", "ro": "on"}
+            before = s.memories.count(Scope("a"))
+            with psycopg.connect(pg_url, autocommit=True) as other:  # a write committed meanwhile
+                other.execute(
+                    "INSERT INTO memories(agent_id, project_id, channel, msg_id, content, timestamp, created_at) "
+                    "VALUES ('a', '', '', '', 'written meanwhile', '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')"
+                )
+            assert s.memories.count(Scope("a")) == before  # the snapshot of the first statement holds
+        with store.write() as w:
+            assert w.ex.one(setting) == {"iso": "read committed", "ro": "off"}
+            w.ex.run("UPDATE memories SET recall_count = 1 WHERE agent_id = 'a'")
+        # A plain transaction on the same connection:
+        with store.pool.connection() as conn, conn.transaction():
+            assert conn.execute(setting).fetchone() == {"iso": "read committed", "ro": "off"}
+        with store.read() as s:
+            assert s.memories.count(Scope("a")) == before + 1
+    finally:
+        store.close()
+
+
+def test_the_recall_bookkeeping_commits_without_waiting_for_the_wal_and_nothing_else_does(
+    pg_url: str,
+) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the test cluster turns durability off: on here
+        conn.execute(f'ALTER DATABASE "{conn.info.dbname}" SET synchronous_commit = on')
+    store = PgStore(pg_url, vector_index=PG_VECTOR_INDEX, pool_size=1)  # every transaction on one connection
+    durability = "SELECT current_setting('synchronous_commit')"
+    try:
+        with store.write() as w:
+            ids = [
+                int(w.ex.value(
+                    "INSERT INTO memories(agent_id, project_id, channel, msg_id, content, timestamp, created_at) "
+                    "VALUES ('a', '', '', '', %s, '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z') "
+                    "RETURNING id",
+                    (f"row {n}",),
+                ))
+                for n in range(3)
+            ]  # fmt: skip
+            assert w.ex.value(durability) == "on"
+        with store.write() as w:
+            w.memories.mark_recalled([ids[2], ids[0], ids[2]], "2026-01-02T00:00:00.000000Z")
+            assert w.ex.value(durability) == "off"
+        with store.write() as w:
+            assert w.ex.value(durability) == "on"  # SET LOCAL: that transaction only
+        store.session().memories.mark_recalled([ids[0]], "2026-01-03T00:00:00.000000Z")  # autocommit
+        with store.read() as s:
+            rows = s.memories.get_many(ids)
+        assert [(rows[i]["recall_count"], rows[i]["last_recalled_at"]) for i in ids] == [
+            (2, "2026-01-03T00:00:00.000000Z"),
+            (0, None),
+            (1, "2026-01-02T00:00:00.000000Z"),
+        ]
+    finally:
+        store.close()
