@@ -12,20 +12,27 @@ triggers (keyword postings, row counts) then run once per batch instead of once 
 A whole import into an empty keyword index (a fresh database) loads without the
 postings' read index and builds it once at the end (``postings_index_deferred``):
 one B-tree insert per posting (~32 per LoCoMo-sized row) was half the load's cost,
-and one sorted build of the same entries costs less (docs/decisions.md).
+and one sorted build of the same entries costs less (docs/decisions.md). Its batches do not post
+their memories either: the insert trigger queues their ids (migration 8, ``postings.py``) and the
+end of the import posts the queue in large chunks on two connections at once (``drain_unposted``),
+then builds the index.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from cpersona.storage.port_records import ImportedMemory
-from cpersona.storage.postgres.postings import POSTED, read_index_sql
+from cpersona.storage.postgres.postings import DEFER_SETTING, POSTED, drain_sql, read_index_sql
 from cpersona.storage.postgres.rows import pg_values
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.row_shapes import MEMORY_INSERT_COLUMNS, memory_values
+
+log = logging.getLogger(__name__)
 
 _COLUMNS = f"id, {MEMORY_INSERT_COLUMNS}"
 _STAGING = "cpersona_staged_memories"
@@ -106,14 +113,15 @@ _INDEX_LOCK = 0x637062756C6B  # "cpbulk"
 def postings_index_deferred(
     transaction: Callable[[bool], AbstractContextManager[Executor]],
 ) -> Iterator[bool]:
-    """Around a whole import: whether the memories' postings read index is built at the end instead.
+    """Around a whole import: whether its memories are posted, and the postings read index built, at the end.
 
     Only when the postings are empty (nothing to search yet, so no reader loses anything it had) or the
     index is already missing (an import that died before its end): the index is dropped in its own
     transaction, the batches load without it, and the migration's own ``CREATE INDEX`` runs when the
     block ends, however it ends. Keyword search stays exact meanwhile (it reads the table); a process
     that dies in between leaves a missing index that ``check_health`` reports and repairs. An index
-    that holds postings is kept and maintained per batch, as before.
+    that holds postings is kept and maintained per batch, as before. When deferred, each batch sets
+    ``defer_postings`` and the queued memories are posted (``drain_unposted``) before the index is built.
     """
     name, create = read_index_sql("memories")
     postings = POSTED["memories"][0]
@@ -127,7 +135,62 @@ def postings_index_deferred(
         yield deferred
     finally:
         if deferred:
+            drain_unposted(transaction)
             with transaction(False) as ex:
                 ex.run("SELECT pg_advisory_xact_lock(%s)", [_INDEX_LOCK])
                 if ex.value("SELECT to_regclass(%s) IS NULL", [name]):
                     ex.run(create)
+
+
+def defer_postings(ex: Executor) -> None:
+    """In this write transaction, queue inserted memories for ``drain_unposted`` instead of posting them."""
+    ex.run(f"SET LOCAL {DEFER_SETTING} = on")
+
+
+#: Memory ids per drain transaction, and the connections draining at once (a server process each).
+DRAIN_CHUNK = 20_000
+DRAINERS = 2
+# Serialises the drainers' vocabulary inserts, so a token new to both is added once.
+_VOCAB_LOCK = 0x6370766F6362  # "cpvocb"
+
+
+def drain_unposted(transaction: Callable[[bool], AbstractContextManager[Executor]]) -> int:
+    """Post every memory queued in ``memory_unposted``; the rows posted.
+
+    Each chunk of ids is one transaction: it takes its queue entries (a concurrent content change of one
+    of them waits, then finds it posted), posts those rows and adds their new tokens to the vocabulary,
+    so a crash leaves every memory either posted or still queued, never both. Also what clears a queue
+    left behind by an import that died before its end.
+    """
+    with transaction(True) as ex:
+        bounds = ex.one("SELECT min(memory_id) AS lo, max(memory_id) AS hi FROM memory_unposted")
+    if bounds is None or bounds["lo"] is None:
+        return 0
+    lo, hi = int(bounds["lo"]), int(bounds["hi"])
+    post, vocab = drain_sql()
+
+    def chunk(start: int) -> int:
+        with transaction(False) as ex:
+            ex.run("SET LOCAL synchronous_commit = off")  # as an import batch (portability.py)
+            ids = [
+                int(r["memory_id"])
+                for r in ex.all(
+                    "DELETE FROM memory_unposted WHERE memory_id >= %s AND memory_id < %s RETURNING memory_id",
+                    [start, start + DRAIN_CHUNK],
+                )
+            ]
+            if not ids:
+                return 0
+            ex.run(
+                "CREATE TEMP TABLE IF NOT EXISTS cpersona_drained_tokens (token TEXT) ON COMMIT DELETE ROWS"
+            )
+            ex.run(post, [ids])
+            ex.run("SELECT pg_advisory_xact_lock(%s)", [_VOCAB_LOCK])
+            ex.run(vocab)
+        return len(ids)
+
+    starts = range(lo, hi + 1, DRAIN_CHUNK)
+    with ThreadPoolExecutor(DRAINERS, thread_name_prefix="cpersona-drain") as pool:
+        posted = sum(pool.map(chunk, starts))
+    log.info("posted %d queued memories for keyword search", posted)
+    return posted
