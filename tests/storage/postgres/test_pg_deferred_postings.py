@@ -10,6 +10,7 @@ row whose content changes or that is deleted before the drain ends with the post
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -99,6 +100,7 @@ def test_a_bulk_import_leaves_the_derived_tables_of_row_by_row_stores(
 ) -> None:
     importer, bulk_url, by_row, row_url = two
     monkeypatch.setattr(bulk, "DRAIN_CHUNK", 7)  # many chunks, both drainers adding tokens new to both
+    monkeypatch.setattr(bulk, "LIVE_CHUNK", 10**9)  # nothing posted while the import runs
     memories = [_memory(t, k) for k, t in enumerate(_texts(120))]
     memories += memories[40:45]  # repeats of rows of an earlier batch
     memories.insert(10, memories[9])  # and of the same batch
@@ -191,3 +193,25 @@ def test_migration_8_keeps_a_schema_7_databases_postings_and_posts_as_before(pg_
             assert conn.execute("SELECT count(*) FROM memory_unposted").fetchone() == (0,)
     finally:
         pg_cluster.drop(url)
+
+
+def test_memories_posted_while_the_import_runs_end_as_row_by_row(
+    two: tuple[PgStore, str, PgStore, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    importer, bulk_url, by_row, row_url = two
+    monkeypatch.setattr(bulk, "LIVE_CHUNK", 25)
+    monkeypatch.setattr(bulk, "DRAIN_CHUNK", 9)
+    memories = [_memory(t, k) for k, t in enumerate(_texts(200))]
+    rows = importer.portability_rows()
+    with rows.bulk_load():
+        for start in range(0, len(memories), 40):
+            rows.write_batch(
+                [ImportedMemory(m) for m in memories[start : start + 40]], queued_at=None, active_model=None
+            )
+            deadline = time.monotonic() + 10
+            while _state(bulk_url)["queued"][0] >= 25 and time.monotonic() < deadline:
+                time.sleep(0.05)  # the live drainer takes the oldest 25 once that many wait
+        during = _state(bulk_url)
+        assert during["postings"] and during["queued"][0] < 25
+    _by_row(by_row, memories)
+    assert _state(bulk_url) == _state(row_url)
