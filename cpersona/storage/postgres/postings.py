@@ -261,18 +261,18 @@ def drain_sql() -> tuple[str, str]:
     """
     postings, rid, _text, _columns = POSTED["memories"]
     rows = f"{_memory_rows('m')} FROM memories m WHERE m.id = ANY(%s)"
+    # Unlike the trigger's statement, the postings stream from the tokenised rows straight into the table
+    # (no tuple store of every posting of the chunk) and the distinct tokens come from a second unnest.
     post = f"""WITH t AS MATERIALIZED (
             SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
                    cpersona_posted_tsv(r.body) AS tv
             FROM ({rows}) r),
-        u AS MATERIALIZED (
-            SELECT t.id, t.agent_id, t.project_id, t.channel, t.dl, length(t.tv) AS dw, x.lexeme AS token,
-                   cardinality(x.positions) AS n
-            FROM t, unnest(t.tv) x),
         p AS (
             INSERT INTO {postings}(token, agent_id, {rid}, project_id, channel, n, dl, dw)
-            SELECT token, agent_id, id, project_id, channel, n, dl, dw FROM u)
-        INSERT INTO cpersona_drained_tokens(token) SELECT DISTINCT token FROM u"""
+            SELECT x.lexeme, t.agent_id, t.id, t.project_id, t.channel, cardinality(x.positions), t.dl,
+                   length(t.tv)
+            FROM t, unnest(t.tv) x)
+        INSERT INTO cpersona_drained_tokens(token) SELECT DISTINCT x.lexeme FROM t, unnest(t.tv) x"""
     vocab = """INSERT INTO keyword_vocab(token, stem)
         SELECT w.token, COALESCE((ts_lexize('cpersona_stem', w.token))[1], w.token)
         FROM cpersona_drained_tokens w
