@@ -23,7 +23,7 @@ import psycopg
 
 from cpersona.errors import DatabaseUnavailable, SchemaTooNew
 from cpersona.storage.postgres.counts import counts_migration_sql
-from cpersona.storage.postgres.postings import postings_migration_sql, postings_v7_sql
+from cpersona.storage.postgres.postings import postings_migration_sql, postings_v7_sql, postings_v8_sql
 from cpersona.text import format_ts, utc_now
 
 #: The advisory-lock key migrations serialise on (any constant; "cpersona" in ASCII).
@@ -193,6 +193,10 @@ CREATE INDEX memory_links_in_entity ON memory_links(entity_key) WHERE entity_key
 # bulk load). Same tokens, same rows found by every statement. Rewrites the postings tables once.
 _V7 = postings_v7_sql()
 
+# An import into an empty keyword index posts its memories at its end (issue 20 point 2, storage/postgres/
+# postings.py ``_V8``): the insert trigger queues them in memory_unposted under a transaction-local setting.
+_V8 = postings_v8_sql()
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -257,6 +261,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         7, "faster import: posted tsvector without a needless copy, postings' token in C", _script(_V7)
     ),
+    Migration(8, "bulk import posts its memories at the end: memory_unposted queue", _script(_V8)),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -26,7 +26,12 @@ from cpersona.storage.port_records import (
     profile_outcome,
     vector_model,
 )
-from cpersona.storage.postgres.bulk import enqueue_many, insert_memories, postings_index_deferred
+from cpersona.storage.postgres.bulk import (
+    defer_postings,
+    enqueue_many,
+    insert_memories,
+    postings_index_deferred,
+)
 from cpersona.storage.postgres.episodes import find_episode, insert_episode
 from cpersona.storage.postgres.links import PgLinks
 from cpersona.storage.postgres.memories import find_memory
@@ -63,6 +68,7 @@ class PgPortabilityRows:
     def __init__(self, transaction: Transaction) -> None:
         self.transaction = transaction
         self._written = 0  # memories and episodes inserted by write_batch (bulk_load's statistics rule)
+        self._deferred = False  # inside a bulk_load whose memories are posted at its end
 
     def stream(
         self, agent_id: str | None, *, include_vectors: bool, chunk: int = 500
@@ -118,6 +124,8 @@ class PgPortabilityRows:
             # also lose the batches committed in its last ~0.6 s (3 x wal_writer_delay), never half a
             # batch; re-running the import writes exactly those again (dedup). docs/decisions.md.
             ex.run("SET LOCAL synchronous_commit = off")
+            if self._deferred:
+                defer_postings(ex)  # queued by the insert trigger, posted when bulk_load ends (bulk.py)
             memories = [(n, r) for n, r in enumerate(records) if isinstance(r, ImportedMemory)]
             new_ids = insert_memories(ex, [r for _, r in memories])
             for (n, memory), new_id in zip(memories, new_ids, strict=True):
@@ -145,7 +153,8 @@ class PgPortabilityRows:
 
     @contextmanager
     def bulk_load(self) -> Iterator[bool]:
-        """Into an empty keyword index, the postings' read index is built once when the block ends;
+        """Into an empty keyword index, the memories are posted and the postings' read index built once
+        when the block ends;
         then the recall tables' planner statistics are refreshed (statistics.refresh_statistics) when
         the block wrote enough rows to make them stale (``refresh_due``), else only those of tables
         that have none are made."""
@@ -154,7 +163,11 @@ class PgPortabilityRows:
             before = stored_rows(ex)
         written_at_start = self._written
         with postings_index_deferred(self.transaction) as deferred:
-            yield deferred
+            self._deferred = deferred
+            try:
+                yield deferred
+            finally:
+                self._deferred = False
         # Autocommit, a statement at a time: a refusal (a role that does not own a table) is logged by
         # refresh_statistics and cannot leave a failed transaction behind.
         if refresh_due(before, self._written - written_at_start):

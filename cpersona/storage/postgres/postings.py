@@ -200,3 +200,81 @@ def postings_migration_sql() -> str:
             ).strip()
         )
     return ";\n".join(parts)
+
+
+#: The transaction-local setting under which inserted memories are queued in ``memory_unposted`` instead
+#: of posted (migration 8): set by an import batch into an empty keyword index (``bulk.py``).
+DEFER_SETTING = "cpersona.defer_postings"
+
+# Migration 8 (docs/decisions.md#postgresql-bulk-load-round-8): an import into an empty keyword index
+# posts its memories once at the end, set-based, instead of per batch. The insert trigger, in a
+# transaction that set DEFER_SETTING, only records the new ids in ``memory_unposted`` (in that same
+# transaction: a batch that commits has its rows queued, so a crash loses no posting, it only delays
+# them until the next drain). A content or scope change of a queued row posts the new text and
+# dequeues it (its old text was never posted); a delete needs nothing (a queued id whose row is gone
+# posts nothing).
+_V8 = """
+CREATE TABLE memory_unposted (memory_id BIGINT PRIMARY KEY);
+CREATE OR REPLACE FUNCTION cpersona_memories_posted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('{setting}', true) = 'on' THEN
+        INSERT INTO memory_unposted(memory_id) SELECT id FROM added;
+        RETURN NULL;
+    END IF;
+    {post_added};
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION cpersona_memories_reposted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM memory_unposted WHERE memory_id = OLD.id;
+    IF NOT FOUND THEN
+        {unpost_old};
+    END IF;
+    {post_new};
+    RETURN NULL;
+END $$
+"""
+
+
+def _memory_rows(source: str) -> str:
+    return f"SELECT {source}.id, {source}.agent_id, {source}.project_id, {source}.channel, {source}.content AS body"
+
+
+def postings_v8_sql() -> str:
+    """Migration 8: the memories' insert trigger queues instead of posting under ``DEFER_SETTING``."""
+    postings, rid, _text, _columns = POSTED["memories"]
+    return _V8.format(
+        setting=DEFER_SETTING,
+        post_added=_post(postings, rid, f"{_memory_rows('a')} FROM added a"),
+        unpost_old=_unpost(postings, rid, _memory_rows("OLD")),
+        post_new=_post(postings, rid, _memory_rows("NEW")),
+    ).strip()
+
+
+def drain_sql() -> tuple[str, str]:
+    """(posting statement, vocabulary statement) for the queued memories whose ids are in ``%s``.
+
+    The first posts the rows (as the insert trigger would, without the vocabulary) and puts their
+    distinct tokens in the temporary table ``cpersona_drained_tokens``; the second adds the new ones to
+    the vocabulary. Two drainers run the second one after the other (``bulk.py``), so no token is
+    added twice, as sequential stores would leave it.
+    """
+    postings, rid, _text, _columns = POSTED["memories"]
+    rows = f"{_memory_rows('m')} FROM memories m WHERE m.id = ANY(%s)"
+    # Unlike the trigger's statement, the postings stream from the tokenised rows straight into the table
+    # (no tuple store of every posting of the chunk) and the distinct tokens come from a second unnest.
+    post = f"""WITH t AS MATERIALIZED (
+            SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
+                   cpersona_posted_tsv(r.body) AS tv
+            FROM ({rows}) r),
+        p AS (
+            INSERT INTO {postings}(token, agent_id, {rid}, project_id, channel, n, dl, dw)
+            SELECT x.lexeme, t.agent_id, t.id, t.project_id, t.channel, cardinality(x.positions), t.dl,
+                   length(t.tv)
+            FROM t, unnest(t.tv) x)
+        INSERT INTO cpersona_drained_tokens(token) SELECT DISTINCT x.lexeme FROM t, unnest(t.tv) x"""
+    vocab = """INSERT INTO keyword_vocab(token, stem)
+        SELECT w.token, COALESCE((ts_lexize('cpersona_stem', w.token))[1], w.token)
+        FROM cpersona_drained_tokens w
+        WHERE NOT EXISTS (SELECT 1 FROM keyword_vocab k WHERE k.token = w.token)"""
+    return post, vocab

@@ -24,6 +24,7 @@ from cpersona.storage import redact_url
 from cpersona.storage.interface import SESSION_REPOSITORIES
 from cpersona.storage.postgres.admin import PgAdmin
 from cpersona.storage.postgres.browse import PgBrowse
+from cpersona.storage.postgres.bulk import drain_unposted
 from cpersona.storage.postgres.calibration import PgCalibrationStates
 from cpersona.storage.postgres.episodes import PgEpisodes
 from cpersona.storage.postgres.health import PgHealth
@@ -146,6 +147,9 @@ class PgStore:
         )
         self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         self._side = SideReads(lambda: _side_connection(url, kwargs), self.pool)
+        if not read_only:
+            # Memories an import queued for keyword postings and never posted (it died before its end).
+            drain_unposted(self._transaction)
         self.indexes = IndexRegistry(self._build_index)
         self._statistics_checked = False  # once per process, before the first search (_build_index)
         self._calibration = PgCalibrationStates(self.pool, redact(url))
