@@ -1,7 +1,7 @@
 """A recall's query vector still being computed while the pipeline runs its keyword channels.
 
 The query embedding (ONNX Runtime, which releases the GIL) and the keyword channels (SQLite, which
-releases it in ``sqlite3_step``; PostgreSQL, a socket wait) do not depend on each other. With
+releases it while a statement steps; PostgreSQL, a socket wait) do not depend on each other. With
 ``CPERSONA_EMBED_QUERY_OVERLAP`` ``Recaller.recall`` starts the embedding on a thread of
 ``QueryVectorThreads`` and hands the pipeline a ``PendingQueryVector``: the pipeline runs the keyword
 channels meanwhile and waits for the vector where its searches need it (``nearest_when_ready``). The
