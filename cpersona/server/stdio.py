@@ -20,8 +20,8 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing, asynccontextmanager
 from io import TextIOWrapper
 
 import anyio
@@ -91,7 +91,7 @@ class _WriteFlow(asyncio.Protocol):
             raise self._lost
 
 
-async def _loop_lines(fd: int) -> AsyncIterator[str]:
+async def _loop_lines(fd: int) -> AsyncGenerator[str, None]:
     """The lines arriving on ``fd``, read by the event loop (a pipe or socket; see ``_pipe_or_socket``)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT, loop=loop)
@@ -111,7 +111,7 @@ async def _loop_lines(fd: int) -> AsyncIterator[str]:
         transport.close()
 
 
-async def _thread_lines(fd: int) -> AsyncIterator[str]:
+async def _thread_lines(fd: int) -> AsyncGenerator[str, None]:
     """The lines arriving on ``fd``, each read on a worker thread (a terminal, a file, Windows)."""
     # closefd=False: the reader thread may still block on the descriptor after we return.
     stdin = anyio.wrap_file(
@@ -138,8 +138,10 @@ async def guarded_stdio() -> AsyncIterator[
     replies = write_send.clone()  # the reader answers refusals on the same wire as the session
 
     async def reader() -> None:
-        async with read_send, replies:
-            async for line in _loop_lines(wire_in) if on_loop else _thread_lines(wire_in):
+        lines = _loop_lines(wire_in) if on_loop else _thread_lines(wire_in)
+        # aclosing: the loop's read transport is closed here, not whenever the generator is collected.
+        async with read_send, replies, aclosing(lines):
+            async for line in lines:
                 if not line.strip():
                     continue
                 screened = screen(line)
