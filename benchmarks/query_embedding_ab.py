@@ -14,8 +14,9 @@ today's (``intra_op_num_threads`` = ``default_threads()``, spinning off, ``ORT_E
   ``optimized_model_filepath``) loaded with optimisations off: what a copy saved at install or
   first load would give (its session creation time is printed beside today's);
 - ``saved graph t1``: the same with one intra-op thread;
-- ``int8 dynamic`` / ``int8 dynamic t1``: the saved float graph quantised with ONNX Runtime's
-  ``quantize_dynamic`` (``MatMulInteger``: activations quantised per call, uint8 × int8, VNNI):
+- ``int8 dynamic`` / ``int8 dynamic t1``: the constant-folded float graph quantised with ONNX Runtime's
+  ``quantize_dynamic`` (the MatMuls with weights, per tensor; ``MatMulInteger``: activations
+  quantised per call, uint8 × int8, VNNI):
   *not* the same vectors; its largest element-wise difference and lowest cosine to today's are
   printed (needs the ``onnx`` package).
 
