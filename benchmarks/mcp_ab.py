@@ -1,10 +1,10 @@
 """Two versions of the server through MCP, interleaved: what a change to the MCP path saves, on a busy machine.
 
-    python benchmarks/mcp_ab.py ../shared/data/locomo --base-src DIR [--size 10000] [--queries 200]
+    python benchmarks/mcp_ab.py ../shared/data/locomo --base-src DIR [--src DIR] [--size 10000] [--queries 200]
         [--rounds 2] [--models-dir DIR] [--json out.json]
 
 ``--base-src`` is a source tree whose ``cpersona`` package is the "a" side (e.g. ``git archive main | tar -x
--C DIR``); the "b" side is the installed package. Both serve a copy of the same file of LoCoMo-derived rows
+-C DIR``); the "b" side is the installed package, or ``--src`` (e.g. a git worktree). Both serve a copy of the same file of LoCoMo-derived rows
 (``latency.fill``) over stdio to one real MCP client, which alternates the calls (a, b, b, a, a, b, ...), so the
 machine's drift hits both alike: sequential runs on a shared two-core machine compare the neighbours, not
 the code. Measured once both servers report a calibrated gate (their background self-calibration has
@@ -63,14 +63,19 @@ async def _until_calibrated(client: Any, started: float) -> float:
 
 
 async def interleaved(
-    dbs: tuple[Path, Path], models_dir: Path, base_src: Path, questions: list[str], rounds: int
+    dbs: tuple[Path, Path],
+    models_dir: Path,
+    base_src: Path,
+    questions: list[str],
+    rounds: int,
+    src: Path | None = None,
 ) -> dict[str, Any]:
     """Recall and stats on both servers, alternating per call."""
     from mcp import Client
 
     markers = (f"mcp-ab-a-{time.time()}", f"mcp-ab-b-{time.time()}")
     target_a = lat._target(_env(dbs[0], models_dir, markers[0], base_src))
-    target_b = lat._target(_env(dbs[1], models_dir, markers[1], None))
+    target_b = lat._target(_env(dbs[1], models_dir, markers[1], src))
     out: dict[str, Any] = {}
     async with (
         Client(target_a, read_timeout_seconds=300) as a,
@@ -130,6 +135,9 @@ def main() -> int:
     )
     parser.add_argument("data_dir", type=Path, help="directory of LoCoMo conversation JSON files")
     parser.add_argument("--base-src", type=Path, required=True, help="source tree of the 'a' side")
+    parser.add_argument(
+        "--src", type=Path, help="source tree of the 'b' side (default: the installed package)"
+    )
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
@@ -150,7 +158,7 @@ def main() -> int:
             if Path(str(first) + suffix).exists():
                 shutil.copy(str(first) + suffix, str(second) + suffix)
         result = anyio.run(
-            interleaved, (first, second), args.models_dir, args.base_src, questions, args.rounds
+            interleaved, (first, second), args.models_dir, args.base_src, questions, args.rounds, args.src
         )
     rows = []
     for tool in ("recall", "stats"):

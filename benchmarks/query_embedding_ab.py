@@ -1,14 +1,26 @@
 """Query embedding, session variants A/B: one short recall query at a time, interleaved in one process.
 
     python benchmarks/query_embedding_ab.py ../shared/data/locomo --models-dir DIR [--queries 200]
-        [--rounds 3] [--json out.json]
+        [--rounds 3] [--variants NAME ...] [--json out.json]
 
 Each variant is an ``OnnxBackend`` of the same MiniLM files with one session option changed from
-today's (``intra_op_num_threads`` = ``default_threads()``, spinning off, ``ORT_ENABLE_ALL``):
+today's (``intra_op_num_threads`` = ``default_threads()``, spinning off, ``ORT_ENABLE_ALL``, no arena):
 
 - ``threads 1``: one intra-op thread (all work on the calling thread: no pool wake-ups per op);
 - ``spinning on``: the pool's threads spin between ops instead of sleeping;
-- ``graph extended``: ``ORT_ENABLE_EXTENDED`` instead of ``ORT_ENABLE_ALL``.
+- ``graph extended`` / ``graph basic``: ``ORT_ENABLE_EXTENDED`` / ``ORT_ENABLE_BASIC`` instead of ``ORT_ENABLE_ALL``;
+- ``arena on``: ONNX Runtime's CPU memory arena (allocations reused between runs);
+- ``saved graph``: the graph ONNX Runtime optimised (``ORT_ENABLE_ALL``, written once with
+  ``optimized_model_filepath``) loaded with optimisations off: what a copy saved at install or
+  first load would give (its session creation time is printed beside today's);
+- ``saved graph t1``: the same with one intra-op thread;
+- ``int8 dynamic`` / ``int8 dynamic t1``: the constant-folded float graph quantised with ONNX Runtime's
+  ``quantize_dynamic`` (the MatMuls with weights, per tensor; ``MatMulInteger``: activations
+  quantised per call, uint8 × int8, VNNI):
+  *not* the same vectors; its largest element-wise difference and lowest cosine to today's are
+  printed (needs the ``onnx`` package).
+
+``--variants`` picks some (default: all; ``today`` is always included).
 
 Per query the variants run in rotating order, so a busy machine's drift hits each alike. Reported:
 wall p50/p95 and process CPU (ONNX Runtime's pool threads included) per call, the per-query wall
@@ -22,8 +34,11 @@ No assertion on timings.
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -73,6 +88,64 @@ def _extended(ort: Any, opts: Any) -> None:
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
 
 
+def _basic(ort: Any, opts: Any) -> None:
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+
+
+def _arena(ort: Any, opts: Any) -> None:
+    opts.enable_cpu_mem_arena = True
+
+
+def _session_seconds(path: Path, threads: int, level: str) -> tuple[Any, float]:
+    """A session of ``path`` with today's options but optimisation ``level``, and its creation time."""
+    import onnxruntime as ort
+
+    backend = OnnxBackend(load_manifest(lat.MODEL), path.parent.parent, threads=threads)
+    opts = backend._session_options(ort)
+    opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    t0 = time.perf_counter()
+    session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+    return session, time.perf_counter() - t0
+
+
+def _saved_graph(model_dir: Path, work: Path) -> Path:
+    """The graph ONNX Runtime optimised at ``ORT_ENABLE_ALL``, written once to ``work``."""
+    import onnxruntime as ort
+
+    path = work / "optimised" / "onnx" / "model.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.optimized_model_filepath = str(path)
+    opts.log_severity_level = 3
+    ort.InferenceSession(str(model_dir / "onnx" / "model.onnx"), opts, providers=["CPUExecutionProvider"])
+    return path
+
+
+def _int8_dynamic(model_dir: Path, work: Path) -> Path:
+    """The model's float graph (constant-folded by ONNX Runtime) quantised dynamically: MatMulInteger."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    folded = work / "basic.onnx"
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.optimized_model_filepath = str(folded)
+    opts.log_severity_level = 3
+    ort.InferenceSession(str(model_dir / "onnx" / "model.onnx"), opts, providers=["CPUExecutionProvider"])
+    path = work / "int8" / "onnx" / "model.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    quantize_dynamic(str(folded), str(path), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+    return path
+
+
+def _with_session(model_dir: Path, threads: int, path: Path) -> OnnxBackend:
+    """An OnnxBackend of the MiniLM files whose session is replaced by one of the graph at ``path``."""
+    backend = _variant(model_dir, threads, None)
+    backend._session, _ = _session_seconds(path, threads, "ORT_ENABLE_ALL")
+    return backend
+
+
 def _stages(backend: OnnxBackend, questions: list[str]) -> dict[str, Any]:
     """Thread CPU of the parts of one ``embed([q], "query")`` on the calling thread."""
     prompt = backend.manifest.query_prompt
@@ -82,6 +155,7 @@ def _stages(backend: OnnxBackend, questions: list[str]) -> dict[str, Any]:
         "input arrays": [],
         "session.run": [],
         "pool + norm": [],
+        "tokenizer, encode() of one text": [],
     }
     for q in questions:
         c0 = time.thread_time()
@@ -93,7 +167,11 @@ def _stages(backend: OnnxBackend, questions: list[str]) -> dict[str, Any]:
         c3 = time.thread_time()
         truncate_and_normalise(pool(backend.manifest.pooling, hidden, mask), backend.embedding_dim)
         c4 = time.thread_time()
-        for name, value in zip(samples, (c1 - c0, c2 - c1, c3 - c2, c4 - c3), strict=True):
+        single = tokenizer.encode(prompt + q)
+        c5 = time.thread_time()
+        if single.ids != encodings[0].ids:
+            raise SystemExit(f"encode() and encode_batch() disagree on {q!r}")
+        for name, value in zip(samples, (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c5 - c4), strict=True):
             samples[name].append(value)
     return {name: summary_ms(values) for name, values in samples.items()}
 
@@ -106,6 +184,7 @@ def main() -> int:
     parser.add_argument("--models-dir", type=Path, required=True)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", nargs="+", help="the variants to compare with today's (default: all)")
     parser.add_argument("--json")
     args = parser.parse_args()
     _texts, questions = lat.corpus(args.data_dir)
@@ -121,14 +200,48 @@ def main() -> int:
     variants = {TODAY: today, "threads 1": _variant(model_dir, 1, None)}
     variants["threads 1"].embed(questions[:16], "query")
     rss2 = _rss_mb()
-    variants["spinning on"] = _variant(model_dir, threads, _spinning)
-    variants["graph extended"] = _variant(model_dir, threads, _extended)
+    builders: dict[str, Callable[[], OnnxBackend]] = {
+        "spinning on": lambda: _variant(model_dir, threads, _spinning),
+        "graph extended": lambda: _variant(model_dir, threads, _extended),
+        "graph basic": lambda: _variant(model_dir, threads, _basic),
+        "arena on": lambda: _variant(model_dir, threads, _arena),
+    }
+    wanted = set(
+        args.variants
+        or ["threads 1", *builders, "saved graph", "saved graph t1", "int8 dynamic", "int8 dynamic t1"]
+    )
+    if "threads 1" not in wanted:
+        del variants["threads 1"]
+    for name, build in builders.items():
+        if name in wanted:
+            variants[name] = build()
+    work = Path(tempfile.mkdtemp(prefix="query-embedding-ab-"))
+    start_up: dict[str, float] = {}
+    if wanted & {"saved graph", "saved graph t1"}:
+        saved = _saved_graph(model_dir, work)
+        # Session creation, each twice (the second with the file in the page cache), today's vs the saved graph's.
+        for _ in range(2):
+            start_up["today"] = _session_seconds(
+                model_dir / "onnx" / "model.onnx", threads, "ORT_ENABLE_ALL"
+            )[1]
+            start_up["saved graph"] = _session_seconds(saved, threads, "ORT_DISABLE_ALL")[1]
+        for name, count in (("saved graph", threads), ("saved graph t1", 1)):
+            if name in wanted:
+                variants[name] = _variant(model_dir, count, None)
+                variants[name]._session = _session_seconds(saved, count, "ORT_DISABLE_ALL")[0]
+    if wanted & {"int8 dynamic", "int8 dynamic t1"}:
+        quantised = _int8_dynamic(model_dir, work)
+        for name, count in (("int8 dynamic", threads), ("int8 dynamic t1", 1)):
+            if name in wanted:
+                variants[name] = _with_session(model_dir, count, quantised)
 
     reference = np.stack([today.embed([q], "query")[0] for q in questions])
-    max_diff = {
-        name: float(np.abs(np.stack([b.embed([q], "query")[0] for q in questions]) - reference).max())
-        for name, b in variants.items()
-    }
+    max_diff: dict[str, float] = {}
+    min_cosine: dict[str, float] = {}
+    for name, b in variants.items():
+        got = np.stack([b.embed([q], "query")[0] for q in questions])
+        max_diff[name] = float(np.abs(got - reference).max())
+        min_cosine[name] = float((got * reference).sum(axis=1).min())
     names = list(variants)
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
@@ -147,11 +260,21 @@ def main() -> int:
             "process_cpu": summary_ms(cpu[name]),
             "wall_minus_today": summary_ms(diffs),
             "max_abs_diff_to_today": max_diff[name],
+            "min_cosine_to_today": min_cosine[name],
         }
-    stages = _stages(variants["threads 1"], questions * args.rounds)
+    stages = _stages(variants.get("threads 1", today), questions * args.rounds)
     print(f"today's session: {threads} intra-op threads; {len(questions)} queries x {args.rounds} rounds\n")
     print_table(
-        ["variant", "wall p50", "wall p95", "CPU p50", "CPU mean", "wall − today p50", "max |Δ| to today"],
+        [
+            "variant",
+            "wall p50",
+            "wall p95",
+            "CPU p50",
+            "CPU mean",
+            "wall − today p50",
+            "max |Δ| to today",
+            "min cos to today",
+        ],
         [
             [
                 name,
@@ -161,10 +284,17 @@ def main() -> int:
                 r["process_cpu"]["mean_ms"],
                 r["wall_minus_today"]["p50_ms"],
                 f"{r['max_abs_diff_to_today']:.1e}",
+                f"{r['min_cosine_to_today']:.6f}",
             ]
             for name, r in out.items()
         ],
     )
+    if start_up:
+        print(
+            f"\nsession creation: today's graph {start_up['today'] * 1e3:.0f} ms, the saved optimised graph "
+            f"{start_up['saved graph'] * 1e3:.0f} ms"
+        )
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("\nOne call on the calling thread (threads 1), thread CPU ms:")
     print_table(["part", "p50", "mean"], [[k, v["p50_ms"], v["mean_ms"]] for k, v in stages.items()])
     print(f"\nRSS MB: the first session +{rss1 - rss0:.1f}, a second one +{rss2 - rss1:.1f}")
@@ -179,8 +309,11 @@ def main() -> int:
             "stages": stages,
             "rss_first_session_mb": round(rss1 - rss0, 1),
             "rss_second_session_mb": round(rss2 - rss1, 1),
+            "session_creation_s": start_up,
+            "load_average": os.getloadavg(),
         },
     )
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Where a recall's time goes, outside the keyword channels: CPU per call, stage by stage, and through MCP.
 
     python benchmarks/recall_path.py ../shared/data/locomo [--size 10000] [--db FILE] [--queries 200]
-        [--models-dir DIR] [--json out.json]
+        [--models-dir DIR] [--stdio-variant NAME=VALUE ...]... [--json out.json]
 
 On a file of LoCoMo-derived rows with random unit vectors (``latency.fill``; or a copy of ``--db``):
 
@@ -24,7 +24,11 @@ On a file of LoCoMo-derived rows with random unit vectors (``latency.fill``; or 
   recall result against the listed outputSchema as the SDK client does it (jsonschema, compiled once);
   every process (this one, each server) holds its own model: a private model-sharing directory, so
   no other cpersona process on the machine embeds for it or through it;
-- each server's RSS idle after the warm-up and its peak (VmHWM).
+- each server's RSS idle after the warm-up and its peak (VmHWM);
+- ``--stdio-variant CPERSONA_X=v ...`` (repeatable): one more raw stdio server per occurrence, with
+  those settings, called in the same rotation: an A/B of a setting through MCP in one sitting (e.g.
+  ``--stdio-variant CPERSONA_EMBED_QUERY_OVERLAP=true``), reported as the p50 of its per-call wall
+  differences to the plain raw stdio server, with its top 10s compared like the others'.
 
 Every stage is reported as wall p50 and CPU per call (thread CPU for the pipeline, process CPU where
 other threads work: ONNX Runtime's pool, BLAS threads). CPU is what to compare across runs on a busy
@@ -288,12 +292,28 @@ def _top_refs(content: dict[str, Any]) -> list[Any]:
 CLIENTS = ("sdk", "raw stdio", "raw http")
 
 
-async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir: Path) -> dict[str, Any]:
+def variant_name(settings: dict[str, str]) -> str:
+    """A ``--stdio-variant``'s client name: ``raw stdio`` and its settings, without the prefix."""
+    shown = " ".join(f"{k.removeprefix('CPERSONA_')}={v}" for k, v in settings.items())
+    return f"raw stdio {shown}"
+
+
+async def through_mcp(
+    db: Path,
+    models_dir: Path,
+    questions: list[str],
+    log_dir: Path,
+    variants: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Any]:
     """Recall and stats through three clients of three servers on the same file, called in turn per
     query (the order rotates) so a busy machine's drift hits all alike: the SDK's python client over
-    stdio, a raw JSON-RPC client over stdio, a raw HTTP client over streamable HTTP. Per client: wall
+    stdio, a raw JSON-RPC client over stdio, a raw HTTP client over streamable HTTP; plus one raw
+    stdio server per entry of ``variants`` (client name → its extra settings). Per client: wall
     per call, the server's CPU per call, its RSS; for the SDK client also its outputSchema check."""
     from mcp import Client
+
+    variants = variants or {}
+    clients = (*CLIENTS, *variants)
 
     marker = f"recall-path-{time.time()}"
     env = lat.env_for(db, models_dir, "onnx")
@@ -305,7 +325,10 @@ async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir:
     async with Client(lat._target(sdk_env), read_timeout_seconds=300) as client:
         stdio = _RawStdio(own("stdio"), log_dir / "raw-stdio.log")
         http = _RawHttp(own("http"), log_dir / "raw-http.log")
+        extra: dict[str, _RawStdio] = {}
         try:
+            for k, (name, settings) in enumerate(variants.items()):
+                extra[name] = _RawStdio({**own(f"variant-{k}"), **settings}, log_dir / f"variant-{k}.log")
             sdk_pid = lat.server_pid(marker)
             if sdk_pid is None:
                 raise SystemExit("server process not found")
@@ -319,13 +342,21 @@ async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir:
             async def raw_http_call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
                 return http.call(tool, arguments)
 
+            def variant_call(name: str) -> Callable[[str, dict[str, Any]], Any]:
+                async def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+                    return extra[name].call(tool, arguments)
+
+                return call
+
             calls = {"sdk": sdk_call, "raw stdio": raw_stdio_call, "raw http": raw_http_call}
+            calls.update({name: variant_call(name) for name in extra})
             pids = {"sdk": sdk_pid, "raw stdio": stdio.pid, "raw http": http.pid}
+            pids.update({name: server.pid for name, server in extra.items()})
             # Wait for every server's background self-calibration (it competes for the cores while it runs).
             started = time.perf_counter()
-            calibrated_after: dict[str, float | None] = dict.fromkeys(CLIENTS)
+            calibrated_after: dict[str, float | None] = dict.fromkeys(clients)
             while time.perf_counter() - started < 300 and None in calibrated_after.values():
-                for name in CLIENTS:
+                for name in clients:
                     if calibrated_after[name] is None:
                         content = await calls[name]("recall", {"agent_id": lat.AGENT, "query": "warm up"})
                         if _calibrated(content):
@@ -339,7 +370,7 @@ async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir:
             differing = 0
             for tool in ("recall", "stats"):
                 for _ in range(2):  # the first pass warms the page cache and the index
-                    wall: dict[str, list[float]] = {name: [] for name in CLIENTS}
+                    wall: dict[str, list[float]] = {name: [] for name in clients}
                     cpu0 = {name: _cpu_seconds(pid) for name, pid in pids.items()}
                     loop0 = {name: _cpu_seconds(pid, pid) for name, pid in pids.items()}
                     if tool == "recall":
@@ -348,7 +379,8 @@ async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir:
                     for i, q in enumerate(questions):
                         args = {"agent_id": lat.AGENT, "query": q, "limit": 10} if tool == "recall" else {}
                         answers: dict[str, dict[str, Any]] = {}
-                        for name in CLIENTS[i % 3 :] + CLIENTS[: i % 3]:
+                        shift = i % len(clients)
+                        for name in clients[shift:] + clients[:shift]:
                             t0 = time.perf_counter()
                             answers[name] = await calls[name](tool, args)
                             wall[name].append(time.perf_counter() - t0)
@@ -356,7 +388,7 @@ async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir:
                             recalled.append(answers["sdk"])
                             refs = {name: _top_refs(a) for name, a in answers.items()}
                             differing += len({tuple(r) for r in refs.values()}) > 1
-                    for name in CLIENTS:
+                    for name in clients:
                         out.setdefault(tool, {})[name] = {
                             "wall": summary_ms(wall[name]),
                             "server_cpu_ms_per_call": round(
@@ -368,6 +400,9 @@ async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir:
                                 (_cpu_seconds(pids[name], pids[name]) - loop0[name]) / len(questions) * 1e3, 3
                             ),
                         }
+                    for name in extra:
+                        diffs = [b - a for a, b in zip(wall["raw stdio"], wall[name], strict=True)]
+                        out.setdefault(f"{tool}_minus_raw_stdio", {})[name] = summary_ms(diffs)
                     if tool == "recall":
                         out["recall_top10_differing_between_clients"] = differing
             listed = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
@@ -377,6 +412,9 @@ async def through_mcp(db: Path, models_dir: Path, questions: list[str], log_dir:
         finally:
             stdio.close()
             http.close()
+            for server in extra.values():
+                server.close()
+    out["clients"] = list(clients)
     return out
 
 
@@ -389,8 +427,20 @@ def main() -> int:
     parser.add_argument("--db", type=Path, help="an existing file to copy instead of filling one")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--models-dir", type=Path)
+    parser.add_argument(
+        "--stdio-variant",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="one more raw stdio server with these settings (repeatable: one server each)",
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
+    variants: dict[str, dict[str, str]] = {}
+    for entries in args.stdio_variant:
+        settings = dict(entry.split("=", 1) for entry in entries)
+        variants[variant_name(settings)] = settings
     texts, questions = lat.corpus(args.data_dir)
     random.Random(0).shuffle(questions)
     questions = questions[: args.queries]
@@ -415,7 +465,7 @@ def main() -> int:
             if target == "in-process":
                 stages = in_process(db, models_dir, questions)
             else:
-                mcp = anyio.run(through_mcp, db, models_dir, questions, Path(tmp))
+                mcp = anyio.run(through_mcp, db, models_dir, questions, Path(tmp), variants)
 
     calibration = stages.pop("calibrate_threshold")
     ab = stages.pop("ab")
@@ -423,6 +473,7 @@ def main() -> int:
         [name, r["wall"]["p50_ms"], r["wall"]["p95_ms"], r["cpu"]["p50_ms"], r["cpu"]["mean_ms"]]
         for name, r in stages.items()
     ]
+    clients = mcp["clients"]
     rows += [
         [
             f"MCP {tool}, {client} client",
@@ -432,7 +483,7 @@ def main() -> int:
             mcp[tool][client]["server_cpu_ms_per_call"],
         ]
         for tool in ("recall", "stats")
-        for client in CLIENTS
+        for client in clients
     ]
     validation = mcp["client_validation"]
     rows.append(
@@ -447,12 +498,27 @@ def main() -> int:
     print_table(["stage", "wall p50 ms", "wall p95 ms", "CPU p50 ms", "CPU mean ms"], rows)
     print("\nMCP, the server's CPU per call on its event loop's thread (ms):")
     print_table(
-        ["tool", *CLIENTS],
+        ["tool", *clients],
         [
-            [tool, *(mcp[tool][c]["server_loop_cpu_ms_per_call"] for c in CLIENTS)]
+            [tool, *(mcp[tool][c]["server_loop_cpu_ms_per_call"] for c in clients)]
             for tool in ("recall", "stats")
         ],
     )
+    if variants:
+        print("\nMCP, raw stdio variants: p50 of the per-call wall differences to the raw stdio server (ms):")
+        print_table(
+            ["variant", "recall p50", "recall mean", "stats p50", "stats mean"],
+            [
+                [
+                    name,
+                    mcp["recall_minus_raw_stdio"][name]["p50_ms"],
+                    mcp["recall_minus_raw_stdio"][name]["mean_ms"],
+                    mcp["stats_minus_raw_stdio"][name]["p50_ms"],
+                    mcp["stats_minus_raw_stdio"][name]["mean_ms"],
+                ]
+                for name in variants
+            ],
+        )
     print("\nInterleaved A/B, thread CPU per pipeline run (ms):")
     print_table(
         ["comparison", "a p50", "b p50", "b − a p50", "b − a mean"],
@@ -467,10 +533,11 @@ def main() -> int:
     )
     print(
         "\n(MCP rows: the CPU column is the server process's CPU per call.) Recalls whose top 10 differed "
-        f"between the three clients: {mcp['recall_top10_differing_between_clients']}"
+        f"between the {len(clients)} clients: {mcp['recall_top10_differing_between_clients']}"
     )
     print(f"\nthe servers' self-calibration finished after (s): {mcp['calibrated_after_s']}")
-    for client in CLIENTS:
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for client in clients:
         print(
             f"{client} server RSS MB: idle {mcp['server_idle_rss_mb'][client]}, after the recalls "
             f"{mcp['server_rss_after_mb'][client]}, peak {mcp['server_peak_rss_mb'][client]}"
@@ -486,6 +553,7 @@ def main() -> int:
             "calibrate_threshold": calibration,
             "ab": ab,
             "mcp": mcp,
+            "load_average": os.getloadavg(),
         },
     )
     return 0

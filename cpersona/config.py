@@ -274,6 +274,12 @@ class Settings:
         minimum=1,
         default_text="`min(4, cores)`",
     )
+    embed_query_overlap: bool = setting(
+        "CPERSONA_EMBED_QUERY_OVERLAP",
+        False,
+        "recall embeds its query on a thread of its own while the keyword channels run (the same answer; "
+        "faster only with a core to spare: docs/decisions.md); `false`: embed, then search",
+    )
     embed_batch_size: int = setting(
         "CPERSONA_EMBED_BATCH_SIZE",
         16,

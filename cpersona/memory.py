@@ -185,6 +185,7 @@ class Memory:
         """Stop background work and close connections."""
         self.worker.stop()
         self.self_calibration.stop()
+        self.recaller.close()
         self.embeddings.stop()
         self.storage.close()
 

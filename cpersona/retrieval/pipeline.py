@@ -18,9 +18,9 @@ from cpersona.retrieval import confidence, context, date_phrases, fusion, trace
 from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
+from cpersona.retrieval.pending_vector import PendingQueryVector, nearest_when_ready
 from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
 from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
-from cpersona.storage.deferred_vectors import nearest_soon
 from cpersona.storage.interface import (
     EPISODES,
     MEMORIES,
@@ -183,10 +183,14 @@ class RecallPipeline:
         session: Session,
         request: RecallRequest,
         *,
-        query_vector: VectorQuery | None,
+        query_vector: VectorQuery | PendingQueryVector | None,
         now: datetime,
     ) -> RecallOutcome:
         """Run the pipeline; ``query_vector`` None means keyword-only.
+
+        A ``PendingQueryVector`` (still being computed: ``CPERSONA_EMBED_QUERY_OVERLAP``) is waited
+        for after the keyword channels, which run meanwhile; the answer is the one the vector given
+        at once gets (resolved to None: keyword-only).
 
         Vector search is the session's (``VectorSearch``): the pipeline never knows whether the
         engine scans an in-memory index or asks the database.
@@ -225,7 +229,7 @@ class RecallPipeline:
                 allowed = sorted(in_period if allowed is None else in_period.intersection(allowed))
             if allowed is not None and hidden:
                 allowed = [i for i in allowed if i not in hidden]
-            nearest_memories = nearest_soon(
+            nearest_memories = nearest_when_ready(
                 search,
                 MEMORIES,
                 query_vector,
@@ -235,7 +239,7 @@ class RecallPipeline:
                 allowed_ids=allowed,
             )
             if include_episodes:
-                nearest_episodes = nearest_soon(
+                nearest_episodes = nearest_when_ready(
                     search, EPISODES, query_vector, request.scope, depth, window=window
                 )
             channels[fusion.VECTOR] = []  # filled below; the channel keeps its place in the order
@@ -259,6 +263,12 @@ class RecallPipeline:
             channels[fusion.FTS_EPISODES] = [(f"ep:{i}", s) for i, s in ep_hits.hits]
             methods[fusion.FTS_EPISODES] = ep_hits.method
 
+        if isinstance(query_vector, PendingQueryVector):
+            query_vector = query_vector.resolve()  # computed beside the keyword channels
+            if query_vector is None:  # not available after all: keyword-only, the vector channel absent
+                nearest_memories = nearest_episodes = None
+                channels.pop(fusion.VECTOR, None)
+                vector_used = False
         if nearest_memories is not None:
             hits = [(f"mem:{i}", s) for i, s in nearest_memories() if i not in hidden][:depth]
             if nearest_episodes is not None:

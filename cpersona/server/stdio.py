@@ -6,14 +6,22 @@ go to the MCP session, refusals are answered here with a JSON-RPC error.
 
 While serving, fd 0 points at the null device and fd 1 at stderr, so a stray ``print`` in a
 handler (or a child process) can never corrupt the wire; both are restored on exit.
+
+When both ends of the wire are pipes or sockets (an MCP client's usual spawn), the event loop reads
+and writes them itself (non-blocking, asyncio's pipe transports): no worker-thread hand-off per
+line read or message written, each of which is a thread wake-up on the way of every call. Anything
+else (a terminal, a file, Windows) is read and written on worker threads, blocking, as before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import stat
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing, asynccontextmanager
 from io import TextIOWrapper
 
 import anyio
@@ -41,9 +49,76 @@ def _claim_std_streams() -> tuple[int, int, Callable[[], None]]:
     return wire_in, wire_out, restore
 
 
+#: The longest line the loop's reader takes in one piece (a message is one line; MCP sets no cap).
+LINE_LIMIT = 1 << 30
+
+
 def _emit(stream: TextIOWrapper, line: str) -> None:
     stream.write(line)
     stream.flush()
+
+
+def _pipe_or_socket(fd: int) -> bool:
+    """Whether the loop may serve ``fd`` without threads: a pipe or socket on a Unix-like system. A
+    terminal is not (making it non-blocking would reach the shell sharing it), nor a plain file."""
+    if sys.platform == "win32":
+        return False
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _WriteFlow(asyncio.Protocol):
+    """Flow control of the loop's write pipe: ``drain`` waits while the pipe is full."""
+
+    def __init__(self) -> None:
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._lost: BaseException | None = None
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = exc or BrokenPipeError("the client closed the wire")
+        self._writable.set()
+
+    async def drain(self) -> None:
+        await self._writable.wait()
+        if self._lost is not None:
+            raise self._lost
+
+
+async def _loop_lines(fd: int) -> AsyncGenerator[str, None]:
+    """The lines arriving on ``fd``, read by the event loop (a pipe or socket; see ``_pipe_or_socket``)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT, loop=loop)
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", closefd=False)
+    )
+    try:
+        while True:
+            try:
+                raw = await reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as end:  # EOF: a last line without its newline
+                if end.partial:
+                    yield end.partial.decode("utf-8", errors="replace")
+                return
+            yield raw.decode("utf-8", errors="replace")
+    finally:
+        transport.close()
+
+
+async def _thread_lines(fd: int) -> AsyncGenerator[str, None]:
+    """The lines arriving on ``fd``, each read on a worker thread (a terminal, a file, Windows)."""
+    # closefd=False: the reader thread may still block on the descriptor after we return.
+    stdin = anyio.wrap_file(
+        TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace")
+    )
+    async for line in stdin:
+        yield line
 
 
 @asynccontextmanager
@@ -52,18 +127,21 @@ async def guarded_stdio() -> AsyncIterator[
 ]:
     """(read_stream, write_stream) for ``Server.run``, fed by a reader that answers unreadable lines."""
     wire_in, wire_out, restore = _claim_std_streams()
-    # closefd=False: the reader thread may still block on the descriptor after we return.
-    stdin = anyio.wrap_file(
-        TextIOWrapper(os.fdopen(wire_in, "rb", closefd=False), encoding="utf-8", errors="replace")
-    )
+    try:
+        asyncio.get_running_loop()
+        on_loop = _pipe_or_socket(wire_in) and _pipe_or_socket(wire_out)
+    except RuntimeError:  # another event loop than asyncio's (anyio on trio)
+        on_loop = False
     stdout = TextIOWrapper(os.fdopen(wire_out, "wb", closefd=False), encoding="utf-8")
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     replies = write_send.clone()  # the reader answers refusals on the same wire as the session
 
     async def reader() -> None:
-        async with read_send, replies:
-            async for line in stdin:
+        lines = _loop_lines(wire_in) if on_loop else _thread_lines(wire_in)
+        # aclosing: the loop's read transport is closed here, not whenever the generator is collected.
+        async with read_send, replies, aclosing(lines):
+            async for line in lines:
                 if not line.strip():
                     continue
                 screened = screen(line)
@@ -77,6 +155,22 @@ async def guarded_stdio() -> AsyncIterator[
 
     async def writer() -> None:
         async with write_recv:
+            if on_loop:
+                loop = asyncio.get_running_loop()
+                transport, flow = await loop.connect_write_pipe(
+                    _WriteFlow, os.fdopen(wire_out, "wb", closefd=False)
+                )
+                # Nothing stays buffered: drain returns once each message is in the pipe, as the
+                # blocking write did (a reply is never left behind when the session ends).
+                transport.set_write_buffer_limits(high=0)
+                try:
+                    async for outgoing in write_recv:
+                        line = outgoing.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                        transport.write(line.encode("utf-8"))  # what the pipe takes now; the rest is buffered
+                        await flow.drain()
+                finally:
+                    transport.close()
+                return
             async for outgoing in write_recv:
                 line = outgoing.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 # One worker-thread hop per message (write and flush together), not one each: every
@@ -89,4 +183,7 @@ async def guarded_stdio() -> AsyncIterator[
             tg.start_soon(writer)
             yield read_recv, write_send
     finally:
+        if on_loop:  # the pipe transports made the wire non-blocking; fds 0 and 1 get it back as it was
+            for fd in (wire_in, wire_out):
+                os.set_blocking(fd, True)
         restore()

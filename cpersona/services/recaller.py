@@ -22,6 +22,7 @@ from cpersona.public import public
 from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
 from cpersona.retrieval.gate import gate_off
+from cpersona.retrieval.pending_vector import PendingQueryVector, QueryVectorThreads
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.services import supersede
 from cpersona.shapes.everyday import (
@@ -50,12 +51,24 @@ class Recaller:
         self.health = health
         self.pipeline = pipeline
         self.settings = pipeline.settings
+        # CPERSONA_EMBED_QUERY_OVERLAP: the query is embedded here while the keyword channels run.
+        self.query_vectors = QueryVectorThreads()
+
+    def close(self) -> None:
+        """Wait for query embeddings in flight and end their threads (``Memory.close``)."""
+        self.query_vectors.close()
 
     def _vector_query(self, text: str) -> VectorQuery | None:
         vector = self.embeddings.embed_query(text)
         if vector is None or not self.embeddings.ready:
             return None
         return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension)
+
+    def _query_vector(self, text: str) -> VectorQuery | PendingQueryVector | None:
+        """The query's vector now, or (overlap on, model ready) one being computed beside the pipeline."""
+        if self.settings.embed_query_overlap and self.embeddings.ready:
+            return self.query_vectors.start(lambda: self._vector_query(text))
+        return self._vector_query(text)
 
     @public
     def recall(
@@ -111,10 +124,9 @@ class Recaller:
         )
         mode = self.settings.recall_mode
         wants_vector = request.limit > 0 and bool(request.query.strip())
-        query_vector = self._vector_query(request.query) if wants_vector else None
-        # Read the health state after embedding, so a failure of this very query is already counted.
-        advisory = self.health.advisory()
+        query_vector = self._query_vector(request.query) if wants_vector else None
         if request.limit == 0:
+            advisory = self.health.advisory()
             nothing: RecallResult = {
                 "ok": True,
                 "results": [],
@@ -126,17 +138,25 @@ class Recaller:
                 nothing["advisory"] = advisory
             return nothing
         now = utc_now()
-        with self.store.read() as session:
-            outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
-            rows = outcome.rows
-            scored = len(rows)
-            # A sure cue returns the period's rows only: profiles have no time, so none are appended.
-            filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
-            if len(rows) < request.limit and not filtered:
-                rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
-            notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
-            if request.include_superseded:
-                supersede.mark_rows(session, rows)
+        try:
+            with self.store.read() as session:
+                outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
+                rows = outcome.rows
+                scored = len(rows)
+                # A sure cue returns the period's rows only: profiles have no time, so none are appended.
+                filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
+                if len(rows) < request.limit and not filtered:
+                    rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
+                notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
+                if request.include_superseded:
+                    supersede.mark_rows(session, rows)
+        finally:
+            if isinstance(query_vector, PendingQueryVector):
+                # Never leave an embedding running behind an answer (or a failure); the pipeline
+                # has usually waited for it already.
+                query_vector = query_vector.resolve()
+        # Read the health state after embedding, so a failure of this very query is already counted.
+        advisory = self.health.advisory()
         recalled = [r["id"] for r in rows if r.get("type") == "memory"]
         storage_note: str | None = None
         # Bookkeeping is a write too (docs/tools.md#pause_persistence).
