@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_latency import AGENT, BATCH, MODEL, _corpus, real_vectors, vector_block  # noqa: E402
+from engine_latency import AGENT, BATCH, MODEL, _corpus, corpus_batch, real_vectors  # noqa: E402
 
 
 def database_url(admin: str, name: str) -> str:
@@ -40,10 +40,7 @@ def _rows(url: str) -> int:
 
 def load(url: str, data_dir: Path, models_dir: Path, size: int) -> None:
     """``size`` corpus rows with their vectors through the import path (the schema is migrated first)."""
-    from latency import text_at
 
-    from cpersona.storage.interface import NewMemory
-    from cpersona.storage.port_records import ImportedMemory
     from cpersona.storage.postgres.store import PgStore
     from cpersona.text import format_ts, utc_now
 
@@ -55,12 +52,7 @@ def load(url: str, data_dir: Path, models_dir: Path, size: int) -> None:
         with rows.bulk_load():
             for first in range(0, size, BATCH):
                 n = min(BATCH, size - first)
-                block = vector_block(base, first, n)
-                batch = [
-                    ImportedMemory(NewMemory(AGENT, "", "", "", text_at(texts, first + k), None, None, now, now,
-                                             block[k].astype("<f4").tobytes(), model_id, dim))
-                    for k in range(n)
-                ]  # fmt: skip
+                batch = corpus_batch(texts, base, first, n, model_id, now)
                 rows.write_batch(batch, queued_at=None, active_model=(model_id, dim))
     finally:
         store.close()

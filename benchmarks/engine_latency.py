@@ -105,6 +105,24 @@ def vector_block(base: np.ndarray, start: int, n: int) -> np.ndarray:
     return block.astype(np.float32)
 
 
+def corpus_batch(
+    texts: list[str], base: np.ndarray, first: int, n: int, model_id: str, now: str
+) -> list[Any]:
+    """Import records of corpus rows first .. first + n with their vectors (``vector_block``): the loaders'
+    one batch (this benchmark's, ``pg_plan_statistics.py``'s, ``_pg_corpus.py``'s)."""
+    from latency import text_at
+
+    from cpersona.storage.interface import NewMemory
+    from cpersona.storage.port_records import ImportedMemory
+
+    block, dim = vector_block(base, first, n), base.shape[1]
+    return [
+        ImportedMemory(NewMemory(AGENT, "", "", "", text_at(texts, first + k), None, None, now, now,
+                                 block[k].astype("<f4").tobytes(), model_id, dim))
+        for k in range(n)
+    ]  # fmt: skip
+
+
 def _settings(engine: str, db: Path, url: str | None, models_dir: Path) -> Any:
     from cpersona.config import Settings
 
@@ -150,8 +168,7 @@ def one_run(args: argparse.Namespace) -> dict[str, Any]:
 
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-    from cpersona.storage.interface import NewMemory, VectorQuery
-    from cpersona.storage.port_records import ImportedMemory
+    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope
     from cpersona.text import format_ts, utc_now
 
@@ -178,14 +195,7 @@ def one_run(args: argparse.Namespace) -> dict[str, Any]:
                 with rows.bulk_load():  # as import_memories: PostgreSQL builds the postings index at the end, SQLite merges its FTS indexes
                     for first in range(0, fill, BATCH):
                         n = min(BATCH, fill - first)
-                        block = vector_block(base, first, n)
-                        batch = [
-                            ImportedMemory(
-                                NewMemory(AGENT, "", "", "", text_at(texts, first + k), None, None, now, now,
-                                          block[k].astype("<f4").tobytes(), model_id, dim)
-                            )
-                            for k in range(n)
-                        ]  # fmt: skip
+                        batch = corpus_batch(texts, base, first, n, model_id, now)
                         outcomes, _ = rows.write_batch(batch, queued_at=None, active_model=(model_id, dim))
                         assert outcomes.count("inserted") == n, "corpus texts must be distinct"
                         if first and first % 100_000 == 0:

@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, print_table, summary_ms, write_json  # noqa: E402
-from engine_latency import AGENT, BATCH, MODEL, _corpus, real_vectors, vector_block  # noqa: E402
+from engine_latency import AGENT, BATCH, MODEL, _corpus, corpus_batch, real_vectors  # noqa: E402
 
 
 def _cpu_s(pid: int) -> float:
@@ -43,10 +43,7 @@ def _cpu_s(pid: int) -> float:
 def load(url: str, texts: list[str], base: np.ndarray, model_id: str, size: int) -> None:
     """``size`` rows through ``write_batch`` (500 a batch) and the HNSW index; no statistics gathered."""
     import psycopg
-    from latency import text_at
 
-    from cpersona.storage.interface import NewMemory
-    from cpersona.storage.port_records import ImportedMemory
     from cpersona.storage.postgres.sql import Executor
     from cpersona.storage.postgres.statistics import RECALL_TABLES
     from cpersona.storage.postgres.store import PgStore
@@ -60,12 +57,7 @@ def load(url: str, texts: list[str], base: np.ndarray, model_id: str, size: int)
     rows, now, dim = store.portability_rows(), format_ts(utc_now()), base.shape[1]
     for first in range(0, size, BATCH):
         n = min(BATCH, size - first)
-        block = vector_block(base, first, n)
-        batch = [
-            ImportedMemory(NewMemory(AGENT, "", "", "", text_at(texts, first + k), None, None, now, now,
-                                     block[k].astype("<f4").tobytes(), model_id, dim))
-            for k in range(n)
-        ]  # fmt: skip
+        batch = corpus_batch(texts, base, first, n, model_id, now)
         rows.write_batch(batch, queued_at=None, active_model=(model_id, dim))
     # The HNSW index, as the first search builds it: here, so that both copies search the same graph
     # (a build draws random levels; two builds would answer a few questions differently).
