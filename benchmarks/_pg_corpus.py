@@ -9,6 +9,7 @@ when it already holds ``size`` rows), so repeated measurements skip the load and
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -105,3 +106,17 @@ def questions(data_dir: Path, n: int) -> list[str]:
 
 
 __all__ = ["AGENT", "MODEL", "corpus_database", "database_url", "load", "questions", "settings"]
+
+
+def add_corpus_arguments(parser: argparse.ArgumentParser, *, queries: int) -> None:
+    """The arguments of a benchmark on this corpus: data dir, cluster, size, questions, kept database, models."""
+    parser.add_argument("data_dir", type=Path)
+    parser.add_argument(
+        "--db-url", default="auto", help="a PostgreSQL admin URL, or 'auto' for a throwaway cluster"
+    )
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=queries)
+    parser.add_argument(
+        "--database", help="keep the loaded corpus in this database (reused when it has --size rows)"
+    )
+    parser.add_argument("--models-dir", type=Path)

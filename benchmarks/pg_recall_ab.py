@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, percentile, print_table, summary_ms, write_json  # noqa: E402
-from _pg_corpus import AGENT, corpus_database, questions, settings  # noqa: E402
+from _pg_corpus import AGENT, add_corpus_arguments, corpus_database, questions, settings  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1]
 MEASURES = ("retrieval", "recall")
@@ -178,18 +178,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("data_dir", type=Path)
+    add_corpus_arguments(parser, queries=200)
     parser.add_argument("--base", type=Path, help="arm A: a source tree of the code to compare against")
     parser.add_argument("--code", type=Path, default=HERE, help="arm B (default: this checkout)")
-    parser.add_argument(
-        "--db-url", default="auto", help="a PostgreSQL admin URL, or 'auto' for a throwaway cluster"
-    )
-    parser.add_argument("--size", type=int, default=10_000)
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument(
-        "--database", help="keep the loaded corpus in this database (reused when it has --size rows)"
-    )
-    parser.add_argument("--models-dir", type=Path)
     parser.add_argument("--json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
