@@ -18,12 +18,13 @@ write transaction is visible to its queries before the structure record changes.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
+
+from cpersona.storage.sqlite.kept_answers import KeptAnswers
 
 #: FTS5's structure record: rowid 10 of the ``_data`` shadow table (part of its file format).
 STRUCTURE_ROWID = 10
-#: Terms kept per index; past this the counts start again (a bound, not an eviction policy).
+#: Terms kept over every index; past this the counts start again (a bound, not an eviction policy).
 MAX_KEPT = 8192
 
 Counter = Callable[[str], int]
@@ -41,12 +42,10 @@ class TermCounts:
     One per store, shared by its threads' read sessions.
     """
 
-    __slots__ = ("_counts", "_keys", "_lock")
+    __slots__ = ("_kept",)
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._keys: dict[str, bytes] = {}
-        self._counts: dict[str, dict[tuple[str, int], int]] = {}
+        self._kept: KeptAnswers[tuple[str, int], int] = KeptAnswers(MAX_KEPT, lambda _count: 1)
 
     def counts(
         self, conn: sqlite3.Connection, table: str, terms: Sequence[str], cap: int, count: Counter
@@ -56,19 +55,4 @@ class TermCounts:
         key = structure(conn, table)
         if key is None:
             return [count(term) for term in terms]
-        with self._lock:
-            if self._keys.get(table) != key:
-                self._keys[table] = key
-                self._counts[table] = {}
-            known = self._counts[table]
-            found = [known.get((term, cap)) for term in terms]
-        out = [n if n is not None else count(term) for term, n in zip(terms, found, strict=True)]
-        fresh = {(term, cap): n for term, n, old in zip(terms, out, found, strict=True) if old is None}
-        if fresh:
-            with self._lock:
-                if self._keys.get(table) == key:  # another snapshot may have replaced them meanwhile
-                    known = self._counts[table]
-                    if len(known) + len(fresh) > MAX_KEPT:
-                        known.clear()
-                    known.update(fresh)
-        return out
+        return self._kept.answers(table, key, [(term, cap) for term in terms], lambda item: count(item[0]))

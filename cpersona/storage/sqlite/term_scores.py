@@ -20,10 +20,10 @@ answers are only kept from read snapshots that hold no uncommitted write of thei
 from __future__ import annotations
 
 import sqlite3
-import threading
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 
+from cpersona.storage.sqlite.kept_answers import KeptAnswers
 from cpersona.storage.sqlite.term_counts import STRUCTURE_ROWID
 
 #: Rows kept over every term and scope (16 bytes each: 4 MB at most); past this the answers start
@@ -68,13 +68,10 @@ class TermScores:
     One per store, shared by its threads' read sessions.
     """
 
-    __slots__ = ("_keys", "_lock", "_rows", "_shares")
+    __slots__ = ("_kept",)
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._keys: dict[str, tuple[bytes, int]] = {}
-        self._shares: dict[str, dict[tuple[str, tuple[object, ...], str], Shares]] = {}
-        self._rows = 0
+        self._kept: KeptAnswers[tuple[object, ...], Shares] = KeptAnswers(MAX_ROWS, len)
 
     def shares(
         self,
@@ -89,28 +86,8 @@ class TermScores:
         structure, seq = state(conn, table)
         if structure is None:
             return None
-        key = (structure, seq)
-        with self._lock:
-            if self._keys.get(table) != key:
-                self._keys[table] = key
-                dropped = self._shares.pop(table, {})
-                self._rows -= sum(len(v) for v in dropped.values())
-                self._shares[table] = {}
-            known = self._shares[table]
-            found = [known.get((*scope, term)) for term in terms]
-        out = [s if s is not None else read(term) for term, s in zip(terms, found, strict=True)]
-        fresh = {(*scope, term): s for term, s, old in zip(terms, out, found, strict=True) if old is None}
-        if fresh:
-            with self._lock:
-                if self._keys.get(table) == key:  # another snapshot may have replaced them meanwhile
-                    added = sum(len(v) for v in fresh.values())
-                    if self._rows + added > MAX_ROWS:
-                        for kept in self._shares.values():
-                            kept.clear()
-                        self._rows = 0
-                    self._shares[table].update(fresh)
-                    self._rows += added
-        return out
+        items = [(*scope, term) for term in terms]
+        return self._kept.answers(table, (structure, seq), items, lambda item: read(str(item[-1])))
 
 
 def ranked(shares: Sequence[Shares], limit: int) -> list[tuple[int, float]]:
