@@ -34,6 +34,7 @@ VectorFloat32 = Literal["memory", "file"]
 RecallMode = Literal["rsf", "rrf", "cascade"]
 EmbeddingMode = Literal["onnx", "http", "none"]
 ModelSharing = Literal["auto", "off"]
+QueryKernel = Literal["auto", "exact"]
 Transport = Literal["stdio", "streamable-http"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 
@@ -279,6 +280,13 @@ class Settings:
         False,
         "recall embeds its query on a thread of its own while the keyword channels run (the same answer; "
         "faster only with a core to spare: docs/decisions.md); `false`: embed, then search",
+    )
+    embed_query_kernel: QueryKernel = setting(
+        "CPERSONA_EMBED_QUERY_KERNEL",
+        "auto",
+        "`auto`: a model whose weights are stored as int8 embeds recall queries with int8 arithmetic once a "
+        "check at load shows it agrees with the float32 graph (cosine ≥ 0.998) and is faster; stored texts "
+        "always use the float32 graph ([docs/models.md](docs/models.md#the-query-kernel)). `exact`: queries too",
     )
     embed_batch_size: int = setting(
         "CPERSONA_EMBED_BATCH_SIZE",

@@ -98,9 +98,11 @@ def minilm_models_dir(minilm_source_dir: Path, tmp_path_factory: pytest.TempPath
 
 @pytest.fixture(scope="session")
 def minilm_backend(minilm_models_dir: Path) -> OnnxBackend:
-    """A loaded MiniLM backend shared by the session (batch size 4 so batching is exercised)."""
+    """A loaded MiniLM backend shared by the session (batch size 4 so batching is exercised), its
+    query kernel settled: every test that shares it sees one kernel (docs/models.md#the-query-kernel)."""
     backend = OnnxBackend(load_manifest(MINILM), minilm_models_dir / MINILM, batch_size=4)
     backend.load()
+    backend.choose_query_kernel()
     return backend
 
 

@@ -174,6 +174,9 @@ class Admin(CoreService):
         sharing = getattr(self.embeddings.backend, "sharing_status", None)
         if callable(sharing):
             status["sharing"] = sharing()
+        kernel = getattr(self.embeddings.backend, "query_kernel_status", None)
+        if callable(kernel) and (described := kernel()) is not None:
+            status["query_kernel"] = described
         return status
 
     @public

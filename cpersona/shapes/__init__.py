@@ -79,6 +79,7 @@ from cpersona.shapes.operations import (  # noqa: F401 - re-exported: the public
     MergeResult,
     MigrateChannelAxisResult,
     ModelSharing,
+    QueryKernelStatus,
     ReembedDone,
     ReembedFailed,
     StatsResult,

@@ -19,6 +19,19 @@ class ModelSharing(TypedDict):
     takeovers: Annotated[int, "Times this process took the model over from a host that went away."]
 
 
+class QueryKernelStatus(TypedDict):
+    """Which graph embeds recall queries (onnx mode): the model's float32 one or its int8 copy."""
+
+    kernel: Annotated[str, "int8 (the int8 copy passed its check) or exact (the model's own graph)."]
+    reason: Annotated[str, "Why this kernel: the check's outcome, or why it did not run."]
+    min_cosine: NotRequired[
+        Annotated[float, "Lowest cosine between the two graphs' vectors of the probe texts."]
+    ]
+    speedup: NotRequired[
+        Annotated[float, "The float32 graph's median time over the int8 copy's, per probe text."]
+    ]
+
+
 class EmbeddingStatus(TypedDict):
     """embedding_status: the degradation state (no ok key)."""
 
@@ -31,6 +44,9 @@ class EmbeddingStatus(TypedDict):
     model_id: NotRequired[Annotated[str, "The loaded model (healthy)."]]
     dimension: NotRequired[Annotated[int, "Its vector dimension (healthy)."]]
     sharing: NotRequired[Annotated[ModelSharing, "Model sharing between processes (onnx with sharing on)."]]
+    query_kernel: NotRequired[
+        Annotated[QueryKernelStatus, "The recall queries' kernel (onnx, in the process holding the model)."]
+    ]
 
 
 class VectorWindow(TypedDict):

@@ -48,6 +48,7 @@ def test_overlapped_recall_answers_what_sequential_recall_answers(
     )
     with Memory(settings) as mem:
         assert mem.wait_until_ready(60)
+        mem.embeddings.settle_query_kernel()  # both orders embed their queries with one kernel
         for fact in FACTS:
             mem.store("a", fact)
         orders = {

@@ -21,9 +21,12 @@ import numpy as np
 from cpersona.embed.integrity import read_record, verify_against_record, write_record
 from cpersona.embed.model_hint import fetch_command, model_hint
 from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
+from cpersona.embed.runtime import int8_matmul
+from cpersona.embed.runtime import query_kernel as kernels
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.heap import release_free_memory
 from cpersona.embed.runtime.pooling import pool, truncate_and_normalise
+from cpersona.embed.runtime.query_kernel import KernelChoice
 
 if TYPE_CHECKING:
     from cpersona.config import Settings
@@ -35,6 +38,10 @@ _PIP_RUNBOOK = "pip install 'onnxruntime>=1.18' 'tokenizers>=0.19' (or reinstall
 _PROBE_TEXT = "cpersona dimension probe"
 # ONNX element types the backend can produce for integer inputs.
 _INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
+
+
+#: How long after the first query the query-kernel check starts (query_kernel.py).
+KERNEL_CHECK_DELAY_SECONDS = 2.0
 
 
 def default_threads() -> int:
@@ -65,11 +72,14 @@ class OnnxBackend(EmbeddingBackend):
         threads: int | None = None,
         batch_size: int = 16,
         verify: str = "quick",
+        query_kernel: str = "auto",
     ) -> None:
         """Record the configuration only; all I/O happens in ``load()``.
 
         ``verify``: "quick" (sizes always, sha256 when mtime changed), "full"
         (always re-hash) or "off" (used by fetch-model on a staging copy).
+        ``query_kernel``: "auto" (check the int8 copy for queries after each load: query_kernel.py)
+        or "exact".
         """
         if verify not in VERIFY_MODES:
             raise ValueError(f"verify must be one of {VERIFY_MODES}")
@@ -88,6 +98,15 @@ class OnnxBackend(EmbeddingBackend):
         self._input_plan: list[tuple[str, Any]] = []
         self._pad_id = 0
         self._model_dim = manifest.dimension
+        self.query_kernel_mode = query_kernel
+        self._kernel_lock = threading.Lock()
+        self._query_session: Any = None  # the int8 copy, once its check passed
+        self._kernel: KernelChoice = kernels.exact(
+            "CPERSONA_EMBED_QUERY_KERNEL=exact" if query_kernel == "exact" else kernels.NOT_CHECKED
+        )
+        self._kernel_for: Any = None  # the session the choice was made against
+        self._kernel_pending = False
+        self._closing = threading.Event()
 
     @classmethod
     def from_settings(cls, manifest: ModelManifest, settings: Settings, verify: str = "quick") -> OnnxBackend:
@@ -100,6 +119,7 @@ class OnnxBackend(EmbeddingBackend):
             threads=settings.embed_threads,
             batch_size=settings.embed_batch_size,
             verify=verify,
+            query_kernel=settings.embed_query_kernel,
         )
 
     # -- identity ---------------------------------------------------------------------------
@@ -158,6 +178,88 @@ class OnnxBackend(EmbeddingBackend):
             except EmbeddingFault:
                 self._session = None
                 raise
+        self._closing.clear()
+        # The check starts with the first query after this load (a process that never recalls never
+        # pays for it): _start_kernel_check.
+        self._kernel_pending = self.query_kernel_mode == "auto"
+
+    # -- the query kernel (query_kernel.py) -------------------------------------------------
+
+    def _start_kernel_check(self) -> None:
+        """Run ``choose_query_kernel`` in the background, once per load. Meanwhile queries use the
+        float32 graph. Not a daemon thread: one stopped inside ONNX Runtime at interpreter exit aborts
+        the process, so exit waits for it; close() makes it end at its next step (at most ~0.3 s)."""
+        with self._kernel_lock:
+            if not self._kernel_pending:
+                return
+            self._kernel_pending = False
+        # daemon=False explicitly: a thread started from a daemon thread (a back-fill) would inherit daemon.
+        threading.Thread(target=self._check_later, name="cpersona-query-kernel", daemon=False).start()
+
+    def _check_later(self) -> None:
+        # A one-shot command (`cpersona recall`) closes the model within this wait: it never pays for
+        # a check whose answer it would not use, and its exit does not wait for one.
+        if not self._closing.wait(KERNEL_CHECK_DELAY_SECONDS):
+            self.choose_query_kernel()
+
+    @property
+    def query_kernel(self) -> KernelChoice:
+        """The kernel recall queries use now, and why."""
+        return self._kernel
+
+    def query_kernel_status(self) -> dict[str, Any]:
+        """``stats.embedding.query_kernel``."""
+        return dict(self._kernel.as_dict())
+
+    def choose_query_kernel(self) -> KernelChoice:
+        """Check the int8 copy of the loaded graph against it, once per load, and use it for queries
+        if it passes (``query_kernel.check``). Safe to call from any thread; returns the choice."""
+        with self._kernel_lock:
+            session = self._session
+            if self.query_kernel_mode != "auto" or session is None or self._kernel_for is session:
+                return self._kernel
+            choice, candidate = self._check_int8_copy(session)
+            if self._session is session:  # not closed or reloaded meanwhile
+                self._query_session = candidate if choice.int8 else None
+                self._kernel, self._kernel_for = choice, session
+                log.info("recall queries: %s kernel (%s)", choice.kernel, choice.reason)
+            return choice
+
+    def _check_int8_copy(self, session: Any) -> tuple[KernelChoice, Any]:
+        try:
+            rewritten = int8_matmul.rewrite(str(self.model_path / self.manifest.onnx_file))
+        except ImportError:
+            return kernels.exact("the onnx package is not installed"), None
+        except Exception as exc:  # an unusual graph: keep the model's own
+            return kernels.exact(f"the graph could not be rewritten: {type(exc).__name__}: {exc}"[:300]), None
+        if rewritten is None:
+            return kernels.exact("the model stores no int8 MatMul weights"), None
+        if self._closing.is_set():
+            return kernels.exact("the model was closed during the check"), None
+        ort, _ = self._import_runtime()
+        try:
+            # One thread: a query is one short text, and handing its small int8 products to a second
+            # thread costs more than it saves (docs/decisions.md, "The query kernel").
+            candidate = ort.InferenceSession(
+                rewritten.model,
+                sess_options=self._session_options(ort, 1),
+                providers=["CPUExecutionProvider"],
+            )
+        except Exception as exc:
+            return kernels.exact(f"ONNX Runtime cannot run the int8 copy: {type(exc).__name__}"), None
+        finally:
+            del rewritten  # the serialised copy (~20 MB) and what building it left on the heap
+            release_free_memory()
+        prompt = self._prompt("query")
+        try:
+            choice = kernels.check(
+                lambda text: self._run([text], prompt, session)[0],
+                lambda text: self._run([text], prompt, candidate)[0],
+                stop=self._closing.is_set,
+            )
+        except EmbeddingFault as fault:  # closed meanwhile, or the copy fails to run: keep the model's own
+            return kernels.exact(f"the check could not run: {fault.reason}"), None
+        return choice, candidate
 
     def _check_config(self) -> None:
         dim = self.embedding_dim
@@ -262,13 +364,13 @@ class OnnxBackend(EmbeddingBackend):
         tokenizer.enable_truncation(max_length=int(self.max_tokens))
         return tokenizer
 
-    def _session_options(self, ort: Any) -> Any:
+    def _session_options(self, ort: Any, threads: int | None = None) -> Any:
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = int(self.threads)
+        opts.intra_op_num_threads = int(threads or self.threads)
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Spinning threads burn a core while the server idles between requests.
+        # Spinning threads burn a core for ~50 ms after every run (docs/decisions.md, "The query kernel").
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         # The arena keeps the peak of the largest batch forever; without it memory follows the batch.
@@ -361,13 +463,13 @@ class OnnxBackend(EmbeddingBackend):
         }
         return {name: arrays[name].astype(dtype, copy=False) for name, dtype in self._input_plan}, mask
 
-    def _run(self, texts: Sequence[str], prompt: str) -> np.ndarray:
+    def _run(self, texts: Sequence[str], prompt: str, session: Any = None) -> np.ndarray:
         count = len(texts)
         out = np.empty((count, self.dimension), dtype=np.float32)
         if count == 0:
             return out
         # Local references: a concurrent close() must not pull the session from under this call.
-        session, tokenizer = self._session, self._tokenizer
+        session, tokenizer = session or self._session, self._tokenizer
         try:
             if session is None or tokenizer is None:
                 raise RuntimeError("the model was closed")
@@ -406,7 +508,12 @@ class OnnxBackend(EmbeddingBackend):
             raise TypeError("texts must be a sequence of str")
         prompt = self._prompt(role)
         self._ensure_loaded()
-        return self._run(list(texts), prompt)
+        # Stored texts always use the float32 graph; queries the int8 copy once it has passed its check.
+        if role != "query":
+            return self._run(list(texts), prompt)
+        if self._kernel_pending:
+            self._start_kernel_check()
+        return self._run(list(texts), prompt, self._query_session)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed stored content (document prompt applied when the model has one)."""
@@ -418,6 +525,8 @@ class OnnxBackend(EmbeddingBackend):
 
     def close(self) -> None:
         """Drop the session and tokenizer (memory is freed when no call still uses them)."""
+        self._closing.set()  # a running query-kernel check ends at its next step (not waited for)
         with self._load_lock:
             self._session = None
             self._tokenizer = None
+            self._query_session = None

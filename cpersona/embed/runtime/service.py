@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -168,6 +169,16 @@ class EmbeddingService:
     def dimension(self) -> int:
         """Active dimension (0 until loaded)."""
         return self.backend.dimension if self.ready else 0
+
+    def settle_query_kernel(self) -> dict[str, Any] | None:
+        """Run the backend's query-kernel check now if one is still to come (it otherwise starts in
+        the background shortly after the first query), so what follows uses one kernel throughout;
+        returns ``stats.embedding.query_kernel`` (None: no kernel to choose in this process)."""
+        choose = getattr(self.backend, "choose_query_kernel", None)
+        if self.ready and callable(choose):
+            choose()
+        status = getattr(self.backend, "query_kernel_status", None)
+        return status() if callable(status) else None
 
     def _fault(self, fault: EmbeddingFault) -> None:
         if self._prepare_error and fault.kind == FaultKind.MODEL_MISSING:

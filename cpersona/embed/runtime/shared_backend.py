@@ -124,6 +124,15 @@ class SharedModelBackend(EmbeddingBackend):
             "takeovers": self.takeovers,
         }
 
+    def choose_query_kernel(self) -> Any:
+        """The inner backend's query-kernel check, when this process holds the model (else None)."""
+        return self.inner.choose_query_kernel() if self._role == HOST else None
+
+    def query_kernel_status(self) -> dict[str, Any] | None:
+        """The recall queries' kernel when this process holds the model; None for a client (the host
+        embeds its queries, and its own ``stats`` says with which kernel)."""
+        return self.inner.query_kernel_status() if self._role == HOST else None
+
     # -- election ------------------------------------------------------------------------------
     def load(self) -> None:
         """Become the host (load the model) or a client of the current host; raise EmbeddingFault if neither."""

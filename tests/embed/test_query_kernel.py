@@ -1,0 +1,173 @@
+"""The query kernel: MiniLM's int8 weights run in int8 for recall queries, checked against float32."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from model_fixtures import TinyJina, tiny_jina_manifest
+
+from cpersona.config import Settings
+from cpersona.embed.registry import load_manifest
+from cpersona.embed.runtime import int8_matmul, query_kernel
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
+from cpersona.memory import Memory
+
+MINILM = "all-minilm-l6-v2"
+SENTENCES = [
+    "ok",
+    "What did Caroline research?",
+    "The cat sits on the mat",
+    "A much longer sentence about the deployment of the memory server on a laptop without network access "
+    "and the steps needed to install the embedding model from a local archive.",
+    "Wie heißt die Katze meiner Schwester?",
+]
+# First five components of the int8 query kernel's vector of this sentence (block 64), computed once:
+# catches numeric drift of the int8 path as test_onnx_minilm's pinned values do for float32.
+PINNED_SENTENCE = "Persistent memory lets an agent recall what happened last week."
+PINNED_INT8_VALUES = [0.0138, 0.00166, -0.07227, 0.04446, 0.05999]
+
+
+def _backend(models_dir: Path, kernel: str = "auto") -> OnnxBackend:
+    backend = OnnxBackend(load_manifest(MINILM), models_dir / MINILM, query_kernel=kernel)
+    backend.load()
+    return backend
+
+
+def _unit_rows(session: ort.InferenceSession, backend: OnnxBackend, texts: list[str]) -> np.ndarray:
+    rows = []
+    for ids in backend.token_ids(texts):
+        feeds = {
+            "input_ids": np.array([ids], dtype=np.int64),
+            "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
+            "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
+        }
+        hidden = session.run(None, feeds)[0][0]
+        mean = hidden.mean(axis=0)
+        rows.append(mean / np.linalg.norm(mean))
+    return np.array(rows)
+
+
+def test_rewrite_runs_every_int8_matmul_in_int8_and_stays_close(minilm_models_dir: Path) -> None:
+    path = minilm_models_dir / MINILM / "onnx" / "model.onnx"
+    rewritten = int8_matmul.rewrite(str(path))
+    assert rewritten is not None
+    assert rewritten.matmuls == 36  # 6 layers x (query, key, value, output, two feed-forward)
+    assert rewritten.gathers == 2  # the word and position tables
+    graph = onnx.load_model_from_string(rewritten.model).graph
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("MatMulNBits") == 36
+    # No int8 weight is rebuilt as float any more: MatMuls read it in int8, tables cast only gathered rows.
+    consumers = {name: node.op_type for node in graph.node for name in node.input}
+    int8 = {i.name for i in graph.initializer if i.data_type == onnx.TensorProto.INT8}
+    casts = [n for n in graph.node if n.op_type == "Cast" and n.input[0] in int8]
+    assert all(consumers.get(n.output[0]) != "MatMul" for n in casts)
+
+    backend = _backend(minilm_models_dir, "exact")
+    float32 = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    int8_session = ort.InferenceSession(rewritten.model, providers=["CPUExecutionProvider"])
+    exact_rows = _unit_rows(float32, backend, SENTENCES)
+    int8_rows = _unit_rows(int8_session, backend, SENTENCES)
+    cosines = (exact_rows * int8_rows).sum(axis=1)
+    assert cosines.min() >= query_kernel.MIN_COSINE
+    assert not np.allclose(exact_rows, int8_rows, atol=1e-6)  # int8 arithmetic, not a copy of the graph
+    np.testing.assert_allclose(exact_rows, backend.embed_documents(SENTENCES), atol=1e-5)
+
+
+def test_rewrite_from_bytes_matches_rewrite_from_path(minilm_models_dir: Path) -> None:
+    path = minilm_models_dir / MINILM / "onnx" / "model.onnx"
+    from_path, from_bytes = int8_matmul.rewrite(str(path)), int8_matmul.rewrite(path.read_bytes())
+    assert from_path is not None and from_bytes is not None
+    assert from_path.model == from_bytes.model
+
+
+def test_a_float_graph_is_left_alone(tiny_jina: TinyJina, tiny_jina_models_dir: Path) -> None:
+    manifest = tiny_jina_manifest()
+    assert int8_matmul.rewrite(str(tiny_jina_models_dir / manifest.name / manifest.onnx_file)) is None
+    backend = OnnxBackend(manifest, tiny_jina_models_dir / manifest.name)
+    backend.load()
+    choice = backend.choose_query_kernel()
+    assert choice.kernel == "exact" and choice.reason == "the model stores no int8 MatMul weights"
+    np.testing.assert_allclose(backend.embed_query("x y"), backend.embed_query("x y"), atol=0)
+
+
+@pytest.mark.parametrize(
+    ("min_cosine", "ratio", "kernel", "why"),
+    [
+        (0.9995, 0.6, "int8", "agrees"),
+        (0.994, 0.6, "exact", "differ too much"),
+        (0.9995, 0.97, "exact", "not faster"),
+        (query_kernel.MIN_COSINE, query_kernel.MAX_TIME_RATIO, "int8", "agrees"),
+    ],
+)
+def test_decide(min_cosine: float, ratio: float, kernel: str, why: str) -> None:
+    choice = query_kernel.decide(min_cosine, ratio)
+    assert choice.kernel == kernel and why in choice.reason
+    assert choice.as_dict()["speedup"] == round(1 / ratio, 2)
+
+
+def test_check_measures_both_graphs_on_every_probe_text() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def embed(name: str, vector: np.ndarray):  # type: ignore[no-untyped-def]
+        def run(text: str) -> np.ndarray:
+            seen.append((name, text))
+            return vector
+
+        return run
+
+    a = np.array([1.0, 0.0], dtype=np.float32)
+    b = np.array([0.6, 0.8], dtype=np.float32)
+    choice = query_kernel.check(embed("f", a), embed("i", b), texts=("one", "two"), rounds=2)
+    assert choice.kernel == "exact" and choice.min_cosine == pytest.approx(0.6)
+    assert sorted(set(seen)) == [("f", "one"), ("f", "two"), ("i", "one"), ("i", "two")]
+    assert len(seen) == 2 * 2 * (1 + 2)  # the cosine pass, then two timed rounds
+
+
+def test_auto_backend_uses_the_kernel_its_check_chose(minilm_models_dir: Path) -> None:
+    backend = _backend(minilm_models_dir)
+    choice = backend.choose_query_kernel()
+    assert backend.choose_query_kernel() is choice  # once per load
+    status = backend.query_kernel_status()
+    assert status["kernel"] == choice.kernel and status["min_cosine"] >= 0.99
+    document = backend.embed_documents([PINNED_SENTENCE])[0]
+    query = backend.embed_query(PINNED_SENTENCE)
+    if choice.int8:  # this machine's int8 kernel is faster: queries take it, stored texts never do
+        assert float(np.dot(query, document)) >= query_kernel.MIN_COSINE
+        assert not np.allclose(query, document, atol=1e-6)
+        np.testing.assert_allclose(query[:5], PINNED_INT8_VALUES, atol=1e-4)
+    else:  # no fast int8 kernel here: the float32 graph for queries too
+        assert "not faster" in choice.reason
+        np.testing.assert_allclose(query, document, atol=1e-6)
+    backend.close()
+    assert backend.query_kernel.kernel == choice.kernel  # the choice is kept; the sessions are dropped
+
+
+def test_exact_setting_keeps_queries_on_the_float32_graph(minilm_models_dir: Path) -> None:
+    backend = _backend(minilm_models_dir, "exact")
+    choice = backend.choose_query_kernel()
+    assert choice.kernel == "exact" and "CPERSONA_EMBED_QUERY_KERNEL=exact" in choice.reason
+    np.testing.assert_allclose(
+        backend.embed_query(PINNED_SENTENCE), backend.embed_documents([PINNED_SENTENCE])[0], atol=1e-6
+    )
+
+
+def test_stats_say_which_kernel_embeds_queries(tmp_path: Path, minilm_models_dir: Path) -> None:
+    settings = Settings(
+        db_path=tmp_path / "memory.db",
+        embedding_mode="onnx",
+        models_dir=minilm_models_dir,
+        embedding_model=MINILM,
+        model_sharing="off",
+    )
+    with Memory(settings) as mem:
+        assert mem.wait_until_ready(60)
+        backend = mem.embeddings.backend
+        assert isinstance(backend, OnnxBackend)
+        choice = backend.choose_query_kernel()
+        kernel = mem.stats()["embedding"]["query_kernel"]
+        assert kernel == choice.as_dict()
+        assert kernel["kernel"] in {"int8", "exact"} and kernel["reason"]
