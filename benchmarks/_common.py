@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import resource
 import statistics
 import sys
@@ -86,6 +87,27 @@ def minilm_models_dir(tmp: Path, stream: Any = None) -> Path:
     models_dir = tmp / "models"
     install_from(assemble_minilm(tmp / "src"), "all-minilm-l6-v2", models_dir, stream=stream or sys.stderr)
     return models_dir
+
+
+def settle_query_kernel(memory: Any) -> dict[str, Any] | None:
+    """Wait for the model's query-kernel check so a run measures one kernel throughout
+    (``EmbeddingService.settle_query_kernel``); returns ``stats.embedding.query_kernel``."""
+    kernel: dict[str, Any] | None = memory.embeddings.settle_query_kernel()
+    return kernel
+
+
+#: Seconds from a server's first query until its query-kernel check is surely over (it starts 2 s after
+#: that query: ``KERNEL_CHECK_DELAY_SECONDS``, and takes ~1.5 s): MCP benchmarks measure after it.
+KERNEL_SETTLE_SECONDS = 8.0
+
+
+def logged_query_kernel(log: Path) -> str | None:
+    """The query kernel a server's log (its stderr) says it settled on ("int8" or "exact"), or None."""
+    try:
+        found = re.findall(r"recall queries: (\w+) kernel", log.read_text(errors="replace"))
+    except OSError:
+        return None
+    return found[-1] if found else None
 
 
 @contextmanager

@@ -70,7 +70,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table, write_json  # noqa: E402
+from _common import print_table, settle_query_kernel, write_json  # noqa: E402
 from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
 from _locomo_gate import DEFAULT_ARMS, LEVELS, QuestionSets, default_arms, gate_curve, summarise  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
@@ -144,6 +144,7 @@ def run(
     db_url: str | None = None,
     pg_vector_index: str = "hnsw",
     default_path: bool = True,
+    query_kernel: str = "auto",
 ) -> dict[str, Any]:
     """Every conversation × every arm (and, with ``gate``, the gate curve); per-arm means overall and per conversation."""
     per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in arms}
@@ -151,6 +152,7 @@ def run(
     timing: dict[str, list[float]] = defaultdict(list)
     datasets = [Conversation.load(path) for path in files]
     curves: dict[str, dict[str, dict[str, Any]]] = {}
+    kernels: dict[str, Any] = {}
     defaults: dict[str, dict[str, dict[str, Any]]] = {}
     for index, path in enumerate(files):
         conv = per_conv.setdefault(path.stem, {a: defaultdict(list) for a in arms})
@@ -172,6 +174,7 @@ def run(
                 db_path=Path(tmp) / "locomo.db",
                 db_url=url,
                 pg_vector_index=pg_vector_index,
+                embed_query_kernel=query_kernel,  # type: ignore[arg-type]
                 embedding_mode="onnx",
                 models_dir=models_dir,
                 embedding_model=model,
@@ -182,6 +185,7 @@ def run(
             with Memory(settings) as mem:
                 if not mem.wait_until_ready(300):
                     raise SystemExit(f"model did not load: {mem.embedding_status()}")
+                kernels[path.stem] = settle_query_kernel(mem)
                 start = time.perf_counter()
                 for dia_id, content, stamp in data.turns():
                     out = mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
@@ -234,7 +238,7 @@ def run(
                         method=gate.calibration_method,
                         limit=LIMIT,
                     )
-    report: dict[str, Any] = {"arms": {}, "conversations": {}, "timing_ms_p50": {}}
+    report: dict[str, Any] = {"arms": {}, "conversations": {}, "timing_ms_p50": {}, "query_kernel": kernels}
     if default_path:
         report["default_path"] = summarise(defaults, DEFAULT_ARMS)
     if gate is not None:
@@ -334,6 +338,12 @@ def main() -> int:
     )
     parser.add_argument("--pg-vector-index", choices=("hnsw", "exact"), default="hnsw")
     parser.add_argument(
+        "--query-kernel",
+        choices=("auto", "exact"),
+        default="auto",
+        help="CPERSONA_EMBED_QUERY_KERNEL for the run (docs/models.md#the-query-kernel)",
+    )
+    parser.add_argument(
         "--no-default-path",
         action="store_true",
         help="skip the default-path arms (uncalibrated / self-calibrated, with negatives)",
@@ -380,6 +390,7 @@ def main() -> int:
             db_url,
             args.pg_vector_index,
             not args.no_default_path,
+            args.query_kernel,
         )
 
     metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]
@@ -410,6 +421,7 @@ def main() -> int:
             f"{FUSED} above {' and '.join(ARM_PAIR)} on recall@10 and NDCG@10 [{scope}]: {'yes' if ok else 'NO'}"
         )
     print("\nLatency p50 (ms):", json.dumps(report["timing_ms_p50"]))
+    print("Query kernel per conversation:", json.dumps(report["query_kernel"]))
     if "default_path" in report:
         print(
             "\nDefault path (production pipeline and gate; self-calibrated = after one calibrate_threshold); "

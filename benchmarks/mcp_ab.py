@@ -32,7 +32,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
-from _common import print_table, summary_ms, write_json  # noqa: E402
+from _common import KERNEL_SETTLE_SECONDS, print_table, summary_ms, write_json  # noqa: E402
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -86,6 +86,8 @@ async def interleaved(
             "a": await _until_calibrated(a, started),
             "b": await _until_calibrated(b, started),
         }
+        # Each server's query-kernel check starts 2 s after its first query: measure after it.
+        await anyio.sleep(max(0.0, started + KERNEL_SETTLE_SECONDS - time.perf_counter()))
         pids = [lat.server_pid(marker) for marker in markers]
         if None in pids:
             raise SystemExit("server process not found")

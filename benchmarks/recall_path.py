@@ -56,7 +56,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
-from _common import print_table, summary_ms, write_json  # noqa: E402
+from _common import KERNEL_SETTLE_SECONDS, logged_query_kernel, print_table, summary_ms, write_json  # noqa: E402
 from _rpc import HttpServer, HttpSession, StdioServer, tool_payload  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
@@ -121,6 +121,7 @@ def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, An
         mem.embeddings.start()
         if not mem.wait_until_ready(300):
             raise SystemExit(f"model did not load: {mem.embedding_status()}")
+        out["query_kernel"] = mem.embeddings.settle_query_kernel()  # one kernel for every stage below
         vectors = [mem.embeddings.embed_query(q) for q in questions]
         gate_pipeline = mem.recaller.pipeline
 
@@ -323,12 +324,14 @@ async def through_mcp(
 
     sdk_env = {**own("sdk"), "CPERSONA_BENCH_MARKER": marker}
     async with Client(lat._target(sdk_env), read_timeout_seconds=300) as client:
-        stdio = _RawStdio(own("stdio"), log_dir / "raw-stdio.log")
-        http = _RawHttp(own("http"), log_dir / "raw-http.log")
+        logs = {"raw stdio": log_dir / "raw-stdio.log", "raw http": log_dir / "raw-http.log"}
+        stdio = _RawStdio(own("stdio"), logs["raw stdio"])
+        http = _RawHttp(own("http"), logs["raw http"])
         extra: dict[str, _RawStdio] = {}
         try:
             for k, (name, settings) in enumerate(variants.items()):
-                extra[name] = _RawStdio({**own(f"variant-{k}"), **settings}, log_dir / f"variant-{k}.log")
+                logs[name] = log_dir / f"variant-{k}.log"
+                extra[name] = _RawStdio({**own(f"variant-{k}"), **settings}, logs[name])
             sdk_pid = lat.server_pid(marker)
             if sdk_pid is None:
                 raise SystemExit("server process not found")
@@ -362,7 +365,12 @@ async def through_mcp(
                         if _calibrated(content):
                             calibrated_after[name] = round(time.perf_counter() - started, 1)
                 await anyio.sleep(0.05)
+            # And for each server's query-kernel check (docs/models.md#the-query-kernel): every measured
+            # recall uses the kernel its server settled on (read from the logs that are files).
+            await anyio.sleep(max(0.0, started + KERNEL_SETTLE_SECONDS - time.perf_counter()))
+            kernels = {name: logged_query_kernel(path) for name, path in logs.items()}
             out: dict[str, Any] = {
+                "query_kernel": kernels,
                 "calibrated_after_s": calibrated_after,
                 "server_idle_rss_mb": {name: _vm(pid, "VmRSS") for name, pid in pids.items()},
             }
@@ -469,6 +477,7 @@ def main() -> int:
 
     calibration = stages.pop("calibrate_threshold")
     ab = stages.pop("ab")
+    in_process_kernel = stages.pop("query_kernel")
     rows = [
         [name, r["wall"]["p50_ms"], r["wall"]["p95_ms"], r["cpu"]["p50_ms"], r["cpu"]["mean_ms"]]
         for name, r in stages.items()
@@ -536,6 +545,8 @@ def main() -> int:
         f"between the {len(clients)} clients: {mcp['recall_top10_differing_between_clients']}"
     )
     print(f"\nthe servers' self-calibration finished after (s): {mcp['calibrated_after_s']}")
+    print("in-process query kernel:", (in_process_kernel or {}).get("kernel"))
+    print("the raw servers' query kernels (from their logs):", mcp["query_kernel"])
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for client in clients:
         print(
@@ -551,6 +562,7 @@ def main() -> int:
             "queries": len(questions),
             "in_process": stages,
             "calibrate_threshold": calibration,
+            "query_kernel_in_process": in_process_kernel,
             "ab": ab,
             "mcp": mcp,
             "load_average": os.getloadavg(),
