@@ -89,13 +89,6 @@ def minilm_models_dir(tmp: Path, stream: Any = None) -> Path:
     return models_dir
 
 
-def settle_query_kernel(memory: Any) -> dict[str, Any] | None:
-    """Wait for the model's query-kernel check so a run measures one kernel throughout
-    (``EmbeddingService.settle_query_kernel``); returns ``stats.embedding.query_kernel``."""
-    kernel: dict[str, Any] | None = memory.embeddings.settle_query_kernel()
-    return kernel
-
-
 #: Seconds from a server's first query until its query-kernel check is surely over (it starts 2 s after
 #: that query: ``KERNEL_CHECK_DELAY_SECONDS``, and takes ~1.5 s): MCP benchmarks measure after it.
 KERNEL_SETTLE_SECONDS = 8.0

@@ -83,6 +83,22 @@ def corpus_database(
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextmanager
+def corpus_from_arguments(args: argparse.Namespace) -> Iterator[str]:
+    """The corpus database that ``add_corpus_arguments``'s arguments name, on their cluster (a throwaway
+    one for ``auto``); fills ``args.models_dir`` with an assembled MiniLM when it is unset."""
+    from _common import minilm_models_dir
+    from pg_latency import postgres_admin_url
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args.models_dir = args.models_dir or minilm_models_dir(Path(tmp))
+        with (
+            postgres_admin_url(None if args.db_url == "auto" else args.db_url) as admin,
+            corpus_database(admin, args.data_dir, args.models_dir, args.size, args.database) as url,
+        ):
+            yield url
+
+
 def settings(url: str, models_dir: Path, tmp: Path) -> Any:
     """engine_latency.py's settings on PostgreSQL (recent-recall penalty off: the timed recalls repeat)."""
     from cpersona.config import Settings
@@ -105,7 +121,16 @@ def questions(data_dir: Path, n: int) -> list[str]:
     return _corpus(data_dir)[1][:n]
 
 
-__all__ = ["AGENT", "MODEL", "corpus_database", "database_url", "load", "questions", "settings"]
+__all__ = [
+    "AGENT",
+    "MODEL",
+    "corpus_database",
+    "corpus_from_arguments",
+    "database_url",
+    "load",
+    "questions",
+    "settings",
+]
 
 
 def add_corpus_arguments(parser: argparse.ArgumentParser, *, queries: int) -> None:

@@ -70,7 +70,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table, settle_query_kernel, write_json  # noqa: E402
+from _common import print_table, write_json  # noqa: E402
 from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
 from _locomo_gate import DEFAULT_ARMS, LEVELS, QuestionSets, default_arms, gate_curve, summarise  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
@@ -185,7 +185,7 @@ def run(
             with Memory(settings) as mem:
                 if not mem.wait_until_ready(300):
                     raise SystemExit(f"model did not load: {mem.embedding_status()}")
-                kernels[path.stem] = settle_query_kernel(mem)
+                kernels[path.stem] = mem.embeddings.settle_query_kernel()  # one kernel for every question
                 start = time.perf_counter()
                 for dia_id, content, stamp in data.turns():
                     out = mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)

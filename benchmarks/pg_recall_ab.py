@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, percentile, print_table, summary_ms, write_json  # noqa: E402
-from _pg_corpus import AGENT, add_corpus_arguments, corpus_database, questions, settings  # noqa: E402
+from _pg_corpus import AGENT, add_corpus_arguments, corpus_from_arguments, questions, settings  # noqa: E402
 
 HERE = Path(__file__).resolve().parents[1]
 MEASURES = ("retrieval", "recall")
@@ -189,16 +189,8 @@ def main() -> int:
         return child(args)
     if args.base is None:
         parser.error("--base is required")
-    from _common import minilm_models_dir
-    from pg_latency import postgres_admin_url
-
-    with tempfile.TemporaryDirectory() as tmp:
-        args.models_dir = args.models_dir or minilm_models_dir(Path(tmp))
-        with (
-            postgres_admin_url(None if args.db_url == "auto" else args.db_url) as admin,
-            corpus_database(admin, args.data_dir, args.models_dir, args.size, args.database) as url,
-        ):
-            result = compare(args, url)
+    with corpus_from_arguments(args) as url:
+        result = compare(args, url)
     load = os.getloadavg()
     print(
         f"size {args.size}, {args.queries} questions, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"

@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, percentile, print_table, summary_ms, write_json  # noqa: E402
-from _pg_corpus import AGENT, add_corpus_arguments, corpus_database, questions, settings  # noqa: E402
+from _pg_corpus import AGENT, add_corpus_arguments, corpus_from_arguments, questions, settings  # noqa: E402
 
 
 def _cpu_s(pid: int) -> float:
@@ -232,16 +232,8 @@ def main() -> int:
     parser.add_argument("--explain", action="store_true", help="also EXPLAIN ANALYZE every statement")
     parser.add_argument("--json")
     args = parser.parse_args()
-    from _common import minilm_models_dir
-    from pg_latency import postgres_admin_url
-
-    with tempfile.TemporaryDirectory() as tmp:
-        args.models_dir = args.models_dir or minilm_models_dir(Path(tmp))
-        with (
-            postgres_admin_url(None if args.db_url == "auto" else args.db_url) as admin,
-            corpus_database(admin, args.data_dir, args.models_dir, args.size, args.database) as url,
-        ):
-            result = profile(args, url)
+    with corpus_from_arguments(args) as url:
+        result = profile(args, url)
     for name in ("retrieval", "recall"):
         r = result[name]
         print(

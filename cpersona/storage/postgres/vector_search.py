@@ -22,6 +22,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -134,6 +135,7 @@ class PgVectorSearch:
         a write transaction, whose own rows another connection cannot see), for the exact scan and on a
         table too small to pay for a side read (``side_reads.SIDE_FROM_ROWS``), at once; a failed side read
         is repeated here."""
+        here = partial(self.nearest, table, query, scope, limit, window=window, allowed_ids=allowed_ids)
         conn = self.ex.conn
         side = self.side
         if (
@@ -144,7 +146,7 @@ class PgVectorSearch:
             or limit <= 0
             or not side.worth_it(self.ex, _table(table))
         ):
-            found = self.nearest(table, query, scope, limit, window=window, allowed_ids=allowed_ids)
+            found = here()
             return lambda: found
         self.indexes.ensure(
             _table(table), query.model_id, query.dimension
@@ -164,7 +166,7 @@ class PgVectorSearch:
                 return pending.result()
             except psycopg.Error as exc:
                 log.warning("side vector search failed (%s): searching on the recall's connection", exc)
-                return self.nearest(table, query, scope, limit, window=window, allowed_ids=allowed_ids)
+                return here()
 
         return collect
 
