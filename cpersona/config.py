@@ -113,6 +113,18 @@ def _postgres_url(value: str | None) -> str | None:
     return "must be a postgresql:// URL (leave it unset for the SQLite file)"
 
 
+def _auto_or_boolean(raw: str) -> bool | None:
+    """``auto`` (None: the code decides) or a boolean."""
+    lowered = raw.lower()
+    if lowered == "auto":
+        return None
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError("is not auto, true or false")
+
+
 def _url_base(raw: str) -> str:
     return raw.rstrip("/")  # "<base>/<package>/json" is appended
 
@@ -275,11 +287,15 @@ class Settings:
         minimum=1,
         default_text="`min(4, cores)`",
     )
-    embed_query_overlap: bool = setting(
+    embed_query_overlap: bool | None = setting(
         "CPERSONA_EMBED_QUERY_OVERLAP",
-        False,
-        "recall embeds its query on a thread of its own while the keyword channels run (the same answer; "
-        "faster only with a core to spare: docs/decisions.md); `false`: embed, then search",
+        None,
+        "recall embeds its query on a thread of its own while the keyword channels run (the same answer). "
+        "`auto`: on with PostgreSQL, whose keyword statements run in the database server beside the "
+        "embedding, off with the SQLite file (docs/decisions.md); `true` / `false`: always / never",
+        parse=_auto_or_boolean,
+        default_text="`auto`",
+        value_text="`auto`, `true`, `false`",
     )
     embed_query_kernel: QueryKernel = setting(
         "CPERSONA_EMBED_QUERY_KERNEL",
@@ -415,6 +431,14 @@ class Settings:
             if problem is not None:
                 shown = "" if row.var.secret else f"={value!r}"
                 raise ConfigError(f"{row.var.name}{shown} ({row.attr}): {problem}")
+
+    @property
+    def query_overlap(self) -> bool:
+        """Whether recall embeds its query beside the keyword channels (``CPERSONA_EMBED_QUERY_OVERLAP``;
+        ``auto``: with PostgreSQL only)."""
+        if self.embed_query_overlap is None:
+            return self.db_url is not None
+        return self.embed_query_overlap
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (tests, benchmarks, CLI flags); checked like a new one."""

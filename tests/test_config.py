@@ -44,12 +44,24 @@ def test_prefixed_names_win_over_aliases() -> None:
         {"CPERSONA_EPISODE_PENALTY_ENABLED": "maybe"},
         {"CPERSONA_EPISODE_DECAY_RATE": "fast"},
         {"CPERSONA_TRANSPORT": "carrier-pigeon"},
+        {"CPERSONA_EMBED_QUERY_OVERLAP": "sometimes"},
     ],
 )
 def test_bad_values_raise_a_config_error_naming_the_variable(env: dict[str, str]) -> None:
     name = next(iter(env))
     with pytest.raises(ConfigError, match=name):
         Settings.from_env(env)
+
+
+def test_query_overlap_is_on_with_postgresql_unless_set() -> None:
+    url = {"CPERSONA_DB_URL": "postgresql://u@localhost/db"}
+    assert Settings.from_env({}).query_overlap is False  # auto, the SQLite file
+    assert Settings.from_env(url).query_overlap is True  # auto, PostgreSQL
+    for raw, value in (("auto", None), ("true", True), ("off", False)):
+        s = Settings.from_env({**url, "CPERSONA_EMBED_QUERY_OVERLAP": raw})
+        assert s.embed_query_overlap is value
+    assert Settings.from_env({**url, "CPERSONA_EMBED_QUERY_OVERLAP": "false"}).query_overlap is False
+    assert Settings.from_env({"CPERSONA_EMBED_QUERY_OVERLAP": "yes"}).query_overlap is True
 
 
 def test_operating_context_off_switch() -> None:

@@ -66,7 +66,7 @@ class Recaller:
 
     def _query_vector(self, text: str) -> VectorQuery | PendingQueryVector | None:
         """The query's vector now, or (overlap on, model ready) one being computed beside the pipeline."""
-        if self.settings.embed_query_overlap and self.embeddings.ready:
+        if self.settings.query_overlap and self.embeddings.ready:
             return self.query_vectors.start(lambda: self._vector_query(text))
         return self._vector_query(text)
 
