@@ -204,7 +204,11 @@ class Recaller:
     def _profiles_for(self, session: Session, scope: Scope) -> list[dict[str, Any]]:
         if scope.agent_id is None:
             return []
-        pool = session.memories.count(scope) + session.episodes.count(scope)
+        # Only whether the pool reaches the threshold matters: count up to it (a whole count of a 1M-row scope
+        # was a PostgreSQL recall's slowest statement whenever the gate returned a short list).
+        pool = session.memories.count(scope, cap=PROFILE_INJECTION_MIN_POOL)
+        if pool < PROFILE_INJECTION_MIN_POOL:
+            pool += session.episodes.count(scope, cap=PROFILE_INJECTION_MIN_POOL - pool)
         if pool < PROFILE_INJECTION_MIN_POOL:
             return []
         return session.profiles.newest_in_scope(scope, PROFILE_INJECTION_ROWS)

@@ -177,8 +177,9 @@ class TableRows(Protocol):
         """Newest first."""
         ...
 
-    def count(self, scope: Scope) -> int:
-        """Rows in scope."""
+    def count(self, scope: Scope, *, cap: int | None = None) -> int:
+        """Rows in scope; with ``cap``, counted up to ``cap`` (a threshold check then reads at most ``cap``
+        rows, not the whole scope)."""
         ...
 
 

@@ -103,10 +103,18 @@ class TableReads:
         )
         return [s.to_dict(r) for r in rows]
 
-    def count(self, scope: Scope) -> int:
-        """Rows in scope."""
+    def count(self, scope: Scope, *, cap: int | None = None) -> int:
+        """Rows in scope; with ``cap``, counted up to ``cap`` (at most ``cap`` index entries read)."""
         clause, params = scope.where(self._dialect)
-        row = first(self._fetch, f"SELECT COUNT(*) AS n FROM {self.shape.table} WHERE {clause}", params)
+        if cap is None:
+            row = first(self._fetch, f"SELECT COUNT(*) AS n FROM {self.shape.table} WHERE {clause}", params)
+        else:
+            row = first(
+                self._fetch,
+                f"SELECT COUNT(*) AS n FROM (SELECT 1 FROM {self.shape.table} WHERE {clause} "
+                f"LIMIT {self._dialect.mark}) capped",
+                [*params, max(cap, 0)],
+            )
         return 0 if row is None else int(row["n"])
 
 

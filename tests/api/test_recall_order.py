@@ -10,6 +10,7 @@ from pg_cluster import BOTH_ENGINES, raw_rows
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
+from cpersona.storage.scope import Scope
 
 pytestmark = BOTH_ENGINES
 
@@ -105,6 +106,21 @@ def test_profiles_injected_only_with_fifty_rows_and_sort_last(memory: Memory) ->
     assert results[-1]["type"] == "memory"
     cut = memory.recall("a", "apples", limit=5)["results"]
     assert all(r["type"] == "memory" for r in cut)
+
+
+def test_the_profile_pool_counts_memories_then_episodes_up_to_fifty(memory: Memory) -> None:
+    memory.update_profile("a", "prefers concise answers")
+    for i in range(46):
+        memory.store("a", f"filler note number {i} about apples")
+    with memory.storage.read() as s:  # the capped count the pool check uses
+        assert s.memories.count(Scope("a")) == 46
+        assert [s.memories.count(Scope("a"), cap=c) for c in (0, 10, 46, 100)] == [0, 10, 46, 46]
+        assert s.memories.count(Scope("b"), cap=10) == 0 and s.episodes.count(Scope("a"), cap=10) == 0
+    for i in range(3):
+        memory.archive_episode("a", f"session {i} about apples")
+    assert all(r["type"] != "profile" for r in memory.recall("a", "apples", limit=100)["results"])  # 49
+    memory.archive_episode("a", "session 3 about apples")  # 46 memories + 4 episodes
+    assert memory.recall("a", "apples", limit=100)["results"][0]["type"] == "profile"
 
 
 def test_empty_query_returns_most_recent_last(memory: Memory) -> None:
