@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from pg_cluster import BOTH_ENGINES, ENGINES_AND_EXACT
+from pg_cluster import ENGINES_AND_EXACT
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.base import FaultKind
@@ -51,6 +51,9 @@ def test_overlapped_recall_answers_what_sequential_recall_answers(
         mem.embeddings.settle_query_kernel()  # both orders embed their queries with one kernel
         for fact in FACTS:
             mem.store("a", fact)
+        assert settings.embed_query_overlap is None  # auto: overlapped on PostgreSQL only
+        assert mem.recall("a", QUERIES[0], record=False)["search"]["vector"] is True
+        assert bool(_query_threads()) is (db_url is not None)
         orders = {
             "sequential": settings.with_overrides(embed_query_overlap=False),
             "overlapped": settings.with_overrides(embed_query_overlap=True),
@@ -71,26 +74,6 @@ def test_overlapped_recall_answers_what_sequential_recall_answers(
         assert mem.recall("a", "kitten")["search"]["vector"] is True
         assert mem.recall("a", "kitten", limit=0)["count"] == 0
         assert mem.recall("a", "")["search"]["vector"] is False
-    assert not _query_threads()
-
-
-@BOTH_ENGINES
-def test_by_default_only_postgresql_embeds_the_query_beside_the_keyword_channels(
-    tmp_path: Path, minilm_models_dir: Path, db_url: str | None
-) -> None:
-    settings = Settings(
-        db_path=tmp_path / "memory.db",
-        db_url=db_url,
-        models_dir=minilm_models_dir,
-        embedding_model="all-minilm-l6-v2",
-    )
-    assert settings.embed_query_overlap is None  # auto
-    with Memory(settings) as mem:
-        assert mem.wait_until_ready(60)
-        mem.store("a", FACTS[0])
-        out = mem.recall("a", "kitten on a rug")
-        assert out["search"]["vector"] is True and out["count"] == 1
-        assert bool(_query_threads()) is (db_url is not None)
     assert not _query_threads()
 
 
