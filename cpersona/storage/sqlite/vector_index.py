@@ -56,9 +56,11 @@ _RELOAD_FRACTION = 3  # more than 1/3 of the rows changed: reload instead of pat
 # When the scope admits fewer than 1/_GATHER_FRACTION of the rows, gathering them is
 # cheaper than scoring all rows.
 _GATHER_FRACTION = 8
-# Indexes smaller than this are scanned on the caller's thread: handing a scan of a few thousand rows
-# to the worker costs about what it saves.
-OFFLOAD_FROM = 4096
+# Indexes smaller than this are scanned on the caller's thread: below it, handing the scan to the worker
+# costs more than running it beside the keyword queries saves. Measured interleaved per question
+# (Memory.recall, identical answers; docs/benchmarks.md round 10): inline minus offloaded -0.28 to -0.44 ms
+# at 10k, -0.19 to -0.46 at 30k, -0.08 at 60k, +0.28 to +0.67 at 100k. (Before round 10: 4,096.)
+OFFLOAD_FROM = 50_000
 
 
 def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
