@@ -113,16 +113,18 @@ def _postgres_url(value: str | None) -> str | None:
     return "must be a postgresql:// URL (leave it unset for the SQLite file)"
 
 
-def _auto_or_boolean(raw: str) -> bool | None:
-    """``auto`` (None: the code decides) or a boolean."""
+def _boolean(raw: str) -> bool:
     lowered = raw.lower()
-    if lowered == "auto":
-        return None
     if lowered in _TRUE:
         return True
     if lowered in _FALSE:
         return False
-    raise ValueError("is not auto, true or false")
+    raise ValueError("is not a boolean (use true/false)")
+
+
+def _auto_or_boolean(raw: str) -> bool | None:
+    """``auto`` (None: the code decides) or a boolean."""
+    return None if raw.lower() == "auto" else _boolean(raw)
 
 
 def _url_base(raw: str) -> str:
@@ -489,11 +491,7 @@ class Row:
         if self.choices:
             return raw.lower()
         if self.kind is bool:
-            if raw.lower() in _TRUE:
-                return True
-            if raw.lower() in _FALSE:
-                return False
-            raise ValueError("is not a boolean (use true/false)")
+            return _boolean(raw)
         if self.kind is int:
             try:
                 return int(raw)

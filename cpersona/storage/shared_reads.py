@@ -105,16 +105,11 @@ class TableReads:
 
     def count(self, scope: Scope, *, cap: int | None = None) -> int:
         """Rows in scope; with ``cap``, counted up to ``cap`` (at most ``cap`` index entries read)."""
-        clause, params = scope.where(self._dialect)
-        if cap is None:
-            row = first(self._fetch, f"SELECT COUNT(*) AS n FROM {self.shape.table} WHERE {clause}", params)
-        else:
-            row = first(
-                self._fetch,
-                f"SELECT COUNT(*) AS n FROM (SELECT 1 FROM {self.shape.table} WHERE {clause} "
-                f"LIMIT {self._dialect.mark}) capped",
-                [*params, max(cap, 0)],
-            )
+        clause, scope_params = scope.where(self._dialect)
+        rows, params = f"SELECT 1 FROM {self.shape.table} WHERE {clause}", list[Any](scope_params)
+        if cap is not None:
+            rows, params = f"{rows} LIMIT {self._dialect.mark}", [*params, max(cap, 0)]
+        row = first(self._fetch, f"SELECT COUNT(*) AS n FROM ({rows}) counted", params)
         return 0 if row is None else int(row["n"])
 
 
