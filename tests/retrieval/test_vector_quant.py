@@ -132,6 +132,37 @@ def test_the_int8_pass_returns_exact_cosines_in_exact_order(
     store.close()
 
 
+def test_the_int8_pass_starts_where_its_rescoring_gathers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default the float32 scan alone serves up to 8 x the rescored rows (3,200 for a depth up to 100):
+    there the rescoring would score the whole matrix anyway. Above, the int8 pass runs first, and a
+    10-row answer over real-sized scopes is still the brute-force one."""
+    import cpersona.storage.sqlite.vector_index as vector_index
+
+    passes: list[int] = []
+    real = vector_index.approximate
+
+    def counted(codes: np.ndarray, scales: np.ndarray, q: np.ndarray) -> np.ndarray:
+        passes.append(codes.shape[0])
+        return real(codes, scales, q)
+
+    monkeypatch.setattr(vector_index, "approximate", counted)
+    vectors = _unit_rows(np.random.default_rng(3), 3_600, 64)
+    store = SqliteStore(tmp_path / "v.db")
+    _fill(store, vectors)
+    index = _index(store, keep_vectors=True)
+    assert index._exact_up_to(400) == 3_200 and index._exact_up_to(4 * 150) == 4_800
+    q = vectors[100] + 0.05 * _unit_rows(np.random.default_rng(4), 1, 64)[0]
+    q /= np.linalg.norm(q)
+    assert index.search(q, Scope(None), 10) == _brute(vectors, q, None, 10)  # 3,600 rows: the pass ran
+    assert passes == [3_600]
+    assert index.search(q, Scope("a"), 10) == _brute(vectors, q, "a", 10)  # 1,200 rows: float32 alone
+    assert index.search(q, Scope(None), 150) == _brute(vectors, q, None, 150)  # rescoring 600: float32 alone
+    assert passes == [3_600]
+    store.close()
+
+
 def test_a_store_keeping_no_float32_rows_reads_them_from_the_file(tmp_path: Path) -> None:
     vectors = _unit_rows(np.random.default_rng(1), 600, 16)
     store = SqliteStore(tmp_path / "v.db", keep_vectors=False)

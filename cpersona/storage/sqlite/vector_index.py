@@ -15,8 +15,8 @@ Only vectors of the active model id and dimension are held: vectors of different
 models are never compared. The matrix grows in place with ~12% headroom, so its
 memory stays near the raw vector bytes.
 
-Search, over a small candidate set (fewer than ``EXACT_BELOW`` rows in scope), scores
-every row with one float32 matrix-vector product and selects: a partial sort finds
+Search, over a small candidate set (up to ``_GATHER_FRACTION`` x the rows it would rescore: 3,200
+in scope for any recall's depth up to 100), scores every row with one float32 matrix-vector product and selects: a partial sort finds
 the top candidates, ties break on the newer id. Over a larger one it first scans int8
 codes of the rows (``storage/vector_quant.py``: a quarter of the bytes), then scores
 the best few hundred exactly in float32, so the cosines returned are always exact. From
@@ -26,7 +26,7 @@ an eighth of the int8 bytes) keeps the nearest ``max(8192, 2%)`` of the scope fo
 int8 pass. The bits and their centre are taken on the first search that needs them and
 kept in step by every append, patch and compaction; a full reload, or the rows doubling
 or halving since, takes a fresh centre (docs/decisions.md). Three passes, then: exact
-float32 under 16,384 rows in scope, int8 then float32 up to 81,919, bits then int8 then
+float32 up to 3,200 rows in scope, int8 then float32 up to 81,919, bits then int8 then
 float32 above.
 Those float32 rows come from the index's own float32 copy, or, when the index keeps
 no float32 copy (``keep_vectors=False``: a quarter of the memory), from the file,
@@ -46,7 +46,7 @@ from cpersona.storage.scope import AXIS_COLUMNS, Scope
 from cpersona.storage.sqlite import vector_worker
 from cpersona.storage.sqlite.vector_bits import BITS_FROM, BITS_KEEP_MIN, SignBits, keep_count
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
-from cpersona.storage.sqlite.vector_quant import EXACT_BELOW, approximate, quantize, rescore_count
+from cpersona.storage.sqlite.vector_quant import approximate, quantize, rescore_count
 
 #: Reads the float32 vectors of some ids from the file (when the index keeps no float32 copy).
 Fetch = Callable[[list[int]], dict[int, bytes]]
@@ -54,7 +54,11 @@ Fetch = Callable[[list[int]], dict[int, bytes]]
 _PAGE = 8192  # rows fetched per query during a full load
 _RELOAD_FRACTION = 3  # more than 1/3 of the rows changed: reload instead of patching
 # When the scope admits fewer than 1/_GATHER_FRACTION of the rows, gathering them is
-# cheaper than scoring all rows.
+# cheaper than scoring all rows. It also sets where the int8 pass starts: from _GATHER_FRACTION x the
+# rows it rescores, the rescoring gathers its few hundred rows instead of scoring the whole matrix, and
+# the pass (a quarter of the bytes) wins; below, int8 plus a full float32 product loses to the product
+# alone. Measured per search (docs/benchmarks.md round 11): 3,000 rows 0.64 ms float32 against 0.86
+# int8 with caches cold, 3,500 rows 0.75 against 0.56, 10k 1.56 against 0.87.
 _GATHER_FRACTION = 8
 # Indexes smaller than this are scanned on the caller's thread: below it, handing the scan to the worker
 # costs more than running it beside the keyword queries saves. Measured interleaved per question
@@ -86,7 +90,7 @@ class VectorIndex:
         dimension: int,
         *,
         keep_vectors: bool = True,
-        exact_below: int = EXACT_BELOW,
+        exact_below: int | None = None,
         bits_from: int = BITS_FROM,
         bits_keep_min: int = BITS_KEEP_MIN,
     ) -> None:
@@ -94,7 +98,8 @@ class VectorIndex:
             raise ValueError(f"no vector index for table {table!r}")
         self.table = table
         self.keep_vectors = keep_vectors  # hold the float32 rows too (else they are read from the file)
-        # Fewer candidates than this are scored exactly in float32 at once (with a float32 copy at hand).
+        # Up to this many candidates are scored exactly in float32 at once (with a float32 copy at hand);
+        # None: _GATHER_FRACTION x the rows the int8 pass would rescore. Tests set 0 to force the pass.
         self.exact_below = exact_below
         # From this many candidates a sign-bit pass picks the rows the int8 pass scores (vector_bits).
         self.bits_from = bits_from
@@ -339,12 +344,18 @@ class VectorIndex:
             if positions.size == 0:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             rescore = rescore_count(limit)
-            if positions.size > (self.exact_below if self.keep_vectors else rescore):
+            if positions.size > self._exact_up_to(rescore):
                 if positions.size >= self.bits_from:
                     positions = self._best_bits(positions, q, keep_count(positions.size, self.bits_keep_min))
                 positions = self._best_approximate(positions, q, rescore)
             ids = self._ids[positions].copy()
             return ids, (self._exact(positions, q) if self.keep_vectors else None)
+
+    def _exact_up_to(self, rescore: int) -> int:
+        """The most candidates scored by the float32 scan alone (more go through the int8 pass first)."""
+        if not self.keep_vectors:
+            return rescore  # the float32 rows come from the file: read no more of them than the pass would
+        return _GATHER_FRACTION * rescore if self.exact_below is None else self.exact_below
 
     def finish(
         self, ids: np.ndarray, scores: np.ndarray | None, q: np.ndarray, limit: int, fetch: Fetch | None

@@ -18,8 +18,6 @@ import simsimd
 
 #: Rows rescored exactly after the int8 pass (at least; more when a recall asks for more).
 RESCORE = 400
-#: Below this many candidate rows the exact float32 scan is as cheap as the int8 pass and needs no rescoring.
-EXACT_BELOW = 16_384
 _LEVELS = 127.0
 
 
