@@ -24,6 +24,8 @@ On a file of LoCoMo-derived rows with random unit vectors (``latency.fill``; or 
   recall result against the listed outputSchema as the SDK client does it (jsonschema, compiled once);
   every process (this one, each server) holds its own model: a private model-sharing directory, so
   no other cpersona process on the machine embeds for it or through it;
+- then each server alone, the questions back to back through its client (in the rotation each
+  server's caches are another's between its calls; alone they are its own, as for one agent's server);
 - each server's RSS idle after the warm-up and its peak (VmHWM);
 - ``--stdio-variant CPERSONA_X=v ...`` (repeatable): one more raw stdio server per occurrence, with
   those settings, called in the same rotation: an A/B of a setting through MCP in one sitting (e.g.
@@ -293,6 +295,10 @@ def _top_refs(content: dict[str, Any]) -> list[Any]:
 CLIENTS = ("sdk", "raw stdio", "raw http")
 
 
+def _wall(r: dict[str, Any]) -> list[float]:
+    return [r["wall"]["p50_ms"], r["wall"]["p95_ms"]]
+
+
 def variant_name(settings: dict[str, str]) -> str:
     """A ``--stdio-variant``'s client name: ``raw stdio`` and its settings, without the prefix."""
     shown = " ".join(f"{k.removeprefix('CPERSONA_')}={v}" for k, v in settings.items())
@@ -413,6 +419,15 @@ async def through_mcp(
                         out.setdefault(f"{tool}_minus_raw_stdio", {})[name] = summary_ms(diffs)
                     if tool == "recall":
                         out["recall_top10_differing_between_clients"] = differing
+            # Then each server alone, its questions back to back (what one agent's client sees of one
+            # server): in the rotation above the other servers' work evicts each one's caches between calls.
+            for name in clients:
+                alone: list[float] = []
+                for q in questions:
+                    t0 = time.perf_counter()
+                    await calls[name]("recall", {"agent_id": lat.AGENT, "query": q, "limit": 10})
+                    alone.append(time.perf_counter() - t0)
+                out.setdefault("recall_alone", {})[name] = {"wall": summary_ms(alone)}
             listed = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
             out["client_validation"] = _client_validation(listed["recall"] or {}, recalled)
             out["server_rss_after_mb"] = {name: _vm(pid, "VmRSS") for name, pid in pids.items()}
@@ -492,6 +507,10 @@ def main() -> int:
             mcp[tool][client]["server_cpu_ms_per_call"],
         ]
         for tool in ("recall", "stats")
+        for client in clients
+    ]
+    rows += [
+        [f"MCP recall, {client} client, its server alone", *_wall(mcp["recall_alone"][client]), "", ""]
         for client in clients
     ]
     validation = mcp["client_validation"]
