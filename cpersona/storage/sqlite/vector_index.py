@@ -15,9 +15,10 @@ Only vectors of the active model id and dimension are held: vectors of different
 models are never compared. The matrix grows in place with ~12% headroom, so its
 memory stays near the raw vector bytes.
 
-Search, over a small candidate set (up to ``_GATHER_FRACTION`` x the rows it would rescore: 3,200
-in scope for any recall's depth up to 100), scores every row with one float32 matrix-vector product and selects: a partial sort finds
-the top candidates, ties break on the newer id. Over a larger one it first scans int8
+Search, over a small candidate set (up to ``_GATHER_FRACTION`` x the rows it would rescore:
+3,200 rows in scope for any recall's depth up to 100), scores every row with one float32
+matrix-vector product and selects: a partial sort finds the top candidates, ties break on
+the newer id. Over a larger one it first scans int8
 codes of the rows (``storage/vector_quant.py``: a quarter of the bytes), then scores
 the best few hundred exactly in float32, so the cosines returned are always exact. From
 ``BITS_FROM`` (81,920) rows in scope a cheaper pass comes first: the Hamming distance of
