@@ -25,10 +25,11 @@ SENTENCES = [
     "and the steps needed to install the embedding model from a local archive.",
     "Wie heißt die Katze meiner Schwester?",
 ]
-# First five components of the int8 query kernel's vector of this sentence (block 64), computed once:
-# catches numeric drift of the int8 path as test_onnx_minilm's pinned values do for float32.
+# First five components of each int8 query kernel's vector of this sentence, computed once: catches
+# numeric drift of the int8 paths as test_onnx_minilm's pinned values do for float32.
 PINNED_SENTENCE = "Persistent memory lets an agent recall what happened last week."
-PINNED_INT8_VALUES = [0.0138, 0.00166, -0.07227, 0.04446, 0.05999]
+PINNED_INT8_VALUES = [0.0138, 0.00166, -0.07227, 0.04446, 0.05999]  # per-block (MatMulNBits, block 64)
+PINNED_U8S8_VALUES = [0.01458, 0.00327, -0.07069, 0.04669, 0.05817]  # u8s8, 16 outlier columns
 
 
 def _backend(models_dir: Path, kernel: str = "auto") -> OnnxBackend:
@@ -141,7 +142,8 @@ def test_auto_backend_uses_the_kernel_its_check_chose(minilm_models_dir: Path) -
     if choice.int8:  # this machine's int8 kernel is faster: queries take it, stored texts never do
         assert float(np.dot(query, document)) >= query_kernel.MIN_COSINE
         assert not np.allclose(query, document, atol=1e-6)
-        np.testing.assert_allclose(query[:5], PINNED_INT8_VALUES, atol=1e-4)
+        pinned = PINNED_U8S8_VALUES if "u8s8" in choice.reason else PINNED_INT8_VALUES
+        np.testing.assert_allclose(query[:5], pinned, atol=1e-4)
     else:  # no fast int8 kernel here: the float32 graph for queries too
         assert "not faster" in choice.reason
         np.testing.assert_allclose(query, document, atol=1e-6)
@@ -174,3 +176,18 @@ def test_stats_say_which_kernel_embeds_queries(tmp_path: Path, minilm_models_dir
         kernel = mem.stats()["embedding"]["query_kernel"]
         assert kernel == choice.as_dict()
         assert kernel["kernel"] in {"int8", "exact"} and kernel["reason"]
+
+
+def test_without_the_u8s8_copy_the_per_block_copy_is_checked(
+    minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runtime that cannot build or run the u8s8 copy (int8_outliers.py) falls back to the per-block one."""
+    monkeypatch.setattr(OnnxBackend, "_outlier_copy", lambda self, *args: None)
+    backend = _backend(minilm_models_dir)
+    choice = backend.choose_query_kernel()
+    if choice.int8:
+        assert "per-block" in choice.reason
+        np.testing.assert_allclose(backend.embed_query(PINNED_SENTENCE)[:5], PINNED_INT8_VALUES, atol=1e-4)
+    else:
+        assert "not faster" in choice.reason
+    backend.close()

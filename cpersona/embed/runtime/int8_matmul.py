@@ -46,28 +46,18 @@ class Rewritten:
 def rewrite(source: bytes | str, block_size: int = BLOCK_SIZE) -> Rewritten | None:
     """The graph at ``source`` (a path or the serialised model) with its int8-weight MatMuls run by
     ``MatMulNBits``; ``None`` when it has none. Raises ImportError without the ``onnx`` package."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
-    # External weights (a large float model) are not read: only int8 initializers stored in the graph qualify.
-    model = (
-        onnx.load_model_from_string(source)
-        if isinstance(source, bytes)
-        else onnx.load(source, load_external_data=False)
-    )
+    model = load_graph(source)
     graph = model.graph
-    initializers = {init.name: init for init in graph.initializer}
-    consumers: dict[str, list[Any]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    initializers, consumers = index_graph(graph)
 
     replaced: dict[int, Any] = {}  # id(MatMul node) -> its MatMulNBits
     dropped_nodes: set[int] = set()
     dropped_inits: set[str] = set()
     added: list[Any] = []
     for cast in graph.node:
-        found = _weight_pattern(cast, initializers, consumers)
+        found = weight_pattern(cast, initializers, consumers)
         if found is None:
             continue
         mul, matmuls, scale_name = found
@@ -100,6 +90,22 @@ def rewrite(source: bytes | str, block_size: int = BLOCK_SIZE) -> Rewritten | No
             dropped_inits.add(scale_name)
     if not replaced:
         return None
+    gathers = gather_tables(graph, initializers, consumers, replaced, dropped_nodes)
+    splice(model, replaced, dropped_nodes, dropped_inits, added)
+    return Rewritten(model.SerializeToString(), len(replaced) - gathers, gathers)
+
+
+def gather_tables(
+    graph: Any,
+    initializers: dict[str, Any],
+    consumers: dict[str, list[Any]],
+    replaced: dict[int, Any],
+    dropped_nodes: set[int],
+) -> int:
+    """Add to ``replaced`` / ``dropped_nodes`` the int8 gathers of every table stored as int8 (see the module
+    docstring) that no earlier rewrite has taken; returns how many."""
+    from onnx import TensorProto, helper
+
     gathers = 0
     for cast in graph.node:
         if id(cast) in dropped_nodes:
@@ -120,7 +126,41 @@ def rewrite(source: bytes | str, block_size: int = BLOCK_SIZE) -> Rewritten | No
         ]
         dropped_nodes.update((id(cast), id(mul)))
         gathers += 1
+    return gathers
 
+
+def load_graph(source: bytes | str) -> Any:
+    """The ONNX model at ``source`` (a path or the serialised model), external weights not read: only int8
+    initializers stored in the graph qualify for a rewrite. Raises ImportError without ``onnx``."""
+    import onnx
+
+    if isinstance(source, bytes):
+        return onnx.load_model_from_string(source)
+    return onnx.load(source, load_external_data=False)
+
+
+def index_graph(graph: Any) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """(initializers by name, the nodes consuming each value name) of ``graph``."""
+    initializers = {init.name: init for init in graph.initializer}
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    return initializers, consumers
+
+
+def splice(
+    model: Any,
+    replaced: dict[int, Any],
+    dropped_nodes: set[int],
+    dropped_inits: set[str],
+    added: list[Any],
+) -> None:
+    """Edit ``model`` in place: each node keyed (by ``id``) in ``replaced`` becomes its node or list of nodes,
+    ``dropped_nodes`` and ``dropped_inits`` go, ``added`` initializers come; the contrib domain is declared."""
+    from onnx import helper
+
+    graph = model.graph
     nodes: list[Any] = []
     for node in graph.node:
         if id(node) in dropped_nodes:
@@ -134,7 +174,6 @@ def rewrite(source: bytes | str, block_size: int = BLOCK_SIZE) -> Rewritten | No
     graph.initializer.extend(kept + added)
     if not any(opset.domain == "com.microsoft" for opset in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    return Rewritten(model.SerializeToString(), len(replaced) - gathers, gathers)
 
 
 def _dequantised(
@@ -164,7 +203,7 @@ def _dequantised(
     return weight, mul, scale
 
 
-def _weight_pattern(
+def weight_pattern(
     cast: Any, initializers: dict[str, Any], consumers: dict[str, list[Any]]
 ) -> tuple[Any, list[Any], str] | None:
     """(the Mul, its MatMuls, the scale's name) when ``cast`` starts ``MatMul(A, Mul(Cast(W_q), s))``

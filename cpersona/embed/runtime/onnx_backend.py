@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ import numpy as np
 from cpersona.embed.integrity import read_record, verify_against_record, write_record
 from cpersona.embed.model_hint import fetch_command, model_hint
 from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
-from cpersona.embed.runtime import int8_matmul
+from cpersona.embed.runtime import int8_matmul, int8_outliers
 from cpersona.embed.runtime import query_kernel as kernels
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.heap import release_free_memory
@@ -226,40 +227,80 @@ class OnnxBackend(EmbeddingBackend):
             return choice
 
     def _check_int8_copy(self, session: Any) -> tuple[KernelChoice, Any]:
+        """The first int8 copy that passes the check, and the choice: the u8s8 copy (int8_outliers.py),
+        else the per-block one (int8_matmul.py); the float32 graph when neither passes or builds."""
+        path = str(self.model_path / self.manifest.onnx_file)
         try:
-            rewritten = int8_matmul.rewrite(str(self.model_path / self.manifest.onnx_file))
+            rewritten = int8_matmul.rewrite(path)
         except ImportError:
             return kernels.exact("the onnx package is not installed"), None
         except Exception as exc:  # an unusual graph: keep the model's own
             return kernels.exact(f"the graph could not be rewritten: {type(exc).__name__}: {exc}"[:300]), None
         if rewritten is None:
             return kernels.exact("the model stores no int8 MatMul weights"), None
-        if self._closing.is_set():
-            return kernels.exact("the model was closed during the check"), None
         ort, _ = self._import_runtime()
+        prompt = self._prompt("query")
+        choice = kernels.exact("the model was closed during the check")
         try:
-            # One thread: a query is one short text, and handing its small int8 products to a second
-            # thread costs more than it saves (docs/decisions.md, "The query kernel").
-            candidate = ort.InferenceSession(
-                rewritten.model,
-                sess_options=self._session_options(ort, 1),
-                providers=["CPUExecutionProvider"],
-            )
+            for kind in ("u8s8", "per-block"):
+                if self._closing.is_set():
+                    break
+                if kind == "u8s8":
+                    candidate = self._outlier_copy(ort, path, rewritten.model, prompt)
+                    label = f"u8s8 products, {int8_outliers.OUTLIERS} outlier columns in float"
+                else:
+                    candidate, label = self._query_copy(ort, rewritten.model), "per-block int8 products"
+                if candidate is None:
+                    continue
+                choice = kernels.check(
+                    self._embedder(prompt, session),
+                    self._embedder(prompt, candidate),
+                    stop=self._closing.is_set,
+                )
+                if choice.int8:
+                    return replace(choice, reason=f"{choice.reason} ({label})"), candidate
+        except EmbeddingFault as fault:  # closed meanwhile, or the copy fails to run: keep the model's own
+            return kernels.exact(f"the check could not run: {fault.reason}"), None
         except Exception as exc:
             return kernels.exact(f"ONNX Runtime cannot run the int8 copy: {type(exc).__name__}"), None
         finally:
-            del rewritten  # the serialised copy (~20 MB) and what building it left on the heap
+            rewritten = None  # the serialised copy (~20 MB) and what building it left on the heap
             release_free_memory()
-        prompt = self._prompt("query")
+        return choice, None
+
+    def _embedder(self, prompt: str, session: Any) -> Callable[[str], np.ndarray]:
+        def embed(text: str) -> np.ndarray:
+            return self._run([text], prompt, session)[0]
+
+        return embed
+
+    def _query_copy(self, ort: Any, model: bytes) -> Any:
+        # One thread: a query is one short text, and handing its small int8 products to a second
+        # thread costs more than it saves (docs/decisions.md, "The query kernel").
+        return ort.InferenceSession(
+            model, sess_options=self._session_options(ort, 1), providers=["CPUExecutionProvider"]
+        )
+
+    def _outlier_copy(self, ort: Any, path: str, per_block: bytes, prompt: str) -> Any:
+        """The u8s8 copy's session, its outlier columns read from the per-block copy's activations on
+        ``int8_outliers.CALIBRATION_TEXTS``; None when it cannot be built or run here."""
         try:
-            choice = kernels.check(
-                lambda text: self._run([text], prompt, session)[0],
-                lambda text: self._run([text], prompt, candidate)[0],
-                stop=self._closing.is_set,
+            names = int8_outliers.product_inputs(path)
+            capture = self._query_copy(ort, int8_outliers.with_outputs(per_block, names))
+            tokenizer = self._tokenizer
+            if tokenizer is None:
+                return None
+            feeds = (
+                self._feeds(self._encode(tokenizer, [text], prompt))[0]
+                for text in int8_outliers.CALIBRATION_TEXTS
             )
-        except EmbeddingFault as fault:  # closed meanwhile, or the copy fails to run: keep the model's own
-            return kernels.exact(f"the check could not run: {fault.reason}"), None
-        return choice, candidate
+            peaks = int8_outliers.column_peaks(lambda feed: capture.run(names, feed), names, feeds)
+            capture = None  # its session (a second per-block copy) is needed no longer
+            split = int8_outliers.rewrite(path, peaks)
+            return None if split is None else self._query_copy(ort, split.model)
+        except Exception as exc:  # a runtime without the u8s8 kernel, an unusual graph: the per-block copy
+            log.info("recall queries: no u8s8 int8 copy (%s: %s)", type(exc).__name__, str(exc)[:200])
+            return None
 
     def _check_config(self) -> None:
         dim = self.embedding_dim

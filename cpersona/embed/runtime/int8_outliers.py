@@ -1,0 +1,172 @@
+"""The query kernel's faster int8 copy: u8s8 products, each input's outlier columns multiplied in float.
+
+ONNX Runtime's ``DynamicQuantizeMatMul`` (contrib domain) quantises its activation tensor to uint8 with
+one scale and runs the stored int8 weights (one scale per output column) through its u8s8 kernel,
+which uses AMX or VNNI where the CPU has them: at a query's length ~4x faster than ``MatMulNBits``
+(int8_matmul.py), whose per-block activations run a slower int8 path. One scale for a whole tensor
+alone loses precision: a transformer's activations carry a few columns (fixed dimensions of the
+model) far above the rest, and the scale follows them (cosine to float32 0.990, single words 0.977).
+
+So every product's input ``A`` is split. Its ``OUTLIERS`` columns of largest magnitude (measured once
+per load by running ``CALIBRATION_TEXTS`` through the ``MatMulNBits`` copy) are zeroed in the part
+that is quantised, and multiplied in float32 by the same weight rows the graph uses (``W_q * scale``,
+the values the export stores); the two products are added. Embedding tables stored as int8 are
+gathered in int8 as in int8_matmul.py. The weights are still the stored ones;
+only the activations outside the outlier columns are quantised. The caller checks the result against
+the float32 graph before using it (query_kernel.py), as for the ``MatMulNBits`` copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from cpersona.embed.runtime.int8_matmul import (
+    Rewritten,
+    gather_tables,
+    index_graph,
+    load_graph,
+    splice,
+    weight_pattern,
+)
+
+#: Input columns per product multiplied in float (chosen on LoCoMo: docs/decisions.md, round 11).
+OUTLIERS = 16
+
+#: Texts whose activations locate the outlier columns: sentences of the lengths agents store and ask,
+#: none of them a query-kernel probe text (those judge the copy afterwards).
+CALIBRATION_TEXTS = (
+    "yes",
+    "the meeting moved to Thursday",
+    "Remember that Priya prefers tea over coffee in the mornings.",
+    "What did we decide about the release schedule for the mobile app?",
+    "He said the hiking trip was cancelled because of the storm warning near the lake.",
+    "Error 502 from the gateway after rotating the TLS certificates on staging",
+    "Meine Großmutter hat früher in einer Bäckerei in Köln gearbeitet.",
+    "notes: buy batteries, call the plumber, renew the passport before June",
+    "She finished her first marathon in just under four hours and wants to try a trail race next.",
+    "Which editor theme does the user like, and which keyboard shortcuts did they ask to change?",
+    "we adopted a rescue dog named Biscuit last spring",
+    "How long has Mateo been learning the cello?",
+)
+
+
+def product_inputs(source: bytes | str) -> list[str]:
+    """The activation inputs of the products with stored int8 weights, in graph order (each once)."""
+    graph = load_graph(source).graph
+    initializers, consumers = index_graph(graph)
+    names: list[str] = []
+    for cast in graph.node:
+        found = weight_pattern(cast, initializers, consumers)
+        if found is not None:
+            names += [m.input[0] for m in found[1] if m.input[0] not in names]
+    return names
+
+
+def with_outputs(model: bytes, names: Iterable[str]) -> bytes:
+    """``model`` with the tensors ``names`` as extra graph outputs (to read them while it runs)."""
+    from onnx import TensorProto, helper
+
+    graph = load_graph(model)
+    graph.graph.output.extend(helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names)
+    return bytes(graph.SerializeToString())
+
+
+def column_peaks(
+    run: Callable[[Mapping[str, np.ndarray]], list[np.ndarray]], names: list[str], feeds: Iterable[Any]
+) -> dict[str, np.ndarray]:
+    """The largest magnitude of each column of each tensor of ``names`` over the runs of ``feeds``
+    (``run(feed)`` returns those tensors, in the order of ``names``)."""
+    peaks: dict[str, np.ndarray] = {}
+    for feed in feeds:
+        for name, tensor in zip(names, run(feed), strict=True):
+            column_max = np.abs(tensor.reshape(-1, tensor.shape[-1])).max(axis=0)
+            peaks[name] = column_max if name not in peaks else np.maximum(peaks[name], column_max)
+    return peaks
+
+
+def rewrite(
+    source: bytes | str, peaks: Mapping[str, np.ndarray], outliers: int | None = None
+) -> Rewritten | None:
+    """The graph at ``source`` with each int8-weight product split as the module says, the outlier columns
+    of each input being its ``outliers`` (default ``OUTLIERS``) largest in ``peaks``; ``None`` when it has no such product or a
+    product's input has no peaks."""
+    from onnx import helper, numpy_helper
+
+    outliers = OUTLIERS if outliers is None else outliers
+    model = load_graph(source)
+    graph = model.graph
+    initializers, consumers = index_graph(graph)
+    replaced: dict[int, Any] = {}
+    dropped_nodes: set[int] = set()
+    dropped_inits: set[str] = set()
+    added: list[Any] = []
+    split_inputs: set[str] = set()
+    for cast in graph.node:
+        found = weight_pattern(cast, initializers, consumers)
+        if found is None:
+            continue
+        mul, matmuls, scale_name = found
+        weights = numpy_helper.to_array(initializers[cast.input[0]])
+        k, n = weights.shape
+        scale = np.broadcast_to(
+            numpy_helper.to_array(initializers[scale_name]).astype(np.float32).reshape(-1), (n,)
+        )
+        base = cast.input[0]
+        added += [
+            numpy_helper.from_array(weights, f"{base}.u8s8"),
+            numpy_helper.from_array(np.ascontiguousarray(scale, dtype=np.float32), f"{base}.u8s8_scales"),
+            numpy_helper.from_array(np.zeros(n, dtype=np.int8), f"{base}.u8s8_zero_points"),
+        ]
+        for matmul in matmuls:
+            a, out = matmul.input[0], matmul.output[0]
+            if a not in peaks or peaks[a].shape != (k,):
+                return None
+            columns = np.sort(np.argsort(-peaks[a], kind="stable")[: min(outliers, k)]).astype(np.int64)
+            nodes = []
+            if a not in split_inputs:  # products sharing an input (Q, K, V) share its split
+                split_inputs.add(a)
+                keep = np.ones(k, dtype=np.float32)
+                keep[columns] = 0.0
+                added += [
+                    numpy_helper.from_array(keep, f"{a}.inliers_mask"),
+                    numpy_helper.from_array(columns, f"{a}.outlier_columns"),
+                ]
+                nodes += [
+                    helper.make_node("Mul", [a, f"{a}.inliers_mask"], [f"{a}.inliers"], name=f"{a}.inliers"),
+                    helper.make_node(
+                        "Gather",
+                        [a, f"{a}.outlier_columns"],
+                        [f"{a}.outliers"],
+                        axis=-1,
+                        name=f"{a}.outliers",
+                    ),
+                ]
+            rows = f"{matmul.name or out}.outlier_rows"
+            added.append(
+                numpy_helper.from_array((weights[columns].astype(np.float32) * scale[None, :]), rows)
+            )
+            nodes += [
+                helper.make_node(
+                    "DynamicQuantizeMatMul",
+                    [f"{a}.inliers", f"{base}.u8s8", f"{base}.u8s8_scales", f"{base}.u8s8_zero_points"],
+                    [f"{out}.u8s8"],
+                    name=f"{out}.u8s8",
+                    domain="com.microsoft",
+                ),
+                helper.make_node("MatMul", [f"{a}.outliers", rows], [f"{out}.float"], name=f"{out}.float"),
+                helper.make_node("Add", [f"{out}.u8s8", f"{out}.float"], [out], name=f"{out}.sum"),
+            ]
+            replaced[id(matmul)] = nodes
+        dropped_nodes.update((id(cast), id(mul)))
+        dropped_inits.add(base)
+        if len(consumers[scale_name]) == 1:
+            dropped_inits.add(scale_name)
+    if not replaced:
+        return None
+    products = len(replaced)
+    gathers = gather_tables(graph, initializers, consumers, replaced, dropped_nodes)
+    splice(model, replaced, dropped_nodes, dropped_inits, added)
+    return Rewritten(model.SerializeToString(), products, gathers)

@@ -1,0 +1,119 @@
+"""The u8s8 query copy: int8 products over the stored weights, each input's outlier columns in float."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from model_fixtures import TinyJina, tiny_jina_manifest
+
+from cpersona.embed.registry import load_manifest
+from cpersona.embed.runtime import int8_matmul, int8_outliers, query_kernel
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
+
+MINILM = "all-minilm-l6-v2"
+SENTENCES = [
+    "ok",
+    "kitten",
+    "What did Caroline research?",
+    "The cat sits on the mat",
+    "A much longer sentence about the deployment of the memory server on a laptop without network access "
+    "and the steps needed to install the embedding model from a local archive.",
+    "Wie heißt die Katze meiner Schwester?",
+]
+
+
+def _feeds(backend: OnnxBackend, text: str) -> dict[str, np.ndarray]:
+    ids = backend.token_ids([text], "query")[0]
+    return {
+        "input_ids": np.array([ids], dtype=np.int64),
+        "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
+        "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
+    }
+
+
+def _unit_rows(session: ort.InferenceSession, backend: OnnxBackend) -> np.ndarray:
+    rows = []
+    for text in SENTENCES:
+        mean = session.run(None, _feeds(backend, text))[0][0].mean(axis=0)
+        rows.append(mean / np.linalg.norm(mean))
+    return np.array(rows)
+
+
+def _peaks(path: Path, backend: OnnxBackend) -> tuple[list[str], dict[str, np.ndarray]]:
+    names = int8_outliers.product_inputs(str(path))
+    per_block = int8_matmul.rewrite(str(path))
+    assert per_block is not None
+    capture = ort.InferenceSession(
+        int8_outliers.with_outputs(per_block.model, names), providers=["CPUExecutionProvider"]
+    )
+    feeds = [_feeds(backend, t) for t in int8_outliers.CALIBRATION_TEXTS]
+    return names, int8_outliers.column_peaks(lambda feed: capture.run(names, feed), names, feeds)
+
+
+def test_each_product_is_split_and_the_copy_stays_close(minilm_models_dir: Path) -> None:
+    path = minilm_models_dir / MINILM / "onnx" / "model.onnx"
+    backend = OnnxBackend(load_manifest(MINILM), minilm_models_dir / MINILM, query_kernel="exact")
+    backend.load()
+    names, peaks = _peaks(path, backend)
+    assert (
+        len(names) == 24
+    )  # per layer: the attention input (Q, K, V share it), attention out, two feed-forward
+    assert all(peaks[n].shape == (384,) or peaks[n].shape == (1536,) for n in names)
+
+    split = int8_outliers.rewrite(str(path), peaks)
+    assert split is not None and split.matmuls == 36 and split.gathers == 2
+    graph = onnx.load_model_from_string(split.model).graph
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("DynamicQuantizeMatMul") == 36 and "MatMulNBits" not in ops
+    # Each input's outlier columns are its 16 largest peaks; the stored int8 weights are used as they are.
+    columns = {
+        i.name: onnx.numpy_helper.to_array(i)
+        for i in graph.initializer
+        if i.name.endswith(".outlier_columns")
+    }
+    assert len(columns) == 24
+    for name in names:
+        expected = np.sort(np.argsort(-peaks[name], kind="stable")[: int8_outliers.OUTLIERS])
+        np.testing.assert_array_equal(columns[f"{name}.outlier_columns"], expected)
+    # No weight matrix or table is held as float (the per-row table scales are 30,522 numbers).
+    floats = [int(np.prod(i.dims)) for i in graph.initializer if i.data_type == onnx.TensorProto.FLOAT]
+    assert max(floats) < 100_000
+
+    float32 = _unit_rows(ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]), backend)
+    u8s8 = _unit_rows(ort.InferenceSession(split.model, providers=["CPUExecutionProvider"]), backend)
+    cosines = (float32 * u8s8).sum(axis=1)
+    assert cosines.min() >= query_kernel.MIN_COSINE
+    assert not np.allclose(float32, u8s8, atol=1e-6)  # int8 arithmetic, not a copy of the graph
+
+    # Without the outlier columns one scale per tensor is too coarse: that is what the split is for.
+    plain = int8_outliers.rewrite(str(path), peaks, outliers=0)
+    assert plain is not None
+    coarse = _unit_rows(ort.InferenceSession(plain.model, providers=["CPUExecutionProvider"]), backend)
+    assert (float32 * coarse).sum(axis=1).min() < cosines.min()
+    backend.close()
+
+
+def test_missing_peaks_or_a_float_graph_give_no_copy(
+    minilm_models_dir: Path, tiny_jina: TinyJina, tiny_jina_models_dir: Path
+) -> None:
+    path = str(minilm_models_dir / MINILM / "onnx" / "model.onnx")
+    names = int8_outliers.product_inputs(path)
+    some = {name: np.ones(384, dtype=np.float32) for name in names[:3]}
+    assert int8_outliers.rewrite(path, some) is None  # a product whose input was never measured
+    manifest = tiny_jina_manifest()
+    tiny = str(tiny_jina_models_dir / manifest.name / manifest.onnx_file)
+    assert int8_outliers.product_inputs(tiny) == []
+    assert int8_outliers.rewrite(tiny, {}) is None
+
+
+def test_the_check_prefers_the_u8s8_copy_when_it_passes(minilm_models_dir: Path) -> None:
+    backend = OnnxBackend(load_manifest(MINILM), minilm_models_dir / MINILM)
+    backend.load()
+    choice = backend.choose_query_kernel()
+    if choice.int8:
+        assert choice.reason.endswith(")") and ("u8s8" in choice.reason or "per-block" in choice.reason)
+        assert choice.min_cosine is not None and choice.min_cosine >= query_kernel.MIN_COSINE
+    backend.close()
