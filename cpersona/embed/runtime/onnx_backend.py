@@ -296,8 +296,12 @@ class OnnxBackend(EmbeddingBackend):
             )
             peaks = int8_outliers.column_peaks(lambda feed: capture.run(names, feed), names, feeds)
             capture = None  # its session (a second per-block copy) is needed no longer
+            release_free_memory()
             split = int8_outliers.rewrite(path, peaks)
-            return None if split is None else self._query_copy(ort, split.model)
+            if split is None:
+                return None
+            model, split = split.model, None
+            return self._query_copy(ort, model)
         except Exception as exc:  # a runtime without the u8s8 kernel, an unusual graph: the per-block copy
             log.info("recall queries: no u8s8 int8 copy (%s: %s)", type(exc).__name__, str(exc)[:200])
             return None
