@@ -21,7 +21,8 @@ Nothing else in the graph changes; a graph without int8 MatMul weights gives ``N
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,31 +49,18 @@ def rewrite(source: bytes | str, block_size: int = BLOCK_SIZE) -> Rewritten | No
     ``MatMulNBits``; ``None`` when it has none. Raises ImportError without the ``onnx`` package."""
     from onnx import helper, numpy_helper
 
-    model = load_graph(source)
-    graph = model.graph
-    initializers, consumers = index_graph(graph)
-
-    replaced: dict[int, Any] = {}  # id(MatMul node) -> its MatMulNBits
-    dropped_nodes: set[int] = set()
-    dropped_inits: set[str] = set()
-    added: list[Any] = []
-    for cast in graph.node:
-        found = weight_pattern(cast, initializers, consumers)
-        if found is None:
-            continue
-        mul, matmuls, scale_name = found
-        weights = numpy_helper.to_array(initializers[cast.input[0]])
-        scale = numpy_helper.to_array(initializers[scale_name]).astype(np.float32)
-        packed, scales, zero_points = _pack(weights, scale, block_size)
-        base = cast.input[0]
-        added += [
+    edit = GraphEdit.of(source)
+    for product in edit.products():
+        packed, scales, zero_points = _pack(product.weights, product.scale, block_size)
+        base = product.name
+        edit.added += [
             numpy_helper.from_array(packed, f"{base}.nbits"),
             numpy_helper.from_array(scales, f"{base}.nbits_scales"),
             numpy_helper.from_array(zero_points, f"{base}.nbits_zero_points"),
         ]
-        k, n = weights.shape
-        for matmul in matmuls:
-            replaced[id(matmul)] = helper.make_node(
+        k, n = product.weights.shape
+        for matmul in product.matmuls:
+            edit.replaced[id(matmul)] = helper.make_node(
                 "MatMulNBits",
                 [matmul.input[0], f"{base}.nbits", f"{base}.nbits_scales", f"{base}.nbits_zero_points"],
                 list(matmul.output),
@@ -84,15 +72,77 @@ def rewrite(source: bytes | str, block_size: int = BLOCK_SIZE) -> Rewritten | No
                 block_size=block_size,
                 accuracy_level=ACCURACY_LEVEL,
             )
-        dropped_nodes.update((id(cast), id(mul)))
-        dropped_inits.add(base)
-        if len(consumers[scale_name]) == 1:
-            dropped_inits.add(scale_name)
-    if not replaced:
-        return None
-    gathers = gather_tables(graph, initializers, consumers, replaced, dropped_nodes)
-    splice(model, replaced, dropped_nodes, dropped_inits, added)
-    return Rewritten(model.SerializeToString(), len(replaced) - gathers, gathers)
+        edit.drop(product)
+    return edit.finish()
+
+
+@dataclass(frozen=True)
+class Product:
+    """One stored int8 weight (``W_q``, [K, N]) with its per-column (or single) scale, and the MatMuls
+    reading it as ``Mul(Cast(W_q), scale)``."""
+
+    cast: Any
+    mul: Any
+    matmuls: list[Any]
+    scale_name: str
+    weights: np.ndarray
+    scale: np.ndarray
+
+    @property
+    def name(self) -> str:
+        """The int8 initializer's name (new initializers are named after it)."""
+        return str(self.cast.input[0])
+
+
+@dataclass
+class GraphEdit:
+    """A rewrite of one graph in progress: nodes replaced (keyed by ``id``), nodes and initializers
+    dropped, initializers added; ``finish`` applies it and gathers int8 tables too."""
+
+    model: Any
+    initializers: dict[str, Any]
+    consumers: dict[str, list[Any]]
+    replaced: dict[int, Any] = field(default_factory=dict)
+    dropped_nodes: set[int] = field(default_factory=set)
+    dropped_inits: set[str] = field(default_factory=set)
+    added: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, source: bytes | str) -> GraphEdit:
+        """An edit of the graph at ``source`` (a path or the serialised model)."""
+        model = load_graph(source)
+        initializers, consumers = index_graph(model.graph)
+        return cls(model, initializers, consumers)
+
+    def products(self) -> Iterator[Product]:
+        """Every int8-weight product of the graph, in graph order."""
+        from onnx import numpy_helper
+
+        for cast in self.model.graph.node:
+            found = weight_pattern(cast, self.initializers, self.consumers)
+            if found is not None:
+                mul, matmuls, scale_name = found
+                weights = numpy_helper.to_array(self.initializers[cast.input[0]])
+                scale = numpy_helper.to_array(self.initializers[scale_name]).astype(np.float32)
+                yield Product(cast, mul, matmuls, scale_name, weights, scale)
+
+    def drop(self, product: Product) -> None:
+        """Drop the product's dequantisation (its MatMuls are replaced) and its initializers."""
+        self.dropped_nodes.update((id(product.cast), id(product.mul)))
+        self.dropped_inits.add(product.name)
+        if len(self.consumers[product.scale_name]) == 1:
+            self.dropped_inits.add(product.scale_name)
+
+    def finish(self) -> Rewritten | None:
+        """The edited graph, int8 tables gathered in int8; None when no product was replaced."""
+        if not self.replaced:
+            return None
+        products = len(self.replaced)
+        gathers = gather_tables(
+            self.model.graph, self.initializers, self.consumers, self.replaced, self.dropped_nodes
+        )
+        splice(self.model, self.replaced, self.dropped_nodes, self.dropped_inits, self.added)
+        return Rewritten(self.model.SerializeToString(), products, gathers)
 
 
 def gather_tables(

@@ -23,14 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from cpersona.embed.runtime.int8_matmul import (
-    Rewritten,
-    gather_tables,
-    index_graph,
-    load_graph,
-    splice,
-    weight_pattern,
-)
+from cpersona.embed.runtime.int8_matmul import GraphEdit, Rewritten, index_graph, load_graph, weight_pattern
 
 #: Input columns per product multiplied in float (chosen on LoCoMo: docs/decisions.md, round 11).
 OUTLIERS = 16
@@ -96,31 +89,18 @@ def rewrite(
     from onnx import helper, numpy_helper
 
     outliers = OUTLIERS if outliers is None else outliers
-    model = load_graph(source)
-    graph = model.graph
-    initializers, consumers = index_graph(graph)
-    replaced: dict[int, Any] = {}
-    dropped_nodes: set[int] = set()
-    dropped_inits: set[str] = set()
-    added: list[Any] = []
+    edit = GraphEdit.of(source)
     split_inputs: set[str] = set()
-    for cast in graph.node:
-        found = weight_pattern(cast, initializers, consumers)
-        if found is None:
-            continue
-        mul, matmuls, scale_name = found
-        weights = numpy_helper.to_array(initializers[cast.input[0]])
+    for product in edit.products():
+        weights, base = product.weights, product.name
         k, n = weights.shape
-        scale = np.broadcast_to(
-            numpy_helper.to_array(initializers[scale_name]).astype(np.float32).reshape(-1), (n,)
-        )
-        base = cast.input[0]
-        added += [
+        scale = np.ascontiguousarray(np.broadcast_to(product.scale.reshape(-1), (n,)), dtype=np.float32)
+        edit.added += [
             numpy_helper.from_array(weights, f"{base}.u8s8"),
-            numpy_helper.from_array(np.ascontiguousarray(scale, dtype=np.float32), f"{base}.u8s8_scales"),
+            numpy_helper.from_array(scale, f"{base}.u8s8_scales"),
             numpy_helper.from_array(np.zeros(n, dtype=np.int8), f"{base}.u8s8_zero_points"),
         ]
-        for matmul in matmuls:
+        for matmul in product.matmuls:
             a, out = matmul.input[0], matmul.output[0]
             if a not in peaks or peaks[a].shape != (k,):
                 return None
@@ -130,7 +110,7 @@ def rewrite(
                 split_inputs.add(a)
                 keep = np.ones(k, dtype=np.float32)
                 keep[columns] = 0.0
-                added += [
+                edit.added += [
                     numpy_helper.from_array(keep, f"{a}.inliers_mask"),
                     numpy_helper.from_array(columns, f"{a}.outlier_columns"),
                 ]
@@ -145,8 +125,8 @@ def rewrite(
                     ),
                 ]
             rows = f"{matmul.name or out}.outlier_rows"
-            added.append(
-                numpy_helper.from_array((weights[columns].astype(np.float32) * scale[None, :]), rows)
+            edit.added.append(
+                numpy_helper.from_array(weights[columns].astype(np.float32) * scale[None, :], rows)
             )
             nodes += [
                 helper.make_node(
@@ -159,14 +139,6 @@ def rewrite(
                 helper.make_node("MatMul", [f"{a}.outliers", rows], [f"{out}.float"], name=f"{out}.float"),
                 helper.make_node("Add", [f"{out}.u8s8", f"{out}.float"], [out], name=f"{out}.sum"),
             ]
-            replaced[id(matmul)] = nodes
-        dropped_nodes.update((id(cast), id(mul)))
-        dropped_inits.add(base)
-        if len(consumers[scale_name]) == 1:
-            dropped_inits.add(scale_name)
-    if not replaced:
-        return None
-    products = len(replaced)
-    gathers = gather_tables(graph, initializers, consumers, replaced, dropped_nodes)
-    splice(model, replaced, dropped_nodes, dropped_inits, added)
-    return Rewritten(model.SerializeToString(), products, gathers)
+            edit.replaced[id(matmul)] = nodes
+        edit.drop(product)
+    return edit.finish()
