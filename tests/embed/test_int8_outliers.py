@@ -43,9 +43,9 @@ def _unit_rows(session: ort.InferenceSession, backend: OnnxBackend) -> np.ndarra
 
 
 def _peaks(path: Path, backend: OnnxBackend) -> tuple[list[str], dict[str, np.ndarray]]:
-    names = int8_outliers.product_inputs(str(path))
     per_block = int8_matmul.rewrite(str(path))
     assert per_block is not None
+    names = list(per_block.inputs)
     capture = ort.InferenceSession(
         int8_outliers.with_outputs(per_block.model, names), providers=["CPUExecutionProvider"]
     )
@@ -100,12 +100,12 @@ def test_missing_peaks_or_a_float_graph_give_no_copy(
     minilm_models_dir: Path, tiny_jina: TinyJina, tiny_jina_models_dir: Path
 ) -> None:
     path = str(minilm_models_dir / MINILM / "onnx" / "model.onnx")
-    names = int8_outliers.product_inputs(path)
-    some = {name: np.ones(384, dtype=np.float32) for name in names[:3]}
+    per_block = int8_matmul.rewrite(path)
+    assert per_block is not None
+    some = {name: np.ones(384, dtype=np.float32) for name in per_block.inputs[:3]}
     assert int8_outliers.rewrite(path, some) is None  # a product whose input was never measured
     manifest = tiny_jina_manifest()
     tiny = str(tiny_jina_models_dir / manifest.name / manifest.onnx_file)
-    assert int8_outliers.product_inputs(tiny) == []
     assert int8_outliers.rewrite(tiny, {}) is None
 
 

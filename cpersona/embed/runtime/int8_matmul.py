@@ -42,6 +42,9 @@ class Rewritten:
     model: bytes
     matmuls: int
     gathers: int = 0
+    inputs: tuple[
+        str, ...
+    ] = ()  # the activation inputs of the rewritten products, in graph order (each once)
 
 
 def rewrite(source: bytes | str, block_size: int = BLOCK_SIZE) -> Rewritten | None:
@@ -106,6 +109,7 @@ class GraphEdit:
     dropped_nodes: set[int] = field(default_factory=set)
     dropped_inits: set[str] = field(default_factory=set)
     added: list[Any] = field(default_factory=list)
+    matmuls: list[Any] = field(default_factory=list)  # of every product found, in graph order
 
     @classmethod
     def of(cls, source: bytes | str) -> GraphEdit:
@@ -124,6 +128,7 @@ class GraphEdit:
                 mul, matmuls, scale_name = found
                 weights = numpy_helper.to_array(self.initializers[cast.input[0]])
                 scale = numpy_helper.to_array(self.initializers[scale_name]).astype(np.float32)
+                self.matmuls += matmuls
                 yield Product(cast, mul, matmuls, scale_name, weights, scale)
 
     def drop(self, product: Product) -> None:
@@ -141,8 +146,9 @@ class GraphEdit:
         gathers = gather_tables(
             self.model.graph, self.initializers, self.consumers, self.replaced, self.dropped_nodes
         )
+        inputs = tuple(dict.fromkeys(m.input[0] for m in self.matmuls))
         splice(self.model, self.replaced, self.dropped_nodes, self.dropped_inits, self.added)
-        return Rewritten(self.model.SerializeToString(), products, gathers)
+        return Rewritten(self.model.SerializeToString(), products, gathers, inputs)
 
 
 def gather_tables(

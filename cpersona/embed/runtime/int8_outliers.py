@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from cpersona.embed.runtime.int8_matmul import GraphEdit, Rewritten, index_graph, load_graph, weight_pattern
+from cpersona.embed.runtime.int8_matmul import GraphEdit, Rewritten, load_graph
 
 #: Input columns per product multiplied in float (chosen on LoCoMo: docs/decisions.md, round 11).
 OUTLIERS = 16
@@ -44,18 +44,6 @@ CALIBRATION_TEXTS = (
     "we adopted a rescue dog named Biscuit last spring",
     "How long has Mateo been learning the cello?",
 )
-
-
-def product_inputs(source: bytes | str) -> list[str]:
-    """The activation inputs of the products with stored int8 weights, in graph order (each once)."""
-    graph = load_graph(source).graph
-    initializers, consumers = index_graph(graph)
-    names: list[str] = []
-    for cast in graph.node:
-        found = weight_pattern(cast, initializers, consumers)
-        if found is not None:
-            names += [m.input[0] for m in found[1] if m.input[0] not in names]
-    return names
 
 
 def with_outputs(model: bytes, names: Iterable[str]) -> bytes:

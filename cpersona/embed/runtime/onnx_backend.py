@@ -246,7 +246,7 @@ class OnnxBackend(EmbeddingBackend):
                 if self._closing.is_set():
                     break
                 if kind == "u8s8":
-                    candidate = self._outlier_copy(ort, path, rewritten.model, prompt)
+                    candidate = self._outlier_copy(ort, path, rewritten, prompt)
                     label = f"u8s8 products, {int8_outliers.OUTLIERS} outlier columns in float"
                 else:
                     candidate, label = self._query_copy(ort, rewritten.model), "per-block int8 products"
@@ -281,12 +281,12 @@ class OnnxBackend(EmbeddingBackend):
             model, sess_options=self._session_options(ort, 1), providers=["CPUExecutionProvider"]
         )
 
-    def _outlier_copy(self, ort: Any, path: str, per_block: bytes, prompt: str) -> Any:
+    def _outlier_copy(self, ort: Any, path: str, per_block: int8_matmul.Rewritten, prompt: str) -> Any:
         """The u8s8 copy's session, its outlier columns read from the per-block copy's activations on
         ``int8_outliers.CALIBRATION_TEXTS``; None when it cannot be built or run here."""
         try:
-            names = int8_outliers.product_inputs(path)
-            capture = self._query_copy(ort, int8_outliers.with_outputs(per_block, names))
+            names = list(per_block.inputs)
+            capture = self._query_copy(ort, int8_outliers.with_outputs(per_block.model, names))
             tokenizer = self._tokenizer
             if tokenizer is None:
                 return None
