@@ -32,7 +32,9 @@ from cpersona.embed.runtime.shared_backend import CLIENT, HOST, SharedModelBacke
 
 def minilm_shared(models: Path, run_dir: Path, **kwargs: float) -> SharedModelBackend:
     inner = OnnxBackend(load_manifest(MINILM), models / MINILM)
-    key = sharing_key(inner.model_path, MINILM, inner.dimension, int(inner.max_tokens), os.getuid())
+    key = sharing_key(
+        inner.model_path, MINILM, inner.dimension, int(inner.max_tokens), os.getuid(), query_kernel="auto"
+    )
     rendezvous = Rendezvous(run_dir, key)
     rendezvous.check()
     return SharedModelBackend(inner, rendezvous, **kwargs)
@@ -254,6 +256,32 @@ def test_the_factory_shares_unless_told_not_to(minilm_models_dir: Path, run_dir:
     b = create_backend(base.with_overrides(embed_max_tokens=64))
     assert isinstance(a, SharedModelBackend) and isinstance(b, SharedModelBackend)
     assert a.rendezvous.key != b.rendezvous.key
+
+
+def test_a_process_set_to_exact_queries_is_never_served_by_an_auto_host(
+    minilm_models_dir: Path, run_dir: Path
+) -> None:
+    """A client's queries are embedded by its host, so the query-kernel setting is part of the key."""
+    base = Settings(models_dir=minilm_models_dir, embedding_model=MINILM, runtime_dir=run_dir)
+    auto = create_backend(base)
+    exact = create_backend(base.with_overrides(embed_query_kernel="exact"))
+    exact_too = create_backend(base.with_overrides(embed_query_kernel="exact"))
+    private = OnnxBackend(load_manifest(MINILM), minilm_models_dir / MINILM, query_kernel="exact")
+    assert isinstance(auto, SharedModelBackend) and isinstance(exact, SharedModelBackend)
+    assert isinstance(exact_too, SharedModelBackend)
+    try:
+        auto.load()
+        auto.choose_query_kernel()  # the auto host may now embed queries with int8 products
+        exact.load()
+        exact_too.load()
+        private.load()
+        assert (auto.role, exact.role, exact_too.role) == (HOST, HOST, CLIENT)
+        question = "which port does the staging database use now?"
+        np.testing.assert_allclose(exact_too.embed_query(question), private.embed_query(question), atol=1e-6)
+        np.testing.assert_allclose(exact.embed_query(question), private.embed_query(question), atol=1e-6)
+    finally:
+        for backend in (exact_too, exact, auto, private):
+            backend.close()
 
 
 def test_an_unsafe_runtime_dir_falls_back_to_a_private_model(minilm_models_dir: Path, tmp_path: Path) -> None:

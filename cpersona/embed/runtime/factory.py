@@ -81,7 +81,12 @@ def _shared(backend: OnnxBackend, settings: Settings) -> EmbeddingBackend:
     from cpersona.embed.runtime.shared_backend import SharedModelBackend
 
     key = sharing_key(
-        backend.model_path, backend.manifest.name, backend.dimension, int(backend.max_tokens), os.getuid()
+        backend.model_path,
+        backend.manifest.name,
+        backend.dimension,
+        int(backend.max_tokens),
+        os.getuid(),
+        query_kernel=backend.query_kernel_mode,
     )
     rendezvous = Rendezvous(settings.runtime_dir, key)
     try:

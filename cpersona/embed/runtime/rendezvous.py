@@ -1,8 +1,8 @@
 """Where processes sharing one model meet: a per-user directory, a lock file and a Unix socket.
 
 The key names the model a process would load (resolved directory, name, cut,
-token cap) and the user, so only processes that would compute the same vectors
-meet. The lock is an ``flock`` on ``<key>.lock``: the kernel drops it when its
+token cap, query kernel setting) and the user, so only processes that would
+compute the same vectors meet. The lock is an ``flock`` on ``<key>.lock``: the kernel drops it when its
 holder exits, however it exits (SIGKILL included), so there is no pid file to
 go stale. The socket ``<key>.sock`` carries the /embed contract over HTTP/1.1;
 ``UnixHTTPConnection`` is the stdlib HTTP client on such a socket.
@@ -27,9 +27,13 @@ class RendezvousError(OSError):
     """The runtime directory cannot be used safely (not ours, open to others, path too long)."""
 
 
-def sharing_key(model_dir: Path, model_name: str, dimension: int, max_tokens: int, uid: int) -> str:
-    """16 hex characters naming one (model files, cut, token cap, user); short so the socket path fits."""
-    text = f"{model_dir.resolve()}\0{model_name}\0{dimension}\0{max_tokens}\0{uid}"
+def sharing_key(
+    model_dir: Path, model_name: str, dimension: int, max_tokens: int, uid: int, *, query_kernel: str
+) -> str:
+    """16 hex characters naming one (model files, cut, token cap, query kernel setting, user); short so
+    the socket path fits. A client's queries are embedded by its host, so a process set to
+    ``CPERSONA_EMBED_QUERY_KERNEL=exact`` must never be served by an ``auto`` host (int8 query vectors)."""
+    text = f"{model_dir.resolve()}\0{model_name}\0{dimension}\0{max_tokens}\0{query_kernel}\0{uid}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

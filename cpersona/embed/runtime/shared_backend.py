@@ -2,7 +2,7 @@
 
 Each ``cpersona serve`` over stdio (one per editor window) would otherwise load
 its own copy of the model. Here the processes that would load the same model
-(same files, cut and token cap; see ``rendezvous``) elect one *host* with an
+(same files, cut, token cap and query kernel setting; see ``rendezvous``) elect one *host* with an
 ``flock``: the host loads the ONNX model in-process, embeds its own requests
 directly and serves the others (*clients*) the /embed contract on a Unix
 socket. Clients never import onnxruntime or tokenizers; that is the saving.
