@@ -92,6 +92,7 @@ def mem(tmp_path_factory: pytest.TempPathFactory, minilm_models_dir: Path) -> It
     )
     with Memory(base) as memory:
         assert memory.wait_until_ready(60)
+        memory.embeddings.settle_query_kernel()  # the calibration and every recall after it: one kernel
         for fact in FACTS:
             memory.store("a", fact)
         time.sleep(0.05)  # the episode is newer than every memory: the boundary penalty has hours to act on

@@ -45,6 +45,7 @@ def test_overlapped_recall_answers_what_sequential_recall_answers(
         embedding_mode="onnx",
         models_dir=minilm_models_dir,
         embedding_model="all-minilm-l6-v2",
+        model_sharing="off",  # settling below must act on this process's own model, never a host's
     )
     with Memory(settings) as mem:
         assert mem.wait_until_ready(60)

@@ -43,6 +43,9 @@ def db(
         "CPERSONA_EMBEDDING_MODE": "onnx",
         "CPERSONA_MODELS_DIR": str(minilm_models_dir),
         "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
+        # Scores are compared across CLI processes: each embeds its query on the float32 graph, and none
+        # is served by a longer-lived host on the auto kernel (the setting is part of the sharing key).
+        "CPERSONA_EMBED_QUERY_KERNEL": "exact",
     }
     # Seeded in-process with the same model (one load, not twelve CLI processes): what is tested is the
     # CLI's recall and calibrate on a file the model wrote.
