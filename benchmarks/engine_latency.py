@@ -236,7 +236,7 @@ def one_run(args: argparse.Namespace) -> dict[str, Any]:
                     embed.append(time.perf_counter() - t0)
                     request = RecallRequest(scope=Scope(AGENT), query=question, limit=10)
                     t0 = time.perf_counter()
-                    with mem.storage.read() as session:
+                    with mem.storage.recall_read() as session:  # as Memory.recall reads
                         pipeline.run(
                             session, request, query_vector=VectorQuery(vector, model_id, dim), now=utc_now()
                         )

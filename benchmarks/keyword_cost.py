@@ -80,7 +80,7 @@ def measure(
         for q in questions:
             terms = query_terms(q)
             costs: dict[str, float] = {}
-            with store.read() as session:
+            with store.recall_read() as session:  # as a recall reads
                 for name, run in _channels(session, terms, scope).items():
                     t0 = time.perf_counter()
                     run()

@@ -268,7 +268,7 @@ def split(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
                 )
                 for name, pipeline in (("retrieval", full), ("keyword_only", keyword)):
                     t0 = time.perf_counter()
-                    with mem.storage.read() as session:
+                    with mem.storage.recall_read() as session:  # as Memory.recall reads
                         query = (
                             VectorQuery(v, mem.embeddings.model_id, mem.embeddings.dimension)
                             if v is not None

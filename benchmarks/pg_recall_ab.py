@@ -88,7 +88,8 @@ def child(args: argparse.Namespace) -> int:
 
         def retrieval(i: int) -> list[tuple[str, float]]:
             request = RecallRequest(scope=Scope(AGENT), query=asked[i], limit=10)
-            with mem.storage.read() as session:
+            # recall_read: the recall's own snapshot (an older tree without it: read).
+            with getattr(mem.storage, "recall_read", mem.storage.read)() as session:
                 outcome = pipeline.run(session, request, query_vector=vectors[i], now=utc_now())
             return [(r["ref"], r["match_reason"]["score"]) for r in outcome.rows]
 

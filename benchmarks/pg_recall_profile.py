@@ -167,7 +167,7 @@ def profile(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
         def retrieval(i: int) -> None:
             request = RecallRequest(scope=Scope(AGENT), query=asked[i], limit=10)
-            with mem.storage.read() as session:
+            with mem.storage.recall_read() as session:  # as Memory.recall reads
                 pipeline.run(session, request, query_vector=vectors[i], now=utc_now())
 
         def recall(i: int) -> None:

@@ -368,7 +368,7 @@ class Calibrator:
                 episodes = session.vector_search.agent_vectors(EPISODES, model_id, dimension, agent)[1]
             probe_vectors = self._probe_vectors()
             cosines = np.sort(cal_top_cosines(probe_vectors, vectors, episodes))
-            with self.store.read() as session:  # the probes' evidence, measured as recalls
+            with self.store.recall_read() as session:  # the probes' evidence, measured as recalls
                 measured["gate"] = probing.measure_gate(
                     session,
                     self.settings,

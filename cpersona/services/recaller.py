@@ -139,7 +139,7 @@ class Recaller:
             return nothing
         now = utc_now()
         try:
-            with self.store.read() as session:
+            with self.store.recall_read() as session:
                 outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
                 rows = outcome.rows
                 scored = len(rows)

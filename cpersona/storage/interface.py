@@ -611,6 +611,10 @@ class Store(Protocol):
         """A consistent snapshot for several reads."""
         ...
 
+    def recall_read(self) -> AbstractContextManager[Session]:
+        """``read`` for one recall pipeline's statements (PostgreSQL: planned once per connection)."""
+        ...
+
     def write(self) -> AbstractContextManager[Session]:
         """One write transaction: all of it lands or none of it does (nested use joins the outer one)."""
         ...

@@ -162,19 +162,23 @@ class PostingsQuery:
             f"SELECT p.{self.rid} AS id FROM {self.postings} p WHERE p.token = w.token AND {scope} "
             f"{{floor}} ORDER BY p.{self.rid} DESC LIMIT %s"
         )
+        # The answer's size is written into the statement, not bound: a recall's generic plan
+        # (PgStore.recall_read) that guessed `LIMIT $n` at one row joined the answer to its terms by a nested
+        # loop of cap x cap comparisons. It takes few values (the budget, or a larger limit).
+        answer = int(cap)
         rows = ex.all(
             "WITH w AS (SELECT * FROM unnest(%s::int[], %s::text[]) AS w(i, token)), "
             f"seed AS MATERIALIZED (SELECT x.id FROM w CROSS JOIN LATERAL ({newest_of.format(floor='')}) x), "
-            "floor AS MATERIALIZED (SELECT CASE WHEN count(*) >= %s THEN min(id) ELSE 0 END AS id "
-            "FROM (SELECT DISTINCT id FROM seed ORDER BY id DESC LIMIT %s) t), "
+            f"floor AS MATERIALIZED (SELECT CASE WHEN count(*) >= {answer} THEN min(id) ELSE 0 END AS id "
+            f"FROM (SELECT DISTINCT id FROM seed ORDER BY id DESC LIMIT {answer}) t), "
             "got AS MATERIALIZED (SELECT w.i, x.id FROM w CROSS JOIN LATERAL ("
             f"{newest_of.format(floor=f'AND p.{self.rid} >= (SELECT id FROM floor)')}) x), "
-            "newest AS (SELECT DISTINCT id FROM got ORDER BY id DESC LIMIT %s), "
+            f"newest AS (SELECT DISTINCT id FROM got ORDER BY id DESC LIMIT {answer}), "
             "k AS (SELECT * FROM unnest(%s::int[], %s::text[]) AS k(i, token)), "
             f"kept AS (SELECT k.i, p.{self.rid} AS id FROM k JOIN {self.postings} p ON p.token = k.token AND {scope}), "
             "h AS (SELECT i, id FROM got UNION SELECT i, id FROM kept) "
             "SELECT n.id, COUNT(DISTINCT h.i) AS hits FROM newest n JOIN h USING (id) "
             "GROUP BY n.id ORDER BY hits DESC, n.id DESC",
-            [w_index, w_tokens, *params, seed, cap, cap, *params, cap, cap, k_index, k_tokens, *params],
+            [w_index, w_tokens, *params, seed, *params, cap, k_index, k_tokens, *params],
         )
         return [(int(r["id"]), float(r["hits"])) for r in rows]

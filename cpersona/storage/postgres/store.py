@@ -57,6 +57,8 @@ from cpersona.storage.postgres.vector_search import (
 EF_SEARCH = 200
 #: random_page_cost for sessions on a server left at PostgreSQL's default of 4 (docs/decisions.md).
 SSD_RANDOM_PAGE_COST = 1.1
+#: A recall's snapshot plans its prepared statements once (``PgStore.recall_read``; docs/decisions.md).
+GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan"
 POOL_MAX = 16
 CONNECT_TIMEOUT_S = 30.0
 
@@ -206,6 +208,18 @@ class PgStore:
     def read(self) -> Iterator[PgSession]:
         """A consistent snapshot for several reads."""
         with self._transaction(True) as ex:
+            yield PgSession(ex, self.indexes, exact=self._exact, side=self._side)
+
+    @contextmanager
+    def recall_read(self) -> Iterator[PgSession]:
+        """``read`` whose statements run generic plans: each prepared statement is planned once per
+        connection, not at every call (PostgreSQL's default re-plans the keyword statements every time,
+        ~0.9 ms of a 10k recall). Only a recall's statements, whose generic plans
+        tests/storage/postgres/test_pg_plans.py checks; other reads keep the server's choice."""
+        opened = getattr(self._local, "conn", None) is None
+        with self._transaction(True) as ex:
+            if opened:  # SET LOCAL ends with this transaction; an outer one is left as it is
+                ex.run(GENERIC_PLANS)
             yield PgSession(ex, self.indexes, exact=self._exact, side=self._side)
 
     @contextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from cpersona.storage.interface import SESSION_REPOSITORIES
@@ -109,6 +109,10 @@ class SqliteStore:
     def session(self) -> SqliteSession:
         """This thread's connection in autocommit mode."""
         return SqliteSession(self.db.connection(), self.indexes)
+
+    def recall_read(self) -> AbstractContextManager[SqliteSession]:
+        """``read``: SQLite plans every statement when it is prepared, once per cached statement."""
+        return self.read()
 
     @contextmanager
     def read(self) -> Iterator[SqliteSession]:

@@ -7,7 +7,9 @@ the rows, the rarest in a few dozen) and a 16-d vector. Questions mix common nam
 and absent words, so the row budget's three paths all run: bm25 of the rare terms, the newest
 rows of dropped terms, and the newest matches when every term is common.
 
-Each statement the recall pipeline sends is run again under ``EXPLAIN (ANALYZE, BUFFERS)``. The
+Each statement the recall pipeline sends is run again under ``EXPLAIN (ANALYZE, BUFFERS)``, twice: with
+its parameters (the plan PostgreSQL makes for these values) and as the generic plan a recall's snapshot
+runs (``PgStore.recall_read``: prepared, planned once without the values, executed with them). The
 test fails on a sequential scan of a table holding the agent's rows (memories, episodes, their
 postings), on any ILIKE (the per-row pattern match the postings replaced), and on a scan of those
 tables that reads more than 5% of the agent's rows. (A question made only of words shorter than
@@ -29,6 +31,7 @@ read 9,000 rows and compared 100,000 pairs).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -189,7 +192,7 @@ def _recalled_statements(store: PgStore, monkeypatch: pytest.MonkeyPatch) -> lis
     for question in QUESTIONS:
         vector = rng.normal(size=DIM).astype(np.float32)
         request = RecallRequest(scope=Scope("bench"), query=question, limit=10)
-        with store.read() as session:
+        with store.recall_read() as session:
             outcome = pipeline.run(
                 session,
                 request,
@@ -207,23 +210,76 @@ def _recalled_statements(store: PgStore, monkeypatch: pytest.MonkeyPatch) -> lis
     return list(distinct.values())
 
 
+def _placeholders(text: str) -> tuple[str, int]:
+    """psycopg's ``%s`` / ``%b`` as PostgreSQL's ``$1``, ``$2``, ...; ``%%`` as ``%``."""
+    count = 0
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group() == "%%":
+            return "%"
+        count += 1
+        return f"${count}"
+
+    return re.sub(r"%%|%[sbt]", number, text), count
+
+
+def _literal(value: Any) -> sql.Composable:
+    if isinstance(value, PgVector):
+        floats = np.frombuffer(value.blob, dtype="<f4")
+        return sql.SQL("{}::vector").format(sql.Literal("[" + ",".join(repr(float(f)) for f in floats) + "]"))
+    return sql.Literal(value)
+
+
+def _explained(
+    conn: psycopg.Connection[Any], statement: Any, params: Any, *, generic: bool
+) -> dict[str, Any]:
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of the statement with these values: its custom plan, or (``generic``)
+    the generic plan of the statement prepared, executed with them."""
+    query = statement if isinstance(statement, sql.Composable) else sql.SQL(statement)
+    if not generic:
+        row = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ") + query, params).fetchone()
+        return (row["QUERY PLAN"] if isinstance(row, dict) else row[0])[0]["Plan"]
+    text, count = _placeholders(query.as_string(conn))
+    assert count == len(params), text
+    conn.execute(f"PREPARE cp_generic AS {text}", prepare=False)
+    try:
+        conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        arguments = (
+            sql.SQL("({})").format(sql.SQL(", ").join(_literal(p) for p in params)) if params else sql.SQL("")
+        )
+        row = conn.execute(
+            sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE cp_generic{}").format(arguments),
+            prepare=False,
+        ).fetchone()
+        counted = conn.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'cp_generic'"
+        ).fetchone()
+        assert counted is not None and counted["custom_plans"] == 0, counted  # it really ran a generic plan
+    finally:
+        conn.execute("DEALLOCATE cp_generic", prepare=False)
+    return (row["QUERY PLAN"] if isinstance(row, dict) else row[0])[0]["Plan"]
+
+
 def _plan_report(
-    store: PgStore, statements: list[tuple[Any, Any]], max_rows_read: int, *, seq_scans: bool = False
+    store: PgStore,
+    statements: list[tuple[Any, Any]],
+    max_rows_read: int,
+    *,
+    seq_scans: bool = False,
+    generic: bool = False,
 ) -> list[str]:
     report = []
     with store.read() as session:
         conn = session.ex.conn
         assert conn is not None
         for statement, params in statements:
-            explain = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ") + (
-                statement if isinstance(statement, sql.Composable) else sql.SQL(statement)
-            )
-            row = conn.execute(explain, params).fetchone()
-            plan = (row["QUERY PLAN"] if isinstance(row, dict) else row[0])[0]["Plan"]
+            plan = _explained(conn, statement, params, generic=generic)
             problems = _problems(plan, max_rows_read, seq_scans=seq_scans)
             if problems:
                 text = statement.as_string(conn) if isinstance(statement, sql.Composable) else statement
-                report.append(f"{text[:160]}...: {'; '.join(problems)}")
+                kind = "generic plan" if generic else "plan"
+                report.append(f"{kind} of {text[:160]}...: {'; '.join(problems)}")
     return report
 
 
@@ -234,12 +290,19 @@ def test_recall_right_after_a_bulk_load_plans_with_statistics(
     assert {"memories", "episodes", "memory_tokens", "episode_tokens", "keyword_vocab"} <= loaded
     statements = _recalled_statements(fresh_10k, monkeypatch)
     assert tables_without_statistics(fresh_10k.session().ex) == []  # the first search analysed them
-    report = _plan_report(fresh_10k, statements, SMALL_MAX_ROWS_READ, seq_scans=True)
+    report = [
+        *_plan_report(fresh_10k, statements, SMALL_MAX_ROWS_READ, seq_scans=True),
+        *_plan_report(fresh_10k, statements, SMALL_MAX_ROWS_READ, seq_scans=True, generic=True),
+    ]
     assert report == [], "\n".join(report)
 
 
 def test_every_recall_statement_reads_index_entries_only(
     store: PgStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = _plan_report(store, _recalled_statements(store, monkeypatch), MAX_ROWS_READ)
+    statements = _recalled_statements(store, monkeypatch)
+    report = [
+        *_plan_report(store, statements, MAX_ROWS_READ),
+        *_plan_report(store, statements, MAX_ROWS_READ, generic=True),
+    ]
     assert report == [], "\n".join(report)
