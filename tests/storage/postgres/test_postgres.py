@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -92,6 +93,7 @@ def test_two_servers_see_each_others_writes_on_their_next_recall(tmp_path: Path,
 _RACER = r"""
 import sys, threading
 from pathlib import Path
+from typing import Any
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.errors import DatabaseUnavailable
@@ -408,3 +410,34 @@ def test_the_recall_bookkeeping_commits_without_waiting_for_the_wal_and_nothing_
         ]
     finally:
         store.close()
+
+
+def test_a_recall_runs_generic_plans_and_other_reads_keep_the_servers_choice(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cpersona.retrieval.pipeline import RecallPipeline
+
+    seen: list[str] = []
+    run = RecallPipeline.run
+
+    def recorded(self: RecallPipeline, session: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(str(session.ex.value("SHOW plan_cache_mode")))
+        return run(self, session, *args, **kwargs)
+
+    monkeypatch.setattr(RecallPipeline, "run", recorded)
+    with Memory(_settings(tmp_path, pg_url), backend=NoEmbeddings()) as mem:
+        mem.store("a", "The staging database moved to port 5433")
+        assert mem.recall("a", "staging port")["results"]
+        assert seen == ["force_generic_plan"]  # Memory.recall reads through recall_read
+        store = mem.storage
+        assert isinstance(store, PgStore)
+        with store.read() as session:
+            assert session.ex.value("SHOW plan_cache_mode") == "auto"
+        with store.recall_read() as session:
+            assert session.ex.value("SHOW plan_cache_mode") == "force_generic_plan"
+            with store.recall_read() as inner:  # nested: joins the outer transaction as it is
+                assert inner.ex.value("SHOW plan_cache_mode") == "force_generic_plan"
+        # SET LOCAL ended with the transaction: the pooled connections are back to the server's choice.
+        for _ in range(3):
+            with store.read() as session:
+                assert session.ex.value("SHOW plan_cache_mode") == "auto"
