@@ -2,9 +2,9 @@
 
 The key names the model a process would load (resolved directory, name, cut,
 token cap, query kernel setting) and the user, so only processes that would
-compute the same vectors meet. The lock is an ``flock`` on ``<key>.lock``: the kernel drops it when its
-holder exits, however it exits (SIGKILL included), so there is no pid file to
-go stale. The socket ``<key>.sock`` carries the /embed contract over HTTP/1.1;
+compute the same vectors meet. The lock is an ``flock`` on ``<key>.lock``: the
+kernel drops it when its holder exits, however it exits (SIGKILL included), so
+there is no pid file to go stale. The socket ``<key>.sock`` carries the /embed contract over HTTP/1.1;
 ``UnixHTTPConnection`` is the stdlib HTTP client on such a socket.
 """
 

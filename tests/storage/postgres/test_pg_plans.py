@@ -255,7 +255,10 @@ def _explained(
         counted = conn.execute(
             "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'cp_generic'"
         ).fetchone()
-        assert counted is not None and counted["custom_plans"] == 0, counted  # it really ran a generic plan
+        assert counted is not None, text
+        assert (counted["generic_plans"], counted["custom_plans"]) == (1, 0), (
+            counted
+        )  # really the generic plan
     finally:
         conn.execute("DEALLOCATE cp_generic", prepare=False)
     return (row["QUERY PLAN"] if isinstance(row, dict) else row[0])[0]["Plan"]
