@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -204,21 +204,24 @@ class PgStore:
             finally:
                 self._local.conn = None
 
-    @contextmanager
-    def read(self) -> Iterator[PgSession]:
+    def read(self) -> AbstractContextManager[PgSession]:
         """A consistent snapshot for several reads."""
-        with self._transaction(True) as ex:
-            yield PgSession(ex, self.indexes, exact=self._exact, side=self._side)
+        return self._snapshot(generic_plans=False)
 
-    @contextmanager
-    def recall_read(self) -> Iterator[PgSession]:
+    def recall_read(self) -> AbstractContextManager[PgSession]:
         """``read`` whose statements run generic plans: each prepared statement is planned once per
         connection, not at every call (PostgreSQL's default re-plans the keyword statements every time,
         ~0.9 ms of a 10k recall). Only a recall's statements, whose generic plans
         tests/storage/postgres/test_pg_plans.py checks; other reads keep the server's choice."""
+        return self._snapshot(generic_plans=True)
+
+    @contextmanager
+    def _snapshot(self, *, generic_plans: bool) -> Iterator[PgSession]:
         opened = getattr(self._local, "conn", None) is None
         with self._transaction(True) as ex:
-            if opened:  # SET LOCAL ends with this transaction; an outer one is left as it is
+            if (
+                generic_plans and opened
+            ):  # SET LOCAL ends with this transaction; an outer one is left as it is
                 ex.run(GENERIC_PLANS)
             yield PgSession(ex, self.indexes, exact=self._exact, side=self._side)
 
