@@ -202,6 +202,22 @@ class Settings:
         minimum=0.0,
         maximum=1.0,
     )
+    session_diversity: float = setting(
+        "CPERSONA_SESSION_DIVERSITY",
+        1.0,
+        "session diversity: after the gate, each further row of a session already ranked above gets this "
+        "factor once more (1: off), so the best rows of other sessions get room "
+        "([docs/retrieval.md](docs/retrieval.md#session-diversity))",
+        minimum=0.05,
+        maximum=1.0,
+    )
+    session_free_rows: int = setting(
+        "CPERSONA_SESSION_FREE_ROWS",
+        1,
+        "session diversity: how many rows of one session keep their score before the diversity factor applies",
+        minimum=1,
+        maximum=100,
+    )
     query_dates: bool = setting(
         "CPERSONA_QUERY_DATES",
         True,
@@ -219,7 +235,12 @@ class Settings:
     recent_recall_window_min: float = setting(
         "CPERSONA_RECENT_RECALL_WINDOW_MIN", 5.0, "rows returned within this many minutes …"
     )
-    recent_recall_penalty: float = setting("CPERSONA_RECENT_RECALL_PENALTY", 0.7, "… are multiplied by this")
+    recent_recall_penalty: float = setting(
+        "CPERSONA_RECENT_RECALL_PENALTY",
+        1.0,  # not the spec's 0.7: it cost every corpus measured (docs/decisions.md "Recent-recall penalty")
+        "… are multiplied by this (`1`: off, the default; the spec's `0.7` demotes rows an agent just "
+        "recalled, which cost recall whenever two questions share their evidence)",
+    )
     fused_gate_enabled: bool = setting(
         "CPERSONA_FUSED_GATE_ENABLED",
         True,

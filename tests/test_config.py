@@ -20,7 +20,7 @@ def test_defaults_are_the_specs() -> None:
     # rsf, not the spec's rrf: a measured departure (docs/decisions.md).
     assert (s.max_memories, s.recall_mode, s.rrf_k) == (None, "rsf", 60)
     assert (s.episode_decay_rate, s.episode_decay_floor) == (0.01, 0.5)
-    assert (s.recent_recall_window_min, s.recent_recall_penalty) == (5.0, 0.7)
+    assert (s.recent_recall_window_min, s.recent_recall_penalty) == (5.0, 1.0)
     assert (s.recall_preview_chars, s.max_content_length, s.max_profile_length) == (500, 16000, 2000)
     assert (s.embedding_mode, s.embedding_model) == ("onnx", "jina-v5-nano")
     assert (s.transport, s.http_host, s.http_port) == ("stdio", "127.0.0.1", 8402)

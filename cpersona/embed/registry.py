@@ -84,6 +84,9 @@ class ModelManifest:
     inputs: tuple[str, ...] = ("input_ids", "attention_mask")
     tokenizer_file: str = "tokenizer.json"
     self_test: SelfTestSpec | None = None
+    #: The languages the model reads (ISO 639-1 codes; "*" = multilingual): recall weighs the vector
+    #: channel by the share of a query written in their scripts (retrieval/language.py).
+    languages: tuple[str, ...] = ("*",)
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -104,6 +107,15 @@ def _opt_str(value: Any) -> str | None:
         return None
     text = str(value).strip()
     return text or None
+
+
+def _languages(value: Any, where: str) -> tuple[str, ...]:
+    """The manifest's ``languages`` (default: multilingual, the safe reading for a model we know nothing of)."""
+    if value is None:
+        return ("*",)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ManifestError(f'{where}: languages must be a non-empty list of language codes or ["*"]')
+    return tuple(v.strip().lower() for v in value)
 
 
 def parse_manifest(data: dict[str, Any], source: Path | None = None) -> ModelManifest:
@@ -181,6 +193,7 @@ def parse_manifest(data: dict[str, Any], source: Path | None = None) -> ModelMan
         inputs=inputs,
         tokenizer_file=tokenizer_file,
         self_test=self_test,
+        languages=_languages(data.get("languages"), where),
         source=source,
     )
 

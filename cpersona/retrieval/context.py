@@ -59,7 +59,8 @@ def policy_for(mode: str, weight: float) -> ContextPolicy | None:
     return ContextPolicy(weight=weight)
 
 
-def _seconds(row: dict[str, Any]) -> float | None:
+def row_seconds(row: dict[str, Any]) -> float | None:
+    """The row's time in Unix seconds (its ``timestamp``, else ``created_at``; None when unreadable)."""
     when = row.get("timestamp") or row.get("created_at")
     if not isinstance(when, str):
         return None
@@ -74,8 +75,8 @@ def same_session(a: dict[str, Any], b: dict[str, Any], a_seconds: float | None =
     timestamp already parsed)."""
     if any(a.get(k) != b.get(k) for k in ("agent_id", "project_id", "channel")):
         return False
-    ta = a_seconds if a_seconds is not None else _seconds(a)
-    tb = _seconds(b)
+    ta = a_seconds if a_seconds is not None else row_seconds(a)
+    tb = row_seconds(b)
     return ta is not None and tb is not None and abs(ta - tb) <= SESSION_GAP_SECONDS
 
 
@@ -118,7 +119,7 @@ def neighbours(
     out: dict[int, list[tuple[int, int]]] = {}
     for parent in parents:
         pid = int(parent["id"])
-        when = _seconds(parent)
+        when = row_seconds(parent)
         for direction, enabled in sides:
             if not enabled:
                 continue

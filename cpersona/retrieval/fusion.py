@@ -50,22 +50,31 @@ def _cosines(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, f
     return {ref: score for ref, score in channels.get(VECTOR, ())}
 
 
-def rrf(channels: Mapping[str, Sequence[tuple[str, float]]], k: int = 60) -> dict[str, Fused]:
-    """Reciprocal rank fusion: sum over channels of 1 / (k + rank), rank starting at 1."""
+def rrf(
+    channels: Mapping[str, Sequence[tuple[str, float]]],
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+) -> dict[str, Fused]:
+    """Reciprocal rank fusion: sum over channels of weight / (k + rank), rank starting at 1 (weight 1
+    unless ``weights`` says otherwise: the vector channel's for a query the model cannot read)."""
     cosines = _cosines(channels)
     fused: dict[str, Fused] = {}
     for name in CHANNEL_ORDER:
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
         for rank, (ref, raw) in enumerate(channels.get(name, ()), start=1):
             entry = fused.setdefault(ref, Fused(ref, 0.0, "rrf", cosine=cosines.get(ref)))
-            entry.score += 1.0 / (k + rank)
+            entry.score += weight / (k + rank)
             entry.channels[name] = raw
     for entry in fused.values():
         entry.rrf = entry.score
     return fused
 
 
-def rsf(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, Fused]:
-    """Relative score fusion: min-max normalise each channel's raw scores per query, then sum.
+def rsf(
+    channels: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float] | None = None
+) -> dict[str, Fused]:
+    """Relative score fusion: min-max normalise each channel's raw scores per query, then sum
+    (each channel × its weight in ``weights``, 1 by default).
 
     A channel whose scores are all equal contributes 1.0 to each of its rows
     (they are all its best).
@@ -76,12 +85,13 @@ def rsf(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, Fused]
         hits = channels.get(name, ())
         if not hits:
             continue
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
         values = [raw for _, raw in hits]
         low, high = min(values), max(values)
         span = high - low
         for ref, raw in hits:
             entry = fused.setdefault(ref, Fused(ref, 0.0, "rsf", cosine=cosines.get(ref)))
-            entry.score += (raw - low) / span if span > 0 else 1.0
+            entry.score += weight * ((raw - low) / span if span > 0 else 1.0)
             entry.channels[name] = raw
     for entry in fused.values():
         entry.rsf = entry.score
@@ -109,13 +119,18 @@ def cascade(channels: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, Fu
 
 
 def fuse(
-    mode: str, channels: Mapping[str, Sequence[tuple[str, float]]], *, rrf_k: int = 60
+    mode: str,
+    channels: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    rrf_k: int = 60,
+    weights: Mapping[str, float] | None = None,
 ) -> dict[str, Fused]:
-    """Dispatch on CPERSONA_RECALL_MODE."""
+    """Dispatch on CPERSONA_RECALL_MODE (``weights``: per-channel weights for rrf and rsf; cascade
+    only orders channels)."""
     if mode == "rrf":
-        return rrf(channels, rrf_k)
+        return rrf(channels, rrf_k, weights)
     if mode == "rsf":
-        return rsf(channels)
+        return rsf(channels, weights)
     if mode == "cascade":
         return cascade(channels)
     raise ValueError(f"unknown recall mode {mode!r}")

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol, cast
 
 from cpersona.config import Settings
-from cpersona.retrieval import confidence, context, date_phrases, fusion, trace
+from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, trace
 from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
@@ -50,6 +50,8 @@ class RecallRequest:
     trace: bool = False  # return each stage's candidates and scores (RecallOutcome.trace)
     time_cue: TimeCue | None = None  # the caller's cue (retrieval/time_cue.py), already resolved
     include_superseded: bool = False  # superseded memories stay candidates (docs/decisions.md "Supersede")
+    # The vector channel's weight in fusion: the share of the query the model can read (retrieval/language.py).
+    vector_weight: float = 1.0
 
 
 @dataclass
@@ -276,7 +278,8 @@ class RecallPipeline:
                 hits.sort(key=lambda h: (-h[1], h[0]))
             channels[fusion.VECTOR] = hits[:depth]
 
-        fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k)
+        weights = None if request.vector_weight == 1.0 else {fusion.VECTOR: request.vector_weight}
+        fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights)
         scored = self._hydrate(session, request, fused, vector_used, hidden)
         scored = self._penalise(session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:
@@ -294,6 +297,10 @@ class RecallPipeline:
         if vector_used and not vector_hits and decision.info.get("kind") == "off":
             # A query vector existed but nothing in scope has a vector to compare it with.
             decision.info["reason"] = "nothing in this scope has a vector of the active model to compare with"
+        # After the gate (which judges the query, not the order): other sessions' best rows get room.
+        decision.rows = diversity.diversify(
+            decision.rows, self.settings.session_diversity, self.settings.session_free_rows
+        )
         returned = decision.rows[: request.limit]
         cue_info = None
         if cue is not None:
@@ -306,6 +313,9 @@ class RecallPipeline:
         for item in returned:
             row = dict(item.row)
             row["match_reason"] = item.match_reason(item.verdict(decision.info))
+            if request.vector_weight < 1.0:
+                # The model does not read (all of) the query's script: the response's search.language says why.
+                row["match_reason"]["vector_weight"] = request.vector_weight
             if item.gate_fallback:
                 row["gate_fallback"] = True
             rows.append(row)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from cpersona import context_merge
@@ -19,6 +20,7 @@ from cpersona.limits import (
     RECALL_LIMIT_MAX,
 )
 from cpersona.public import public
+from cpersona.retrieval import language
 from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
 from cpersona.retrieval.gate import gate_off
@@ -123,7 +125,10 @@ class Recaller:
             include_superseded=boolean(include_superseded, "include_superseded"),
         )
         mode = self.settings.recall_mode
-        wants_vector = request.limit > 0 and bool(request.query.strip())
+        language_note = self._vector_weight(request)
+        if language_note is not None:
+            request = replace(request, vector_weight=language_note[0])
+        wants_vector = request.limit > 0 and bool(request.query.strip()) and request.vector_weight > 0
         query_vector = self._query_vector(request.query) if wants_vector else None
         if request.limit == 0:
             advisory = self.health.advisory()
@@ -180,6 +185,11 @@ class Recaller:
             },
             "gate": cast("RecallGate", outcome.gate),
         }
+        if language_note is not None:
+            response["search"]["vector_weight"] = language_note[0]
+            response["search"]["language"] = language_note[1]
+            if request.vector_weight == 0 and outcome.gate.get("kind") == "off":
+                outcome.gate["reason"] = language_note[1]
         if advisory is not None:
             response["advisory"] = advisory
         if storage_note is not None:
@@ -200,6 +210,27 @@ class Recaller:
         if outcome.trace is not None:
             response["trace"] = cast("RecallTrace", outcome.trace)
         return response
+
+    def _vector_weight(self, request: RecallRequest) -> tuple[float, str] | None:
+        """The vector channel's weight for this query and the sentence saying why, when the active
+        model does not read all of it (None: full weight, nothing to say)."""
+        if not request.query.strip() or not self.embeddings.ready:
+            return None
+        scripts = language.scripts_read(self.embeddings.languages)
+        weight = language.readable_share(request.query, scripts)
+        if weight >= 1.0:
+            return None
+        unread = ", ".join(language.unread_scripts(request.query, scripts)) or "other"
+        model = self.embeddings.model_id
+        if weight == 0:
+            return weight, (
+                f"the query is written in a script {model} does not read ({unread}): ranked by keywords "
+                "only (a multilingual model such as jina-v5-nano reads it)"
+            )
+        return weight, (
+            f"{round((1 - weight) * 100)}% of the query's letters are in a script {model} does not read "
+            f"({unread}): the vector channel weighs {weight:g} in fusion"
+        )
 
     def _profiles_for(self, session: Session, scope: Scope) -> list[dict[str, Any]]:
         if scope.agent_id is None:

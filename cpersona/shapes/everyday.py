@@ -61,6 +61,14 @@ class RecallSearch(TypedDict):
         dict[str, str],
         "Each keyword channel that ran (fts_memories, fts_words, fts_episodes) → 'fts', 'like' or 'none'.",
     ]
+    vector_weight: NotRequired[
+        Annotated[
+            float,
+            "The vector channel's weight in fusion when the active model does not read all of the query "
+            "(the share of its letters in scripts the model reads; 0: keyword-only). Absent at full weight.",
+        ]
+    ]
+    language: NotRequired[Annotated[str, "Why vector_weight is below 1, in one sentence."]]
 
 
 class Advisory(TypedDict):

@@ -38,6 +38,13 @@ class MatchReason(TypedDict):
             "session (rsf only); the fused score is rsf + context.",
         ]
     ]
+    vector_weight: NotRequired[
+        Annotated[
+            float,
+            "The vector channel's weight in this recall's fusion, when below 1: the active model does not "
+            "read the query's script (see search.language).",
+        ]
+    ]
     factors: Annotated[
         dict[str, float],
         "What score is made of, in order; the values multiply to score: the base (rsf, rrf, cascade or "

@@ -170,6 +170,12 @@ class EmbeddingService:
         """Active dimension (0 until loaded)."""
         return self.backend.dimension if self.ready else 0
 
+    @property
+    def languages(self) -> tuple[str, ...] | None:
+        """The languages the model reads, from its manifest (None: not known, e.g. an http endpoint)."""
+        manifest = getattr(self.backend, "manifest", None)
+        return getattr(manifest, "languages", None)
+
     def settle_query_kernel(self) -> dict[str, Any] | None:
         """Run the backend's query-kernel check now if one is still to come (it otherwise starts in
         the background shortly after the first query), so what follows uses one kernel throughout;

@@ -1,0 +1,75 @@
+"""Session diversity: the best rows of other sessions get room beside one crowded session.
+
+A question whose answer is spread over several sessions ("how many trips did I take this year?")
+loses when the best-scoring session fills the top of the list with its neighbouring turns: each of
+them is a strong match, and together they push the other sessions' evidence below the cut. So after
+the gate, each memory's score is multiplied by ``decay ** n``, where ``n`` is the number of better
+rows of the same session already ahead of it; the list is then re-sorted. The best row of every
+session keeps its score, so a question answered by one session keeps that session's best turn first.
+
+A session is what the memory knows of one: rows of the same agent, project and channel whose
+timestamps lie within ``SESSION_GAP_SECONDS`` of each other (the rule calibration and the context
+channel use). Candidates are grouped by that rule among themselves: sorted by time, a new session
+starts at each gap wider than the rule. Episodes are left alone (each one is a session of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from cpersona.retrieval.context import SESSION_GAP_SECONDS, row_seconds
+
+if TYPE_CHECKING:
+    from cpersona.retrieval.pipeline import ScoredRow
+
+#: The factor name in ``match_reason.factors``.
+FACTOR = "session_diversity"
+
+
+def session_keys(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, ...] | None]:
+    """Each row's session key (None for episodes and rows without a readable time)."""
+    timed: list[tuple[tuple[Any, ...], float, int]] = []
+    for index, row in enumerate(rows):
+        if row.get("type") != "memory":
+            continue
+        seconds = row_seconds(row)
+        if seconds is None:
+            continue
+        timed.append(((row.get("agent_id"), row.get("project_id"), row.get("channel")), seconds, index))
+    timed.sort(key=lambda t: (t[0], t[1]))
+    keys: list[tuple[Any, ...] | None] = [None] * len(rows)
+    session = 0
+    previous: tuple[tuple[Any, ...], float] | None = None
+    for scope, seconds, index in timed:
+        if previous is None or previous[0] != scope or seconds - previous[1] > SESSION_GAP_SECONDS:
+            session += 1
+        previous = (scope, seconds)
+        keys[index] = (*scope, session)
+    return keys
+
+
+def diversify(rows: list[ScoredRow], decay: float, free: int = 1) -> list[ScoredRow]:
+    """Multiply the n-th row of a session beyond its first ``free`` (best first) by ``decay ** n`` and
+    re-sort.
+
+    ``rows`` are best first; the result is best first too. ``decay`` 1 (or more) changes nothing.
+    """
+    if decay >= 1.0 or len(rows) < 2:
+        return rows
+    keys = session_keys([item.row for item in rows])
+    seen: dict[tuple[Any, ...], int] = {}
+    changed = False
+    for item, key in zip(rows, keys, strict=True):
+        if key is None:
+            continue
+        ahead = seen.get(key, 0)
+        seen[key] = ahead + 1
+        if ahead >= free:
+            factor = decay ** (ahead - free + 1)
+            item.factors[FACTOR] = factor
+            item.score *= factor
+            changed = True
+    if changed:
+        rows.sort(key=lambda item: item.sort_key())
+    return rows

@@ -1,0 +1,71 @@
+"""A query in a script the active model does not read is ranked by keywords (issue 32, item 7)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pg_cluster import BOTH_ENGINES
+
+from cpersona.config import Settings
+from cpersona.memory import Memory
+
+pytestmark = [pytest.mark.slow, BOTH_ENGINES]
+
+PARAGRAPHS = [
+    "東京タワーは東京都港区芝公園にある総合電波塔で、高さは333メートルである。",
+    "東京スカイツリーは墨田区にある電波塔で、高さは634メートルである。",
+    "大阪城は大阪市中央区にある城で、豊臣秀吉が築いた。",
+    "The Eiffel Tower in Paris is 330 metres tall and was finished in 1889.",
+    "富士山は静岡県と山梨県にまたがる活火山で、標高は3776メートルである。",
+]
+
+
+def _settings(tmp_path: Path, models_dir: Path, db_url: str | None, mode: str) -> Settings:
+    return Settings(
+        db_path=tmp_path / f"{mode}.db",
+        db_url=db_url,
+        embedding_mode=mode,  # type: ignore[arg-type]
+        models_dir=models_dir,
+        embedding_model="all-minilm-l6-v2",
+        recent_recall_penalty=1.0,
+        auto_calibrate=False,
+    )
+
+
+def _ranking(out: dict) -> list[str]:
+    return [r["content"] for r in out["results"]]
+
+
+def test_a_japanese_query_to_an_english_model_gets_the_keyword_only_ranking(
+    tmp_path: Path, minilm_models_dir: Path, new_db_url: Callable[[], str | None]
+) -> None:
+    query = "東京タワーの高さは何メートルか"
+    with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "none")) as plain:
+        for text in PARAGRAPHS:
+            plain.store("ja", text)
+        keyword_only = plain.recall("ja", query)
+    with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "onnx")) as mem:
+        assert mem.wait_until_ready(60)
+        for text in PARAGRAPHS:
+            assert mem.store("ja", text)["embedded"] is True
+        out = mem.recall("ja", query)
+        assert out["search"]["vector"] is False
+        assert out["search"]["vector_weight"] == 0.0
+        assert (
+            "does not read" in out["search"]["language"] and "all-minilm-l6-v2" in out["search"]["language"]
+        )
+        assert _ranking(out) == _ranking(keyword_only)
+        assert out["results"][-1]["content"] == PARAGRAPHS[0]
+        assert all(r["match_reason"]["vector_weight"] == 0.0 for r in out["results"])
+        assert all("cosine" not in r["match_reason"] for r in out["results"])
+        # An English question keeps the vector channel at full weight and says nothing about language.
+        english = mem.recall("ja", "How tall is the tower in Paris?")
+        assert english["search"]["vector"] is True
+        assert "vector_weight" not in english["search"] and "language" not in english["search"]
+        assert english["results"][-1]["content"] == PARAGRAPHS[3]
+        # A mixed query weighs the vector channel by its readable share.
+        mixed = mem.recall("ja", "Eiffel Tower の高さ")
+        assert mixed["search"]["vector"] is True
+        assert 0.0 < mixed["search"]["vector_weight"] < 1.0
