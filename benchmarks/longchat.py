@@ -117,7 +117,7 @@ def store_history(history: dict[str, Any], settings: Settings, cut: int | None) 
     """Every turn of ``history`` as one memory, in order, into ``settings.db_path``."""
     backend = NoEmbeddings() if settings.embedding_mode == "none" else None
     with Memory(settings, backend=backend, self_calibration=False) as mem:
-        if not mem.wait_until_ready(300):
+        if backend is None and not mem.wait_until_ready(300):
             raise SystemExit(f"model did not load: {mem.embedding_status()}")
         for session in history["sessions"]:
             for turn in session["turns"]:
@@ -143,7 +143,7 @@ def ask(
     backend = NoEmbeddings() if settings.embedding_mode == "none" else None
     out: dict[str, list[dict[str, Any]]] = {}
     with Memory(settings, backend=backend, self_calibration=False) as mem:
-        if not mem.wait_until_ready(300):
+        if backend is None and not mem.wait_until_ready(300):
             raise SystemExit(f"model did not load: {mem.embedding_status()}")
         mem.embeddings.settle_query_kernel()  # one query kernel for every question, as in a warm server
         mem.recall(AGENT, "warm-up", limit=LIMIT, record=False)  # the first recall pays one-off costs
@@ -151,6 +151,8 @@ def ask(
         turn_of = {r["id"]: r["msg_id"] for r in rows}
         for state in STATES:
             if state == "calibrated":
+                if backend is not None:
+                    break  # keyword-only: calibration measures cosines, so there is nothing to calibrate
                 mem.calibrate_threshold(AGENT)
             for q in history["questions"]:
                 start = time.perf_counter()
