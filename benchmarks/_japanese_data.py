@@ -255,7 +255,9 @@ def build(
         "questions": questions,
     }
     out = cache / DATA_FILE
-    out.write_text(json.dumps(data, ensure_ascii=False, indent=1))
+    partial = out.with_suffix(".partial")  # written aside, then renamed: a reader never sees half a file
+    partial.write_text(json.dumps(data, ensure_ascii=False, indent=1))
+    partial.replace(out)
     return out
 
 

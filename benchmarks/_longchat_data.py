@@ -11,7 +11,9 @@ pinned commit. The files are cached in CACHE_DIR and never committed.
 Each history: 40–60 sessions of 3–7 user/assistant exchanges (~500 turns), sessions days apart, turns a
 minute or two apart. One question per history, its type cycling through ``_longchat_facts.TYPES``; its
 statements are planted into user turns (prefixed to a real instruction) or, for assistant facts, into a
-real answer after its first paragraph break past 1,500 characters. Statements of one question land in
+real answer after its first paragraph break past 1,500 characters. A user's fact is said in passing before a
+real request half the time, on its own with a short remark otherwise. Near misses (the same kind of fact
+about someone else, another recommendation of the same kind) are planted in other sessions. Statements of one question land in
 distinct sessions in increasing order, the question is dated after the last session. Histories with an
 even number form the "choose" half, odd ones "confirm". Everything is drawn from one seeded generator, so
 the same arguments give the same file.
@@ -48,6 +50,22 @@ MODELS = (
 )
 DATA_FILE = "longchat.json"
 SPLITS = ("choose", "confirm")
+#: What joins a fact said in passing to the request that follows it in the same user turn.
+ASIDES = (
+    "Anyway, unrelated question:",
+    "But that's not why I'm here.",
+    "Anyway.",
+    "Moving on,",
+    "Quick question though:",
+)
+#: What follows a fact said on its own.
+REMARKS = (
+    "Just wanted to share that.",
+    "Can you help me plan the rest of my week around that?",
+    "What do you think?",
+    "Any advice?",
+    "I'm pretty happy about it.",
+)
 DEEP_CHARS = 1500  # an assistant fact sits after this many characters of its answer
 
 
@@ -106,10 +124,13 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
         chosen = [rng.randrange(2, n_sessions // 3), rng.randrange(2 * n_sessions // 3, n_sessions - 1)]
     else:
         chosen = sorted(rng.sample(range(1, n_sessions - 1), len(plan.statements)))
-    planted = dict(zip(chosen, plan.statements, strict=True))
+    planted = {s: (*fact, True) for s, fact in zip(chosen, plan.statements, strict=True)}
+    others = [s for s in range(1, n_sessions - 1) if s not in planted]
+    for s, near in zip(rng.sample(others, len(plan.distractors)), plan.distractors, strict=True):
+        planted[s] = (*near, False)
     start = datetime(2023, 1, 2, tzinfo=UTC) + timedelta(days=rng.randrange(0, 300))
     moment = start
-    sessions, evidence_turns = [], []
+    sessions, evidence_turns, distractor_turns = [], [], []
     cursor = 0
     for s, size in enumerate(sizes):
         moment = moment + timedelta(days=rng.randint(1, 9), hours=rng.randint(-3, 3))
@@ -125,16 +146,18 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
             instruction, answer = rng_pair(haystack, prompts[cursor + p], index)
             user, assistant = instruction, answer
             if p == fact_pair and fact:
-                who, statement = fact
-                if who == "user":
-                    user = f"{statement} Anyway, unrelated question: {instruction}"
-                else:
+                who, statement, _ = fact
+                if who == "assistant":
                     assistant = _deep_insert(answer, statement)
+                elif rng.random() < 0.5:  # said in passing, before a request about something else
+                    user = f"{statement} {rng.choice(ASIDES)} {instruction}"
+                else:  # said on its own, with a short remark after it
+                    user = f"{statement} {rng.choice(REMARKS)}"
             for role, text in (("user", user), ("assistant", assistant)):
                 turn_id = f"h{index:03d}-{session_id}-t{len(turns):02d}"
                 turns.append({"turn_id": turn_id, "role": role, "text": text, "time": at.isoformat()})
                 if p == fact_pair and fact and role == fact[0]:
-                    evidence_turns.append(turn_id)
+                    (evidence_turns if fact[2] else distractor_turns).append(turn_id)
                 at = at + timedelta(seconds=rng.randint(40, 200))
         cursor += size
         sessions.append({"session_id": session_id, "date": moment.isoformat(), "turns": turns})
@@ -149,6 +172,7 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
         "evidence_turn_ids": evidence_turns,
         # A knowledge update's answer is its newest statement: the last evidence turn.
         "answer_turn_ids": evidence_turns[-1:] if plan.newest_only else evidence_turns,
+        "distractor_turn_ids": distractor_turns,
         **plan.tags,
     }
     return {
@@ -173,7 +197,9 @@ def build(cache: Path, source: Path | None, histories: int, seed: int) -> Path:
         "histories": [build_history(i, haystack, seed) for i in range(histories)],
     }
     out = cache / DATA_FILE
-    out.write_text(json.dumps(data, ensure_ascii=False))
+    partial = out.with_suffix(".partial")  # written aside, then renamed: a reader never sees half a file
+    partial.write_text(json.dumps(data, ensure_ascii=False))
+    partial.replace(out)
     return out
 
 

@@ -57,6 +57,9 @@ class Plan:
     question: str
     answer: str
     newest_only: bool = False  # knowledge update: the last statement holds the answer
+    #: Near misses planted in other sessions: the same kind of fact about someone else, or another
+    #: recommendation of the same kind. They are not evidence; a good ranking puts the evidence above them.
+    distractors: list[tuple[str, str]] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -211,12 +214,23 @@ PREFERENCES: list[dict[str, list[str]]] = [
 ]
 
 
+OTHERS = ["brother", "sister", "roommate", "coworker", "neighbour", "cousin"]
+
+
 def preference(rng: random.Random) -> Plan:
     subject = rng.choice(PREFERENCES)
-    like = rng.choice(subject["like"])
+    like, other = _pick(rng, subject["like"], 2)
     question, wording = _ask(rng, subject["close"], subject["paraphrase"])
     statement = rng.choice(subject["say"]).format(like=like)
-    return Plan([("user", statement)], question, like, tags={"wording": wording})
+    near = rng.choice(
+        [
+            "My {who} keeps telling me about {like}, but that's really not for me.",
+            "A {who} of mine swears by {like}; I can't get into it myself.",
+        ]
+    ).format(who=rng.choice(OTHERS), like=other)
+    return Plan(
+        [("user", statement)], question, like, distractors=[("user", near)], tags={"wording": wording}
+    )
 
 
 # -- 2. multi-session: "how many …" aggregating 3-4 sessions ----------------------------------------------
@@ -328,10 +342,11 @@ COUNTS: list[dict[str, list[str]]] = [
 def multi_session(rng: random.Random) -> Plan:
     subject = rng.choice(COUNTS)
     n = rng.choice([3, 4])
-    items = _pick(rng, subject["item"], n)
-    statements = [("user", rng.choice(subject["say"]).format(item=item)) for item in items]
+    items = _pick(rng, subject["item"], n + 1)
+    statements = [("user", rng.choice(subject["say"]).format(item=item)) for item in items[:n]]
+    near = f"My {rng.choice(OTHERS)} was raving about {items[n]} the other day."
     question, wording = _ask(rng, subject["close"], subject["paraphrase"])
-    return Plan(statements, question, str(n), tags={"wording": wording})
+    return Plan(statements, question, str(n), distractors=[("user", near)], tags={"wording": wording})
 
 
 # -- 3. knowledge updates: a value changed; the newest statement answers -----------------------------------
@@ -405,104 +420,132 @@ def knowledge_update(rng: random.Random) -> Plan:
 # -- 4. single-session facts the user stated --------------------------------------------------------------
 
 
-def _user_facts(rng: random.Random) -> list[tuple[str, str, list[str], list[str]]]:
-    """(statement, answer, close questions, paraphrased questions)."""
-    pet, sister, friend = rng.choice(PETS), rng.choice(FIRST), rng.choice(FIRST)
-    breed = rng.choice(["beagle", "border collie", "greyhound", "corgi"])
-    venue = rng.choice(["a vineyard outside Napa", "an old lighthouse on the coast", "her university chapel"])
-    allergy = rng.choice(["cashews", "shellfish", "penicillin", "kiwi fruit"])
-    instrument = rng.choice(["cello", "banjo", "clarinet", "ukulele"])
-    degree = rng.choice(["marine biology", "medieval history", "civil engineering", "linguistics"])
-    order = rng.choice(["an oat flat white", "a cortado with cinnamon", "an iced chai latte"])
+def _user_facts(rng: random.Random) -> list[tuple[str, str, list[str], list[str], str]]:
+    """(statement, answer, close questions, paraphrased questions, the same kind of fact about another)."""
+    pet, pet2 = _pick(rng, PETS, 2)
+    sister, friend = _pick(rng, FIRST, 2)
+    breed, breed2 = _pick(rng, ["beagle", "border collie", "greyhound", "corgi"], 2)
+    venue, venue2 = _pick(
+        rng, ["a vineyard outside Napa", "an old lighthouse on the coast", "her university chapel"], 2
+    )
+    allergy, allergy2 = _pick(rng, ["cashews", "shellfish", "penicillin", "kiwi fruit"], 2)
+    instrument, instrument2 = _pick(rng, ["cello", "banjo", "clarinet", "ukulele"], 2)
+    degree, degree2 = _pick(
+        rng, ["marine biology", "medieval history", "civil engineering", "linguistics"], 2
+    )
+    order, order2 = _pick(rng, ["an oat flat white", "a cortado with cinnamon", "an iced chai latte"], 2)
+    other = rng.choice(OTHERS)
     return [
         (
             f"We adopted a {breed} puppy last week and named her {pet}.",
             pet,
             ["What is my dog's name?", "What did I name my puppy?"],
             ["What do we call the new four-legged member of our family?"],
+            f"My {other}'s {breed2} is called {pet2}, such a sweet dog.",
         ),
         (
             f"My sister {sister} is getting married at {venue} next June.",
             venue,
             ["Where is my sister's wedding?", "Where is my sister getting married?"],
             ["Where will the ceremony for my sibling take place?"],
+            f"My {other} got married at {venue2.replace('her ', 'their ')} last year.",
         ),
         (
             f"Heads up, I'm allergic to {allergy}, so keep that in mind.",
             allergy,
             ["What am I allergic to?", "What allergy do I have?"],
             ["Is there anything I should avoid eating or taking for health reasons?"],
+            f"My {other} is allergic to {allergy2}, so we never have it at home.",
         ),
         (
             f"I've been taking {instrument} lessons with my friend {friend} every Tuesday.",
             instrument,
             ["Which instrument am I learning?", "What instrument lessons am I taking?"],
             ["What have I been practising on Tuesday evenings?"],
+            f"My {other} plays the {instrument2} in a small band.",
         ),
         (
             f"I graduated with a degree in {degree} before switching careers.",
             degree,
             ["What did I get my degree in?", "What was my degree?"],
             ["What did I study back in college?"],
+            f"My {other} has a degree in {degree2}.",
         ),
         (
             f"My usual order at the café is {order}.",
             order,
             ["What is my usual café order?", "What do I usually order at the café?"],
             ["What drink do I normally get when I grab a coffee?"],
+            f"My {other} always orders {order2} at the café.",
         ),
     ]
 
 
 def single_session_user(rng: random.Random) -> Plan:
-    statement, answer, close, paraphrase = rng.choice(_user_facts(rng))
+    statement, answer, close, paraphrase, near = rng.choice(_user_facts(rng))
     question, wording = _ask(rng, close, paraphrase)
-    return Plan([("user", statement)], question, answer, tags={"wording": wording})
+    return Plan(
+        [("user", statement)], question, answer, distractors=[("user", near)], tags={"wording": wording}
+    )
 
 
 # -- 5. facts the assistant stated deep inside a long answer ----------------------------------------------
 
 
-def _assistant_facts(rng: random.Random) -> list[tuple[str, str, list[str], list[str]]]:
-    city, street, cafe = rng.choice(CITIES), rng.choice(STREETS), rng.choice(CAFES)
+def _assistant_facts(rng: random.Random) -> list[tuple[str, str, list[str], list[str], str]]:
+    """(statement, answer, close questions, paraphrased questions, a recommendation of the same kind)."""
+    city, city2 = _pick(rng, CITIES, 2)
+    street, cafe, cafe2 = rng.choice(STREETS), *_pick(rng, CAFES, 2)
     dish = rng.choice(["grilled octopus", "mushroom ramen", "plum dumplings", "smoked trout toast"])
     minutes, degrees = rng.choice([35, 40, 45, 50]), rng.choice([24, 26, 27, 28])
-    km = rng.choice(["7.5", "9", "11.2", "13.4"])
-    peak = rng.choice(["Mount Ardel", "Greyhorn Ridge", "Pico Sereno", "the Kestrel Col"])
-    day = rng.choice(["first Sunday", "last Thursday", "second Wednesday"])
-    museum = rng.choice(["Museum of Everyday Things", "Harbour Glass Museum", "Clockmakers' Hall"])
+    km, km2 = _pick(rng, ["7.5", "9", "11.2", "13.4"], 2)
+    peak, peak2 = _pick(rng, ["Mount Ardel", "Greyhorn Ridge", "Pico Sereno", "the Kestrel Col"], 2)
+    day, day2 = _pick(rng, ["first Sunday", "last Thursday", "second Wednesday"], 2)
+    museum, museum2 = _pick(
+        rng, ["Museum of Everyday Things", "Harbour Glass Museum", "Clockmakers' Hall"], 2
+    )
     return [
         (
             f"If you are ever in {city}, try {cafe}, a small place on {street} known for its {dish}.",
             cafe,
             [f"What was the name of the place you recommended in {city}?"],
             [f"Remind me, where did you say I should eat when I visit {city}?"],
+            f"In {city2}, many visitors like {cafe2} for a quick lunch near the station.",
         ),
         (
             f"As a rule of thumb, let the dough proof at about {degrees} °C for {minutes} minutes.",
             f"{degrees} °C, {minutes} minutes",
             ["How long did you say to let the dough proof?"],
             ["What timing did you give me for letting bread rise before baking?"],
+            f"Pizza dough, by contrast, can rest in the fridge for {rng.choice([24, 48, 72])} hours.",
         ),
         (
             f"The trail up {peak} is about {km} kilometres long from the car park.",
             km,
             [f"How long did you say the trail up {peak} is?"],
             [f"What distance did you mention for the hike to the top of {peak}?"],
+            f"The loop around {peak2} is shorter, roughly {km2} kilometres.",
         ),
         (
             f"The {museum} in {city} is free to enter on the {day} of each month.",
             day,
             [f"When did you say the {museum} is free?"],
             [f"Which day can I get into that museum in {city} without paying, according to you?"],
+            f"The {museum2} in {city2} offers free entry on the {day2} of the month.",
         ),
     ]
 
 
 def single_session_assistant(rng: random.Random) -> Plan:
-    statement, answer, close, paraphrase = rng.choice(_assistant_facts(rng))
+    statement, answer, close, paraphrase, near = rng.choice(_assistant_facts(rng))
     question, wording = _ask(rng, close, paraphrase)
-    return Plan([("assistant", statement)], question, answer, tags={"wording": wording})
+    return Plan(
+        [("assistant", statement)],
+        question,
+        answer,
+        distractors=[("assistant", near)],
+        tags={"wording": wording},
+    )
 
 
 GENERATORS: dict[str, Callable[[random.Random], Plan]] = {

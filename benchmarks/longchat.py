@@ -35,6 +35,8 @@ short rows; an assistant fact planted deep in an answer is cut away, so its ques
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import sqlite3
 import sys
@@ -185,7 +187,9 @@ def run(
                 settings = base.with_overrides(**changes)
                 mode = settings.embedding_mode
                 if mode not in stored:
-                    name = f"{history['history_id']}-{mode}-{base.embedding_model}-cut{cut or 0}.db"
+                    # The file's name carries a digest of the history, so changed data is stored afresh.
+                    digest = hashlib.sha1(json.dumps(history, sort_keys=True).encode()).hexdigest()[:10]
+                    name = f"{history['history_id']}-{digest}-{mode}-{base.embedding_model}-cut{cut or 0}.db"
                     stored[mode] = (keep or Path(tmp)) / name
                     if not stored[mode].exists():
                         start = time.perf_counter()
@@ -251,8 +255,8 @@ def main() -> int:
     parser.add_argument(
         "--keep-stored",
         type=Path,
-        help="keep each history's stored database here and reuse it on later runs (only while the "
-        "storing code and the data file are unchanged: delete the dir after changing either)",
+        help="keep each history's stored database here and reuse it on later runs (a changed history is "
+        "stored afresh; delete the dir after changing the storing code)",
     )
     args = parser.parse_args()
     arms: dict[str, dict[str, Any]] = {}
