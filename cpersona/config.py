@@ -211,6 +211,16 @@ class Settings:
         minimum=0.05,
         maximum=1.0,
     )
+    recency_weight: float = setting(
+        "CPERSONA_RECENCY_WEIGHT",
+        0.0,
+        'a question about the present ("now", "currently", "these days", 今, 現在 …, no word of the past): '
+        "the rows kept are ranked by time and the oldest loses this share of its score, so the newest "
+        "statement of a changing fact comes first ([docs/retrieval.md](docs/retrieval.md#the-newest-statement)); "
+        "`0` turns it off",
+        minimum=0.0,
+        maximum=0.9,
+    )
     session_free_rows: int = setting(
         "CPERSONA_SESSION_FREE_ROWS",
         1,

@@ -72,6 +72,23 @@ _RANGES: tuple[tuple[int, int, str], ...] = (
 )
 
 
+#: Scripts written without spaces between words: a word-level index (FTS5 unicode61) holds whole runs of
+#: them between punctuation, so it finds such text only by accident.
+UNSPACED = frozenset({"han", "hiragana", "katakana", "thai"})
+
+
+def spaced_share(text: str) -> float:
+    """The share of ``text``'s letters in scripts written with spaces between words (1.0 without letters)."""
+    letters = spaced = 0
+    for char in text:
+        name = script_of(char)
+        if name is None:
+            continue
+        letters += 1
+        spaced += name not in UNSPACED
+    return 1.0 if letters == 0 else round(spaced / letters, 3)
+
+
 @lru_cache(maxsize=4096)
 def script_of(char: str) -> str | None:
     """The script of one letter (None for a non-letter: digits, punctuation, symbols, space)."""

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol, cast
 
 from cpersona.config import Settings
-from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, trace
+from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, language, recency, trace
 from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
@@ -278,8 +278,15 @@ class RecallPipeline:
                 hits.sort(key=lambda h: (-h[1], h[0]))
             channels[fusion.VECTOR] = hits[:depth]
 
-        weights = None if request.vector_weight == 1.0 else {fusion.VECTOR: request.vector_weight}
-        fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights)
+        # The word channel weighs the share of the query written with spaces (retrieval/language.py):
+        # a Japanese question's words are runs the word index holds only by accident.
+        word_weight = language.spaced_share(request.query)
+        weights = {fusion.VECTOR: request.vector_weight, fusion.FTS_WORDS: word_weight}
+        if all(w == 1.0 for w in weights.values()):
+            weights = {}
+        fused = fusion.fuse(
+            self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights or None
+        )
         scored = self._hydrate(session, request, fused, vector_used, hidden)
         scored = self._penalise(session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:
@@ -297,7 +304,9 @@ class RecallPipeline:
         if vector_used and not vector_hits and decision.info.get("kind") == "off":
             # A query vector existed but nothing in scope has a vector to compare it with.
             decision.info["reason"] = "nothing in this scope has a vector of the active model to compare with"
-        # After the gate (which judges the query, not the order): other sessions' best rows get room.
+        # After the gate (which judges the query, not the order): a question about the present prefers
+        # the newer of rows that match about equally, and other sessions' best rows get room.
+        decision.rows = recency.prefer_newest(decision.rows, request.query, self.settings.recency_weight)
         decision.rows = diversity.diversify(
             decision.rows, self.settings.session_diversity, self.settings.session_free_rows
         )

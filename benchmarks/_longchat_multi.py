@@ -1,0 +1,144 @@
+"""Long chat histories with one question of every type each (five per history): more questions per
+stored history, for choosing retrieval settings (benchmarks/_longchat_data.py plants one).
+
+    python benchmarks/_longchat_multi.py benchmarks/results/longchat-multi --histories 20 \
+        [--source /path/to/alpaca_eval.git] [--seed 33]
+    python benchmarks/longchat.py benchmarks/results/longchat-multi --models-dir DIR --split choose ...
+
+Same haystack, facts, phrasings, near misses and file shape as _longchat_data.py (the harness reads
+either); every history plants the five plans of _longchat_facts.py in distinct sessions, so the
+questions of one history compete with each other's facts as well as with the haystack. Histories
+alternate between the choose and confirm halves. The seed differs from the one-question data's, so
+the two data sets share no history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _longchat_data import ASIDES, DATA_FILE, REMARKS, SPLITS, _deep_insert, load, load_haystack, rng_pair  # noqa: E402
+from _longchat_facts import GENERATORS, TYPES  # noqa: E402
+
+
+def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) -> dict[str, Any]:
+    """One history with a question of every type; deterministic in (index, seed)."""
+    rng = random.Random(seed * 100_003 + index)
+    plans = {qtype: GENERATORS[qtype](rng) for qtype in TYPES}
+    n_sessions = rng.randint(44, 60)
+    sizes = [rng.randint(3, 7) for _ in range(n_sessions)]
+    prompts = rng.sample(range(len(haystack)), sum(sizes))
+    free = list(range(1, n_sessions - 1))
+    rng.shuffle(free)
+    planted: dict[int, tuple[str, str, str, bool]] = {}  # session → (who, text, qtype, evidence?)
+    chosen: dict[str, list[int]] = {}
+    for qtype, plan in plans.items():
+        if plan.newest_only:
+            early = [s for s in free if s < n_sessions // 3][0]
+            late = [s for s in free if s >= 2 * n_sessions // 3][0]
+            sessions = [early, late]
+        else:
+            sessions = sorted(free[: len(plan.statements)])
+        for s in sessions:
+            free.remove(s)
+        chosen[qtype] = sessions
+        for s, (who, text) in zip(sessions, plan.statements, strict=True):
+            planted[s] = (who, text, qtype, True)
+        for who, text in plan.distractors:
+            s = free.pop()
+            planted[s] = (who, text, qtype, False)
+    start = datetime(2023, 1, 2, tzinfo=UTC) + timedelta(days=rng.randrange(0, 300))
+    moment = start
+    sessions_out: list[dict[str, Any]] = []
+    evidence: dict[str, list[str]] = {q: [] for q in TYPES}
+    distractors: dict[str, list[str]] = {q: [] for q in TYPES}
+    cursor = 0
+    for s, size in enumerate(sizes):
+        moment = moment + timedelta(days=rng.randint(1, 9), hours=rng.randint(-3, 3))
+        session_id = f"s{s:02d}"
+        turns: list[dict[str, Any]] = []
+        fact = planted.get(s)
+        fact_pair = rng.randrange(size) if fact else -1
+        if fact and fact[0] == "assistant":
+            fact_pair = max(range(size), key=lambda p: len(rng_pair(haystack, prompts[cursor + p], index)[1]))
+        at = moment
+        for p in range(size):
+            instruction, answer = rng_pair(haystack, prompts[cursor + p], index)
+            user, assistant = instruction, answer
+            if p == fact_pair and fact:
+                who, statement = fact[0], fact[1]
+                if who == "assistant":
+                    assistant = _deep_insert(answer, statement)
+                elif rng.random() < 0.5:
+                    user = f"{statement} {rng.choice(ASIDES)} {instruction}"
+                else:
+                    user = f"{statement} {rng.choice(REMARKS)}"
+            for role, text in (("user", user), ("assistant", assistant)):
+                turn_id = f"m{index:03d}-{session_id}-t{len(turns):02d}"
+                turns.append({"turn_id": turn_id, "role": role, "text": text, "time": at.isoformat()})
+                if p == fact_pair and fact and role == fact[0]:
+                    (evidence if fact[3] else distractors)[fact[2]].append(turn_id)
+                at = at + timedelta(seconds=rng.randint(40, 200))
+        cursor += size
+        sessions_out.append({"session_id": session_id, "date": moment.isoformat(), "turns": turns})
+    question_date = moment + timedelta(days=rng.randint(1, 10))
+    questions = []
+    for qtype, plan in plans.items():
+        turns_of = evidence[qtype]
+        questions.append(
+            {
+                "question_id": f"m{index:03d}-{qtype}",
+                "question_type": qtype,
+                "question": plan.question,
+                "answer": plan.answer,
+                "question_date": question_date.isoformat(),
+                "evidence_session_ids": [f"s{s:02d}" for s in chosen[qtype]],
+                "evidence_turn_ids": turns_of,
+                "answer_turn_ids": turns_of[-1:] if plan.newest_only else turns_of,
+                "distractor_turn_ids": distractors[qtype],
+                **plan.tags,
+            }
+        )
+    return {
+        "history_id": f"m{index:03d}",
+        "split": SPLITS[index % 2],
+        "sessions": sessions_out,
+        "questions": questions,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "cache", type=Path, help="cache dir: longchat.json goes here (haystack read from --source)"
+    )
+    parser.add_argument("--source", type=Path, help="local git dir of tatsu-lab/alpaca_eval (else download)")
+    parser.add_argument("--histories", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=33)
+    args = parser.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    haystack = load_haystack(args.source, args.cache)
+    data = {
+        "meta": {"builder": "_longchat_multi", "seed": args.seed, "histories": args.histories},
+        "histories": [build_history(i, haystack, args.seed) for i in range(args.histories)],
+    }
+    out = args.cache / DATA_FILE
+    partial = out.with_suffix(".partial")
+    partial.write_text(json.dumps(data, ensure_ascii=False))
+    partial.replace(out)
+    histories = load(out)
+    print(f"wrote {out}: {len(histories)} histories, {sum(len(h['questions']) for h in histories)} questions")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""The newest statement of a changing fact: a question about the present prefers newer rows.
+
+"What car do I drive now?" — the memory holds "My car is a silver Honda Civic" (March) and "I traded
+in my old car, I drive a blue Subaru Outback now" (September). Both match the question about as well;
+the answer is the newer one. No language model tells which rows state values of the same thing, but
+the question says when it asks about: a word of the present ("now", "currently", "these days",
+"latest", 今, 現在, …) and no word of the past ("used to", "before", "first", "originally", 昔, …).
+For such a question the rows the gate kept are ordered by time, and each row gets
+``1 - weight × (its age rank among them) / (the number of distinct times - 1)``: the newest keeps its score, the
+oldest loses ``weight`` of it. Rows far apart in score keep their order (a weak new row does not
+overtake a strong old one); rows that match about equally come newest first.
+
+Questions without a present word are left alone: most questions about the past ("when did I …")
+want the row that happened then, whatever came after. Superseded rows have left the candidates
+already (supersede chains), so this only acts where the memory was never told what replaced what.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from cpersona.retrieval.context import row_seconds
+
+if TYPE_CHECKING:
+    from cpersona.retrieval.pipeline import ScoredRow
+
+#: The factor name in ``match_reason.factors``.
+FACTOR = "recency"
+
+_PRESENT = re.compile(
+    r"\b(now|right now|currently|current|these days|nowadays|at the moment|at present|"
+    r"latest|most recent|most recently|newest|anymore|any more|still|today)\b|今|現在|最近|最新|いま",
+    re.IGNORECASE,
+)
+_PAST = re.compile(
+    r"\b(used to|before|previously|previous|originally|original|at first|first|earlier|formerly|former|"
+    r"old|older|ago|last (?:year|month|week|time)|back then|in the past|initially|initial|when did)\b|"
+    r"昔|以前|前の|最初|当初|かつて",
+    re.IGNORECASE,
+)
+
+
+def asks_about_now(query: str) -> bool:
+    """True when the question has a word of the present and none of the past."""
+    return bool(_PRESENT.search(query)) and not _PAST.search(query)
+
+
+def prefer_newest(rows: list[ScoredRow], query: str, weight: float) -> list[ScoredRow]:
+    """Scale each memory row by its recency among ``rows`` when ``query`` asks about the present;
+    re-sort (best first). ``weight`` 0 changes nothing."""
+    if weight <= 0 or len(rows) < 2 or not asks_about_now(query):
+        return rows
+    times = {index: row_seconds(item.row) for index, item in enumerate(rows) if item.row["type"] == "memory"}
+    # Rows of one moment (a session stored with one timestamp) share a rank: ranks are distinct times.
+    distinct = sorted({s for s in times.values() if s is not None}, reverse=True)
+    if len(distinct) < 2:
+        return rows
+    rank = {seconds: position for position, seconds in enumerate(distinct)}
+    span = len(distinct) - 1
+    for index, seconds in times.items():
+        if seconds is None or rank[seconds] == 0:
+            continue
+        factor = 1.0 - weight * rank[seconds] / span
+        item = rows[index]
+        item.factors[FACTOR] = factor
+        item.score *= factor
+    rows.sort(key=lambda item: item.sort_key())
+    return rows

@@ -1,0 +1,95 @@
+"""Session diversity and the newest statement (issue 32 items 3 and 5): the stages on scored rows."""
+
+from __future__ import annotations
+
+import math
+
+from cpersona.retrieval import fusion
+from cpersona.retrieval.diversity import FACTOR as DIVERSITY
+from cpersona.retrieval.diversity import diversify, session_keys
+from cpersona.retrieval.pipeline import ScoredRow
+from cpersona.retrieval.recency import FACTOR as RECENCY
+from cpersona.retrieval.recency import asks_about_now, prefer_newest
+
+
+def _row(rid: int, score: float, stamp: str, agent: str = "a") -> ScoredRow:
+    row = {
+        "type": "memory",
+        "id": rid,
+        "ref": f"mem:{rid}",
+        "agent_id": agent,
+        "project_id": "",
+        "channel": "",
+    }
+    row["timestamp"] = stamp
+    return ScoredRow(row=row, fused=fusion.Fused(f"mem:{rid}", score, "rsf", rsf=score), score=score)
+
+
+def _order(rows: list[ScoredRow]) -> list[int]:
+    return [int(r.row["id"]) for r in rows]
+
+
+def test_sessions_are_runs_of_close_timestamps_per_scope() -> None:
+    rows = [
+        _row(1, 1, "2023-05-01T10:00:00.000000Z").row,
+        _row(2, 1, "2023-05-01T10:30:00.000000Z").row,
+        _row(3, 1, "2023-05-08T10:00:00.000000Z").row,
+        _row(4, 1, "2023-05-01T10:10:00.000000Z", agent="b").row,
+        {"type": "episode", "id": 9},
+    ]
+    keys = session_keys(rows)
+    assert keys[0] == keys[1] != keys[2]
+    assert keys[3] not in (keys[0], keys[2])
+    assert keys[4] is None
+
+
+def test_rows_of_a_crowded_session_make_room_past_the_free_ones() -> None:
+    crowded = [
+        _row(i, 10 - i, "2023-05-01T10:00:00.000000Z") for i in range(1, 6)
+    ]  # one session, scores 9..5
+    other = _row(20, 4.5, "2023-06-01T10:00:00.000000Z")
+    rows = diversify([*crowded, other], decay=0.5, free=2)
+    assert _order(rows)[:3] == [1, 2, 20]  # the third row of the session falls behind the other session
+    third = next(r for r in rows if r.row["id"] == 3)
+    assert third.factors[DIVERSITY] == 0.5 and math.isclose(third.score, 7 * 0.5)
+    assert DIVERSITY not in rows[0].factors
+
+
+def test_diversity_off_changes_nothing() -> None:
+    rows = [_row(i, 10 - i, "2023-05-01T10:00:00.000000Z") for i in range(1, 4)]
+    assert _order(diversify(list(rows), decay=1.0, free=1)) == [1, 2, 3]
+    assert all(not r.factors for r in rows)
+
+
+def test_questions_about_the_present_are_told_from_questions_about_the_past() -> None:
+    assert asks_about_now("What car do I drive now?")
+    assert asks_about_now("Which city is home for me these days?")
+    assert asks_about_now("今住んでいる街はどこ？")
+    assert not asks_about_now("What car did I drive before the Subaru?")
+    assert not asks_about_now("When did I first move to Lisbon?")
+    assert not asks_about_now("How many books have I read?")
+
+
+def test_the_newest_of_rows_that_match_about_equally_comes_first() -> None:
+    old = _row(1, 1.00, "2023-03-01T10:00:00.000000Z")
+    new = _row(2, 0.95, "2023-09-01T10:00:00.000000Z")
+    rows = prefer_newest([old, new], "What car do I drive now?", weight=0.2)
+    assert _order(rows) == [2, 1]
+    assert old.factors[RECENCY] == 0.8 and RECENCY not in new.factors
+    # A question about the past keeps the plain order.
+    old2, new2 = _row(1, 1.0, "2023-03-01T10:00:00.000000Z"), _row(2, 0.95, "2023-09-01T10:00:00.000000Z")
+    assert _order(prefer_newest([old2, new2], "What car did I drive at first?", weight=0.2)) == [1, 2]
+
+
+def test_a_weak_new_row_does_not_overtake_a_strong_old_one() -> None:
+    strong_old = _row(1, 2.0, "2023-03-01T10:00:00.000000Z")
+    weak_new = _row(2, 0.5, "2023-09-01T10:00:00.000000Z")
+    assert _order(prefer_newest([strong_old, weak_new], "what is my rent now", weight=0.2)) == [1, 2]
+
+
+def test_rows_of_one_moment_share_their_rank() -> None:
+    a = _row(1, 1.0, "2023-03-01T10:00:00.000000Z")
+    b = _row(2, 1.0, "2023-03-01T10:00:00.000000Z")
+    c = _row(3, 1.0, "2023-09-01T10:00:00.000000Z")
+    prefer_newest([a, b, c], "what now", weight=0.3)
+    assert a.factors[RECENCY] == b.factors[RECENCY] == 0.7
