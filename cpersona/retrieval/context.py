@@ -49,6 +49,9 @@ class ContextPolicy:
     id_window: int = 4  # ids looked at per step each side of a parent (steps over other scopes' rows)
     combine: str = "max"  # "max" | "sum" when several parents share a neighbour
     add_new: bool = True  # a neighbour no retriever found enters the list (False: only boost candidates)
+    #: Only short turns share: a parent or neighbour longer than this (characters) is a record that holds
+    #: its own context (a long assistant answer, a document), not a chat turn whose answer is the next one.
+    max_chars: int = 600
 
 
 def policy_for(mode: str, weight: float) -> ContextPolicy | None:
@@ -118,6 +121,8 @@ def neighbours(
     read(wider)
     out: dict[int, list[tuple[int, int]]] = {}
     for parent in parents:
+        if _long(parent, policy):
+            continue
         pid = int(parent["id"])
         when = row_seconds(parent)
         for direction, enabled in sides:
@@ -131,10 +136,16 @@ def neighbours(
                 if not same_session(parent, candidate, when):
                     break
                 steps += 1
-                out.setdefault(pid + direction * offset, []).append((pid, steps))
+                if not _long(candidate, policy):
+                    out.setdefault(pid + direction * offset, []).append((pid, steps))
                 if steps >= policy.reach:
                     break
     return out, found
+
+
+def _long(row: dict[str, Any], policy: ContextPolicy) -> bool:
+    content = row.get("content")
+    return isinstance(content, str) and len(content) > policy.max_chars
 
 
 def spread(

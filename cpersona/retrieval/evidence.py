@@ -59,6 +59,18 @@ _SUFFIX = r"(?:ing|ed|es|s|ly)?"
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+#: Words that ask for a suggestion rather than name what it is about ("any podcast recommendations?",
+#: "can you suggest a novel?"): the preference that answers such a question says what the user likes,
+#: never "recommend", so counting them as uncovered words emptied those questions (issue 32, item 4).
+REQUEST_WORDS = frozenset(
+    _stem(w)
+    for w in (
+        "recommend recommends recommended recommending recommendation recommendations suggest suggests "
+        "suggested suggesting suggestion suggestions idea ideas advice advise tip tips option options "
+        "anything something please looking"
+    ).split()
+)
+
 
 def words_of(text: str) -> set[str]:
     """A row's words as the lexicon counts them: lower-cased, lightly stemmed."""
@@ -73,7 +85,10 @@ def query_words(query: str, entities: Iterable[str]) -> list[str]:
         token = match.group()
         if token in STOPWORDS or not 3 <= len(token) <= MAX_WORD_CHARS:
             continue
-        out[_stem(token)] = None
+        stem = _stem(token)
+        if stem in REQUEST_WORDS:
+            continue
+        out[stem] = None
         if len(out) >= MAX_WORDS:
             break
     return list(out)
