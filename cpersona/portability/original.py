@@ -1,0 +1,262 @@
+"""The original CPersona's formats (PyPI ``cpersona`` 2.5.x / 2.6.x), read as our export records.
+
+Two sources carry the same rows: its SQLite database (schema 13 .. 21) and its export files
+(``cpersona-export/1.0`` from 2.5, ``/1.1`` and ``/1.2`` from 2.6: a first line
+``{"_type": "header", "version": "cpersona-export/1.x", ...}``, then one ``_type: memory | episode |
+profile`` object per line, and from 1.1 on ``entity | mention | relation`` (1.2: ``folder |
+folder_member``) lines). Both are turned into the lines of our own format (portability/records.py,
+version 1), so one importer applies the same validation, dedup, dry run, ``target_agent_id`` and grant
+checks to all of them. Only the formats are facts taken over; no code of the original.
+
+Vectors: the original stores raw float32 blobs. 2.6 (schema 18 on) labels each with the model that
+declared it; 2.5 records the model only in the calibration sidecar and in its environment. A vector is
+kept when its label names a model of our registry and its length is that model's dimension; any other
+vector is left behind and its row queued for embedding, and the counts say so (``vectors_not_kept``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from cpersona.embed.registry import expected_dimension, list_manifests
+from cpersona.portability import records
+from cpersona.storage.original_interface import OriginalRows
+
+#: The original's record types we have a home for; everything else is counted as not carried.
+CARRIED = {"memory", "episode", "profile"}
+#: The original's export format name (the version follows the slash).
+EXPORT_PREFIX = "cpersona-export/"
+#: Its tables rebuilt here from the rows (indexes, change logs, chunk caches, its task queue): not data.
+DERIVED_TABLES = frozenset(
+    {
+        "schema_version",
+        "sqlite_sequence",
+        "pending_memory_tasks",
+        "record_nodes",
+        "record_blocks",
+        "record_block_vectors",
+        "block_log_clock",
+        "record_block_changes",
+        "vector_log_clock",
+        "record_vector_changes",
+    }
+)
+#: Its tables whose rows we carry.
+CARRIED_TABLES = frozenset({"memories", "episodes", "profiles"})
+
+
+def is_original_header(obj: Any) -> bool:
+    """Whether a decoded first line is the original's export header."""
+    return (
+        isinstance(obj, dict)
+        and obj.get("_type") == "header"
+        and isinstance(obj.get("version"), str)
+        and obj["version"].startswith(EXPORT_PREFIX)
+    )
+
+
+def our_model_name(label: str | None) -> str | None:
+    """Our registry's name for the original's model label ('all-MiniLM-L6-v2', a hub id, ...), or None."""
+    if not label:
+        return None
+    wanted = label.strip().lower()
+    for manifest in list_manifests():
+        names = {
+            manifest.name.lower(),
+            manifest.hub_repo.lower(),
+            manifest.hub_repo.lower().rsplit("/", 1)[-1],
+        }
+        if wanted in names:
+            return manifest.name
+    return None
+
+
+class VectorCarry:
+    """Decides per vector whether it is kept, and counts what is not (by the original's label)."""
+
+    def __init__(self, default_label: str | None) -> None:
+        self.default_label = default_label
+        self.not_kept: Counter[str] = Counter()
+
+    def fields(self, blob: bytes | None, label: str | None) -> dict[str, Any]:
+        """The vector fields of our record: the blob under our model name, or none (queued)."""
+        if not blob:
+            return {}
+        label = label or self.default_label
+        name = our_model_name(label)
+        if name is None or len(blob) % 4 or expected_dimension(name) != len(blob) // 4:
+            self.not_kept[f"{label or 'unlabelled'} ({len(blob) // 4}-d)"] += 1
+            return {}
+        return {
+            "embedding": base64.b64encode(blob).decode("ascii"),
+            "embedding_model": name,
+            "embedding_dim": len(blob) // 4,
+        }
+
+
+def _json(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return {"text": text}  # the original kept a non-JSON value as text; ours wants an object
+
+
+def _keywords(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(k) for k in value]
+    return [k.strip() for k in str(value or "").replace("\n", ",").split(",") if k.strip()]
+
+
+def memory_record(row: Mapping[str, Any], vectors: VectorCarry, blob: bytes | None) -> dict[str, Any]:
+    """An original memory (a table row or an export line) as our ``memory`` line."""
+    return {
+        "type": "memory",
+        "source_id": row.get("id"),
+        "agent_id": row.get("agent_id"),
+        "project_id": row.get("project_id") or "",
+        "channel": row.get("channel") or "",
+        "msg_id": row.get("msg_id") or "",
+        "content": row.get("content"),
+        "source": _json(row.get("source")) or None,
+        "metadata": _json(row.get("metadata")) or None,
+        "timestamp": row.get("timestamp"),
+        "created_at": row.get("created_at"),
+        "recall_count": int(row.get("recall_count") or 0),
+        "last_recalled_at": row.get("last_recalled_at"),
+        "locked": bool(row.get("locked")),
+        **vectors.fields(blob, row.get("embedding_model")),
+    }
+
+
+def episode_record(row: Mapping[str, Any], vectors: VectorCarry, blob: bytes | None) -> dict[str, Any]:
+    """An original episode as our ``episode`` line (its comma-separated keywords as a list)."""
+    return {
+        "type": "episode",
+        "source_id": row.get("id"),
+        "agent_id": row.get("agent_id"),
+        "project_id": row.get("project_id") or "",
+        "channel": row.get("channel") or "",
+        "summary": row.get("summary"),
+        "keywords": _keywords(row.get("keywords")),
+        "start_time": row.get("start_time") or None,
+        "end_time": row.get("end_time") or None,
+        "resolved": bool(row.get("resolved")),
+        "created_at": row.get("created_at"),
+        **vectors.fields(blob, row.get("embedding_model")),
+    }
+
+
+def profile_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An original profile as our ``profile`` line."""
+    return {
+        "type": "profile",
+        "agent_id": row.get("agent_id"),
+        "project_id": row.get("project_id") or "",
+        "user_id": row.get("user_id") or "",
+        "content": row.get("content"),
+        "updated_at": row.get("updated_at"),
+    }
+
+
+class ExportTranslator:
+    """Turns the lines of an original export file into ours, counting the record types left behind."""
+
+    def __init__(self, head: dict[str, Any], default_label: str | None = None) -> None:
+        self.original_version = str(head.get("version"))
+        self.vectors = VectorCarry(default_label)
+        self.not_carried: Counter[str] = Counter()
+        self.header = records.header(
+            exported_at=str(head.get("exported_at") or ""),
+            schema_version=0,
+            agent_id=head.get("agent_id") if isinstance(head.get("agent_id"), str) else None,
+            include_embeddings=True,
+            model=None,
+            counts={
+                "memories": _count(head.get("memory_count")),
+                "episodes": _count(head.get("episode_count")),
+                "profiles": _count(head.get("profile_count")),
+            },
+        )
+
+    def line(self, obj: Any) -> Any | None:
+        """Our line for one of its lines; None for a record type we have no home for (counted)."""
+        if not isinstance(obj, dict) or "_type" not in obj:
+            return obj  # the importer reports it as a bad line
+        kind = obj.get("_type")
+        if kind == "header":
+            return {"type": "header"}  # a second header: the importer refuses it by line
+        if kind not in CARRIED:
+            self.not_carried[str(kind)[:40]] += 1
+            return None
+        blob = _b64(obj.get("embedding_b64"))
+        if kind == "memory":
+            row = dict(obj)
+            for name in ("source", "metadata"):
+                if f"{name}_text" in obj:  # a column that was not JSON, exported as its text
+                    row[name] = {"text": obj[f"{name}_text"]}
+            return memory_record(row, self.vectors, blob)
+        if kind == "episode":
+            return episode_record(obj, self.vectors, blob)
+        return profile_record(obj)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _b64(value: Any) -> bytes | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError:
+        return None
+
+
+# -- the database ---------------------------------------------------------------------------------
+
+
+def sidecar_label(db_path: Path) -> str | None:
+    """The model the original's calibration sidecar names (``<db>.calibration.json``), if readable."""
+    try:
+        state = json.loads(Path(f"{db_path}.calibration.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    label = state.get("embedding_model") if isinstance(state, dict) else None
+    return label if isinstance(label, str) and label else None
+
+
+def environment_label(env: Mapping[str, str] | None = None) -> str | None:
+    """The model name the original read from its environment (its own variable, then the shared one)."""
+    e = os.environ if env is None else env
+    for name in ("CPERSONA_EMBEDDING_MODEL", "EMBEDDING_MODEL"):
+        if e.get(name, "").strip():
+            return e[name].strip()
+    return None
+
+
+def not_carried_tables(counts: Mapping[str, int]) -> dict[str, int]:
+    """Its tables holding rows that have no home here (2.6's associations, folders, ...), by name."""
+    return {
+        name: n
+        for name, n in counts.items()
+        if n and name not in CARRIED_TABLES and name not in DERIVED_TABLES
+    }
+
+
+def database_lines(source: OriginalRows, vectors: VectorCarry) -> Iterator[dict[str, Any]]:
+    """Every memory, episode and profile of the original file, as our export lines, oldest first."""
+    for cols in source.rows("memories"):
+        yield memory_record(cols, vectors, cols.get("embedding"))
+    for cols in source.rows("episodes"):
+        yield episode_record(cols, vectors, cols.get("embedding"))
+    for cols in source.rows("profiles"):
+        yield profile_record(cols)

@@ -1,0 +1,26 @@
+"""What moving in from the original CPersona may ask of storage (the engine reads its SQLite file)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+
+class OriginalRows(Protocol):
+    """An original database opened read-only; ``with`` it for one snapshot of every count and row."""
+
+    def __enter__(self) -> OriginalRows: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def schema_version(self) -> int:
+        """The original's recorded schema version."""
+        ...
+
+    def table_counts(self) -> dict[str, int]:
+        """Rows per table (its full-text index tables left out)."""
+        ...
+
+    def rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """Every row of ``memories``, ``episodes`` or ``profiles``, by id, as a dict of its columns."""
+        ...

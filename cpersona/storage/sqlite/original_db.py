@@ -1,0 +1,116 @@
+"""The original CPersona's SQLite file, read without writing to it (portability/original.py maps its rows).
+
+Also the two file operations moving it in needs: a consistent copy through SQLite's backup API (never a
+file copy of a live WAL database) and folding its WAL in before the new file takes its path.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from cpersona.errors import DatabaseUnavailable
+from cpersona.storage.sqlite.file_kind import open_read_only
+
+#: The files SQLite keeps beside a database.
+COMPANIONS = ("-wal", "-shm", "-journal")
+#: The original's tables whose rows this edition carries, in the order they are read.
+ROW_TABLES = ("memories", "episodes", "profiles")
+
+
+class OriginalFile:
+    """An original database opened read-only, its rows read in one snapshot (``with`` it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn = open_read_only(path)
+        self._conn.row_factory = sqlite3.Row
+
+    def __enter__(self) -> OriginalFile:
+        self._conn.execute("BEGIN")  # one read transaction: every count and row of one moment
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the snapshot and close the connection."""
+        with suppress(sqlite3.Error):
+            if self._conn.in_transaction:
+                self._conn.execute("COMMIT")
+        self._conn.close()
+
+    def schema_version(self) -> int:
+        """The original's recorded schema version."""
+        return int(self._conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0)
+
+    def table_counts(self) -> dict[str, int]:
+        """Rows per table (FTS5's virtual and index tables left out: this edition rebuilds its own)."""
+        names = [
+            str(r[0])
+            for r in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+            )
+        ]
+        return {
+            n: int(self._conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0])
+            for n in sorted(names)
+            if "_fts" not in n
+        }
+
+    def rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """Every row of one of ``ROW_TABLES``, by id, as a dict of its columns."""
+        if table not in ROW_TABLES:
+            raise ValueError(f"not a table this edition carries: {table}")
+        for row in self._conn.execute(f"SELECT * FROM {table} ORDER BY id"):
+            yield dict(row)
+
+
+def write_backup(source: Path, target: Path) -> None:
+    """A consistent copy of ``source`` at ``target`` through SQLite's backup API (its WAL's commits in)."""
+    partial = target.with_name(target.name + ".partial")
+    with suppress(FileNotFoundError):
+        partial.unlink()
+    src = open_read_only(source)
+    try:
+        dst = sqlite3.connect(str(partial))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    os.replace(partial, target)
+
+
+def remove_with_companions(path: Path) -> None:
+    """Delete a database file and whatever SQLite kept beside it."""
+    for name in (path, *(path.with_name(path.name + c) for c in COMPANIONS)):
+        with suppress(FileNotFoundError):
+            name.unlink()
+
+
+def settle(path: Path) -> None:
+    """Fold the file's WAL into it and remove its companions, so none is left to be replayed onto
+    another file that takes this path."""
+    if path.with_name(path.name + "-wal").exists():
+        try:
+            conn = sqlite3.connect(str(path))
+            try:
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            finally:
+                conn.close()
+            if busy:
+                raise sqlite3.OperationalError("another process is writing to it")
+        except sqlite3.Error as exc:
+            raise DatabaseUnavailable(
+                f"{path}: could not fold its write-ahead log in ({exc}); stop the original CPersona server "
+                "that uses it, then start this one again. The file was left as it was."
+            ) from exc
+    for companion in COMPANIONS:
+        with suppress(FileNotFoundError):
+            path.with_name(path.name + companion).unlink()
