@@ -69,7 +69,12 @@ def plan() -> dict[str, Any]:
         if i % 5 == 0:
             message["metadata"] = {"importance": i % 3, "tags": ["fixture", agent]}
         memories.append(
-            {"agent_id": agent, "project_id": PROJECTS[(i // 3) % 3], "channel": CHANNELS[(i // 9) % 3], "message": message}
+            {
+                "agent_id": agent,
+                "project_id": PROJECTS[(i // 3) % 3],
+                "channel": CHANNELS[(i // 9) % 3],
+                "message": message,
+            }
         )
     return {
         "memories": memories,
@@ -83,12 +88,25 @@ def plan() -> dict[str, Any]:
                 "keywords": "garden,tomatoes,beds",
                 "resolved": True,
                 "history": [
-                    {"role": "user", "content": "Where should the tomatoes go?", "timestamp": "2024-03-01T09:00:00Z"},
-                    {"role": "assistant", "content": "Along the south fence.", "timestamp": "2024-03-01T09:05:00Z"},
+                    {
+                        "role": "user",
+                        "content": "Where should the tomatoes go?",
+                        "timestamp": "2024-03-01T09:00:00Z",
+                    },
+                    {
+                        "role": "assistant",
+                        "content": "Along the south fence.",
+                        "timestamp": "2024-03-01T09:05:00Z",
+                    },
                 ],
             },
             {"agent_id": "bob", "summary": "Bob asked about the Lisbon trip", "keywords": "travel,lisbon"},
-            {"agent_id": "carol", "project_id": "travel", "channel": "mail", "summary": "Carol sorted her inbox"},
+            {
+                "agent_id": "carol",
+                "project_id": "travel",
+                "channel": "mail",
+                "summary": "Carol sorted her inbox",
+            },
         ],
         "profiles": [
             {"agent_id": "alice", "content": "Alice: gardener, drinks green tea, allergic to peanuts."},
@@ -117,9 +135,13 @@ def _gzip(db: Path, out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--venvs", type=Path, default=Path(tempfile.gettempdir()) / "cpersona-original-venvs")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "tests/portability/fixtures")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parents[1] / "tests/portability/fixtures"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.venvs.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ MINILM_LABEL = "all-MiniLM-L6-v2"  # what a user of the original sets as EMBEDDI
 UNKNOWN_LABEL = "acme-embed-8"
 
 # Run by the original's Python: reads the plan, writes through its handlers, prints what it wrote.
-DRIVER = r'''
+DRIVER = r"""
 import asyncio, json, os, sys
 plan = json.load(open(sys.argv[1], encoding="utf-8"))
 from cpersona import database, memory_handlers as mh, admin_handlers as ah
@@ -95,10 +95,10 @@ async def main():
     print(json.dumps({"ids": ids}))
 
 asyncio.run(main())
-'''
+"""
 
 # Run by the original's Python: import an export file of ours into a fresh database, print its counts.
-IMPORT_DRIVER = r'''
+IMPORT_DRIVER = r"""
 import asyncio, json, sqlite3, sys
 from cpersona import database, admin_handlers as ah
 
@@ -111,7 +111,7 @@ async def main():
     print(json.dumps({"result": r, "counts": counts}, default=str))
 
 asyncio.run(main())
-'''
+"""
 
 
 def ensure_venv(root: Path, version: str) -> Path:
@@ -141,7 +141,16 @@ def minilm_endpoint(work: Path) -> Iterator[str]:
         source = assemble_minilm(work / "minilm-src")
         install_from(source, "all-minilm-l6-v2", models, stream=io.StringIO())
     port = _free_port()
-    command = [sys.executable, "-m", "cpersona", "embed-server", "--port", str(port), "--model", "all-minilm-l6-v2"]
+    command = [
+        sys.executable,
+        "-m",
+        "cpersona",
+        "embed-server",
+        "--port",
+        str(port),
+        "--model",
+        "all-minilm-l6-v2",
+    ]
     proc = subprocess.Popen([*command, "--dir", str(models)], stderr=subprocess.DEVNULL)
     try:
         _wait_for(f"http://127.0.0.1:{port}/health", proc)
@@ -203,7 +212,11 @@ def write_with_original(
 ) -> dict[str, Any]:
     """Run the plan through the original at ``python`` into ``db``; returns what the driver printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
-    env |= {"CPERSONA_DB_PATH": str(db), "CPERSONA_UPDATE_CHECK": "false", "CPERSONA_EXPORT_DIR": str(db.parent)}
+    env |= {
+        "CPERSONA_DB_PATH": str(db),
+        "CPERSONA_UPDATE_CHECK": "false",
+        "CPERSONA_EXPORT_DIR": str(db.parent),
+    }
     if url:
         env |= {"EMBEDDING_MODE": "http", "EMBEDDING_HTTP_URL": url}
     if label:
@@ -226,12 +239,20 @@ def import_with_original(python: Path, export_file: Path, work: Path) -> dict[st
     for leftover in work.glob(db.name + "*"):
         leftover.unlink()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
-    env |= {"CPERSONA_DB_PATH": str(db), "CPERSONA_UPDATE_CHECK": "false", "CPERSONA_EXPORT_DIR": str(export_file.parent)}
+    env |= {
+        "CPERSONA_DB_PATH": str(db),
+        "CPERSONA_UPDATE_CHECK": "false",
+        "CPERSONA_EXPORT_DIR": str(export_file.parent),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         driver = Path(tmp) / "import_driver.py"
         driver.write_text(IMPORT_DRIVER, encoding="utf-8")
         done = subprocess.run(
-            [str(python), str(driver), str(export_file), str(db)], env=env, cwd=tmp, capture_output=True, text=True
+            [str(python), str(driver), str(export_file), str(db)],
+            env=env,
+            cwd=tmp,
+            capture_output=True,
+            text=True,
         )
     if done.returncode != 0:
         raise RuntimeError(f"the original failed:\n{done.stderr[-3000:]}")
