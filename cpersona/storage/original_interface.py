@@ -21,6 +21,10 @@ class OriginalRows(Protocol):
         """Rows per table (its full-text index tables left out)."""
         ...
 
+    def agent_ids(self) -> list[str]:
+        """Every agent id its memories, episodes and profiles name (for the grant check of an import)."""
+        ...
+
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
         """Every row of ``memories``, ``episodes`` or ``profiles``, by id, as a dict of its columns."""
         ...

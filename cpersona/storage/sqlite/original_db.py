@@ -62,6 +62,11 @@ class OriginalFile:
             if "_fts" not in n
         }
 
+    def agent_ids(self) -> list[str]:
+        """Every agent id its memories, episodes and profiles name."""
+        union = " UNION ".join(f"SELECT agent_id FROM {t}" for t in ROW_TABLES)
+        return [str(r[0]) for r in self._conn.execute(f"SELECT DISTINCT agent_id FROM ({union}) ORDER BY 1")]
+
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
         """Every row of one of ``ROW_TABLES``, by id, as a dict of its columns."""
         if table not in ROW_TABLES:
