@@ -260,3 +260,72 @@ def database_lines(source: OriginalRows, vectors: VectorCarry) -> Iterator[dict[
         yield episode_record(cols, vectors, cols.get("embedding"))
     for cols in source.rows("profiles"):
         yield profile_record(cols)
+
+
+# -- writing its export format (``cpersona export --format cpersona-1.0``: the way back) ---------------
+
+#: The export format version the original 2.5 line reads (2.6 reads it too).
+WRITTEN_VERSION = "cpersona-export/1.0"
+
+
+def original_header(*, agent_id: str | None, exported_at: str, counts: Mapping[str, int]) -> dict[str, Any]:
+    """The first line of an export file in the original's format."""
+    return {
+        "_type": "header",
+        "version": WRITTEN_VERSION,
+        "agent_id": agent_id or "",
+        "exported_at": exported_at,
+        "memory_count": counts["memories"],
+        "episode_count": counts["episodes"],
+        "has_profile": counts["profiles"] > 0,
+        "profile_count": counts["profiles"],
+    }
+
+
+def _object(text: str | None) -> Any:
+    value = json.loads(text) if text else {}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def original_line(kind: str, cols: Mapping[str, Any], include_embeddings: bool) -> dict[str, Any]:
+    """One of our rows as a line of the original's format (memory, episode or profile)."""
+    if kind == "profile":
+        return {
+            "_type": "profile",
+            **{k: cols[k] for k in ("agent_id", "user_id", "content", "updated_at", "project_id")},
+        }
+    if kind == "memory":
+        out: dict[str, Any] = {
+            "_type": "memory",
+            "id": cols["id"],
+            "agent_id": cols["agent_id"],
+            "msg_id": cols["msg_id"],
+            "content": cols["content"],
+            "source": _object(cols["source"]),
+            "timestamp": cols["timestamp"],
+            "metadata": _object(cols["metadata"]),
+            "created_at": cols["created_at"],
+            "project_id": cols["project_id"],
+            "channel": cols["channel"],
+            "locked": int(bool(cols["locked"])),
+            "recall_count": cols["recall_count"],
+            "last_recalled_at": cols["last_recalled_at"],
+        }
+    else:
+        out = {
+            "_type": "episode",
+            "id": cols["id"],
+            "agent_id": cols["agent_id"],
+            "summary": cols["summary"],
+            "keywords": ",".join(k for k in (cols["keywords"] or "").split("\n") if k),
+            "start_time": cols["start_time"],
+            "end_time": cols["end_time"],
+            "created_at": cols["created_at"],
+            "resolved": bool(cols["resolved"]),
+            "project_id": cols["project_id"],
+            "channel": cols["channel"],
+        }
+    if include_embeddings and cols.get("embedding") is not None:
+        out["embedding_b64"] = base64.b64encode(cols["embedding"]).decode("ascii")
+        out["embedding_model"] = cols["embedding_model"]
+    return out

@@ -33,6 +33,8 @@ from cpersona.work import Work
 
 #: The path meaning standard output (export) or standard input (import), outside the export folder only.
 STDIO = "-"
+#: The export formats written: ours (portability/records.py), the original CPersona's (portability/original.py).
+EXPORT_FORMATS = ("cpersona", "cpersona-1.0")
 #: The first bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -94,13 +96,20 @@ class Portability:
         confined: bool = True,
         work: Work | None = None,
         scope: FileScope | None = None,
+        export_format: str = EXPORT_FORMATS[0],
     ) -> ExportResult:
         """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md.
 
         ``scope`` is the HTTP client's ACL reach (grants.py): its own folder, and replacing a
         file needs admin on every agent in it. Unconfined (the CLI), ``-`` is standard output.
         ``work`` (``cpersona.work``) gets progress in rows and may cancel: the file is then not written.
+        ``export_format`` ``cpersona-1.0`` writes the original CPersona's format (the way back to it).
         """
+        if export_format not in EXPORT_FORMATS:
+            raise InvalidInput(
+                f"export_format must be one of {', '.join(EXPORT_FORMATS)}, got {export_format!r}"
+            )
+        theirs = export_format == "cpersona-1.0"
         agent = optional_str(agent_id, "agent_id")
         vectors = boolean(include_embeddings, "include_embeddings")
         replace = boolean(overwrite, "overwrite")
@@ -113,6 +122,7 @@ class Portability:
                 include_embeddings=vectors,
                 model=self._active_model(),
                 work=work,
+                original_format=theirs,
             )
         else:
             folder = scope.client if scope is not None else None
@@ -126,6 +136,7 @@ class Portability:
                     include_embeddings=vectors,
                     model=self._active_model(),
                     work=work,
+                    original_format=theirs,
                 )
         if agent is not None and not any(result.get("counts", {}).values()):
             notice = agent_notice(self.store.session().admin, agent)
