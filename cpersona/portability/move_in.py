@@ -88,15 +88,17 @@ def import_original_database(
     and the vectors left behind under ``counts["vectors_not_kept"]``, and the original's rows per table."""
     counts = source.table_counts()
     vectors = original.VectorCarry(model_label)
+    links = original.LinkCarry()
     header = {
         "type": "header",
         "format": "cpersona-export",
-        "version": 1,
+        "version": 2,  # with link lines: the importer maps each memory's source_id to its row
         "agent_id": None,
-        "counts": {t: counts.get(t, 0) for t in ("memories", "episodes", "profiles")},
+        "counts": {t: counts.get(t, 0) for t in ("memories", "episodes", "profiles")}
+        | {"links": counts.get("relations", 0) + counts.get("entity_mentions", 0)},
     }
-    result = import_into(cast(BinaryIO, LineStream(original.database_lines(source, vectors), header)))
-    importer.original_counts(result["counts"], original.not_carried_tables(counts), vectors.not_kept)
+    result = import_into(cast(BinaryIO, LineStream(original.database_lines(source, vectors, links), header)))
+    importer.original_counts(result["counts"], original.not_carried_tables(counts, links), vectors.not_kept)
     result["header"]["original_schema_version"] = source.schema_version()
     return result, counts
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -243,23 +244,66 @@ def environment_label(env: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def not_carried_tables(counts: Mapping[str, int]) -> dict[str, int]:
-    """Its tables holding rows that have no home here (2.6's associations, folders, ...), by name."""
-    return {
+def not_carried_tables(counts: Mapping[str, int], links: LinkCarry | None = None) -> dict[str, int]:
+    """Its tables holding rows that have no home here, by name; for 2.6's associations, the rows
+    left over once its memory-to-memory and memory-to-entity declarations are carried as links."""
+    left = {
         name: n
         for name, n in counts.items()
         if n and name not in CARRIED_TABLES and name not in DERIVED_TABLES
     }
+    if links is not None:
+        for table, carried in links.carried.items():
+            if table in left:
+                left[table] -= carried
+        if "entities" in left:
+            left["entities"] = max(0, left["entities"] - len(links.entities))
+    return {name: n for name, n in left.items() if n > 0}
 
 
-def database_lines(source: OriginalRows, vectors: VectorCarry) -> Iterator[dict[str, Any]]:
-    """Every memory, episode and profile of the original file, as our export lines, oldest first."""
+class LinkCarry:
+    """2.6's declarations as our ``link`` lines, counting what they carried (by the original's table)."""
+
+    def __init__(self) -> None:
+        self.carried: Counter[str] = Counter()
+        self.entities: set[str] = set()
+
+    def lines(self, source: OriginalRows) -> Iterator[dict[str, Any]]:
+        """One ``link`` line per relation or mention that starts at a memory."""
+        for row in source.declared_links():
+            self.carried[str(row["source_table"])] += 1
+            line: dict[str, Any] = {
+                "type": "link",
+                "from_source_id": row["from_id"],
+                "relation": relation_name(str(row["relation"])),
+            }
+            if row["to_id"] is not None:
+                line["to_source_id"] = row["to_id"]
+            else:
+                line["entity"] = row["entity"]
+                self.entities.add(str(row["entity"]))
+            yield line
+
+
+def relation_name(predicate: str) -> str:
+    """Its predicate in our relation spelling (lower-case letters, digits, '_'; a letter first)."""
+    name = "_".join(re.findall(r"[a-z0-9]+", predicate.lower()))
+    return name if name[:1].isalpha() else f"r_{name}"
+
+
+def database_lines(
+    source: OriginalRows, vectors: VectorCarry, links: LinkCarry | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every memory, episode and profile of the original file as our export lines, oldest first; then
+    (with ``links``) its declarations that start at a memory, as link lines."""
     for cols in source.rows("memories"):
         yield memory_record(cols, vectors, cols.get("embedding"))
     for cols in source.rows("episodes"):
         yield episode_record(cols, vectors, cols.get("embedding"))
     for cols in source.rows("profiles"):
         yield profile_record(cols)
+    if links is not None:
+        yield from links.lines(source)
 
 
 # -- writing its export format (``cpersona export --format cpersona-1.0``: the way back) ---------------

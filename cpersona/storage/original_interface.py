@@ -25,6 +25,11 @@ class OriginalRows(Protocol):
         """Every agent id its memories, episodes and profiles name (for the grant check of an import)."""
         ...
 
+    def declared_links(self) -> Iterator[dict[str, Any]]:
+        """Its declarations that start at a memory: ``source_table`` (its table), ``from_id``, ``relation``,
+        ``to_id`` or ``entity``."""
+        ...
+
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
         """Every row of ``memories``, ``episodes`` or ``profiles``, by id, as a dict of its columns."""
         ...

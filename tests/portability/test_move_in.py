@@ -208,9 +208,18 @@ def test_starting_on_an_original_database_moves_it_in_with_nothing_lost(
     assert saved["imported"]["memories"] == {"inserted": 24, "duplicates": 0}
     assert saved["vectors_not_kept"] == {} and saved["error_count"] == 0
     if version.startswith("2.6"):
-        # Its declared associations have no home here: named and counted, never dropped silently.
-        assert set(saved["not_carried"]) >= {"entities", "entity_aliases", "entity_mentions", "relations"}
-        assert saved["not_carried"]["relations"] == 2
+        # Its declarations from a memory (to a memory, to an entity, an entity's mention) are links here;
+        # what has no home (the entity's alias) is named and counted, never dropped silently.
+        assert saved["not_carried"] == {"entity_aliases": 1}
+        links = rows(db, "SELECT from_id, relation, to_id, entity FROM memory_links ORDER BY id")
+        first, fourth = (
+            rows(db, f"SELECT id FROM memories WHERE content = '{original['memories'][i]['content']}'")[0][0]
+            for i in (0, 3)
+        )
+        assert [tuple(r) for r in links] == [
+            (first, "related_to", fourth, None),
+            (first, "mentions", None, "Alice"),
+        ]
     else:
         assert saved["not_carried"] == {}
     # The second start finds our own file: nothing is moved again.

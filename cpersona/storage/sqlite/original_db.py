@@ -74,6 +74,33 @@ class OriginalFile:
         for row in self._conn.execute(f"SELECT * FROM {table} ORDER BY id"):
             yield dict(row)
 
+    def declared_links(self) -> Iterator[dict[str, Any]]:
+        """2.6's declarations that start at a memory: its relations (to a memory or an entity, by name)
+        and its entity mentions by a memory (``relation`` "mentions"). Empty for a 2.5 file."""
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if {"relations", "entities"} <= tables:
+            yield from map(
+                dict,
+                self._conn.execute(
+                    "SELECT 'relations' AS source_table, r.subject_id AS from_id, r.predicate AS relation,"
+                    " CASE WHEN r.object_kind = 'mem' THEN r.object_id END AS to_id,"
+                    " CASE WHEN r.object_kind = 'entity' THEN e.name END AS entity"
+                    " FROM relations r LEFT JOIN entities e ON r.object_kind = 'entity' AND e.id = r.object_id"
+                    " WHERE r.subject_kind = 'mem' AND r.object_kind IN ('mem', 'entity') ORDER BY r.id"
+                ),
+            )
+        if {"entity_mentions", "entities"} <= tables:
+            yield from map(
+                dict,
+                self._conn.execute(
+                    "SELECT 'entity_mentions' AS source_table, CAST(substr(m.ref, 5) AS INTEGER) AS from_id,"
+                    " 'mentions' AS relation,"
+                    " NULL AS to_id, e.name AS entity"
+                    " FROM entity_mentions m JOIN entities e ON e.id = m.entity_id"
+                    " WHERE m.ref LIKE 'mem:%' ORDER BY m.entity_id, m.ref"
+                ),
+            )
+
 
 def write_backup(source: Path, target: Path) -> None:
     """A consistent copy of ``source`` at ``target`` through SQLite's backup API (its WAL's commits in)."""
