@@ -1,7 +1,8 @@
 """The original CPersona's environment variables (PyPI ``cpersona`` 2.5 / 2.6), for a host entry moved over.
 
 Where its name for a setting differs from ours, ours reads it as an alias (``config.py``: ``EMBEDDING_MODE``,
-``EMBEDDING_HTTP_URL``); the names below are its settings that have no counterpart here (its own
+``EMBEDDING_HTTP_URL``; its ``EMBEDDING_MODEL`` names the model of its vectors when its database moves in:
+portability/move_in.py); the names below are its settings that have no counterpart here (its own
 retrieval tuning, block index, OAuth, remote index, ...). A server started with them runs, and says once
 which of them it ignores, so nobody believes a setting is in force that is not.
 """
@@ -103,7 +104,6 @@ ORIGINAL_ONLY = frozenset(
         "CPERSONA_VECTOR_SEARCH_MODE",
         "EMBEDDING_API_KEY",
         "EMBEDDING_API_URL",
-        "EMBEDDING_MODEL",
     ]
 )
 
