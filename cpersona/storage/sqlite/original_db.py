@@ -105,18 +105,26 @@ class OriginalFile:
 def write_backup(source: Path, target: Path) -> None:
     """A consistent copy of ``source`` at ``target`` through SQLite's backup API (its WAL's commits in)."""
     partial = target.with_name(target.name + ".partial")
-    with suppress(FileNotFoundError):
-        partial.unlink()
-    src = open_read_only(source)
     try:
-        dst = sqlite3.connect(str(partial))
+        with suppress(FileNotFoundError):
+            partial.unlink()
+        src = open_read_only(source)
         try:
-            src.backup(dst)
+            dst = sqlite3.connect(str(partial))
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
         finally:
-            dst.close()
-    finally:
-        src.close()
-    os.replace(partial, target)
+            src.close()
+        os.replace(partial, target)
+    except (sqlite3.Error, OSError) as exc:
+        with suppress(OSError):
+            partial.unlink()
+        raise DatabaseUnavailable(
+            f"cannot write a backup of {source} at {target} ({exc}); nothing was moved and the file was left "
+            "as it was: check that folder's permissions and free space"
+        ) from exc
 
 
 def remove_with_companions(path: Path) -> None:
