@@ -47,19 +47,22 @@ class FileKind:
         """The one-line error for a file we must not open (foreign or damaged), naming the fix."""
         if self.kind == "damaged":
             return (
-                f"{self.path} is not a readable SQLite database ({self.reason}); point CPERSONA_DB_PATH at your "
+                f"cannot open the database {self.path}: it is not a readable SQLite database ({self.reason}); "
+                "point CPERSONA_DB_PATH at your "
                 "memory database (or at a new file), or restore it from a backup. The file was left untouched."
             )
         if self.original_version is not None:
             return (
-                f"{self.path} was written by the original CPersona with schema version {self.original_version}; "
+                f"cannot open the database {self.path}: it was written by the original CPersona with schema "
+                f"version {self.original_version}; "
                 f"this edition moves in versions {ORIGINAL_VERSIONS.start}..{ORIGINAL_VERSIONS.stop - 1} "
                 "(open it once with cpersona 2.5.12 or newer, then start this server again). "
                 "The file was left untouched."
             )
         shown = ", ".join(self.tables[:6]) + (", ..." if len(self.tables) > 6 else "")
         return (
-            f"{self.path} is not a CPersona database (it holds the tables {shown}); point CPERSONA_DB_PATH at "
+            f"cannot open the database {self.path}: it is not a CPersona database (it holds the tables {shown}); "
+            "point CPERSONA_DB_PATH at "
             "your memory database, or at a new file to start one. The file was left untouched."
         )
 
