@@ -207,7 +207,10 @@ def _report(
         "backup": str(backup),
         "original_schema_version": version,
         "original_rows": {t: tables.get(t, 0) for t in ("memories", "episodes", "profiles")},
-        "imported": {t: counts[t] for t in ("memories", "episodes", "profiles")},
+        "imported": {
+            t: counts[t]
+            for t in ("memories", "episodes", "profiles") + (("links",) if "links" in counts else ())
+        },
         "vector_model_label": label,
         "vectors_not_kept": counts.get("vectors_not_kept", {}),
         "queued_for_embedding": result["queued_for_embedding"],

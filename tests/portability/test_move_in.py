@@ -211,6 +211,7 @@ def test_starting_on_an_original_database_moves_it_in_with_nothing_lost(
         # Its declarations from a memory (to a memory, to an entity, an entity's mention) are links here;
         # what has no home (the entity's alias) is named and counted, never dropped silently.
         assert saved["not_carried"] == {"entity_aliases": 1}
+        assert saved["imported"]["links"] == {"inserted": 2, "duplicates": 1, "dropped": 0}
         links = rows(db, "SELECT from_id, relation, to_id, entity FROM memory_links ORDER BY id")
         first, fourth = (
             rows(db, f"SELECT id FROM memories WHERE content = '{original['memories'][i]['content']}'")[0][0]
