@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from cpersona.config import Settings
+from cpersona.errors import DatabaseUnavailable
 from cpersona.portability import importer, original
 from cpersona.shapes.operations import ImportResult
 from cpersona.storage import (
@@ -175,9 +176,16 @@ def _move(path: Path, version: int, settings: Settings) -> dict[str, Any]:
 
             with open_original(backup) as source:
                 result, tables = import_original_database(source, import_into, model_label=label)
+                moved = source.fingerprint()
         finally:
             store.close()
         settle_database(path)
+        with open_original(path) as now:
+            if now.fingerprint() != moved:  # its server wrote while this one read the backup
+                raise DatabaseUnavailable(
+                    f"{path} was written to while it was being moved in: stop the original CPersona server "
+                    "that uses it, then start this one again. The file was left as it was."
+                )
         sidecar = Path(f"{path}.calibration.json")
         if sidecar.exists():
             os.replace(sidecar, Path(f"{backup}.calibration.json"))

@@ -21,6 +21,10 @@ class OriginalRows(Protocol):
         """Rows per table (its full-text index tables left out)."""
         ...
 
+    def fingerprint(self) -> tuple[Any, ...]:
+        """A value any write of the original's would change (to see it was not written during a move)."""
+        ...
+
     def agent_ids(self) -> list[str]:
         """Every agent id its memories, episodes and profiles name (for the grant check of an import)."""
         ...

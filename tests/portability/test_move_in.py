@@ -283,3 +283,29 @@ def test_a_live_wal_of_the_original_is_carried(tmp_path: Path) -> None:
         assert memory.stats()["counts"]["memories"] == 25
     conn.close()
     assert rows(db, "SELECT content FROM memories WHERE agent_id = 'dave'")[0][0] == "only in the WAL"
+
+
+def test_a_write_by_the_original_during_the_move_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cpersona.errors import DatabaseUnavailable
+    from cpersona.portability import move_in
+
+    db = unpack("original-2.5.12", tmp_path)
+    real = move_in.import_original_database
+
+    def while_its_server_writes(*args: Any, **kwargs: Any) -> Any:
+        done = real(*args, **kwargs)
+        conn = sqlite3.connect(db)  # the original server, still running, stores one more memory
+        conn.execute(
+            "INSERT INTO memories(agent_id, content, timestamp) VALUES ('alice', 'late', '2024-01-01')"
+        )
+        conn.commit()
+        conn.close()
+        return done
+
+    monkeypatch.setattr(move_in, "import_original_database", while_its_server_writes)
+    with pytest.raises(DatabaseUnavailable, match="written to while it was being moved in"):
+        open_memory(db)
+    assert rows(db, "SELECT COUNT(*) FROM memories")[0][0] == 25  # still the original's file, its write kept
+    assert not list(tmp_path.glob("*.moving-in*"))

@@ -62,6 +62,19 @@ class OriginalFile:
             if "_fts" not in n
         }
 
+    def fingerprint(self) -> tuple[Any, ...]:
+        """What any write of the original's changes: rows, newest ids, locks, recall counts, profile times."""
+        parts: list[Any] = []
+        for table in ROW_TABLES:
+            parts.extend(self._conn.execute(f"SELECT COUNT(*), MAX(id) FROM {table}").fetchone())
+        parts.extend(
+            self._conn.execute(
+                "SELECT TOTAL(locked), TOTAL(recall_count), MAX(last_recalled_at) FROM memories"
+            ).fetchone()
+        )
+        parts.append(self._conn.execute("SELECT MAX(updated_at) FROM profiles").fetchone()[0])
+        return tuple(parts)
+
     def agent_ids(self) -> list[str]:
         """Every agent id its memories, episodes and profiles name."""
         union = " UNION ".join(f"SELECT agent_id FROM {t}" for t in ROW_TABLES)
