@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -123,12 +124,25 @@ def settings_for(db: Path, models_dir: Path, mode: str = "onnx") -> Settings:
     )
 
 
-def move_in_run(python: Path, version: str, n: int, url: str, work: Path, models_dir: Path) -> dict[str, Any]:
-    """The original writes ``n`` memories; starting ``Memory`` moves them in; everything is compared."""
+def move_in_run(
+    python: Path | None,
+    version: str,
+    n: int,
+    url: str,
+    work: Path,
+    models_dir: Path,
+    given: Path | None = None,
+) -> dict[str, Any]:
+    """The original writes ``n`` memories (or ``given`` is a database it wrote before); starting ``Memory``
+    moves them in; everything is compared."""
     db = work / f"original-{version}" / "memory.db"
     db.parent.mkdir(parents=True)
     start = time.perf_counter()
-    write_with_original(python, db, synthetic_plan(n), url=url, label=MINILM_LABEL)
+    if given is not None:
+        shutil.copyfile(given, db)
+    else:
+        assert python is not None
+        write_with_original(python, db, synthetic_plan(n), url=url, label=MINILM_LABEL)
     written_s = time.perf_counter() - start
     theirs = {
         "memories": _rows(
@@ -231,6 +245,16 @@ def main() -> int:
     parser.add_argument("--versions", nargs="+", default=["2.5.12", "2.6.14"])
     parser.add_argument("--locomo", type=Path, help="a LoCoMo folder (*.json conversations)")
     parser.add_argument("--venvs", type=Path, default=Path(tempfile.gettempdir()) / "cpersona-original-venvs")
+    parser.add_argument(
+        "--databases",
+        nargs="+",
+        type=Path,
+        help="databases the original wrote before (one per --versions entry, e.g. kept from an earlier run): "
+        "moved in without writing new ones",
+    )
+    parser.add_argument(
+        "--keep", type=Path, help="copy each database the original wrote here, for --databases"
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     args.venvs.mkdir(parents=True, exist_ok=True)
@@ -240,9 +264,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, minilm_endpoint(args.venvs) as url:
         work = Path(tmp)
         models_dir = minilm_models_dir(work / "ours", stream=sys.stderr)
-        for version in args.versions:
-            run = move_in_run(ensure_venv(args.venvs, version), version, args.memories, url, work, models_dir)
+        for index, version in enumerate(args.versions):
+            given = args.databases[index] if args.databases else None
+            python = None if given else ensure_venv(args.venvs, version)
+            run = move_in_run(python, version, args.memories, url, work, models_dir, given)
             results["runs"].append(run)
+            if args.keep and given is None:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                backups = sorted((work / f"original-{version}").glob("memory.original-v*.db"))
+                shutil.copyfile(backups[-1], args.keep / f"original-{version}-{args.memories}.db")
         keys = [k for k in results["runs"][0] if k != "version"]
         print_table(["check", *args.versions], [[k, *(r[k] for r in results["runs"])] for k in keys])
         if args.locomo:
