@@ -17,6 +17,7 @@ vector is left behind and its row queued for embedding, and the counts say so (`
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -62,6 +63,7 @@ def is_original_header(obj: Any) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=64)  # asked once per vector; the registry reads its manifests each time
 def our_model_name(label: str | None) -> str | None:
     """Our registry's name for the original's model label ('all-MiniLM-L6-v2', a hub id, ...), or None."""
     if not label:
@@ -78,6 +80,11 @@ def our_model_name(label: str | None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)
+def _dimension(name: str) -> int | None:
+    return expected_dimension(name)
+
+
 class VectorCarry:
     """Decides per vector whether it is kept, and counts what is not (by the original's label)."""
 
@@ -91,7 +98,7 @@ class VectorCarry:
             return {}
         label = label or self.default_label
         name = our_model_name(label)
-        if name is None or len(blob) % 4 or expected_dimension(name) != len(blob) // 4:
+        if name is None or len(blob) % 4 or _dimension(name) != len(blob) // 4:
             self.not_kept[f"{label or 'unlabelled'} ({len(blob) // 4}-d)"] += 1
             return {}
         return {
