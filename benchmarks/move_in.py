@@ -242,7 +242,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--memories", type=int, default=10_000)
-    parser.add_argument("--versions", nargs="+", default=["2.5.12", "2.6.14"])
+    parser.add_argument("--versions", nargs="*", default=["2.5.12", "2.6.14"], help="none: --locomo alone")
     parser.add_argument("--locomo", type=Path, help="a LoCoMo folder (*.json conversations)")
     parser.add_argument("--venvs", type=Path, default=Path(tempfile.gettempdir()) / "cpersona-original-venvs")
     parser.add_argument(
@@ -273,8 +273,9 @@ def main() -> int:
                 args.keep.mkdir(parents=True, exist_ok=True)
                 backups = sorted((work / f"original-{version}").glob("memory.original-v*.db"))
                 shutil.copyfile(backups[-1], args.keep / f"original-{version}-{args.memories}.db")
-        keys = [k for k in results["runs"][0] if k != "version"]
-        print_table(["check", *args.versions], [[k, *(r[k] for r in results["runs"])] for k in keys])
+        if results["runs"]:
+            keys = [k for k in results["runs"][0] if k != "version"]
+            print_table(["check", *args.versions], [[k, *(r[k] for r in results["runs"])] for k in keys])
         if args.locomo:
             table = locomo_run(ensure_venv(args.venvs, "2.5.12"), args.locomo, url, work, models_dir)
             results["locomo"] = table
