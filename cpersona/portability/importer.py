@@ -282,6 +282,7 @@ def import_file(
     if links.seen_any:
         tally.counts["links"] = links.counts
     if translator is not None:
+        translator.finish()
         original_counts(tally.counts, translator.not_carried, translator.vectors.not_kept)
     if supersedes:
         tally.counts["supersede_links"] = _link(rows, supersedes, identities, dry_run)

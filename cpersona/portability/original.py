@@ -175,12 +175,19 @@ def profile_record(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ExportTranslator:
-    """Turns the lines of an original export file into ours, counting the record types left behind."""
+    """Turns the lines of an original export file into ours, counting the record types left behind.
+
+    Its graph lines (1.1 on) come after the rows: an entity line gives the name its id stands for; a
+    relation from a memory (to a memory or an entity) and an entity's mention by a memory become our
+    ``link`` lines, as when its database moves in. ``finish`` counts what had no home.
+    """
 
     def __init__(self, head: dict[str, Any], default_label: str | None = None) -> None:
         self.original_version = str(head.get("version"))
         self.vectors = VectorCarry(default_label)
         self.not_carried: Counter[str] = Counter()
+        self._entities: dict[Any, str] = {}
+        self._named: set[Any] = set()
         self.header = records.header(
             exported_at=str(head.get("exported_at") or ""),
             schema_version=0,
@@ -191,16 +198,20 @@ class ExportTranslator:
                 "memories": _count(head.get("memory_count")),
                 "episodes": _count(head.get("episode_count")),
                 "profiles": _count(head.get("profile_count")),
+                "links": _count(head.get("relation_count")) + _count(head.get("mention_count")),
             },
+            version=2,  # link lines may follow: the importer keeps each memory's source_id
         )
 
     def line(self, obj: Any) -> Any | None:
-        """Our line for one of its lines; None for a record type we have no home for (counted)."""
+        """Our line for one of its lines; None for a record with no line of ours (counted or remembered)."""
         if not isinstance(obj, dict) or "_type" not in obj:
             return obj  # the importer reports it as a bad line
         kind = obj.get("_type")
         if kind == "header":
             return {"type": "header"}  # a second header: the importer refuses it by line
+        if kind in ("entity", "mention", "relation"):
+            return self._graph(kind, obj)
         if kind not in CARRIED:
             self.not_carried[str(kind)[:40]] += 1
             return None
@@ -214,6 +225,43 @@ class ExportTranslator:
         if kind == "episode":
             return episode_record(obj, self.vectors, blob)
         return profile_record(obj)
+
+    def _graph(self, kind: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+        if kind == "entity":
+            if isinstance(obj.get("name"), str):
+                self._entities[obj.get("id")] = obj["name"]
+            aliases = obj.get("aliases")
+            if isinstance(aliases, list) and aliases:
+                self.not_carried["entity alias"] += len(aliases)
+            return None
+        if kind == "mention":
+            source, target = _memory_ref(obj.get("ref")), ("entity", obj.get("entity"))
+            relation = "mentions"
+        else:
+            source = obj.get("subject_id") if obj.get("subject_kind") == "mem" else None
+            target = (str(obj.get("object_kind")), obj.get("object_id"))
+            relation = relation_name(str(obj.get("predicate") or ""))
+        line: dict[str, Any] = {"type": "link", "from_source_id": source, "relation": relation}
+        if source is not None and target[0] == "mem":
+            return line | {"to_source_id": target[1]}
+        if source is not None and target[0] == "entity" and target[1] in self._entities:
+            self._named.add(target[1])
+            return line | {"entity": self._entities[target[1]]}
+        self.not_carried[kind] += 1  # from an episode or an entity, or to an episode: no link here
+        return None
+
+    def finish(self) -> None:
+        """Count the entities no carried link names (an entity lives here only as a link's name)."""
+        unnamed = len(set(self._entities) - self._named)
+        if unnamed:
+            self.not_carried["entity"] += unnamed
+
+
+def _memory_ref(ref: Any) -> int | None:
+    """N of its ``mem:N`` reference (None for an episode's ``ep:N`` or anything else)."""
+    if isinstance(ref, str) and ref.startswith("mem:") and ref[4:].isdigit():
+        return int(ref[4:])
+    return None
 
 
 def _count(value: Any) -> int:
