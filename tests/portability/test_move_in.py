@@ -309,3 +309,20 @@ def test_a_write_by_the_original_during_the_move_stops_it(
         open_memory(db)
     assert rows(db, "SELECT COUNT(*) FROM memories")[0][0] == 25  # still the original's file, its write kept
     assert not list(tmp_path.glob("*.moving-in*"))
+
+
+def test_our_file_with_a_wal_but_no_shm_still_opens(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    with open_memory(db) as memory:
+        memory.store("alice", "kept across a lost -shm file")
+    conn = sqlite3.connect(db)  # leave a WAL with a commit in it, then lose the shared-memory file
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("UPDATE memories SET recall_count = 7")
+    conn.commit()
+    wal = db.with_name("memory.db-wal").read_bytes()
+    conn.close()
+    db.with_name("memory.db-wal").write_bytes(wal)
+    db.with_name("memory.db-shm").unlink(missing_ok=True)
+    with open_memory(db) as memory:
+        assert memory.moved_in is None
+        assert memory.list_memories(agent_id="alice")["items"][0]["content"] == "kept across a lost -shm file"

@@ -67,10 +67,12 @@ class FileKind:
         )
 
 
-def open_read_only(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write and creates no file: ``immutable`` when no WAL is beside it."""
-    wal = path.with_name(path.name + "-wal")
-    flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+def open_read_only(path: Path, *, immutable: bool | None = None) -> sqlite3.Connection:
+    """A connection that cannot write and creates no file: ``immutable`` when no WAL is beside it
+    (``immutable=True`` forces it: the main file alone, its WAL not read)."""
+    if immutable is None:
+        immutable = not path.with_name(path.name + "-wal").exists()
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{flags}", uri=True, isolation_level=None)
     conn.execute("PRAGMA query_only = 1")
     return conn
@@ -98,13 +100,22 @@ def recognise(path: Path | str) -> FileKind:
     if head != SQLITE_MAGIC:
         return FileKind("damaged", path, reason="its first bytes are not an SQLite header")
     try:
-        conn = open_read_only(path)
+        return _read(path, immutable=None)
+    except sqlite3.Error as exc:
+        if not path.with_name(path.name + "-wal").exists():
+            return FileKind("damaged", path, reason=str(exc))
+    # A WAL beside it that a read-only connection cannot use (no -shm, a folder it may not write to):
+    # its main file alone still says what it is (its WAL is replayed when it is opened for real).
+    try:
+        return _read(path, immutable=True)
     except sqlite3.Error as exc:
         return FileKind("damaged", path, reason=str(exc))
+
+
+def _read(path: Path, *, immutable: bool | None) -> FileKind:
+    conn = open_read_only(path, immutable=immutable)
     try:
         return _classify(conn, path)
-    except sqlite3.Error as exc:
-        return FileKind("damaged", path, reason=str(exc))
     finally:
         conn.close()
 
