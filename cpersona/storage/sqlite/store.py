@@ -37,7 +37,7 @@ def refuse_unless_ours(path: Path | str) -> None:
     if found.kind == "original":
         raise OriginalDatabase(
             f"{found.path} was written by the original CPersona (schema version {found.original_version}); "
-            "start `cpersona serve` (or any command) on it to move it in, or `cpersona import` it into "
+            "start `cpersona serve` (or `cpersona stats`) on it to move it in, or `cpersona import` it into "
             "another database. The file was left untouched."
         )
     if found.kind in ("foreign", "damaged"):
