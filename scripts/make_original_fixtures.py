@@ -8,7 +8,8 @@ Installs ``cpersona==2.5.12`` and ``cpersona==2.6.14`` from PyPI into throwaway 
 - ``original-<version>.db.gz``: three agents, three projects, three channels, msg_ids, sources and
   metadata, two locked rows, recalled rows, episodes (one resolved, with start and end), profiles,
   vectors of all-MiniLM-L6-v2 (384-d) from this project's own embed-server; 2.6.14 also declares
-  associations (entities, aliases, mentions, relations) so its newer tables hold rows;
+  associations (entities, aliases, mentions, relations, one correction between two memories) so its
+  newer tables hold rows;
 - ``original-<version>.jsonl``: its ``export_memories`` file of that database (1.0 / 1.1), vectors included;
 - ``original-2.5.12-unknown-model.db.gz``: the same rows with 8-d vectors of a model we do not know.
 
@@ -120,7 +121,8 @@ def plan() -> dict[str, Any]:
                 "channel": "",
                 "anchor": 0,
                 "entities": [{"name": "Alice", "aliases": ["Al"]}],
-                "relations": [[0, "related_to", 3], [0, "mentions", "Alice"]],
+                # memory 6 is corrected by memory 9 (its role vocabulary: the object supersedes the subject)
+                "relations": [[0, "related_to", 3], [0, "mentions", "Alice"], [6, "supersedes", 9]],
             }
         ],
     }

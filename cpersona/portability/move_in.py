@@ -217,7 +217,8 @@ def _report(
         "original_rows": {t: tables.get(t, 0) for t in ("memories", "episodes", "profiles")},
         "imported": {
             t: counts[t]
-            for t in ("memories", "episodes", "profiles") + (("links",) if "links" in counts else ())
+            for t in ("memories", "episodes", "profiles", "links", "supersede_links")
+            if t in counts
         },
         "vector_model_label": label,
         "vectors_not_kept": counts.get("vectors_not_kept", {}),

@@ -323,6 +323,12 @@ class LinkCarry:
         self.carried: Counter[str] = Counter()
         self.entities: set[str] = set()
 
+    def supersede_lines(self, source: OriginalRows) -> Iterator[dict[str, Any]]:
+        """One ``supersede`` line per correction it declared between two memories."""
+        for pair in source.superseded():
+            self.carried["relations"] += 1
+            yield {"type": "supersede", "older": pair["older"], "newer": pair["newer"], "at": pair["at"]}
+
     def lines(self, source: OriginalRows) -> Iterator[dict[str, Any]]:
         """One ``link`` line per relation or mention that starts at a memory."""
         for row in source.declared_links():
@@ -350,7 +356,10 @@ def database_lines(
     source: OriginalRows, vectors: VectorCarry, links: LinkCarry | None = None
 ) -> Iterator[dict[str, Any]]:
     """Every memory, episode and profile of the original file as our export lines, oldest first; then
-    (with ``links``) its declarations that start at a memory, as link lines."""
+    (with ``links``) its declarations that start at a memory, as link lines. Its corrections between
+    memories come first, as supersede lines (the importer keeps the identity of the rows they name)."""
+    if links is not None:
+        yield from links.supersede_lines(source)
     for cols in source.rows("memories"):
         yield memory_record(cols, vectors, cols.get("embedding"))
     for cols in source.rows("episodes"):

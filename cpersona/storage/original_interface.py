@@ -29,6 +29,10 @@ class OriginalRows(Protocol):
         """Every agent id its memories, episodes and profiles name (for the grant check of an import)."""
         ...
 
+    def superseded(self) -> list[dict[str, Any]]:
+        """Its declared corrections between memories: ``older``, ``newer`` (its ids), ``at``."""
+        ...
+
     def declared_links(self) -> Iterator[dict[str, Any]]:
         """Its declarations that start at a memory: ``source_table`` (its table), ``from_id``, ``relation``,
         ``to_id`` or ``entity``."""

@@ -212,6 +212,11 @@ def test_starting_on_an_original_database_moves_it_in_with_nothing_lost(
         # what has no home (the entity's alias) is named and counted, never dropped silently.
         assert saved["not_carried"] == {"entity_aliases": 1}
         assert saved["imported"]["links"] == {"inserted": 2, "duplicates": 1, "dropped": 0}
+        # Its correction (memory 10 supersedes memory 7) is this edition's supersede link.
+        assert saved["imported"]["supersede_links"] == {"read": 1, "linked": 1, "skipped": 0}
+        older, newer = (original["memories"][i]["content"] for i in (6, 9))
+        by_content = {r["content"]: r for r in rows(db, "SELECT id, content, superseded_by FROM memories")}
+        assert by_content[older]["superseded_by"] == by_content[newer]["id"]
         links = rows(db, "SELECT from_id, relation, to_id, entity FROM memory_links ORDER BY id")
         first, fourth = (
             rows(db, f"SELECT id FROM memories WHERE content = '{original['memories'][i]['content']}'")[0][0]

@@ -65,9 +65,14 @@ def test_an_original_export_file_imports_every_row_once(
     assert result["counts"].get("vectors_not_kept", {}) == {}
     if version.startswith("2.6"):  # its declarations from a memory are links here; its aliases have no home
         assert result["counts"]["not_carried"] == {"entity alias": 1}
-        assert result["counts"]["links"] == {"inserted": 2, "duplicates": 1, "dropped": 0}
+        # In a file its correction comes after the rows: carried as a `supersedes` link, not a supersede.
+        assert result["counts"]["links"] == {"inserted": 3, "duplicates": 1, "dropped": 0}
         links = rows(memory.settings.db_path, "SELECT relation, to_id IS NULL, entity FROM memory_links")
-        assert sorted(tuple(r) for r in links) == [("mentions", 1, "Alice"), ("related_to", 0, None)]
+        assert sorted(tuple(r) for r in links) == [
+            ("mentions", 1, "Alice"),
+            ("related_to", 0, None),
+            ("supersedes", 0, None),
+        ]
     mine = rows(memory.settings.db_path, "SELECT content, locked, msg_id, embedding_model FROM memories")
     theirs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
     assert sorted(r["content"] for r in mine) == sorted(
@@ -142,6 +147,7 @@ def test_an_original_database_in_the_export_folder_is_checked_against_grants(
     assert _inserted(copying)["memories"] == 24
     assert copying["counts"]["not_carried"] == {"entity_aliases": 1}
     assert copying["counts"]["links"] == {"inserted": 2, "duplicates": 1, "dropped": 0}
+    assert copying["counts"]["supersede_links"] == {"read": 1, "linked": 1, "skipped": 0}
 
 
 def test_an_sqlite_file_that_is_not_the_original_is_refused(memory: Memory, tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from cpersona.storage.sqlite.file_kind import open_read_only
 
 #: The files SQLite keeps beside a database.
 COMPANIONS = ("-wal", "-shm", "-journal")
+#: Its predicates that say the object row replaces the subject row (this edition's supersede link).
+SUPERSEDING = "('supersedes', 'corrects')"
 #: The original's tables whose rows this edition carries, in the order they are read.
 ROW_TABLES = ("memories", "episodes", "profiles")
 
@@ -87,6 +89,20 @@ class OriginalFile:
         for row in self._conn.execute(f"SELECT * FROM {table} ORDER BY id"):
             yield dict(row)
 
+    def superseded(self) -> list[dict[str, Any]]:
+        """2.6's declared corrections between memories (``older`` supersedes-by ``newer``, ``at``): its
+        relation from a claim to the row that supersedes or corrects it. Empty for a 2.5 file."""
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "relations" not in tables:
+            return []
+        return [
+            dict(r)
+            for r in self._conn.execute(
+                "SELECT subject_id AS older, object_id AS newer, declared_at AS at FROM relations"
+                f" WHERE subject_kind = 'mem' AND object_kind = 'mem' AND predicate IN {SUPERSEDING} ORDER BY id"
+            )
+        ]
+
     def declared_links(self) -> Iterator[dict[str, Any]]:
         """2.6's declarations that start at a memory: its relations (to a memory or an entity, by name)
         and its entity mentions by a memory (``relation`` "mentions"). Empty for a 2.5 file."""
@@ -99,7 +115,8 @@ class OriginalFile:
                     " CASE WHEN r.object_kind = 'mem' THEN r.object_id END AS to_id,"
                     " CASE WHEN r.object_kind = 'entity' THEN e.name END AS entity"
                     " FROM relations r LEFT JOIN entities e ON r.object_kind = 'entity' AND e.id = r.object_id"
-                    " WHERE r.subject_kind = 'mem' AND r.object_kind IN ('mem', 'entity') ORDER BY r.id"
+                    " WHERE r.subject_kind = 'mem' AND r.object_kind IN ('mem', 'entity')"
+                    f" AND NOT (r.object_kind = 'mem' AND r.predicate IN {SUPERSEDING}) ORDER BY r.id"
                 ),
             )
         if {"entity_mentions", "entities"} <= tables:
