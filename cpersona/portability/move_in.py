@@ -223,6 +223,7 @@ def _report(
         "vector_model_label": label,
         "vectors_not_kept": counts.get("vectors_not_kept", {}),
         "queued_for_embedding": result["queued_for_embedding"],
+        "truncated": result["truncated"],
         "not_carried": counts.get("not_carried", {}),
         "calibration": (
             f"the original's thresholds ({sidecar_moved}) were measured on its own score; moved beside "
