@@ -133,7 +133,11 @@ def load_acl(path: Path) -> AccessList:
 
 
 def parse_acl(text: str, path: Path) -> AccessList:
-    """Parse ACL ``text`` (read from ``path``, named in errors)."""
+    """Parse ACL ``text`` (read from ``path``, named in errors): ours, or the original CPersona's JSON."""
+    from cpersona import acl_original  # it builds this module's types
+
+    if acl_original.looks_original(text):
+        return acl_original.parse_original_acl(text, path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -238,6 +242,11 @@ def add_client(path: Path, name: str, grants: Mapping[str, Level]) -> str:
     if not CLIENT_NAME.match(name):
         raise AclError(f"client name {name!r} must be 1-64 letters, digits, '-' or '_'")
     existing = load_acl(path) if path.exists() else AccessList(path, ())
+    if path.exists() and path.read_text(encoding="utf-8").lstrip().startswith("{"):
+        raise AclError(
+            f"{path} is the original CPersona's JSON ACL file, which this edition reads but does not edit; "
+            "point CPERSONA_ACL_FILE at a new file for `cpersona acl add-client` and copy its clients over"
+        )
     if any(client.name == name for client in existing.clients):
         raise AclError(f"client {name!r} already exists in {path}; choose another name or edit the file")
     token = new_token()

@@ -14,6 +14,7 @@ docs/architecture.md, "Configuration".
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import tempfile
 import types
@@ -23,6 +24,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import platformdirs
+
+from cpersona import original_env
+
+log = logging.getLogger("cpersona.config")
 
 APP_NAME = "cpersona"
 #: The model CPERSONA_EMBEDDING_MODEL names when unset (docs/models.md#registry); licence CC BY-NC 4.0.
@@ -489,6 +494,7 @@ class Settings:
             raw = _first_set(e, (row.var.name, *row.var.aliases))
             if raw is not None:
                 values[row.attr] = row.read(raw)
+        _notice_original_names(e)
         return cls(runtime_dir=default_runtime_dir(e), **values)
 
 
@@ -586,6 +592,26 @@ def _describe(hint: Any) -> tuple[type, bool, tuple[str, ...]]:
     if hint in (bool, int, float, str, Path):
         return hint, optional, ()
     raise TypeError(f"settings table: no reader for the type {hint!r}")
+
+
+_NOTICED: set[str] = set()
+
+
+def _notice_original_names(env: Mapping[str, str]) -> None:
+    """One line, once per process, for each alias in use (naming ours) and for the original CPersona's
+    variables this edition ignores (docs/moving-from-cpersona.md#environment-variables)."""
+    for row in settings_table():
+        if _first_set(env, (row.var.name,)) is not None:
+            continue
+        for alias in row.var.aliases:
+            if _first_set(env, (alias,)) is not None and alias not in _NOTICED:
+                _NOTICED.add(alias)
+                log.warning("%s is read as %s (this edition's name; set that instead)", alias, row.var.name)
+                break
+    unread = [name for name in original_env.ignored(env) if name not in _NOTICED]
+    if unread:
+        _NOTICED.update(unread)
+        log.warning("the original CPersona's settings %s have no effect in this edition", ", ".join(unread))
 
 
 def _first_set(env: Mapping[str, str], names: tuple[str, ...]) -> str | None:

@@ -54,6 +54,18 @@ class DatabaseUnavailable(CPersonaError):
     code = "database_unavailable"
 
 
+class NotOurDatabase(DatabaseUnavailable):
+    """The file is another application's SQLite file, or damaged: refused before anything is written."""
+
+    code = "not_our_database"
+
+
+class OriginalDatabase(DatabaseUnavailable):
+    """The file was written by the original CPersona: only the move-in (portability/move_in.py) opens it."""
+
+    code = "original_database"
+
+
 class SchemaTooNew(CPersonaError):
     """The database was written by a newer CPersona; we refuse rather than downgrade it."""
 

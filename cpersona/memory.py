@@ -23,6 +23,7 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.base import EmbeddingBackend
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.health.state import HealthState
+from cpersona.portability.move_in import move_in_if_original
 from cpersona.portability.service import Portability
 from cpersona.public import annotated_results, public_methods
 from cpersona.retrieval.pipeline import RecallPipeline
@@ -126,6 +127,10 @@ class Memory:
         self_calibration: bool = True,
     ) -> None:
         self.settings = settings or Settings.from_env()
+        #: The report of moving the original CPersona's database in, when this start did (else None).
+        self.moved_in = (
+            None if self.settings.db_url else move_in_if_original(self.settings.db_path, self.settings)
+        )
         self.storage = open_store(
             self.settings.db_url or self.settings.db_path,
             pg_vector_index=self.settings.pg_vector_index,

@@ -62,6 +62,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             overwrite=args.force,
             confined=False,
             work=work,
+            export_format=args.format,
         )
     summary = sys.stderr if args.path == "-" else sys.stdout
     if args.json:
@@ -98,6 +99,12 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     )
     if result["truncated"]:
         print(f"truncated to the content cap: {result['truncated']}")
+    if c.get("vectors_not_kept"):
+        print(
+            f"vectors not kept (a model this edition does not run; the rows are queued): {c['vectors_not_kept']}"
+        )
+    if c.get("not_carried"):
+        print(f"no home in this edition (not imported; still in the file you imported): {c['not_carried']}")
     if result["queued_for_embedding"]:
         print(f"queued for embedding: {result['queued_for_embedding']} (the server back-fills them)")
     if result["error_count"]:
@@ -117,13 +124,27 @@ def add_port_commands(sub: Any) -> None:
     )
     export.add_argument("--agent", help="export only this agent (default: every agent)")
     export.add_argument("--include-embeddings", action="store_true", help="also write vectors (base64)")
+    export.add_argument(
+        "--format",
+        choices=("cpersona", "cpersona-1.0"),
+        default="cpersona",
+        help="cpersona (this edition's format, the default) or cpersona-1.0 (the original CPersona's, "
+        "which its import_memories reads: the way back)",
+    )
     export.add_argument("--force", action="store_true", help="replace an existing file")
     export.add_argument("--quiet", action="store_true", help="no progress bar")
     export.add_argument("--json", action="store_true", help="print the raw JSON result")
     export.set_defaults(func=cmd_export)
 
-    imp = sub.add_parser("import", help="import a JSONL export (idempotent; bad lines reported)")
-    imp.add_argument("path", help="export file to read ('-' is standard input)")
+    imp = sub.add_parser(
+        "import",
+        help="import a JSONL export, or the original CPersona's export or .db file (idempotent; bad lines reported)",
+    )
+    imp.add_argument(
+        "path",
+        help="export file to read ('-' is standard input): ours, the original CPersona's "
+        "(cpersona-export/1.x), or its database file",
+    )
     imp.add_argument("--agent", help="store every row under this agent id")
     imp.add_argument("--dry-run", action="store_true", help="report what would be imported; write nothing")
     imp.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
 from typing import Any, TextIO
 
-from cpersona.portability import records
+from cpersona.portability import original, records
 from cpersona.portability.link_records import link_line
 from cpersona.shapes.operations import ExportResult
 from cpersona.storage.interface import PortabilityRows
@@ -40,11 +40,15 @@ def export_file(
     include_embeddings: bool,
     model: tuple[str, int] | None,
     work: Work | None = None,
+    original_format: bool = False,
 ) -> ExportResult:
     """Write the export into ``sink`` (paths.atomic_write: temp file, fsync, rename; or stdout).
 
     A failure inside the sink leaves no partial file behind. Returns the path (``shown``),
-    bytes written and per-type counts.
+    bytes written and per-type counts. ``original_format`` writes the original CPersona's
+    ``cpersona-export/1.0`` (portability/original.py): its memory, episode and profile lines; links
+    and supersede links have no line there and are counted as ``not_written_links`` /
+    ``not_written_supersede_links``.
     """
     written = {"memories": 0, "episodes": 0, "profiles": 0}
     work = work or Work()
@@ -56,7 +60,11 @@ def export_file(
         if counts.get("links"):  # only files with links count them (and say version 2)
             written["links"] = 0
             total += counts["links"]
-        head = records.header(
+        head = (
+            original.original_header(agent_id=agent_id, exported_at=format_ts(utc_now()), counts=counts)
+            if original_format
+            else None
+        ) or records.header(
             exported_at=format_ts(utc_now()),
             schema_version=counts["schema_version"],
             agent_id=agent_id,
@@ -67,8 +75,16 @@ def export_file(
         )
         size += _write(out, head)
         links = 0
+        left_out = 0
         for done, (kind, cols) in enumerate(stream, start=1):
-            size += _write(out, _LINE_BUILDERS[kind](cols, include_embeddings))
+            if original_format and kind in ("link", "supersede"):
+                left_out += kind == "link"
+                links += kind == "supersede"
+                continue
+            if original_format:
+                size += _write(out, original.original_line(kind, cols, include_embeddings))
+            else:
+                size += _write(out, _LINE_BUILDERS[kind](cols, include_embeddings))
             if kind == "supersede":
                 links += 1
                 continue
@@ -78,7 +94,13 @@ def export_file(
                 # Raising here, inside the sink, removes the temporary file: the target stays as it was.
                 work.checkpoint("export_memories", f"nothing was written: {shown} is unchanged")
         work.report(sum(written.values()), total, "rows")
-    if links:
+    if original_format:
+        written.pop("links", None)
+        if left_out:
+            written["not_written_links"] = left_out
+        if links:
+            written["not_written_supersede_links"] = links
+    elif links:
         written["supersede_links"] = links
     return {
         "ok": True,

@@ -22,7 +22,7 @@ and none of this applies: the process owns the whole database.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -72,8 +72,8 @@ def _agents_in(handle: BinaryIO) -> Iterator[object]:
         if not isinstance(obj, dict):
             continue
         agent = obj.get("agent_id")
-        if obj.get("type") == "header":
-            if isinstance(agent, str):
+        if obj.get("type") == "header" or obj.get("_type") == "header":  # ours, or the original's
+            if isinstance(agent, str) and agent:  # the original writes "" for an export of every agent
                 yield agent
             continue
         yield agent if isinstance(agent, str) else _UNNAMED
@@ -88,21 +88,26 @@ def _refuse(scope: FileScope, what: str, need: str) -> Forbidden:
 
 def check_import(scope: FileScope, handle: BinaryIO, *, target_agent: str | None) -> None:
     """Refuse (Forbidden) unless ``scope`` may import every row of ``handle``; rewinds the handle."""
+    try:
+        check_agents(scope, _agents_in(handle), target_agent=target_agent)
+    finally:
+        handle.seek(0)
+
+
+def check_agents(scope: FileScope, agents: Iterable[object], *, target_agent: str | None) -> None:
+    """Refuse (Forbidden) unless ``scope`` may import rows of each of ``agents`` (a file's, a database's)."""
     copying = target_agent is not None
     if scope.admins_all or (copying and scope.reads_all):
         return
     allowed = scope.may_read if copying else scope.may_admin
-    try:
-        for agent in _agents_in(handle):
-            if agent is _UNNAMED:
-                if copying:  # a row of unknown origin is only copied by a client that may read everything
-                    raise _refuse(scope, "import this file", "a record without agent_id needs read on '*'")
-                continue  # without a target such a line is refused by the import itself
-            if not allowed(str(agent)):
-                need = "read on every agent in the file" if copying else "admin on every agent in the file"
-                raise _refuse(scope, "import this file", need)
-    finally:
-        handle.seek(0)
+    for agent in agents:
+        if agent is _UNNAMED:
+            if copying:  # a row of unknown origin is only copied by a client that may read everything
+                raise _refuse(scope, "import this file", "a record without agent_id needs read on '*'")
+            continue  # without a target such a line is refused by the import itself
+        if not allowed(str(agent)):
+            need = "read on every agent in the file" if copying else "admin on every agent in the file"
+            raise _refuse(scope, "import this file", need)
 
 
 def check_replace(scope: FileScope, handle: BinaryIO) -> None:

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError, InvalidInput
-from cpersona.portability import records
+from cpersona.portability import original, records
 from cpersona.portability.link_records import LinkImport, parse_link
 from cpersona.shapes.operations import ImportResult, ImportTally
 from cpersona.storage.interface import NewMemory, PortabilityRows
@@ -168,8 +168,12 @@ def import_file(
     queue_backfill: bool,
     active_model: tuple[str, int] | None,
     work: Work | None = None,
+    model_label: str | None = None,
 ) -> ImportResult:
     """Import the open export file ``handle`` (``source`` names it, ``total`` is its size, 0 unknown).
+
+    The file is ours or the original CPersona's (``cpersona-export/1.x``, read through
+    portability/original.py; ``model_label`` names the model of its unlabelled vectors).
 
     Returns counts per table, truncations, dropped vectors, line errors and rows queued for
     embedding. The handle is closed. ``work`` gets a progress report (records handled, of the
@@ -187,6 +191,7 @@ def import_file(
     batch: list[ImportRecord] = []
     batch_sources: list[Any] = []  # each record's source_id (links are remapped through them)
     links = LinkImport(rows, dry_run)
+    translator: original.ExportTranslator | None = None
     now = format_ts(utc_now())
     work = work or Work()
     verb = "checked" if dry_run else "imported"
@@ -234,8 +239,15 @@ def import_file(
             try:
                 obj = _decode(raw)
                 if head is None:
+                    if original.is_original_header(obj):
+                        translator = original.ExportTranslator(obj, model_label)
+                        obj = translator.header
                     head = records.check_header(obj)
                     continue
+                if translator is not None:
+                    obj = translator.line(obj)
+                    if obj is None:
+                        continue  # a record type with no home here: counted, reported below
                 if isinstance(obj, dict) and obj.get("type") == "header":
                     raise InvalidInput("a second header line")
                 if isinstance(obj, dict) and obj.get("type") == "link":
@@ -269,13 +281,18 @@ def import_file(
         raise InvalidExportFile(f"{source.name} is empty")
     if links.seen_any:
         tally.counts["links"] = links.counts
+    if translator is not None:
+        translator.finish()
+        original_counts(tally.counts, translator.not_carried, translator.vectors.not_kept)
     if supersedes:
         tally.counts["supersede_links"] = _link(rows, supersedes, identities, dry_run)
+    shown_header = {"original_format": translator.original_version} if translator is not None else {}
     return {
         "ok": True,
         "path": str(source),
         "target_agent_id": target_agent,
-        "header": {
+        "header": shown_header
+        | {
             k: head.get(k)
             for k in (
                 "version",
@@ -289,6 +306,15 @@ def import_file(
         },
         **_tally_result(tally, dry_run),
     }
+
+
+def original_counts(counts: dict[str, dict[str, int]], not_carried: Any, not_kept: Any) -> None:
+    """Name what an original file held that is not here: record types or tables with no home
+    (``not_carried``), vectors of a model we do not know (``vectors_not_kept``, their rows queued)."""
+    if not_carried:
+        counts["not_carried"] = dict(not_carried)
+    if not_kept:
+        counts["vectors_not_kept"] = dict(not_kept)
 
 
 def _has_links(head: dict[str, Any] | None) -> bool:

@@ -8,21 +8,24 @@ configured), the active model, and how to wake the worker.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.errors import Cancelled, InvalidInput
 from cpersona.health import persistence
-from cpersona.portability import channel_axis, export, grants, importer, merge
+from cpersona.portability import channel_axis, export, grants, importer, merge, move_in, original
 from cpersona.portability.grants import FileScope
 from cpersona.portability.paths import Place, atomic_write, locate, open_for_reading
 from cpersona.public import public
 from cpersona.shapes.operations import ExportResult, ImportResult, MergeResult, MigrateChannelAxisResult
+from cpersona.storage import backup_database, open_original, original_schema_version
 from cpersona.storage.interface import Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import boolean, optional_str, required_str
@@ -30,6 +33,19 @@ from cpersona.work import Work
 
 #: The path meaning standard output (export) or standard input (import), outside the export folder only.
 STDIO = "-"
+#: The export formats written: ours (portability/records.py), the original CPersona's (portability/original.py).
+EXPORT_FORMATS = ("cpersona", "cpersona-1.0")
+#: The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _is_sqlite(handle: BinaryIO) -> bool:
+    """Whether the open file starts with SQLite's header (it is rewound; a pipe is never one)."""
+    if not handle.seekable():
+        return False
+    head = handle.read(len(SQLITE_HEADER))
+    handle.seek(0)
+    return head == SQLITE_HEADER
 
 
 @contextmanager
@@ -80,13 +96,20 @@ class Portability:
         confined: bool = True,
         work: Work | None = None,
         scope: FileScope | None = None,
+        export_format: str = EXPORT_FORMATS[0],
     ) -> ExportResult:
         """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md.
 
         ``scope`` is the HTTP client's ACL reach (grants.py): its own folder, and replacing a
         file needs admin on every agent in it. Unconfined (the CLI), ``-`` is standard output.
         ``work`` (``cpersona.work``) gets progress in rows and may cancel: the file is then not written.
+        ``export_format`` ``cpersona-1.0`` writes the original CPersona's format (the way back to it).
         """
+        if export_format not in EXPORT_FORMATS:
+            raise InvalidInput(
+                f"export_format must be one of {', '.join(EXPORT_FORMATS)}, got {export_format!r}"
+            )
+        theirs = export_format == "cpersona-1.0"
         agent = optional_str(agent_id, "agent_id")
         vectors = boolean(include_embeddings, "include_embeddings")
         replace = boolean(overwrite, "overwrite")
@@ -99,6 +122,7 @@ class Portability:
                 include_embeddings=vectors,
                 model=self._active_model(),
                 work=work,
+                original_format=theirs,
             )
         else:
             folder = scope.client if scope is not None else None
@@ -112,6 +136,7 @@ class Portability:
                     include_embeddings=vectors,
                     model=self._active_model(),
                     work=work,
+                    original_format=theirs,
                 )
         if agent is not None and not any(result.get("counts", {}).values()):
             notice = agent_notice(self.store.session().admin, agent)
@@ -148,6 +173,10 @@ class Portability:
             with locate(self.settings, input_path, confined=confined, folder=folder) as place:
                 handle, total = open_for_reading(place)
             shown = place.shown
+            if _is_sqlite(handle):  # the original CPersona's database, not an export file
+                return self._import_original(
+                    handle, shown, target, dry, confined=confined, scope=scope, work=work
+                )
             if scope is not None:
                 try:
                     grants.check_import(scope, handle, target_agent=target)
@@ -166,11 +195,66 @@ class Portability:
                 queue_backfill=self._queue_backfill(),
                 active_model=self._active_model(),
                 work=work,
+                model_label=original.environment_label(),
             )
         except Cancelled as exc:
             if exc.committed.get("queued_for_embedding"):
                 self._wake()  # the batches written before the cancel need their vectors too
             raise
+        if result["queued_for_embedding"]:
+            self._wake()
+        return result
+
+    def _import_original(
+        self,
+        handle: BinaryIO,
+        shown: Path,
+        target: str | None,
+        dry: bool,
+        *,
+        confined: bool,
+        scope: FileScope | None,
+        work: Work | None,
+    ) -> ImportResult:
+        """Import the original CPersona's database file (schema 13..21) like an export file of it.
+
+        It is read from a copy: from the CLI one made through SQLite's backup API (a live WAL's
+        commits included); in the export folder the file's own bytes (the folder holds no WAL).
+        """
+        with tempfile.TemporaryDirectory(prefix="cpersona-import-") as tmp:
+            copy = Path(tmp) / "original.db"
+            with handle:
+                if confined:
+                    with copy.open("wb") as out:
+                        shutil.copyfileobj(handle, out)
+            if not confined:
+                backup_database(shown, copy)
+            if original_schema_version(copy) is None:
+                raise importer.InvalidExportFile(
+                    f"{shown.name} is an SQLite database but not one of the original CPersona's (schema "
+                    "13..21); to bring in another database of this edition, point CPERSONA_DB_PATH at it "
+                    "and export it first"
+                )
+            label = (move_in.model_label_for(shown) if not confined else None) or original.environment_label()
+            with open_original(copy) as source:
+                if scope is not None:
+                    grants.check_agents(scope, source.agent_ids(), target_agent=target)
+
+                def import_into(lines: BinaryIO) -> ImportResult:
+                    return importer.import_file(
+                        self.rows,
+                        self.settings,
+                        lines,
+                        source=shown,
+                        total=0,
+                        target_agent=target,
+                        dry_run=dry,
+                        queue_backfill=self._queue_backfill(),
+                        active_model=self._active_model(),
+                        work=work,
+                    )
+
+                result, _tables = move_in.import_original_database(source, import_into, model_label=label)
         if result["queued_for_embedding"]:
             self._wake()
         return result

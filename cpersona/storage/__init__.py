@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from cpersona.errors import DatabaseUnavailable
 from cpersona.storage.interface import Store
+from cpersona.storage.original_interface import OriginalRows
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -60,3 +61,42 @@ def open_store(
     if read_only:
         return SqliteStore.read_only_view(location, keep_vectors=keep_vectors)
     return SqliteStore(location, keep_vectors=keep_vectors)
+
+
+# -- the original CPersona's files (SQLite only; portability/move_in.py moves them in) ------------
+
+
+def original_schema_version(path: Path) -> int | None:
+    """The original's schema version when the file at ``path`` is its database (one we move in), else None."""
+    from cpersona.storage.sqlite.file_kind import recognise
+
+    found = recognise(path)
+    return found.original_version if found.kind == "original" else None
+
+
+def open_original(path: Path) -> OriginalRows:
+    """The original's database at ``path``, read-only."""
+    from cpersona.storage.sqlite.original_db import OriginalFile
+
+    return OriginalFile(path)
+
+
+def backup_database(source: Path, target: Path) -> None:
+    """A consistent copy of the SQLite file ``source`` at ``target`` (SQLite's backup API)."""
+    from cpersona.storage.sqlite.original_db import write_backup
+
+    write_backup(source, target)
+
+
+def settle_database(path: Path) -> None:
+    """Fold the SQLite file's WAL in and remove its companions (before another file takes its path)."""
+    from cpersona.storage.sqlite.original_db import settle
+
+    settle(path)
+
+
+def remove_database(path: Path) -> None:
+    """Delete a SQLite file and its companions."""
+    from cpersona.storage.sqlite.original_db import remove_with_companions
+
+    remove_with_companions(path)

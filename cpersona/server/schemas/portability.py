@@ -56,7 +56,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
             access=Rule(ADMIN),
             call=api("import_memories"),
             title="Import memories from a JSONL export",
-            summary="read an export file; idempotent, `dry_run`, `target_agent_id`, bad lines reported by number",
+            summary="read an export file (or the original CPersona's export or .db file); idempotent, `dry_run`, "
+            "`target_agent_id`, bad lines reported by number",
             description=(
                 "Read a file written by export_memories (path relative to the export directory, confined like "
                 "export_memories) into this database. Idempotent: memories already present (same msg_id, or same "
@@ -65,7 +66,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "files every row under that agent. dry_run reports the counts and writes nothing. A bad line is "
                 "skipped and reported by line number in errors (first 20; error_count counts all); each record "
                 "is written whole or not at all. Timestamps, axes, locks and recall counts are kept; rows "
-                "without a vector are queued for embedding."
+                "without a vector are queued for embedding. The original CPersona's export files "
+                "(cpersona-export/1.x) and database files are read too; what has no home here is counted "
+                "in counts.not_carried."
             ),
             input_schema=object_schema(
                 {

@@ -7,12 +7,14 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+from cpersona.errors import NotOurDatabase, OriginalDatabase
 from cpersona.storage.interface import SESSION_REPOSITORIES
 from cpersona.storage.sqlite.admin import SqliteAdmin
 from cpersona.storage.sqlite.browse import SqliteBrowse
 from cpersona.storage.sqlite.calibration import SidecarStates
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.episodes import SqliteEpisodes
+from cpersona.storage.sqlite.file_kind import recognise
 from cpersona.storage.sqlite.health_bindings import SqliteHealth, SqliteMaintenanceRows, SqliteRepairs
 from cpersona.storage.sqlite.keyword import SqliteKeywordSearch
 from cpersona.storage.sqlite.links import SqliteLinks
@@ -27,6 +29,19 @@ from cpersona.storage.sqlite.term_counts import TermCounts
 from cpersona.storage.sqlite.term_scores import TermScores
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndexes
+
+
+def refuse_unless_ours(path: Path | str) -> None:
+    """Refuse, before the first write (even the switch to WAL), a file that is not ours or new."""
+    found = recognise(path)
+    if found.kind == "original":
+        raise OriginalDatabase(
+            f"{found.path} was written by the original CPersona (schema version {found.original_version}); "
+            "start `cpersona serve` (or `cpersona stats`) on it to move it in, or `cpersona import` it into "
+            "another database. The file was left untouched."
+        )
+    if found.kind in ("foreign", "damaged"):
+        raise NotOurDatabase(found.refusal())
 
 
 class SqliteSession:
@@ -61,6 +76,7 @@ class SqliteStore:
     """The ``Store`` protocol over one SQLite file (WAL; see ``Database``). Migrates on open."""
 
     def __init__(self, path: Path | str, *, keep_vectors: bool = True) -> None:
+        refuse_unless_ours(path)
         self.db = Database(path)
         # One set of in-memory vector indexes per store, shared by its sessions (kept in step with the file).
         self.indexes = VectorIndexes(keep_vectors=keep_vectors)
@@ -76,6 +92,7 @@ class SqliteStore:
     @classmethod
     def read_only_view(cls, path: Path | str, *, keep_vectors: bool = True) -> SqliteStore:
         """The file opened ``mode=ro`` + ``query_only``, never migrated: report-only health checks."""
+        refuse_unless_ours(path)
         store = cls.__new__(cls)
         store.db = ReadOnlyDatabase(path)
         store.indexes = VectorIndexes(keep_vectors=keep_vectors)
