@@ -15,13 +15,15 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 
 from cpersona import __version__, operating_context
 from cpersona.config import Settings
@@ -86,6 +88,21 @@ def tool_list(specs: tuple[ToolSpec, ...]) -> list[types.Tool]:
         )
         for spec in specs
     ]
+
+
+def unknown_tool_error(name: str, listed: Mapping[str, ToolSpec]) -> MCPError:
+    """The JSON-RPC error for a tool name the server does not list.
+
+    Every MCP revision (2024-11-05 to 2026-07-28) counts an unknown tool as a protocol error,
+    ``-32602``, not a tool result: a model cannot fix it by retrying with other arguments. The
+    ``data`` keeps the ``error_code`` the tools use and names the tools a caller can pick from.
+    """
+    shown = name if len(name) <= 80 else name[:80] + "…"
+    return MCPError(
+        INVALID_PARAMS,
+        f"Unknown tool: {shown!r}; see tools/list",
+        {"error_code": "unknown_tool", "tools": sorted(listed)},
+    )
 
 
 def to_call_result(response: dict[str, Any]) -> types.CallToolResult:
@@ -196,6 +213,8 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
         return types.ListToolsResult(tools=tools)
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in specs_by_name:
+            raise unknown_tool_error(params.name, specs_by_name)
         client = request_client(ctx)
         if acl and client is None:  # deny by default: the middleware should have answered 401 already
             from cpersona.server.dispatch import failure

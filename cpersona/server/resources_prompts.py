@@ -42,10 +42,31 @@ T = TypeVar("T")
 _BAD_REQUEST = (InvalidInput, NotFound, Forbidden)
 
 
+#: Resource not found before 2026-07-28 (a server-defined code those revisions recommend); SEP-2164 moved it
+#: to -32602 and asks clients to accept both.
+RESOURCE_NOT_FOUND_BEFORE_2026 = -32002
+#: The first revision that answers a resource not found with -32602.
+_SEP_2164_REVISION = "2026-07-28"
+
+
 def mcp_error(exc: CPersonaError) -> MCPError:
     """The JSON-RPC error for a refusal, carrying the tools' ``error_code`` in ``data``."""
     code = INVALID_PARAMS if isinstance(exc, _BAD_REQUEST) else INTERNAL_ERROR
     return MCPError(code, str(exc), {"error_code": exc.code})
+
+
+def resource_error(error: MCPError, uri: str, protocol_version: str | None) -> MCPError:
+    """A refused ``resources/read`` as the negotiated revision says: ``data.uri`` always; a URI that
+    names no resource (``not_found``, ``invalid_input``) is ``-32002`` before 2026-07-28 and
+    ``-32602`` from it. A refusal by grant (``forbidden``) stays ``-32602``, and a server fault
+    ``-32603``, on every revision."""
+    data = {**(error.error.data or {}), "uri": uri}
+    code = error.error.code
+    not_found = data.get("error_code") in ("not_found", "invalid_input")
+    # Revision strings are dates, so they order as text.
+    if not_found and protocol_version is not None and protocol_version < _SEP_2164_REVISION:
+        code = RESOURCE_NOT_FOUND_BEFORE_2026
+    return MCPError(code, error.error.message, data)
 
 
 class SurfaceHandlers:
@@ -146,8 +167,11 @@ class SurfaceHandlers:
         self, ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         """resources/read: one resource through the client's read grants."""
-        allowed = self._allowed(self._client(ctx))
-        read = await self._run(lambda m: m.read_resource(params.uri, allowed_agents=allowed))
+        try:
+            allowed = self._allowed(self._client(ctx))
+            read = await self._run(lambda m: m.read_resource(params.uri, allowed_agents=allowed))
+        except MCPError as exc:
+            raise resource_error(exc, params.uri, getattr(ctx, "protocol_version", None)) from None
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(uri=read["uri"], mime_type=read["mime_type"], text=read["text"])
