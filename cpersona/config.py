@@ -37,6 +37,7 @@ ModelSharing = Literal["auto", "off"]
 QueryKernel = Literal["auto", "exact"]
 Transport = Literal["stdio", "streamable-http"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
+OutputSchemaDetail = Literal["full", "envelope"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -389,6 +390,24 @@ class Settings:
         "HTTP clients with their own tokens and per-agent `read`/`write`/`admin` grants (TOML; "
         "`cpersona acl add-client`); replaces `CPERSONA_AUTH_TOKEN`; ignored over stdio",
         default_text="—",
+    )
+
+    # The MCP surface: which tools a host is offered, and how much of each answer its schema checks
+    tools: tuple[str, ...] = setting(
+        "CPERSONA_TOOLS",
+        (),
+        "the tools `tools/list` offers: `all`, or `everyday` (store, recall, reconstruct, get_contents, "
+        "archive_episode, get_profile, update_profile, get_history, declare_associations, traverse) and/or "
+        "tool names, comma-separated (`everyday,export_memories`); a tool not offered is an unknown tool "
+        "(docs/tools.md)",
+        default_text="`all` (every tool)",
+    )
+    output_schemas: OutputSchemaDetail = setting(
+        "CPERSONA_OUTPUT_SCHEMAS",
+        "full",
+        "each tool's `outputSchema`: `full` (every field of every shape) or `envelope` (the answer's top "
+        "level only: cheap for clients that re-check the schema on every call, such as the Python SDK 1.x; "
+        "docs/tools.md)",
     )
 
     # Operator context, updates, calibration

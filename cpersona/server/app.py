@@ -26,12 +26,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
 from cpersona import __version__, operating_context
-from cpersona.config import Settings
+from cpersona.config import OutputSchemaDetail, Settings
 from cpersona.server.client_auth import request_client
 from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.output_schemas import output_schema
 from cpersona.server.resources_prompts import SurfaceHandlers
-from cpersona.server.schemas import ToolSpec, build_tools
+from cpersona.server.schemas import ToolSpec, offered_tools
 from cpersona.work import Work
 
 if TYPE_CHECKING:
@@ -74,16 +74,16 @@ def instructions(settings: Settings) -> str:
     return base if block is None else f"{base}\n\n{block}"
 
 
-def tool_list(specs: tuple[ToolSpec, ...]) -> list[types.Tool]:
+def tool_list(specs: tuple[ToolSpec, ...], detail: OutputSchemaDetail = "full") -> list[types.Tool]:
     """The registry as MCP ``Tool`` objects (annotations come from ``ToolSpec.annotations``, the
-    output schema from the tool's result shapes: cpersona/server/output_schemas.py)."""
+    output schema from the tool's result shapes at ``detail``: cpersona/server/output_schemas.py)."""
     return [
         types.Tool(
             name=spec.name,
             title=spec.title or None,
             description=spec.description,
             input_schema=spec.input_schema,
-            output_schema=output_schema(spec.name),
+            output_schema=output_schema(spec.name, detail),
             annotations=types.ToolAnnotations.model_validate(spec.annotations()),
         )
         for spec in specs
@@ -204,9 +204,9 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
     With ``acl`` (HTTP behind an ACL file) every tool call runs with the grants
     of the client the HTTP middleware authenticated; a call without one is refused.
     """
-    specs = build_tools(settings)
+    specs = offered_tools(settings)
     specs_by_name = {spec.name: spec for spec in specs}
-    tools = tool_list(specs)
+    tools = tool_list(specs, settings.output_schemas)
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
