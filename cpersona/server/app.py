@@ -27,6 +27,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from cpersona import __version__, operating_context
 from cpersona.config import OutputSchemaDetail, Settings
+from cpersona.server import identity
 from cpersona.server.client_auth import request_client
 from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.output_schemas import output_schema
@@ -105,11 +106,27 @@ def unknown_tool_error(name: str, listed: Mapping[str, ToolSpec]) -> MCPError:
     )
 
 
-def to_call_result(response: dict[str, Any]) -> types.CallToolResult:
-    """One TextContent with the JSON plus the same object as structured content."""
+#: The tools whose answers link each row as a resource, and the key holding their rows.
+LINKED_ROWS = {"recall": "results", "reconstruct": "items"}
+
+
+def to_call_result(response: dict[str, Any], tool: str = "") -> types.CallToolResult:
+    """One TextContent with the JSON plus the same object as structured content; after the text, for
+    recall and reconstruct, a ``resource_link`` per row (``cpersona://agents/<id>/memories/<n>``, read
+    with resources/read), so a client can fetch or attach a row without parsing the JSON."""
+    from cpersona.services.resources import resource_links
+
     text = json.dumps(response, ensure_ascii=False)
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    if tool in LINKED_ROWS and response.get("ok") is True:
+        content += [
+            types.ResourceLink(
+                type="resource_link", uri=link["uri"], name=link["name"], mime_type=link["mime_type"]
+            )
+            for link in resource_links(response.get(LINKED_ROWS[tool]))
+        ]
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+        content=content,
         structured_content=response,
         is_error=response.get("ok") is False,
     )
@@ -224,7 +241,7 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
         response = await run_cancellable(
             work, _call, memory, settings, params.name, params.arguments, client, work, limiter=limiter
         )
-        return to_call_result(response)
+        return to_call_result(response, params.name)
 
     def input_schema(name: str) -> dict[str, Any] | None:
         spec = specs_by_name.get(name)
@@ -236,6 +253,10 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
     return Server(
         SERVER_NAME,
         version=__version__,
+        title=identity.TITLE,
+        description=identity.DESCRIPTION,
+        website_url=identity.WEBSITE_URL,
+        icons=[types.Icon(src=identity.icon_data_uri(), mime_type=identity.ICON_MIME_TYPE, sizes=["any"])],
         instructions=instructions(settings),
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,

@@ -28,7 +28,7 @@ from cpersona.acl import Client, Level
 from cpersona.errors import CPersonaError, Forbidden, InvalidInput, NotFound
 from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.client_auth import request_client
-from cpersona.services.resources import TEMPLATES, resource_templates
+from cpersona.services.resources import ROW_TEMPLATES, TEMPLATES, resource_templates
 
 if TYPE_CHECKING:
     from cpersona.memory import Memory
@@ -235,11 +235,11 @@ class SurfaceHandlers:
                 if argument.name not in {a.name for a in spec.arguments}:
                     raise InvalidInput(f"prompt {spec.name} has no argument {argument.name[:80]!r}")
                 level = TOOL_ACCESS[spec.leads_to].level
-            elif ref.uri not in {t.uri_template for t in TEMPLATES}:
+            elif ref.uri not in {t.uri_template for t in TEMPLATES} | {t[0] for t in ROW_TEMPLATES}:
                 raise InvalidInput(
                     f"unknown resource template {ref.uri[:200]!r}; see resources/templates/list"
                 )
-            elif argument.name != "agent_id":
+            elif argument.name != "agent_id" and not (argument.name == "id" and "{id}" in ref.uri):
                 raise InvalidInput(f"resource template {ref.uri} has no variable {argument.name[:80]!r}")
         except CPersonaError as exc:
             raise mcp_error(exc) from None
@@ -252,7 +252,7 @@ class SurfaceHandlers:
             found = await self._run(
                 lambda m: m.complete_project_id(value, agent_id=agent, allowed_agents=allowed)
             )
-        else:  # free text (a question, a focus): nothing to offer
+        else:  # free text (a question, a focus) or a row id: nothing to offer
             found = {"ok": True, "values": [], "total": 0, "has_more": False}
         return types.CompleteResult(
             completion=types.Completion(
