@@ -392,6 +392,39 @@ class Settings:
         default_text="—",
     )
 
+    # OAuth 2.1 resource server over streamable HTTP (docs/oauth.md)
+    oauth_issuer: str | None = setting(
+        "CPERSONA_OAUTH_ISSUER",
+        None,
+        "the authorization server whose JWT access tokens HTTP accepts (the tokens' `iss`); with it, "
+        "`CPERSONA_OAUTH_JWKS_URL` and `CPERSONA_OAUTH_RESOURCE` are needed. ACL and shared tokens keep "
+        "working beside it",
+        default_text="— (no OAuth)",
+    )
+    oauth_jwks_url: str | None = setting(
+        "CPERSONA_OAUTH_JWKS_URL",
+        None,
+        "the authorization server's JWKS (its signing keys), `https://` (`http://` only on loopback); "
+        "cached, fetched again when a token names a new key",
+        default_text="—",
+    )
+    oauth_resource: str | None = setting(
+        "CPERSONA_OAUTH_RESOURCE",
+        None,
+        "this server's canonical URI, e.g. `https://memory.example/mcp`: the audience every token must "
+        "name, and where the protected-resource metadata says it is",
+        default_text="—",
+    )
+    oauth_leeway_seconds: int = setting(
+        "CPERSONA_OAUTH_LEEWAY_SECONDS", 60, "clock skew allowed on a token's `exp` and `nbf`", minimum=0
+    )
+    oauth_jwks_min_refresh_seconds: float = setting(
+        "CPERSONA_OAUTH_JWKS_MIN_REFRESH_SECONDS",
+        30.0,
+        "a token with an unknown key id fetches the JWKS again at most this often",
+        minimum=0,
+    )
+
     # The MCP surface: which tools a host is offered, and how much of each answer its schema checks
     tools: tuple[str, ...] = setting(
         "CPERSONA_TOOLS",
