@@ -205,18 +205,18 @@ TIMESTAMP = one_of_types("string", "number", description="ISO-8601 (naive = UTC)
 #: recall's time cue (retrieval/time_cue.py; docs/retrieval.md "Time cues").
 TIME_CUE: dict[str, Any] = {
     "type": "object",
-    "description": ("When it happened, if you know (a date phrase in the query acts as a likely cue)."),
+    "description": "When it happened, if known.",
     "properties": {
         "phrase": string_schema("e.g. 'last week', 'in May 2023'; or start/end."),
-        "start": one_of_types("string", "number"),
-        "end": one_of_types("string", "number"),
+        "start": one_of_types("string", "number", description="Date, ISO-8601 or Unix s."),
+        "end": one_of_types("string", "number", description="Included."),
         "certainty": {
             "type": "string",
             "enum": ["sure", "likely", "vague"],
             "default": "likely",
             "description": "sure filters; likely, vague boost.",
         },
-        "now": one_of_types("string", "number"),
+        "now": one_of_types("string", "number", description="For relative phrases."),
     },
     "additionalProperties": False,
 }
