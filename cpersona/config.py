@@ -392,55 +392,29 @@ class Settings:
         default_text="—",
     )
 
-    # OAuth 2.1 resource server over streamable HTTP (docs/oauth.md)
+    # OAuth 2.1 resource server over streamable HTTP (docs/oauth.md); ACL and shared tokens work beside it
     oauth_issuer: str | None = setting(
-        "CPERSONA_OAUTH_ISSUER",
-        None,
-        "the authorization server whose JWT access tokens HTTP accepts (the tokens' `iss`); with it, "
-        "`CPERSONA_OAUTH_JWKS_URL` and `CPERSONA_OAUTH_RESOURCE` are needed. ACL and shared tokens keep "
-        "working beside it",
-        default_text="— (no OAuth)",
+        "CPERSONA_OAUTH_ISSUER", None, "OAuth: JWT issuer (`iss`), see docs/oauth.md", default_text="—"
     )
-    oauth_jwks_url: str | None = setting(
-        "CPERSONA_OAUTH_JWKS_URL",
-        None,
-        "the authorization server's JWKS (its signing keys), `https://` (`http://` only on loopback); "
-        "cached, fetched again when a token names a new key",
-        default_text="—",
-    )
+    oauth_jwks_url: str | None = setting("CPERSONA_OAUTH_JWKS_URL", None, "its JWKS URL", default_text="—")
     oauth_resource: str | None = setting(
-        "CPERSONA_OAUTH_RESOURCE",
-        None,
-        "this server's canonical URI, e.g. `https://memory.example/mcp`: the audience every token must "
-        "name, and where the protected-resource metadata says it is",
-        default_text="—",
+        "CPERSONA_OAUTH_RESOURCE", None, "this URI (`aud`)", default_text="—"
     )
-    oauth_leeway_seconds: int = setting(
-        "CPERSONA_OAUTH_LEEWAY_SECONDS", 60, "clock skew allowed on a token's `exp` and `nbf`", minimum=0
-    )
+    oauth_leeway_seconds: int = setting("CPERSONA_OAUTH_LEEWAY_SECONDS", 60, "clock skew allowed", minimum=0)
     oauth_jwks_min_refresh_seconds: float = setting(
-        "CPERSONA_OAUTH_JWKS_MIN_REFRESH_SECONDS",
-        30.0,
-        "a token with an unknown key id fetches the JWKS again at most this often",
-        minimum=0,
+        "CPERSONA_OAUTH_JWKS_MIN_REFRESH_SECONDS", 30.0, "JWKS refetch at most this often", minimum=0
     )
 
-    # The MCP surface: which tools a host is offered, and how much of each answer its schema checks
+    # The MCP surface (docs/tools.md): the tools offered, how much of each answer its schema checks
     tools: tuple[str, ...] = setting(
         "CPERSONA_TOOLS",
         (),
-        "the tools `tools/list` offers: `all`, or `everyday` (store, recall, reconstruct, get_contents, "
-        "archive_episode, get_profile, update_profile, get_history, declare_associations, traverse) and/or "
-        "tool names, comma-separated (`everyday,export_memories`); a tool not offered is an unknown tool "
-        "(docs/tools.md)",
-        default_text="`all` (every tool)",
+        "tools offered: `everyday` (store, recall, reconstruct, get_contents, archive_episode, get_profile, "
+        "update_profile, get_history, declare_associations, traverse) and/or tool names (`everyday,export_memories`)",
+        default_text="`all`",
     )
     output_schemas: OutputSchemaDetail = setting(
-        "CPERSONA_OUTPUT_SCHEMAS",
-        "full",
-        "each tool's `outputSchema`: `full` (every field of every shape) or `envelope` (the answer's top "
-        "level only: cheap for clients that re-check the schema on every call, such as the Python SDK 1.x; "
-        "docs/tools.md)",
+        "CPERSONA_OUTPUT_SCHEMAS", "full", "`full`, or `envelope` (top level: cheap for Python SDK 1.x)"
     )
 
     # Operator context, updates, calibration
