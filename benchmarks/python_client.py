@@ -13,7 +13,9 @@ file of ``--size`` rows (random unit vectors of the MiniLM dimension; queries em
 model); the two clients take turns on it (Python, TypeScript, TypeScript, Python ...; ``--rounds``
 rounds of ``--queries`` recalls each, limit 10), each in its own process, each validating every
 answer against the listed ``outputSchema`` as it does by default. Printed: per client and schema
-form, recall wall p50/p95 and the ratio Python/TypeScript of the p50s. No assertion on timings.
+form, recall wall p50/p95, the ratio Python/TypeScript of the p50s, and the 1.x SDK's own check of one
+recall answer (``jsonschema.validate`` against the listed schema, as its ClientSession runs it per call).
+No assertion on timings.
 """
 
 from __future__ import annotations
@@ -59,7 +61,16 @@ async def main():
                 result = await session.call_tool("recall", {"agent_id": agent, "query": q, "limit": 10})
                 samples.append((time.perf_counter() - t0) * 1000)
                 assert result.structuredContent["ok"] is True, result.structuredContent
-            print(json.dumps(samples))
+            # The SDK's own check of one answer, alone: jsonschema.validate as ClientSession calls it.
+            from jsonschema import validate
+            from referencing import Registry
+            schema = next(t.outputSchema for t in (await session.list_tools()).tools if t.name == "recall")
+            checks = []
+            for _ in range(30):
+                t0 = time.perf_counter()
+                validate(result.structuredContent, schema, registry=Registry())
+                checks.append((time.perf_counter() - t0) * 1000)
+            print(json.dumps({"samples": samples, "validate": checks}))
 
 asyncio.run(main())
 """
@@ -88,32 +99,33 @@ for (const q of questions) {
   samples.push(performance.now() - t0);
   if (result.structuredContent.ok !== true) throw new Error(JSON.stringify(result.structuredContent));
 }
-console.log(JSON.stringify(samples));
+console.log(JSON.stringify({ samples, validate: [] }));
 await client.close();
 """
 
 
-def run_client(command: list[str], questions: list[str], cwd: Path) -> list[float]:
+def run_client(command: list[str], questions: list[str], cwd: Path) -> dict[str, list[float]]:
+    """``{samples, validate}`` in ms from one client process (validate: the 1.x SDK's check alone)."""
     done = subprocess.run(
         command, input=json.dumps(questions), capture_output=True, text=True, cwd=cwd, timeout=900
     )
     if done.returncode != 0:
         raise SystemExit(f"{command[0]} client failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return [float(x) for x in json.loads(done.stdout.strip().splitlines()[-1])]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def wait_for_vectors(url: str, py1: str, work: Path) -> None:
     """Until the server's recall reports vector search (the model loaded), through the 1.x client."""
     deadline = time.monotonic() + 300
     probe = work / "probe.py"
+    marker = "            # The SDK's own check"
     probe.write_text(
-        PY1_CLIENT.replace(
-            "print(json.dumps(samples))",
-            'print(json.dumps([1.0 if result.structuredContent["search"]["vector"] else 0.0]))',
-        )
+        PY1_CLIENT.split(marker)[0]
+        + '            print(json.dumps({"vector": [1.0 if result.structuredContent["search"]["vector"] else 0.0]}))\n'
+        + "\nasyncio.run(main())\n"
     )
     while time.monotonic() < deadline:
-        flags = run_client([py1, str(probe), url, TOKEN, lat.AGENT], ["warm up"], work)
+        flags = run_client([py1, str(probe), url, TOKEN, lat.AGENT], ["warm up"], work)["vector"]
         if flags and flags[-1] == 1.0:
             return
         time.sleep(1)
@@ -144,6 +156,7 @@ def bench(
         try:
             wait_for_vectors(server.url, args.py1, work)
             samples: dict[str, list[float]] = {"python-1.x": [], "typescript": []}
+            checks: list[float] = []
             for round_ in range(args.rounds):
                 order = ["python-1.x", "typescript"] if round_ % 2 == 0 else ["typescript", "python-1.x"]
                 for client in order:
@@ -152,10 +165,13 @@ def bench(
                         if client == "python-1.x"
                         else [node, str(ts_dir / "client.mjs"), server.url, TOKEN, lat.AGENT]
                     )
-                    samples[client] += run_client(command, questions, ts_dir)
+                    answer = run_client(command, questions, ts_dir)
+                    samples[client] += answer["samples"]
+                    checks += answer["validate"]
         finally:
             server.stop()
         out[detail] = {client: summary_ms([s / 1000 for s in values]) for client, values in samples.items()}
+        out[detail]["python_1x_validate_one_answer"] = summary_ms([c / 1000 for c in checks])
         out[detail]["ratio_p50"] = round(
             out[detail]["python-1.x"]["p50_ms"] / out[detail]["typescript"]["p50_ms"], 2
         )
@@ -189,7 +205,14 @@ def main() -> None:
         f"recall at {args.size:,} memories, {len(questions)} queries x {args.rounds} rounds per client, limit 10"
     )
     print_table(
-        ["outputSchema", "client", "p50 ms", "p95 ms", "python/typescript (p50)"],
+        [
+            "outputSchema",
+            "client",
+            "p50 ms",
+            "p95 ms",
+            "python/typescript (p50)",
+            "1.x check of one answer p50 ms",
+        ],
         [
             [
                 detail,
@@ -197,6 +220,7 @@ def main() -> None:
                 row[client]["p50_ms"],
                 row[client]["p95_ms"],
                 row["ratio_p50"] if client == "python-1.x" else "",
+                row["python_1x_validate_one_answer"]["p50_ms"] if client == "python-1.x" else "",
             ]
             for detail, row in result.items()
             for client in ("python-1.x", "typescript")
