@@ -29,6 +29,8 @@ from cpersona import __version__, operating_context
 from cpersona.config import OutputSchemaDetail, Settings
 from cpersona.server import identity
 from cpersona.server.client_auth import request_client
+from cpersona.server.confirm import CONFIRMED_TOOLS, can_ask
+from cpersona.server.confirm import ask as ask_user
 from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.output_schemas import output_schema
 from cpersona.server.resources_prompts import SurfaceHandlers
@@ -205,6 +207,25 @@ def _call(
     return response
 
 
+def _may(client: Any, params: types.CallToolRequestParams) -> bool:
+    """True when the call would pass the access check: nobody is asked about an agent the client may not
+    touch (the dispatcher then refuses it as usual, counts unsaid)."""
+    from cpersona.errors import CPersonaError
+    from cpersona.server.access import authorise
+
+    try:
+        authorise(client, params.name, params.arguments or {})
+    except CPersonaError:
+        return False
+    return True
+
+
+def _agent_counts(source: Memory | PendingMemory, agent: str) -> dict[str, Any] | None:
+    """The agent's row counts for the confirmation question (None: it owns no rows)."""
+    memory = source.get() if isinstance(source, PendingMemory) else source
+    return next((dict(a) for a in memory.list_agents()["agents"] if a["agent_id"] == agent), None)
+
+
 def cancelled_summary(response: dict[str, Any]) -> str:
     """One log line for a cancelled call: its message and the counts of what it committed."""
     shown = {k: v for k, v in response.items() if k not in {"ok", "error", "error_code", "errors"}}
@@ -229,7 +250,9 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def on_call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         if params.name not in specs_by_name:
             raise unknown_tool_error(params.name, specs_by_name)
         client = request_client(ctx)
@@ -237,6 +260,20 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
             from cpersona.server.dispatch import failure
 
             return to_call_result(failure("no authenticated ACL client for this call", "forbidden"))
+        if params.name in CONFIRMED_TOOLS and can_ask(ctx) and _may(client, params):
+            decision = await ask_user(
+                ctx,
+                params,
+                lambda agent: anyio.to_thread.run_sync(_agent_counts, memory, agent, limiter=limiter),
+            )
+            if isinstance(decision, types.InputRequiredResult):
+                return decision
+            if not decision:
+                from cpersona.server.dispatch import failure
+
+                return to_call_result(
+                    failure(f"{params.name}: the user did not confirm; nothing was deleted", "declined")
+                )
         work = work_for(ctx)
         response = await run_cancellable(
             work, _call, memory, settings, params.name, params.arguments, client, work, limiter=limiter
