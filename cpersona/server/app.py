@@ -272,7 +272,7 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
                 from cpersona.server.dispatch import failure
 
                 return to_call_result(
-                    failure(f"{params.name}: the user did not confirm; nothing was deleted", "declined")
+                    failure(f"{params.name}: the user did not confirm; nothing was changed", "declined")
                 )
         work = work_for(ctx)
         response = await run_cancellable(

@@ -1,4 +1,7 @@
-"""Confirmation before destruction: ``delete_agent_data`` asks the user first, when the client can ask.
+"""Confirmation before destruction: the calls that erase or overwrite an agent's rows ask the user
+first, when the client can ask: ``delete_agent_data``, ``merge_memories`` with ``mode: move`` (it
+empties the source agent) and ``import_memories`` with ``target_agent_id`` naming an agent that
+already holds rows. Dry runs are never asked about.
 
 MCP lets a server ask the client's user (elicitation): on 2026-07-28 the call answers an
 ``input_required`` result carrying the question and the client calls again with the answer
@@ -16,14 +19,28 @@ from typing import Any
 
 import mcp.types as types
 
-#: The tools that ask first, and the argument naming what they erase.
-CONFIRMED_TOOLS = {"delete_agent_data": "agent_id"}
+#: The tools that may ask first.
+CONFIRMED_TOOLS = frozenset({"delete_agent_data", "merge_memories", "import_memories"})
 ANSWER_KEY = "confirm"
 _SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {ANSWER_KEY: {"type": "boolean", "title": "Delete everything of this agent"}},
+    "properties": {ANSWER_KEY: {"type": "boolean", "title": "Go ahead"}},
     "required": [ANSWER_KEY],
 }
+
+
+def agent_at_stake(name: str, arguments: dict[str, Any]) -> str | None:
+    """The agent whose rows the call would erase or change, or None when it needs no question."""
+    if arguments.get("dry_run") is True:
+        return None
+    wanted = {
+        "delete_agent_data": arguments.get("agent_id"),
+        "merge_memories": arguments.get("source_agent_id") if arguments.get("mode") == "move" else None,
+        "import_memories": arguments.get("target_agent_id"),
+    }.get(name)
+    return wanted if isinstance(wanted, str) else None
+
+
 #: The first revision where the question travels as an input_required result.
 _INPUT_REQUIRED_REVISION = "2026-07-28"
 
@@ -34,14 +51,24 @@ def can_ask(ctx: Any) -> bool:
     return getattr(capabilities, "elicitation", None) is not None
 
 
-def question(agent: str, counts: dict[str, Any] | None) -> str:
-    """The question, with what would be erased."""
-    if counts is None:
-        held = "no rows"
-    else:
-        held = ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("memories", "episodes", "profiles"))
+def question(name: str, arguments: dict[str, Any], agent: str, counts: dict[str, Any] | None) -> str | None:
+    """The question, with what is at stake; None when nothing is (an import into an empty agent)."""
+    if counts is None and name == "import_memories":
+        return None
+    held = (
+        "no rows"
+        if counts is None
+        else ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("memories", "episodes", "profiles"))
+    )
+    shown = repr(agent[:80])
+    if name == "merge_memories":
+        target = str(arguments.get("target_agent_id", ""))[:80]
+        return f"Move everything of agent {shown} ({held}) into agent {target!r}, leaving {shown} empty?"
+    if name == "import_memories":
+        path = str(arguments.get("input_path", ""))[:200]
+        return f"Import {path!r} into agent {shown}, which already holds {held}? Rows already there are kept."
     return (
-        f"Permanently delete everything stored for agent {agent[:80]!r} ({held}), locked memories "
+        f"Permanently delete everything stored for agent {shown} ({held}), locked memories "
         "included? This cannot be undone."
     )
 
@@ -59,17 +86,20 @@ async def ask(
     ctx: Any, params: types.CallToolRequestParams, count: Callable[[str], Awaitable[dict[str, Any] | None]]
 ) -> bool | types.InputRequiredResult:
     """True to run the call, False when the user said no, or the ``input_required`` result to answer
-    with (2026-07-28, first round). Only called for ``CONFIRMED_TOOLS`` when ``can_ask(ctx)``."""
-    arguments = params.arguments or {}
-    agent = arguments.get(CONFIRMED_TOOLS[params.name])
-    if not isinstance(agent, str):
-        return True  # the schema check refuses it with a clear message; nothing to ask about
+    with (2026-07-28, first round). Only called for ``CONFIRMED_TOOLS`` when ``can_ask(ctx)``.
+
+    An import into an agent that holds nothing yet asks nothing (``count`` says None)."""
+    arguments = dict(params.arguments or {})
+    agent = agent_at_stake(params.name, arguments)
+    if agent is None:
+        return True  # nothing at stake (a copy, a dry run), or arguments the schema check refuses
     modern = str(getattr(ctx, "protocol_version", "")) >= _INPUT_REQUIRED_REVISION
     if modern and params.input_responses is not None:
         return accepted(params.input_responses.get(ANSWER_KEY))
-    form = types.ElicitRequestFormParams(
-        message=question(agent, await count(agent)), requested_schema=_SCHEMA
-    )
+    text = question(params.name, arguments, agent, await count(agent))
+    if text is None:
+        return True
+    form = types.ElicitRequestFormParams(message=text, requested_schema=_SCHEMA)
     if modern:
         return types.InputRequiredResult(
             input_requests={ANSWER_KEY: types.ElicitRequest(params=form)}, request_state=params.name

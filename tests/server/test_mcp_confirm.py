@@ -79,3 +79,29 @@ def test_a_client_that_cannot_be_asked_is_not(tmp_path: Path) -> None:
         assert call("delete_agent_data", {"agent_id": "plain"})["ok"] is True
         assert call("list_memories", {"agent_id": "plain"})["total"] == 0
     assert asked == []
+
+
+def test_a_move_and_an_import_over_rows_ask_a_copy_and_a_dry_run_do_not(tmp_path: Path) -> None:
+    asked: list[str] = []
+    no, yes = (
+        types.ElicitResult(action="decline"),
+        types.ElicitResult(action="accept", content={"confirm": True}),
+    )
+    with client(tmp_path, "auto", [no, yes, no, yes], asked) as call:
+        seed(call, "src")
+        move = {"source_agent_id": "src", "target_agent_id": "dst", "mode": "move"}
+        assert call("merge_memories", {**move, "dry_run": True})["ok"] is True  # not asked
+        assert call("merge_memories", {**move, "mode": "copy"})["ok"] is True  # not asked: dst gets copies
+        assert call("merge_memories", move)["error_code"] == "declined"
+        assert call("list_memories", {"agent_id": "src"})["total"] == 2
+        assert call("merge_memories", move)["ok"] is True
+        assert call("list_memories", {"agent_id": "src"})["total"] == 0
+        assert len(asked) == 2 and "'src' (2 memories" in asked[0] and "'dst'" in asked[0], asked
+
+        assert call("export_memories", {"agent_id": "dst", "output_path": "dst.jsonl"})["ok"] is True
+        into_empty = call("import_memories", {"input_path": "dst.jsonl", "target_agent_id": "fresh"})
+        assert into_empty["ok"] is True and len(asked) == 2  # an empty agent: nothing to ask
+        over_rows = {"input_path": "dst.jsonl", "target_agent_id": "dst"}
+        assert call("import_memories", over_rows)["error_code"] == "declined"
+        assert call("import_memories", over_rows)["ok"] is True
+        assert len(asked) == 4 and "into agent 'dst', which already holds 2 memories" in asked[2], asked
