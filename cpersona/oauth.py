@@ -165,13 +165,11 @@ def token_subject(claims: Mapping[str, Any]) -> str:
 def scope_grants(claims: Mapping[str, Any]) -> dict[str, Level]:
     """The grants the token's scopes carry (``scope``: space-separated; ``scp``: a list)."""
     raw = claims.get("scope", claims.get("scp", ""))
-    words = (
-        raw.split()
-        if isinstance(raw, str)
-        else [w for w in raw if isinstance(w, str)]
-        if isinstance(raw, list)
-        else []
-    )
+    words: list[str] = []
+    if isinstance(raw, str):
+        words = raw.split()
+    elif isinstance(raw, list):  # some servers (Okta) send scp as a list of scopes
+        words = [word for word in raw if isinstance(word, str)]
     grants: dict[str, Level] = {}
     for word in words:
         prefix, _, rest = word.partition(":")
