@@ -207,19 +207,6 @@ def _call(
     return response
 
 
-def _may(client: Any, params: types.CallToolRequestParams) -> bool:
-    """True when the call would pass the access check: nobody is asked about an agent the client may not
-    touch (the dispatcher then refuses it as usual, counts unsaid)."""
-    from cpersona.errors import CPersonaError
-    from cpersona.server.access import authorise
-
-    try:
-        authorise(client, params.name, params.arguments or {})
-    except CPersonaError:
-        return False
-    return True
-
-
 def _agent_counts(source: Memory | PendingMemory, agent: str) -> dict[str, Any] | None:
     """The agent's row counts for the confirmation question (None: it owns no rows)."""
     memory = source.get() if isinstance(source, PendingMemory) else source
@@ -260,11 +247,22 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
             from cpersona.server.dispatch import failure
 
             return to_call_result(failure("no authenticated ACL client for this call", "forbidden"))
-        if params.name in CONFIRMED_TOOLS and can_ask(ctx) and _may(client, params):
-            decision = await ask_user(
-                ctx,
-                params,
-                lambda agent: anyio.to_thread.run_sync(_agent_counts, memory, agent, limiter=limiter),
+        if params.name in CONFIRMED_TOOLS and can_ask(ctx):
+            from cpersona.server.dispatch import admitted
+
+            # Only a call the dispatcher will run is asked about: a refused one (bad arguments, no
+            # grant) is answered as usual, and nobody hears the counts of an agent it may not touch.
+            arguments = admitted(params.name, params.arguments, client)
+            decision = (
+                True
+                if arguments is None
+                else await ask_user(
+                    ctx,
+                    params.name,
+                    arguments,
+                    params.input_responses,
+                    lambda agent: anyio.to_thread.run_sync(_agent_counts, memory, agent, limiter=limiter),
+                )
             )
             if isinstance(decision, types.InputRequiredResult):
                 return decision

@@ -83,26 +83,29 @@ def accepted(answer: Any) -> bool:
 
 
 async def ask(
-    ctx: Any, params: types.CallToolRequestParams, count: Callable[[str], Awaitable[dict[str, Any] | None]]
+    ctx: Any,
+    name: str,
+    arguments: dict[str, Any],
+    input_responses: dict[str, Any] | None,
+    count: Callable[[str], Awaitable[dict[str, Any] | None]],
 ) -> bool | types.InputRequiredResult:
     """True to run the call, False when the user said no, or the ``input_required`` result to answer
     with (2026-07-28, first round). Only called for ``CONFIRMED_TOOLS`` when ``can_ask(ctx)``.
 
     An import into an agent that holds nothing yet asks nothing (``count`` says None)."""
-    arguments = dict(params.arguments or {})
-    agent = agent_at_stake(params.name, arguments)
+    agent = agent_at_stake(name, arguments)
     if agent is None:
-        return True  # nothing at stake (a copy, a dry run), or arguments the schema check refuses
+        return True  # nothing at stake: a copy, a dry run
     modern = str(getattr(ctx, "protocol_version", "")) >= _INPUT_REQUIRED_REVISION
-    if modern and params.input_responses is not None:
-        return accepted(params.input_responses.get(ANSWER_KEY))
-    text = question(params.name, arguments, agent, await count(agent))
+    if modern and input_responses is not None:
+        return accepted(input_responses.get(ANSWER_KEY))
+    text = question(name, arguments, agent, await count(agent))
     if text is None:
         return True
     form = types.ElicitRequestFormParams(message=text, requested_schema=_SCHEMA)
     if modern:
         return types.InputRequiredResult(
-            input_requests={ANSWER_KEY: types.ElicitRequest(params=form)}, request_state=params.name
+            input_requests={ANSWER_KEY: types.ElicitRequest(params=form)}, request_state=name
         )
     answer = await ctx.session.elicit_form(
         form.message, form.requested_schema, related_request_id=getattr(ctx, "request_id", None)

@@ -105,3 +105,19 @@ def test_a_move_and_an_import_over_rows_ask_a_copy_and_a_dry_run_do_not(tmp_path
         assert call("import_memories", over_rows)["error_code"] == "declined"
         assert call("import_memories", over_rows)["ok"] is True
         assert len(asked) == 4 and "into agent 'dst', which already holds 2 memories" in asked[2], asked
+
+
+def test_only_a_call_the_dispatcher_would_run_is_asked_about() -> None:
+    from cpersona.acl import Client, Level
+    from cpersona.server.dispatch import admitted
+
+    admin_of_a = Client(name="a-admin", token_sha256="", grants={"a": Level.ADMIN})
+    assert admitted("delete_agent_data", {"agent_id": "a"}, admin_of_a) == {"agent_id": "a"}
+    assert admitted("delete_agent_data", {"agent_id": "b"}, admin_of_a) is None  # no grant: no counts told
+    assert admitted("delete_agent_data", {"agent_id": 7}, None) is None  # the schema refuses it
+    assert admitted(
+        "merge_memories", {"source_agent_id": "a", "target_agent_id": "b", "dry_run": None}, None
+    ) == {
+        "source_agent_id": "a",
+        "target_agent_id": "b",
+    }
