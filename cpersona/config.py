@@ -42,6 +42,7 @@ ModelSharing = Literal["auto", "off"]
 QueryKernel = Literal["auto", "exact"]
 Transport = Literal["stdio", "streamable-http"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
+OutputSchemaDetail = Literal["full", "envelope"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -425,6 +426,31 @@ class Settings:
         "HTTP clients with their own tokens and per-agent `read`/`write`/`admin` grants (TOML; "
         "`cpersona acl add-client`); replaces `CPERSONA_AUTH_TOKEN`; ignored over stdio",
         default_text="—",
+    )
+
+    # OAuth 2.1 resource server over streamable HTTP (docs/oauth.md); ACL and shared tokens work beside it
+    oauth_issuer: str | None = setting(
+        "CPERSONA_OAUTH_ISSUER", None, "OAuth: JWT issuer (`iss`), see docs/oauth.md", default_text="—"
+    )
+    oauth_jwks_url: str | None = setting("CPERSONA_OAUTH_JWKS_URL", None, "its JWKS URL", default_text="—")
+    oauth_resource: str | None = setting(
+        "CPERSONA_OAUTH_RESOURCE", None, "this URI (`aud`)", default_text="—"
+    )
+    oauth_leeway_seconds: int = setting("CPERSONA_OAUTH_LEEWAY_SECONDS", 60, "clock skew allowed", minimum=0)
+    oauth_jwks_min_refresh_seconds: float = setting(
+        "CPERSONA_OAUTH_JWKS_MIN_REFRESH_SECONDS", 30.0, "JWKS refetch at most this often", minimum=0
+    )
+
+    # The MCP surface (docs/tools.md): the tools offered, how much of each answer its schema checks
+    tools: tuple[str, ...] = setting(
+        "CPERSONA_TOOLS",
+        (),
+        "tools offered: `everyday` (store, recall, reconstruct, get_contents, archive_episode, get_profile, "
+        "update_profile, get_history, declare_associations, traverse) and/or tool names (`everyday,export_memories`)",
+        default_text="`all`",
+    )
+    output_schemas: OutputSchemaDetail = setting(
+        "CPERSONA_OUTPUT_SCHEMAS", "full", "`full`, or `envelope` (top level: cheap for Python SDK 1.x)"
     )
 
     # Operator context, updates, calibration

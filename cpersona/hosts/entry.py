@@ -30,6 +30,11 @@ NOT_FOR_STDIO = {
     "CPERSONA_HTTP_ALLOWED_HOSTS": "HTTP transport only",
     "CPERSONA_HTTP_ALLOWED_ORIGINS": "HTTP transport only",
     "CPERSONA_ACL_FILE": "ACLs apply over HTTP, not stdio",
+    "CPERSONA_OAUTH_ISSUER": "OAuth applies over HTTP, not stdio",
+    "CPERSONA_OAUTH_JWKS_URL": "OAuth applies over HTTP, not stdio",
+    "CPERSONA_OAUTH_RESOURCE": "OAuth applies over HTTP, not stdio",
+    "CPERSONA_OAUTH_LEEWAY_SECONDS": "OAuth applies over HTTP, not stdio",
+    "CPERSONA_OAUTH_JWKS_MIN_REFRESH_SECONDS": "OAuth applies over HTTP, not stdio",
     "CPERSONA_UI_HOST": "`cpersona ui` only",
     "CPERSONA_UI_PORT": "`cpersona ui` only",
 }

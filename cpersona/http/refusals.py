@@ -25,10 +25,17 @@ def refusal_body(message: str, code: str) -> bytes:
 
 
 async def send_refusal(
-    send: Send, status: int, message: str, extra_headers: Iterable[tuple[bytes, bytes]] = ()
+    send: Send,
+    status: int,
+    message: str,
+    extra_headers: Iterable[tuple[bytes, bytes]] = (),
+    challenge: bytes | None = None,
 ) -> None:
-    """Answer ``status`` (401 or 403) with the uniform refusal body; a 401 adds the Bearer challenge."""
+    """Answer ``status`` (401 or 403) with the uniform refusal body; a 401 adds the Bearer challenge
+    (``challenge`` when given: an OAuth resource names its metadata and the error, RFC 6750 / 9728)."""
     headers = [(b"content-type", b"application/json"), *extra_headers]
-    if status == 401:
+    if challenge is not None:
+        headers.append((b"www-authenticate", challenge))
+    elif status == 401:
         headers.append(BEARER_CHALLENGE)
     await send_response(send, status, refusal_body(message, REFUSAL_CODES[status]), headers)

@@ -15,21 +15,26 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 
 from cpersona import __version__, operating_context
-from cpersona.config import Settings
+from cpersona.config import OutputSchemaDetail, Settings
+from cpersona.server import identity
 from cpersona.server.client_auth import request_client
+from cpersona.server.confirm import CONFIRMED_TOOLS, can_ask
+from cpersona.server.confirm import ask as ask_user
 from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.output_schemas import output_schema
 from cpersona.server.resources_prompts import SurfaceHandlers
-from cpersona.server.schemas import ToolSpec, build_tools
+from cpersona.server.schemas import ToolSpec, offered_tools
 from cpersona.work import Work
 
 if TYPE_CHECKING:
@@ -72,27 +77,58 @@ def instructions(settings: Settings) -> str:
     return base if block is None else f"{base}\n\n{block}"
 
 
-def tool_list(specs: tuple[ToolSpec, ...]) -> list[types.Tool]:
+def tool_list(specs: tuple[ToolSpec, ...], detail: OutputSchemaDetail = "full") -> list[types.Tool]:
     """The registry as MCP ``Tool`` objects (annotations come from ``ToolSpec.annotations``, the
-    output schema from the tool's result shapes: cpersona/server/output_schemas.py)."""
+    output schema from the tool's result shapes at ``detail``: cpersona/server/output_schemas.py)."""
     return [
         types.Tool(
             name=spec.name,
             title=spec.title or None,
             description=spec.description,
             input_schema=spec.input_schema,
-            output_schema=output_schema(spec.name),
+            output_schema=output_schema(spec.name, detail),
             annotations=types.ToolAnnotations.model_validate(spec.annotations()),
         )
         for spec in specs
     ]
 
 
-def to_call_result(response: dict[str, Any]) -> types.CallToolResult:
-    """One TextContent with the JSON plus the same object as structured content."""
+def unknown_tool_error(name: str, listed: Mapping[str, ToolSpec]) -> MCPError:
+    """The JSON-RPC error for a tool name the server does not list.
+
+    Every MCP revision (2024-11-05 to 2026-07-28) counts an unknown tool as a protocol error,
+    ``-32602``, not a tool result: a model cannot fix it by retrying with other arguments. The
+    ``data`` keeps the ``error_code`` the tools use and names the tools a caller can pick from.
+    """
+    shown = name if len(name) <= 80 else name[:80] + "…"
+    return MCPError(
+        INVALID_PARAMS,
+        f"Unknown tool: {shown!r}; see tools/list",
+        {"error_code": "unknown_tool", "tools": sorted(listed)},
+    )
+
+
+#: The tools whose answers link each row as a resource, and the key holding their rows.
+LINKED_ROWS = {"recall": "results", "reconstruct": "items"}
+
+
+def to_call_result(response: dict[str, Any], tool: str = "") -> types.CallToolResult:
+    """One TextContent with the JSON plus the same object as structured content; after the text, for
+    recall and reconstruct, a ``resource_link`` per row (``cpersona://agents/<id>/memories/<n>``, read
+    with resources/read), so a client can fetch or attach a row without parsing the JSON."""
+    from cpersona.services.resources import resource_links
+
     text = json.dumps(response, ensure_ascii=False)
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    if tool in LINKED_ROWS and response.get("ok") is True:
+        content += [
+            types.ResourceLink(
+                type="resource_link", uri=link["uri"], name=link["name"], mime_type=link["mime_type"]
+            )
+            for link in resource_links(response.get(LINKED_ROWS[tool]))
+        ]
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+        content=content,
         structured_content=response,
         is_error=response.get("ok") is False,
     )
@@ -171,6 +207,12 @@ def _call(
     return response
 
 
+def _agent_counts(source: Memory | PendingMemory, agent: str) -> dict[str, Any] | None:
+    """The agent's row counts for the confirmation question (None: it owns no rows)."""
+    memory = source.get() if isinstance(source, PendingMemory) else source
+    return next((dict(a) for a in memory.list_agents()["agents"] if a["agent_id"] == agent), None)
+
+
 def cancelled_summary(response: dict[str, Any]) -> str:
     """One log line for a cancelled call: its message and the counts of what it committed."""
     shown = {k: v for k, v in response.items() if k not in {"ok", "error", "error_code", "errors"}}
@@ -187,25 +229,54 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
     With ``acl`` (HTTP behind an ACL file) every tool call runs with the grants
     of the client the HTTP middleware authenticated; a call without one is refused.
     """
-    specs = build_tools(settings)
+    specs = offered_tools(settings)
     specs_by_name = {spec.name: spec for spec in specs}
-    tools = tool_list(specs)
+    tools = tool_list(specs, settings.output_schemas)
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def on_call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.name not in specs_by_name:
+            raise unknown_tool_error(params.name, specs_by_name)
         client = request_client(ctx)
         if acl and client is None:  # deny by default: the middleware should have answered 401 already
             from cpersona.server.dispatch import failure
 
             return to_call_result(failure("no authenticated ACL client for this call", "forbidden"))
+        if params.name in CONFIRMED_TOOLS and can_ask(ctx):
+            from cpersona.server.dispatch import admitted
+
+            # Only a call the dispatcher will run is asked about: a refused one (bad arguments, no
+            # grant) is answered as usual, and nobody hears the counts of an agent it may not touch.
+            arguments = admitted(params.name, params.arguments, client)
+            decision = (
+                True
+                if arguments is None
+                else await ask_user(
+                    ctx,
+                    params.name,
+                    arguments,
+                    params.input_responses,
+                    lambda agent: anyio.to_thread.run_sync(_agent_counts, memory, agent, limiter=limiter),
+                )
+            )
+            if isinstance(decision, types.InputRequiredResult):
+                return decision
+            if not decision:
+                from cpersona.server.dispatch import failure
+
+                return to_call_result(
+                    failure(f"{params.name}: the user did not confirm; nothing was changed", "declined")
+                )
         work = work_for(ctx)
         response = await run_cancellable(
             work, _call, memory, settings, params.name, params.arguments, client, work, limiter=limiter
         )
-        return to_call_result(response)
+        return to_call_result(response, params.name)
 
     def input_schema(name: str) -> dict[str, Any] | None:
         spec = specs_by_name.get(name)
@@ -217,6 +288,10 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
     return Server(
         SERVER_NAME,
         version=__version__,
+        title=identity.TITLE,
+        description=identity.DESCRIPTION,
+        website_url=identity.WEBSITE_URL,
+        icons=[types.Icon(src=identity.icon_data_uri(), mime_type=identity.ICON_MIME_TYPE, sizes=["any"])],
         instructions=instructions(settings),
         get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,

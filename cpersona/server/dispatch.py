@@ -162,6 +162,22 @@ def dispatch_tool(
     return clean_json(response, coerce=True)
 
 
+def admitted(name: str, arguments: Any, client: Client | None) -> dict[str, Any] | None:
+    """The arguments as the tool will get them, when the call passes the same schema and access
+    checks ``dispatch_tool`` makes first; None when it would be refused (it then says why)."""
+    spec = TOOLS_BY_NAME.get(name)
+    if spec is None or not isinstance(arguments if arguments is not None else {}, dict):
+        return None
+    cleaned = _drop_nulls(spec, arguments or {})
+    if validate_arguments(spec, cleaned) is not None:
+        return None
+    try:
+        authorise(client, name, cleaned)
+    except CPersonaError:
+        return None
+    return cleaned
+
+
 def _dispatch(
     memory: Memory, settings: Settings, name: str, arguments: Any, client: Client | None, work: Work | None
 ) -> dict[str, Any]:

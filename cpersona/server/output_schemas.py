@@ -1,5 +1,12 @@
 """Each tool's ``outputSchema``: JSON Schema generated from its result shapes (cpersona/shapes/).
 
+What ``tools/list`` publishes carries no ``description``s: they are annotations (no validator reads
+them), they were two thirds of the bytes (110 KB of 171 KB for 34 tools), and the same text is in
+docs/api-shapes.md. With ``CPERSONA_OUTPUT_SCHEMAS=envelope`` it is only the answer's top level
+(``envelope_schema``): a client that re-checks the schema on every call (the Python SDK 1.x runs
+``jsonschema.validate``, which validates the schema against the 2020-12 metaschema each time, about
+0.2 ms per subschema) pays for a dozen subschemas instead of two hundred (docs/tools.md).
+
 A tool answers one of its success shapes or the uniform failure (``ToolError``), so
 the schema is ``anyOf`` those, each TypedDict once under ``$defs`` (``results_schema``). What
 ``tools/list`` publishes (``output_schema``) has those ``$ref``s written out in place: the same
@@ -14,11 +21,13 @@ arrays), so strict validators accept the schemas (docs/decisions.md, "Output sch
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
 
 from cpersona import shapes
+from cpersona.config import OutputSchemaDetail
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -31,10 +40,81 @@ def tool_result_shapes(name: str) -> tuple[type, ...]:
     return TOOLS_BY_NAME[name].results
 
 
-def output_schema(name: str) -> dict[str, Any]:
+def output_schema(name: str, detail: OutputSchemaDetail = "full") -> dict[str, Any]:
     """The ``outputSchema`` of tool ``name``: any of its success shapes, or the failure shape, with
-    every ``$ref`` written out in place (``inline_refs``)."""
-    return inline_refs(results_schema(tool_result_shapes(name)))
+    every ``$ref`` written out in place (``inline_refs``) and no descriptions; with ``detail``
+    ``envelope``, only the top level of those shapes (``envelope_schema``)."""
+    schema = results_schema(tool_result_shapes(name))
+    if detail == "envelope":
+        return envelope_schema(schema)
+    return without_descriptions(inline_refs(schema))
+
+
+#: Keywords whose value maps names (of properties, definitions) to schemas: a key there named
+#: "description" is a property, not the annotation.
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+
+
+def without_descriptions(schema: Any) -> Any:
+    """``schema`` without its ``description`` annotations (a property named "description" stays)."""
+    if isinstance(schema, list):
+        return [without_descriptions(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description":
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            kept[key] = {name: without_descriptions(sub) for name, sub in value.items()}
+        else:
+            kept[key] = without_descriptions(value)
+    return kept
+
+
+def envelope_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The top level of ``schema`` (a ``results_schema``): one object whose ``ok`` is required and
+    boolean, and whose other keys have the one JSON type every shape that has them agrees on.
+
+    The keys are grouped by type into ``patternProperties`` (``^(count|total)$``: integer), one
+    subschema per JSON type rather than one per key: the metaschema check a client repeats per call
+    costs per subschema. Nested objects and rows are only typed as objects and arrays; keys whose type
+    differs between shapes (or is a union) are left unconstrained, since objects are open anyway.
+    """
+    defs = schema["$defs"]
+    agreed: dict[str, str | None] = {}
+    for branch in schema["anyOf"]:
+        for key, prop in defs[branch["$ref"].removeprefix("#/$defs/")].get("properties", {}).items():
+            kind = _json_type(prop, defs)
+            agreed[key] = kind if agreed.get(key, kind) == kind else None
+    agreed.pop("ok", None)
+    groups: dict[str, list[str]] = {}
+    for key, kind in agreed.items():
+        if kind is not None:
+            groups.setdefault(kind, []).append(re.escape(key))
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+        "patternProperties": {f"^({'|'.join(keys)})$": {"type": kind} for kind, keys in groups.items()},
+    }
+
+
+def _json_type(prop: dict[str, Any], defs: dict[str, Any]) -> str | None:
+    """The single JSON type a property schema allows, or None (a union, or anything)."""
+    if "$ref" in prop:
+        return _json_type(defs[prop["$ref"].removeprefix("#/$defs/")], defs)
+    if isinstance(prop.get("type"), str):
+        return str(prop["type"])
+    values = [prop["const"]] if "const" in prop else prop.get("enum")
+    if values:
+        kinds = {_VALUE_TYPES.get(type(value)) for value in values}
+        return kinds.pop() if len(kinds) == 1 else None
+    return None
+
+
+_VALUE_TYPES: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:

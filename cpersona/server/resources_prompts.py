@@ -28,7 +28,7 @@ from cpersona.acl import Client, Level
 from cpersona.errors import CPersonaError, Forbidden, InvalidInput, NotFound
 from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.client_auth import request_client
-from cpersona.services.resources import TEMPLATES, resource_templates
+from cpersona.services.resources import ROW_TEMPLATES, TEMPLATES, resource_templates
 
 if TYPE_CHECKING:
     from cpersona.memory import Memory
@@ -42,10 +42,31 @@ T = TypeVar("T")
 _BAD_REQUEST = (InvalidInput, NotFound, Forbidden)
 
 
+#: Resource not found before 2026-07-28 (a server-defined code those revisions recommend); SEP-2164 moved it
+#: to -32602 and asks clients to accept both.
+RESOURCE_NOT_FOUND_BEFORE_2026 = -32002
+#: The first revision that answers a resource not found with -32602.
+_SEP_2164_REVISION = "2026-07-28"
+
+
 def mcp_error(exc: CPersonaError) -> MCPError:
     """The JSON-RPC error for a refusal, carrying the tools' ``error_code`` in ``data``."""
     code = INVALID_PARAMS if isinstance(exc, _BAD_REQUEST) else INTERNAL_ERROR
     return MCPError(code, str(exc), {"error_code": exc.code})
+
+
+def resource_error(error: MCPError, uri: str, protocol_version: str | None) -> MCPError:
+    """A refused ``resources/read`` as the negotiated revision says: ``data.uri`` always; a URI that
+    names no resource (``not_found``, ``invalid_input``) is ``-32002`` before 2026-07-28 and
+    ``-32602`` from it. A refusal by grant (``forbidden``) stays ``-32602``, and a server fault
+    ``-32603``, on every revision."""
+    data = {**(error.error.data or {}), "uri": uri}
+    code = error.error.code
+    not_found = data.get("error_code") in ("not_found", "invalid_input")
+    # Revision strings are dates, so they order as text.
+    if not_found and protocol_version is not None and protocol_version < _SEP_2164_REVISION:
+        code = RESOURCE_NOT_FOUND_BEFORE_2026
+    return MCPError(code, error.error.message, data)
 
 
 class SurfaceHandlers:
@@ -146,8 +167,11 @@ class SurfaceHandlers:
         self, ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         """resources/read: one resource through the client's read grants."""
-        allowed = self._allowed(self._client(ctx))
-        read = await self._run(lambda m: m.read_resource(params.uri, allowed_agents=allowed))
+        try:
+            allowed = self._allowed(self._client(ctx))
+            read = await self._run(lambda m: m.read_resource(params.uri, allowed_agents=allowed))
+        except MCPError as exc:
+            raise resource_error(exc, params.uri, getattr(ctx, "protocol_version", None)) from None
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(uri=read["uri"], mime_type=read["mime_type"], text=read["text"])
@@ -211,11 +235,11 @@ class SurfaceHandlers:
                 if argument.name not in {a.name for a in spec.arguments}:
                     raise InvalidInput(f"prompt {spec.name} has no argument {argument.name[:80]!r}")
                 level = TOOL_ACCESS[spec.leads_to].level
-            elif ref.uri not in {t.uri_template for t in TEMPLATES}:
+            elif ref.uri not in {t.uri_template for t in TEMPLATES} | {t[0] for t in ROW_TEMPLATES}:
                 raise InvalidInput(
                     f"unknown resource template {ref.uri[:200]!r}; see resources/templates/list"
                 )
-            elif argument.name != "agent_id":
+            elif argument.name != "agent_id" and not (argument.name == "id" and "{id}" in ref.uri):
                 raise InvalidInput(f"resource template {ref.uri} has no variable {argument.name[:80]!r}")
         except CPersonaError as exc:
             raise mcp_error(exc) from None
@@ -228,7 +252,7 @@ class SurfaceHandlers:
             found = await self._run(
                 lambda m: m.complete_project_id(value, agent_id=agent, allowed_agents=allowed)
             )
-        else:  # free text (a question, a focus): nothing to offer
+        else:  # free text (a question, a focus) or a row id: nothing to offer
             found = {"ok": True, "values": [], "total": 0, "has_more": False}
         return types.CompleteResult(
             completion=types.Completion(

@@ -20,9 +20,11 @@ from cpersona.http.asgi import ASGIApp, Receive, Scope, Send
 from cpersona.http.refusals import send_refusal
 from cpersona.http.tokens import bearer_token, tokens_match, weak_token
 from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
+from cpersona.oauth import JwtVerifier, OAuthConfig, loopback_url
 from cpersona.server.app import PendingMemory, build_server
 from cpersona.server.client_auth import AclMiddleware
 from cpersona.server.http_guard import bind_warning, transport_security
+from cpersona.server.oauth_http import OAuthMiddleware
 from cpersona.server.stdio import guarded_stdio
 from cpersona.server.wire_http import WireScreenMiddleware
 
@@ -41,8 +43,46 @@ class TransportRefused(RuntimeError):
     """The transport must not start with this configuration; the message says why and what to set."""
 
 
+def oauth_refusal(settings: Settings) -> str | None:
+    """Why the OAuth settings cannot serve, or None (also when OAuth is off)."""
+    if settings.oauth_issuer is None:
+        return None
+    missing = [
+        name
+        for name, value in (
+            ("CPERSONA_OAUTH_JWKS_URL", settings.oauth_jwks_url),
+            ("CPERSONA_OAUTH_RESOURCE", settings.oauth_resource),
+        )
+        if not value
+    ]
+    if missing:
+        return f"refusing to serve streamable HTTP: CPERSONA_OAUTH_ISSUER needs {' and '.join(missing)}"
+    for name, url in (("CPERSONA_OAUTH_JWKS_URL", settings.oauth_jwks_url or ""),):
+        if not url.startswith("https://") and not (url.startswith("http://") and loopback_url(url)):
+            return f"refusing to serve streamable HTTP: {name} must be an https:// URL (http:// only on loopback)"
+    return None
+
+
+def oauth_config(settings: Settings) -> OAuthConfig | None:
+    """The verifier's settings, or None when OAuth is off (``oauth_refusal`` has passed)."""
+    if settings.oauth_issuer is None or settings.oauth_jwks_url is None or settings.oauth_resource is None:
+        return None
+    return OAuthConfig(
+        issuer=settings.oauth_issuer,
+        jwks_url=settings.oauth_jwks_url,
+        resource=settings.oauth_resource,
+        leeway_seconds=settings.oauth_leeway_seconds,
+        jwks_min_refresh_seconds=settings.oauth_jwks_min_refresh_seconds,
+    )
+
+
 def http_refusal(settings: Settings) -> str | None:
     """Why streamable HTTP must not start with ``settings``, or None when it may."""
+    oauth = oauth_refusal(settings)
+    if oauth is not None or settings.oauth_issuer is not None:
+        if oauth is None and settings.auth_token is not None:
+            return weak_token(settings.auth_token)
+        return oauth
     if settings.acl_file is not None:
         try:
             load_acl(settings.acl_file)
@@ -106,14 +146,29 @@ def build_http_app(memory: Memory | PendingMemory, settings: Settings) -> ASGIAp
     if refusal is not None:
         raise TransportRefused(refusal)
     acl = _load_acl_or_refuse(settings)
-    server = build_server(memory, settings, acl=acl is not None)
+    oauth = oauth_config(settings)
+    server = build_server(memory, settings, acl=acl is not None or oauth is not None)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=HTTP_PATH,
         host=settings.http_host,
         transport_security=transport_security(settings),
     )
     app = WireScreenMiddleware(app, HTTP_PATH)
-    if acl is not None:
+    if oauth is not None:
+        log.info(
+            "HTTP access by OAuth: JWT access tokens of %s for %s%s",
+            oauth.issuer,
+            oauth.resource,
+            "; ACL tokens too"
+            if acl is not None
+            else "; the shared token too"
+            if settings.auth_token
+            else "",
+        )
+        app = OAuthMiddleware(
+            app, JwtVerifier(oauth, acl), acl, None if acl is not None else settings.auth_token
+        )
+    elif acl is not None:
         if settings.auth_token is not None:
             log.warning(
                 "CPERSONA_AUTH_TOKEN is ignored: CPERSONA_ACL_FILE is set, so only the ACL's client "

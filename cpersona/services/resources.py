@@ -27,8 +27,10 @@ from cpersona.services.reader import Reader
 from cpersona.shapes.resources import (
     CompletionResult,
     ResourceInfo,
+    ResourceLinkInfo,
     ResourceListResult,
     ResourceReadResult,
+    ResourceTemplateInfo,
     ResourceTemplatesResult,
 )
 from cpersona.validation import agent_set
@@ -73,6 +75,25 @@ TEMPLATES: tuple[Template, ...] = (
     ),
 )
 _TEMPLATE_BY_KIND = {t.kind: t for t in TEMPLATES}
+
+#: One stored row per URI: what recall and reconstruct link to beside their rows (a ref's kind → the path
+#: segment). Listed in resources/templates/list, not in resources/list (there are as many as rows).
+_ROW_SEGMENTS = {"mem": "memories", "ep": "episodes"}
+_ROW_KINDS = {segment: kind for kind, segment in _ROW_SEGMENTS.items()}
+ROW_TEMPLATES: tuple[tuple[str, str, str, str], ...] = (
+    (
+        f"{_AGENT_PREFIX}{{agent_id}}/memories/{{id}}",
+        "memory",
+        "Memory",
+        "One stored memory in full, as JSON (a row as get_contents returns it).",
+    ),
+    (
+        f"{_AGENT_PREFIX}{{agent_id}}/episodes/{{id}}",
+        "episode",
+        "Episode",
+        "One archived session summary in full, as JSON (a row as get_contents returns it).",
+    ),
+)
 
 AGENTS_DESCRIPTION = (
     "Every agent this client may read, with its counts of memories, episodes and profiles and the URIs "
@@ -126,16 +147,64 @@ def resource_templates() -> ResourceTemplatesResult:
     return {
         "ok": True,
         "templates": [
-            {
-                "uri_template": t.uri_template,
-                "name": t.name,
-                "title": t.title,
-                "description": t.description,
-                "mime_type": JSON_MIME,
-            }
+            ResourceTemplateInfo(
+                uri_template=t.uri_template,
+                name=t.name,
+                title=t.title,
+                description=t.description,
+                mime_type=JSON_MIME,
+            )
             for t in TEMPLATES
+        ]
+        + [
+            ResourceTemplateInfo(
+                uri_template=uri, name=name, title=title, description=text, mime_type=JSON_MIME
+            )
+            for uri, name, title, text in ROW_TEMPLATES
         ],
     }
+
+
+def row_uri(agent_id: str, ref: str) -> str:
+    """The URI of one stored row (``mem:<id>`` / ``ep:<id>``) of ``agent_id``."""
+    kind, _, number = ref.partition(":")
+    return f"{_AGENT_PREFIX}{quote(agent_id, safe='')}/{_ROW_SEGMENTS[kind]}/{number}"
+
+
+def resource_links(rows: Any) -> list[ResourceLinkInfo]:
+    """One link per stored row in ``rows`` (dicts with ``agent_id`` and a ``mem:``/``ep:`` ``ref``), in
+    order, each row once: what a client reads with resources/read to get the row in full."""
+    links: list[ResourceLinkInfo] = []
+    seen: set[str] = set()
+    for row in rows if isinstance(rows, list) else ():
+        ref, agent = (row.get("ref"), row.get("agent_id")) if isinstance(row, dict) else (None, None)
+        if (
+            not (isinstance(ref, str) and isinstance(agent, str))
+            or ref.partition(":")[0] not in _ROW_SEGMENTS
+        ):
+            continue
+        uri = row_uri(agent, ref)
+        if uri not in seen:
+            seen.add(uri)
+            links.append({"uri": uri, "name": ref, "mime_type": JSON_MIME})
+    return links
+
+
+def _parse_row_uri(uri: str) -> tuple[str, str] | None:
+    """(agent_id, ref) of a row URI made by ``row_uri``, None when ``uri`` is no row URI."""
+    if not uri.startswith(_AGENT_PREFIX):
+        return None
+    parts = uri[len(_AGENT_PREFIX) :].split("/")
+    if len(parts) != 3 or parts[1] not in _ROW_KINDS:
+        return None
+    encoded, segment, number = parts
+    if not (number.isascii() and number.isdigit() and number[0] != "0" and len(number) <= 19):
+        raise InvalidInput(f"the row id in {uri[:200]!r} must be a positive integer")
+    agent = _decode_agent(encoded)
+    ref = f"{_ROW_KINDS[segment]}:{number}"
+    if row_uri(agent, ref) != uri:
+        raise InvalidInput(f"uri is not in canonical form; use {row_uri(agent, ref)!r}")
+    return agent, ref
 
 
 def _visible(agent: str, allowed: frozenset[str] | None) -> bool:
@@ -206,8 +275,11 @@ class Resources:
         Raises InvalidInput for a URI that names no resource, Forbidden for an agent the caller
         may not read, NotFound for an agent that owns no rows.
         """
-        kind, agent = parse_uri(uri)
         allowed = agent_set(allowed_agents)
+        row = _parse_row_uri(uri) if isinstance(uri, str) and len(uri) <= MAX_URI_CHARS else None
+        if row is not None:
+            return self._read_row(uri, *row, allowed)
+        kind, agent = parse_uri(uri)
         if kind == "agents":
             body: dict[str, Any] = self._agents_body(allowed)
         else:
@@ -219,6 +291,15 @@ class Resources:
                 raise NotFound(notice)
             body = self._profile_body(agent) if kind == "profile" else self._memories_body(agent)
         return {"ok": True, "uri": uri, "mime_type": JSON_MIME, "text": json.dumps(body, ensure_ascii=False)}
+
+    def _read_row(self, uri: str, agent: str, ref: str, allowed: frozenset[str] | None) -> ResourceReadResult:
+        if not _visible(agent, allowed):
+            raise Forbidden(f"this client may not read agent {agent[:80]!r}: it needs the read grant")
+        found = self.reader.get_contents(agent, [ref])
+        if not found["items"]:  # unknown, or another agent's: the same answer (docs/resources.md)
+            raise NotFound(f"no {ref} of agent {agent[:80]!r}")
+        text = json.dumps(found["items"][0], ensure_ascii=False)
+        return {"ok": True, "uri": uri, "mime_type": JSON_MIME, "text": text}
 
     # The three resource bodies below stay plain dicts: they are serialized into read_resource's
     # ``text`` (a JSON document described in docs/resources.md), never returned as a result shape.

@@ -107,6 +107,7 @@ from cpersona.shapes.quality import (  # noqa: F401 - re-exported: the public na
 from cpersona.shapes.resources import (  # noqa: F401 - re-exported: the public names live here
     CompletionResult,
     ResourceInfo,
+    ResourceLinkInfo,
     ResourceListResult,
     ResourceReadResult,
     ResourceTemplateInfo,

@@ -21,7 +21,9 @@ class ResourceTemplatesResult(TypedDict):
     """resource_templates: the templates of the per-agent resources."""
 
     ok: Success
-    templates: Annotated[list[ResourceTemplateInfo], "Profile and recent memories."]
+    templates: Annotated[
+        list[ResourceTemplateInfo], "Profile and recent memories, then one memory and one episode."
+    ]
 
 
 class ResourceInfo(TypedDict):
@@ -31,6 +33,14 @@ class ResourceInfo(TypedDict):
     name: Annotated[str, "Stable name (per-agent names carry the agent id)."]
     title: Annotated[str, "Human-readable title."]
     description: Annotated[str, "What the resource holds."]
+    mime_type: Annotated[str, "Always application/json."]
+
+
+class ResourceLinkInfo(TypedDict):
+    """A link to one stored row as a resource (recall and reconstruct carry these over MCP)."""
+
+    uri: Annotated[str, "cpersona://agents/<agent_id>/memories/<id> or .../episodes/<id>."]
+    name: Annotated[str, "The row's ref (mem:<id> or ep:<id>)."]
     mime_type: Annotated[str, "Always application/json."]
 
 

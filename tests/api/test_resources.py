@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from cpersona.errors import Forbidden, InvalidInput, NotFound
 from cpersona.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
 from cpersona.memory import Memory
-from cpersona.services.resources import AGENTS_URI, TEMPLATES, parse_uri, resource_uri
+from cpersona.services.resources import AGENTS_URI, ROW_TEMPLATES, TEMPLATES, parse_uri, resource_uri
 
 
 def body(memory: Memory, uri: str, allowed: set[str] | None = None) -> dict:
@@ -141,7 +141,9 @@ def test_resources_list_pages_with_an_opaque_cursor(memory: Memory) -> None:
 
 def test_templates_are_static_and_json(memory: Memory) -> None:
     templates = memory.resource_templates()["templates"]
-    assert [t["uri_template"] for t in templates] == [t.uri_template for t in TEMPLATES]
+    assert [t["uri_template"] for t in templates] == [t.uri_template for t in TEMPLATES] + [
+        t[0] for t in ROW_TEMPLATES
+    ]
     assert all("{agent_id}" in t["uri_template"] and t["mime_type"] == "application/json" for t in templates)
 
 

@@ -103,3 +103,11 @@ def test_the_command_is_this_installations_script(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setattr(sys, "argv", ["-c"])
     assert installation_command() == (str(tmp_path / "python"), ["-m", "cpersona", "serve"])
+
+
+def test_oauth_settings_stay_on_the_http_server() -> None:
+    env, left_out = env_of(
+        {"CPERSONA_OAUTH_ISSUER": "https://id.example", "CPERSONA_OAUTH_RESOURCE": "https://m.example/mcp"}
+    )
+    assert not {"CPERSONA_OAUTH_ISSUER", "CPERSONA_OAUTH_RESOURCE"} & set(env)
+    assert left_out["CPERSONA_OAUTH_ISSUER"] == "OAuth applies over HTTP, not stdio"

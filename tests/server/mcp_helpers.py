@@ -126,7 +126,9 @@ class McpSession:
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Call a tool; returns the JSON object after checking text and structured content agree."""
         result = self.call_raw(name, arguments)
-        assert len(result.content) == 1 and result.content[0].type == "text"
+        # The JSON text first; recall and reconstruct add one resource_link per row after it.
+        assert result.content[0].type == "text"
+        assert all(block.type == "resource_link" for block in result.content[1:])
         payload = json.loads(result.content[0].text)
         assert payload == result.structured_content
         assert bool(result.is_error) == (payload.get("ok") is False)

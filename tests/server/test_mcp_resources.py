@@ -69,7 +69,12 @@ def test_resources_over_stdio(stdio_session: McpSession) -> None:
     assert all(r.name and r.mime_type == "application/json" for r in listed.resources)
 
     templates = call(stdio_session, "list_resource_templates").resource_templates
-    assert [t.uri_template for t in templates] == [PROFILE_TEMPLATE, "cpersona://agents/{agent_id}/memories"]
+    assert [t.uri_template for t in templates] == [
+        PROFILE_TEMPLATE,
+        "cpersona://agents/{agent_id}/memories",
+        "cpersona://agents/{agent_id}/memories/{id}",
+        "cpersona://agents/{agent_id}/episodes/{id}",
+    ]
 
     agents = read_json(stdio_session, "cpersona://agents")
     mine = next(a for a in agents["agents"] if a["agent_id"] == agent)

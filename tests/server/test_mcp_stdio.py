@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.shared.exceptions import MCPError
 from mcp_helpers import ALL_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target, unique
 from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
 from strict_schema import strict_problems
@@ -315,8 +316,9 @@ def test_profile_round_trip(stdio_session: McpSession) -> None:
 
 
 def test_unknown_tool_and_bad_arguments_keep_the_server_answering(stdio_session: McpSession) -> None:
-    unknown = stdio_session.call("no_such_tool", {"x": 1})
-    assert unknown["ok"] is False and "no_such_tool" in unknown["error"]
+    with pytest.raises(MCPError) as unknown:  # a protocol error on every revision (test_protocol_errors.py)
+        stdio_session.call("no_such_tool", {"x": 1})
+    assert unknown.value.error.code == -32602 and "no_such_tool" in unknown.value.error.message
     cases = [
         ("recall", {"agent_id": "a", "limit": "ten"}, "limit"),
         ("recall", {"agent_id": "a", "limit": 101}, "limit"),

@@ -1,4 +1,5 @@
-"""The published outputSchema: the ``$defs`` form with its references written out, describing the same shapes."""
+"""The published outputSchema: the ``$defs`` form with its references written out and its descriptions left
+out, describing the same shapes; and the ``envelope`` form (``CPERSONA_OUTPUT_SCHEMAS=envelope``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from typing import Any, NotRequired, TypedDict
 import pytest
 from jsonschema import Draft202012Validator
 
-from cpersona.server.output_schemas import inline_refs, output_schema, results_schema, tool_result_shapes
+from cpersona.server.output_schemas import (
+    envelope_schema,
+    inline_refs,
+    output_schema,
+    results_schema,
+    tool_result_shapes,
+    without_descriptions,
+)
 from cpersona.server.schemas import tool_names
 
 
@@ -18,9 +26,22 @@ def test_the_published_schema_has_no_reference_left(name: str) -> None:
     text = json.dumps(published)
     assert "$ref" not in text and "$defs" not in text
     Draft202012Validator.check_schema(published)
-    # Every definition of the $defs form is written out somewhere in the published one.
-    for definition in results_schema(tool_result_shapes(name))["$defs"].values():
-        assert json.dumps(definition["description"])[1:-1] in text
+    assert published == without_descriptions(inline_refs(results_schema(tool_result_shapes(name))))
+    assert '"description": "' not in text  # the annotations live in docs/api-shapes.md
+
+
+def test_a_property_named_description_is_kept() -> None:
+    schema = {
+        "type": "object",
+        "description": "an annotation",
+        "properties": {"description": {"type": "string", "description": "a field"}},
+        "required": ["description"],
+    }
+    assert without_descriptions(schema) == {
+        "type": "object",
+        "properties": {"description": {"type": "string"}},
+        "required": ["description"],
+    }
 
 
 def test_a_reference_keeps_its_own_description_before_the_definitions() -> None:
@@ -83,3 +104,48 @@ def test_both_forms_judge_alike(value: dict[str, Any]) -> None:
     with_defs = Draft202012Validator(results_schema(tool_result_shapes("recall")))
     published = Draft202012Validator(output_schema("recall"))
     assert with_defs.is_valid(value) == published.is_valid(value)
+
+
+ENVELOPE_CASES = [
+    ({"ok": True, "results": [], "count": 0, "mode": "rsf", "gate": {}}, True),
+    ({"ok": False, "error": "no", "error_code": "invalid_input"}, True),
+    ({"ok": True, "results": [{"type": "memory"}], "count": 1, "mode": "rsf"}, True),  # rows unchecked
+    ({"ok": True, "results": [], "count": "0", "mode": "rsf", "gate": {}}, False),
+    ({"ok": True, "results": {}, "count": 0}, False),
+    ({"ok": True, "gate": [], "count": 0}, False),
+    ({"ok": "yes"}, False),
+    ({"results": []}, False),
+]
+
+
+@pytest.mark.parametrize(("value", "valid"), ENVELOPE_CASES)
+def test_the_envelope_checks_the_top_level(value: dict[str, Any], valid: bool) -> None:
+    envelope = Draft202012Validator(output_schema("recall", "envelope"))
+    assert envelope.is_valid(value) is valid
+    if Draft202012Validator(output_schema("recall")).is_valid(value):
+        assert valid  # the envelope never refuses what the full schema accepts
+
+
+def test_the_envelope_leaves_a_key_of_two_types_open() -> None:
+    class _A(TypedDict):
+        """A."""
+
+        ok: bool
+        value: int
+
+    class _B(TypedDict):
+        """B."""
+
+        ok: bool
+        value: str
+
+    schema = envelope_schema(results_schema((_A, _B)))
+    assert not any("value" in pattern for pattern in schema["patternProperties"])
+    assert Draft202012Validator(schema).is_valid({"ok": True, "value": [1]})
+
+
+@pytest.mark.parametrize("name", tool_names())
+def test_every_envelope_is_a_few_subschemas(name: str) -> None:
+    envelope = output_schema(name, "envelope")
+    Draft202012Validator.check_schema(envelope)
+    assert len(envelope["patternProperties"]) <= 7  # one per JSON type: the cost a client pays per call

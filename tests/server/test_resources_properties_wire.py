@@ -26,8 +26,9 @@ from cpersona.services.resources import TEMPLATES, resource_uri
 pytestmark = pytest.mark.slow
 
 _ids = itertools.count(5000)
-#: Invalid request, invalid params: the codes bad input may get.
-REFUSALS = {-32600, -32602}
+#: Invalid request, invalid params, and -32002: a resource not found on the revisions before 2026-07-28
+#: these raw clients speak (docs/resources.md).
+REFUSALS = {-32600, -32602, -32002}
 Caller = Callable[[dict[str, Any]], dict[str, Any]]
 
 AGENTS = ["a", "b", "a/b", "", "ünï"]
@@ -172,4 +173,5 @@ def test_a_read_of_an_ungranted_agent_over_http_is_forbidden(over_http_acl: Call
             "params": {"uri": resource_uri("memories", "b")},
         }
     )
-    assert reply["error"]["code"] == -32602 and reply["error"]["data"] == {"error_code": "forbidden"}
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"] == {"error_code": "forbidden", "uri": resource_uri("memories", "b")}

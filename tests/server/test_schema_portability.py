@@ -32,8 +32,9 @@ def test_the_strict_check_refuses_what_ajv_strict_refuses(schema, complaint) -> 
 
 
 @pytest.mark.parametrize("name", tool_names())
-def test_every_tool_has_an_output_schema_that_passes_the_strict_rules(name: str) -> None:
-    schema = output_schema(name)
+@pytest.mark.parametrize("detail", ["full", "envelope"])
+def test_every_tool_has_an_output_schema_that_passes_the_strict_rules(name: str, detail: str) -> None:
+    schema = output_schema(name, detail)  # type: ignore[arg-type]
     assert schema["type"] == "object"  # MCP wants an object root
     assert strict_problems(schema) == []
 

@@ -12,11 +12,35 @@ in the order hosts list them.
 
 from __future__ import annotations
 
-from cpersona.config import Settings
+from cpersona.config import ConfigError, Settings
 from cpersona.server.schemas import context_pack, everyday, links, operations, portability, quality
 from cpersona.server.schemas.common import ToolSpec
 
-__all__ = ["TOOLS", "TOOLS_BY_NAME", "ToolSpec", "build_tools", "tool_names"]
+__all__ = [
+    "EVERYDAY_TOOLS",
+    "TOOLS",
+    "TOOLS_BY_NAME",
+    "ToolSpec",
+    "build_tools",
+    "offered_tools",
+    "tool_names",
+]
+
+#: What an agent uses in every session (``CPERSONA_TOOLS=everyday``): write and read memories, the session
+#: summary, the standing profile, the supersede chain and the links. Everything else is operations an
+#: operator runs now and then; each is one name away in the same setting.
+EVERYDAY_TOOLS = (
+    "store",
+    "recall",
+    "reconstruct",
+    "get_contents",
+    "archive_episode",
+    "get_profile",
+    "update_profile",
+    "get_history",
+    "declare_associations",
+    "traverse",
+)
 
 
 def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
@@ -29,6 +53,30 @@ def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
         *operations.tools(settings),
         *portability.tools(settings),
     )
+
+
+def offered_tools(settings: Settings) -> tuple[ToolSpec, ...]:
+    """The tools this server lists and answers (``CPERSONA_TOOLS``), in registry order.
+
+    Unset or ``all``: every tool. ``everyday`` names a set; any other word must be a tool's name (ConfigError otherwise,
+    so a typo stops the server instead of hiding a tool).
+    """
+    specs = build_tools(settings)
+    if not settings.tools:  # unset: every tool
+        return specs
+    wanted: set[str] = set()
+    for word in settings.tools:
+        if word == "all":
+            return specs
+        if word == "everyday":
+            wanted.update(EVERYDAY_TOOLS)
+        elif word in TOOLS_BY_NAME:
+            wanted.add(word)
+        else:
+            raise ConfigError(
+                f"CPERSONA_TOOLS: {word[:80]!r} is no tool; use all, everyday or names from docs/tools.md"
+            )
+    return tuple(spec for spec in specs if spec.name in wanted)
 
 
 #: The registry with default settings: names and input schemas (descriptions aside) never depend on

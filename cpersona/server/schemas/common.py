@@ -155,7 +155,6 @@ def row_id_schema(kind: str, prefix: str) -> dict[str, Any]:
             {"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID},
             {"type": "string", "pattern": f"^{prefix}:[1-9][0-9]{{0,{MAX_ROW_ID_DIGITS - 1}}}$"},
         ],
-        "description": f"The {kind} id: an integer, or its ref string '{prefix}:<id>'.",
     }
 
 
@@ -173,19 +172,11 @@ def supersedes_schema() -> dict[str, Any]:
         "type": "array",
         "items": row_id_schema("memory", "mem"),
         "maxItems": MAX_LIST_ITEMS,
-        "description": (
-            "Memories of the same agent this one replaces, e.g. ['mem:12']. They stay stored, marked "
-            "superseded by this one (get_history shows the chain) and are left out of recall unless "
-            "include_superseded is true. Refused, writing nothing, when a ref is unknown or another "
-            "agent's (not_found), locked (locked), already superseded, this memory itself, or would "
-            f"make a cycle (supersede_refused). At most {MAX_LIST_ITEMS}."
-        ),
+        "description": ("Your memories this one replaces (kept, left out of recall)."),
     }
 
 
-INCLUDE_SUPERSEDED = bool_schema(
-    "Also return memories that a newer memory superseded; each says superseded_by and superseded_at."
-)
+INCLUDE_SUPERSEDED: dict[str, Any] = {"type": "boolean", "default": False}
 
 
 def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -198,75 +189,34 @@ def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"anyOf": branches, **extra}
 
 
-AGENT_ID = string_schema(
-    "Your agent identifier. Rows are isolated per agent: you only ever see, edit or delete rows "
-    "stored under the same agent_id. The empty string is a valid (distinct) agent."
-)
-AGENT_ID_OPTIONAL_OWNER = string_schema(
-    "Your agent identifier. When given, the row must belong to this agent or the call fails as "
-    "not found (other agents' rows are never revealed). Always pass it."
-)
-PROJECT_ID_READ = string_schema(
-    "Project scope. Omitted: every project. '' : only the global (project-less) pool. "
-    "'X': project X plus the global pool."
-)
-PROJECT_ID_WRITE = string_schema("Project to file the row under; omitted or '' stores it in the global pool.")
-CHANNEL_READ = string_schema(
-    "Channel scope. Omitted or '': every channel. 'X': channel X plus channel-less rows."
-)
-CHANNEL_WRITE = string_schema(
-    "Channel (e.g. a chat room or tool name) to file the row under; omitted stores ''."
-)
-USER_ID = string_schema("Whose profile, when one agent serves several users; default ''.", default="")
-TIMESTAMP = one_of_types(
-    "string",
-    "number",
-    description="When it happened: ISO-8601 (naive times are taken as UTC) or Unix seconds.",
-)
+# Shared argument texts are short on purpose: they repeat in every tool a host hands its model each
+# session (docs/tools.md, "Rules that apply to every tool", says the rest once).
+# agent_id says what it is, and the instructions say rows are isolated per agent: no text per tool.
+AGENT_ID: dict[str, Any] = {"type": "string"}
+AGENT_ID_OPTIONAL_OWNER = string_schema("Always pass it.")
+PROJECT_ID_READ = string_schema("Omitted: all; '': global only; 'X': X + global.")
+PROJECT_ID_WRITE = string_schema("Default '': the global pool.")
+CHANNEL_READ = string_schema("Omitted or '': all; 'X': X + channel-less rows.")
+CHANNEL_WRITE: dict[str, Any] = {"type": "string"}
+USER_ID = string_schema("When one agent serves several users.", default="")
+TIMESTAMP = one_of_types("string", "number", description="ISO-8601 (naive = UTC) or Unix seconds.")
 
 
 #: recall's time cue (retrieval/time_cue.py; docs/retrieval.md "Time cues").
 TIME_CUE: dict[str, Any] = {
     "type": "object",
-    "description": (
-        "When the memory happened, if you know: a period (phrase, or start and/or end) and how sure you "
-        "are. It acts on each memory's own timestamp (as given at store). certainty 'sure' keeps only "
-        "rows in the period; 'likely' (default) and 'vague' lift rows in or near it (vague: less, and "
-        "farther around) and never hide the best plain match. Without a cue, one unambiguous date "
-        "phrase in the query ('in May 2023', 'yesterday', '先週') acts as a 'likely' cue. The cue that "
-        "acted is echoed as 'time_cue'."
-    ),
+    "description": "When it happened, if known.",
     "properties": {
-        "phrase": string_schema(
-            "A date phrase read against now: 'today', 'yesterday', 'last week', 'this month', 'last year', "
-            "'3 days ago', 'in May 2023', '8 May 2023', '2023-05', '先週', '昨日', '2023年5月'. "
-            "Not with start/end."
-        ),
-        "start": one_of_types(
-            "string",
-            "number",
-            description="Period start: a date '2023-05-01' (from its start), '2023-05', '2023', an "
-            "ISO-8601 time (naive = UTC) or Unix seconds.",
-        ),
-        "end": one_of_types(
-            "string",
-            "number",
-            description="Period end, included: a date '2023-05-31' (through its end), '2023-05', "
-            "'2023', an ISO-8601 time or Unix seconds. Not before start.",
-        ),
+        "phrase": string_schema("e.g. 'last week', 'in May 2023'; or start/end."),
+        "start": one_of_types("string", "number", description="Date, ISO-8601 or Unix s."),
+        "end": one_of_types("string", "number", description="Included."),
         "certainty": {
             "type": "string",
             "enum": ["sure", "likely", "vague"],
             "default": "likely",
-            "description": "sure = filter to the period; likely = boost rows in it; vague = a milder, "
-            "wider boost.",
+            "description": "sure filters; likely, vague boost.",
         },
-        "now": one_of_types(
-            "string",
-            "number",
-            description="What relative phrases count from (ISO-8601 with your offset, so 'yesterday' "
-            "is your yesterday, or Unix seconds); default the server's current time, UTC.",
-        ),
+        "now": one_of_types("string", "number", description="For relative phrases."),
     },
     "additionalProperties": False,
 }
@@ -279,19 +229,14 @@ def thousands(value: int) -> str:
 
 RECALL_SCOPE: dict[str, Any] = {
     "agent_id": AGENT_ID,
-    "query": string_schema(
-        "What to look for, in natural language or exact terms (names, identifiers, error strings, "
-        "CJK text all work). Empty returns the most recent memories.",
-        default="",
-    ),
+    "query": string_schema("Empty: the most recent.", default=""),
     "limit": {
         "type": "integer",
         "minimum": 0,
         "maximum": RECALL_LIMIT_MAX,
         "default": RECALL_LIMIT_DEFAULT,
-        "description": f"Maximum rows to return (0..{RECALL_LIMIT_MAX}, default {RECALL_LIMIT_DEFAULT}).",
     },
-    "deep": bool_schema("Ignore time decay (search old history as if it were recent)."),
+    "deep": bool_schema("Ignore time decay."),
     "channel": CHANNEL_READ,
     "project_id": PROJECT_ID_READ,
 }
@@ -306,10 +251,10 @@ SOURCE_SCHEMA = one_of_types(
         },
     },
     "string",
-    description="Who said it: {type, id, name} (e.g. {type: 'user', id: 'U123', name: 'Ana'}) or that object as JSON text.",
+    description="Who said it: {type, id, name}.",
 )
 METADATA_SCHEMA = one_of_types(
     "object",
     "string",
-    description="Free-form JSON object (or its JSON text) kept with the memory; size-capped, refused when too big.",
+    description="A JSON object kept with it.",
 )

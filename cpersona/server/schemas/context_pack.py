@@ -23,7 +23,6 @@ from cpersona.server.schemas.common import (
     ToolSpec,
     object_schema,
     string_schema,
-    thousands,
 )
 from cpersona.server.schemas.links import FOLLOWS_READ
 
@@ -41,24 +40,13 @@ def tools(settings: Settings) -> list[ToolSpec]:
             summary="one call: the best rows, what superseded them, what they replaced and what they link "
             "to, quoted within a character budget; **the last item is the best match**",
             description=(
-                "Get the context of a question in one call: recall's best rows for 'query' (and the rows "
-                "you name in 'refs'), each with the memory in force that supersedes it ('current'), the "
-                "memories it replaced ('replaced') and the memories linked to it either way ('linked'), "
-                "all quoted verbatim from the store and trimmed to 'budget_chars' characters of text "
-                f"(default {thousands(RECONSTRUCT_BUDGET_DEFAULT)}). The budget goes to the best matches "
-                "first, then current versions, then history, then links; a row that no longer fits whole "
-                "is quoted as a prefix ending in ' […]' with truncated: true, and rows that did not fit "
-                "are listed in 'omitted' (get_contents has them). Items come grouped by seed, each group "
-                "ending with its seed, the best group LAST: the last item is the best match. Each item "
-                "says role (match | given | current | replaced | linked), seed and why. Recall "
-                "statistics are not recorded. Rows you may not read are never followed."
+                "The context of a question in one call: recall's best rows (and rows you name in refs), each with the memory that superseded it, those it replaced and its links, quoted verbatim within budget_chars. The best group comes LAST; what did not fit is listed in 'omitted'."
             ),
             input_schema=object_schema(
                 {
                     "agent_id": AGENT_ID,
                     "query": string_schema(
-                        "What the context is about (recall's query). Optional when refs or a time_cue "
-                        "is given.",
+                        "What the context is about (optional with refs or time_cue).",
                         default="",
                     ),
                     "refs": {
@@ -68,8 +56,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                             "type": "string",
                             "pattern": f"^(mem|ep):[1-9][0-9]{{0,{MAX_ROW_ID_DIGITS - 1}}}$",
                         },
-                        "description": "Rows of yours to build the pack around as well ('mem:<id>', "
-                        "'ep:<id>'); unknown ones are listed in 'missing'.",
+                        "description": "Your rows to build around too ('mem:<id>', 'ep:<id>').",
                     },
                     "budget_chars": {
                         "type": "integer",

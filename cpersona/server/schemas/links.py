@@ -36,19 +36,14 @@ FOLLOWS_WRITE = Rule(WRITE, follows_links=True)
 RELATION: dict[str, Any] = {
     "type": "string",
     "pattern": RELATION_PATTERN,
-    "description": "The link's type, in your own words: lower-case letters, digits and '_' "
-    "(e.g. 'decided_by', 'about', 'follows_up').",
+    "description": "e.g. 'decided_by'.",
 }
 
 #: store's and declare_associations' list of links (exactly one of to / entity per item; the API checks).
 ASSOCIATIONS: dict[str, Any] = {
     "type": "array",
     "maxItems": MAX_ASSOCIATIONS_PER_CALL,
-    "description": (
-        "Typed links from this memory: {relation, to: 'mem:<id>'} to another memory you may read, or "
-        "{relation, entity: 'Project Phoenix'} to a named entity of your agent (matched ignoring case). "
-        "An unknown or unreadable target memory refuses the whole call; declaring a link twice is harmless."
-    ),
+    "description": "Typed links: {relation, to: 'mem:<id>'} or {relation, entity: 'name'}.",
     "items": object_schema(
         {
             "relation": RELATION,
@@ -57,8 +52,7 @@ ASSOCIATIONS: dict[str, Any] = {
                 "type": "string",
                 "minLength": 1,
                 "maxLength": 4 * MAX_ENTITY_CHARS,
-                "description": f"An entity name (at most {MAX_ENTITY_CHARS} characters once spaces "
-                "are collapsed).",
+                "description": f"At most {MAX_ENTITY_CHARS} characters.",
             },
         },
         required=["relation"],
@@ -78,11 +72,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             summary="declare typed links from one of your memories to other memories or named entities "
             "(no extraction)",
             description=(
-                "Link one of your memories to other memories or to named entities after it was stored "
-                "(store takes the same 'associations' for a new memory). Nothing is inferred: the graph is "
-                "what you declare. Returns {from, declared, unchanged, associations: [{relation, to, "
-                "result}]}. All or nothing: a target memory that does not exist or that you may not read "
-                "fails the call as not_found. A deleted memory's links go with it."
+                "Link one of your memories to other memories or to named entities, typed as you declare (store takes the same for a new memory). All or nothing; nothing is inferred."
             ),
             input_schema=object_schema(
                 {
@@ -105,13 +95,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             summary="walk declared links (up to 5 hops) from a memory or an entity; rows you may not read "
             "are never reached",
             description=(
-                "Walk the links you declared, breadth first, from a memory ('mem:<id>') or one of your "
-                "entities ('entity:Project Phoenix' or just the name). Returns the memories and entities "
-                "reached, each once at its fewest hops, with hop and path (the links walked, as declared: "
-                "{from, relation, to}); memories come back as rows (content previewed like recall). "
-                "direction 'both' (default) follows links either way, 'out' only as declared, 'in' only "
-                "back to the memories that point here. Rows you may not read are never returned or walked "
-                "through. truncated: true means limit stopped the walk."
+                "Walk the links you declared, breadth first, from a memory ('mem:<id>') or an entity; returns the memories and entities reached, each with hop and path."
             ),
             input_schema=object_schema(
                 {
@@ -119,8 +103,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "from": one_of_types(
                         {"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID},
                         {"type": "string", "minLength": 1, "maxLength": 4 * MAX_ENTITY_CHARS},
-                        description="Where to start: a memory ref 'mem:<id>' (or its integer id), "
-                        "'entity:<name>', or an entity name.",
+                        description="'mem:<id>', 'entity:<name>' or an entity name.",
                     ),
                     "relation": {**RELATION, "description": "Follow only links of this relation."},
                     "depth": {

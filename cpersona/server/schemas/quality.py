@@ -9,8 +9,7 @@ from cpersona.server.rules import READ, WRITE, Rule
 from cpersona.server.schemas.common import AGENT_ID, KEEPS, READS, ToolSpec, object_schema, string_schema
 
 PRECISION = string_schema(
-    "strict (cuts more unanswerable queries), balanced or lenient (keeps more recall); '' clears the "
-    "agent's setting so the server default applies.",
+    "strict, balanced or lenient; '' clears it.",
     enum=["strict", "balanced", "lenient", ""],
 )
 
@@ -26,14 +25,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Calibrate the recall gate",
             summary="measure the agent's corpus (label-free) and set the recall gate's thresholds",
             description=(
-                "Measure this agent's own memories (no labels needed) and set the thresholds recall's quality gate "
-                "uses, so a question about something never stored comes back empty instead of with loosely related "
-                "rows. Row pairs give the vector threshold (random pairs = unrelated, adjacent same-session pairs = "
-                "related; method separation maximises sensitivity + beta*specificity, percentile / zscore cut the "
-                "unrelated distribution); with the gate on, shipped probe questions about unrelated topics give the "
-                "query gate's cut on the top-cosine scale. Needs an embedding model and at least 10 memories with "
-                "vectors. Saved beside the database; recall uses it at once. Returns vector, gate (threshold per "
-                "precision level), precision and fingerprint. Recalibrate after large imports."
+                "Measure this agent's memories and set the thresholds of recall's quality gate, so a question about something never stored comes back empty. Needs a model and 10 or more embedded memories; run again after large imports."
             ),
             input_schema=object_schema(
                 {
@@ -54,13 +46,13 @@ def tools(settings: Settings) -> list[ToolSpec]:
                         "type": "number",
                         "minimum": -5,
                         "maximum": 10,
-                        "description": "zscore: cut at mean + z_factor * sd (default per precision level).",
+                        "description": "zscore's z.",
                     },
                     "percentile": {
                         "type": "number",
                         "minimum": 0,
                         "maximum": 100,
-                        "description": "percentile: cut at this percentile (default per precision level).",
+                        "description": "percentile's cut.",
                     },
                 },
                 required=["agent_id"],
@@ -75,12 +67,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Set recall precision",
             summary="how hard the gate filters: strict / balanced / lenient or a raw β",
             description=(
-                "Choose how hard recall's quality gate filters for this agent: strict (beta 2.0: more unanswerable "
-                "questions come back empty, a few real ones too), balanced (beta 1.0) or lenient (beta 0.5: keeps "
-                "recall, lets more noise through); or a raw beta (0.05 to 20), which overrides the level. An empty "
-                "precision without beta clears the setting (the server's CPERSONA_RECALL_PRECISION applies). "
-                "Recalibrates at once when a model is ready (recalibrated: true; otherwise note says why). Returns "
-                "the effective level, beta, overridden and the global default."
+                "How hard recall's quality gate filters for this agent: strict, balanced or lenient, or a raw beta; an empty precision clears it."
             ),
             input_schema=object_schema(
                 {
@@ -90,7 +77,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                         "type": "number",
                         "minimum": 0.05,
                         "maximum": 20,
-                        "description": "A raw beta (sensitivity + beta*specificity); overrides the level.",
+                        "description": "A raw beta; overrides precision.",
                     },
                 },
                 required=["agent_id"],
@@ -105,9 +92,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Get recall precision",
             summary="the gate's precision setting in force for an agent",
             description=(
-                "This agent's effective recall precision: level, beta, overridden (set for this agent or the "
-                "global default), global {level, beta}, and calibration {calibrated, gate: calibrated | heuristic "
-                "| off, threshold, stale, fingerprint, created_at}."
+                "This agent's recall precision (level, beta, whether set for this agent) and its calibration state."
             ),
             input_schema=object_schema({"agent_id": AGENT_ID}, required=["agent_id"]),
             hints=READS,
