@@ -1,0 +1,186 @@
+"""The hook command: ``python -m cpersona.hooks HOST EVENT --agent-id ID --db DB --socket PATH``.
+
+Never blocks the user: every path ends in exit status 0. Malformed, huge or missing input, a
+missing database, an unreachable or slow server, a recall past its budget: nothing is printed
+(no injection) and one line is logged (stderr, and ``--log`` when given). The fast path imports
+only the stdlib: it sends the host's input to the running server's hook socket
+(``endpoint``). Only when no server listens does it open the database itself, keyword-only
+(no model is ever loaded by a hook), within the same budget, and says so in the log.
+
+``pre-compact`` prints nothing (neither host injects that event's output); it leaves a marker so
+the next session-start or prompt injection of the same session carries the reminder to archive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from cpersona.hooks import endpoint, wire
+
+#: Seconds a hook may take before it gives up without injecting (the server's answer, or the fallback).
+BUDGET_SECONDS = {"session-start": 4.0, "prompt": 1.2, "pre-compact": 1.0}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cpersona-hook", description=__doc__)
+    parser.add_argument("host", choices=wire.HOSTS)
+    parser.add_argument("event", choices=sorted(wire.EVENTS))
+    parser.add_argument("--agent-id", required=True, help="the agent_id bound by register --hooks")
+    parser.add_argument("--db", required=True, help="the database (absolute path or postgresql:// URL)")
+    parser.add_argument("--socket", required=True, help="the running server's hook socket")
+    parser.add_argument("--capture-prompts", action="store_true", help="store each prompt verbatim")
+    parser.add_argument("--log", help="append the hook's one-line log entries to this file too")
+    parser.add_argument("--budget", type=float, help="seconds before giving up (default per event)")
+    return parser
+
+
+class _Log:
+    def __init__(self, host: str, event: str, path: str | None) -> None:
+        self.prefix = f"cpersona hook {host} {event}"
+        self.path = path
+
+    def line(self, message: str) -> None:
+        text = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {self.prefix}: {message}"
+        with contextlib.suppress(OSError, ValueError):  # a closed stderr must not fail the hook
+            print(text, file=sys.stderr, flush=True)
+        if self.path:
+            with contextlib.suppress(OSError), open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+
+
+def marker_path(socket: Path, session_id: str) -> Path:
+    """The file PreCompact leaves for ``session_id`` beside the hook socket."""
+    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
+    return socket.with_name(f"{socket.stem}.{digest}.compacted")
+
+
+def _mark_compaction(socket: Path, session_id: str) -> None:
+    socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    marker_path(socket, session_id).touch()
+
+
+def _take_marker(socket: Path, session_id: str) -> bool:
+    try:
+        marker_path(socket, session_id).unlink()
+    except OSError:
+        return False
+    return True
+
+
+def _in_process(request: dict[str, Any], database: str) -> tuple[dict[str, Any], Callable[[], None] | None]:
+    """Answer without a server: open the database keyword-only (no model) and answer as the server would."""
+    if "://" not in database and not Path(database).is_file():
+        raise FileNotFoundError(f"no database at {database}")
+    from cpersona.config import Settings
+    from cpersona.hooks.answer import respond
+    from cpersona.memory import Memory
+
+    where = {"db_url": database} if "://" in database else {"db_path": Path(database), "db_url": None}
+    settings = Settings.from_env().with_overrides(embedding_mode="none", **where)
+    memory = Memory(settings, start_background=False, self_calibration=False)
+    answer, after = respond(memory, settings, request)
+
+    def then() -> None:
+        try:
+            if after is not None:
+                after()
+        finally:
+            memory.close()
+
+    return answer, then
+
+
+def _within(budget: float, work: Callable[[], Any]) -> Any:
+    """``work()``'s result, or TimeoutError when it is not done within ``budget`` seconds."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="cpersona-hook-work", daemon=True)
+    thread.start()
+    thread.join(budget)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {budget:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def run(argv: Sequence[str], stdin: Any, stdout: Any) -> int:
+    """The hook; returns 0 whatever happens (the caller exits with it)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit:
+        return 0  # argparse already said what is wrong on stderr
+    log = _Log(args.host, args.event, args.log)
+    started = time.monotonic()
+    budget = args.budget if args.budget is not None else BUDGET_SECONDS[args.event]
+    try:
+        raw = stdin.buffer.read(wire.MAX_INPUT_BYTES + 1) if stdin is not None else b""
+        data = wire.parse_input(raw, args.event)
+    except (wire.HookInputError, OSError, ValueError) as exc:
+        log.line(f"input refused, nothing injected: {exc}")
+        return 0
+    socket = Path(args.socket)
+    if args.event == "pre-compact":
+        try:
+            _mark_compaction(socket, data.session_id)
+        except OSError as exc:
+            log.line(f"could not leave the compaction marker: {exc}")
+        return 0
+    request = {
+        **data.as_json(),
+        "agent_id": args.agent_id,
+        "capture": bool(args.capture_prompts),
+        "compacted": _take_marker(socket, data.session_id),
+    }
+    try:
+        answer = endpoint.ask(socket, request, budget)
+    except (FileNotFoundError, ConnectionRefusedError):
+        left = budget - (time.monotonic() - started)
+        try:
+            answer, after = _within(left, lambda: _in_process(request, args.db))
+            if after is not None:
+                _within(max(0.1, budget - (time.monotonic() - started)), after)
+        except Exception as exc:
+            log.line(f"no server at {socket} and the in-process answer failed, nothing injected: {exc}")
+            return 0
+        log.line(f"no server at {socket}: answered in-process, keyword-only (no model in a hook)")
+    except TimeoutError:
+        log.line(f"the server did not answer within {budget:.1f} s, nothing injected")
+        return 0
+    except (OSError, ValueError) as exc:
+        log.line(f"the server's answer was unusable, nothing injected: {exc}")
+        return 0
+    context = answer.get("context")
+    text = wire.render_output(args.event, context if isinstance(context, str) else None)
+    if text:
+        stdout.write(text + "\n")
+        stdout.flush()
+    return 0
+
+
+def main() -> None:
+    """Console entry: run the hook, then leave at once (a timed-out worker thread must not hold us)."""
+    try:
+        code = run(sys.argv[1:], sys.stdin, sys.stdout)
+    except BaseException as exc:  # the last guard: a hook never fails the host
+        print(f"cpersona hook: unexpected failure, nothing injected: {exc!r}", file=sys.stderr)
+        code = 0
+    try:
+        sys.stdout.flush()
+    finally:
+        os._exit(code)
