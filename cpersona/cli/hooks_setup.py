@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from cpersona.config import Settings
+from cpersona.hooks.wire import AGENT_VARIABLE
 from cpersona.hosts.hooks_file import HOOK_HOSTS
 
 __all__ = ["HOOK_HOSTS", "add_hook_arguments", "apply_hooks", "bind_agent", "hooks_usage_error"]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
-#: The env variable that carries the bound agent_id in the server entry (read by the server's instructions).
-AGENT_VARIABLE = "CPERSONA_AGENT_ID"
 
 
 def add_hook_arguments(register: argparse.ArgumentParser) -> None:

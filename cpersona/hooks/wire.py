@@ -14,6 +14,8 @@ Stdlib only: this module is imported by every hook call.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 HOSTS = ("claude-code", "codex")
@@ -27,6 +29,17 @@ EVENTS = {
 INJECTING = frozenset({"session-start", "prompt"})
 #: Larger input is refused unread: a prompt hook sees the user's prompt, never megabytes.
 MAX_INPUT_BYTES = 1_000_000
+
+
+#: The server entry's variable holding the agent_id that ``register --hooks`` bound (the hooks carry
+#: the same value as ``--agent-id``).
+AGENT_VARIABLE = "CPERSONA_AGENT_ID"
+
+
+def bound_agent_id(environ: Mapping[str, str] | None = None) -> str | None:
+    """The agent_id this server entry was bound to, or None."""
+    value = (os.environ if environ is None else environ).get(AGENT_VARIABLE, "").strip()
+    return value or None
 
 
 class HookInputError(ValueError):

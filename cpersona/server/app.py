@@ -25,6 +25,7 @@ from mcp.server.lowlevel import Server
 
 from cpersona import __version__, operating_context
 from cpersona.config import Settings
+from cpersona.hooks.wire import bound_agent_id
 from cpersona.server.client_auth import request_client
 from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.output_schemas import output_schema
@@ -68,6 +69,9 @@ def instructions(settings: Settings) -> str:
     The file is read once here, at start-up; ``get_operating_context`` re-reads it per call.
     """
     base = base_instructions(settings)
+    bound = bound_agent_id()
+    if bound is not None:  # the host's hooks name the same id (cpersona register --hooks)
+        base += f'\n- This host is bound to agent_id "{bound}": pass it on every call.'
     block = operating_context.instructions_block(settings)
     return base if block is None else f"{base}\n\n{block}"
 
