@@ -129,7 +129,8 @@ def remove_policy(path: Path) -> str:
         old = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return "found no"
-    new = _BLOCK.sub("", old, count=1)
+    # The blank line write_policy put before the block goes with it.
+    new = re.sub(r"(?:(?<=\n)\n)?" + _BLOCK.pattern, "", old, count=1, flags=re.DOTALL)
     if new == old:
         return "found no"
     write_text_if_changed(path, new)
