@@ -139,16 +139,18 @@ def _register_codex(
         return EXIT_REFUSED
     if change == "present":
         print(
-            f"{path} already has [mcp_servers.{args.name}]; left as it is (to change it, edit it to read:)\n"
-            + server_table(args.name, payload)
+            f"{path} has its own [mcp_servers.{args.name}] (keys register does not write); left as it is. "
+            "To change it, edit it to read:\n" + server_table(args.name, payload)
         )
+    elif change == "unchanged":
+        print(f"{path} already has this entry for {args.name!r}; nothing written")
     else:
         kept = f" (the old file is kept as {backup})" if backup else ""
-        print(f"added server {args.name!r} to {path}{kept}")
+        print(f"{change} server {args.name!r} in {path}{kept}")
     for note in notes:
         print(f"note: {note}")
     code = apply_hooks(args, settings, payload["env"])
-    if change != "present":
+    if change in ("added", "updated"):
         print(f"next: {RELOAD_HINTS['codex']}")
     return code
 

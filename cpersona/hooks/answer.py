@@ -119,7 +119,7 @@ def prompt_context(memory: Memory, agent_id: str, prompt: str, *, compacted: boo
     answer = memory.recall(agent_id, prompt, limit=PROMPT_ROWS, record=False)
     gate = answer.get("gate") or {}
     rows = [r for r in answer.get("results", []) if not r.get("gate_fallback")]
-    if not gate.get("passed") or not rows or not _clear_of_gate(gate):
+    if not gate.get("passed") or not rows or not _clear_of_gate(dict(gate)):
         return "\n".join(lead) or None
     header = f'Memories that may bear on this prompt (cpersona, agent_id "{agent_id}", best last):'
     left = PROMPT_BUDGET - len(header) - sum(len(x) + 1 for x in lead) - 1

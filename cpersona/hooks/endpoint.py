@@ -34,15 +34,24 @@ def socket_path(runtime_dir: Path, database: str) -> Path:
     return runtime_dir / f"{key}.hooks.sock"
 
 
+class Unreachable(OSError):
+    """No server can be reached at the socket (none listens, a stale file, a path too long to use)."""
+
+
 def ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Send ``request`` to the server at ``path`` and return its answer.
 
-    Raises FileNotFoundError / ConnectionRefusedError when no server listens, TimeoutError
-    (``socket.timeout``) past ``timeout`` seconds, ValueError for an answer that is not a JSON object.
+    Raises Unreachable when no server can be reached, TimeoutError (``socket.timeout``) past
+    ``timeout`` seconds, ValueError for an answer that is not a JSON object.
     """
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
-        sock.connect(str(path))
+        try:
+            sock.connect(str(path))
+        except TimeoutError:
+            raise
+        except OSError as exc:
+            raise Unreachable(str(exc)) from exc
         sock.sendall(json.dumps(request, ensure_ascii=False).encode("utf-8") + b"\n")
         sock.shutdown(socket.SHUT_WR)
         chunks = []

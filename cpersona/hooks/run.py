@@ -5,7 +5,8 @@ missing database, an unreachable or slow server, a recall past its budget: nothi
 (no injection) and one line is logged (stderr, and ``--log`` when given). The fast path imports
 only the stdlib: it sends the host's input to the running server's hook socket
 (``endpoint``). Only when no server listens does it open the database itself, keyword-only
-(no model is ever loaded by a hook), within the same budget, and says so in the log.
+(no model is ever loaded by a hook), within a budget of its own (opening the database in a fresh
+process costs far more than asking the warm server), and says so in the log.
 
 ``pre-compact`` prints nothing (neither host injects that event's output); it leaves a marker so
 the next session-start or prompt injection of the same session carries the reminder to archive.
@@ -28,6 +29,9 @@ from cpersona.hooks import endpoint, wire
 
 #: Seconds a hook may take before it gives up without injecting (the server's answer, or the fallback).
 BUDGET_SECONDS = {"session-start": 4.0, "prompt": 1.2, "pre-compact": 1.0}
+#: Seconds the in-process answer may take when no server listens (imports and opening included); the
+#: hosts' own timeouts for our hooks (hosts/hooks_file.py) are longer still.
+FALLBACK_SECONDS = {"session-start": 6.0, "prompt": 3.0, "pre-compact": 1.0}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--socket", required=True, help="the running server's hook socket")
     parser.add_argument("--capture-prompts", action="store_true", help="store each prompt verbatim")
     parser.add_argument("--log", help="append the hook's one-line log entries to this file too")
-    parser.add_argument("--budget", type=float, help="seconds before giving up (default per event)")
+    parser.add_argument(
+        "--budget", type=float, help="seconds before giving up, server or not (default per event)"
+    )
     return parser
 
 
@@ -128,6 +134,7 @@ def run(argv: Sequence[str], stdin: Any, stdout: Any) -> int:
     log = _Log(args.host, args.event, args.log)
     started = time.monotonic()
     budget = args.budget if args.budget is not None else BUDGET_SECONDS[args.event]
+    fallback = args.budget if args.budget is not None else FALLBACK_SECONDS[args.event]
     try:
         raw = stdin.buffer.read(wire.MAX_INPUT_BYTES + 1) if stdin is not None else b""
         data = wire.parse_input(raw, args.event)
@@ -149,16 +156,16 @@ def run(argv: Sequence[str], stdin: Any, stdout: Any) -> int:
     }
     try:
         answer = endpoint.ask(socket, request, budget)
-    except (FileNotFoundError, ConnectionRefusedError):
-        left = budget - (time.monotonic() - started)
+    except endpoint.Unreachable as exc:
+        left = fallback - (time.monotonic() - started)
         try:
             answer, after = _within(left, lambda: _in_process(request, args.db))
             if after is not None:
-                _within(max(0.1, budget - (time.monotonic() - started)), after)
-        except Exception as exc:
-            log.line(f"no server at {socket} and the in-process answer failed, nothing injected: {exc}")
+                _within(max(0.1, fallback - (time.monotonic() - started)), after)
+        except Exception as error:
+            log.line(f"no server at {socket} and the in-process answer failed, nothing injected: {error}")
             return 0
-        log.line(f"no server at {socket}: answered in-process, keyword-only (no model in a hook)")
+        log.line(f"no server at {socket} ({exc}): answered in-process, keyword-only (no model in a hook)")
     except TimeoutError:
         log.line(f"the server did not answer within {budget:.1f} s, nothing injected")
         return 0
