@@ -8,7 +8,8 @@ agents, all embedded with all-MiniLM-L6-v2 from PyPI), then per host and convers
 ``cpersona register HOST --hooks --agent-id <that conversation's agent>``, the server started
 with the exact entry register wrote (stdin open, as a host keeps it), and the exact prompt-hook
 command run through the shell for each question, timed from spawn to exit. Prints per host and
-conversation: p50 / p95 ms per prompt, the share of the conversation's questions (categories
+conversation: p50 / p95 ms per prompt (and, for scale, the p50 of a bare ``python -c pass``
+through the same shell at the same time), the share of the conversation's questions (categories
 1-4 with evidence) whose injection holds an evidence turn, and the share of the next
 conversation's questions (asked of this agent) with no injection at all; plus what the
 session-start hook injected (agent_id, profile, newest episode).
@@ -240,6 +241,11 @@ def measure(
     )
     real = conv.real()[:limit] if limit else conv.real()
     negatives = other.negatives_for(conv)[:limit] if limit else other.negatives_for(conv)
+    bare = []  # what the machine charges any Python start right now: the floor under every hook figure
+    for _ in range(20):
+        start = time.perf_counter()
+        subprocess.run(f"{shlex.quote(sys.executable)} -c pass", shell=True, env=env)
+        bare.append((time.perf_counter() - start) * 1000)
     times, hits = [], 0
     for qa in real:
         ms, text = run_command(prompt_cmd, host_input(host, "prompt", "s", prompt=qa["question"]), env)
@@ -257,6 +263,7 @@ def measure(
         len(times),
         round(percentile(times, 50), 1),
         round(percentile(times, 95), 1),
+        round(percentile(bare, 50), 1),
         f"{hits / max(1, len(real)):.0%} of {len(real)}",
         f"{empty / max(1, len(negatives)):.0%} of {len(negatives)}",
         "agent_id, profile, episode" if start_ok else "MISSING",

@@ -15,13 +15,15 @@ call imports it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hook start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
 
 #: Largest request or answer line (a request carries the user's prompt).
 MAX_LINE_BYTES = 2_000_000
@@ -29,6 +31,8 @@ MAX_LINE_BYTES = 2_000_000
 
 def socket_path(runtime_dir: Path, database: str) -> Path:
     """The hook socket for ``database`` (an absolute path or a URL) and this user."""
+    import hashlib
+
     uid = os.getuid() if hasattr(os, "getuid") else 0
     key = hashlib.sha256(f"hooks\0{database}\0{uid}".encode()).hexdigest()[:16]
     return runtime_dir / f"{key}.hooks.sock"
@@ -38,7 +42,7 @@ class Unreachable(OSError):
     """No server can be reached at the socket (none listens, a stale file, a path too long to use)."""
 
 
-def ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+def ask(path: str | Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Send ``request`` to the server at ``path`` and return its answer.
 
     Raises Unreachable when no server can be reached, TimeoutError (``socket.timeout``) past
@@ -70,15 +74,18 @@ def ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
     return answer
 
 
-Answerer = Callable[[dict[str, Any]], tuple[dict[str, Any], Callable[[], None] | None]]
-"""Request -> (answer, work to do after the answer was sent, or None)."""
-
-
 class HookEndpoint:
     """The server side: elect a listener per database, then answer each connection on a thread."""
 
-    def __init__(self, path: Path, answerer: Answerer, *, retry_seconds: float = 5.0) -> None:
-        """Listen at ``path`` (once elected) and answer with ``answerer``."""
+    def __init__(
+        self,
+        path: Path,
+        answerer: Callable[[dict[str, Any]], tuple[dict[str, Any], Callable[[], None] | None]],
+        *,
+        retry_seconds: float = 5.0,
+    ) -> None:
+        """Listen at ``path`` (once elected) and answer with ``answerer``: request -> (answer, work
+        to do after the answer was sent, or None)."""
         self.path = path
         self.answerer = answerer
         self.retry_seconds = retry_seconds

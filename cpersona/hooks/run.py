@@ -14,39 +14,71 @@ the next session-start or prompt injection of the same session carries the remin
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import hashlib
 import os
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
 from cpersona.hooks import endpoint, wire
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: every import costs each prompt
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 #: Seconds a hook may take before it gives up without injecting (the server's answer, or the fallback).
 BUDGET_SECONDS = {"session-start": 4.0, "prompt": 1.2, "pre-compact": 1.0}
 #: Seconds the in-process answer may take when no server listens (imports and opening included); the
 #: hosts' own timeouts for our hooks (hosts/hooks_file.py) are longer still.
 FALLBACK_SECONDS = {"session-start": 6.0, "prompt": 3.0, "pre-compact": 1.0}
+USAGE = (
+    "usage: python -m cpersona.hooks claude-code|codex session-start|prompt|pre-compact --agent-id ID "
+    "--db DATABASE --socket PATH [--capture-prompts] [--log FILE] [--budget SECONDS]"
+)
+_VALUED = ("--agent-id", "--db", "--socket", "--log", "--budget")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cpersona-hook", description=__doc__)
-    parser.add_argument("host", choices=wire.HOSTS)
-    parser.add_argument("event", choices=sorted(wire.EVENTS))
-    parser.add_argument("--agent-id", required=True, help="the agent_id bound by register --hooks")
-    parser.add_argument("--db", required=True, help="the database (absolute path or postgresql:// URL)")
-    parser.add_argument("--socket", required=True, help="the running server's hook socket")
-    parser.add_argument("--capture-prompts", action="store_true", help="store each prompt verbatim")
-    parser.add_argument("--log", help="append the hook's one-line log entries to this file too")
-    parser.add_argument(
-        "--budget", type=float, help="seconds before giving up, server or not (default per event)"
-    )
-    return parser
+class HookArgs:
+    """The hook's command line (parsed by hand: argparse and its gettext cost more than the rest)."""
+
+    __slots__ = ("agent_id", "budget", "capture_prompts", "db", "event", "host", "log", "socket")
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        """Parse ``argv``; ValueError with the reason when it is not the command register writes."""
+        values: dict[str, str] = {}
+        flags: set[str] = set()
+        positional: list[str] = []
+        items = list(argv)
+        while items:
+            item = items.pop(0)
+            name, has_value, inline = item.partition("=")
+            if name in _VALUED:
+                if not has_value:
+                    if not items:
+                        raise ValueError(f"{name} needs a value")
+                    inline = items.pop(0)
+                values[name] = inline
+            elif item == "--capture-prompts":
+                flags.add(item)
+            elif item.startswith("--"):
+                raise ValueError(f"unknown option {item}")
+            else:
+                positional.append(item)
+        if len(positional) != 2:
+            raise ValueError("expected HOST EVENT")
+        self.host, self.event = positional
+        if self.host not in wire.HOSTS:
+            raise ValueError(f"unknown host {self.host!r}")
+        if self.event not in wire.EVENTS:
+            raise ValueError(f"unknown event {self.event!r}")
+        missing = [n for n in ("--agent-id", "--db", "--socket") if not values.get(n)]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        self.agent_id = values["--agent-id"]
+        self.db = values["--db"]
+        self.socket = values["--socket"]
+        self.log = values.get("--log")
+        self.capture_prompts = "--capture-prompts" in flags
+        self.budget = float(values["--budget"]) if "--budget" in values else None
 
 
 class _Log:
@@ -56,27 +88,36 @@ class _Log:
 
     def line(self, message: str) -> None:
         text = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {self.prefix}: {message}"
-        with contextlib.suppress(OSError, ValueError):  # a closed stderr must not fail the hook
+        try:  # noqa: SIM105 - contextlib is one more import on every prompt
             print(text, file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # a closed stderr must not fail the hook
+            pass
         if self.path:
-            with contextlib.suppress(OSError), open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
+            try:
+                with open(self.path, "a", encoding="utf-8") as handle:
+                    handle.write(text + "\n")
+            except OSError:
+                pass
 
 
-def marker_path(socket: Path, session_id: str) -> Path:
+def marker_path(socket: str, session_id: str) -> str:
     """The file PreCompact leaves for ``session_id`` beside the hook socket."""
-    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:16]
-    return socket.with_name(f"{socket.stem}.{digest}.compacted")
+    import binascii
+
+    stem = socket[: -len(".sock")] if socket.endswith(".sock") else socket
+    # A checksum, not a hash: a marker only says "remind this session once"; binascii is built in.
+    return f"{stem}.{binascii.crc32(session_id.encode('utf-8')):08x}.compacted"
 
 
-def _mark_compaction(socket: Path, session_id: str) -> None:
-    socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    marker_path(socket, session_id).touch()
+def _mark_compaction(socket: str, session_id: str) -> None:
+    os.makedirs(os.path.dirname(socket) or ".", mode=0o700, exist_ok=True)
+    with open(marker_path(socket, session_id), "a", encoding="utf-8"):
+        pass
 
 
-def _take_marker(socket: Path, session_id: str) -> bool:
+def _take_marker(socket: str, session_id: str) -> bool:
     try:
-        marker_path(socket, session_id).unlink()
+        os.unlink(marker_path(socket, session_id))
     except OSError:
         return False
     return True
@@ -84,8 +125,10 @@ def _take_marker(socket: Path, session_id: str) -> bool:
 
 def _in_process(request: dict[str, Any], database: str) -> tuple[dict[str, Any], Callable[[], None] | None]:
     """Answer without a server: open the database keyword-only (no model) and answer as the server would."""
-    if "://" not in database and not Path(database).is_file():
+    if "://" not in database and not os.path.isfile(database):
         raise FileNotFoundError(f"no database at {database}")
+    from pathlib import Path
+
     from cpersona.config import Settings
     from cpersona.hooks.answer import respond
     from cpersona.memory import Memory
@@ -107,6 +150,8 @@ def _in_process(request: dict[str, Any], database: str) -> tuple[dict[str, Any],
 
 def _within(budget: float, work: Callable[[], Any]) -> Any:
     """``work()``'s result, or TimeoutError when it is not done within ``budget`` seconds."""
+    import threading
+
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -128,9 +173,10 @@ def _within(budget: float, work: Callable[[], Any]) -> Any:
 def run(argv: Sequence[str], stdin: Any, stdout: Any) -> int:
     """The hook; returns 0 whatever happens (the caller exits with it)."""
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit:
-        return 0  # argparse already said what is wrong on stderr
+        args = HookArgs(argv)
+    except ValueError as exc:
+        print(f"cpersona hook: {exc}; nothing injected\n{USAGE}", file=sys.stderr)
+        return 0
     log = _Log(args.host, args.event, args.log)
     started = time.monotonic()
     budget = args.budget if args.budget is not None else BUDGET_SECONDS[args.event]
@@ -141,7 +187,7 @@ def run(argv: Sequence[str], stdin: Any, stdout: Any) -> int:
     except (wire.HookInputError, OSError, ValueError) as exc:
         log.line(f"input refused, nothing injected: {exc}")
         return 0
-    socket = Path(args.socket)
+    socket = args.socket
     if args.event == "pre-compact":
         try:
             _mark_compaction(socket, data.session_id)

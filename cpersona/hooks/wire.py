@@ -8,15 +8,19 @@ exits 0, for ``SessionStart`` and ``UserPromptSubmit`` only; ``PreCompact`` can 
 into the model on either host (Codex's output schema for it has no ``additionalContext``).
 Sources: docs/hosts-claude-code.md and docs/hosts-codex.md.
 
-Stdlib only: this module is imported by every hook call.
+Stdlib only, and only what a hook needs: this module is imported by every hook call, and each
+import costs start-up time on every prompt (``typing`` and ``dataclasses`` alone cost more than the
+rest of the hook on a busy machine), so type names are imported for the checker only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 HOSTS = ("claude-code", "codex")
 #: Our event names -> the host's event name (the same spelling on both hosts).
@@ -46,15 +50,19 @@ class HookInputError(ValueError):
     """The host's input cannot be used (not JSON, not an object, a field of the wrong type)."""
 
 
-@dataclass(frozen=True)
 class HookInput:
     """What a hook needs from the host's JSON."""
 
-    event: str  # ours: session-start | prompt | pre-compact
-    session_id: str
-    cwd: str
-    prompt: str  # UserPromptSubmit only, else ""
-    source: str  # SessionStart only (startup | resume | clear | compact), else ""
+    __slots__ = ("cwd", "event", "prompt", "session_id", "source")
+
+    def __init__(self, event: str, session_id: str, cwd: str, prompt: str, source: str) -> None:
+        """``event`` is ours (session-start | prompt | pre-compact); ``prompt`` is the
+        UserPromptSubmit prompt and ``source`` the SessionStart source, "" for other events."""
+        self.event = event
+        self.session_id = session_id
+        self.cwd = cwd
+        self.prompt = prompt
+        self.source = source
 
     def as_json(self) -> dict[str, str]:
         """The fields as a JSON object (what the hook sends the server)."""
