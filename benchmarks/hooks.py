@@ -191,6 +191,7 @@ def main() -> int:
                 )
                 try:
                     rows.append(measure(host, conv, other, agent, commands, ids[agent], base, args.questions))
+                    print("measured:", rows[-1], file=sys.stderr, flush=True)
                 finally:
                     if server.stdin is not None:
                         server.stdin.close()
@@ -206,6 +207,7 @@ def main() -> int:
             "prompts",
             "p50 ms",
             "p95 ms",
+            "bare python p50",
             "evidence injected",
             "empty on other",
             "start",
