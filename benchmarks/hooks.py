@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import minilm_models_dir, percentile, print_table  # noqa: E402
 from benchmarks._locomo_data import Conversation, conversation_files  # noqa: E402
+from cpersona.hosts.hooks_file import is_ours  # noqa: E402
 
 MODEL = "all-minilm-l6-v2"
 REF = re.compile(r"\[mem:(\d+)")
@@ -125,7 +126,7 @@ def registered(
         for event, groups in hooks.items()
         for g in groups
         for h in g["hooks"]
-        if "-m cpersona.hooks" in h["command"]
+        if is_ours(h["command"])
     }
     return entry, commands
 

@@ -1,4 +1,5 @@
-"""The hook command: ``python -m cpersona.hooks HOST EVENT --agent-id ID --db DB --socket PATH``.
+"""The hook command: ``python -S …/cpersona/hooks/launch.py HOST EVENT --agent-id ID --db DB --socket PATH``
+(``python -m cpersona.hooks …`` is the same command with ``site``'s start-up cost).
 
 Never blocks the user: every path ends in exit status 0. Malformed, huge or missing input, a
 missing database, an unreachable or slow server, a recall past its budget: nothing is printed
@@ -127,6 +128,10 @@ def _in_process(request: dict[str, Any], database: str) -> tuple[dict[str, Any],
     """Answer without a server: open the database keyword-only (no model) and answer as the server would."""
     if "://" not in database and not os.path.isfile(database):
         raise FileNotFoundError(f"no database at {database}")
+    if sys.flags.no_site:  # started with -S (launch.py): NumPy and the engine live in site-packages
+        import site
+
+        site.main()
     from pathlib import Path
 
     from cpersona.config import Settings

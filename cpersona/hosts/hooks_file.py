@@ -3,7 +3,10 @@
 - Claude Code reads hooks from ``~/.claude/settings.json`` (user scope; ``.claude/settings.json``
   in a project); Codex from ``~/.codex/hooks.json`` (or ``<repo>/.codex/hooks.json``). Both use
   ``{"hooks": {EVENT: [{"matcher"?, "hooks": [{"type": "command", "command", "timeout"}]}]}}``.
-- Ours are recognised by their command (``-m cpersona.hooks``): a run replaces ours and keeps
+- Each command is ``<this Python> -S <installed cpersona>/hooks/launch.py HOST EVENT …`` (``-S``:
+  no ``site`` start-up on every prompt; cpersona/hooks/launch.py says why).
+- Ours are recognised by their command (``cpersona/hooks/launch.py``, or ``-m cpersona.hooks``
+  written by hand): a run replaces ours and keeps
   every other hook, group and key; a second run with the same settings changes nothing. The
   file is written through ``config_file.update_config`` (backup, atomic, mode kept).
 
@@ -12,6 +15,7 @@ Sources for every field: docs/hosts-claude-code.md and docs/hosts-codex.md.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -22,7 +26,9 @@ from cpersona.hosts.config_file import ConfigFileError, update_config
 
 HOOK_HOSTS = ("claude-code", "codex")
 #: The marker in a command that makes a hook ours.
-OURS = "-m cpersona.hooks"
+#: The launcher every command we write runs (beside cpersona/hooks/run.py in this installation).
+LAUNCHER = str(Path(__file__).resolve().parent.parent / "hooks" / "launch.py")
+_OURS = (os.path.join("cpersona", "hooks", "launch.py"), "-m cpersona.hooks")
 #: Our event -> (the host's event, seconds the host waits before it kills the hook).
 HOOK_EVENTS = {
     "session-start": ("SessionStart", 10),
@@ -51,12 +57,14 @@ class HookBinding:
     capture_prompts: bool = False
     log: Path | None = None
     python: str = sys.executable
+    launcher: str = LAUNCHER
 
     def command(self, host: str, event: str) -> str:
         """The exact shell command the host runs for ``event``."""
         argv = [
             self.python,
-            *OURS.split(),
+            "-S",
+            self.launcher,
             host,
             event,
             "--agent-id",
@@ -81,7 +89,12 @@ class HookBinding:
 
 
 def _is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and OURS in str(hook.get("command") or "")
+    return isinstance(hook, dict) and any(mark in str(hook.get("command") or "") for mark in _OURS)
+
+
+def is_ours(command: str) -> bool:
+    """True for a hook command we write (what a second run replaces and --remove-hooks removes)."""
+    return _is_ours({"command": command})
 
 
 def merge_hooks(data: dict[str, Any], ours: dict[str, dict[str, Any]] | None) -> tuple[dict[str, Any], str]:

@@ -13,6 +13,7 @@ import pytest
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
+from cpersona.hosts.hooks_file import is_ours
 from cpersona.hosts.skill import BEGIN, END
 from cpersona.memory import Memory
 from tests.cli.test_register_cli import backups, env_for, register
@@ -43,7 +44,7 @@ def _env(home: Path) -> dict[str, str]:
 
 def _ours(settings: dict[str, Any]) -> dict[str, list[str]]:
     return {
-        event: [h["command"] for g in groups for h in g["hooks"] if "-m cpersona.hooks" in h["command"]]
+        event: [h["command"] for g in groups for h in g["hooks"] if is_ours(h["command"])]
         for event, groups in settings["hooks"].items()
     }
 

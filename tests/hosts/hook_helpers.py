@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cpersona.hooks.endpoint import socket_path
+from cpersona.hosts.hooks_file import LAUNCHER
 
 
 def claude_input(event: str, session: str = "sess-1", **fields: Any) -> dict[str, Any]:
@@ -42,8 +43,8 @@ def hook_argv(
     """The command ``register --hooks`` writes, for a database and runtime directory of the test's own."""
     return [
         sys.executable,
-        "-m",
-        "cpersona.hooks",
+        "-S",
+        LAUNCHER,
         host,
         event,
         "--agent-id",

@@ -1,4 +1,4 @@
-"""The hook command (`python -m cpersona.hooks`), run as the host runs it, without a server: the
+"""The hook command (`python -S …/cpersona/hooks/launch.py`), run as the host runs it, without a server: the
 in-process keyword-only answer, and every failure ending in exit 0, no injection and one log line."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.hooks.answer import COMPACTED, prompt_msg_id
 from cpersona.hooks.endpoint import socket_path
+from cpersona.hosts.hooks_file import is_ours
 from cpersona.memory import Memory
 from tests.hosts.hook_helpers import claude_input, hook_argv, injected, run_hook
 
@@ -234,3 +235,14 @@ def test_slow_server_past_budget_never_blocks(
     )
     assert (done.returncode, done.stdout) == (0, b"")
     assert "did not answer within 0.5 s, nothing injected" in log.read_text()
+
+
+def test_the_module_form_answers_too(stocked: tuple[Path, Path]) -> None:
+    # `python -m cpersona.hooks …` is the same hook with site's start-up; written by hand, it is still ours.
+    db, runtime = stocked
+    argv = hook_argv("prompt", db=db, runtime=runtime)
+    done = run_hook(
+        [argv[0], "-m", "cpersona.hooks", *argv[3:]], claude_input("prompt", prompt="billing database")
+    )
+    assert "PostgreSQL 16" in (injected(done) or "")
+    assert is_ours(" ".join([argv[0], "-m", "cpersona.hooks", *argv[3:]]))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cpersona.hosts.config_file import ConfigFileError
-from cpersona.hosts.hooks_file import HookBinding, merge_hooks
+from cpersona.hosts.hooks_file import LAUNCHER, HookBinding, merge_hooks
 
 BINDING = HookBinding("ada", "/data/memory.db", Path("/run/cp/x.hooks.sock"), python="/opt/py")
 OTHER = {"type": "command", "command": "~/bin/context.sh"}
@@ -19,7 +19,7 @@ def test_ours_go_beside_other_hooks_and_come_out_cleanly() -> None:
     assert change == "added"
     assert added["hooks"]["UserPromptSubmit"][0] == {"matcher": "", "hooks": [OTHER]}
     assert added["hooks"]["UserPromptSubmit"][1]["hooks"][0]["command"] == (
-        "/opt/py -m cpersona.hooks claude-code prompt --agent-id ada --db /data/memory.db --socket /run/cp/x.hooks.sock"
+        f"/opt/py -S {LAUNCHER} claude-code prompt --agent-id ada --db /data/memory.db --socket /run/cp/x.hooks.sock"
     )
     assert merge_hooks(added, BINDING.entries("claude-code")) == (added, "unchanged")
     renamed = HookBinding("bob", BINDING.database, BINDING.socket, python="/opt/py")
