@@ -92,8 +92,9 @@ def _say(change: str, what: str, path: Path, backup: Path | None = None) -> None
         print(f"{change} {what} in {path}{kept}")
 
 
-def apply_hooks(args: argparse.Namespace, settings: Settings, env: dict[str, str]) -> int:
-    """Write (or remove) the hooks, the skill and the policy block for ``args.host``."""
+def apply_hooks(args: argparse.Namespace, env: dict[str, str]) -> int:
+    """Write (or remove) the hooks, the skill and the policy block for ``args.host``; ``env`` is the
+    server entry's (the hooks name the database and socket the server will run with)."""
     from cpersona.hooks.serving import database_location, hook_socket
     from cpersona.hosts.config_file import ConfigFileError
     from cpersona.hosts.hooks_file import HookBinding, hooks_path, install_hooks
@@ -106,7 +107,6 @@ def apply_hooks(args: argparse.Namespace, settings: Settings, env: dict[str, str
         write_text_if_changed,
     )
 
-    del settings  # the hooks follow the entry's env, which is what the server will run with
     host = args.host
     if not (args.hooks or args.policy or args.remove_hooks):
         return EXIT_OK

@@ -95,7 +95,7 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
 
     existed = path.parent.is_dir()
     if args.host == "codex":
-        return _register_codex(args, settings, path, payload, notes)
+        return _register_codex(args, path, payload, notes)
     try:
         result = register_entry(path, args.name, payload, private=bool(entry.secrets))
     except ConfigFileError as exc:
@@ -115,7 +115,7 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
         notes.append(f"{path.parent} did not exist: is Claude Desktop installed for this user?")
     for note in notes:
         print(f"note: {note}")
-    code = apply_hooks(args, settings, payload["env"]) if args.host in HOOK_HOSTS else EXIT_OK
+    code = apply_hooks(args, payload["env"]) if args.host in HOOK_HOSTS else EXIT_OK
     if result.change != "unchanged":
         print(f"next: {RELOAD_HINTS[args.host]}")
         if args.host == "claude-code":
@@ -123,9 +123,7 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
     return code
 
 
-def _register_codex(
-    args: argparse.Namespace, settings: Settings, path: Path, payload: dict[str, Any], notes: list[str]
-) -> int:
+def _register_codex(args: argparse.Namespace, path: Path, payload: dict[str, Any], notes: list[str]) -> int:
     """Codex: the server table in config.toml (appended once), then the hooks, skill and policy."""
     from cpersona.cli.hooks_setup import apply_hooks
     from cpersona.hosts.codex_config import register_codex_server, server_table
@@ -149,7 +147,7 @@ def _register_codex(
         print(f"{change} server {args.name!r} in {path}{kept}")
     for note in notes:
         print(f"note: {note}")
-    code = apply_hooks(args, settings, payload["env"])
+    code = apply_hooks(args, payload["env"])
     if change in ("added", "updated"):
         print(f"next: {RELOAD_HINTS['codex']}")
     return code
