@@ -246,3 +246,13 @@ def test_the_module_form_answers_too(stocked: tuple[Path, Path]) -> None:
     )
     assert "PostgreSQL 16" in (injected(done) or "")
     assert is_ours(" ".join([argv[0], "-m", "cpersona.hooks", *argv[3:]]))
+
+
+def test_session_start_after_compaction_reminds_to_archive(stocked: tuple[Path, Path]) -> None:
+    # Claude Code starts the session again with source "compact" after compacting it.
+    db, runtime = stocked
+    done = run_hook(
+        hook_argv("session-start", db=db, runtime=runtime), claude_input("session-start", source="compact")
+    )
+    text = injected(done) or ""
+    assert COMPACTED in text and 'agent_id is "alice"' in text
