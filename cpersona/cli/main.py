@@ -130,6 +130,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         settings.embedding_mode,
         model,
     )
+    from cpersona.hooks.serving import start_endpoint
+
+    # Host hooks (cpersona register --hooks) ask this warm process instead of loading a model per prompt.
+    hooks = start_endpoint(settings, pending.get)
     try:
         if settings.transport == "streamable-http":
             return run_http(pending.start(), settings, listeners)
@@ -138,6 +142,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         run_stdio(pending.start(), settings)
         return 0
     finally:
+        if hooks is not None:
+            hooks.close()
         pending.close()
 
 

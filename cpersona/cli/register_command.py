@@ -1,7 +1,8 @@
 """``cpersona register HOST``: write (or print) the host's config entry for this installation.
 
-HOST is claude-code, claude-desktop, cursor or mcp-json (cpersona/hosts/locations.py says where
-each keeps its file). The entry runs this installation's ``cpersona serve`` with the CPERSONA_*
+HOST is claude-code, claude-desktop, cursor, mcp-json or codex (cpersona/hosts/locations.py says
+where each keeps its file). ``--hooks`` / ``--policy`` (claude-code, codex) add the host hooks, the
+agent skill and the memory-policy block (cpersona/cli/hooks_setup.py). The entry runs this installation's ``cpersona serve`` with the CPERSONA_*
 env in force; the merge keeps every other server and key (cpersona/hosts/config_file.py).
 
 Exit codes: 0 written, already up to date or printed; 1 the file was refused (not JSON, not
@@ -15,6 +16,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from cpersona.config import Settings
 from cpersona.hosts.locations import HOSTS
@@ -46,8 +48,16 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    from cpersona.cli.hooks_setup import HOOK_HOSTS, apply_hooks, bind_agent, hooks_usage_error
+
+    usage = hooks_usage_error(args)
+    if usage is not None:
+        print(f"cpersona register: {usage}", file=sys.stderr)
+        return EXIT_USAGE
     entry = server_entry(settings)
     payload = entry.as_json()
+    if args.host in HOOK_HOSTS and (args.hooks or args.policy):
+        bind_agent(payload, args)  # the one agent_id: the server's env and every hook command carry it
     path = Path(args.path).expanduser() if args.path else config_path(args.host, project=args.project)
     notes = []
     if entry.left_out:
@@ -70,7 +80,12 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
             notes.append(f"{exc}: the server will search by keyword only")
 
     if args.print:
-        print(json.dumps({"mcpServers": {args.name: payload}}, indent=2, ensure_ascii=False))
+        if args.host == "codex":
+            from cpersona.hosts.codex_config import server_table
+
+            print(server_table(args.name, payload), end="")
+        else:
+            print(json.dumps({"mcpServers": {args.name: payload}}, indent=2, ensure_ascii=False))
         print(f"(printed only; without --print this entry is merged into {path})", file=sys.stderr)
         if args.host == "claude-code":
             print(f"(or let Claude Code add it: {_add_json_line(args.name, payload)})", file=sys.stderr)
@@ -79,6 +94,8 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_OK
 
     existed = path.parent.is_dir()
+    if args.host == "codex":
+        return _register_codex(args, path, payload, notes)
     try:
         result = register_entry(path, args.name, payload, private=bool(entry.secrets))
     except ConfigFileError as exc:
@@ -98,18 +115,49 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
         notes.append(f"{path.parent} did not exist: is Claude Desktop installed for this user?")
     for note in notes:
         print(f"note: {note}")
+    code = apply_hooks(args, payload["env"]) if args.host in HOOK_HOSTS else EXIT_OK
     if result.change != "unchanged":
         print(f"next: {RELOAD_HINTS[args.host]}")
         if args.host == "claude-code":
             print(f"  (or, with Claude Code running: {_add_json_line(args.name, payload)})")
-    return EXIT_OK
+    return code
+
+
+def _register_codex(args: argparse.Namespace, path: Path, payload: dict[str, Any], notes: list[str]) -> int:
+    """Codex: the server table in config.toml (appended once), then the hooks, skill and policy."""
+    from cpersona.cli.hooks_setup import apply_hooks
+    from cpersona.hosts.codex_config import register_codex_server, server_table
+    from cpersona.hosts.config_file import ConfigFileError
+    from cpersona.hosts.locations import RELOAD_HINTS
+
+    try:
+        change, backup = register_codex_server(path, args.name, payload)
+    except ConfigFileError as exc:
+        print(f"cpersona register: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    if change == "present":
+        print(
+            f"{path} has its own [mcp_servers.{args.name}] (keys register does not write); left as it is. "
+            "To change it, edit it to read:\n" + server_table(args.name, payload)
+        )
+    elif change == "unchanged":
+        print(f"{path} already has this entry for {args.name!r}; nothing written")
+    else:
+        kept = f" (the old file is kept as {backup})" if backup else ""
+        print(f"{change} server {args.name!r} in {path}{kept}")
+    for note in notes:
+        print(f"note: {note}")
+    code = apply_hooks(args, payload["env"])
+    if change in ("added", "updated"):
+        print(f"next: {RELOAD_HINTS['codex']}")
+    return code
 
 
 def add_register_command(subparsers: argparse._SubParsersAction) -> None:
     """Register ``register`` on the main parser."""
     register = subparsers.add_parser(
         "register",
-        help="add this installation to an MCP host's config (claude-code, claude-desktop, cursor, mcp-json)",
+        help="add this installation to an MCP host's config (claude-code, claude-desktop, cursor, mcp-json, codex)",
         description="Write (or print) the host's config entry: this installation's absolute `cpersona` path, "
         "`serve`, and the CPERSONA_* env in force, merged into the host's file keeping its other servers "
         "(atomic write, backup of the old file; a file that is not JSON is refused and left untouched).",
@@ -125,4 +173,7 @@ def add_register_command(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="cursor: the project's .cursor/mcp.json instead of ~/.cursor/mcp.json",
     )
+    from cpersona.cli.hooks_setup import add_hook_arguments
+
+    add_hook_arguments(register)
     register.set_defaults(func=cmd_register)

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -125,12 +126,37 @@ def register_entry(path: Path, name: str, entry: dict[str, Any], *, private: boo
     ``private``: a new file gets mode 0600 (the entry holds a password) instead of the umask's default.
     Raises ConfigFileError, with the file untouched, when it cannot be read as a config or written.
     """
+    removed: list[str] = []
+
+    def change(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        merged, what, dropped = merge_entry(data, name, entry)
+        removed.extend(dropped)
+        return merged, what
+
+    target, what, backup = update_config(path, change, private=private)
+    return RegisterResult(target, what, backup, removed)
+
+
+def update_config(
+    path: Path,
+    change: Callable[[dict[str, Any]], tuple[dict[str, Any], str]],
+    *,
+    private: bool = False,
+) -> tuple[Path, str, Path | None]:
+    """Apply ``change`` (config -> (new config, "added" | "updated" | "unchanged" | ...)) to the JSON
+    file at ``path``: (the file written, the change, the backup of the old file or None).
+
+    Nothing is written when the change is "unchanged"; otherwise the old file is copied beside it
+    first and the new text written atomically with the old file's mode (the server entry and the
+    host hooks share this). Raises ConfigFileError, with the file untouched, when it cannot be
+    read as a config or written.
+    """
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     data = read_config(target)
     before = target.stat() if target.exists() else None
-    merged, change, removed = merge_entry(data, name, entry)
-    if change == "unchanged":
-        return RegisterResult(target, change, None, removed)
+    merged, what = change(data)
+    if what == "unchanged":
+        return target, what, None
     backup: Path | None = None
     try:
         if before is not None:
@@ -139,6 +165,7 @@ def register_entry(path: Path, name: str, entry: dict[str, Any], *, private: boo
             mode = stat.S_IMODE(before.st_mode)
         else:
             mode = _new_file_mode(private)
+            target.parent.mkdir(parents=True, exist_ok=True)
         now = target.stat() if target.exists() else None
         if (before is None) != (now is None) or (
             before is not None
@@ -155,4 +182,4 @@ def register_entry(path: Path, name: str, entry: dict[str, Any], *, private: boo
         raise ConfigFileError(
             f"cannot write {target}: {exc.strerror or exc}; the old file is unchanged"
         ) from exc
-    return RegisterResult(target, change, backup, removed)
+    return target, what, backup

@@ -7,6 +7,7 @@
   (``claude mcp add-json --scope user`` writes the same place).
 - Cursor: ``~/.cursor/mcp.json`` (global) or ``.cursor/mcp.json`` in the project.
 - ``mcp-json``: ``.mcp.json`` in the project (the shared project file Claude Code and others read).
+- Codex: ``~/.codex/config.toml`` (TOML, ``[mcp_servers.<name>]``; cpersona/hosts/codex_config.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import platform
 from collections.abc import Mapping
 from pathlib import Path
 
-HOSTS = ("claude-code", "claude-desktop", "cursor", "mcp-json")
+HOSTS = ("claude-code", "claude-desktop", "cursor", "mcp-json", "codex")
 
 #: What a person does after the file was written so the host starts the server.
 RELOAD_HINTS = {
@@ -24,6 +25,7 @@ RELOAD_HINTS = {
     "claude-code": "start a new Claude Code session (`claude mcp list` shows the server); if Claude Code "
     "was running, quit it first or it may write its own copy of ~/.claude.json over this one",
     "cursor": "Cursor loads the server on its next start (or reload the window / toggle it under MCP settings)",
+    "codex": "start a new Codex session (`codex mcp list` shows the server; Codex asks once to trust new hooks)",
     "mcp-json": "hosts that read the project's .mcp.json start the server in this folder "
     "(Claude Code asks once to approve project servers)",
 }
@@ -59,6 +61,8 @@ def config_path(
         return (where if project else home_dir) / ".cursor" / "mcp.json"
     if host == "mcp-json":
         return where / ".mcp.json"
+    if host == "codex":
+        return home_dir / ".codex" / "config.toml"
     raise UnknownHost(f"unknown host {host!r}; known hosts: {', '.join(HOSTS)}")
 
 

@@ -27,6 +27,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from cpersona import __version__, operating_context
 from cpersona.config import OutputSchemaDetail, Settings
+from cpersona.hooks.wire import bound_agent_id
 from cpersona.server import identity
 from cpersona.server.client_auth import request_client
 from cpersona.server.confirm import CONFIRMED_TOOLS, can_ask
@@ -73,6 +74,9 @@ def instructions(settings: Settings) -> str:
     The file is read once here, at start-up; ``get_operating_context`` re-reads it per call.
     """
     base = base_instructions(settings)
+    bound = bound_agent_id()
+    if bound is not None:  # the host's hooks name the same id (cpersona register --hooks)
+        base += f'\n- This host is bound to agent_id "{bound}": pass it on every call.'
     block = operating_context.instructions_block(settings)
     return base if block is None else f"{base}\n\n{block}"
 

@@ -38,6 +38,7 @@ def test_the_other_hosts(tmp_path: Path) -> None:
         == tmp_path / ".cursor" / "mcp.json"
     )
     assert config_path("mcp-json", home=HOME, project_dir=tmp_path) == tmp_path / ".mcp.json"
-    assert set(HOSTS) == {"claude-code", "claude-desktop", "cursor", "mcp-json"}
+    assert config_path("codex", home=HOME) == HOME / ".codex" / "config.toml"
+    assert set(HOSTS) == {"claude-code", "claude-desktop", "cursor", "mcp-json", "codex"}
     with pytest.raises(UnknownHost, match="known hosts: claude-code"):
         config_path("vscode")
