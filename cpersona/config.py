@@ -213,7 +213,7 @@ class Settings:
         0.7,  # chosen on LoCoMo 26 (+2/-0), confirmed on 41 (+1/-0), 30 and the long histories unchanged
         "session diversity: after the gate, each row of a session beyond its best `CPERSONA_SESSION_FREE_ROWS` "
         "gets this factor once more (1: off), so the best rows of other sessions get room "
-        "([docs/retrieval.md](docs/retrieval.md#session-diversity))",
+        "([docs/retrieval.md](docs/retrieval.md#after-fusion))",
         minimum=0.05,
         maximum=1.0,
     )
@@ -222,7 +222,7 @@ class Settings:
         0.3,  # long histories' knowledge updates: newest first 3 -> 5 of 12; LoCoMo unchanged (6 questions ask "now")
         'a question about the present ("now", "currently", "these days", 今, 現在 …, no word of the past): '
         "the rows kept are ranked by time and the oldest loses this share of its score, so the newest "
-        "statement of a changing fact comes first ([docs/retrieval.md](docs/retrieval.md#the-newest-statement)); "
+        "statement of a changing fact comes first ([docs/retrieval.md](docs/retrieval.md#after-fusion)); "
         "`0` turns it off",
         minimum=0.0,
         maximum=0.9,
