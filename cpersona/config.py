@@ -37,6 +37,7 @@ ModelSharing = Literal["auto", "off"]
 QueryKernel = Literal["auto", "exact"]
 Transport = Literal["stdio", "streamable-http"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
+SecretsPolicy = Literal["redact", "refuse", "allow"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -252,6 +253,12 @@ class Settings:
     max_profile_length: int = setting("CPERSONA_MAX_PROFILE_LENGTH", 2000, "profile cap", minimum=1)
     max_metadata_bytes: int = setting(
         "CPERSONA_MAX_METADATA_BYTES", 8192, "source/metadata JSON cap: refused, not cut", minimum=2
+    )
+    secrets: SecretsPolicy = setting(
+        "CPERSONA_SECRETS",
+        "redact",
+        "credentials in written text: `redact` (replaced by `[redacted: <kind>]`), `refuse` "
+        "(`secret_detected`, nothing stored) or `allow` (kept; docs/secrets-and-forgetting.md)",
     )
 
     # Embeddings

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from cpersona.config import Settings
 from cpersona.errors import CPersonaError, InvalidInput
 from cpersona.portability import records
 from cpersona.portability.link_records import LinkImport, parse_link
+from cpersona.secret_guard import Redaction
 from cpersona.shapes.operations import ImportResult, ImportTally
 from cpersona.storage.interface import NewMemory, PortabilityRows
 from cpersona.storage.port_records import (
@@ -58,6 +60,7 @@ class _Tally:
     truncated: int = 0
     vectors_dropped: int = 0
     queued: int = 0
+    redacted: Counter[str] = field(default_factory=Counter)
     errors: list[dict[str, Any]] = field(default_factory=list)
     error_count: int = 0
     counts: dict[str, dict[str, int]] = field(
@@ -254,6 +257,7 @@ def import_file(
                 tally.error(number, str(exc))
                 continue
             tally.truncated += int(parsed.truncated)
+            tally.redacted.update(parsed.redacted)
             tally.vectors_dropped += int(parsed.vector_dropped)
             source_id = obj.get("source_id")
             if named and isinstance(parsed.record, ImportedMemory) and source_id in named:
@@ -334,4 +338,5 @@ def _tally_result(tally: _Tally, dry_run: bool) -> ImportTally:
         "queued_for_embedding": tally.queued,
         "error_count": tally.error_count,
         "errors": tally.errors,
+        "redacted": Redaction("", dict(tally.redacted)).summary(),
     }

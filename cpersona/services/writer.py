@@ -11,11 +11,12 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from cpersona import context_merge
-from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected
+from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected, SecretDetected
 from cpersona.health import persistence
 from cpersona.health.state import HINT
 from cpersona.limits import MAX_KEYWORD_CHARS
 from cpersona.public import public
+from cpersona.secret_guard import Redaction, merge_counts
 from cpersona.services import supersede
 from cpersona.services.core import Core, CoreService
 from cpersona.services.links import Association, declare_in, parse_associations
@@ -86,7 +87,7 @@ class Writer(CoreService):
         metadata: dict[str, Any] | str | None,
         channel: str | None,
         project_id: str | None,
-    ) -> tuple[NewMemory, bool, str]:
+    ) -> tuple[NewMemory, bool, str, Redaction]:
         s = self.settings
         agent = required_str(agent_id, "agent_id")
         project, chan = write_axes(optional_str(project_id, "project_id"), optional_str(channel, "channel"))
@@ -95,10 +96,14 @@ class Writer(CoreService):
         if isinstance(msg_id, bool) or not isinstance(msg_id, str | int | None):
             raise InvalidInput("message id must be a string or an integer")
         msg = optional_str(str(msg_id) if msg_id is not None else None, "message id") or ""
-        cleaned = clean_text(content).strip()
+        # Secrets go before the cap: a key cut in half by it would no longer be recognised.
+        guarded = self.secrets.check(clean_text(content).strip(), "content")
+        cleaned = guarded.text
         text, truncated = cap_text(cleaned, s.max_content_length)
         if not text:
             raise InvalidInput("content is empty")
+        meta = self.secrets.check_json(json_field(metadata, "metadata", s.max_metadata_bytes), "metadata")
+        src = self.secrets.check_json(json_field(source, "source", s.max_metadata_bytes), "source")
         now = format_ts(utc_now())
         new = NewMemory(
             agent_id=agent,
@@ -106,12 +111,12 @@ class Writer(CoreService):
             channel=chan,
             msg_id=msg.strip(),
             content=text,
-            source=json_field(source, "source", s.max_metadata_bytes),
-            metadata=json_field(metadata, "metadata", s.max_metadata_bytes),
+            source=src.text if source is not None else None,
+            metadata=meta.text if metadata is not None else None,
             timestamp=normalise_timestamp(timestamp) if timestamp is not None else now,
             created_at=now,
         )
-        return new, truncated, cleaned
+        return new, truncated, cleaned, merge_counts(guarded, meta, src)
 
     @public
     def store(
@@ -142,11 +147,13 @@ class Writer(CoreService):
         older = supersede.parse_refs(supersedes)
         links: list[Association] = []
         try:
-            new, truncated, cleaned = self._validated_memory(
+            new, truncated, cleaned, redacted = self._validated_memory(
                 agent_id, content, msg_id, source, timestamp, metadata, channel, project_id
             )
             if associations is not None:
                 links = parse_associations(associations)
+        except SecretDetected:
+            raise  # its own code (secret_detected), not a generic rejection
         except InvalidInput as exc:
             raise Rejected(str(exc)) from exc
         # Paused: skipped, persisted: false, nothing written (docs/tools.md#pause_persistence).
@@ -194,6 +201,8 @@ class Writer(CoreService):
             result["original_length"] = len(cleaned)
         if associations is not None:
             result["associations"] = declared
+        if redacted.total:
+            result["redacted"] = redacted.summary()
         return result
 
     @staticmethod
@@ -225,12 +234,16 @@ class Writer(CoreService):
         project, chan = write_axes(optional_str(project_id, "project_id"), optional_str(channel, "channel"))
         if not isinstance(summary, str):
             raise InvalidInput("summary must be a string")
-        text, truncated = cap_text(clean_text(summary).strip(), self.settings.max_content_length)
+        guarded = self.secrets.check(clean_text(summary).strip(), "summary")
+        text, truncated = cap_text(guarded.text, self.settings.max_content_length)
         if not text:
             raise InvalidInput("summary is empty")
         if isinstance(keywords, str):
             keywords = [k for k in keywords.split(",")]
         words = [k.strip() for k in string_list(keywords, "keywords", max_len=MAX_KEYWORD_CHARS) if k.strip()]
+        guarded_words = [self.secrets.check(w, "keywords") for w in words]
+        words = [g.text for g in guarded_words]
+        guarded = merge_counts(guarded, *guarded_words)
         entries = context_merge.validate_entries(history, "history")
         stamps = sorted(e["timestamp"] for e in entries if "timestamp" in e)
         blob, model_id, dim = self._embed_document(text)
@@ -263,6 +276,8 @@ class Writer(CoreService):
         }
         if truncated:
             result["truncated"] = True
+        if guarded.total:
+            result["redacted"] = guarded.summary()
         return result
 
     @public
@@ -288,10 +303,12 @@ class Writer(CoreService):
         older = supersede.parse_refs(supersedes)
         text: str | None = None
         truncated = False
+        guarded = Redaction("")
         if content is not None or not older:
             if not isinstance(content, str):
                 raise InvalidInput("content must be a string")
-            text, truncated = cap_text(clean_text(content).strip(), self.settings.max_content_length)
+            guarded = self.secrets.check(clean_text(content).strip(), "content")
+            text, truncated = cap_text(guarded.text, self.settings.max_content_length)
             if not text:
                 raise InvalidInput("content is empty")
         row = _owned_memory(self.storage.session(), rid, agent, allowed, for_change=True)
@@ -317,6 +334,8 @@ class Writer(CoreService):
             result["supersedes"] = [f"mem:{i}" for i in older]
         if truncated:
             result["truncated"] = True
+        if guarded.total:
+            result["redacted"] = guarded.summary()
         return result
 
     @public
@@ -329,7 +348,8 @@ class Writer(CoreService):
         project, user = required_str(project_id, "project_id"), required_str(user_id, "user_id")
         if not isinstance(profile, str):
             raise InvalidInput("profile must be a string")
-        text, truncated = cap_text(clean_text(profile).strip(), self.settings.max_profile_length)
+        guarded = self.secrets.check(clean_text(profile).strip(), "profile")
+        text, truncated = cap_text(guarded.text, self.settings.max_profile_length)
         if not text:
             raise InvalidInput("profile is empty")
         now = format_ts(utc_now())
@@ -338,6 +358,8 @@ class Writer(CoreService):
         result: UpdateProfileResult = {"ok": True, "agent_id": agent, "updated_at": now, "length": len(text)}
         if truncated:
             result["truncated"] = True
+        if guarded.total:
+            result["redacted"] = guarded.summary()
         return result
 
     def _set_lock(

@@ -4,7 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import AgentNotice, ItemCount, Success
+from cpersona.shapes.common import AgentNotice, ItemCount, Redacted, Success
 from cpersona.shapes.links import AssociationOutcome
 from cpersona.shapes.rows import EpisodeRow, MemoryRow, ProfileRow, RecallRow, StoredRow
 
@@ -25,6 +25,7 @@ class StoreStored(TypedDict):
         Annotated[list[AssociationOutcome], "With associations: one outcome per link declared with the row."]
     ]
     supersedes: NotRequired[Annotated[list[str], "The memories the new one superseded (with supersedes)."]]
+    redacted: NotRequired[Redacted]
 
 
 class StoreSkipped(TypedDict):
@@ -294,6 +295,7 @@ class ArchiveEpisodeResult(TypedDict):
     start_time: Annotated[str | None, "Earliest history timestamp."]
     end_time: Annotated[str | None, "Latest history timestamp."]
     truncated: NotRequired[Annotated[bool, "The summary was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+    redacted: NotRequired[Redacted]
 
 
 class UpdateMemoryResult(TypedDict):
@@ -305,6 +307,7 @@ class UpdateMemoryResult(TypedDict):
     embedded: Annotated[bool, "The new text was embedded now (without content: the row has a vector)."]
     truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
     supersedes: NotRequired[Annotated[list[str], "The memories this one now supersedes (with supersedes)."]]
+    redacted: NotRequired[Redacted]
 
 
 class GetProfileResult(TypedDict):
@@ -324,6 +327,7 @@ class UpdateProfileResult(TypedDict):
     updated_at: Annotated[str, "Now (UTC ISO-8601)."]
     length: Annotated[int, "Characters stored."]
     truncated: NotRequired[Annotated[bool, "The text was cut to CPERSONA_MAX_PROFILE_LENGTH."]]
+    redacted: NotRequired[Redacted]
 
 
 # -- browsing --------------------------------------------------------------------------------------------

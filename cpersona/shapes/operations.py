@@ -4,7 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import AgentNotice, Success
+from cpersona.shapes.common import AgentNotice, RedactedKind, Success
 from cpersona.shapes.everyday import QueueStatus, TableCounts
 
 # -- health and administration -------------------------------------------------------------------------
@@ -173,6 +173,11 @@ class ImportTally(TypedDict):
     queued_for_embedding: Annotated[int, "Rows queued for back-fill."]
     error_count: Annotated[int, "Bad lines (skipped)."]
     errors: Annotated[list[dict[str, Any]], "The first bad lines: line number and why."]
+    redacted: Annotated[
+        list[RedactedKind],
+        "Credentials replaced by '[redacted: <kind>]' (CPERSONA_SECRETS=redact; refuse makes such a line an "
+        "error): kind and count, never the value; those rows are embedded again.",
+    ]
 
 
 class ImportResult(ImportTally):
