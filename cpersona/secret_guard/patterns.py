@@ -38,11 +38,16 @@ def entropy_bits(value: str) -> float:
 
 
 def _looks_random(value: str) -> bool:
-    # A key-like context plus a long run of mixed letters and digits with high entropy; plain words,
-    # numbers, dates and paths fail one of the three.
+    # A key-like context plus a long run with high entropy: letters and digits mixed, or (letters
+    # only) both cases and still higher entropy. Words, numbers, dates and CamelCase names fail.
     has_digit = any(ch.isdigit() for ch in value)
     has_alpha = any(ch.isalpha() for ch in value)
-    return has_digit and has_alpha and entropy_bits(value) >= 3.5
+    bits = entropy_bits(value)
+    if has_digit and has_alpha:
+        return bits >= 3.5
+    uppers = sum(ch.isupper() for ch in value)
+    lowers = sum(ch.islower() for ch in value)
+    return uppers >= 4 and lowers >= 4 and bits >= 4.0
 
 
 def not_a_word(value: str) -> bool:
@@ -98,7 +103,8 @@ PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("digitalocean-token", _p(r"\bdo[por]_v1_[a-f0-9]{64}\b")),
     SecretPattern("telegram-bot-token", _p(r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])")),
     SecretPattern(
-        "discord-bot-token", _p(r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}\b")
+        "discord-bot-token",
+        _p(r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])"),
     ),
     SecretPattern("azure-storage-key", _p(r"(?i)AccountKey=(?P<v>[A-Za-z0-9+/]{80,90}={0,2})"), "v"),
     SecretPattern("jwt", _p(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
@@ -121,7 +127,9 @@ PATTERNS: tuple[SecretPattern, ...] = (
     ),
     SecretPattern(
         "high-entropy-string",
-        _p(rf"(?i)\b{_KEY_WORDS}\w*\b[^\n]{{0,24}}?(?<![A-Za-z0-9+/_=-])(?P<v>[A-Za-z0-9+/_=-]{{20,}})"),
+        _p(
+            rf"(?i)\b(?:{_KEY_WORDS}|key|keys|credentials?|passcode)\b[^\n]{{0,24}}?(?<![A-Za-z0-9+/_=-])(?P<v>[A-Za-z0-9+/_=-]{{20,}})"
+        ),
         "v",
         _looks_random,
     ),
