@@ -18,6 +18,7 @@ from cpersona.secret_guard.patterns import KEY_NAME, KINDS, PATTERNS, not_a_word
 from cpersona.shapes.common import RedactedKind
 
 PLACEHOLDER = "[redacted: {kind}]"
+PLACEHOLDER_START = "[redacted"
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,9 @@ def scan(text: str) -> list[Finding]:
     for pattern in PATTERNS:
         for match in pattern.regex.finditer(text):
             value = match.group(pattern.group)
-            if not value or (pattern.accept is not None and not pattern.accept(value)):
+            if not value or value.startswith(PLACEHOLDER_START):  # ours, from an earlier pass
+                continue
+            if pattern.accept is not None and not pattern.accept(value):
                 continue
             start, end = match.span(pattern.group)
             if any(start < f.end and f.start < end for f in found):
