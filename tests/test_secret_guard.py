@@ -130,3 +130,11 @@ def test_json_values_under_key_like_names_count_as_secrets() -> None:
     assert result.total == 2
     clean = json.dumps({"a": 1})
     assert guard.check_json(clean, "metadata").text == clean
+
+
+def test_json_redaction_is_idempotent() -> None:
+    guard = SecretGuard("redact")
+    once = guard.check_json(json.dumps({"api_key": "zz81kLm0"}), "metadata")
+    assert once.total == 1
+    again = guard.check_json(once.text, "metadata")
+    assert again.total == 0 and again.text == once.text

@@ -119,7 +119,8 @@ class SecretGuard:
                 return [walk(v, key) for v in value]
             if not isinstance(value, str):
                 return value
-            if key is not None and KEY_NAME.fullmatch(key) and len(value) >= 4 and not_a_word(value):
+            keyed = key is not None and KEY_NAME.fullmatch(key) is not None
+            if keyed and len(value) >= 4 and not_a_word(value) and not value.startswith(PLACEHOLDER_START):
                 found["password-assignment"] += 1
                 return PLACEHOLDER.format(kind="password-assignment")
             r = redact(value)
