@@ -12,7 +12,7 @@ standard library's ``secrets`` module, which ``cpersona.acl`` imports.)
    redact), then each value looked for in recall (the value as the query), an export file, the
    browser view's listing (``browse_memories``, what its pages render) and the bytes of the database
    files (the file, its WAL and shared memory). Every value must be absent from all four.
-   The same with ``allow`` is the control (each probe finds the values that are there).
+   The same with ``allow`` (and the export's include_secrets) is the control: each probe finds values that are there.
 3. Per-store cost: the median wall time of ``store`` with the guard on and off (``allow``) over
    ``--stores`` LoCoMo turns, and the detector alone per turn.
 """
@@ -100,7 +100,7 @@ def end_to_end(samples: list[Sample], policy: str) -> tuple[int, int, int, int]:
                 rows = memory.recall("bench", query, limit=5)["results"]
                 recalled += any(leaked(s, json.dumps(r)) for r in rows)
             exported = folder / "export.jsonl"
-            memory.export_memories("bench", str(exported))
+            memory.export_memories("bench", str(exported), include_secrets=policy == "allow")
             export_text = exported.read_text(encoding="utf-8")
             pages = []
             offset = 0

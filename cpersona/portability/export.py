@@ -7,12 +7,14 @@ temporary file and leaves the target as it was, since a cut-off export would pas
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
 from typing import Any, TextIO
 
 from cpersona.portability import records
 from cpersona.portability.link_records import link_line
+from cpersona.secret_guard import Redaction, SecretGuard
 from cpersona.shapes.operations import ExportResult
 from cpersona.storage.interface import PortabilityRows
 from cpersona.text import format_ts, utc_now
@@ -40,12 +42,16 @@ def export_file(
     include_embeddings: bool,
     model: tuple[str, int] | None,
     work: Work | None = None,
+    include_secrets: bool = False,
 ) -> ExportResult:
     """Write the export into ``sink`` (paths.atomic_write: temp file, fsync, rename; or stdout).
 
     A failure inside the sink leaves no partial file behind. Returns the path (``shown``),
-    bytes written and per-type counts.
+    bytes written and per-type counts. Unless ``include_secrets``, every credential the guard
+    finds (cpersona.secret_guard) is written as its placeholder, and a row so changed goes
+    without its vector (computed from the secret); ``redacted`` counts them by kind.
     """
+    found: Counter[str] = Counter()
     written = {"memories": 0, "episodes": 0, "profiles": 0}
     work = work or Work()
     size = 0
@@ -68,7 +74,10 @@ def export_file(
         size += _write(out, head)
         links = 0
         for done, (kind, cols) in enumerate(stream, start=1):
-            size += _write(out, _LINE_BUILDERS[kind](cols, include_embeddings))
+            line = _LINE_BUILDERS[kind](cols, include_embeddings)
+            if not include_secrets and kind in ("memory", "episode", "profile"):
+                found.update(_scrub(line))
+            size += _write(out, line)
             if kind == "supersede":
                 links += 1
                 continue
@@ -80,7 +89,7 @@ def export_file(
         work.report(sum(written.values()), total, "rows")
     if links:
         written["supersede_links"] = links
-    return {
+    result: ExportResult = {
         "ok": True,
         "path": shown,
         "bytes": size,
@@ -88,6 +97,42 @@ def export_file(
         "include_embeddings": include_embeddings,
         "counts": written,
     }
+    if found:
+        result["redacted"] = Redaction("", dict(found)).summary()
+    return result
+
+
+_SCRUB = SecretGuard("redact")
+_VECTOR_KEYS = ("embedding", "embedding_model", "embedding_dim")
+
+
+def _scrub(line: dict[str, Any]) -> Counter[str]:
+    """Replace the secrets of one record line in place; the kinds found."""
+    found: Counter[str] = Counter()
+    for key in ("content", "summary"):
+        if isinstance(line.get(key), str):
+            r = _SCRUB.check(line[key], key)
+            found.update(r.counts)
+            line[key] = r.text
+    for key in ("source", "metadata"):
+        if isinstance(line.get(key), dict):
+            r = _SCRUB.check_json(json.dumps(line[key], ensure_ascii=False, sort_keys=True), key)
+            if r.total:
+                found.update(r.counts)
+                line[key] = json.loads(r.text)
+    if isinstance(line.get("keywords"), list):
+        words = []
+        for word in line["keywords"]:
+            if isinstance(word, str):
+                kept = _SCRUB.check(word, "keywords")
+                found.update(kept.counts)
+                word = kept.text
+            words.append(word)
+        line["keywords"] = words
+    if found:
+        for key in _VECTOR_KEYS:
+            line.pop(key, None)
+    return found
 
 
 def _write(out: TextIO, obj: dict[str, Any]) -> int:

@@ -77,6 +77,7 @@ class Portability:
         include_embeddings: bool = False,
         *,
         overwrite: bool = False,
+        include_secrets: bool = False,
         confined: bool = True,
         work: Work | None = None,
         scope: FileScope | None = None,
@@ -86,9 +87,11 @@ class Portability:
         ``scope`` is the HTTP client's ACL reach (grants.py): its own folder, and replacing a
         file needs admin on every agent in it. Unconfined (the CLI), ``-`` is standard output.
         ``work`` (``cpersona.work``) gets progress in rows and may cancel: the file is then not written.
+        Credentials are written as their placeholders unless ``include_secrets`` (docs/secrets-and-forgetting.md).
         """
         agent = optional_str(agent_id, "agent_id")
         vectors = boolean(include_embeddings, "include_embeddings")
+        secrets = boolean(include_secrets, "include_secrets")
         replace = boolean(overwrite, "overwrite")
         if not confined and output_path == STDIO:
             result = export.export_file(
@@ -99,6 +102,7 @@ class Portability:
                 include_embeddings=vectors,
                 model=self._active_model(),
                 work=work,
+                include_secrets=secrets,
             )
         else:
             folder = scope.client if scope is not None else None
@@ -112,6 +116,7 @@ class Portability:
                     include_embeddings=vectors,
                     model=self._active_model(),
                     work=work,
+                    include_secrets=secrets,
                 )
         if agent is not None and not any(result.get("counts", {}).values()):
             notice = agent_notice(self.store.session().admin, agent)

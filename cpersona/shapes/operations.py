@@ -158,6 +158,13 @@ class ExportResult(TypedDict):
     include_embeddings: Annotated[bool, "Whether vectors were written (base64 float32 with model id)."]
     counts: Annotated[dict[str, int], "Records written per type."]
     notice: NotRequired[AgentNotice]
+    redacted: NotRequired[
+        Annotated[
+            list[RedactedKind],
+            "Credentials written as '[redacted: <kind>]' (absent with include_secrets): kind and count; those "
+            "rows carry no vector.",
+        ]
+    ]
 
 
 class ImportTally(TypedDict):

@@ -146,3 +146,30 @@ def test_import_redacts_and_drops_the_vector_computed_from_the_secret(
         refused = mem.import_memories("in.jsonl")
         assert refused["error_count"] == 4 and refused["counts"]["memories"]["inserted"] == 0
         assert all("secret" in e["error"] and "Hunter22" not in e["error"] for e in refused["errors"])
+
+
+def test_export_writes_placeholders_unless_asked_for_the_secrets(settings: Settings, tmp_path: Path) -> None:
+    exports = tmp_path / "exports"
+    with Memory(replace(settings, secrets="allow", export_dir=exports), backend=NoEmbeddings()) as mem:
+        mem.wait_until_ready(5)
+        mem.store("a", TEXT, metadata={"token": "Zx81kLm0qq"})
+        mem.store("a", "nothing secret here")
+        mem.archive_episode("a", f"rotated {AWS}", keywords=[AWS])
+        mem.update_profile("a", "password=Hunter22!")
+        plain = mem.export_memories("a", "plain.jsonl")
+        assert plain["redacted"] == [  # type: ignore[typeddict-item]
+            {"kind": "aws-access-key", "count": 3},
+            {"kind": "url-password", "count": 1},
+            {"kind": "password-assignment", "count": 2},
+        ]
+        text = (exports / "plain.jsonl").read_text()
+        assert (
+            AWS not in text
+            and "Tr0ub4dor9" not in text
+            and "Hunter22" not in text
+            and "Zx81kLm0qq" not in text
+        )
+        assert "nothing secret here" in text and "[redacted: aws-access-key]" in text
+        full = mem.export_memories("a", "full.jsonl", include_secrets=True)
+        assert "redacted" not in full
+        assert AWS in (exports / "full.jsonl").read_text()

@@ -33,7 +33,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
                 "directory; '..', absolute paths elsewhere and symlinks leading out are refused (path_refused). "
                 "The file is written atomically and an existing file is never replaced unless overwrite is true. "
                 "include_embeddings adds each row's vector (base64 float32) with its model id, so an import into "
-                "the same model needs no re-embedding. Returns {path, bytes, counts}."
+                "the same model needs no re-embedding. Credentials in the rows (keys, tokens, passwords) are "
+                "written as '[redacted: <kind>]' (counted in redacted) unless include_secrets is true. "
+                "Returns {path, bytes, counts}."
             ),
             input_schema=object_schema(
                 {
@@ -45,6 +47,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     ),
                     "include_embeddings": bool_schema("Also write each row's vector and its model id."),
                     "overwrite": bool_schema("Replace the file if it already exists."),
+                    "include_secrets": bool_schema(
+                        "Write credentials found in the rows as they are stored (default: as '[redacted: <kind>]')."
+                    ),
                 },
                 required=["agent_id", "output_path"],
             ),
