@@ -28,7 +28,7 @@ from cpersona.health.checks import (
     register,
 )
 from cpersona.secret_guard import SecretGuard
-from cpersona.storage.interface import Session
+from cpersona.storage.interface import Session, Store
 from cpersona.text import format_ts, utc_now
 
 LOG = logging.getLogger(__name__)
@@ -76,12 +76,12 @@ def _texts(session: Session, agent: str | None) -> list[tuple[str, str, Any, str
     return out
 
 
-def find_secrets(ctx: HealthContext) -> list[Hit]:
-    """Every stored text of the scope that holds a secret, with its redacted form."""
+def find_secrets(store: Store, agent: str | None) -> list[Hit]:
+    """Every stored text of ``agent`` (None: every agent) that holds a secret, with its redacted form."""
     guard = SecretGuard("redact")
     hits = []
-    with ctx.store.read() as s:
-        texts = _texts(s, ctx.agent_id)
+    with store.read() as s:
+        texts = _texts(s, agent)
     for ref, table, key, column, text, is_json in texts:
         try:
             result = guard.check_json(text, column) if is_json else guard.check(text, column)
@@ -92,10 +92,14 @@ def find_secrets(ctx: HealthContext) -> list[Hit]:
     return hits
 
 
-def _fix(ctx: HealthContext, hits: list[Hit]) -> int:
+def redact_hits(store: Store, hits: list[Hit], *, queue: bool) -> int:
+    """Rewrite the texts of ``hits`` (at most MAX_REPAIRS_PER_CHECK) in one transaction; how many were.
+
+    ``queue``: queue the rewritten memories and episodes for embedding (there is a model to fill them).
+    """
     fixed = 0
     requeue: dict[str, list[int]] = {"memories": [], "episodes": []}
-    with ctx.store.write() as w:
+    with store.write() as w:
         for hit in hits[:MAX_REPAIRS_PER_CHECK]:
             if not w.repair.replace_text(hit.table, hit.key, hit.column, hit.old, hit.new):
                 continue
@@ -103,25 +107,31 @@ def _fix(ctx: HealthContext, hits: list[Hit]) -> int:
             LOG.warning("secrets: redacted %s %s (%s)", hit.ref, hit.column, ", ".join(sorted(hit.kinds)))
             if (hit.table, hit.column) in {("memories", "content"), ("episodes", "summary")}:
                 requeue[hit.table].append(hit.key)
-        if ctx.embedding_mode != "none":
+        if queue:
             for table, ids in requeue.items():
                 w.repair.queue_embeddings(table, ids, format_ts(utc_now()))
-    if fixed and ctx.on_queued is not None:
-        ctx.on_queued()
     return fixed
 
 
+def kinds_of(hits: list[Hit]) -> dict[str, int]:
+    """The kinds and counts over ``hits``."""
+    kinds: Counter[str] = Counter()
+    for h in hits:
+        kinds.update(h.kinds)
+    return dict(kinds)
+
+
 def _secrets(ctx: HealthContext) -> Outcome:
-    hits = find_secrets(ctx)
+    hits = find_secrets(ctx.store, ctx.agent_id)
     out = Outcome()
     if hits and ctx.fix:
-        fixed = _fix(ctx, hits)
-        hits = find_secrets(ctx)
+        fixed = redact_hits(ctx.store, hits, queue=ctx.embedding_mode != "none")
+        if fixed and ctx.on_queued is not None:
+            ctx.on_queued()
+        hits = find_secrets(ctx.store, ctx.agent_id)
         out.repaired = {"fixed": fixed, "remaining": len(hits)}
     if hits:
-        kinds: Counter[str] = Counter()
-        for h in hits:
-            kinds.update(h.kinds)
+        kinds = kinds_of(hits)
         refs = list(dict.fromkeys(h.ref for h in hits))
         out.findings.append(
             Finding(

@@ -16,12 +16,13 @@ from typing import TextIO
 
 from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
-from cpersona.errors import Cancelled, InvalidInput
-from cpersona.health import persistence
+from cpersona.errors import Cancelled, InvalidInput, SecretDetected
+from cpersona.health import persistence, secrets_check
 from cpersona.portability import channel_axis, export, grants, importer, merge
 from cpersona.portability.grants import FileScope
 from cpersona.portability.paths import Place, atomic_write, locate, open_for_reading
 from cpersona.public import public
+from cpersona.secret_guard import Redaction
 from cpersona.shapes.operations import ExportResult, ImportResult, MergeResult, MigrateChannelAxisResult
 from cpersona.storage.interface import Store
 from cpersona.text import format_ts, utc_now
@@ -198,17 +199,32 @@ class Portability:
         """
         if not boolean(dry_run, "dry_run"):
             persistence.check_writable("merge_memories")
+        source = required_str(source_agent_id, "source_agent_id")
+        target = required_str(target_agent_id, "target_agent_id")
+        policy = self.settings.secrets
+        if policy == "refuse" and (found := secrets_check.find_secrets(self.store, source)):
+            kinds = secrets_check.kinds_of(found)
+            raise SecretDetected(
+                f"agent {source!r}'s rows", [{"kind": k, "count": n} for k, n in sorted(kinds.items())]
+            )
         queued_at = format_ts(utc_now()) if self._queue_backfill() else None
         result = merge.merge(
             self.store.maintenance_rows(),
-            required_str(source_agent_id, "source_agent_id"),
-            required_str(target_agent_id, "target_agent_id"),
+            source,
+            target,
             strategy=strategy,
             mode=mode,
             dry_run=dry_run,
             queued_at=queued_at,
             work=work,
         )
+        if policy == "redact" and not dry_run:
+            # The rows arrive as they were stored; the target's texts are scanned and redacted after
+            # the merge's own transaction (docs/secrets-and-forgetting.md).
+            hits = secrets_check.find_secrets(self.store, target)
+            if hits:
+                secrets_check.redact_hits(self.store, hits, queue=queued_at is not None)
+                result["redacted"] = Redaction("", secrets_check.kinds_of(hits)).summary()
         if queued_at is not None and not dry_run:
             self._wake()
         return result

@@ -206,6 +206,13 @@ class MergeResult(TypedDict):
     mode: Annotated[Literal["copy", "move"], "move empties the source agent."]
     strategy: Annotated[Literal["skip"], "Duplicates in the target are skipped."]
     counts: Annotated[dict[str, dict[str, int]], "Per table: copied / moved / skipped."]
+    redacted: NotRequired[
+        Annotated[
+            list[RedactedKind],
+            "CPERSONA_SECRETS=redact: credentials in the target's rows after the merge, replaced by "
+            "'[redacted: <kind>]' (kind and count).",
+        ]
+    ]
 
 
 class MigrateChannelAxisResult(TypedDict):

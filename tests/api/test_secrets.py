@@ -173,3 +173,24 @@ def test_export_writes_placeholders_unless_asked_for_the_secrets(settings: Setti
         full = mem.export_memories("a", "full.jsonl", include_secrets=True)
         assert "redacted" not in full
         assert AWS in (exports / "full.jsonl").read_text()
+
+
+def test_merge_redacts_what_arrives_and_refuse_refuses_a_source_holding_secrets(settings: Settings) -> None:
+    with Memory(replace(settings, secrets="allow"), backend=NoEmbeddings()) as mem:
+        mem.wait_until_ready(5)
+        mem.store("old", TEXT)
+        mem.store("old", "a clean memory")
+    with Memory(replace(settings, secrets="refuse"), backend=NoEmbeddings()) as mem:
+        mem.wait_until_ready(5)
+        with pytest.raises(SecretDetected) as caught:
+            mem.merge_memories("old", "new")
+        assert AWS not in str(caught.value) and mem.list_memories("new")["total"] == 0
+    with Memory(settings, backend=NoEmbeddings()) as mem:
+        mem.wait_until_ready(5)
+        merged = mem.merge_memories("old", "new")
+        assert merged["redacted"] == [  # type: ignore[typeddict-item]
+            {"kind": "aws-access-key", "count": 1},
+            {"kind": "url-password", "count": 1},
+        ]
+        items = mem.list_memories("new")["items"]
+        assert len(items) == 2 and AWS not in json.dumps(items)
