@@ -138,3 +138,29 @@ def test_json_redaction_is_idempotent() -> None:
     assert once.total == 1
     again = guard.check_json(once.text, "metadata")
     assert again.total == 0 and again.text == once.text
+
+
+def test_log_records_are_redacted_message_arguments_and_traceback() -> None:
+    import io
+    import logging
+
+    from cpersona.secret_guard import logs
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logs.install([handler])
+    log = logging.getLogger("cpersona.test-secret-logs")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        log.warning("recall failed for query %r", "my key AKIAQ7ZX4TYHGF2LMN8P")
+        try:
+            raise ValueError("bad query: password=Hunter22!")
+        except ValueError:
+            log.exception("tool failed")
+    finally:
+        log.removeHandler(handler)
+    text = stream.getvalue()
+    assert "AKIAQ7ZX4TYHGF2LMN8P" not in text and "Hunter22" not in text
+    assert "[redacted: aws-access-key]" in text and "[redacted: password-assignment]" in text
+    assert "ValueError" in text  # the traceback is kept, only the secret goes
