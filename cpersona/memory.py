@@ -216,6 +216,8 @@ class Memory:
     update_profile = _via("writer", Writer.update_profile)
     lock_memory = _via("writer", Writer.lock_memory)
     unlock_memory = _via("writer", Writer.unlock_memory)
+    retire_memory = _via("writer", Writer.retire_memory)
+    unretire_memory = _via("writer", Writer.unretire_memory)
     delete_memory = _via("writer", Writer.delete_memory)
     delete_episode = _via("writer", Writer.delete_episode)
     # Recaller (self.recaller)

@@ -50,6 +50,7 @@ class RecallRequest:
     trace: bool = False  # return each stage's candidates and scores (RecallOutcome.trace)
     time_cue: TimeCue | None = None  # the caller's cue (retrieval/time_cue.py), already resolved
     include_superseded: bool = False  # superseded memories stay candidates (docs/decisions.md "Supersede")
+    include_retired: bool = False  # retired memories stay candidates (docs/secrets-and-forgetting.md)
 
 
 @dataclass
@@ -198,12 +199,18 @@ class RecallPipeline:
         cue = self._cue(request, now)
         if cue is not request.time_cue:
             request = replace(request, time_cue=cue)
-        # Superseded memories leave the candidate pool of every channel: each reads ``len(hidden)``
-        # more rows and drops them, so the pool is what it would be without them (none: unchanged).
+        # Superseded and retired memories leave the candidate pool of every channel: each reads
+        # ``len(hidden)`` more rows and drops them, so the pool is what it would be without them.
         hidden: frozenset[int] = (
             frozenset()
-            if request.include_superseded
-            else frozenset(session.supersede.hidden_ids(request.scope))
+            if request.include_superseded and request.include_retired
+            else frozenset(
+                session.supersede.hidden_ids(
+                    request.scope,
+                    superseded=not request.include_superseded,
+                    retired=not request.include_retired,
+                )
+            )
         )
         if not request.query.strip():
             return self._most_recent(session, request, hidden)

@@ -14,7 +14,7 @@ from cpersona import context_merge
 from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected, SecretDetected
 from cpersona.health import persistence
 from cpersona.health.state import HINT
-from cpersona.limits import MAX_KEYWORD_CHARS
+from cpersona.limits import MAX_KEYWORD_CHARS, MAX_REASON_CHARS
 from cpersona.public import public
 from cpersona.secret_guard import Redaction, merge_counts
 from cpersona.services import supersede
@@ -24,6 +24,7 @@ from cpersona.shapes.everyday import (
     ArchiveEpisodeResult,
     DeleteResult,
     LockResult,
+    RetireResult,
     StoreResult,
     StoreSkipped,
     StoreStored,
@@ -395,6 +396,69 @@ class Writer(CoreService):
     ) -> LockResult:
         """Remove the protection."""
         return self._set_lock(memory_id, agent_id, allowed_agents, False)
+
+    def _set_retired(
+        self,
+        memory_id: int | str,
+        reason: str | None,
+        agent_id: str | None,
+        allowed_agents: Collection[str] | None,
+        retire: bool,
+    ) -> RetireResult:
+        action = "retire_memory" if retire else "unretire_memory"
+        persistence.check_writable(action)
+        rid = row_id(memory_id, "memory_id", "mem")
+        agent = optional_str(agent_id, "agent_id")
+        allowed = agent_set(allowed_agents)
+        why = optional_str(reason, "reason", max_len=MAX_REASON_CHARS, free_text=True)
+        if why is not None:
+            # A reason is stored text like any other: the secret guard applies to it.
+            why = self.secrets.check(clean_text(why).strip(), "reason").text or None
+        with self.storage.write() as session:
+            _owned_memory(session, rid, agent, allowed, for_change=True)  # locked rows refuse, as for edits
+            before = session.supersede.retirements([rid]).get(rid)
+            if retire and before is None:
+                session.supersede.set_retired(rid, format_ts(utc_now()), why)
+            elif not retire and before is not None:
+                session.supersede.set_retired(rid, None, None)
+            after = session.supersede.retirements([rid]).get(rid)
+        result: RetireResult = {
+            "ok": True,
+            "id": rid,
+            "ref": f"mem:{rid}",
+            "retired": after is not None,
+            "was_retired": before is not None,
+        }
+        if after is not None:
+            result["retired_at"], result["retire_reason"] = after
+        return result
+
+    @public
+    def retire_memory(
+        self,
+        memory_id: int | str,
+        reason: str | None = None,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
+    ) -> RetireResult:
+        """Take a memory out of recall without a successor; it stays for get_history and the browser view.
+
+        Refused when locked (``locked``); another agent's row (or one outside ``allowed_agents``) answers
+        not found. Retiring a retired memory keeps its first time and reason (``was_retired: true``).
+        """
+        return self._set_retired(memory_id, reason, agent_id, allowed_agents, True)
+
+    @public
+    def unretire_memory(
+        self,
+        memory_id: int | str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
+    ) -> RetireResult:
+        """Bring a retired memory back into recall (refused when locked, as retire is)."""
+        return self._set_retired(memory_id, None, agent_id, allowed_agents, False)
 
     @public
     def delete_memory(

@@ -383,6 +383,20 @@ class LockResult(TypedDict):
     locked: Annotated[bool, "The new lock state."]
 
 
+class RetireResult(TypedDict):
+    """retire_memory / unretire_memory."""
+
+    ok: Success
+    id: Annotated[int, "The memory's id."]
+    ref: Annotated[str, "'mem:<id>'."]
+    retired: Annotated[bool, "The new state: true, out of recall (kept for get_history); false, back in it."]
+    was_retired: Annotated[
+        bool, "The state before the call (retiring a retired memory keeps its first time)."
+    ]
+    retired_at: NotRequired[Annotated[str, "When it was retired (UTC ISO-8601), with retired: true."]]
+    retire_reason: NotRequired[Annotated[str | None, "The reason given, with retired: true."]]
+
+
 class DeleteResult(TypedDict):
     """delete_memory / delete_episode."""
 

@@ -127,6 +127,20 @@ class SupersedeReads:
         self._fetch = fetch
         self._dialect = dialect
 
+    def retirements(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+        """``(retired_at, reason)`` of each retired id in ``ids``."""
+        found: dict[int, tuple[str, str | None]] = {}
+        wanted = [int(i) for i in ids]
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join([self._dialect.mark] * len(chunk))
+            for r in self._fetch(
+                f"SELECT id, retired_at, retire_reason FROM memories WHERE retired_at IS NOT NULL AND id IN ({marks})",
+                chunk,
+            ):
+                found[int(r["id"])] = (str(r["retired_at"]), r["retire_reason"])
+        return found
+
     def dangling(self, limit: int = 20) -> list[Link]:
         """Links to a newer row that does not exist."""
         rows = self._fetch(

@@ -44,8 +44,16 @@ class SupersedeLinks(Protocol):
         """Mark ``older_ids`` superseded by ``newer_id`` at ``at``."""
         ...
 
-    def hidden_ids(self, scope: Scope) -> set[int]:
-        """Ids of the superseded memories ``scope`` admits (what recall leaves out by default)."""
+    def hidden_ids(self, scope: Scope, *, superseded: bool = True, retired: bool = True) -> set[int]:
+        """Ids of the superseded and / or retired memories ``scope`` admits (what recall leaves out by default)."""
+        ...
+
+    def retirements(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+        """``(retired_at, reason)`` of each retired id in ``ids`` (others are absent)."""
+        ...
+
+    def set_retired(self, memory_id: int, at: str | None, reason: str | None) -> None:
+        """Retire one memory at ``at`` with ``reason``; ``at`` None brings it back (clears both)."""
         ...
 
     def dangling(self, limit: int = 20) -> list[Link]:

@@ -186,6 +186,9 @@ def supersedes_schema() -> dict[str, Any]:
 INCLUDE_SUPERSEDED = bool_schema(
     "Also return memories that a newer memory superseded; each says superseded_by and superseded_at."
 )
+INCLUDE_RETIRED = bool_schema(
+    "Also return memories retired with retire_memory; each says retired_at and retire_reason."
+)
 
 
 def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
