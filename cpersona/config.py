@@ -352,6 +352,13 @@ class Settings:
         "seconds before a failed back-fill task is retried (tasks are retried until they succeed or their "
         "row is gone)",
     )
+    expiry_grace: float = setting(
+        "CPERSONA_EXPIRY_GRACE",
+        86400.0,
+        "seconds an expired memory (`store` `ttl` / `expires_at`) stays in the file, out of recall, before the "
+        "queue worker deletes it (docs/secrets-and-forgetting.md#expiry)",
+        minimum=0,
+    )
 
     # Transport
     transport: Transport = setting("CPERSONA_TRANSPORT", "stdio", "how MCP clients connect")

@@ -146,7 +146,10 @@ class Memory:
             prepare=prepare_model,
         )
         self.worker = BackfillWorker(
-            self.storage, self.embeddings, retry_delay=self.settings.task_retry_delay
+            self.storage,
+            self.embeddings,
+            retry_delay=self.settings.task_retry_delay,
+            expiry_grace=self.settings.expiry_grace,
         )
         self.calibration = Calibrator(self.storage, self.settings, self.embeddings)
         self.self_calibration = SelfCalibration(

@@ -199,17 +199,15 @@ class RecallPipeline:
         cue = self._cue(request, now)
         if cue is not request.time_cue:
             request = replace(request, time_cue=cue)
-        # Superseded and retired memories leave the candidate pool of every channel: each reads
-        # ``len(hidden)`` more rows and drops them, so the pool is what it would be without them.
-        hidden: frozenset[int] = (
-            frozenset()
-            if request.include_superseded and request.include_retired
-            else frozenset(
-                session.supersede.hidden_ids(
-                    request.scope,
-                    superseded=not request.include_superseded,
-                    retired=not request.include_retired,
-                )
+        # Superseded, retired and expired memories leave the candidate pool of every channel: each
+        # reads ``len(hidden)`` more rows and drops them, so the pool is what it would be without
+        # them. Expiry needs no sweep: a row past its time is hidden from this recall on.
+        hidden = frozenset(
+            session.supersede.hidden_ids(
+                request.scope,
+                superseded=not request.include_superseded,
+                retired=not request.include_retired,
+                now=format_ts(now),
             )
         )
         if not request.query.strip():

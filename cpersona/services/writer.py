@@ -7,14 +7,16 @@ back-fill worker in the same transaction that writes it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
+from datetime import timedelta
 from typing import Any
 
 from cpersona import context_merge
 from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected, SecretDetected
 from cpersona.health import persistence
 from cpersona.health.state import HINT
-from cpersona.limits import MAX_KEYWORD_CHARS, MAX_REASON_CHARS
+from cpersona.limits import MAX_KEYWORD_CHARS, MAX_REASON_CHARS, TTL_MAX_SECONDS, TTL_MIN_SECONDS
 from cpersona.public import public
 from cpersona.secret_guard import Redaction, merge_counts
 from cpersona.services import supersede
@@ -44,7 +46,7 @@ from cpersona.storage.interface import (
 )
 from cpersona.storage.scope import write_axes
 from cpersona.storage.vectors import to_blob
-from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, utc_now
+from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, parse_ts, utc_now
 from cpersona.validation import agent_set, boolean, optional_str, required_str, row_id, string_list
 
 
@@ -134,6 +136,8 @@ class Writer(CoreService):
         associations: list[dict[str, Any]] | None = None,
         readable_agents: frozenset[str] | None = None,
         supersedes: Sequence[str | int] | None = None,
+        ttl: float | None = None,
+        expires_at: str | float | None = None,
     ) -> StoreResult:
         """Store one memory. Returns ``result`` stored | skipped; raises ``Rejected`` for unusable input.
 
@@ -144,6 +148,10 @@ class Writer(CoreService):
         ``supersedes`` (memory refs of the same agent) marks those rows superseded by the new one, in
         the same transaction (docs/decisions.md "Supersede, keep history"); a refused link writes
         nothing. A skipped duplicate links nothing (``update_memory`` links an existing row).
+
+        ``ttl`` (seconds, 1 .. ten years) or ``expires_at`` (a time in that window) lets the memory
+        expire: from then on no recall returns it, and the queue worker deletes it after
+        CPERSONA_EXPIRY_GRACE seconds (a skipped duplicate keeps the existing row's expiry).
         """
         older = supersede.parse_refs(supersedes)
         links: list[Association] = []
@@ -153,6 +161,7 @@ class Writer(CoreService):
             )
             if associations is not None:
                 links = parse_associations(associations)
+            expiry = _expiry(ttl, expires_at)
         except SecretDetected:
             raise  # its own code (secret_detected), not a generic rejection
         except InvalidInput as exc:
@@ -177,6 +186,8 @@ class Writer(CoreService):
                     return _skipped(*duplicate)
                 marked = supersede.check_links(session, None, new.agent_id, older, None) if older else []
                 new_id = session.memories.insert(new)
+                if expiry is not None:
+                    session.supersede.set_expiry(new_id, expiry)
                 if marked:
                     session.supersede.mark(marked, new_id, new.created_at)
                 declared = self._declare(session, new_id, links, readable_agents)
@@ -204,6 +215,8 @@ class Writer(CoreService):
             result["associations"] = declared
         if redacted.total:
             result["redacted"] = redacted.summary()
+        if expiry is not None:
+            result["expires_at"] = expiry
         return result
 
     @staticmethod
@@ -501,6 +514,27 @@ class Writer(CoreService):
             session.episodes.delete(rid)
             session.tasks.remove_for_target(EPISODES, rid)
         return {"ok": True, "id": rid, "ref": f"ep:{rid}", "deleted": True}
+
+
+def _expiry(ttl: float | None, expires_at: str | float | None) -> str | None:
+    """The stored expiry time of a new memory, or None; refuses both, a bad type or a time out of bounds."""
+    if ttl is None and expires_at is None:
+        return None
+    if ttl is not None and expires_at is not None:
+        raise InvalidInput("give ttl or expires_at, not both")
+    now = utc_now()
+    if ttl is not None:
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl):
+            raise InvalidInput("ttl must be a number of seconds")
+        seconds = float(ttl)
+    else:
+        seconds = (parse_ts(normalise_timestamp(expires_at, "expires_at")) - now).total_seconds()
+    if not TTL_MIN_SECONDS <= seconds <= TTL_MAX_SECONDS:
+        what = "ttl" if ttl is not None else "expires_at"
+        raise InvalidInput(
+            f"{what} must be between {TTL_MIN_SECONDS} second and {TTL_MAX_SECONDS // 86400} days from now"
+        )
+    return format_ts(now + timedelta(seconds=seconds))
 
 
 def _visible(row: Row, agent: str | None, allowed: frozenset[str] | None) -> bool:

@@ -26,6 +26,11 @@ class StoreStored(TypedDict):
     ]
     supersedes: NotRequired[Annotated[list[str], "The memories the new one superseded (with supersedes)."]]
     redacted: NotRequired[Redacted]
+    expires_at: NotRequired[
+        Annotated[
+            str, "With ttl or expires_at: when it leaves recall (UTC ISO-8601); deleted after a grace period."
+        ]
+    ]
 
 
 class StoreSkipped(TypedDict):

@@ -100,6 +100,9 @@ class MemoryRow(TypedDict):
     retire_reason: NotRequired[
         Annotated[str | None, "Why it was retired (with retired_at; null: none given)."]
     ]
+    expires_at: NotRequired[
+        Annotated[str, "When it expires (UTC ISO-8601; store's ttl / expires_at); list_memories shows it."]
+    ]
 
 
 class EpisodeRow(TypedDict):

@@ -44,8 +44,23 @@ class SupersedeLinks(Protocol):
         """Mark ``older_ids`` superseded by ``newer_id`` at ``at``."""
         ...
 
-    def hidden_ids(self, scope: Scope, *, superseded: bool = True, retired: bool = True) -> set[int]:
-        """Ids of the superseded and / or retired memories ``scope`` admits (what recall leaves out by default)."""
+    def hidden_ids(
+        self, scope: Scope, *, superseded: bool = True, retired: bool = True, now: str | None = None
+    ) -> set[int]:
+        """Ids of the superseded and / or retired memories ``scope`` admits (what recall leaves out by
+        default), and with ``now`` those expired at or before it (always left out)."""
+        ...
+
+    def set_expiry(self, memory_id: int, at: str | None) -> None:
+        """Let one memory expire at ``at`` (stored UTC text; None: never)."""
+        ...
+
+    def expiries(self, ids: Sequence[int]) -> dict[int, str]:
+        """``expires_at`` of each id in ``ids`` that has one."""
+        ...
+
+    def expired_before(self, cutoff: str, limit: int) -> list[int]:
+        """Unlocked memories that expired before ``cutoff`` (the worker deletes them), oldest first."""
         ...
 
     def retirements(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:

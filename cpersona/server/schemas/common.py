@@ -23,6 +23,8 @@ from cpersona.limits import (
     MAX_ROW_ID_DIGITS,
     RECALL_LIMIT_DEFAULT,
     RECALL_LIMIT_MAX,
+    TTL_MAX_SECONDS,
+    TTL_MIN_SECONDS,
 )
 from cpersona.server.calls import ApiCall, Handler
 from cpersona.server.rules import Rule
@@ -199,6 +201,28 @@ def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
     """
     branches = [{"type": t} if isinstance(t, str) else t for t in types]
     return {"anyOf": branches, **extra}
+
+
+#: store's ttl / expires_at (docs/secrets-and-forgetting.md#expiry).
+EXPIRY: dict[str, Any] = {
+    "ttl": {
+        "type": "number",
+        "minimum": TTL_MIN_SECONDS,
+        "maximum": TTL_MAX_SECONDS,
+        "description": (
+            "Seconds until the memory expires (1 to ten years): from then on no recall returns it, and it is "
+            "deleted after CPERSONA_EXPIRY_GRACE. For temporary facts (a meeting room, an on-call week)."
+        ),
+    },
+    "expires_at": one_of_types(
+        "string",
+        "number",
+        description=(
+            "When the memory expires, ISO-8601 (no zone = UTC) or Unix seconds, 1 second to ten years from now; "
+            "instead of ttl."
+        ),
+    ),
+}
 
 
 AGENT_ID = string_schema(

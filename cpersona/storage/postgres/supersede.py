@@ -45,10 +45,19 @@ class PgSupersedeLinks(SupersedeReads):
                 (newer_id, at, [int(i) for i in older_ids]),
             )
 
-    def hidden_ids(self, scope: Scope, *, superseded: bool = True, retired: bool = True) -> set[int]:
-        """Superseded and / or retired ids in ``scope`` (each partial index holds only those rows)."""
+    def hidden_ids(
+        self, scope: Scope, *, superseded: bool = True, retired: bool = True, now: str | None = None
+    ) -> set[int]:
+        """Superseded and / or retired ids in ``scope``, and those expired by ``now`` (each partial
+        index holds only those rows)."""
         clause, params = where(scope)
         found: set[int] = set()
+        if now is not None:
+            rows = self.ex.all(
+                f"SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= %s AND {clause}",
+                (now, *params),
+            )
+            found.update(int(r["id"]) for r in rows)
         for wanted, column in ((superseded, "superseded_by"), (retired, "retired_at")):
             if wanted:
                 rows = self.ex.all(
@@ -56,6 +65,10 @@ class PgSupersedeLinks(SupersedeReads):
                 )
                 found.update(int(r["id"]) for r in rows)
         return found
+
+    def set_expiry(self, memory_id: int, at: str | None) -> None:
+        """Let one memory expire at ``at`` (None: never)."""
+        self.ex.run("UPDATE memories SET expires_at = %s WHERE id = %s", (at, memory_id))
 
     def set_retired(self, memory_id: int, at: str | None, reason: str | None) -> None:
         """Retire (or, ``at`` None, bring back) one memory."""

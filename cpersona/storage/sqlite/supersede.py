@@ -50,10 +50,20 @@ class SqliteSupersedeLinks(SupersedeReads):
             [(newer_id, at, rid) for rid in older_ids],
         )
 
-    def hidden_ids(self, scope: Scope, *, superseded: bool = True, retired: bool = True) -> set[int]:
-        """Superseded and / or retired ids in ``scope`` (each partial index holds only those rows)."""
+    def hidden_ids(
+        self, scope: Scope, *, superseded: bool = True, retired: bool = True, now: str | None = None
+    ) -> set[int]:
+        """Superseded and / or retired ids in ``scope``, and those expired by ``now`` (each partial
+        index holds only those rows)."""
         clause, params = where(scope)
         found: set[int] = set()
+        if now is not None:
+            rows = self.conn.execute(
+                f"SELECT id FROM memories INDEXED BY memories_expiring WHERE expires_at IS NOT NULL "
+                f"AND expires_at <= ? AND {clause}",
+                [now, *params],
+            ).fetchall()
+            found.update(int(r[0]) for r in rows)
         for wanted, index, column in (
             (superseded, "memories_superseded", "superseded_by"),
             (retired, "memories_retired", "retired_at"),
@@ -65,6 +75,10 @@ class SqliteSupersedeLinks(SupersedeReads):
                 ).fetchall()
                 found.update(int(r[0]) for r in rows)
         return found
+
+    def set_expiry(self, memory_id: int, at: str | None) -> None:
+        """Let one memory expire at ``at`` (None: never)."""
+        self.conn.execute("UPDATE memories SET expires_at = ? WHERE id = ?", (at, memory_id))
 
     def set_retired(self, memory_id: int, at: str | None, reason: str | None) -> None:
         """Retire (or, ``at`` None, bring back) one memory."""
