@@ -1,5 +1,6 @@
 """retire_memory / unretire_memory through real MCP clients (issue 39): over stdio and HTTP the retired
-memory leaves recall and stays in get_history; any value for the new arguments is answered with a
+memory leaves recall and stays in get_history, a store with ttl says when it expires; any value for the new arguments
+(retire reason, include_retired, ttl, expires_at) is answered with a
 clear refusal, never an internal error (hypothesis); under an ACL file only write on the row's agent
 may retire or unretire it."""
 
@@ -99,3 +100,41 @@ def test_under_an_acl_only_write_on_the_rows_agent_retires_it(tmp_path: Path) ->
         assert r.call("recall", {"agent_id": "a", "query": "on-call rota"})["count"] == 1
         assert w.call("retire_memory", {"memory_id": ref})["retired"] is True
         assert r.call("recall", {"agent_id": "a", "query": "on-call rota"})["count"] == 0
+
+
+def test_store_with_ttl_over_the_wire(session: McpSession) -> None:
+    agent = next_agent()
+    stored = session.call(
+        "store", {"agent_id": agent, "message": {"content": "room Osprey this week"}, "ttl": 3600}
+    )
+    assert stored["ok"] and stored["expires_at"]
+    listed = session.call("list_memories", {"agent_id": agent})
+    assert listed["items"][0]["expires_at"] == stored["expires_at"]
+    for bad in (
+        {"ttl": 0},
+        {"ttl": "soon"},
+        {"expires_at": "2001-01-01T00:00:00Z"},
+        {"ttl": 5, "expires_at": 1},
+    ):
+        refused = session.call("store", {"agent_id": agent, "message": {"content": "never stored"}, **bad})
+        assert refused["ok"] is False and refused["error_code"] in {"invalid_input", "rejected"}, refused
+        assert "ttl" in refused["error"] or "expires_at" in refused["error"], refused
+    assert session.call("list_memories", {"agent_id": agent})["total"] == 1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    ttl=st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5), st.booleans()),
+    expires_at=st.one_of(st.none(), st.integers(), st.text(max_size=25), st.floats(allow_nan=False)),
+)
+def test_any_expiry_is_stored_or_refused_never_an_internal_error(
+    session: McpSession, ttl: Any, expires_at: Any
+) -> None:
+    args: dict[str, Any] = {"agent_id": "p", "message": {"content": f"expiring {ttl!r} {expires_at!r}"}}
+    if ttl is not None:
+        args["ttl"] = ttl
+    if expires_at is not None:
+        args["expires_at"] = expires_at
+    out = session.call("store", args)
+    if not out["ok"]:
+        assert out["error_code"] in {"invalid_input", "rejected"} and out["error"], out
