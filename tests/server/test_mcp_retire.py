@@ -1,8 +1,9 @@
-"""retire_memory / unretire_memory through real MCP clients (issue 39): over stdio and HTTP the retired
-memory leaves recall and stays in get_history, a store with ttl says when it expires; any value for the new arguments
-(retire reason, include_retired, ttl, expires_at) is answered with a
-clear refusal, never an internal error (hypothesis); under an ACL file only write on the row's agent
-may retire or unretire it."""
+"""retire_memory / unretire_memory and store's ttl through real MCP clients (issue 39).
+
+Over stdio and HTTP: the retired memory leaves recall and stays in get_history; a store with ttl says
+when it expires; any value for the new arguments (reason, include_retired, ttl, expires_at) is answered
+with a clear refusal, never an internal error (hypothesis); under an ACL file only write on the row's
+agent may retire or unretire it."""
 
 from __future__ import annotations
 
