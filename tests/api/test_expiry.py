@@ -97,3 +97,15 @@ def test_bad_expiry_is_rejected_and_nothing_stored(memory: Memory, kwargs: dict[
     with pytest.raises(Rejected):
         memory.store("a", "never stored", **kwargs)  # type: ignore[arg-type]
     assert memory.list_memories("a")["total"] == 0
+
+
+@pytest.mark.slow
+def test_the_running_worker_deletes_after_the_grace_period(settings: Settings) -> None:
+    # No direct call: the background worker's own round (every few seconds) does the sweep.
+    with Memory(replace(settings, expiry_grace=0.5), backend=NoEmbeddings()) as memory:
+        memory.wait_until_ready(5)
+        ref = memory.store("a", "a note for the next second", ttl=1)["ref"]
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not memory.get_contents("a", [ref])["missing"]:
+            time.sleep(0.5)
+        assert memory.get_contents("a", [ref])["missing"] == [ref]
