@@ -184,6 +184,8 @@ def import_file(
     # Supersede links come before the memories in an export: keep the dedup identity of only the
     # rows they name, and write the links once every memory is in (docs/tools.md#export_memories).
     supersedes: list[tuple[int, int, str]] = []
+    # Expiries and retirements are set once every memory is in, on the rows found by their dedup keys.
+    lifecycles: list[tuple[NewMemory, str | None, str | None, str | None]] = []
     named: set[int] = set()
     identities: dict[int, NewMemory] = {}
     head: dict[str, Any] | None = None
@@ -260,6 +262,8 @@ def import_file(
             tally.redacted.update(parsed.redacted)
             tally.vectors_dropped += int(parsed.vector_dropped)
             source_id = obj.get("source_id")
+            if parsed.lifecycle is not None and isinstance(parsed.record, ImportedMemory):
+                lifecycles.append((replace(parsed.record.row, embedding=None), *parsed.lifecycle))
             if named and isinstance(parsed.record, ImportedMemory) and source_id in named:
                 identities[source_id] = replace(parsed.record.row, embedding=None)
             batch.append(parsed.record)
@@ -275,6 +279,11 @@ def import_file(
         tally.counts["links"] = links.counts
     if supersedes:
         tally.counts["supersede_links"] = _link(rows, supersedes, identities, dry_run)
+    if lifecycles:
+        tally.counts["lifecycle"] = {
+            "read": len(lifecycles),
+            "set": 0 if dry_run else rows.mark_lifecycle(lifecycles),
+        }
     return {
         "ok": True,
         "path": str(source),

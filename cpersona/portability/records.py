@@ -22,6 +22,7 @@ import numpy as np
 from cpersona.config import Settings
 from cpersona.embed.registry import expected_dimension
 from cpersona.errors import InvalidInput
+from cpersona.limits import MAX_REASON_CHARS
 from cpersona.secret_guard import SecretGuard
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
@@ -111,9 +112,32 @@ def memory_line(cols: dict[str, Any], include_embeddings: bool) -> dict[str, Any
         "last_recalled_at": cols["last_recalled_at"],
         "locked": bool(cols["locked"]),
     }
+    # Written only when set, so a file of rows that never expire nor retire stays as it was.
+    for key in LIFECYCLE_FIELDS:
+        if cols.get(key) is not None:
+            out[key] = cols[key]
     if include_embeddings:
         out.update(_vector_fields(cols))
     return out
+
+
+#: A memory's expiry and retirement, carried by export, import and merge (docs/secrets-and-forgetting.md).
+LIFECYCLE_FIELDS = ("expires_at", "retired_at", "retire_reason")
+
+
+def lifecycle(obj: dict[str, Any]) -> tuple[str | None, str | None, str | None] | None:
+    """(expires_at, retired_at, retire_reason) of a memory record, or None when it has none. Raises InvalidInput."""
+    if not any(obj.get(k) is not None for k in LIFECYCLE_FIELDS):
+        return None
+    reason = obj.get("retire_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidInput("'retire_reason' must be a string")
+    retired = _stamp(obj, "retired_at", None)
+    return (
+        _stamp(obj, "expires_at", None),
+        retired,
+        (clean_text(reason)[:MAX_REASON_CHARS] if reason and retired else None),
+    )
 
 
 def supersede_line(cols: dict[str, Any], include_embeddings: bool = False) -> dict[str, Any]:
@@ -208,12 +232,14 @@ def _flag(obj: dict[str, Any], name: str) -> bool:
 
 
 class Parsed(NamedTuple):
-    """One validated record: whether its text was cut, whether its vector was dropped, the secrets replaced."""
+    """One validated record: whether its text was cut, whether its vector was dropped, the secrets replaced,
+    and a memory's (expires_at, retired_at, retire_reason) when it has any."""
 
     record: ImportRecord
     truncated: bool
     vector_dropped: bool = False
     redacted: dict[str, int] = {}
+    lifecycle: tuple[str | None, str | None, str | None] | None = None
 
 
 _NO_VECTOR: tuple[None, None, None] = (None, None, None)
@@ -332,7 +358,7 @@ def parse_record(obj: Any, *, target_agent: str | None, settings: Settings, now:
         row = replace(row, embedding=None, embedding_model=None, embedding_dim=None)
     last = _stamp(obj, "last_recalled_at", None)
     memory = ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked"))
-    return Parsed(memory, cut, dropped, dict(found))
+    return Parsed(memory, cut, dropped, dict(found), lifecycle(obj))
 
 
 def _guarded_json(

@@ -103,6 +103,28 @@ def apply_imported_links(
     return linked, skipped
 
 
+def apply_lifecycle(
+    find: Callable[[Key], int | None],
+    links: SupersedeLinks,
+    items: Sequence[tuple[Key, str | None, str | None, str | None]],
+) -> int:
+    """Set each found row's (expires_at, retired_at, reason) where it has none yet; rows changed."""
+    changed = 0
+    for row, expires, retired, reason in items:
+        rid = find(row)
+        if rid is None:
+            continue
+        touched = False
+        if expires is not None and rid not in links.expiries([rid]):
+            links.set_expiry(rid, expires)
+            touched = True
+        if retired is not None and rid not in links.retirements([rid]):
+            links.set_retired(rid, retired, reason)
+            touched = True
+        changed += touched
+    return changed
+
+
 def _reaches(links: SupersedeLinks, start: int, target: int, limit: int = 1000) -> bool:
     current, seen = start, {start}
     for _ in range(limit):

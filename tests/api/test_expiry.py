@@ -7,6 +7,7 @@ import sqlite3
 import time
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from pg_cluster import BOTH_ENGINES
@@ -109,3 +110,34 @@ def test_the_running_worker_deletes_after_the_grace_period(settings: Settings) -
         while time.monotonic() < deadline and not memory.get_contents("a", [ref])["missing"]:
             time.sleep(0.5)
         assert memory.get_contents("a", [ref])["missing"] == [ref]
+
+
+def test_export_import_and_merge_carry_expiry_and_retirement(settings: Settings, tmp_path: Path) -> None:
+    exports = tmp_path / "exports"
+    at = format_ts(utc_now() + timedelta(days=3))
+    with Memory(replace(settings, export_dir=exports), backend=NoEmbeddings(), start_background=False) as src:
+        src.store("a", "the on-call week of Sam", expires_at=at)
+        retired = src.store("a", "the old wiki address")["ref"]
+        src.retire_memory(retired, "moved to the new wiki")
+        src.store("a", "a plain memory")
+        src.export_memories("a", "a.jsonl")
+        merged = src.merge_memories("a", "b")
+        assert merged["counts"]["memories"]["copied"] == 3
+        listed = {i["content"]: i for i in src.list_memories("b")["items"]}
+        assert listed["the on-call week of Sam"]["expires_at"] == at
+        assert listed["the old wiki address"]["retire_reason"] == "moved to the new wiki"
+        assert "expires_at" not in listed["a plain memory"] and "retired_at" not in listed["a plain memory"]
+    lines = (exports / "a.jsonl").read_text()
+    assert f'"expires_at":"{at}"' in lines and '"retire_reason":"moved to the new wiki"' in lines
+    target = replace(settings, export_dir=exports, db_path=tmp_path / "other.db", db_url=None)
+    with Memory(target, backend=NoEmbeddings(), start_background=False) as dst:
+        result = dst.import_memories("a.jsonl")
+        assert result["counts"]["lifecycle"] == {"read": 2, "set": 2}
+        listed = {i["content"]: i for i in dst.list_memories("a")["items"]}
+        assert listed["the on-call week of Sam"]["expires_at"] == at
+        assert (
+            listed["the old wiki address"]["retired_at"] and "retire_reason" in listed["the old wiki address"]
+        )
+        assert [r["content"] for r in dst.recall("a", "wiki address")["results"]] == []
+        again = dst.import_memories("a.jsonl")  # what is there wins: nothing changes
+        assert again["counts"]["lifecycle"] == {"read": 2, "set": 0}
