@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cpersona.health.checks import (
@@ -27,6 +27,7 @@ from cpersona.health.checks import (
     Outcome,
     register,
 )
+from cpersona.health.deep_checks import DEEP_REGISTRY, DeepCheck
 from cpersona.secret_guard import SecretGuard
 from cpersona.storage.interface import Session, Store
 from cpersona.text import format_ts, utc_now
@@ -121,6 +122,12 @@ def kinds_of(hits: list[Hit]) -> dict[str, int]:
     return dict(kinds)
 
 
+def _deep_secrets(ctx: HealthContext) -> tuple[list[Finding], dict[str, Any]]:
+    # deep_check reports only: the same finding for the one agent, its fix left to check_health.
+    out = _secrets(replace(ctx, fix=False))
+    return out.findings, out.details
+
+
 def _secrets(ctx: HealthContext) -> Outcome:
     hits = find_secrets(ctx.store, ctx.agent_id)
     out = Outcome()
@@ -141,13 +148,19 @@ def _secrets(ctx: HealthContext) -> Outcome:
                 + ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())),
                 count=len(refs),
                 refs=refs[:SAMPLE_REFS],
-                fix="fix=true replaces each with '[redacted: <kind>]' (locked rows too) and re-embeds the row",
+                fix="check_health fix=true replaces each with '[redacted: <kind>]' (locked rows too) and "
+                "re-embeds the row",
             )
         )
         out.details = {"kinds": dict(sorted(kinds.items()))}
     return out
 
 
+DEEP_REGISTRY["secrets"] = DeepCheck(
+    "secrets",
+    "memories, episodes and the profile holding credentials (check_health fixes them)",
+    _deep_secrets,
+)
 register(
     Check(
         "secrets",

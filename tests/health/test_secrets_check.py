@@ -75,3 +75,12 @@ def test_fix_redacts_in_place_locked_rows_included(settings: Settings, tmp_path:
         # Another agent's row is outside the scope asked about.
         assert mem.check_health("b", checks=["secrets"])["findings"][0]["refs"] == [refs["other agent"]]
         assert mem.check_health(checks=["secrets"], fix=True)["repairs"]["secrets"]["remaining"] == 0
+
+
+def test_deep_check_reports_the_same_without_fixing(settings: Settings, memory: Memory) -> None:
+    refs = _seed(settings)
+    result = memory.deep_check("a", checks=["secrets"], fix=True)
+    (finding,) = result["findings"]
+    assert finding["check"] == "secrets" and refs["memory"] in finding["refs"]
+    assert result["fixed"] == 0 and AWS not in json.dumps(result)
+    assert memory.check_health("a", checks=["secrets"])["findings"], "deep_check must not have fixed anything"
