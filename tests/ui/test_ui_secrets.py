@@ -64,3 +64,14 @@ def test_under_refuse_the_edit_is_an_error_page_and_nothing_changes(tmp_path: Pa
     with _memory(tmp_path) as memory:
         stored = memory.get_contents("ana", [f"mem:{mid}"])["items"][0]["content"]
     assert stored == "the backup job signs in nightly"
+
+
+def test_a_retired_memory_is_kept_in_the_view_and_says_so(tmp_path: Path) -> None:
+    with _memory(tmp_path) as memory:
+        mid = memory.store("ana", "the standup is in room Osprey")["id"]
+        memory.retire_memory(mid, "we moved to Kestrel")
+    with ui_server(tmp_path) as server, httpx2.Client(base_url=server.base) as client:
+        listing = client.get("/memories?agent=ana").text
+        assert "room Osprey" in listing
+        page = client.get(f"/memory?agent=ana&id={mid}").text
+        assert 'data-testid="retired-banner"' in page and "we moved to Kestrel" in page
