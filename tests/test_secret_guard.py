@@ -4,6 +4,7 @@ placeholders, overlaps, JSON values and the three policies."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -164,3 +165,11 @@ def test_log_records_are_redacted_message_arguments_and_traceback() -> None:
     assert "AKIAQ7ZX4TYHGF2LMN8P" not in text and "Hunter22" not in text
     assert "[redacted: aws-access-key]" in text and "[redacted: password-assignment]" in text
     assert "ValueError" in text  # the traceback is kept, only the secret goes
+
+
+def test_every_kind_has_a_prefilter_hint_that_its_examples_pass() -> None:
+    from cpersona.secret_guard.patterns import HINTS
+
+    assert set(HINTS) == set(KINDS)
+    for kind, example in EXAMPLES.items():
+        assert re.search(HINTS[kind], example), kind  # the hint never rules out a text its pattern matches

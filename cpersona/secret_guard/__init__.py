@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from cpersona.config import SecretsPolicy
 from cpersona.errors import SecretDetected
-from cpersona.secret_guard.patterns import KEY_NAME, KINDS, PATTERNS, not_a_word
+from cpersona.secret_guard.patterns import KEY_NAME, KINDS, PATTERNS, PREFILTER, not_a_word
 from cpersona.shapes.common import RedactedKind
 
 PLACEHOLDER = "[redacted: {kind}]"
@@ -32,6 +32,8 @@ class Finding:
 
 def scan(text: str) -> list[Finding]:
     """Every secret in ``text``, in order, without overlaps (earlier table rows win)."""
+    if PREFILTER.search(text) is None:  # no kind's hint: nothing any pattern could match
+        return []
     found: list[Finding] = []
     for pattern in PATTERNS:
         for match in pattern.regex.finditer(text):

@@ -139,3 +139,39 @@ PATTERNS: tuple[SecretPattern, ...] = (
 KEY_NAME = _p(rf"(?i)(?:\w*[_-])?{_KEY_WORDS}")
 
 KINDS: tuple[str, ...] = tuple(p.kind for p in PATTERNS)
+
+#: What every text holding that kind must contain: one cheap search of all of them joined rules a
+#: text out before the 29 expressions run (most memories are prose with none of these). A hint must
+#: match wherever its pattern does; tests/test_secret_guard.py holds each kind's examples to it.
+HINTS: dict[str, str] = {
+    "private-key": "PRIVATE KEY",
+    "aws-access-key": "A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA)",
+    "aws-secret-key": "(?i:aws_?secret)",
+    "github-token": "gh[pousr]_|github_pat_",
+    "gitlab-token": "glpat-",
+    "slack-webhook": "hooks\\.slack\\.com",
+    "slack-token": "xox[abposr]-",
+    "stripe-key": "_(?:live|test)_",
+    "google-api-key": "AIza",
+    "anthropic-key": "sk-ant-",
+    "openai-key": "sk-",
+    "huggingface-token": "hf_",
+    "sendgrid-key": "SG\\.",
+    "twilio-key": "SK[0-9a-fA-F]",
+    "npm-token": "npm_",
+    "pypi-token": "pypi-",
+    "mailgun-key": "key-",
+    "shopify-token": "shp(?:at|ca|pa|ss)_",
+    "digitalocean-token": "do[por]_v1_",
+    "telegram-bot-token": ":AA",
+    "discord-bot-token": "[A-Za-z0-9_-]{23}\\.[A-Za-z0-9_-]{6}\\.",
+    "azure-storage-key": "(?i:accountkey=)",
+    "jwt": "eyJ",
+    "url-password": "://",
+    "basic-auth": "(?i:basic)",
+    "bearer-token": "(?i:bearer)",
+    "password-assignment": "(?i:pass|pwd|secret|key|token)",
+    "password-phrase": "(?i:pass)",
+    "high-entropy-string": "(?i:pass|pwd|secret|key|token|credential)",
+}
+PREFILTER = re.compile("|".join(f"(?:{HINTS[k]})" for k in KINDS))
