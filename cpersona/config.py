@@ -43,6 +43,7 @@ QueryKernel = Literal["auto", "exact"]
 Transport = Literal["stdio", "streamable-http"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 OutputSchemaDetail = Literal["full", "envelope"]
+SecretsPolicy = Literal["redact", "refuse", "allow"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -290,6 +291,12 @@ class Settings:
     max_metadata_bytes: int = setting(
         "CPERSONA_MAX_METADATA_BYTES", 8192, "source/metadata JSON cap: refused, not cut", minimum=2
     )
+    secrets: SecretsPolicy = setting(
+        "CPERSONA_SECRETS",
+        "redact",
+        "credentials in written text: `redact` (replaced by `[redacted: <kind>]`), `refuse` "
+        "(`secret_detected`, nothing stored) or `allow` (kept; docs/secrets-and-forgetting.md)",
+    )
 
     # Embeddings
     embedding_mode: EmbeddingMode = setting(
@@ -381,6 +388,13 @@ class Settings:
         30.0,
         "seconds before a failed back-fill task is retried (tasks are retried until they succeed or their "
         "row is gone)",
+    )
+    expiry_grace: float = setting(
+        "CPERSONA_EXPIRY_GRACE",
+        86400.0,
+        "seconds an expired memory (`store` `ttl` / `expires_at`) stays in the file, out of recall, before the "
+        "queue worker deletes it (docs/secrets-and-forgetting.md#expiry)",
+        minimum=0,
     )
 
     # Transport

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 
 class CPersonaError(Exception):
     """Base class. ``code`` is a short stable identifier for callers that branch on it."""
@@ -147,3 +149,21 @@ class Cancelled(CPersonaError):
     def details(self) -> dict[str, object]:
         """``cancelled: true``, ``progress: {done, total, unit}`` and the operation's committed counts."""
         return {"cancelled": True, "progress": self.progress, **self.committed}
+
+
+class SecretDetected(InvalidInput):
+    """The write holds a credential and CPERSONA_SECRETS is ``refuse``; nothing was stored.
+
+    The answer names the field and the kinds found (``secrets: [{kind, count}]``), never the values.
+    """
+
+    code = "secret_detected"
+
+    def __init__(self, what: str, kinds: Sequence[Mapping[str, object]]) -> None:
+        names = ", ".join(f"{k['kind']} x{k['count']}" for k in kinds)
+        super().__init__(f"{what} holds a secret ({names}); CPERSONA_SECRETS=refuse stores nothing")
+        self.kinds = kinds
+
+    def details(self) -> dict[str, object]:
+        """The kinds and counts found, never the values."""
+        return {"secrets": [dict(k) for k in self.kinds], "persisted": False}

@@ -47,6 +47,11 @@ PROMPT_TEXT_ARGUMENT_CHARS = 20_000
 MAX_IDENTIFIER_CHARS = 512
 #: One episode keyword.
 MAX_KEYWORD_CHARS = 200
+#: store's ttl: at least a second (tests and short-lived notes), at most ten years.
+TTL_MIN_SECONDS = 1
+TTL_MAX_SECONDS = 10 * 366 * 86400
+#: Characters of a retire_memory reason (a note, not a memory: longer ones are refused).
+MAX_REASON_CHARS = 1000
 #: String lists (exclude_contents, keywords): at most this many items, each cut to this many characters.
 MAX_LIST_ITEMS = 100
 MAX_LIST_ITEM_CHARS = 20000

@@ -151,7 +151,10 @@ class Memory:
             prepare=prepare_model,
         )
         self.worker = BackfillWorker(
-            self.storage, self.embeddings, retry_delay=self.settings.task_retry_delay
+            self.storage,
+            self.embeddings,
+            retry_delay=self.settings.task_retry_delay,
+            expiry_grace=self.settings.expiry_grace,
         )
         self.calibration = Calibrator(self.storage, self.settings, self.embeddings)
         self.self_calibration = SelfCalibration(
@@ -221,6 +224,8 @@ class Memory:
     update_profile = _via("writer", Writer.update_profile)
     lock_memory = _via("writer", Writer.lock_memory)
     unlock_memory = _via("writer", Writer.unlock_memory)
+    retire_memory = _via("writer", Writer.retire_memory)
+    unretire_memory = _via("writer", Writer.unretire_memory)
     delete_memory = _via("writer", Writer.delete_memory)
     delete_episode = _via("writer", Writer.delete_episode)
     # Recaller (self.recaller)

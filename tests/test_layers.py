@@ -190,6 +190,8 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         # Recall's metadata in words (pure functions of a response, no storage): the CLI and the MCP
         # response say the same sentences.
         "cpersona.retrieval.explain",
+        # The secret guard (pure functions of a text): an edit's confirm page shows what will be stored.
+        "cpersona.secret_guard",
     )
     modules = modules_in("ui")
     assert len(modules) >= 5, "the browser view package vanished"

@@ -34,6 +34,7 @@ from cpersona.config import ConfigError, Settings
 from cpersona.errors import CalibrationUnavailable, CPersonaError, Rejected
 from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
 from cpersona.retrieval.explain import describe_factors, describe_gate
+from cpersona.secret_guard import logs as secret_logs
 
 #: Exit code for configuration problems (bad env value, HTTP without auth).
 EXIT_CONFIG = 2
@@ -527,6 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,  # stdout belongs to MCP JSON-RPC in stdio mode
         format="cpersona: %(levelname)s %(name)s: %(message)s",
     )
+    secret_logs.install()  # no credential reaches a log line (docs/secrets-and-forgetting.md)
     try:
         settings = Settings.from_env()
     except ConfigError as exc:

@@ -60,6 +60,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             args.path,
             args.include_embeddings,
             overwrite=args.force,
+            include_secrets=args.include_secrets,
             confined=False,
             work=work,
             export_format=args.format,
@@ -132,6 +133,11 @@ def add_port_commands(sub: Any) -> None:
         "which its import_memories reads: the way back)",
     )
     export.add_argument("--force", action="store_true", help="replace an existing file")
+    export.add_argument(
+        "--include-secrets",
+        action="store_true",
+        help="write credentials as stored (default: as [redacted: <kind>], docs/secrets-and-forgetting.md)",
+    )
     export.add_argument("--quiet", action="store_true", help="no progress bar")
     export.add_argument("--json", action="store_true", help="print the raw JSON result")
     export.set_defaults(func=cmd_export)

@@ -2,3 +2,4 @@
 
 # Checks contributed by other features register themselves on import (after the built-in ones).
 from cpersona.health import calibration_check as _calibration_check  # noqa: F401
+from cpersona.health import secrets_check as _secrets_check  # noqa: F401

@@ -7,12 +7,14 @@ temporary file and leaves the target as it was, since a cut-off export would pas
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
 from typing import Any, TextIO
 
 from cpersona.portability import original, records
 from cpersona.portability.link_records import link_line
+from cpersona.secret_guard import Redaction, SecretGuard
 from cpersona.shapes.operations import ExportResult
 from cpersona.storage.interface import PortabilityRows
 from cpersona.text import format_ts, utc_now
@@ -41,6 +43,7 @@ def export_file(
     model: tuple[str, int] | None,
     work: Work | None = None,
     original_format: bool = False,
+    include_secrets: bool = False,
 ) -> ExportResult:
     """Write the export into ``sink`` (paths.atomic_write: temp file, fsync, rename; or stdout).
 
@@ -49,7 +52,11 @@ def export_file(
     ``cpersona-export/1.0`` (portability/original.py): its memory, episode and profile lines; links
     and supersede links have no line there and are counted as ``not_written_links`` /
     ``not_written_supersede_links``.
+    Unless ``include_secrets``, every credential the guard
+    finds (cpersona.secret_guard) is written as its placeholder, and a row so changed goes
+    without its vector (computed from the secret); ``redacted`` counts them by kind.
     """
+    found: Counter[str] = Counter()
     written = {"memories": 0, "episodes": 0, "profiles": 0}
     work = work or Work()
     size = 0
@@ -82,9 +89,12 @@ def export_file(
                 links += kind == "supersede"
                 continue
             if original_format:
-                size += _write(out, original.original_line(kind, cols, include_embeddings))
+                line = original.original_line(kind, cols, include_embeddings)
             else:
-                size += _write(out, _LINE_BUILDERS[kind](cols, include_embeddings))
+                line = _LINE_BUILDERS[kind](cols, include_embeddings)
+            if not include_secrets and kind in ("memory", "episode", "profile"):
+                found.update(_scrub(line))
+            size += _write(out, line)
             if kind == "supersede":
                 links += 1
                 continue
@@ -102,7 +112,7 @@ def export_file(
             written["not_written_supersede_links"] = links
     elif links:
         written["supersede_links"] = links
-    return {
+    result: ExportResult = {
         "ok": True,
         "path": shown,
         "bytes": size,
@@ -110,6 +120,46 @@ def export_file(
         "include_embeddings": include_embeddings,
         "counts": written,
     }
+    if found:
+        result["redacted"] = Redaction("", dict(found)).summary()
+    return result
+
+
+_SCRUB = SecretGuard("redact")
+_VECTOR_KEYS = ("embedding", "embedding_model", "embedding_dim", "embedding_b64")
+
+
+def _scrub(line: dict[str, Any]) -> Counter[str]:
+    """Replace the secrets of one record line in place; the kinds found."""
+    found: Counter[str] = Counter()
+    for key in ("content", "summary"):
+        if isinstance(line.get(key), str):
+            r = _SCRUB.check(line[key], key)
+            found.update(r.counts)
+            line[key] = r.text
+    for key in ("source", "metadata"):
+        if isinstance(line.get(key), dict):
+            r = _SCRUB.check_json(json.dumps(line[key], ensure_ascii=False, sort_keys=True), key)
+            if r.total:
+                found.update(r.counts)
+                line[key] = json.loads(r.text)
+    if isinstance(line.get("keywords"), str):  # the original's format joins them with commas
+        kept = _SCRUB.check(line["keywords"], "keywords")
+        found.update(kept.counts)
+        line["keywords"] = kept.text
+    if isinstance(line.get("keywords"), list):
+        words = []
+        for word in line["keywords"]:
+            if isinstance(word, str):
+                kept = _SCRUB.check(word, "keywords")
+                found.update(kept.counts)
+                word = kept.text
+            words.append(word)
+        line["keywords"] = words
+    if found:
+        for key in _VECTOR_KEYS:
+            line.pop(key, None)
+    return found
 
 
 def _write(out: TextIO, obj: dict[str, Any]) -> int:

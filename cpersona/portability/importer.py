@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from cpersona.config import Settings
 from cpersona.errors import CPersonaError, InvalidInput
 from cpersona.portability import original, records
 from cpersona.portability.link_records import LinkImport, parse_link
+from cpersona.secret_guard import Redaction
 from cpersona.shapes.operations import ImportResult, ImportTally
 from cpersona.storage.interface import NewMemory, PortabilityRows
 from cpersona.storage.port_records import (
@@ -58,6 +60,7 @@ class _Tally:
     truncated: int = 0
     vectors_dropped: int = 0
     queued: int = 0
+    redacted: Counter[str] = field(default_factory=Counter)
     errors: list[dict[str, Any]] = field(default_factory=list)
     error_count: int = 0
     counts: dict[str, dict[str, int]] = field(
@@ -185,6 +188,8 @@ def import_file(
     # Supersede links come before the memories in an export: keep the dedup identity of only the
     # rows they name, and write the links once every memory is in (docs/tools.md#export_memories).
     supersedes: list[tuple[int, int, str]] = []
+    # Expiries and retirements are set once every memory is in, on the rows found by their dedup keys.
+    lifecycles: list[tuple[NewMemory, str | None, str | None, str | None]] = []
     named: set[int] = set()
     identities: dict[int, NewMemory] = {}
     head: dict[str, Any] | None = None
@@ -266,8 +271,11 @@ def import_file(
                 tally.error(number, str(exc))
                 continue
             tally.truncated += int(parsed.truncated)
+            tally.redacted.update(parsed.redacted)
             tally.vectors_dropped += int(parsed.vector_dropped)
             source_id = obj.get("source_id")
+            if parsed.lifecycle is not None and isinstance(parsed.record, ImportedMemory):
+                lifecycles.append((replace(parsed.record.row, embedding=None), *parsed.lifecycle))
             if named and isinstance(parsed.record, ImportedMemory) and source_id in named:
                 identities[source_id] = replace(parsed.record.row, embedding=None)
             batch.append(parsed.record)
@@ -287,6 +295,11 @@ def import_file(
     if supersedes:
         tally.counts["supersede_links"] = _link(rows, supersedes, identities, dry_run)
     shown_header = {"original_format": translator.original_version} if translator is not None else {}
+    if lifecycles:
+        tally.counts["lifecycle"] = {
+            "read": len(lifecycles),
+            "set": 0 if dry_run else rows.mark_lifecycle(lifecycles),
+        }
     return {
         "ok": True,
         "path": str(source),
@@ -360,4 +373,5 @@ def _tally_result(tally: _Tally, dry_run: bool) -> ImportTally:
         "queued_for_embedding": tally.queued,
         "error_count": tally.error_count,
         "errors": tally.errors,
+        "redacted": Redaction("", dict(tally.redacted)).summary(),
     }

@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections import Counter
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,6 +22,8 @@ import numpy as np
 from cpersona.config import Settings
 from cpersona.embed.registry import expected_dimension
 from cpersona.errors import InvalidInput
+from cpersona.limits import MAX_REASON_CHARS
+from cpersona.secret_guard import SecretGuard
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
 from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
@@ -108,9 +112,32 @@ def memory_line(cols: dict[str, Any], include_embeddings: bool) -> dict[str, Any
         "last_recalled_at": cols["last_recalled_at"],
         "locked": bool(cols["locked"]),
     }
+    # Written only when set, so a file of rows that never expire nor retire stays as it was.
+    for key in LIFECYCLE_FIELDS:
+        if cols.get(key) is not None:
+            out[key] = cols[key]
     if include_embeddings:
         out.update(_vector_fields(cols))
     return out
+
+
+#: A memory's expiry and retirement, carried by export, import and merge (docs/secrets-and-forgetting.md).
+LIFECYCLE_FIELDS = ("expires_at", "retired_at", "retire_reason")
+
+
+def lifecycle(obj: dict[str, Any]) -> tuple[str | None, str | None, str | None] | None:
+    """(expires_at, retired_at, retire_reason) of a memory record, or None when it has none. Raises InvalidInput."""
+    if not any(obj.get(k) is not None for k in LIFECYCLE_FIELDS):
+        return None
+    reason = obj.get("retire_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidInput("'retire_reason' must be a string")
+    retired = _stamp(obj, "retired_at", None)
+    return (
+        _stamp(obj, "expires_at", None),
+        retired,
+        (clean_text(reason)[:MAX_REASON_CHARS] if reason and retired else None),
+    )
 
 
 def supersede_line(cols: dict[str, Any], include_embeddings: bool = False) -> dict[str, Any]:
@@ -165,11 +192,15 @@ def profile_line(cols: dict[str, Any]) -> dict[str, Any]:
 # -- import-side validation -----------------------------------------------------------------
 
 
-def _text(obj: dict[str, Any], name: str, cap: int) -> tuple[str, bool]:
+def _text(
+    obj: dict[str, Any], name: str, cap: int, guard: SecretGuard, found: Counter[str]
+) -> tuple[str, bool]:
     value = obj.get(name)
     if not isinstance(value, str):
         raise InvalidInput(f"'{name}' must be a string" if name in obj else f"'{name}' is missing")
-    text, cut = cap_text(clean_text(value).strip(), cap)
+    guarded = guard.check(clean_text(value).strip(), f"'{name}'")  # refuse: this line is an error
+    found.update(guarded.counts)
+    text, cut = cap_text(guarded.text, cap)
     if not text:
         raise InvalidInput(f"'{name}' is empty")
     return text, cut
@@ -201,11 +232,14 @@ def _flag(obj: dict[str, Any], name: str) -> bool:
 
 
 class Parsed(NamedTuple):
-    """One validated record: whether its text was cut, and whether its vector was dropped."""
+    """One validated record: whether its text was cut, whether its vector was dropped, the secrets replaced,
+    and a memory's (expires_at, retired_at, retire_reason) when it has any."""
 
     record: ImportRecord
     truncated: bool
     vector_dropped: bool = False
+    redacted: dict[str, int] = {}
+    lifecycle: tuple[str | None, str | None, str | None] | None = None
 
 
 _NO_VECTOR: tuple[None, None, None] = (None, None, None)
@@ -258,8 +292,10 @@ def parse_record(obj: Any, *, target_agent: str | None, settings: Settings, now:
             f"unknown record type {str(kind)[:40]!r}; expected one of {', '.join(RECORD_TYPES)}"
         )
     agent = _agent(obj, target_agent)
+    guard = SecretGuard(settings.secrets)
+    found: Counter[str] = Counter()
     if kind == "profile":
-        text, cut = _text(obj, "content", settings.max_profile_length)
+        text, cut = _text(obj, "content", settings.max_profile_length, guard, found)
         updated = _stamp(obj, "updated_at", None)
         if updated is None:
             # A profile replaces the stored one only when newer: without a time it cannot be
@@ -268,16 +304,23 @@ def parse_record(obj: Any, *, target_agent: str | None, settings: Settings, now:
                 "'updated_at' is missing: a profile replaces the stored one only when its updated_at is newer"
             )
         return Parsed(
-            ImportedProfile(agent, _axis(obj, "project_id"), _axis(obj, "user_id"), text, updated), cut
+            ImportedProfile(agent, _axis(obj, "project_id"), _axis(obj, "user_id"), text, updated),
+            cut,
+            redacted=dict(found),
         )
     (blob, model, dim), dropped = _vector(obj)
     created = _stamp(obj, "created_at", now) or now
     if kind == "episode":
-        text, cut = _text(obj, "summary", settings.max_content_length)
+        text, cut = _text(obj, "summary", settings.max_content_length, guard, found)
         words = obj.get("keywords") or []
         if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
             raise InvalidInput("'keywords' must be a list of strings")
         clean_words = [k for k in (clean_text(w).strip()[:200] for w in words) if k and "\n" not in k]
+        guarded_words = [guard.check(w, "'keywords'") for w in clean_words]
+        found.update(sum((Counter(g.counts) for g in guarded_words), Counter()))
+        clean_words = [g.text for g in guarded_words]
+        if found:  # the file's vector was computed from the secret: the row is embedded again
+            (blob, model, dim) = _NO_VECTOR
         episode = ImportedEpisode(
             agent_id=agent,
             project_id=_axis(obj, "project_id"),
@@ -292,8 +335,8 @@ def parse_record(obj: Any, *, target_agent: str | None, settings: Settings, now:
             embedding_model=model,
             embedding_dim=dim,
         )
-        return Parsed(episode, cut, dropped)
-    text, cut = _text(obj, "content", settings.max_content_length)
+        return Parsed(episode, cut, dropped, dict(found))
+    text, cut = _text(obj, "content", settings.max_content_length, guard, found)
     msg = obj.get("msg_id")
     if isinstance(msg, int) and not isinstance(msg, bool):
         msg = str(msg)
@@ -303,13 +346,27 @@ def parse_record(obj: Any, *, target_agent: str | None, settings: Settings, now:
         channel=_axis(obj, "channel"),
         msg_id=(optional_str(msg, "msg_id") or "").strip(),
         content=text,
-        source=json_field(obj.get("source"), "source", settings.max_metadata_bytes),
-        metadata=json_field(obj.get("metadata"), "metadata", settings.max_metadata_bytes),
+        source=_guarded_json(obj, "source", settings, guard, found),
+        metadata=_guarded_json(obj, "metadata", settings, guard, found),
         timestamp=_stamp(obj, "timestamp", created) or created,
         created_at=created,
         embedding=blob,
         embedding_model=model,
         embedding_dim=dim,
     )
+    if found:  # the file's vector was computed from the secret: the row is embedded again
+        row = replace(row, embedding=None, embedding_model=None, embedding_dim=None)
     last = _stamp(obj, "last_recalled_at", None)
-    return Parsed(ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked")), cut, dropped)
+    memory = ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked"))
+    return Parsed(memory, cut, dropped, dict(found), lifecycle(obj))
+
+
+def _guarded_json(
+    obj: dict[str, Any], name: str, settings: Settings, guard: SecretGuard, found: Counter[str]
+) -> str | None:
+    text = json_field(obj.get(name), name, settings.max_metadata_bytes)
+    if text is None:
+        return None
+    guarded = guard.check_json(text, f"'{name}'")
+    found.update(guarded.counts)
+    return guarded.text

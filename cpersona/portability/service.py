@@ -18,12 +18,13 @@ from typing import BinaryIO, TextIO
 
 from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
-from cpersona.errors import Cancelled, InvalidInput
-from cpersona.health import persistence
+from cpersona.errors import Cancelled, InvalidInput, SecretDetected
+from cpersona.health import persistence, secrets_check
 from cpersona.portability import channel_axis, export, grants, importer, merge, move_in, original
 from cpersona.portability.grants import FileScope
 from cpersona.portability.paths import Place, atomic_write, locate, open_for_reading
 from cpersona.public import public
+from cpersona.secret_guard import Redaction
 from cpersona.shapes.operations import ExportResult, ImportResult, MergeResult, MigrateChannelAxisResult
 from cpersona.storage import backup_database, open_original, original_schema_version
 from cpersona.storage.interface import Store
@@ -93,6 +94,7 @@ class Portability:
         include_embeddings: bool = False,
         *,
         overwrite: bool = False,
+        include_secrets: bool = False,
         confined: bool = True,
         work: Work | None = None,
         scope: FileScope | None = None,
@@ -104,6 +106,7 @@ class Portability:
         file needs admin on every agent in it. Unconfined (the CLI), ``-`` is standard output.
         ``work`` (``cpersona.work``) gets progress in rows and may cancel: the file is then not written.
         ``export_format`` ``cpersona-1.0`` writes the original CPersona's format (the way back to it).
+        Credentials are written as their placeholders unless ``include_secrets`` (docs/secrets-and-forgetting.md).
         """
         if export_format not in EXPORT_FORMATS:
             raise InvalidInput(
@@ -112,6 +115,7 @@ class Portability:
         theirs = export_format == "cpersona-1.0"
         agent = optional_str(agent_id, "agent_id")
         vectors = boolean(include_embeddings, "include_embeddings")
+        secrets = boolean(include_secrets, "include_secrets")
         replace = boolean(overwrite, "overwrite")
         if not confined and output_path == STDIO:
             result = export.export_file(
@@ -123,6 +127,7 @@ class Portability:
                 model=self._active_model(),
                 work=work,
                 original_format=theirs,
+                include_secrets=secrets,
             )
         else:
             folder = scope.client if scope is not None else None
@@ -137,6 +142,7 @@ class Portability:
                     model=self._active_model(),
                     work=work,
                     original_format=theirs,
+                    include_secrets=secrets,
                 )
         if agent is not None and not any(result.get("counts", {}).values()):
             notice = agent_notice(self.store.session().admin, agent)
@@ -277,17 +283,32 @@ class Portability:
         """
         if not boolean(dry_run, "dry_run"):
             persistence.check_writable("merge_memories")
+        source = required_str(source_agent_id, "source_agent_id")
+        target = required_str(target_agent_id, "target_agent_id")
+        policy = self.settings.secrets
+        if policy == "refuse" and (found := secrets_check.find_secrets(self.store, source)):
+            kinds = secrets_check.kinds_of(found)
+            raise SecretDetected(
+                f"agent {source!r}'s rows", [{"kind": k, "count": n} for k, n in sorted(kinds.items())]
+            )
         queued_at = format_ts(utc_now()) if self._queue_backfill() else None
         result = merge.merge(
             self.store.maintenance_rows(),
-            required_str(source_agent_id, "source_agent_id"),
-            required_str(target_agent_id, "target_agent_id"),
+            source,
+            target,
             strategy=strategy,
             mode=mode,
             dry_run=dry_run,
             queued_at=queued_at,
             work=work,
         )
+        if policy == "redact" and not dry_run:
+            # The rows arrive as they were stored; the target's texts are scanned and redacted after
+            # the merge's own transaction (docs/secrets-and-forgetting.md).
+            hits = secrets_check.find_secrets(self.store, target)
+            if hits:
+                secrets_check.redact_hits(self.store, hits, queue=queued_at is not None)
+                result["redacted"] = Redaction("", secrets_check.kinds_of(hits)).summary()
         if queued_at is not None and not dry_run:
             self._wake()
         return result

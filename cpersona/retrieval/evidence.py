@@ -64,11 +64,32 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 #: never "recommend", so counting them as uncovered words emptied those questions (issue 32, item 4).
 REQUEST_WORDS = frozenset(
     _stem(w)
-    for w in (
-        "recommend recommends recommended recommending recommendation recommendations suggest suggests "
-        "suggested suggesting suggestion suggestions idea ideas advice advise tip tips option options "
-        "anything something please looking"
-    ).split()
+    for w in [
+        "recommend",
+        "recommends",
+        "recommended",
+        "recommending",
+        "recommendation",
+        "recommendations",
+        "suggest",
+        "suggests",
+        "suggested",
+        "suggesting",
+        "suggestion",
+        "suggestions",
+        "idea",
+        "ideas",
+        "advice",
+        "advise",
+        "tip",
+        "tips",
+        "option",
+        "options",
+        "anything",
+        "something",
+        "please",
+        "looking",
+    ]
 )
 
 

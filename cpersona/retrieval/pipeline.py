@@ -50,6 +50,7 @@ class RecallRequest:
     trace: bool = False  # return each stage's candidates and scores (RecallOutcome.trace)
     time_cue: TimeCue | None = None  # the caller's cue (retrieval/time_cue.py), already resolved
     include_superseded: bool = False  # superseded memories stay candidates (docs/decisions.md "Supersede")
+    include_retired: bool = False  # retired memories stay candidates (docs/secrets-and-forgetting.md)
     # The vector channel's weight in fusion: the share of the query the model can read (retrieval/language.py).
     vector_weight: float = 1.0
 
@@ -200,12 +201,16 @@ class RecallPipeline:
         cue = self._cue(request, now)
         if cue is not request.time_cue:
             request = replace(request, time_cue=cue)
-        # Superseded memories leave the candidate pool of every channel: each reads ``len(hidden)``
-        # more rows and drops them, so the pool is what it would be without them (none: unchanged).
-        hidden: frozenset[int] = (
-            frozenset()
-            if request.include_superseded
-            else frozenset(session.supersede.hidden_ids(request.scope))
+        # Superseded, retired and expired memories leave the candidate pool of every channel: each
+        # reads ``len(hidden)`` more rows and drops them, so the pool is what it would be without
+        # them. Expiry needs no sweep: a row past its time is hidden from this recall on.
+        hidden = frozenset(
+            session.supersede.hidden_ids(
+                request.scope,
+                superseded=not request.include_superseded,
+                retired=not request.include_retired,
+                now=format_ts(now),
+            )
         )
         if not request.query.strip():
             return self._most_recent(session, request, hidden)

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
+from cpersona.health import persistence
 from cpersona.public import public
 from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
 from cpersona.storage.vectors import to_blob
@@ -40,9 +41,17 @@ class BackfillWorker:
     """A daemon thread draining the embedding tasks whenever the model is usable."""
 
     def __init__(
-        self, store: Store, embeddings: EmbeddingService, *, retry_delay: float, poll: float = 5.0
+        self,
+        store: Store,
+        embeddings: EmbeddingService,
+        *,
+        retry_delay: float,
+        poll: float = 5.0,
+        expiry_grace: float | None = None,
     ) -> None:
         self.store = store
+        # Seconds an expired memory stays in the file before each round's sweep deletes it (None: no sweep).
+        self.expiry_grace = expiry_grace
         self.embeddings = embeddings
         self.retry_delay = retry_delay
         self.poll = poll
@@ -75,6 +84,8 @@ class BackfillWorker:
             try:
                 while not self._stop.is_set() and self.drain_once() > 0:
                     pass
+                if self.expiry_grace is not None:
+                    self.sweep_expired()
             except StorageFault:  # already logged once by storage; retried on the next wake
                 pass
             except Exception:  # keep the thread alive; the tasks stay queued
@@ -96,6 +107,23 @@ class BackfillWorker:
             if after_batch is not None:
                 after_batch(handled)
         return handled
+
+    def sweep_expired(self, limit: int = 500) -> int:
+        """Delete up to ``limit`` memories that expired more than CPERSONA_EXPIRY_GRACE seconds ago
+        (locked ones stay, out of recall, until unlocked); returns how many. The worker runs it each round.
+        """
+        if persistence.is_paused():
+            return 0  # a pause stops every write, the worker's deletes included
+        cutoff = format_ts(utc_now() - timedelta(seconds=self.expiry_grace or 0.0))
+        ids = self.store.session().supersede.expired_before(cutoff, limit)
+        if not ids:
+            return 0
+        with self.store.write() as ws:
+            for rid in ws.supersede.expired_before(cutoff, limit):
+                ws.memories.delete(rid)
+                ws.tasks.remove_for_target(MEMORIES, rid)
+        log.info("deleted %d expired memor(ies)", len(ids))
+        return len(ids)
 
     def drain_once(self, limit: int = BATCH) -> int:
         """Process one batch of due tasks; returns how many were handled (0 = nothing to do)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from cpersona.config import Settings
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.health.state import HealthState
+from cpersona.secret_guard import SecretGuard
 from cpersona.storage.interface import Store
 
 
@@ -25,10 +26,12 @@ class Core:
 
 
 class CoreService:
-    """A service over a ``Core``: ``storage``, ``settings``, ``embeddings`` and ``health`` as attributes."""
+    """A service over a ``Core``: ``storage``, ``settings``, ``embeddings``, ``health`` and ``secrets`` as attributes."""
 
     def __init__(self, core: Core) -> None:
         self.storage = core.store
         self.settings = core.settings
         self.embeddings = core.embeddings
         self.health = core.health
+        # CPERSONA_SECRETS, applied to every text a write stores (docs/secrets-and-forgetting.md).
+        self.secrets = SecretGuard(core.settings.secrets)

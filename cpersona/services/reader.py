@@ -122,6 +122,13 @@ class Reader:
         ``allowed_agents`` restricts the listing to those agents' rows (an HTTP client's ACL grants).
         """
         items, total, notice = self._newest(_memories, agent_id, limit, project_id, allowed_agents)
+        # The listing shows every row it holds as it is: an expiring one says when, a retired one since when.
+        session = self.storage.session()
+        expiring = session.supersede.expiries([int(i["id"]) for i in items])
+        for item in items:
+            if int(item["id"]) in expiring:
+                item["expires_at"] = expiring[int(item["id"])]
+        supersede.mark_retired(session, items)
         result: ListMemoriesResult = {
             "ok": True,
             "items": cast("list[MemoryRow]", items),

@@ -88,6 +88,7 @@ class Recaller:
         trace: bool = False,
         time_cue: dict[str, Any] | None = None,
         include_superseded: bool = False,
+        include_retired: bool = False,
     ) -> RecallResult:
         """Hybrid recall; ``results`` ordered worst → best (the last element is the best match).
 
@@ -105,7 +106,8 @@ class Recaller:
         (``CPERSONA_QUERY_DATES``). The cue that acted is echoed as ``time_cue``.
 
         Superseded memories are no candidates unless ``include_superseded``; then each one returned
-        says ``superseded_by`` (its successor's ref) and ``superseded_at``.
+        says ``superseded_by`` (its successor's ref) and ``superseded_at``. Retired memories likewise,
+        unless ``include_retired``; then each one returned says ``retired_at`` and ``retire_reason``.
         """
         request = RecallRequest(
             scope=Scope(
@@ -123,6 +125,7 @@ class Recaller:
             trace=boolean(trace, "trace"),
             time_cue=time_cues.parse(time_cue, utc_now()),
             include_superseded=boolean(include_superseded, "include_superseded"),
+            include_retired=boolean(include_retired, "include_retired"),
         )
         mode = self.settings.recall_mode
         language_note = self._vector_weight(request)
@@ -155,6 +158,8 @@ class Recaller:
                 notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
                 if request.include_superseded:
                     supersede.mark_rows(session, rows)
+                if request.include_retired:
+                    supersede.mark_retired(session, rows)
         finally:
             if isinstance(query_vector, PendingQueryVector):
                 # Never leave an embedding running behind an answer (or a failure); the pipeline

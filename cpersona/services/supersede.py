@@ -137,6 +137,7 @@ def history(
     visible = [row for row in rows.values() if _visible(row, agent, granted)]
     visible.sort(key=lambda r: (-depth[r["id"]], r["created_at"], r["id"]))
     chain = [annotate(dict(row), links.get(row["id"])) for row in visible]
+    mark_retired(session, chain)  # a retired row stays in its history, saying so
     return {
         "ok": True,
         "ref": f"mem:{rid}",
@@ -153,6 +154,15 @@ def annotate(row: dict[str, Any], link: Link | None) -> dict[str, Any]:
         row["superseded_by"] = f"mem:{link.newer}"
         row["superseded_at"] = link.at
     return row
+
+
+def mark_retired(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Add ``retired_at`` / ``retire_reason`` to the retired memory rows among ``rows`` (in place)."""
+    ids = [int(r["id"]) for r in rows if r.get("type") == "memory"]
+    retired = session.supersede.retirements(ids) if ids else {}
+    for row in rows:
+        if row.get("type") == "memory" and int(row["id"]) in retired:
+            row["retired_at"], row["retire_reason"] = retired[int(row["id"])]
 
 
 def mark_rows(session: Session, rows: list[dict[str, Any]]) -> None:

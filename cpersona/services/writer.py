@@ -7,15 +7,18 @@ back-fill worker in the same transaction that writes it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
+from datetime import timedelta
 from typing import Any
 
 from cpersona import context_merge
-from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected
+from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected, SecretDetected
 from cpersona.health import persistence
 from cpersona.health.state import HINT
-from cpersona.limits import MAX_KEYWORD_CHARS
+from cpersona.limits import MAX_KEYWORD_CHARS, MAX_REASON_CHARS, TTL_MAX_SECONDS, TTL_MIN_SECONDS
 from cpersona.public import public
+from cpersona.secret_guard import Redaction, merge_counts
 from cpersona.services import supersede
 from cpersona.services.core import Core, CoreService
 from cpersona.services.links import Association, declare_in, parse_associations
@@ -23,6 +26,7 @@ from cpersona.shapes.everyday import (
     ArchiveEpisodeResult,
     DeleteResult,
     LockResult,
+    RetireResult,
     StoreResult,
     StoreSkipped,
     StoreStored,
@@ -42,7 +46,7 @@ from cpersona.storage.interface import (
 )
 from cpersona.storage.scope import write_axes
 from cpersona.storage.vectors import to_blob
-from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, utc_now
+from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, parse_ts, utc_now
 from cpersona.validation import agent_set, boolean, optional_str, required_str, row_id, string_list
 
 
@@ -86,7 +90,7 @@ class Writer(CoreService):
         metadata: dict[str, Any] | str | None,
         channel: str | None,
         project_id: str | None,
-    ) -> tuple[NewMemory, bool, str]:
+    ) -> tuple[NewMemory, bool, str, Redaction]:
         s = self.settings
         agent = required_str(agent_id, "agent_id")
         project, chan = write_axes(optional_str(project_id, "project_id"), optional_str(channel, "channel"))
@@ -95,10 +99,14 @@ class Writer(CoreService):
         if isinstance(msg_id, bool) or not isinstance(msg_id, str | int | None):
             raise InvalidInput("message id must be a string or an integer")
         msg = optional_str(str(msg_id) if msg_id is not None else None, "message id") or ""
-        cleaned = clean_text(content).strip()
+        # Secrets go before the cap: a key cut in half by it would no longer be recognised.
+        guarded = self.secrets.check(clean_text(content).strip(), "content")
+        cleaned = guarded.text
         text, truncated = cap_text(cleaned, s.max_content_length)
         if not text:
             raise InvalidInput("content is empty")
+        meta = self.secrets.check_json(json_field(metadata, "metadata", s.max_metadata_bytes), "metadata")
+        src = self.secrets.check_json(json_field(source, "source", s.max_metadata_bytes), "source")
         now = format_ts(utc_now())
         new = NewMemory(
             agent_id=agent,
@@ -106,12 +114,12 @@ class Writer(CoreService):
             channel=chan,
             msg_id=msg.strip(),
             content=text,
-            source=json_field(source, "source", s.max_metadata_bytes),
-            metadata=json_field(metadata, "metadata", s.max_metadata_bytes),
+            source=src.text if source is not None else None,
+            metadata=meta.text if metadata is not None else None,
             timestamp=normalise_timestamp(timestamp) if timestamp is not None else now,
             created_at=now,
         )
-        return new, truncated, cleaned
+        return new, truncated, cleaned, merge_counts(guarded, meta, src)
 
     @public
     def store(
@@ -128,6 +136,8 @@ class Writer(CoreService):
         associations: list[dict[str, Any]] | None = None,
         readable_agents: frozenset[str] | None = None,
         supersedes: Sequence[str | int] | None = None,
+        ttl: float | None = None,
+        expires_at: str | float | None = None,
     ) -> StoreResult:
         """Store one memory. Returns ``result`` stored | skipped; raises ``Rejected`` for unusable input.
 
@@ -138,15 +148,22 @@ class Writer(CoreService):
         ``supersedes`` (memory refs of the same agent) marks those rows superseded by the new one, in
         the same transaction (docs/decisions.md "Supersede, keep history"); a refused link writes
         nothing. A skipped duplicate links nothing (``update_memory`` links an existing row).
+
+        ``ttl`` (seconds, 1 .. ten years) or ``expires_at`` (a time in that window) lets the memory
+        expire: from then on no recall returns it, and the queue worker deletes it after
+        CPERSONA_EXPIRY_GRACE seconds (a skipped duplicate keeps the existing row's expiry).
         """
         older = supersede.parse_refs(supersedes)
         links: list[Association] = []
         try:
-            new, truncated, cleaned = self._validated_memory(
+            new, truncated, cleaned, redacted = self._validated_memory(
                 agent_id, content, msg_id, source, timestamp, metadata, channel, project_id
             )
             if associations is not None:
                 links = parse_associations(associations)
+            expiry = _expiry(ttl, expires_at)
+        except SecretDetected:
+            raise  # its own code (secret_detected), not a generic rejection
         except InvalidInput as exc:
             raise Rejected(str(exc)) from exc
         # Paused: skipped, persisted: false, nothing written (docs/tools.md#pause_persistence).
@@ -169,6 +186,8 @@ class Writer(CoreService):
                     return _skipped(*duplicate)
                 marked = supersede.check_links(session, None, new.agent_id, older, None) if older else []
                 new_id = session.memories.insert(new)
+                if expiry is not None:
+                    session.supersede.set_expiry(new_id, expiry)
                 if marked:
                     session.supersede.mark(marked, new_id, new.created_at)
                 declared = self._declare(session, new_id, links, readable_agents)
@@ -194,6 +213,10 @@ class Writer(CoreService):
             result["original_length"] = len(cleaned)
         if associations is not None:
             result["associations"] = declared
+        if redacted.total:
+            result["redacted"] = redacted.summary()
+        if expiry is not None:
+            result["expires_at"] = expiry
         return result
 
     @staticmethod
@@ -225,12 +248,16 @@ class Writer(CoreService):
         project, chan = write_axes(optional_str(project_id, "project_id"), optional_str(channel, "channel"))
         if not isinstance(summary, str):
             raise InvalidInput("summary must be a string")
-        text, truncated = cap_text(clean_text(summary).strip(), self.settings.max_content_length)
+        guarded = self.secrets.check(clean_text(summary).strip(), "summary")
+        text, truncated = cap_text(guarded.text, self.settings.max_content_length)
         if not text:
             raise InvalidInput("summary is empty")
         if isinstance(keywords, str):
             keywords = [k for k in keywords.split(",")]
         words = [k.strip() for k in string_list(keywords, "keywords", max_len=MAX_KEYWORD_CHARS) if k.strip()]
+        guarded_words = [self.secrets.check(w, "keywords") for w in words]
+        words = [g.text for g in guarded_words]
+        guarded = merge_counts(guarded, *guarded_words)
         entries = context_merge.validate_entries(history, "history")
         stamps = sorted(e["timestamp"] for e in entries if "timestamp" in e)
         blob, model_id, dim = self._embed_document(text)
@@ -263,6 +290,8 @@ class Writer(CoreService):
         }
         if truncated:
             result["truncated"] = True
+        if guarded.total:
+            result["redacted"] = guarded.summary()
         return result
 
     @public
@@ -288,10 +317,12 @@ class Writer(CoreService):
         older = supersede.parse_refs(supersedes)
         text: str | None = None
         truncated = False
+        guarded = Redaction("")
         if content is not None or not older:
             if not isinstance(content, str):
                 raise InvalidInput("content must be a string")
-            text, truncated = cap_text(clean_text(content).strip(), self.settings.max_content_length)
+            guarded = self.secrets.check(clean_text(content).strip(), "content")
+            text, truncated = cap_text(guarded.text, self.settings.max_content_length)
             if not text:
                 raise InvalidInput("content is empty")
         row = _owned_memory(self.storage.session(), rid, agent, allowed, for_change=True)
@@ -317,6 +348,8 @@ class Writer(CoreService):
             result["supersedes"] = [f"mem:{i}" for i in older]
         if truncated:
             result["truncated"] = True
+        if guarded.total:
+            result["redacted"] = guarded.summary()
         return result
 
     @public
@@ -329,7 +362,8 @@ class Writer(CoreService):
         project, user = required_str(project_id, "project_id"), required_str(user_id, "user_id")
         if not isinstance(profile, str):
             raise InvalidInput("profile must be a string")
-        text, truncated = cap_text(clean_text(profile).strip(), self.settings.max_profile_length)
+        guarded = self.secrets.check(clean_text(profile).strip(), "profile")
+        text, truncated = cap_text(guarded.text, self.settings.max_profile_length)
         if not text:
             raise InvalidInput("profile is empty")
         now = format_ts(utc_now())
@@ -338,6 +372,8 @@ class Writer(CoreService):
         result: UpdateProfileResult = {"ok": True, "agent_id": agent, "updated_at": now, "length": len(text)}
         if truncated:
             result["truncated"] = True
+        if guarded.total:
+            result["redacted"] = guarded.summary()
         return result
 
     def _set_lock(
@@ -373,6 +409,69 @@ class Writer(CoreService):
     ) -> LockResult:
         """Remove the protection."""
         return self._set_lock(memory_id, agent_id, allowed_agents, False)
+
+    def _set_retired(
+        self,
+        memory_id: int | str,
+        reason: str | None,
+        agent_id: str | None,
+        allowed_agents: Collection[str] | None,
+        retire: bool,
+    ) -> RetireResult:
+        action = "retire_memory" if retire else "unretire_memory"
+        persistence.check_writable(action)
+        rid = row_id(memory_id, "memory_id", "mem")
+        agent = optional_str(agent_id, "agent_id")
+        allowed = agent_set(allowed_agents)
+        why = optional_str(reason, "reason", max_len=MAX_REASON_CHARS, free_text=True)
+        if why is not None:
+            # A reason is stored text like any other: the secret guard applies to it.
+            why = self.secrets.check(clean_text(why).strip(), "reason").text or None
+        with self.storage.write() as session:
+            _owned_memory(session, rid, agent, allowed, for_change=True)  # locked rows refuse, as for edits
+            before = session.supersede.retirements([rid]).get(rid)
+            if retire and before is None:
+                session.supersede.set_retired(rid, format_ts(utc_now()), why)
+            elif not retire and before is not None:
+                session.supersede.set_retired(rid, None, None)
+            after = session.supersede.retirements([rid]).get(rid)
+        result: RetireResult = {
+            "ok": True,
+            "id": rid,
+            "ref": f"mem:{rid}",
+            "retired": after is not None,
+            "was_retired": before is not None,
+        }
+        if after is not None:
+            result["retired_at"], result["retire_reason"] = after
+        return result
+
+    @public
+    def retire_memory(
+        self,
+        memory_id: int | str,
+        reason: str | None = None,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
+    ) -> RetireResult:
+        """Take a memory out of recall without a successor; it stays for get_history and the browser view.
+
+        Refused when locked (``locked``); another agent's row (or one outside ``allowed_agents``) answers
+        not found. Retiring a retired memory keeps its first time and reason (``was_retired: true``).
+        """
+        return self._set_retired(memory_id, reason, agent_id, allowed_agents, True)
+
+    @public
+    def unretire_memory(
+        self,
+        memory_id: int | str,
+        *,
+        agent_id: str | None = None,
+        allowed_agents: Collection[str] | None = None,
+    ) -> RetireResult:
+        """Bring a retired memory back into recall (refused when locked, as retire is)."""
+        return self._set_retired(memory_id, None, agent_id, allowed_agents, False)
 
     @public
     def delete_memory(
@@ -415,6 +514,27 @@ class Writer(CoreService):
             session.episodes.delete(rid)
             session.tasks.remove_for_target(EPISODES, rid)
         return {"ok": True, "id": rid, "ref": f"ep:{rid}", "deleted": True}
+
+
+def _expiry(ttl: float | None, expires_at: str | float | None) -> str | None:
+    """The stored expiry time of a new memory, or None; refuses both, a bad type or a time out of bounds."""
+    if ttl is None and expires_at is None:
+        return None
+    if ttl is not None and expires_at is not None:
+        raise InvalidInput("give ttl or expires_at, not both")
+    now = utc_now()
+    if ttl is not None:
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl):
+            raise InvalidInput("ttl must be a number of seconds")
+        seconds = float(ttl)
+    else:
+        seconds = (parse_ts(normalise_timestamp(expires_at, "expires_at")) - now).total_seconds()
+    if not TTL_MIN_SECONDS <= seconds <= TTL_MAX_SECONDS:
+        what = "ttl" if ttl is not None else "expires_at"
+        raise InvalidInput(
+            f"{what} must be between {TTL_MIN_SECONDS} second and {TTL_MAX_SECONDS // 86400} days from now"
+        )
+    return format_ts(now + timedelta(seconds=seconds))
 
 
 def _visible(row: Row, agent: str | None, allowed: frozenset[str] | None) -> bool:

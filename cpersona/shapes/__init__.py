@@ -50,6 +50,7 @@ from cpersona.shapes.everyday import (  # noqa: F401 - re-exported: the public n
     RecallSearch,
     RecallTrace,
     RecallWithContextResult,
+    RetireResult,
     StorePaused,
     StoreSkipped,
     StoreStored,

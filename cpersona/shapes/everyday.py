@@ -4,7 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import AgentNotice, ItemCount, Success
+from cpersona.shapes.common import AgentNotice, ItemCount, Redacted, Success
 from cpersona.shapes.links import AssociationOutcome
 from cpersona.shapes.rows import EpisodeRow, MemoryRow, ProfileRow, RecallRow, StoredRow
 
@@ -25,6 +25,12 @@ class StoreStored(TypedDict):
         Annotated[list[AssociationOutcome], "With associations: one outcome per link declared with the row."]
     ]
     supersedes: NotRequired[Annotated[list[str], "The memories the new one superseded (with supersedes)."]]
+    redacted: NotRequired[Redacted]
+    expires_at: NotRequired[
+        Annotated[
+            str, "With ttl or expires_at: when it leaves recall (UTC ISO-8601); deleted after a grace period."
+        ]
+    ]
 
 
 class StoreSkipped(TypedDict):
@@ -302,6 +308,7 @@ class ArchiveEpisodeResult(TypedDict):
     start_time: Annotated[str | None, "Earliest history timestamp."]
     end_time: Annotated[str | None, "Latest history timestamp."]
     truncated: NotRequired[Annotated[bool, "The summary was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
+    redacted: NotRequired[Redacted]
 
 
 class UpdateMemoryResult(TypedDict):
@@ -313,6 +320,7 @@ class UpdateMemoryResult(TypedDict):
     embedded: Annotated[bool, "The new text was embedded now (without content: the row has a vector)."]
     truncated: NotRequired[Annotated[bool, "The content was cut to CPERSONA_MAX_CONTENT_LENGTH."]]
     supersedes: NotRequired[Annotated[list[str], "The memories this one now supersedes (with supersedes)."]]
+    redacted: NotRequired[Redacted]
 
 
 class GetProfileResult(TypedDict):
@@ -332,6 +340,7 @@ class UpdateProfileResult(TypedDict):
     updated_at: Annotated[str, "Now (UTC ISO-8601)."]
     length: Annotated[int, "Characters stored."]
     truncated: NotRequired[Annotated[bool, "The text was cut to CPERSONA_MAX_PROFILE_LENGTH."]]
+    redacted: NotRequired[Redacted]
 
 
 # -- browsing --------------------------------------------------------------------------------------------
@@ -385,6 +394,20 @@ class LockResult(TypedDict):
     id: Annotated[int, "The memory's id."]
     ref: Annotated[str, "'mem:<id>'."]
     locked: Annotated[bool, "The new lock state."]
+
+
+class RetireResult(TypedDict):
+    """retire_memory / unretire_memory."""
+
+    ok: Success
+    id: Annotated[int, "The memory's id."]
+    ref: Annotated[str, "'mem:<id>'."]
+    retired: Annotated[bool, "The new state: true, out of recall (kept for get_history); false, back in it."]
+    was_retired: Annotated[
+        bool, "The state before the call (retiring a retired memory keeps its first time)."
+    ]
+    retired_at: NotRequired[Annotated[str, "When it was retired (UTC ISO-8601), with retired: true."]]
+    retire_reason: NotRequired[Annotated[str | None, "The reason given, with retired: true."]]
 
 
 class DeleteResult(TypedDict):

@@ -4,7 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import AgentNotice, Success
+from cpersona.shapes.common import AgentNotice, RedactedKind, Success
 from cpersona.shapes.everyday import QueueStatus, TableCounts
 
 # -- health and administration -------------------------------------------------------------------------
@@ -158,6 +158,13 @@ class ExportResult(TypedDict):
     include_embeddings: Annotated[bool, "Whether vectors were written (base64 float32 with model id)."]
     counts: Annotated[dict[str, int], "Records written per type."]
     notice: NotRequired[AgentNotice]
+    redacted: NotRequired[
+        Annotated[
+            list[RedactedKind],
+            "Credentials written as '[redacted: <kind>]' (absent with include_secrets): kind and count; those "
+            "rows carry no vector.",
+        ]
+    ]
 
 
 class ImportTally(TypedDict):
@@ -173,6 +180,11 @@ class ImportTally(TypedDict):
     queued_for_embedding: Annotated[int, "Rows queued for back-fill."]
     error_count: Annotated[int, "Bad lines (skipped)."]
     errors: Annotated[list[dict[str, Any]], "The first bad lines: line number and why."]
+    redacted: Annotated[
+        list[RedactedKind],
+        "Credentials replaced by '[redacted: <kind>]' (CPERSONA_SECRETS=redact; refuse makes such a line an "
+        "error): kind and count, never the value; those rows are embedded again.",
+    ]
 
 
 class ImportResult(ImportTally):
@@ -194,6 +206,13 @@ class MergeResult(TypedDict):
     mode: Annotated[Literal["copy", "move"], "move empties the source agent."]
     strategy: Annotated[Literal["skip"], "Duplicates in the target are skipped."]
     counts: Annotated[dict[str, dict[str, int]], "Per table: copied / moved / skipped."]
+    redacted: NotRequired[
+        Annotated[
+            list[RedactedKind],
+            "CPERSONA_SECRETS=redact: credentials in the target's rows after the merge, replaced by "
+            "'[redacted: <kind>]' (kind and count).",
+        ]
+    ]
 
 
 class MigrateChannelAxisResult(TypedDict):

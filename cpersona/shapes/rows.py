@@ -97,6 +97,19 @@ class MemoryRow(TypedDict):
         ]
     ]
     superseded_at: NotRequired[Annotated[str, "When it was superseded (UTC ISO-8601), with superseded_by."]]
+    retired_at: NotRequired[
+        Annotated[
+            str,
+            "When it was retired (UTC ISO-8601): out of recall, kept for history "
+            "(recall include_retired, get_history).",
+        ]
+    ]
+    retire_reason: NotRequired[
+        Annotated[str | None, "Why it was retired (with retired_at; null: none given)."]
+    ]
+    expires_at: NotRequired[
+        Annotated[str, "When it expires (UTC ISO-8601; store's ttl / expires_at); list_memories shows it."]
+    ]
 
 
 class EpisodeRow(TypedDict):

@@ -9,6 +9,7 @@ tables, pgvector headers, JSON and pattern tests - stay in ``sqlite/health.py`` 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from cpersona.storage.shared_reads import Fetch, first, rows_outside_window
@@ -40,6 +41,18 @@ class HealthReads:
     def _not_a_timestamp(self, column: str) -> tuple[str, list[Any]]:
         """The engine's test that ``column`` is not in ``format_ts``'s stored form, and its parameters."""
         raise NotImplementedError  # each engine's pattern test (GLOB on SQLite, a regex on PostgreSQL)
+
+    def stored_texts(
+        self, table: str, columns: Sequence[str], agent: str | None, after: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """Rows of ``table`` with ``id`` above ``after``, by id: ``id`` and the raw stored ``columns``."""
+        assert table in ("memories", "episodes") and all(c.isidentifier() for c in columns)
+        where, params = self._agent(agent)
+        mark = self._dialect.mark
+        sql = (
+            f"SELECT id, {', '.join(columns)} FROM {table} WHERE id > {mark}{where} ORDER BY id LIMIT {mark}"
+        )
+        return [{k: r[k] for k in ("id", *columns)} for r in self._fetch(sql, [after, *params, limit])]
 
     def malformed_timestamps(
         self, agent: str | None, limit: int

@@ -448,6 +448,11 @@ class PortabilityRows(Protocol):
         returns (linked, skipped) (``supersede_interface.apply_imported_links``)."""
         ...
 
+    def mark_lifecycle(self, items: Sequence[tuple[NewMemory, str | None, str | None, str | None]]) -> int:
+        """Give imported memories (named by their dedup keys) their (expires_at, retired_at, reason), where
+        the stored row has none yet (what is there wins, as for duplicates); rows changed."""
+        ...
+
 
 @dataclass(frozen=True)
 class LinkRow:

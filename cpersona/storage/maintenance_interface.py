@@ -266,6 +266,13 @@ class HealthQueries(Protocol):
         """Memories whose source or metadata is not a JSON object: (count, [(id, column, raw, locked)])."""
         ...
 
+    def stored_texts(
+        self, table: str, columns: Sequence[str], agent: str | None, after: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """Rows of ``memories`` or ``episodes`` with ``id`` above ``after``, by id: ``id`` and the raw
+        stored ``columns`` (the secrets check pages through every text this way)."""
+        ...
+
     def malformed_timestamps(
         self, agent: str | None, limit: int
     ) -> tuple[int, list[tuple[str, Any, str, str, bool]]]:
@@ -343,6 +350,12 @@ class HealthRepairs(Protocol):
 
     def set_timestamp(self, table: str, key: Any, column: str, old: str, new: str) -> bool:
         """Rewrite one timestamp in the stored form (only if it still holds ``old``)."""
+        ...
+
+    def replace_text(self, table: str, key: Any, column: str, old: str, new: str) -> bool:
+        """Rewrite one text column (only if it still holds ``old``), locked rows included: the secrets
+        check's redaction. A memory's content or an episode's summary drops its vector with it.
+        False when the row changed meanwhile or the new text would duplicate another memory."""
         ...
 
     def delete_tasks(self, ids: Iterable[int]) -> int:

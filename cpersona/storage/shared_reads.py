@@ -127,6 +127,43 @@ class SupersedeReads:
         self._fetch = fetch
         self._dialect = dialect
 
+    def retirements(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+        """``(retired_at, reason)`` of each retired id in ``ids``."""
+        found: dict[int, tuple[str, str | None]] = {}
+        wanted = [int(i) for i in ids]
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join([self._dialect.mark] * len(chunk))
+            for r in self._fetch(
+                f"SELECT id, retired_at, retire_reason FROM memories WHERE retired_at IS NOT NULL AND id IN ({marks})",
+                chunk,
+            ):
+                found[int(r["id"])] = (str(r["retired_at"]), r["retire_reason"])
+        return found
+
+    def expiries(self, ids: Sequence[int]) -> dict[int, str]:
+        """``expires_at`` of each id in ``ids`` that has one."""
+        found: dict[int, str] = {}
+        wanted = [int(i) for i in ids]
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join([self._dialect.mark] * len(chunk))
+            for r in self._fetch(
+                f"SELECT id, expires_at FROM memories WHERE expires_at IS NOT NULL AND id IN ({marks})", chunk
+            ):
+                found[int(r["id"])] = str(r["expires_at"])
+        return found
+
+    def expired_before(self, cutoff: str, limit: int) -> list[int]:
+        """Unlocked memories that expired before ``cutoff``, oldest first."""
+        m = self._dialect.mark
+        rows = self._fetch(
+            f"SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at < {m} AND NOT locked "
+            f"ORDER BY expires_at LIMIT {m}",
+            (cutoff, int(limit)),
+        )
+        return [int(r["id"]) for r in rows]
+
     def dangling(self, limit: int = 20) -> list[Link]:
         """Links to a newer row that does not exist."""
         rows = self._fetch(

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # annotations only: interface imports scope, which imports th
 MERGE_COPY_COLUMNS = {
     "memories": (
         "project_id, channel, msg_id, content, source, metadata, timestamp, created_at, embedding, "
-        "embedding_model, embedding_dim, recall_count, last_recalled_at, locked"
+        "embedding_model, embedding_dim, recall_count, last_recalled_at, locked, expires_at, retired_at, "
+        "retire_reason"
     ),
     "episodes": (
         "project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, embedding, "

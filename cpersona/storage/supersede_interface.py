@@ -44,8 +44,31 @@ class SupersedeLinks(Protocol):
         """Mark ``older_ids`` superseded by ``newer_id`` at ``at``."""
         ...
 
-    def hidden_ids(self, scope: Scope) -> set[int]:
-        """Ids of the superseded memories ``scope`` admits (what recall leaves out by default)."""
+    def hidden_ids(
+        self, scope: Scope, *, superseded: bool = True, retired: bool = True, now: str | None = None
+    ) -> set[int]:
+        """Ids of the superseded and / or retired memories ``scope`` admits (what recall leaves out by
+        default), and with ``now`` those expired at or before it (always left out)."""
+        ...
+
+    def set_expiry(self, memory_id: int, at: str | None) -> None:
+        """Let one memory expire at ``at`` (stored UTC text; None: never)."""
+        ...
+
+    def expiries(self, ids: Sequence[int]) -> dict[int, str]:
+        """``expires_at`` of each id in ``ids`` that has one."""
+        ...
+
+    def expired_before(self, cutoff: str, limit: int) -> list[int]:
+        """Unlocked memories that expired before ``cutoff`` (the worker deletes them), oldest first."""
+        ...
+
+    def retirements(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+        """``(retired_at, reason)`` of each retired id in ``ids`` (others are absent)."""
+        ...
+
+    def set_retired(self, memory_id: int, at: str | None, reason: str | None) -> None:
+        """Retire one memory at ``at`` with ``reason``; ``at`` None brings it back (clears both)."""
         ...
 
     def dangling(self, limit: int = 20) -> list[Link]:
@@ -78,6 +101,28 @@ def apply_imported_links(
         links.mark([older], newer, at)
         linked += 1
     return linked, skipped
+
+
+def apply_lifecycle(
+    find: Callable[[Key], int | None],
+    links: SupersedeLinks,
+    items: Sequence[tuple[Key, str | None, str | None, str | None]],
+) -> int:
+    """Set each found row's (expires_at, retired_at, reason) where it has none yet; rows changed."""
+    changed = 0
+    for row, expires, retired, reason in items:
+        rid = find(row)
+        if rid is None:
+            continue
+        touched = False
+        if expires is not None and rid not in links.expiries([rid]):
+            links.set_expiry(rid, expires)
+            touched = True
+        if retired is not None and rid not in links.retirements([rid]):
+            links.set_retired(rid, retired, reason)
+            touched = True
+        changed += touched
+    return changed
 
 
 def _reaches(links: SupersedeLinks, start: int, target: int, limit: int = 1000) -> bool:

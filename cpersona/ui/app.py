@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from cpersona.errors import CPersonaError, DuplicateRow, Forbidden, LockedRow, NotFound, PersistencePaused
 from cpersona.memory import Memory
+from cpersona.secret_guard import SecretGuard
 from cpersona.shapes import EpisodeRow
 from cpersona.ui import insight, pages, relations
 from cpersona.ui.access import Action, grants_for_request
@@ -306,7 +307,9 @@ class UiApp:
         elif kind == "unlock":
             self.memory.unlock_memory(rid, agent_id=agent)
         elif kind == "edit":
-            content = form.get("content", "")
+            # The confirm page already shows (and its form carries) the text as it will be stored:
+            # credentials as their placeholders; under refuse the error page says which kinds.
+            content = SecretGuard(self.memory.settings.secrets).check(form.get("content", ""), "content").text
             if not confirmed:
                 row = self._memory_row(agent, rid)
                 body = pages.confirm_page(

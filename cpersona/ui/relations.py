@@ -45,6 +45,8 @@ class Relations:
     after: list[Successor] = field(default_factory=list)
     links: list[LinkLine] = field(default_factory=list)
     links_more: bool = False
+    retired_at: str | None = None  # set when the memory was retired (out of recall, kept here)
+    retire_reason: str | None = None
 
     @property
     def any(self) -> bool:
@@ -117,4 +119,6 @@ def memory_relations(
         after=after[:SHOWN_PER_SECTION],
         links=links[:SHOWN_PER_SECTION],
         links_more=more,
+        retired_at=str(me.get("retired_at") or "") or None,
+        retire_reason=str(me.get("retire_reason") or "") or None,
     )

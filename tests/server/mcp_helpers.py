@@ -248,17 +248,17 @@ def unique(prefix: str) -> Callable[[], str]:
 
 
 @contextmanager
-def transport_session(transport: str, tmp: Path) -> Iterator[McpSession]:
+def transport_session(transport: str, tmp: Path, **env_extra: str) -> Iterator[McpSession]:
     """One real server on the data folder ``tmp``, reached over ``transport``: "stdio", or "http"
-    (streamable HTTP with a bearer token, as the HTTP tests use)."""
+    (streamable HTTP with a bearer token, as the HTTP tests use); ``env_extra``: more settings."""
     if transport == "stdio":
-        with mcp_session(stdio_target(server_env(tmp))) as session:
+        with mcp_session(stdio_target(server_env(tmp, **env_extra))) as session:
             yield session
         return
     from test_mcp_http import TOKEN, authed_transport  # the HTTP tests' token and transport
 
     with (
-        http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN) as (url, _proc),
+        http_server(tmp, CPERSONA_AUTH_TOKEN=TOKEN, **env_extra) as (url, _proc),
         mcp_session(authed_transport(url)) as session,
     ):
         yield session

@@ -84,6 +84,8 @@ def test_every_tool_answers_what_its_output_schema_says(
             ("reconstruct", {"agent_id": agent, "query": "kestrel deploy", "refs": [stored["ref"]]}),
             ("lock_memory", {"memory_id": stored["ref"], "agent_id": agent}),
             ("unlock_memory", {"memory_id": stored["id"], "agent_id": agent}),
+            ("retire_memory", {"memory_id": other["ref"], "agent_id": agent, "reason": "kept for the test"}),
+            ("unretire_memory", {"memory_id": other["ref"], "agent_id": agent}),
             ("calibrate_threshold", {"agent_id": agent}),
             ("set_recall_precision", {"agent_id": agent, "precision": "strict"}),
             ("get_recall_precision", {"agent_id": agent}),

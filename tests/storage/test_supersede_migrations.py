@@ -35,7 +35,7 @@ def test_sqlite_schema_3_file_upgrades_and_splices(tmp_path: Path) -> None:
     old.close()
 
     db = Database(tmp_path / "m.db")
-    assert migrate(db) == list(range(4, LATEST_VERSION + 1))
+    assert migrate(db) == [m.version for m in MIGRATIONS if m.version >= 4]  # numbers may have gaps
     conn = db.connection()
     assert current_version(conn) == LATEST_VERSION
     links = SqliteSupersedeLinks(conn)
@@ -70,7 +70,7 @@ def test_postgres_schema_4_database_upgrades_and_splices(pg_cluster: PgCluster) 
                 for n in range(3)
             ]
             applied = pg_migrations.migrate(conn)
-            assert applied == list(range(5, pg_migrations.LATEST_VERSION + 1))
+            assert applied == [m.version for m in pg_migrations.MIGRATIONS if m.version >= 5]
             assert pg_migrations.migrate(conn) == []
         with ConnectionPool(url, kwargs={"autocommit": True, "row_factory": dict_row}, open=True) as pool:
             links = PgSupersedeLinks(Executor(pool))

@@ -13,7 +13,15 @@ in the order hosts list them.
 from __future__ import annotations
 
 from cpersona.config import ConfigError, Settings
-from cpersona.server.schemas import context_pack, everyday, links, operations, portability, quality
+from cpersona.server.schemas import (
+    context_pack,
+    everyday,
+    forgetting,
+    links,
+    operations,
+    portability,
+    quality,
+)
 from cpersona.server.schemas.common import ToolSpec
 
 __all__ = [
@@ -47,6 +55,7 @@ def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
     """The registry for one server: descriptions quote the configured preview size and profile cap."""
     return (
         *everyday.tools(settings),
+        *forgetting.tools(settings),
         *links.tools(settings),
         *context_pack.tools(settings),
         *quality.tools(settings),

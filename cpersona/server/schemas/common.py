@@ -23,6 +23,8 @@ from cpersona.limits import (
     MAX_ROW_ID_DIGITS,
     RECALL_LIMIT_DEFAULT,
     RECALL_LIMIT_MAX,
+    TTL_MAX_SECONDS,
+    TTL_MIN_SECONDS,
 )
 from cpersona.server.calls import ApiCall, Handler
 from cpersona.server.rules import Rule
@@ -177,6 +179,7 @@ def supersedes_schema() -> dict[str, Any]:
 
 
 INCLUDE_SUPERSEDED: dict[str, Any] = {"type": "boolean", "default": False}
+INCLUDE_RETIRED: dict[str, Any] = {"type": "boolean", "default": False}
 
 
 def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -187,6 +190,18 @@ def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
     """
     branches = [{"type": t} if isinstance(t, str) else t for t in types]
     return {"anyOf": branches, **extra}
+
+
+#: store's ttl / expires_at (docs/secrets-and-forgetting.md#expiry).
+EXPIRY: dict[str, Any] = {
+    "ttl": {
+        "type": "number",
+        "minimum": TTL_MIN_SECONDS,
+        "maximum": TTL_MAX_SECONDS,
+        "description": "Seconds until it expires (leaves recall; deleted later).",
+    },
+    "expires_at": one_of_types("string", "number", description="When it expires; instead of ttl."),
+}
 
 
 # Shared argument texts are short on purpose: they repeat in every tool a host hands its model each

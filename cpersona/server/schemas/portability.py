@@ -28,7 +28,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Export memories to a JSONL file",
             summary="one agent's memories, episodes, profiles to a JSONL file in the export dir (optionally with vectors)",
             description=(
-                "Write one agent's memories, episodes and profiles to a JSONL file in the export directory (output_path is relative to it)."
+                "Write one agent's memories, episodes and profiles to a JSONL file in the export directory (output_path is relative to it). "
+                "Credentials are written redacted unless include_secrets."
             ),
             input_schema=object_schema(
                 {
@@ -36,6 +37,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
                     "output_path": string_schema("Path inside the export directory."),
                     "include_embeddings": bool_schema("Also write each row's vector."),
                     "overwrite": bool_schema("Replace an existing file."),
+                    "include_secrets": bool_schema("Write credentials unredacted."),
                 },
                 required=["agent_id", "output_path"],
             ),

@@ -245,6 +245,15 @@ def migration_statements(migrations: tuple[Migration, ...] | None = None) -> lis
     ]
 
 
+# Version 11 (issue 39; 9 and 10 are another change's): retire and expiry, as SQLite's migration 9.
+_V11 = """
+ALTER TABLE memories ADD COLUMN retired_at TEXT;
+ALTER TABLE memories ADD COLUMN retire_reason TEXT;
+CREATE INDEX memories_retired ON memories (id) WHERE retired_at IS NOT NULL;
+ALTER TABLE memories ADD COLUMN expires_at TEXT;
+CREATE INDEX memories_expiring ON memories (expires_at) WHERE expires_at IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue; trigram GIN and tsvector indexes", _script(_V1)),
     Migration(
@@ -262,6 +271,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         7, "faster import: posted tsvector without a needless copy, postings' token in C", _script(_V7)
     ),
     Migration(8, "bulk import posts its memories at the end: memory_unposted queue", _script(_V8)),
+    Migration(
+        11,
+        "retire and expiry: retired_at / retire_reason / expires_at, partial indexes of those rows",
+        _script(_V11),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -46,12 +46,13 @@ from cpersona.storage.postgres.statistics import (
 )
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.sql_text import agent_filter, exported_links
-from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links
+from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links, apply_lifecycle
 from cpersona.text import format_ts, utc_now
 
 _MEMORY_EXPORT = (
     "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
-    "recall_count, last_recalled_at, locked::int AS locked, embedding_model, embedding_dim"
+    "recall_count, last_recalled_at, locked::int AS locked, embedding_model, embedding_dim, expires_at, "
+    "retired_at, retire_reason"
 )
 _EPISODE_EXPORT = (
     "id, agent_id, project_id, channel, summary, keywords, start_time, end_time, resolved::int AS resolved, "
@@ -187,6 +188,16 @@ class PgPortabilityRows:
         with self.transaction(False) as ex:
             repo = PgLinks(ex)
             return [repo.add(f, rel, to, entity, key, when) for f, rel, to, entity, key in links]
+
+    def mark_lifecycle(self, items: Sequence[tuple[NewMemory, str | None, str | None, str | None]]) -> int:
+        """An import's expiries and retirements, in one transaction."""
+        with self.transaction(False) as ex:
+
+            def find(row: NewMemory) -> int | None:
+                found = find_memory(ex, row)
+                return None if found is None else found[0]
+
+            return apply_lifecycle(find, PgSupersedeLinks(ex), items)
 
     def link_superseded(self, pairs: Sequence[tuple[NewMemory, NewMemory, str]]) -> tuple[int, int]:
         """An import's supersede links, in one transaction: (linked, skipped)."""

@@ -116,6 +116,31 @@ class PgRepairs:
             )
         )
 
+    def replace_text(self, table: str, key: Any, column: str, old: str, new: str) -> bool:
+        """Rewrite one text column if it still holds ``old`` (locked rows too: a secret is worse than an
+        edit of a locked row); a memory's content or an episode's summary drops its vector. False on a
+        change meanwhile or a clash with another memory (under a savepoint, the transaction goes on)."""
+        drop = (
+            ", embedding = NULL, embedding_model = NULL, embedding_dim = NULL"
+            if (table, column) in {("memories", "content"), ("episodes", "summary")}
+            else ""
+        )
+        if table == "profiles":
+            agent, project, user = key
+            where, params = "agent_id = %s AND project_id = %s AND user_id = %s", [agent, project, user]
+        else:
+            where, params = "id = %s", [key]
+        try:
+            with self.ex.savepoint():
+                return bool(
+                    self.ex.run(
+                        f"UPDATE {table} SET {column} = %s{drop} WHERE {where} AND {column} = %s",
+                        (new, *params, old),
+                    )
+                )
+        except psycopg.errors.UniqueViolation:
+            return False
+
     def delete_tasks(self, ids: Iterable[int]) -> int:
         """Remove queued tasks by id."""
         return self.ex.run("DELETE FROM pending_memory_tasks WHERE id = ANY(%s)", (list(ids),))

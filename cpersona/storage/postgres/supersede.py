@@ -45,10 +45,34 @@ class PgSupersedeLinks(SupersedeReads):
                 (newer_id, at, [int(i) for i in older_ids]),
             )
 
-    def hidden_ids(self, scope: Scope) -> set[int]:
-        """Superseded ids in ``scope`` (the partial index holds only those rows)."""
+    def hidden_ids(
+        self, scope: Scope, *, superseded: bool = True, retired: bool = True, now: str | None = None
+    ) -> set[int]:
+        """Superseded and / or retired ids in ``scope``, and those expired by ``now`` (each partial
+        index holds only those rows)."""
         clause, params = where(scope)
-        rows = self.ex.all(
-            f"SELECT id FROM memories WHERE superseded_by IS NOT NULL AND {clause}", tuple(params)
+        found: set[int] = set()
+        if now is not None:
+            rows = self.ex.all(
+                f"SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= %s AND {clause}",
+                (now, *params),
+            )
+            found.update(int(r["id"]) for r in rows)
+        for wanted, column in ((superseded, "superseded_by"), (retired, "retired_at")):
+            if wanted:
+                rows = self.ex.all(
+                    f"SELECT id FROM memories WHERE {column} IS NOT NULL AND {clause}", tuple(params)
+                )
+                found.update(int(r["id"]) for r in rows)
+        return found
+
+    def set_expiry(self, memory_id: int, at: str | None) -> None:
+        """Let one memory expire at ``at`` (None: never)."""
+        self.ex.run("UPDATE memories SET expires_at = %s WHERE id = %s", (at, memory_id))
+
+    def set_retired(self, memory_id: int, at: str | None, reason: str | None) -> None:
+        """Retire (or, ``at`` None, bring back) one memory."""
+        self.ex.run(
+            "UPDATE memories SET retired_at = %s, retire_reason = %s WHERE id = %s",
+            (at, reason if at is not None else None, memory_id),
         )
-        return {int(r["id"]) for r in rows}

@@ -49,6 +49,10 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # Deleted and rewritten text is zeroed, not left in free pages: a redacted secret or a deleted
+    # memory must not stay readable in the file's bytes (docs/secrets-and-forgetting.md). Many builds
+    # default to it already; this makes it so everywhere.
+    conn.execute("PRAGMA secure_delete = ON")
     map_file(conn)
     return conn
 

@@ -173,6 +173,10 @@ class SqliteRepairs:
         """Rewrite one timestamp."""
         return repair.set_timestamp(self.conn, table, key, column, old, new)
 
+    def replace_text(self, table: str, key: Any, column: str, old: str, new: str) -> bool:
+        """Rewrite one text column (the secrets check's redaction)."""
+        return repair.replace_text(self.conn, table, key, column, old, new)
+
     def delete_tasks(self, ids: Iterable[int]) -> int:
         """Remove queued tasks by id."""
         return repair.delete_tasks(self.conn, ids)

@@ -254,6 +254,18 @@ WHEN NOT EXISTS (SELECT 1 FROM fts_deferred) BEGIN
 END;
 """
 
+# Version 9 (issue 39; 7 and 8 are another change's): a retired memory leaves recall without a successor
+# and stays for get_history (docs/secrets-and-forgetting.md#retire); an expired one leaves recall and is
+# deleted after a grace period (#expiry). Each partial index holds only those rows, which recall's
+# hidden set reads.
+_V9 = """
+ALTER TABLE memories ADD COLUMN retired_at TEXT;
+ALTER TABLE memories ADD COLUMN retire_reason TEXT;
+CREATE INDEX memories_retired ON memories(id) WHERE retired_at IS NOT NULL;
+ALTER TABLE memories ADD COLUMN expires_at TEXT;
+CREATE INDEX memories_expiring ON memories(expires_at) WHERE expires_at IS NOT NULL;
+"""
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -297,10 +309,15 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(5, "declared associations: memory_links, read by source and by target", _script(_V5)),
     Migration(6, "bulk imports defer the insert triggers by a row, not by dropping them", _script(_V6)),
+    Migration(
+        9,
+        "retire and expiry: retired_at / retire_reason / expires_at, partial indexes of those rows",
+        _script(_V9),
+    ),
 )
 
 # The DDL of every migration, oldest first: health checks take the newest definition of each index/trigger.
-SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V9)
 
 LATEST_VERSION = MIGRATIONS[-1].version
 

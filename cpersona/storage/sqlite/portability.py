@@ -46,7 +46,7 @@ from cpersona.storage.sqlite.profiles import profile_updated_at, upsert_profile
 from cpersona.storage.sqlite.sql import SQLITE
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
-from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links
+from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links, apply_lifecycle
 from cpersona.text import format_ts, utc_now
 
 #: Rows fetched per round trip while streaming an export.
@@ -54,7 +54,7 @@ EXPORT_CHUNK = 500
 
 _MEMORY_EXPORT = (
     "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "
-    "recall_count, last_recalled_at, locked, embedding_model, embedding_dim"
+    "recall_count, last_recalled_at, locked, embedding_model, embedding_dim, expires_at, retired_at, retire_reason"
 )
 _EPISODE_EXPORT = (
     "id, agent_id, project_id, channel, summary, keywords, start_time, end_time, resolved, created_at, "
@@ -185,6 +185,17 @@ class SqlitePortabilityRows:
         with self.db.write() as conn:
             repo = SqliteLinks(conn)
             return [repo.add(f, rel, to, entity, key, when) for f, rel, to, entity, key in links]
+
+    def mark_lifecycle(self, items: Sequence[tuple[NewMemory, str | None, str | None, str | None]]) -> int:
+        """An import's expiries and retirements, in one transaction."""
+        with self.db.write() as conn:
+            memories = SqliteMemories(conn)
+
+            def find(row: NewMemory) -> int | None:
+                found = memories.find_duplicate(row)
+                return None if found is None else found[0]
+
+            return apply_lifecycle(find, SqliteSupersedeLinks(conn), items)
 
     def link_superseded(self, pairs: Sequence[tuple[NewMemory, NewMemory, str]]) -> tuple[int, int]:
         """An import's supersede links, in one transaction: (linked, skipped)."""

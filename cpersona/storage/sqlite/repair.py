@@ -101,3 +101,28 @@ def set_timestamp(conn: sqlite3.Connection, table: str, key: Any, column: str, o
 def delete_tasks(conn: sqlite3.Connection, ids: Iterable[int]) -> int:
     """Remove queued tasks by id."""
     return sum(conn.execute("DELETE FROM pending_memory_tasks WHERE id = ?", (i,)).rowcount for i in ids)
+
+
+#: The text columns whose vector was computed from them (a rewrite drops it; the queue re-embeds).
+_EMBEDDED_TEXT = {("memories", "content"), ("episodes", "summary")}
+
+
+def replace_text(conn: sqlite3.Connection, table: str, key: Any, column: str, old: str, new: str) -> bool:
+    """Rewrite one text column if it still holds ``old`` (locked rows too); False on a change or a clash."""
+    drop = (
+        ", embedding = NULL, embedding_model = NULL, embedding_dim = NULL"
+        if (table, column) in _EMBEDDED_TEXT
+        else ""
+    )
+    if table == "profiles":
+        agent, project, user = key
+        where, params = "agent_id = ? AND project_id = ? AND user_id = ?", [agent, project, user]
+    else:
+        where, params = "id = ?", [key]
+    try:
+        cur = conn.execute(
+            f"UPDATE {table} SET {column} = ?{drop} WHERE {where} AND {column} = ?", (new, *params, old)
+        )
+    except sqlite3.IntegrityError:
+        return False  # another memory of the scope already holds the redacted text
+    return bool(cur.rowcount)

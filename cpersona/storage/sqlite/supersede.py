@@ -50,11 +50,39 @@ class SqliteSupersedeLinks(SupersedeReads):
             [(newer_id, at, rid) for rid in older_ids],
         )
 
-    def hidden_ids(self, scope: Scope) -> set[int]:
-        """Superseded ids in ``scope`` (the partial index holds only those rows)."""
+    def hidden_ids(
+        self, scope: Scope, *, superseded: bool = True, retired: bool = True, now: str | None = None
+    ) -> set[int]:
+        """Superseded and / or retired ids in ``scope``, and those expired by ``now`` (each partial
+        index holds only those rows)."""
         clause, params = where(scope)
-        rows = self.conn.execute(
-            f"SELECT id FROM memories INDEXED BY memories_superseded WHERE superseded_by IS NOT NULL AND {clause}",
-            params,
-        ).fetchall()
-        return {int(r[0]) for r in rows}
+        found: set[int] = set()
+        if now is not None:
+            rows = self.conn.execute(
+                f"SELECT id FROM memories INDEXED BY memories_expiring WHERE expires_at IS NOT NULL "
+                f"AND expires_at <= ? AND {clause}",
+                [now, *params],
+            ).fetchall()
+            found.update(int(r[0]) for r in rows)
+        for wanted, index, column in (
+            (superseded, "memories_superseded", "superseded_by"),
+            (retired, "memories_retired", "retired_at"),
+        ):
+            if wanted:
+                rows = self.conn.execute(
+                    f"SELECT id FROM memories INDEXED BY {index} WHERE {column} IS NOT NULL AND {clause}",
+                    params,
+                ).fetchall()
+                found.update(int(r[0]) for r in rows)
+        return found
+
+    def set_expiry(self, memory_id: int, at: str | None) -> None:
+        """Let one memory expire at ``at`` (None: never)."""
+        self.conn.execute("UPDATE memories SET expires_at = ? WHERE id = ?", (at, memory_id))
+
+    def set_retired(self, memory_id: int, at: str | None, reason: str | None) -> None:
+        """Retire (or, ``at`` None, bring back) one memory."""
+        self.conn.execute(
+            "UPDATE memories SET retired_at = ?, retire_reason = ? WHERE id = ?",
+            (at, reason if at is not None else None, memory_id),
+        )

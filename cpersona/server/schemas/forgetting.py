@@ -1,0 +1,64 @@
+"""Forgetting on purpose: retire_memory and unretire_memory (docs/secrets-and-forgetting.md).
+
+Declared in a group of their own so the everyday table stays as it was; dispatch, access, the
+outputSchema and the README row follow from these declarations like every other tool's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpersona import shapes
+from cpersona.config import Settings
+from cpersona.limits import MAX_REASON_CHARS
+from cpersona.server.calls import api
+from cpersona.server.rules import EDIT_ROW
+from cpersona.server.schemas.common import KEEPS, ToolSpec, row_target
+
+
+def _with_reason() -> dict[str, Any]:
+    schema = row_target("memory", "mem")
+    schema["properties"]["reason"] = {
+        "type": "string",
+        "maxLength": MAX_REASON_CHARS,
+        "description": f"Why it is retired (at most {MAX_REASON_CHARS} characters); shown by get_history.",
+    }
+    return schema
+
+
+def tools(settings: Settings) -> list[ToolSpec]:
+    """The forgetting tools (nothing in them depends on ``settings``)."""
+    del settings
+    return [
+        ToolSpec(
+            name="retire_memory",
+            results=(shapes.RetireResult,),
+            access=EDIT_ROW,
+            call=api("retire_memory"),
+            title="Retire a memory",
+            summary="take a memory out of recall without a successor; kept for get_history",
+            description=(
+                "Retire one of your memories: it is no longer true or useful, and nothing replaces it (use "
+                "supersedes when a newer memory does; delete_memory when it must be gone). A retired memory "
+                "leaves every recall channel at once, and stays for get_history, the browser view and "
+                "recall(include_retired: true), which mark it with retired_at and retire_reason. Refused "
+                "with 'locked' on a locked memory. Retiring it again keeps the first time and reason."
+            ),
+            input_schema=_with_reason(),
+            hints=KEEPS,
+        ),
+        ToolSpec(
+            name="unretire_memory",
+            results=(shapes.RetireResult,),
+            access=EDIT_ROW,
+            call=api("unretire_memory"),
+            title="Unretire a memory",
+            summary="bring a retired memory back into recall",
+            description=(
+                "Undo retire_memory: the memory is recalled again. Harmless on a memory that is not "
+                "retired (was_retired: false). Refused with 'locked' on a locked memory."
+            ),
+            input_schema=row_target("memory", "mem"),
+            hints=KEEPS,
+        ),
+    ]
