@@ -21,7 +21,7 @@ def _with_reason() -> dict[str, Any]:
     schema["properties"]["reason"] = {
         "type": "string",
         "maxLength": MAX_REASON_CHARS,
-        "description": f"Why it is retired (at most {MAX_REASON_CHARS} characters); shown by get_history.",
+        "description": "Why; shown by get_history.",
     }
     return schema
 
@@ -38,11 +38,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Retire a memory",
             summary="take a memory out of recall without a successor; kept for get_history",
             description=(
-                "Retire one of your memories: it is no longer true or useful, and nothing replaces it (use "
-                "supersedes when a newer memory does; delete_memory when it must be gone). A retired memory "
-                "leaves every recall channel at once, and stays for get_history, the browser view and "
-                "recall(include_retired: true), which mark it with retired_at and retire_reason. Refused "
-                "with 'locked' on a locked memory. Retiring it again keeps the first time and reason."
+                "Hide a memory from recall with no successor (no longer true); kept for get_history and "
+                "recall(include_retired). Use supersedes when a newer memory replaces it."
             ),
             input_schema=_with_reason(),
             hints=KEEPS,
@@ -55,8 +52,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Unretire a memory",
             summary="bring a retired memory back into recall",
             description=(
-                "Undo retire_memory: the memory is recalled again. Harmless on a memory that is not "
-                "retired (was_retired: false). Refused with 'locked' on a locked memory."
+                "Undo retire_memory."
             ),
             input_schema=row_target("memory", "mem"),
             hints=KEEPS,
