@@ -65,6 +65,8 @@ FACTORS = {
     "resolved_episode",
     "recall_count_boost",
     "confidence_cap",
+    "recency",
+    "session_diversity",
     "time_cue",
 }
 #: Time cues around the rows' own time (they are stored now): boosts in and near, a filter, none.
