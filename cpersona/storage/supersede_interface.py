@@ -36,8 +36,18 @@ class SupersedeLinks(Protocol):
         """The link of each id in ``ids`` that is superseded (ids not superseded are absent)."""
         ...
 
-    def predecessors(self, newer_ids: Sequence[int]) -> list[Link]:
-        """Every link whose newer row is in ``newer_ids`` (the rows those superseded)."""
+    def predecessors(self, newer_ids: Sequence[int], limit: int | None = None) -> list[Link]:
+        """Every link whose newer row is in ``newer_ids`` (the rows those superseded); with ``limit``,
+        the first ``limit`` of them by (newer, older) id, so a wide fan-in costs no more than the limit."""
+        ...
+
+    def chain_above(self, rid: int) -> list[Link]:
+        """The links from ``rid`` up to the current row, nearest first, at any length (a cycle's
+        closing link, which the rules no longer let in, is the last step)."""
+        ...
+
+    def left_out_below(self, listed: Sequence[int], limit: int) -> list[int]:
+        """Up to ``limit`` ids of ``listed`` that a row outside ``listed`` supersedes."""
         ...
 
     def mark(self, older_ids: Sequence[int], newer_id: int, at: str) -> None:
@@ -80,16 +90,6 @@ def apply_imported_links(
     return linked, skipped
 
 
-def _reaches(links: SupersedeLinks, start: int, target: int, limit: int = 1000) -> bool:
-    current, seen = start, {start}
-    for _ in range(limit):
-        link = links.successors([current]).get(current)
-        if link is None:
-            return False
-        if link.newer == target:
-            return True
-        if link.newer in seen:
-            return False
-        seen.add(link.newer)
-        current = link.newer
-    return False
+def _reaches(links: SupersedeLinks, start: int, target: int) -> bool:
+    """Does ``start``'s chain lead up to ``target``? Read whole, however long (``chain_above``)."""
+    return any(link.newer == target for link in links.chain_above(start))

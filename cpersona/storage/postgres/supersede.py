@@ -19,12 +19,14 @@ class PgSupersedeLinks(SupersedeReads):
         super().__init__(ex.all, POSTGRES)
         self.ex = ex
 
-    def _links(self, column: str, ids: Sequence[int]) -> list[Link]:
+    def _links(self, column: str, ids: Sequence[int], limit: int | None = None) -> list[Link]:
         if not ids:
             return []
+        # Bounded: ordered by (column, id) so the cut is deterministic, and never more than asked.
+        tail = "" if limit is None else f" ORDER BY {column}, id LIMIT {int(limit)}"
         rows = self.ex.all(
             f"SELECT id, superseded_by, superseded_at FROM memories "
-            f"WHERE superseded_by IS NOT NULL AND {column} = ANY(%s)",
+            f"WHERE superseded_by IS NOT NULL AND {column} = ANY(%s){tail}",
             ([int(i) for i in ids],),
         )
         return [link_of(r) for r in rows]
@@ -33,9 +35,9 @@ class PgSupersedeLinks(SupersedeReads):
         """The link of each superseded id in ``ids``."""
         return {link.older: link for link in self._links("id", ids)}
 
-    def predecessors(self, newer_ids: Sequence[int]) -> list[Link]:
-        """Links whose newer row is in ``newer_ids``."""
-        return self._links("superseded_by", newer_ids)
+    def predecessors(self, newer_ids: Sequence[int], limit: int | None = None) -> list[Link]:
+        """Links whose newer row is in ``newer_ids`` (the first ``limit`` by newer, older id)."""
+        return self._links("superseded_by", newer_ids, limit)
 
     def mark(self, older_ids: Sequence[int], newer_id: int, at: str) -> None:
         """Mark ``older_ids`` superseded by ``newer_id``."""
