@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from required import unavailable
 
 from cpersona.hosts.config_file import ConfigFileError, merge_entry, read_config, register_entry
 
@@ -163,10 +164,10 @@ def unwritable(folder: Path) -> Iterator[None]:
             folder.chmod(0o700)
         return
     if shutil.which("chattr") is None:
-        pytest.skip("chattr is not available: cannot make a folder unwritable for root")
+        unavailable("chattr is not available: cannot make a folder unwritable for root")
     done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
-        pytest.skip(f"cannot set the immutable flag here: {done.stderr.strip()}")
+        unavailable(f"cannot set the immutable flag here: {done.stderr.strip()}")
     try:
         yield
     finally:
