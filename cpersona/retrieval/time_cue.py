@@ -3,8 +3,8 @@
 A cue is a period plus a certainty (docs/retrieval.md "Time cues"):
 
 - ``sure``: a filter. Only memories whose own ``timestamp`` lies in the period (and episodes whose
-  span meets it) are candidates — the vector channel searches only them, the keyword channels read
-  a wider list and keep only them, so a period with matches returns them even when other periods
+  span meets it) are candidates — the vector channel searches only them, the keyword channels filter
+  the period inside their statements (before their row budget), so a period with matches returns them even when other periods
   dominate the plain ranking.
 - ``likely`` / ``vague``: a boost, never a filter. Each memory's score is multiplied by
   ``1 + weight × exp(-distance / (spread × width))`` — distance from its timestamp to the period

@@ -279,13 +279,25 @@ class TaskQueue(Protocol):
         ...
 
 
+#: A period in stored timestamp form, [start, end) with None for an open end (a ``sure`` time cue).
+Period = tuple[str | None, str | None]
+
+
 class KeywordSearch(Protocol):
     """Full-text search; how it ranks (FTS5 bm25, tsvector, ...) is the engine's business."""
 
     def memories(
-        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+        self,
+        terms: QueryTerms,
+        scope: Scope,
+        limit: int,
+        *,
+        source_id: str | None = None,
+        period: Period | None = None,
     ) -> KeywordHits:
-        """Ranked memory ids; a substring pass stands in when full-text search cannot run or finds nothing."""
+        """Ranked memory ids; a substring pass stands in when full-text search cannot run or finds nothing.
+        ``period`` (stored-form [start, end), either open): only rows whose ``timestamp`` lies in it,
+        filtered inside the statements, before any row budget or limit (a ``sure`` time cue)."""
         ...
 
     def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
@@ -293,9 +305,16 @@ class KeywordSearch(Protocol):
         ...
 
     def memories_words(
-        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+        self,
+        terms: QueryTerms,
+        scope: Scope,
+        limit: int,
+        *,
+        source_id: str | None = None,
+        period: Period | None = None,
     ) -> KeywordHits:
-        """Ranked memory ids from the word-level index (stemmed whole words, any of ``terms.words``)."""
+        """Ranked memory ids from the word-level index (stemmed whole words, any of ``terms.words``);
+        ``period`` as in ``memories``."""
         ...
 
 
