@@ -496,16 +496,23 @@ class LinkRows(Protocol):
         """Record one link; False when the same link was already declared (nothing changes)."""
         ...
 
-    def outgoing(self, ids: Sequence[int]) -> list[LinkRow]:
-        """Links declared by these memories, oldest first."""
+    def outgoing(
+        self, ids: Sequence[int], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links declared by these memories, oldest first. ``relation``: only those (filtered in the
+        query); ``limit``: at most that many, read no further (a hub of 50,000 links costs ``limit``)."""
         ...
 
-    def incoming(self, ids: Sequence[int]) -> list[LinkRow]:
-        """Links pointing at these memories, oldest first."""
+    def incoming(
+        self, ids: Sequence[int], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links pointing at these memories, oldest first; ``relation`` and ``limit`` as ``outgoing``."""
         ...
 
-    def into_entity(self, agent_id: str, keys: Sequence[str]) -> list[LinkRow]:
-        """Links from ``agent_id``'s memories to these entity keys."""
+    def into_entity(
+        self, agent_id: str, keys: Sequence[str], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links from ``agent_id``'s memories to these entity keys; ``relation`` and ``limit`` as ``outgoing``."""
         ...
 
 
