@@ -151,6 +151,18 @@ class SupersedeReads:
             link = by_older.get(link.newer)
         return out
 
+    def owners(self, ids: Sequence[int]) -> dict[int, tuple[str, bool]]:
+        """(agent, locked) of each id that exists: what the supersede rules read of a row."""
+        if not ids:
+            return {}
+        m = self._dialect.mark
+        marks = ",".join([m] * len(ids))
+        rows = self._fetch(
+            f"SELECT id, agent_id, (locked = {self._dialect.true}) AS locked FROM memories WHERE id IN ({marks})",
+            [int(i) for i in ids],
+        )
+        return {int(r["id"]): (str(r["agent_id"]), bool(r["locked"])) for r in rows}
+
     def left_out_below(self, listed: Sequence[int], limit: int) -> list[int]:
         """Up to ``limit`` ids of ``listed`` that some row outside ``listed`` supersedes (where a
         bounded history was cut), lowest first."""

@@ -50,6 +50,10 @@ class SupersedeLinks(Protocol):
         """Up to ``limit`` ids of ``listed`` that a row outside ``listed`` supersedes."""
         ...
 
+    def owners(self, ids: Sequence[int]) -> dict[int, tuple[str, bool]]:
+        """(agent, locked) of each id that exists."""
+        ...
+
     def mark(self, older_ids: Sequence[int], newer_id: int, at: str) -> None:
         """Mark ``older_ids`` superseded by ``newer_id`` at ``at``."""
         ...
@@ -74,12 +78,22 @@ def apply_imported_links(
 
     A pair is skipped when either row is not there (its line was refused), when the older row is
     already superseded in this database (what is there wins, as for duplicates), or when the link
-    would make a cycle with the links already there. Re-importing the same file links nothing new.
+    would make a cycle with the links already there, or when the two rows are of different agents
+    (as through the tools: a memory supersedes only its own agent's). A locked row is still linked:
+    its file may say it was superseded before it was locked. Re-importing the same file links
+    nothing new.
     """
     linked = skipped = 0
     for older_row, newer_row, at in pairs:
         older, newer = find(older_row), find(newer_row)
         if older is None or newer is None or older == newer or links.successors([older]):
+            skipped += 1
+            continue
+        owners = links.owners([older, newer])
+        if older not in owners or newer not in owners:
+            skipped += 1
+            continue
+        if owners[older][0] != owners[newer][0]:
             skipped += 1
             continue
         if _reaches(links, newer, older):
