@@ -412,6 +412,11 @@ class BrowseQueries(Protocol):
         """Profiles per agent."""
         ...
 
+    def agents_after(self, after: str | None, limit: int, among: Sequence[str] | None = None) -> list[str]:
+        """Up to ``limit`` agents owning a row, in order, after ``after`` (None: from the first), only
+        those in ``among`` when given: one keyset page, whose cost does not grow with the page number."""
+        ...
+
     def memories(self, f: BrowseFilter, offset: int, limit: int) -> tuple[list[Row], int]:
         """One page of memories newest first, and how many match in all."""
         ...
