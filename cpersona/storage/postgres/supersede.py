@@ -47,6 +47,15 @@ class PgSupersedeLinks(SupersedeReads):
                 (newer_id, at, [int(i) for i in older_ids]),
             )
 
+    def mark_many(self, links: Sequence[tuple[int, int, str]]) -> None:
+        """Mark each (older, newer, at): one statement over three arrays."""
+        if links:
+            self.ex.run(
+                "UPDATE memories m SET superseded_by = v.newer, superseded_at = v.at "
+                "FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS v(older, newer, at) WHERE m.id = v.older",
+                ([o for o, _, _ in links], [n for _, n, _ in links], [a for _, _, a in links]),
+            )
+
     def hidden_ids(self, scope: Scope) -> set[int]:
         """Superseded ids in ``scope`` (the partial index holds only those rows)."""
         clause, params = where(scope)

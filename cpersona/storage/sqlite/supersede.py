@@ -55,6 +55,13 @@ class SqliteSupersedeLinks(SupersedeReads):
             [(newer_id, at, rid) for rid in older_ids],
         )
 
+    def mark_many(self, links: Sequence[tuple[int, int, str]]) -> None:
+        """Mark each (older, newer, at)."""
+        self.conn.executemany(
+            "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE id = ?",
+            [(newer, at, older) for older, newer, at in links],
+        )
+
     def hidden_ids(self, scope: Scope) -> set[int]:
         """Superseded ids in ``scope`` (the partial index holds only those rows)."""
         clause, params = where(scope)
