@@ -91,7 +91,14 @@ def apply_imported_links(
     already in the database once (``chain_above``), and the new links are followed in memory with
     path compression (a 5,000-link chain took quadratic time, a query per step).
     """
-    resolved = [(find(o), find(n), at) for o, n, at in pairs]
+    found: dict[Key, int | None] = {}  # a chain names most rows twice (newer, then older): one lookup
+
+    def place(row: Key) -> int | None:
+        if row not in found:
+            found[row] = find(row)
+        return found[row]
+
+    resolved = [(place(o), place(n), at) for o, n, at in pairs]
     known = [(o, n, at) for o, n, at in resolved if o is not None and n is not None and o != n]
     taken = set(links.successors(sorted({o for o, _, _ in known})))
     owners: dict[int, tuple[str, bool]] = {}
