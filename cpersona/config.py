@@ -39,7 +39,7 @@ VectorFloat32 = Literal["memory", "file"]
 RecallMode = Literal["rsf", "rrf", "cascade"]
 EmbeddingMode = Literal["onnx", "http", "none"]
 ModelSharing = Literal["auto", "off"]
-QueryKernel = Literal["auto", "exact"]
+QueryKernel = Literal["auto", "exact", "int8"]
 Transport = Literal["stdio", "streamable-http"]
 RecallPrecision = Literal["strict", "balanced", "lenient"]
 OutputSchemaDetail = Literal["full", "envelope"]
@@ -348,7 +348,8 @@ class Settings:
         "auto",
         "`auto`: a model whose weights are stored as int8 embeds recall queries with int8 arithmetic once a "
         "check at load shows it agrees with the float32 graph (cosine ≥ 0.998) and is faster; stored texts "
-        "always use the float32 graph ([docs/models.md](docs/models.md#the-query-kernel)). `exact`: queries too",
+        "always use the float32 graph ([docs/models.md](docs/models.md#the-query-kernel)). `exact`: queries too. "
+        "`int8`: queries take the int8 copy whenever it agrees, however fast (tests and measurements)",
     )
     embed_batch_size: int = setting(
         "CPERSONA_EMBED_BATCH_SIZE",

@@ -47,8 +47,13 @@ def utc_now() -> datetime:
 
 
 def format_ts(moment: datetime) -> str:
-    """Fixed-width ISO-8601 UTC with microseconds, so stored timestamps sort as text."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width ISO-8601 UTC with microseconds, so stored timestamps sort as text.
+
+    The year is padded to four digits by hand: ``strftime("%Y")`` writes years below 1000 with
+    fewer digits on glibc (``385-07-25…``), which sorts after ``2000-…`` and breaks period scans.
+    """
+    at = moment.astimezone(UTC)
+    return f"{at.year:04d}-{at.strftime('%m-%dT%H:%M:%S.%f')}Z"
 
 
 def iso_seconds(epoch: float | None = None) -> str:

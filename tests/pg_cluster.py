@@ -3,6 +3,22 @@
 One cluster per test session, on a Unix socket inside a temp dir, started on first use
 and stopped (its data deleted) at the end. Each test gets fresh databases from it.
 Nothing is mocked: the tests talk to a real server through the real engine.
+
+Which tests run on both engines (``BOTH_ENGINES`` / ``ENGINES``), stated exactly (issue 36 point 15):
+
+- ``tests/storage``: ``sqlite/`` and ``postgres/`` on their engine; the shared modules on both, but
+  ``test_bulk_import_tuning.py`` and ``test_row_shapes.py`` (SQLite's own import tuning and row reads).
+- ``tests/api``: every module on both, except those whose subject is not storage: the model runs
+  (``test_*_model.py``, ``test_recall_explained.py``, ``test_rsf_depth.py``, ``test_quality_gate.py``,
+  ``test_self_calibration.py``: ranking and calibration above storage, measured on SQLite; the
+  PostgreSQL calibration state has its own tests in tests/storage), the file system edges of
+  portability (``test_portability_files.py``, ``_properties``, ``_race``: paths and grants, before
+  any engine) and SQLite's crash recovery (``test_crash_recovery.py``).
+- ``tests/server``: the wire is engine-neutral, so the MCP modules run on SQLite, and on both
+  where the engine changes what crosses the wire: ``test_mcp_stdio.py``, ``test_mcp_supersede.py``,
+  ``test_mcp_portability.py``, ``test_mcp_reconstruct.py``, ``test_mcp_health.py``. Access control,
+  HTTP, resources, the gate, cancellation and the model over MCP run on SQLite only; their
+  storage reads are the API's, which run on both.
 """
 
 from __future__ import annotations

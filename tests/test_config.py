@@ -178,3 +178,14 @@ def test_a_flag_outside_its_settings_bounds_is_a_configuration_error(
     monkeypatch.setenv("CPERSONA_DB_PATH", str(tmp_path / "memory.db"))
     assert main(argv) == EXIT_CONFIG
     assert "configuration error" in capsys.readouterr().err and not (tmp_path / "memory.db").exists()
+
+
+def test_a_required_fault_test_fails_instead_of_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
+    from required import FS_FAULTS, unavailable
+
+    monkeypatch.delenv(FS_FAULTS, raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        unavailable("no chattr here")
+    monkeypatch.setenv(FS_FAULTS, "1")
+    with pytest.raises(pytest.fail.Exception, match="must run the test"):
+        unavailable("no chattr here")

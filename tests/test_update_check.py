@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -118,12 +117,13 @@ def test_offline_is_silent_fast_and_cached_as_a_failure(
     url = closed_port_url()
     c = checker(tmp_path, url)
     with caplog.at_level(logging.DEBUG, logger="cpersona.update_check"):
-        started = time.monotonic()
         assert c.background_check() is True
-        assert time.monotonic() - started < 3.5
     assert all(r.levelno <= logging.DEBUG for r in caplog.records)
     cache = json.loads((tmp_path / CACHE_NAME).read_text())
+    # Fast: the refused connection ended the check, not its timeout (asserted by the cause, never by a
+    # wall-clock bound, which was 3.5 s above the 3.0 s timeout and so could not fail).
     assert cache["last_ok"] is False and "127.0.0.1" in cache["last_error"]
+    assert "Connection refused" in cache["last_error"] and "timed out" not in cache["last_error"]
     assert c.background_check() is False  # the failed attempt counts: no retry storm on every start
     report = c.report()  # an explicit check asks again and says it failed
     assert report["ok"] is False and report["error_code"] == "update_check_failed"

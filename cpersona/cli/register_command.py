@@ -37,7 +37,7 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
     from cpersona.embed.registry import ManifestError, load_manifest
     from cpersona.hosts.config_file import ConfigFileError, register_entry
     from cpersona.hosts.entry import server_entry
-    from cpersona.hosts.locations import RELOAD_HINTS, config_path
+    from cpersona.hosts.locations import RELOAD_HINTS, BadHome, config_path
 
     if not args.name.strip():
         print("cpersona register: --name must not be empty", file=sys.stderr)
@@ -58,7 +58,11 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
     payload = entry.as_json()
     if args.host in HOOK_HOSTS and (args.hooks or args.policy):
         bind_agent(payload, args)  # the one agent_id: the server's env and every hook command carry it
-    path = Path(args.path).expanduser() if args.path else config_path(args.host, project=args.project)
+    try:
+        path = Path(args.path).expanduser() if args.path else config_path(args.host, project=args.project)
+    except BadHome as exc:
+        print(f"cpersona register: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     notes = []
     if entry.left_out:
         notes.append(
@@ -66,7 +70,8 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
         )
     if entry.secrets:
         notes.append(
-            f"the entry holds a password in plain text ({', '.join(entry.secrets)}): keep {path} private"
+            f"the entry holds a credential in plain text ({', '.join(entry.secrets)}): {path} and its "
+            "backups are made private (mode 0600)"
         )
     if settings.embedding_mode == "onnx":
         try:

@@ -7,10 +7,16 @@ entry's own other keys (e.g. ``disabled``), and write only when something change
 copy of the old file beside it (``<file>.<UTC time>.bak``), then the new text atomically
 (cpersona/atomic.py), with the old file's permission bits. A symlinked config (dotfiles) is
 written through to its target.
+
+Refused, with nothing written (``ConfigFileError``): a read-only file (no write bit: it was made so
+on purpose, and root could replace it anyway), a config nested deeper than ``MAX_CONFIG_DEPTH``,
+and a symlink whose target's folder does not exist (no folders are made through a dangling link).
+An entry holding a credential (``private``) makes the file and its backup 0600, new or not.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -24,6 +30,8 @@ from typing import Any
 from cpersona.atomic import atomic_text
 
 SERVERS_KEY = "mcpServers"
+#: Deeper JSON than any host writes (theirs is a few levels): refused cleanly, never a RecursionError.
+MAX_CONFIG_DEPTH = 64
 #: Keys of an old entry that describe another kind of server (a URL one): dropped when it becomes ours.
 _OTHER_TRANSPORT_KEYS = ("url", "headers", "serverUrl")
 
@@ -56,6 +64,10 @@ def read_config(path: Path) -> dict[str, Any]:
         raise ConfigFileError(f"{path} is not UTF-8 text (byte {exc.start}); left untouched") from exc
     if not text.strip():
         return {}
+    if _depth_exceeds(text, MAX_CONFIG_DEPTH):
+        raise ConfigFileError(
+            f"{path} nests JSON deeper than {MAX_CONFIG_DEPTH} levels, which no host config does; left untouched"
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -70,6 +82,30 @@ def read_config(path: Path) -> dict[str, Any]:
     if SERVERS_KEY in data and not isinstance(data[SERVERS_KEY], dict):
         raise ConfigFileError(f'{path}: "{SERVERS_KEY}" is not an object; left untouched')
     return data
+
+
+def _depth_exceeds(text: str, limit: int) -> bool:
+    """Whether brackets outside strings nest deeper than ``limit`` (read before parsing, so a deep
+    file is refused without recursion)."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
 
 
 def merge_entry(
@@ -123,7 +159,8 @@ def _new_file_mode(private: bool) -> int:
 def register_entry(path: Path, name: str, entry: dict[str, Any], *, private: bool = False) -> RegisterResult:
     """Merge ``entry`` as server ``name`` into the config file at ``path`` (see the module docstring).
 
-    ``private``: a new file gets mode 0600 (the entry holds a password) instead of the umask's default.
+    ``private``: the entry holds a credential, so the file (new or not) and its backup get mode 0600
+    instead of the umask's default or the old file's bits.
     Raises ConfigFileError, with the file untouched, when it cannot be read as a config or written.
     """
     removed: list[str] = []
@@ -152,17 +189,29 @@ def update_config(
     read as a config or written.
     """
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if target != path and not target.parent.is_dir():
+        raise ConfigFileError(
+            f"{path} is a symlink to {target}, whose folder does not exist; left untouched "
+            "(create the folder, or pass --path)"
+        )
     data = read_config(target)
     before = target.stat() if target.exists() else None
+    if before is not None and not before.st_mode & 0o222:
+        raise ConfigFileError(
+            f"{target} is read-only (mode {stat.S_IMODE(before.st_mode):04o}); left untouched. "
+            "Make it writable to register, or pass --print"
+        )
     merged, what = change(data)
     if what == "unchanged":
+        if private:  # written before the credential was recognised: still world-readable
+            _make_private(target)
         return target, what, None
     backup: Path | None = None
     try:
         if before is not None:
             backup = _backup_path(target)
-            shutil.copy2(target, backup)
-            mode = stat.S_IMODE(before.st_mode)
+            _copy(target, backup, private)
+            mode = 0o600 if private else stat.S_IMODE(before.st_mode)
         else:
             mode = _new_file_mode(private)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -182,4 +231,27 @@ def update_config(
         raise ConfigFileError(
             f"cannot write {target}: {exc.strerror or exc}; the old file is unchanged"
         ) from exc
+    if private:
+        _make_private(target)
     return target, what, backup
+
+
+def _copy(source: Path, backup: Path, private: bool) -> None:
+    """The backup; a private one is created 0600 before a byte is written (the old text may hold
+    the same credential), never copied open and narrowed afterwards."""
+    if not private:
+        shutil.copy2(source, backup)
+        return
+    fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out, source.open("rb") as old:
+        shutil.copyfileobj(old, out)
+    shutil.copystat(source, backup)
+    os.chmod(backup, 0o600)
+
+
+def _make_private(target: Path) -> None:
+    """Mode 0600 on the config and on every backup of it (``<file>.*.bak``) that is wider."""
+    for path in [target, *target.parent.glob(f"{target.name}.*.bak")]:
+        with contextlib.suppress(OSError):
+            if stat.S_IMODE(path.stat().st_mode) & 0o077:
+                os.chmod(path, 0o600)

@@ -11,12 +11,13 @@ it from working).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from cpersona.config import Settings, settings_table
 
@@ -51,7 +52,7 @@ class ServerEntry:
     args: list[str]
     env: dict[str, str]
     left_out: dict[str, str] = field(default_factory=dict)  # variable -> why it is not in the entry
-    secrets: list[str] = field(default_factory=list)  # variables whose value holds a password
+    secrets: list[str] = field(default_factory=list)  # variables whose value holds a credential
 
     def as_json(self) -> dict[str, Any]:
         """The entry as the hosts' JSON has it: ``{"command", "args", "env"}``."""
@@ -79,11 +80,38 @@ def _absolute(value: str) -> str:
     return str(Path(value).expanduser().absolute())
 
 
-def _has_password(url: str) -> bool:
+#: Words (of a variable name, a URL query parameter or a libpq ``key=value`` key, split at ``_``, ``-``,
+#: ``.``) that mark a credential: whole words, or words ending so (``sslpassword``, ``api_key``).
+_SECRET_WORDS = frozenset({"pass", "pwd", "auth", "sig", "signature", "credential", "credentials", "apikey"})
+_SECRET_ENDINGS = ("password", "passwd", "token", "secret", "key")
+#: A libpq connection string's keys (``host=db password=…``) outside a URL.
+_DSN_KEY = re.compile(r"(?:^|\s)([A-Za-z_]+)\s*=", re.ASCII)
+
+
+def _secret_name(name: str) -> bool:
+    words = re.split(r"[^a-z0-9]+", name.lower())
+    return any(w in _SECRET_WORDS or (w and w.endswith(_SECRET_ENDINGS)) for w in words)
+
+
+def holds_credential(name: str, value: str) -> bool:
+    """Whether a ``CPERSONA_*`` variable's value carries a credential: its name says so (…TOKEN,
+    …PASSWORD, …KEY), a URL in it has user-info (``user:pw@``, or a bare token as user) or a
+    secret-named query parameter (``?password=``, ``api_key=``, ``sslpassword=``), or a libpq
+    ``key=value`` string has a secret-named key."""
+    if _secret_name(name.removeprefix("CPERSONA_")):
+        return True
     try:
-        return bool(urlsplit(url).password)
-    except ValueError:
-        return False
+        parts = urlsplit(value)
+        if parts.scheme and parts.netloc and (parts.username or parts.password):
+            return True
+        query = parse_qsl(parts.query, keep_blank_values=True) + parse_qsl(
+            parts.fragment, keep_blank_values=True
+        )
+    except ValueError:  # not a URL at all: judge it as text below
+        query = []
+    if any(_secret_name(key) and item for key, item in query):
+        return True
+    return any(_secret_name(key) for key in _DSN_KEY.findall(value))
 
 
 def server_env(
@@ -118,6 +146,5 @@ def server_entry(settings: Settings, environ: Mapping[str, str] | None = None) -
     """The entry for this installation and the env in force."""
     command, args = installation_command()
     env, left_out = server_env(settings, environ)
-    secret_names: tuple[str, ...] = ("CPERSONA_DB_URL", "CPERSONA_EMBEDDING_URL")
-    secrets = [k for k in secret_names if k in env and _has_password(env[k])]
+    secrets = [k for k, v in env.items() if holds_credential(k, v)]
     return ServerEntry(command, args, env, left_out, secrets)

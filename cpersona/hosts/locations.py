@@ -35,6 +35,26 @@ class UnknownHost(ValueError):
     """The host name is not one of ``HOSTS``."""
 
 
+class BadHome(ValueError):
+    """HOME is empty or relative: the home folder's config files cannot be placed."""
+
+
+def home_folder(env: Mapping[str, str] | None = None) -> Path:
+    """The home folder, absolute. An empty HOME (which Python reads as ``/``) or a relative one
+    (which would be read against the current folder) is refused: the host never looks there."""
+    e = os.environ if env is None else env
+    if os.name != "nt" and "HOME" in e:
+        raw = e["HOME"]
+        if not raw.strip() or not os.path.isabs(raw):
+            raise BadHome(
+                f"HOME is {raw!r}, not an absolute folder: set it to your home folder, or pass --path"
+            )
+    home = Path.home()
+    if not home.is_absolute():
+        raise BadHome(f"the home folder {str(home)!r} is not absolute: set HOME, or pass --path")
+    return home
+
+
 def config_path(
     host: str,
     *,
@@ -51,7 +71,7 @@ def config_path(
     ``env`` and ``home`` default to this machine's; tests pass others to check every OS.
     """
     e = os.environ if env is None else env
-    home_dir = Path.home() if home is None else home
+    home_dir = home_folder(e) if home is None else home
     where = Path.cwd() if project_dir is None else project_dir
     if host == "claude-desktop":
         return _claude_desktop_dir(system or platform.system(), e, home_dir) / "claude_desktop_config.json"

@@ -8,7 +8,8 @@ its own agent (issue 17). Under an ACL file two rules hold, in this order:
    replace another client's files, nor files in the shared folder.
 2. **The rows inside a file decide, not only the arguments.** Before an import
    writes or reports anything, the whole file is read once and every agent named
-   in it (the header's ``agent_id`` and each record's) is checked: with
+   in it (the header's ``agent_id`` and each record's; link and supersede lines hold no row and
+   are judged by the records they join) is checked: with
    ``target_agent_id`` the client needs ``read`` on every source agent (it is
    copying their rows) and on each record having one; without it, ``admin`` on
    each (the rows land there). Replacing a file with ``overwrite`` needs ``admin``
@@ -29,6 +30,7 @@ from typing import BinaryIO
 from cpersona.acl import WILDCARD, Client, Level
 from cpersona.errors import Forbidden
 from cpersona.portability.importer import read_lines
+from cpersona.storage.supersede_interface import SUPERSEDE_RECORD
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,9 @@ class FileScope:
 
 
 _UNNAMED = object()  # a record without a (string) agent_id
+#: Lines that hold no row: a link or supersede line names two memory records of the same file by
+#: their source ids (an end not in the file is dropped), so it is judged by the agents they resolve to.
+_ROWLESS = ("link", SUPERSEDE_RECORD)
 
 
 def _agents_in(handle: BinaryIO) -> Iterator[object]:
@@ -72,6 +77,8 @@ def _agents_in(handle: BinaryIO) -> Iterator[object]:
         if not isinstance(obj, dict):
             continue
         agent = obj.get("agent_id")
+        if obj.get("type") in _ROWLESS:
+            continue  # its ends are memory records of this file, each judged by its own agent_id
         if obj.get("type") == "header" or obj.get("_type") == "header":  # ours, or the original's
             if isinstance(agent, str) and agent:  # the original writes "" for an export of every agent
                 yield agent

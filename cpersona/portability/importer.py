@@ -293,7 +293,7 @@ def import_file(
         translator.finish()
         original_counts(tally.counts, translator.not_carried, translator.vectors.not_kept)
     if supersedes:
-        tally.counts["supersede_links"] = _link(rows, supersedes, identities, dry_run)
+        _link(rows, supersedes, identities, dry_run, tally, work, kept)
     shown_header = {"original_format": translator.original_version} if translator is not None else {}
     if lifecycles:
         tally.counts["lifecycle"] = {
@@ -352,14 +352,38 @@ def _records_in(head: dict[str, Any] | None) -> int | None:
 
 
 def _link(
-    rows: PortabilityRows, links: list[tuple[int, int, str]], identities: dict[int, NewMemory], dry_run: bool
-) -> dict[str, int]:
-    """Write the file's supersede links between the rows now in the database: read / linked / skipped."""
+    rows: PortabilityRows,
+    links: list[tuple[int, int, str]],
+    identities: dict[int, NewMemory],
+    dry_run: bool,
+    tally: _Tally,
+    work: Work,
+    kept: str,
+) -> None:
+    """Write the file's supersede links between the rows now in the database, ``BATCH`` pairs per
+    transaction (the write lock is free between them, so another server's store waits for one
+    batch, not the file), cancellable at a batch boundary with whole links only; the running
+    counts (read / linked / skipped) are ``tally.counts["supersede_links"]`` throughout."""
     pairs = [(identities[o], identities[n], at) for o, n, at in links if o in identities and n in identities]
+    counts = {"read": len(links), "linked": 0, "skipped": 0 if dry_run else len(links) - len(pairs)}
+    tally.counts["supersede_links"] = counts
     if dry_run:
-        return {"read": len(links), "linked": 0, "skipped": 0}
-    linked, skipped = rows.link_superseded(pairs)
-    return {"read": len(links), "linked": linked, "skipped": skipped + len(links) - len(pairs)}
+        return
+    for start in range(0, len(pairs), BATCH):
+        work.checkpoint(
+            "import_memories",
+            kept + "; supersede links are written whole, batch by batch",
+            lambda: _tally_result(tally, dry_run),
+        )
+        linked, skipped = rows.link_superseded(pairs[start : start + BATCH])
+        counts["linked"] += linked
+        counts["skipped"] += skipped
+        work.report(  # counted on from the records, so progress only ever grows (MCP asks it)
+            tally.records + start + len(pairs[start : start + BATCH]),
+            None,
+            "records and supersede links",
+            f"{counts['linked']:,} of {len(pairs):,} supersede links written",
+        )
 
 
 def _tally_result(tally: _Tally, dry_run: bool) -> ImportTally:

@@ -34,6 +34,7 @@ from typing import BinaryIO, TextIO
 
 from cpersona.config import Settings
 from cpersona.errors import CPersonaError, InvalidInput
+from cpersona.text import LONE_SURROGATE
 
 #: Longest file or folder name most file systems hold (bytes of UTF-8).
 MAX_NAME_BYTES = 255
@@ -151,6 +152,8 @@ def _clean(requested: object) -> str:
         raise PathRefused("the path is empty")
     if "\x00" in requested:
         raise PathRefused("the path contains a NUL byte")
+    if LONE_SURROGATE.search(requested):  # no file system name can hold one (os.open raises)
+        raise PathRefused("the path contains a lone UTF-16 surrogate, which no file name can hold")
     return requested.strip()
 
 

@@ -219,6 +219,9 @@ class RecallPipeline:
         # A sure cue: only rows in the period are candidates (the vector channel searches only them).
         in_period = self._period_ids(session, request) if cue is not None and cue.filters else None
         keyword_depth = max(depth, SURE_KEYWORD_DEPTH) if in_period is not None else depth
+        # ... and the keyword channels filter the period in their statements, before their row budget
+        # (2,000 newer matches of a common word would otherwise fill it: issue 36 point 4).
+        period = self._period_bounds(request) if in_period is not None else None
         terms = query_terms(request.query)
         channels: dict[str, list[tuple[str, float]]] = {}
         include_episodes = request.source_id is None or bool(request.scope.channel)
@@ -255,13 +258,13 @@ class RecallPipeline:
         mem_hits = KeywordHits([], "none")
         if fusion.FTS_MEMORIES in self.channels:
             mem_hits = session.keyword.memories(
-                terms, request.scope, keyword_depth + extra, source_id=request.source_id
+                terms, request.scope, keyword_depth + extra, source_id=request.source_id, period=period
             )
             channels[fusion.FTS_MEMORIES] = _within(mem_hits.hits, in_period, depth, hidden)
             methods[fusion.FTS_MEMORIES] = mem_hits.method
         if fusion.FTS_WORDS in self.channels:
             word_hits = session.keyword.memories_words(
-                terms, request.scope, keyword_depth + extra, source_id=request.source_id
+                terms, request.scope, keyword_depth + extra, source_id=request.source_id, period=period
             )
             channels[fusion.FTS_WORDS] = _within(word_hits.hits, in_period, depth, hidden)
             methods[fusion.FTS_WORDS] = word_hits.method
@@ -392,16 +395,16 @@ class RecallPipeline:
         return TimeCue(found[0], QUERY_CERTAINTY, "query", found[1])
 
     @staticmethod
-    def _period_ids(session: Session, request: RecallRequest) -> set[int]:
+    def _period_bounds(request: RecallRequest) -> tuple[str | None, str | None]:
+        """The cue's period in stored timestamp form, [start, end)."""
         cue = request.time_cue
         assert cue is not None
         start, end = cue.period.start, cue.period.end
-        ids = session.memories.ids_in_period(
-            request.scope,
-            None if start is None else format_ts(start),
-            None if end is None else format_ts(end),
-        )
-        return set(ids)
+        return (None if start is None else format_ts(start), None if end is None else format_ts(end))
+
+    @classmethod
+    def _period_ids(cls, session: Session, request: RecallRequest) -> set[int]:
+        return set(session.memories.ids_in_period(request.scope, *cls._period_bounds(request)))
 
     @staticmethod
     def _boost(cue: TimeCue, kept: list[ScoredRow], limit: int, info: dict[str, Any]) -> list[ScoredRow]:

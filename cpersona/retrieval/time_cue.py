@@ -3,8 +3,8 @@
 A cue is a period plus a certainty (docs/retrieval.md "Time cues"):
 
 - ``sure``: a filter. Only memories whose own ``timestamp`` lies in the period (and episodes whose
-  span meets it) are candidates — the vector channel searches only them, the keyword channels read
-  a wider list and keep only them, so a period with matches returns them even when other periods
+  span meets it) are candidates — the vector channel searches only them, the keyword channels filter
+  the period inside their statements (before their row budget), so a period with matches returns them even when other periods
   dominate the plain ranking.
 - ``likely`` / ``vague``: a boost, never a filter. Each memory's score is multiplied by
   ``1 + weight × exp(-distance / (spread × width))`` — distance from its timestamp to the period
@@ -162,8 +162,12 @@ def _bound(value: Any, name: str, *, is_end: bool) -> datetime:
 def _checked_bound(value: Any, name: str, *, is_end: bool) -> datetime:
     try:
         return _bound(value, name, is_end=is_end)
-    except OverflowError as exc:  # the end of 9999-12-31 is past the last representable instant
-        raise InvalidInput(f"{name} is out of range") from exc
+    except InvalidInput:  # (a ValueError too) already says what is wrong
+        raise
+    except (OverflowError, ValueError) as exc:
+        # The end of 9999-12-31 (or of "9999-12", "9999") is year 10000: past what ISO 8601 with a
+        # four-digit year can say. date() raises ValueError for it, timedelta arithmetic OverflowError.
+        raise InvalidInput(f"{name} is out of range (years 0001-9999)") from exc
 
 
 def parse(value: Any, now: datetime) -> TimeCue | None:

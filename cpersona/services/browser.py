@@ -46,6 +46,12 @@ class Browser:
     def __init__(self, store: Store) -> None:
         self.storage = store
 
+    def agent_page(self, after: str | None, limit: int, allowed: frozenset[str] | None) -> list[str]:
+        """Up to ``limit`` agents owning rows after ``after``, in order, only ``allowed`` ones (None:
+        every agent): one keyset page of ``resources/list``."""
+        with self.storage.read() as session:
+            return session.browse.agents_after(after, limit, None if allowed is None else sorted(allowed))
+
     @public
     def agent_notice(self, agent_id: str | None, visible_agents: Collection[str] | None = None) -> str | None:
         """``agent 'x' has no rows; known agents: ...`` when ``agent_id`` owns no row at all, else None.

@@ -30,7 +30,7 @@ from cpersona.limits import (
 )
 from cpersona.public import public
 from cpersona.services import supersede
-from cpersona.services.links import may_read
+from cpersona.services.links import WALK_MARGIN, may_read
 from cpersona.services.recaller import Recaller
 from cpersona.shapes.context_pack import EntityMention, PackItem, ReconstructResult
 from cpersona.shapes.links import PathStep
@@ -208,7 +208,15 @@ class ContextPack:
     def _chain(self, session: Session, seed: _Candidate, index: int) -> list[_Candidate]:
         """The seed's supersede chain: the memory in force (when not the seed) and the rows it replaced."""
         try:
-            chain = supersede.history(session, int(seed.row["id"]), str(seed.row["agent_id"]), None)
+            # Read no more of the chain than the pack can use: the seed, the rows up to the one in
+            # force, and the neighbours nearest it (a fan-in of 20,000 costs what 22 rows do).
+            chain = supersede.history(
+                session,
+                int(seed.row["id"]),
+                str(seed.row["agent_id"]),
+                None,
+                max_rows=RECONSTRUCT_NEIGHBOURS_PER_SEED + 2,
+            )
         except NotFound:  # a recall row deleted since recall's own read: it keeps no neighbours
             return []
         rows = [dict(r) for r in chain["history"]]  # oldest → newest, the current row last
@@ -233,7 +241,12 @@ class ContextPack:
         if not by_id:
             return []
         found: dict[int, list[tuple[int, PathStep]]] = {}
-        for link in session.links.outgoing(list(by_id)):
+        # Per seed, at most what the pack quotes plus a margin (links to unreadable rows are
+        # skipped): a hub's other links are never read (docs/input-rules.md "Walks").
+        cap = RECONSTRUCT_NEIGHBOURS_PER_SEED + WALK_MARGIN
+        outgoing = [link for rid in by_id for link in session.links.outgoing([rid], limit=cap)]
+        incoming = [link for rid in by_id for link in session.links.incoming([rid], limit=cap)]
+        for link in outgoing:
             seed = by_id[link.from_id]
             step: PathStep = {"from": f"mem:{link.from_id}", "relation": link.relation, "to": ""}
             if link.to_id is None:
@@ -243,7 +256,7 @@ class ContextPack:
             if may_read(link.to_agent, readable):
                 step["to"] = f"mem:{link.to_id}"
                 found.setdefault(link.from_id, []).append((link.to_id, step))
-        for link in session.links.incoming(list(by_id)):
+        for link in incoming:
             if link.to_id is not None and may_read(link.from_agent, readable):
                 step = {"from": f"mem:{link.from_id}", "relation": link.relation, "to": f"mem:{link.to_id}"}
                 found.setdefault(link.to_id, []).append((link.from_id, step))

@@ -13,6 +13,7 @@ wraps them.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -237,35 +238,46 @@ class Resources:
         """One page of concrete resources: the agents list first, then each visible agent's two.
 
         Returns ``{ok, resources: [{uri, name, title, description, mime_type}], next_cursor}``
-        (``next_cursor`` None on the last page). The cursor is opaque to clients (an offset).
+        (``next_cursor`` None on the last page). The cursor is opaque to clients: the last entry
+        listed (its agent and template), so a page reads only its own agents, never the pages
+        before it (keyset paging: 20,000 agents cost each page what the first costs).
         """
-        start = _cursor_offset(cursor)
-        entries: list[ResourceInfo] = [
-            {
-                "uri": AGENTS_URI,
-                "name": "agents",
-                "title": "Agents",
-                "description": AGENTS_DESCRIPTION,
-                "mime_type": JSON_MIME,
-            }
-        ]
-        for agent in self.visible_agents(allowed_agents):
-            for t in TEMPLATES:
-                entries.append(
-                    {
-                        "uri": resource_uri(t.kind, agent),
-                        "name": f"{t.name}:{agent[:80]}",
-                        "title": f"{t.title}: {agent[:80]}",
-                        "description": t.description,
-                        "mime_type": JSON_MIME,
-                    }
-                )
-        page = entries[start : start + RESOURCE_LIST_PAGE]
-        more = start + RESOURCE_LIST_PAGE < len(entries)
+        after, template = _cursor_key(cursor)
+        allowed = agent_set(allowed_agents)
+        entries: list[ResourceInfo] = []
+        if after is None:
+            entries.append(
+                {
+                    "uri": AGENTS_URI,
+                    "name": "agents",
+                    "title": "Agents",
+                    "description": AGENTS_DESCRIPTION,
+                    "mime_type": JSON_MIME,
+                }
+            )
+        keys: list[tuple[str, int]] = []
+        if after is not None and template + 1 < len(TEMPLATES):  # the rest of a pair a page cut
+            keys += [(after, t) for t in range(template + 1, len(TEMPLATES))]
+        wanted = RESOURCE_LIST_PAGE + 1 - len(entries) - len(keys)  # one more says "more"
+        agents = self.browser.agent_page(after, wanted // len(TEMPLATES) + 1, allowed)
+        keys += [(agent, t) for agent in agents for t in range(len(TEMPLATES))]
+        room = RESOURCE_LIST_PAGE - len(entries)
+        for agent, t in keys[:room]:
+            kind = TEMPLATES[t]
+            entries.append(
+                {
+                    "uri": resource_uri(kind.kind, agent),
+                    "name": f"{kind.name}:{agent[:80]}",
+                    "title": f"{kind.title}: {agent[:80]}",
+                    "description": kind.description,
+                    "mime_type": JSON_MIME,
+                }
+            )
+        more = len(keys) > room
         return {
             "ok": True,
-            "resources": page,
-            "next_cursor": str(start + RESOURCE_LIST_PAGE) if more else None,
+            "resources": entries,
+            "next_cursor": _cursor_of(*keys[room - 1]) if more else None,
         }
 
     @public
@@ -376,9 +388,27 @@ def _completion(matches: list[str]) -> CompletionResult:
 COMPLETION_VALUES_MAX = 100
 
 
-def _cursor_offset(cursor: Any) -> int:
+def _cursor_of(agent: str, template: int) -> str:
+    """The cursor after ``agent``'s ``template``-th resource: ``<template>.<agent, base64url>``."""
+    encoded = base64.urlsafe_b64encode(agent.encode("utf-8", "surrogatepass")).decode("ascii").rstrip("=")
+    return f"{template}.{encoded}"
+
+
+def _cursor_key(cursor: Any) -> tuple[str | None, int]:
+    """(agent, template) a cursor resumes after; (None, -1) from the start. InvalidInput when it is
+    not a cursor this server gave."""
     if cursor is None:
-        return 0
-    if isinstance(cursor, str) and cursor.isascii() and cursor.isdigit() and len(cursor) <= 9:
-        return int(cursor)
-    raise InvalidInput("invalid cursor: pass the next_cursor of the previous page unchanged")
+        return None, -1
+    bad = InvalidInput("invalid cursor: pass the next_cursor of the previous page unchanged")
+    if not isinstance(cursor, str) or len(cursor) > 4 * MAX_IDENTIFIER_CHARS or "." not in cursor:
+        raise bad
+    template, _, encoded = cursor.partition(".")
+    if template not in {str(t) for t in range(len(TEMPLATES))} or not encoded.isascii():
+        raise bad
+    try:
+        agent = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8", "surrogatepass")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad from exc
+    if _cursor_of(agent, int(template)) != cursor:  # lenient base64 reads junk as some agent
+        raise bad
+    return agent, int(template)

@@ -22,8 +22,10 @@ from cpersona.storage.interface import Row, Session
 from cpersona.storage.supersede_interface import Link
 from cpersona.validation import row_id
 
-#: At most this many rows walked by one history (a chain is the agent's own declarations).
+#: At most this many rows read by one history (docs/input-rules.md "Walks"); past it the history says
+#: ``truncated`` and where it was cut (at most ``HISTORY_CUT_REFS`` refs).
 MAX_HISTORY_ROWS = 1000
+HISTORY_CUT_REFS = 20
 
 
 def parse_refs(value: Any, name: str = "supersedes") -> list[int]:
@@ -91,18 +93,9 @@ def check_links(
 
 
 def _successor_chain(session: Session, rid: int) -> list[int]:
-    """``rid``'s successors, nearest first, to the current row (bounded; the rules keep it acyclic)."""
-    out: list[int] = []
-    seen = {rid}
-    current = rid
-    while len(out) < MAX_HISTORY_ROWS:
-        link = session.supersede.successors([current]).get(current)
-        if link is None or link.newer in seen:
-            break
-        out.append(link.newer)
-        seen.add(link.newer)
-        current = link.newer
-    return out
+    """``rid``'s successors, nearest first, to the current row: the whole way, however long (one
+    recursive statement), so the cycle check and ``current`` hold at any chain length."""
+    return [link.newer for link in session.supersede.chain_above(rid)]
 
 
 def _head(session: Session, rid: int) -> int:
@@ -111,34 +104,67 @@ def _head(session: Session, rid: int) -> int:
 
 
 def history(
-    session: Session, rid: int, agent: str | None, allowed: Collection[str] | None
+    session: Session,
+    rid: int,
+    agent: str | None,
+    allowed: Collection[str] | None,
+    max_rows: int = MAX_HISTORY_ROWS,
 ) -> GetHistoryResult:
-    """The whole chain ``rid`` belongs to, oldest to newest, each row with what superseded it and when.
+    """The chain ``rid`` belongs to, oldest to newest, each row with what superseded it and when.
 
     Rows nearer the current one come later (a row always before the row that superseded it); rows
     at the same distance in creation order. Not found when ``rid`` is not visible to the caller.
+
+    At most ``max_rows`` rows are read: first the rows from ``rid`` up to the current one (``current``
+    is the true head at any length), then the rows below the head, level by level, each level one
+    query with a ``LIMIT`` of what is still room for. A cut history says so: ``truncated`` and
+    ``cut_at``, the listed rows next to which rows were left out.
     """
     granted = None if allowed is None else frozenset(allowed)
     start = session.memories.get(rid)
     if start is None or not _visible(start, agent, granted):
         raise NotFound(f"memory {rid} not found" + (f" for agent {agent!r}" if agent is not None else ""))
-    head = _head(session, rid)
-    depth: dict[int, int] = {head: 0}
-    links: dict[int, Link] = {}
+    above = session.supersede.chain_above(rid)
+    path = [rid, *(link.newer for link in above)]
+    if len(path) > 1 and path[-1] in path[:-1]:  # a cycle an older release let in: no true head
+        path.pop()
+    head = path[-1]
+    cut: set[int] = set()
+    if len(path) > max_rows:  # rid, its nearest successors, then (after a gap) the current row
+        cut.add(path[max_rows - 2])
+        path = [*path[: max_rows - 1], head]
+    depth = {row: len(path) - 1 - i for i, row in enumerate(path)}
+    links: dict[int, Link] = {
+        link.older: link for link in above if link.older in depth and link.newer in depth
+    }
     frontier = [head]
-    while frontier and len(depth) < MAX_HISTORY_ROWS:
-        found = [link for link in session.supersede.predecessors(frontier) if link.older not in depth]
-        frontier = []
-        for link in found:
+    expanded = {head}  # each row's older rows are read once (a cycle written long ago ends the walk)
+    complete = True
+    while frontier:
+        room = max_rows - len(depth)
+        limit = room + len(path) + 1  # rows already listed may come back; one more says "more left"
+        found = session.supersede.predecessors(frontier, limit=limit)
+        fresh = [link for link in found if link.older not in depth]
+        taken = fresh[:room]
+        for link in taken:
             depth[link.older] = depth[link.newer] + 1
             links[link.older] = link
-            frontier.append(link.older)
+        if len(found) >= limit or len(taken) < len(fresh):
+            complete = False
+            break
+        frontier = [link.older for link in found if link.older in depth and link.older not in expanded]
+        expanded.update(frontier)
+        if len(depth) >= max_rows and frontier:
+            complete = False
+            break
+    if not complete:
+        cut.update(session.supersede.left_out_below(sorted(depth), HISTORY_CUT_REFS))
     rows = session.memories.get_many(list(depth))
     visible = [row for row in rows.values() if _visible(row, agent, granted)]
     visible.sort(key=lambda r: (-depth[r["id"]], r["created_at"], r["id"]))
     chain = [annotate(dict(row), links.get(row["id"])) for row in visible]
     mark_retired(session, chain)  # a retired row stays in its history, saying so
-    return {
+    result: GetHistoryResult = {
         "ok": True,
         "ref": f"mem:{rid}",
         "current": f"mem:{head}",
@@ -146,6 +172,11 @@ def history(
         "history": cast(list[MemoryRow], chain),
         "count": len(chain),
     }
+    shown = {int(row["id"]) for row in visible}
+    if cut:
+        result["truncated"] = True
+        result["cut_at"] = [f"mem:{n}" for n in sorted(cut) if n in shown][:HISTORY_CUT_REFS]
+    return result
 
 
 def annotate(row: dict[str, Any], link: Link | None) -> dict[str, Any]:

@@ -293,6 +293,15 @@ class GetHistoryResult(TypedDict):
         "each superseded one with superseded_by and superseded_at, the current one last.",
     ]
     count: Annotated[int, "len(history)."]
+    truncated: NotRequired[
+        Annotated[Literal[True], "Present when the chain is longer than the history's bound (1,000 rows)."]
+    ]
+    cut_at: NotRequired[
+        Annotated[
+            list[str],
+            "With truncated: 'mem:<id>' of listed rows next to which rows were left out (at most 20).",
+        ]
+    ]
 
 
 # -- writes ----------------------------------------------------------------------------------------------

@@ -67,7 +67,10 @@ TraverseResult = TypedDict(
             list[TraversedMemory | TraversedEntity], "Nodes reached, by hop, then discovery order."
         ],
         "count": Annotated[int, "len(results)."],
-        "truncated": Annotated[bool, "limit stopped the walk before it ran out of links or depth."],
+        "truncated": Annotated[
+            bool,
+            "limit stopped the walk before it ran out of links or depth, or a step met its read bound (more may lie beyond).",
+        ],
     },
 )
 TraverseResult.__doc__ = "traverse: what the declared links reach, nearest first, each node once."

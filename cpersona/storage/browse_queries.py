@@ -8,6 +8,7 @@ parameters in, rows readable by column name out) and its ``Dialect``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from cpersona.storage.interface import BrowseFilter, Row
@@ -62,6 +63,29 @@ class SharedBrowse:
                     row["embedded_memories"] = int(r["embedded"] or 0)
                     row["locked_memories"] = int(r["locked"] or 0)
         return [merged[k] for k in sorted(merged)]
+
+    def agents_after(self, after: str | None, limit: int, among: Sequence[str] | None = None) -> list[str]:
+        """Up to ``limit`` agents owning a row, after ``after``, in order (each table read through its
+        index from ``after`` on, stopping at ``limit`` agents)."""
+        if among is not None and not among:
+            return []
+        m = self._dialect.mark
+        where, params = "", []
+        if after is not None:
+            where, params = f" WHERE agent_id > {m}", [after]
+        if among is not None:
+            marks = ",".join([m] * len(among))
+            where += f"{' AND' if where else ' WHERE'} agent_id IN ({marks})"
+            params += list(among)
+        parts = [
+            f"SELECT agent_id FROM (SELECT DISTINCT agent_id FROM {table}{where} ORDER BY agent_id LIMIT {m}) {table}_page"
+            for table in ("memories", "episodes", "profiles")
+        ]
+        rows = self._fetch(
+            f"SELECT agent_id FROM ({' UNION '.join(parts)}) agents ORDER BY agent_id LIMIT {m}",
+            [*params, limit, *params, limit, *params, limit, limit],
+        )
+        return [str(r["agent_id"]) for r in rows]
 
     def profile_counts(self) -> dict[str, int]:
         """Profiles per agent."""

@@ -279,13 +279,25 @@ class TaskQueue(Protocol):
         ...
 
 
+#: A period in stored timestamp form, [start, end) with None for an open end (a ``sure`` time cue).
+Period = tuple[str | None, str | None]
+
+
 class KeywordSearch(Protocol):
     """Full-text search; how it ranks (FTS5 bm25, tsvector, ...) is the engine's business."""
 
     def memories(
-        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+        self,
+        terms: QueryTerms,
+        scope: Scope,
+        limit: int,
+        *,
+        source_id: str | None = None,
+        period: Period | None = None,
     ) -> KeywordHits:
-        """Ranked memory ids; a substring pass stands in when full-text search cannot run or finds nothing."""
+        """Ranked memory ids; a substring pass stands in when full-text search cannot run or finds nothing.
+        ``period`` (stored-form [start, end), either open): only rows whose ``timestamp`` lies in it,
+        filtered inside the statements, before any row budget or limit (a ``sure`` time cue)."""
         ...
 
     def episodes(self, terms: QueryTerms, scope: Scope, limit: int) -> KeywordHits:
@@ -293,9 +305,16 @@ class KeywordSearch(Protocol):
         ...
 
     def memories_words(
-        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+        self,
+        terms: QueryTerms,
+        scope: Scope,
+        limit: int,
+        *,
+        source_id: str | None = None,
+        period: Period | None = None,
     ) -> KeywordHits:
-        """Ranked memory ids from the word-level index (stemmed whole words, any of ``terms.words``)."""
+        """Ranked memory ids from the word-level index (stemmed whole words, any of ``terms.words``);
+        ``period`` as in ``memories``."""
         ...
 
 
@@ -393,6 +412,11 @@ class BrowseQueries(Protocol):
         """Profiles per agent."""
         ...
 
+    def agents_after(self, after: str | None, limit: int, among: Sequence[str] | None = None) -> list[str]:
+        """Up to ``limit`` agents owning a row, in order, after ``after`` (None: from the first), only
+        those in ``among`` when given: one keyset page, whose cost does not grow with the page number."""
+        ...
+
     def memories(self, f: BrowseFilter, offset: int, limit: int) -> tuple[list[Row], int]:
         """One page of memories newest first, and how many match in all."""
         ...
@@ -482,16 +506,23 @@ class LinkRows(Protocol):
         """Record one link; False when the same link was already declared (nothing changes)."""
         ...
 
-    def outgoing(self, ids: Sequence[int]) -> list[LinkRow]:
-        """Links declared by these memories, oldest first."""
+    def outgoing(
+        self, ids: Sequence[int], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links declared by these memories, oldest first. ``relation``: only those (filtered in the
+        query); ``limit``: at most that many, read no further (a hub of 50,000 links costs ``limit``)."""
         ...
 
-    def incoming(self, ids: Sequence[int]) -> list[LinkRow]:
-        """Links pointing at these memories, oldest first."""
+    def incoming(
+        self, ids: Sequence[int], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links pointing at these memories, oldest first; ``relation`` and ``limit`` as ``outgoing``."""
         ...
 
-    def into_entity(self, agent_id: str, keys: Sequence[str]) -> list[LinkRow]:
-        """Links from ``agent_id``'s memories to these entity keys."""
+    def into_entity(
+        self, agent_id: str, keys: Sequence[str], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links from ``agent_id``'s memories to these entity keys; ``relation`` and ``limit`` as ``outgoing``."""
         ...
 
 

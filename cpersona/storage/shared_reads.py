@@ -164,6 +164,56 @@ class SupersedeReads:
         )
         return [int(r["id"]) for r in rows]
 
+    def chain_above(self, rid: int) -> list[Link]:
+        """The links from ``rid`` up to the current row, nearest first, however long the chain: one
+        recursive statement (UNION, not UNION ALL, keeps it finite even on a cycle written before
+        cycles were refused at any length)."""
+        m = self._dialect.mark
+        rows = self._fetch(
+            "WITH RECURSIVE up(id, superseded_by, superseded_at) AS ("
+            f"SELECT id, superseded_by, superseded_at FROM memories WHERE id = {m} AND superseded_by IS NOT NULL "
+            "UNION SELECT n.id, n.superseded_by, n.superseded_at FROM memories n JOIN up ON n.id = up.superseded_by "
+            "WHERE n.superseded_by IS NOT NULL) SELECT id, superseded_by, superseded_at FROM up",
+            (int(rid),),
+        )
+        by_older = {link.older: link for link in map(link_of, rows)}
+        out: list[Link] = []
+        seen = {int(rid)}
+        link = by_older.get(int(rid))
+        while link is not None:
+            out.append(link)
+            if link.newer in seen:  # a cycle: its closing link is the last step
+                break
+            seen.add(link.newer)
+            link = by_older.get(link.newer)
+        return out
+
+    def owners(self, ids: Sequence[int]) -> dict[int, tuple[str, bool]]:
+        """(agent, locked) of each id that exists: what the supersede rules read of a row."""
+        if not ids:
+            return {}
+        m = self._dialect.mark
+        marks = ",".join([m] * len(ids))
+        rows = self._fetch(
+            f"SELECT id, agent_id, (locked = {self._dialect.true}) AS locked FROM memories WHERE id IN ({marks})",
+            [int(i) for i in ids],
+        )
+        return {int(r["id"]): (str(r["agent_id"]), bool(r["locked"])) for r in rows}
+
+    def left_out_below(self, listed: Sequence[int], limit: int) -> list[int]:
+        """Up to ``limit`` ids of ``listed`` that some row outside ``listed`` supersedes (where a
+        bounded history was cut), lowest first."""
+        if not listed:
+            return []
+        m = self._dialect.mark
+        marks = ",".join([m] * len(listed))
+        rows = self._fetch(
+            f"SELECT DISTINCT superseded_by FROM memories WHERE superseded_by IN ({marks}) "
+            f"AND id NOT IN ({marks}) ORDER BY superseded_by LIMIT {m}",
+            [*listed, *listed, int(limit)],
+        )
+        return [int(r["superseded_by"]) for r in rows]
+
     def dangling(self, limit: int = 20) -> list[Link]:
         """Links to a newer row that does not exist."""
         rows = self._fetch(

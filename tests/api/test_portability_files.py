@@ -69,6 +69,19 @@ def test_a_file_name_too_long_is_a_clear_error_not_internal(tmp_path: Path, name
     assert not any(p.name.endswith(".partial") for p in tmp_path.rglob("*"))
 
 
+@pytest.mark.parametrize("name", ["\ud800", "sub/\udfff.jsonl", "a\ud800b.jsonl"])
+def test_a_lone_surrogate_in_a_path_is_refused_not_internal(tmp_path: Path, name: str) -> None:
+    # The in-process fuzz found it once it refused "internal" (issue 36 point 12): os.open raised.
+    with open_memory(tmp_path, "db") as mem:
+        for tool, args in (
+            ("export_memories", {"agent_id": "a", "output_path": name}),
+            ("import_memories", {"input_path": name}),
+        ):
+            out = dispatch_tool(mem, mem.settings, tool, args)
+            assert out["ok"] is False and out["error_code"] == "path_refused", out
+            assert "surrogate" in out["error"]
+
+
 def test_a_long_but_legal_name_exports_without_a_too_long_temp_name(tmp_path: Path) -> None:
     name = "z" * 249 + ".jsonl"
     with open_memory(tmp_path, "db") as mem:

@@ -3,7 +3,9 @@ likely/vague boost without hiding the plain best match, the in-query date reader
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 from pg_cluster import BOTH_ENGINES
@@ -193,3 +195,43 @@ def test_the_period_query_keeps_to_the_scope(memory: Memory) -> None:
         assert session.memories.ids_in_period(Scope("a", ""), None, "2023-05-08T10:00:00.000000Z") == []
     out = memory.recall("a", "apple", project_id="", time_cue={**MAY_2023, "certainty": "sure"})
     assert ids(out) == [mine]
+
+
+def _bulk(path: Path, rows: list[tuple[str, str]]) -> Path:
+    """An export file of memories of agent 'a' (content, timestamp), written without a database."""
+    head = {
+        "type": "header",
+        "format": "cpersona-export",
+        "version": 1,
+        "exported_at": "2026-01-01T00:00:00Z",
+        "source_schema_version": 1,
+        "agent_id": "a",
+        "include_embeddings": False,
+        "embedding_model": None,
+        "embedding_dim": None,
+        "counts": {"memories": len(rows), "episodes": 0, "profiles": 0},
+    }
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps(head) + "\n")
+        for content, stamp in rows:
+            out.write(
+                json.dumps({"type": "memory", "agent_id": "a", "content": content, "timestamp": stamp}) + "\n"
+            )
+    return path
+
+
+@pytest.mark.slow
+def test_sure_finds_the_period_under_2000_newer_matches_of_a_common_word(
+    memory: Memory, tmp_path: Path
+) -> None:
+    # Issue 36 point 4: past the keyword row budget the channels took the newest matches and only
+    # then applied the period, so the 2010 rows (written first) were never read.
+    old = [(f"alpha note {n} from the archive", f"2010-06-{1 + n:02d}T10:00:00Z") for n in range(5)]
+    new = [(f"alpha report number {n}", f"2024-03-{1 + n % 28:02d}T10:00:00Z") for n in range(2000)]
+    memory.import_memories(str(_bulk(tmp_path / "rows.jsonl", old + new)), confined=False)
+    cue = {"start": "2010", "end": "2010", "certainty": "sure"}
+    out = memory.recall("a", "alpha", limit=10, time_cue=cue)
+    assert sorted(r["content"] for r in out["results"]) == sorted(text for text, _ in old)
+    words = memory.recall("a", "alpha archive", limit=10, time_cue=cue)  # a rarer word beside it
+    assert {r["content"] for r in words["results"]} == {text for text, _ in old}
+    assert len(memory.recall("a", "", limit=10, time_cue=cue)["results"]) == 5

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pg_cluster import BOTH_ENGINES
 
 from cpersona.errors import Forbidden, InvalidInput, NotFound
 from cpersona.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
@@ -44,16 +46,19 @@ def test_every_agent_id_has_one_uri_and_it_parses_back(agent: str, kind: str) ->
         "c" * 100_000,
     ],
 )
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_uris_naming_no_resource_are_invalid_input(memory: Memory, uri: str) -> None:
     with pytest.raises(InvalidInput):
         memory.read_resource(uri)
 
 
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_non_string_uri_is_invalid_input(memory: Memory) -> None:
     with pytest.raises(InvalidInput):
         memory.read_resource(42)
 
 
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_the_agents_list_profile_and_recent_memories(memory: Memory) -> None:
     for i in range(RESOURCE_RECENT_MEMORIES + 5):
         memory.store("ana", f"note number {i} about the kestrel migration")
@@ -90,6 +95,7 @@ def test_the_agents_list_profile_and_recent_memories(memory: Memory) -> None:
     assert body(memory, "cpersona://agents/cy/memories")["items"] == []
 
 
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_unknown_agent_is_not_found_and_names_only_visible_agents(memory: Memory) -> None:
     memory.store("ana", "a")
     memory.store("secret-agent", "b")
@@ -98,6 +104,7 @@ def test_unknown_agent_is_not_found_and_names_only_visible_agents(memory: Memory
     assert "ana" in str(found.value) and "secret-agent" not in str(found.value)
 
 
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_acl_hides_ungranted_agents_and_refuses_before_looking(memory: Memory) -> None:
     memory.store("a", "alpha")
     memory.store("b", "bravo secret")
@@ -117,6 +124,7 @@ def test_acl_hides_ungranted_agents_and_refuses_before_looking(memory: Memory) -
     assert memory.list_resources(allowed_agents=set())["resources"] == [listed[0]]
 
 
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_resources_list_pages_with_an_opaque_cursor(memory: Memory) -> None:
     agents = [f"agent-{i:03d}" for i in range(RESOURCE_LIST_PAGE)]  # 1 + 2 per agent: three pages
     for agent in agents:
@@ -133,12 +141,41 @@ def test_resources_list_pages_with_an_opaque_cursor(memory: Memory) -> None:
         if cursor is None:
             break
     assert pages == 3 and len(seen) == len(set(seen)) == 1 + 2 * len(agents)
-    for bad in ("x", "-1", "1.5", "²", "9" * 20):
+    for bad in ("x", "-1", "1.5", "²", "9" * 20, "100", "2.YQ", "0.%%%", "1." + "Y" * 5000):
         with pytest.raises(InvalidInput):
             memory.list_resources(cursor=bad)
-    assert memory.list_resources(cursor="100000")["resources"] == []  # past the end: empty, not an error
+    past = base64.urlsafe_b64encode(b"zzz").decode().rstrip("=")  # after every agent: empty, not an error
+    assert memory.list_resources(cursor=f"1.{past}") == {"ok": True, "resources": [], "next_cursor": None}
 
 
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
+def test_resources_pages_are_keyset_pages(memory: Memory) -> None:
+    """A page resumes after the last entry it listed (issue 36 point 10: each page listed every agent
+    again, O(agents²) in all); an agent whose pair a page cut is finished on the next, and the
+    pages of an ACL client hold only its agents."""
+    agents = [f"agent-{i:03d}" for i in range(RESOURCE_LIST_PAGE + 30)]
+    for agent in agents:
+        memory.store(agent, f"memory of {agent}")
+    first = memory.list_resources()
+    assert len(first["resources"]) == RESOURCE_LIST_PAGE  # the agents list, 49 pairs, a half pair
+    assert first["resources"][-1]["uri"] == "cpersona://agents/agent-049/profile"
+    second = memory.list_resources(cursor=first["next_cursor"])
+    assert second["resources"][0]["uri"] == "cpersona://agents/agent-049/memories"
+    granted = set(agents[::7])
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = memory.list_resources(cursor=cursor, allowed_agents=granted)
+        seen += [r["uri"] for r in page["resources"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen[1:] == [
+        f"cpersona://agents/{a}/{kind}" for a in sorted(granted) for kind in ("profile", "memories")
+    ]
+
+
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_templates_are_static_and_json(memory: Memory) -> None:
     templates = memory.resource_templates()["templates"]
     assert [t["uri_template"] for t in templates] == [t.uri_template for t in TEMPLATES] + [
@@ -147,6 +184,7 @@ def test_templates_are_static_and_json(memory: Memory) -> None:
     assert all("{agent_id}" in t["uri_template"] and t["mime_type"] == "application/json" for t in templates)
 
 
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_completions_by_prefix_within_the_grants(memory: Memory) -> None:
     for agent in ("alpha", "alpine", "beta"):
         memory.store(agent, "x", project_id=f"proj-{agent}")
@@ -166,6 +204,7 @@ def test_completions_by_prefix_within_the_grants(memory: Memory) -> None:
         memory.complete_agent_id(None)
 
 
+@BOTH_ENGINES  # the resources read through storage (the keyset page is a query of its own)
 def test_completion_caps_at_one_hundred_values(memory: Memory) -> None:
     for i in range(105):
         memory.store(f"a{i:03d}", "x")

@@ -150,3 +150,32 @@ def test_print_writes_nothing_and_path_overrides(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.json"
     assert register(env, "cursor", "--path", str(target)).returncode == 0
     assert json.loads(target.read_text())["mcpServers"]["cpersona"] == entry
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("home", ["", "relative/home"])
+def test_an_empty_or_relative_home_is_refused_and_nothing_is_written(tmp_path: Path, home: str) -> None:
+    # Issue 36 point 11: HOME="" wrote /.claude.json, a relative HOME wrote under the current folder.
+    env = env_for(tmp_path)
+    env["HOME"] = home
+    done = register(env, "claude-code", cwd=tmp_path)
+    assert done.returncode == 1 and "HOME" in done.stderr and "absolute" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert not Path("/.claude.json").exists() or "cpersona" not in Path("/.claude.json").read_text()
+
+
+@pytest.mark.slow
+def test_a_credential_in_a_query_parameter_makes_the_config_and_backup_private(tmp_path: Path) -> None:
+    config = tmp_path / ".cursor" / "mcp.json"
+    seed(config, TWO_SERVERS)
+    config.chmod(0o644)
+    env = env_for(tmp_path, CPERSONA_DB_URL="postgresql://db.invalid/mem?password=hunter2")
+    done = register(env, "cursor")
+    assert done.returncode == 0, done.stderr
+    assert "credential" in done.stdout and "0600" in done.stdout
+    assert json.loads(config.read_text())["mcpServers"]["cpersona"]["env"]["CPERSONA_DB_URL"].endswith(
+        "hunter2"
+    )
+    for path in (config, *backups(config)):
+        assert os.stat(path).st_mode & 0o777 == 0o600, path
+    assert len(backups(config)) == 1

@@ -191,3 +191,36 @@ def test_without_the_u8s8_copy_the_per_block_copy_is_checked(
     else:
         assert "not faster" in choice.reason
     backend.close()
+
+
+def test_forced_int8_queries_take_the_u8s8_copy_on_any_machine(minilm_models_dir: Path) -> None:
+    """CPERSONA_EMBED_QUERY_KERNEL=int8: the timed part of the check is skipped, so the int8 path is
+    asserted whatever this machine's speed (the auto tests above only check it when it is faster)."""
+    backend = _backend(minilm_models_dir, "int8")
+    choice = backend.choose_query_kernel()
+    assert choice.int8 and "u8s8" in choice.reason and "CPERSONA_EMBED_QUERY_KERNEL=int8" in choice.reason
+    assert choice.min_cosine is not None and choice.min_cosine >= query_kernel.MIN_COSINE
+    document = backend.embed_documents([PINNED_SENTENCE])[0]
+    query = backend.embed_query(PINNED_SENTENCE)
+    assert float(np.dot(query, document)) >= query_kernel.MIN_COSINE
+    assert not np.allclose(query, document, atol=1e-6)  # int8 arithmetic, not the float32 graph
+    np.testing.assert_allclose(query[:5], PINNED_U8S8_VALUES, atol=1e-4)
+    np.testing.assert_allclose(backend.embed_documents([PINNED_SENTENCE])[0], document, atol=1e-6)
+    backend.close()
+
+
+def test_forced_int8_falls_back_to_the_per_block_copy(
+    minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(OnnxBackend, "_outlier_copy", lambda self, *args: None)
+    backend = _backend(minilm_models_dir, "int8")
+    choice = backend.choose_query_kernel()
+    assert choice.int8 and "per-block" in choice.reason
+    np.testing.assert_allclose(backend.embed_query(PINNED_SENTENCE)[:5], PINNED_INT8_VALUES, atol=1e-4)
+    backend.close()
+
+
+def test_forced_int8_still_refuses_a_copy_that_disagrees() -> None:
+    # Agreement is never skipped: only the timing is.
+    choice = query_kernel.decide(0.9, 0.0, forced=True)
+    assert choice.kernel == "exact" and "differ too much" in choice.reason

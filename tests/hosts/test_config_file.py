@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from required import unavailable
 
 from cpersona.hosts.config_file import ConfigFileError, merge_entry, read_config, register_entry
 
@@ -152,6 +153,63 @@ def test_a_new_file_holding_a_password_is_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_an_existing_open_file_holding_a_credential_becomes_private_with_its_backups(tmp_path: Path) -> None:
+    # Issue 36 point 5: a 0644 file stayed 0644, and so did its .bak, with the credential inside.
+    path = tmp_path / "mcp.json"
+    write(path, TWO_SERVERS)
+    path.chmod(0o644)
+    result = register_entry(path, "cpersona", ENTRY, private=True)
+    assert result.backup is not None and mode_of(result.backup) == 0o600 and mode_of(path) == 0o600
+    assert json.loads(result.backup.read_text()) == TWO_SERVERS
+    path.chmod(0o644)
+    result.backup.chmod(0o644)  # as an older release left them
+    again = register_entry(path, "cpersona", ENTRY, private=True)
+    assert again.change == "unchanged" and mode_of(path) == 0o600 and mode_of(result.backup) == 0o600
+
+
+def test_without_a_credential_the_files_keep_their_bits(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    write(path, TWO_SERVERS)
+    path.chmod(0o644)
+    result = register_entry(path, "cpersona", ENTRY)
+    assert mode_of(path) == 0o644 and result.backup is not None and mode_of(result.backup) == 0o644
+
+
+@pytest.mark.parametrize("bits", [0o444, 0o400, 0o440])
+def test_a_read_only_file_is_refused_untouched(tmp_path: Path, bits: int) -> None:
+    # Root replaces it anyway (the rename needs only the folder): the mode is the person's word.
+    path = tmp_path / "mcp.json"
+    before = write(path, TWO_SERVERS)
+    path.chmod(bits)
+    with pytest.raises(ConfigFileError, match="read-only"):
+        register_entry(path, "cpersona", ENTRY)
+    assert path.read_bytes() == before and mode_of(path) == bits
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mcp.json"]
+
+
+def test_a_deeply_nested_config_is_refused_cleanly(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text('{"deep": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    before = path.read_bytes()
+    with pytest.raises(ConfigFileError, match="deeper than"):
+        register_entry(path, "cpersona", ENTRY)
+    assert path.read_bytes() == before
+    path.write_text('{"mcpServers": {}, "s": "' + "[" * 1000 + '"}')  # brackets inside a string count not
+    register_entry(path, "cpersona", ENTRY)
+
+
+def test_a_dangling_symlink_makes_no_folders(tmp_path: Path) -> None:
+    link = tmp_path / "mcp.json"
+    link.symlink_to(tmp_path / "gone" / "deeper" / "mcp.json")
+    with pytest.raises(ConfigFileError, match="folder does not exist"):
+        register_entry(link, "cpersona", ENTRY)
+    assert not (tmp_path / "gone").exists() and link.is_symlink()
+
+
 @contextmanager
 def unwritable(folder: Path) -> Iterator[None]:
     """No new file can be made in ``folder``: mode 0500, or for root (who ignores modes) ``chattr +i``."""
@@ -163,10 +221,10 @@ def unwritable(folder: Path) -> Iterator[None]:
             folder.chmod(0o700)
         return
     if shutil.which("chattr") is None:
-        pytest.skip("chattr is not available: cannot make a folder unwritable for root")
+        unavailable("chattr is not available: cannot make a folder unwritable for root")
     done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
-        pytest.skip(f"cannot set the immutable flag here: {done.stderr.strip()}")
+        unavailable(f"cannot set the immutable flag here: {done.stderr.strip()}")
     try:
         yield
     finally:

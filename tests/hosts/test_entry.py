@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cpersona.config import Settings
-from cpersona.hosts.entry import installation_command, server_entry, server_env
+from cpersona.hosts.entry import holds_credential, installation_command, server_entry, server_env
 
 
 def env_of(environ: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -111,3 +111,41 @@ def test_oauth_settings_stay_on_the_http_server() -> None:
     )
     assert not {"CPERSONA_OAUTH_ISSUER", "CPERSONA_OAUTH_RESOURCE"} & set(env)
     assert left_out["CPERSONA_OAUTH_ISSUER"] == "OAuth applies over HTTP, not stdio"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("CPERSONA_DB_URL", "postgresql://me:pw@db.example/mem"),
+        ("CPERSONA_DB_URL", "postgresql://db.example/mem?password=pw"),  # issue 36 point 5
+        ("CPERSONA_DB_URL", "postgresql://db.example/mem?sslmode=require&sslpassword=pw"),
+        ("CPERSONA_DB_URL", "host=db.example dbname=mem password=pw"),
+        ("CPERSONA_DB_URL", "postgresql://a-token-as-user@db.example/mem"),
+        ("CPERSONA_EMBEDDING_URL", "http://embed.example/embed?api_key=k"),
+        ("CPERSONA_EMBEDDING_URL", "http://embed.example/embed?token=t"),
+        ("CPERSONA_EMBEDDING_URL", "https://u:pw@embed.example/embed"),
+        ("CPERSONA_UPDATE_INDEX_URL", "https://u:pw@mirror.example/pypi"),
+        ("CPERSONA_SOME_API_KEY", "k"),
+    ],
+)
+def test_every_credential_in_a_variable_is_flagged(name: str, value: str) -> None:
+    assert holds_credential(name, value)
+    if value.startswith("host="):  # a libpq key=value string: the settings take URLs only
+        return
+    environ = {name: value, "CPERSONA_EMBEDDING_MODE": "none"}
+    assert name in server_entry(Settings.from_env(environ), environ).secrets
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("CPERSONA_DB_URL", "postgresql:///mem"),
+        ("CPERSONA_DB_URL", "postgresql://db.example/mem?sslmode=require"),
+        ("CPERSONA_EMBEDDING_URL", "http://localhost:8080/embed"),
+        ("CPERSONA_EMBED_MAX_TOKENS", "512"),
+        ("CPERSONA_DB_PATH", "/home/me/keys/memory.db"),
+        ("CPERSONA_UPDATE_INDEX_URL", "https://pypi.org/pypi"),
+    ],
+)
+def test_plain_values_are_not_flagged(name: str, value: str) -> None:
+    assert not holds_credential(name, value)

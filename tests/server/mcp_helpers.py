@@ -262,3 +262,34 @@ def transport_session(transport: str, tmp: Path, **env_extra: str) -> Iterator[M
         mcp_session(authed_transport(url)) as session,
     ):
         yield session
+
+
+def refused_connect(url: str, token: str) -> tuple[BaseException, list[int]]:
+    """Open an MCP session over streamable HTTP with ``token``, expecting a refusal; returns what
+    the client raised and the HTTP status of every response it received. The SDK turns a 401 into a
+    generic ``-32603`` error, so the statuses (recorded by an httpx event hook) are what a test
+    asserts: a refusal checked by its code, not by "anything raised"."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    statuses: list[int] = []
+
+    async def record(response: httpx2.Response) -> None:
+        statuses.append(response.status_code)
+
+    async def connect() -> None:
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx2.Timeout(30, read=60),
+            event_hooks={"response": [record]},
+        )
+        async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=10):
+            pass
+
+    try:
+        anyio.run(connect)
+    except BaseException as exc:  # the SDK's error group; returned for the caller to inspect
+        return exc, statuses
+    raise AssertionError(f"a session opened with token {token[:4]}…; statuses {statuses}")

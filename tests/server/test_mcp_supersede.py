@@ -167,6 +167,30 @@ def test_refusals_over_the_wire_write_nothing(served: McpSession) -> None:
     assert bad["ok"] is False and bad["error_code"] == "invalid_input"
 
 
+def test_a_chain_of_1100_over_the_wire_refuses_its_cycle_and_names_its_head(served: McpSession) -> None:
+    # Issue 36 point 1: past 1,000 rows the head was misnamed and the closing link was accepted.
+    first = served.call("store", {"agent_id": "long", "message": {"content": "chain version 0"}})
+    chain = [first["ref"]]
+    for n in range(1, 1100):
+        out = served.call(
+            "store",
+            {"agent_id": "long", "message": {"content": f"chain version {n}"}, "supersedes": [chain[-1]]},
+        )
+        assert out["ok"], out
+        chain.append(out["ref"])
+    history = served.call("get_history", {"memory_id": chain[0], "agent_id": "long"})
+    assert history["ok"] and history["current"] == chain[-1] and history["truncated"] is True, history[
+        "current"
+    ]
+    assert history["history"][0]["ref"] == chain[0] and history["cut_at"] == [chain[998], chain[-1]]
+    cycle = served.call(
+        "update_memory", {"memory_id": chain[0], "agent_id": "long", "supersedes": [chain[-1]]}
+    )
+    assert cycle["ok"] is False and cycle["error_code"] == "supersede_refused", cycle
+    now = served.call("recall", {"agent_id": "long", "query": "chain version"})
+    assert [r["ref"] for r in now["results"]] == [chain[-1]]
+
+
 refs = st.one_of(
     st.integers(min_value=-5, max_value=2**63),
     st.sampled_from(

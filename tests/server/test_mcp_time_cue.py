@@ -85,6 +85,39 @@ def test_bad_cues_are_invalid_input_over_the_wire(served: McpSession, cue: Any) 
     assert out["ok"] is False and out["error_code"] == "invalid_input" and out["error"], out
 
 
+@pytest.mark.parametrize(
+    "cue",
+    [
+        {"start": "2020", "end": "9999"},  # the end of 9999 is year 10000 (issue 36 point 3)
+        {"end": "9999-12"},
+        {"end": "9999-12-31", "certainty": "sure"},
+        {"start": -(10**12)},  # before year 1
+        {"phrase": "today", "now": 2**40},  # after year 9999
+    ],
+)
+def test_cues_past_four_digit_years_are_invalid_input(served: McpSession, cue: Any) -> None:
+    out = served.call("recall", {"agent_id": "t", "query": "apple", "time_cue": cue})
+    assert out["ok"] is False and out["error_code"] == "invalid_input" and "out of range" in out["error"], out
+
+
+def test_times_before_year_1000_are_stored_padded_and_found_by_a_sure_cue(served: McpSession) -> None:
+    # -49_000_000_000 s is 0417-04-…; it used to be stored "417-04-…", which sorts after "2000-…".
+    old = served.call(
+        "store", {"agent_id": "ancient", "message": {"content": "a Roman coin", "timestamp": -49e9}}
+    )
+    assert old["ok"], old
+    listed = served.call("get_contents", {"agent_id": "ancient", "refs": [old["ref"]]})
+    assert listed["ok"] and listed["items"][0]["timestamp"].startswith("0417-"), listed
+    for cue in (
+        {"start": "0001", "end": "2000", "certainty": "sure"},
+        {"start": -60e9, "end": -40e9, "certainty": "sure"},  # Unix seconds before year 1000
+        {"phrase": "yesterday", "now": -49e9, "certainty": "likely"},
+    ):
+        out = served.call("recall", {"agent_id": "ancient", "query": "coin", "time_cue": cue})
+        assert out["ok"], (cue, out)
+        assert [r["id"] for r in out["results"]] == [old["id"]], (cue, out)
+
+
 def when(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 

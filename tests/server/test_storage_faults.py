@@ -3,7 +3,8 @@
 Read-only: the file gets the immutable flag (``chattr +i``), which even root cannot write through:
 SQLite opens it read-only and answers "attempt to write a readonly database", exactly what a 0444
 file gives a normal user. Disk full: the database lives on a 1 MiB tmpfs mounted for the test.
-Both need root (this sandbox runs tests as root); elsewhere they are skipped with the reason.
+Both need root (this sandbox runs tests as root); elsewhere they are skipped with the reason, unless
+REQUIRE_FS_FAULTS is set (.ci/run sets it): then they fail (tests/required.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 from mcp_helpers import McpSession, cpersona_executable, full_env, http_server, mcp_session, server_env
+from required import unavailable
 from test_mcp_http import TOKEN, authed_transport
 
 from cpersona.config import Settings
@@ -30,10 +32,10 @@ pytestmark = pytest.mark.slow
 @contextmanager
 def immutable(path: Path) -> Iterator[None]:
     if shutil.which("chattr") is None:
-        pytest.skip("chattr is not available: cannot make the database read-only for root")
+        unavailable("chattr is not available: cannot make the database read-only for root")
     done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
     if done.returncode != 0:
-        pytest.skip(f"cannot set the immutable flag here: {done.stderr.strip()}")
+        unavailable(f"cannot set the immutable flag here: {done.stderr.strip()}")
     try:
         yield
     finally:
@@ -47,7 +49,7 @@ def tiny_disk(where: Path, size: str = "1m") -> Iterator[Path]:
         ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
     )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here (needs root): {done.stderr.strip()}")
+        unavailable(f"cannot mount a small tmpfs here (needs root): {done.stderr.strip()}")
     try:
         yield where
     finally:

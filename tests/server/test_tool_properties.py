@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from cpersona.config import Settings
+from cpersona.health import persistence
 from cpersona.memory import Memory
 from cpersona.server.dispatch import dispatch_tool
 from cpersona.server.output_schemas import output_schema
@@ -172,6 +173,26 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
         json_value,
     ),
     "history": entries,
+    # declare_associations / traverse / pause_persistence: without these the fuzz never reached
+    # their methods (the injected-fault test below found it).
+    "from": st.one_of(ids, st.sampled_from(["entity:Phoenix", "Phoenix", "entity:"]), nasty_text),
+    "relation": st.one_of(st.sampled_from(["about", "decided_by", "x"]), nasty_text),
+    "associations": st.lists(
+        st.one_of(
+            st.fixed_dictionaries({"relation": st.just("about"), "entity": st.just("Phoenix")}),
+            st.fixed_dictionaries(
+                {"relation": st.just("about"), "to": st.sampled_from(["mem:1", "mem:2", 3])}
+            ),
+            st.fixed_dictionaries(
+                {"relation": st.sampled_from(["about", "decided_by", "Bad Name", ""])},
+                optional={"to": ids, "entity": st.one_of(st.sampled_from(["Phoenix", " "]), nasty_text)},
+            ),
+            json_value,
+        ),
+        max_size=3,
+    ),
+    "supersedes": st.one_of(st.lists(ids, max_size=3), json_value),
+    "ttl_seconds": st.one_of(st.integers(min_value=1, max_value=86400), st.integers()),
     "message": st.fixed_dictionaries(
         {"content": nasty_text},
         optional={
@@ -189,13 +210,31 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
+def _plausible(name: str, prop: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """The named strategy; else one read from the property's schema (an enum's values, a bounded
+    integer, a boolean, a string), mixed with any JSON so wrong types still come."""
+    if name in PLAUSIBLE:
+        return PLAUSIBLE[name]
+    if "enum" in prop:
+        return st.one_of(st.sampled_from(prop["enum"]), json_value)
+    kind = prop.get("type")
+    if kind == "boolean":
+        return st.one_of(st.booleans(), json_value)
+    if kind == "integer":
+        low, high = prop.get("minimum", -(2**31)), prop.get("maximum", 2**31)
+        return st.one_of(st.integers(min_value=low, max_value=high), json_value)
+    if kind == "string":
+        return st.one_of(agents, json_value)
+    return json_value
+
+
 def arguments_for(tool: str) -> st.SearchStrategy[dict[str, Any]]:
     """Mostly plausible arguments (so calls reach Memory), sometimes wrong-typed or with extra keys."""
     schema = TOOLS_BY_NAME[tool].input_schema
     props, required = schema["properties"], set(schema.get("required", ()))
     plausible = st.fixed_dictionaries(
-        {name: PLAUSIBLE.get(name, json_value) for name in props if name in required},
-        optional={name: PLAUSIBLE.get(name, json_value) for name in props if name not in required},
+        {name: _plausible(name, prop) for name, prop in props.items() if name in required},
+        optional={name: _plausible(name, prop) for name, prop in props.items() if name not in required},
     )
     anything = st.fixed_dictionaries({}, optional={name: json_value for name in props})
     extra = st.dictionaries(nasty_text, json_value, min_size=1, max_size=2)
@@ -227,6 +266,8 @@ def check_response(response: Any, tool: str | None = None) -> None:
         assert "error" not in response, response
     else:
         assert isinstance(response.get("error"), str) and response["error"].strip(), response
+        # dispatch_tool turns any exception into "internal": a crash is never a clean answer (issue 36).
+        assert response.get("error_code") != "internal", response
     # Strict JSON that encodes as UTF-8: no NaN, no lone surrogates.
     json.dumps(response, ensure_ascii=False, allow_nan=False).encode("utf-8")
     if tool in TOOLS_BY_NAME:
@@ -257,7 +298,11 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def _run(seeded: Any, tool: str, arguments: Any) -> None:
     memory, cfg = seeded
     before = snapshot(cfg.db_path)
-    response = dispatch_tool(memory, cfg, tool, arguments)
+    try:
+        response = dispatch_tool(memory, cfg, tool, arguments)
+    finally:
+        if tool == "pause_persistence":  # the pause is process-wide: the next tests must write
+            persistence.PROCESS.resume()
     check_response(response, tool)
     if not response["ok"]:
         assert snapshot(cfg.db_path) == before, (tool, arguments, response)
@@ -288,6 +333,57 @@ def test_any_name_and_any_json_answer_cleanly(seeded: Any, name: str, arguments:
         assert response["ok"] is False and response["error_code"] == "unknown_tool"
     if not response["ok"]:
         assert snapshot(cfg.db_path) == before
+
+
+def _fault_sites(memory: Memory, tool: str) -> list[tuple[Any, str]]:
+    """Where a tool's behaviour lives: its Memory method, or what a process-wide handler calls."""
+    from cpersona import operating_context
+    from cpersona.server.calls import ApiCall
+    from cpersona.update_check import UpdateChecker
+
+    call = TOOLS_BY_NAME[tool].call
+    if isinstance(call, ApiCall):
+        return [(memory, call.method)]
+    plain: dict[str, list[tuple[Any, str]]] = {
+        "pause_persistence": [(persistence.PROCESS, "pause")],
+        "resume_persistence": [(persistence.PROCESS, "resume")],
+        "persistence_status": [(persistence.PROCESS, "status")],
+        "get_operating_context": [(operating_context, "get")],
+        "check_update": [(UpdateChecker, "report"), (UpdateChecker, "apply")],
+    }
+    return plain[tool]
+
+
+@pytest.mark.parametrize("tool", [spec.name for spec in TOOLS])
+def test_an_exception_injected_into_the_service_method_fails_the_fuzz(
+    seeded: Any, tool: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fuzz above can fail: with the tool's method raising KeyError (which dispatch_tool answers
+    as ``internal``), the same property over the same arguments finds a failing call (issue 36)."""
+    memory, _ = seeded
+    reached: list[str] = []
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        reached.append(tool)
+        raise KeyError("injected")
+
+    for owner, name in _fault_sites(memory, tool):
+        monkeypatch.setattr(owner, name, broken)
+
+    @settings(
+        max_examples=500,  # stops at the first failing call; 500 only when the method is never reached
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(data=st.data())
+    def fuzz(data: st.DataObject) -> None:
+        _run(seeded, tool, data.draw(arguments_for(tool)))
+
+    with pytest.raises(AssertionError, match="internal"):
+        fuzz()
+    assert reached
 
 
 @pytest.mark.parametrize(

@@ -79,8 +79,8 @@ class OnnxBackend(EmbeddingBackend):
 
         ``verify``: "quick" (sizes always, sha256 when mtime changed), "full"
         (always re-hash) or "off" (used by fetch-model on a staging copy).
-        ``query_kernel``: "auto" (check the int8 copy for queries after each load: query_kernel.py)
-        or "exact".
+        ``query_kernel``: "auto" (check the int8 copy for queries after each load: query_kernel.py),
+        "exact", or "int8" (the int8 copy whenever it agrees, untimed: tests exercise it on any machine).
         """
         if verify not in VERIFY_MODES:
             raise ValueError(f"verify must be one of {VERIFY_MODES}")
@@ -182,7 +182,7 @@ class OnnxBackend(EmbeddingBackend):
         self._closing.clear()
         # The check starts with the first query after this load (a process that never recalls never
         # pays for it): _start_kernel_check.
-        self._kernel_pending = self.query_kernel_mode == "auto"
+        self._kernel_pending = self.query_kernel_mode != "exact"
 
     # -- the query kernel (query_kernel.py) -------------------------------------------------
 
@@ -217,7 +217,7 @@ class OnnxBackend(EmbeddingBackend):
         if it passes (``query_kernel.check``). Safe to call from any thread; returns the choice."""
         with self._kernel_lock:
             session = self._session
-            if self.query_kernel_mode != "auto" or session is None or self._kernel_for is session:
+            if self.query_kernel_mode == "exact" or session is None or self._kernel_for is session:
                 return self._kernel
             choice, candidate = self._check_int8_copy(session)
             if self._session is session:  # not closed or reloaded meanwhile
@@ -256,6 +256,7 @@ class OnnxBackend(EmbeddingBackend):
                     self._embedder(prompt, session),
                     self._embedder(prompt, candidate),
                     stop=self._closing.is_set,
+                    timed=self.query_kernel_mode == "auto",
                 )
                 if choice.int8:
                     return replace(choice, reason=f"{choice.reason} ({label})"), candidate

@@ -73,8 +73,9 @@ def exact(reason: str) -> KernelChoice:
     return KernelChoice("exact", reason)
 
 
-def decide(min_cosine: float, time_ratio: float) -> KernelChoice:
-    """The choice for a measured lowest cosine and int8/float32 median time ratio."""
+def decide(min_cosine: float, time_ratio: float, forced: bool = False) -> KernelChoice:
+    """The choice for a measured lowest cosine and int8/float32 median time ratio (``forced``: not
+    timed, agreement alone decides)."""
     speedup = 1.0 / time_ratio if time_ratio > 0 else float("inf")
     if min_cosine < MIN_COSINE:
         return KernelChoice(
@@ -82,6 +83,10 @@ def decide(min_cosine: float, time_ratio: float) -> KernelChoice:
             f"the int8 copy's vectors differ too much (cosine {min_cosine:.4f} < {MIN_COSINE})",
             min_cosine,
             speedup,
+        )
+    if forced:
+        return KernelChoice(
+            "int8", "CPERSONA_EMBED_QUERY_KERNEL=int8: the int8 copy agrees (speed not checked)", min_cosine
         )
     if time_ratio > MAX_TIME_RATIO:
         return KernelChoice(
@@ -101,6 +106,7 @@ def check(
     texts: tuple[str, ...] = PROBE_TEXTS,
     rounds: int = ROUNDS,
     stop: Callable[[], bool] = lambda: False,
+    timed: bool = True,
 ) -> KernelChoice:
     """Embed ``texts`` with both (unit vectors), interleaved, and ``decide``.
 
@@ -110,12 +116,16 @@ def check(
     on both alike (run as a block per graph, two rounds each, one check in eight read the int8 copy as
     slower on a quiet machine where it is 1.3x faster).
     ``stop`` is asked before each text: when it says so, the check ends with the float32 graph.
+    ``timed`` False (``CPERSONA_EMBED_QUERY_KERNEL=int8``): agreement alone decides, so the int8
+    path is taken on any machine (tests of it cannot pass by falling back to float32).
     """
     cosines = []
     for text in texts:  # also warms both up
         if stop():
             return exact("the model was closed during the check")
         cosines.append(float(np.dot(float32(text), int8(text))))
+    if not timed:
+        return decide(min(cosines), 0.0, forced=True)
     fastest: dict[str, list[float]] = {"float32": [], "int8": []}
     for text in texts:
         if stop():

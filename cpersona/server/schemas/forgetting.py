@@ -51,9 +51,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             call=api("unretire_memory"),
             title="Unretire a memory",
             summary="bring a retired memory back into recall",
-            description=(
-                "Undo retire_memory."
-            ),
+            description=("Undo retire_memory."),
             input_schema=row_target("memory", "mem"),
             hints=KEEPS,
         ),

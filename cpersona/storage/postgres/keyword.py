@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona.storage.interface import KeywordHits, QueryTerms
+from cpersona.storage.interface import KeywordHits, Period, QueryTerms
 from cpersona.storage.keyword_budget import ROW_BUDGET, TermPlan, choose_terms, filled
 from cpersona.storage.postgres.keyword_sql import TRIGRAM, WORDS, PostingsQuery, Resolved
 from cpersona.storage.postgres.memories import source_clause
@@ -68,6 +68,19 @@ def _like_ranked(
     return [(int(r["id"]), float(r["hits"])) for r in rows]
 
 
+def _row_clause(source_id: str | None, period: Period | None, alias: str) -> tuple[str, list[Any]]:
+    """The per-row filters of a memories channel: ``source_id`` and a ``sure`` cue's period (stored
+    timestamps compare as text, byte order), checked on the row inside the statement: the postings
+    counted for the row budget and ranked are the period's only."""
+    sql, params = source_clause(source_id, alias)
+    params = list(params)
+    for op, bound in zip((">=", "<"), period or (None, None), strict=True):
+        if bound is not None:
+            sql += f' AND {alias}.timestamp COLLATE "C" {op} %s'
+            params.append(bound)
+    return sql, params
+
+
 class PgKeywordSearch:
     """``KeywordSearch`` on PostgreSQL."""
 
@@ -80,13 +93,19 @@ class PgKeywordSearch:
         self._trigram_tokens: dict[str, Resolved] = {}
 
     def memories(
-        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+        self,
+        terms: QueryTerms,
+        scope: Scope,
+        limit: int,
+        *,
+        source_id: str | None = None,
+        period: Period | None = None,
     ) -> KeywordHits:
         """Substring search ranked by bm25 within the row budget; the LIKE pass when it cannot run or finds
         nothing."""
         if limit <= 0:
             return KeywordHits([], "none")
-        source_sql, source_params = source_clause(source_id, "m")
+        source_sql, source_params = _row_clause(source_id, period, "m")
         if terms.match:
             query = PostingsQuery("memories", TRIGRAM, scope, source_sql, source_params)
             hits = self._budgeted(query, terms.match, limit)
@@ -133,13 +152,19 @@ class PgKeywordSearch:
         )
 
     def memories_words(
-        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+        self,
+        terms: QueryTerms,
+        scope: Scope,
+        limit: int,
+        *,
+        source_id: str | None = None,
+        period: Period | None = None,
     ) -> KeywordHits:
         """Word-level search: any of the query's words (``terms.words``), stemmed, ranked by bm25."""
         words = tuple(w for w in terms.words if w.strip())
         if limit <= 0 or not words:
             return KeywordHits([], "none")
-        source_sql, source_params = source_clause(source_id, "m")
+        source_sql, source_params = _row_clause(source_id, period, "m")
         query = PostingsQuery("memories", WORDS, scope, source_sql, source_params)
         return KeywordHits(self._budgeted(query, words, limit), "fts")
 

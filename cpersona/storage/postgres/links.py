@@ -8,11 +8,11 @@ from typing import Any
 from cpersona.storage.interface import LinkRow
 from cpersona.storage.postgres.sql import Executor
 
-_SELECT = (
+_SELECT_FROM = (
     "SELECT l.from_id, l.relation, l.to_id, l.entity, l.entity_key, s.agent_id AS from_agent, "
-    "t.agent_id AS to_agent FROM memory_links l JOIN memories s ON s.id = l.from_id "
-    "LEFT JOIN memories t ON t.id = l.to_id"
+    "t.agent_id AS to_agent FROM"
 )
+_JOINS = "JOIN memories s ON s.id = l.from_id LEFT JOIN memories t ON t.id = l.to_id"
 
 
 def _rows(rows: list[dict[str, Any]]) -> list[LinkRow]:
@@ -55,19 +55,49 @@ class PgLinks:
         )
         return inserted > 0
 
-    def outgoing(self, ids: Sequence[int]) -> list[LinkRow]:
-        """Links declared by these memories (to memories and to entities), oldest first."""
-        return _rows(self.ex.all(f"{_SELECT} WHERE l.from_id = ANY(%s) ORDER BY l.id", (list(ids),)))
-
-    def incoming(self, ids: Sequence[int]) -> list[LinkRow]:
-        """Links pointing at these memories, oldest first."""
-        return _rows(self.ex.all(f"{_SELECT} WHERE l.to_id = ANY(%s) ORDER BY l.id", (list(ids),)))
-
-    def into_entity(self, agent_id: str, keys: Sequence[str]) -> list[LinkRow]:
-        """Links from ``agent_id``'s memories to these entities (by key): entities are per agent."""
+    def _by(
+        self,
+        column: str,
+        values: Sequence[object],
+        relation: str | None,
+        limit: int | None,
+        agent: str | None = None,
+    ) -> list[LinkRow]:
+        # The links are picked first (relation and agent filtered, LIMIT applied without a sort, so a
+        # hub's index entries are read only up to the limit), then joined to their ends, oldest first.
+        where = f"k.{column} = ANY(%s)"
+        params: list[Any] = [list(values)]
+        if relation is not None:
+            where += " AND k.relation = %s"
+            params.append(relation)
+        if agent is not None:
+            where += " AND EXISTS (SELECT 1 FROM memories a WHERE a.id = k.from_id AND a.agent_id = %s)"
+            params.append(agent)
+        tail = ""
+        if limit is not None:
+            tail = " LIMIT %s"
+            params.append(int(limit))
         return _rows(
             self.ex.all(
-                f"{_SELECT} WHERE l.entity_key = ANY(%s) AND s.agent_id = %s ORDER BY l.id",
-                (list(keys), agent_id),
+                f"{_SELECT_FROM} (SELECT k.* FROM memory_links k WHERE {where}{tail}) l {_JOINS} ORDER BY l.id",
+                params,
             )
         )
+
+    def outgoing(
+        self, ids: Sequence[int], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links declared by these memories (to memories and to entities), oldest first."""
+        return self._by("from_id", ids, relation, limit)
+
+    def incoming(
+        self, ids: Sequence[int], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links pointing at these memories, oldest first."""
+        return self._by("to_id", ids, relation, limit)
+
+    def into_entity(
+        self, agent_id: str, keys: Sequence[str], *, relation: str | None = None, limit: int | None = None
+    ) -> list[LinkRow]:
+        """Links from ``agent_id``'s memories to these entities (by key): entities are per agent."""
+        return self._by("entity_key", keys, relation, limit, agent_id)

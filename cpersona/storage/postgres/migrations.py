@@ -254,6 +254,26 @@ ALTER TABLE memories ADD COLUMN expires_at TEXT;
 CREATE INDEX memories_expiring ON memories (expires_at) WHERE expires_at IS NOT NULL;
 """
 
+# Version 9 (issue 36): timestamps before year 1000 used to be written with fewer than four year
+# digits ("385-07-25T…"), which sort after "2000-…" and fall out of every period scan; format_ts
+# pads them now, this pads the rows already written (the columns a caller or an import can set).
+PADDED_TIMESTAMP_COLUMNS = (
+    ("memories", "timestamp"),
+    ("memories", "created_at"),
+    ("episodes", "start_time"),
+    ("episodes", "end_time"),
+    ("episodes", "created_at"),
+)
+
+
+def _pad_years(conn: psycopg.Connection[Any]) -> None:
+    for table, column in PADDED_TIMESTAMP_COLUMNS:
+        conn.execute(
+            f"UPDATE {table} SET {column} = substr('0000', 1, 5 - strpos({column}, '-')) || {column} "
+            f"WHERE strpos({column}, '-') BETWEEN 2 AND 4"
+        )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "memories, episodes, profiles, task queue; trigram GIN and tsvector indexes", _script(_V1)),
     Migration(
@@ -271,6 +291,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         7, "faster import: posted tsvector without a needless copy, postings' token in C", _script(_V7)
     ),
     Migration(8, "bulk import posts its memories at the end: memory_unposted queue", _script(_V8)),
+    Migration(9, "timestamps before year 1000 padded to a four-digit year", _pad_years),
     Migration(
         11,
         "retire and expiry: retired_at / retire_reason / expires_at, partial indexes of those rows",

@@ -202,8 +202,13 @@ class PgPortabilityRows:
     def link_superseded(self, pairs: Sequence[tuple[NewMemory, NewMemory, str]]) -> tuple[int, int]:
         """An import's supersede links, in one transaction: (linked, skipped)."""
         with self.transaction(False) as ex:
+            # The batch's rows found by content in one statement (a round trip per row made the
+            # links 4x slower than SQLite's); a row with a msg_id is probed as store probes it.
+            by_content = _content_ids(ex, {row for pair in pairs for row in pair[:2] if not row.msg_id})
 
             def find(row: NewMemory) -> int | None:
+                if not row.msg_id:
+                    return by_content.get(row)
                 found = find_memory(ex, row)
                 return None if found is None else found[0]
 
@@ -255,3 +260,26 @@ def _write_one(
     if outcome in (INSERTED, UPDATED):
         upsert_profile(ex, record)
     return outcome, None, None, None
+
+
+def _content_ids(ex: Executor, rows: set[NewMemory]) -> dict[NewMemory, int]:
+    """The stored id of each row duplicating one of ``rows`` by content (its scope and text), through
+    the ``memories_dedup_content`` index: the content probe of ``find_memory``, for a batch at once."""
+    ordered = list(rows)
+    if not ordered:
+        return {}
+    found = ex.all(
+        # A scalar subquery per row: one probe of the unique index each (a join was planned as a
+        # scan of the agent's rows with md5 on every one).
+        "SELECT v.i, (SELECT m.id FROM memories m WHERE m.agent_id = v.agent AND m.project_id = v.project "
+        "AND m.channel = v.channel AND md5(m.content) = md5(v.content) AND m.content = v.content) AS id "
+        "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+        "AS v(agent, project, channel, content, i)",
+        (
+            [r.agent_id for r in ordered],
+            [r.project_id for r in ordered],
+            [r.channel for r in ordered],
+            [r.content for r in ordered],
+        ),
+    )
+    return {ordered[int(r["i"]) - 1]: int(r["id"]) for r in found if r["id"] is not None}

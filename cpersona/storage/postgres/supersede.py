@@ -19,12 +19,14 @@ class PgSupersedeLinks(SupersedeReads):
         super().__init__(ex.all, POSTGRES)
         self.ex = ex
 
-    def _links(self, column: str, ids: Sequence[int]) -> list[Link]:
+    def _links(self, column: str, ids: Sequence[int], limit: int | None = None) -> list[Link]:
         if not ids:
             return []
+        # Bounded: ordered by (column, id) so the cut is deterministic, and never more than asked.
+        tail = "" if limit is None else f" ORDER BY {column}, id LIMIT {int(limit)}"
         rows = self.ex.all(
             f"SELECT id, superseded_by, superseded_at FROM memories "
-            f"WHERE superseded_by IS NOT NULL AND {column} = ANY(%s)",
+            f"WHERE superseded_by IS NOT NULL AND {column} = ANY(%s){tail}",
             ([int(i) for i in ids],),
         )
         return [link_of(r) for r in rows]
@@ -33,9 +35,9 @@ class PgSupersedeLinks(SupersedeReads):
         """The link of each superseded id in ``ids``."""
         return {link.older: link for link in self._links("id", ids)}
 
-    def predecessors(self, newer_ids: Sequence[int]) -> list[Link]:
-        """Links whose newer row is in ``newer_ids``."""
-        return self._links("superseded_by", newer_ids)
+    def predecessors(self, newer_ids: Sequence[int], limit: int | None = None) -> list[Link]:
+        """Links whose newer row is in ``newer_ids`` (the first ``limit`` by newer, older id)."""
+        return self._links("superseded_by", newer_ids, limit)
 
     def mark(self, older_ids: Sequence[int], newer_id: int, at: str) -> None:
         """Mark ``older_ids`` superseded by ``newer_id``."""
@@ -43,6 +45,15 @@ class PgSupersedeLinks(SupersedeReads):
             self.ex.run(
                 "UPDATE memories SET superseded_by = %s, superseded_at = %s WHERE id = ANY(%s)",
                 (newer_id, at, [int(i) for i in older_ids]),
+            )
+
+    def mark_many(self, links: Sequence[tuple[int, int, str]]) -> None:
+        """Mark each (older, newer, at): one statement over three arrays."""
+        if links:
+            self.ex.run(
+                "UPDATE memories m SET superseded_by = v.newer, superseded_at = v.at "
+                "FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS v(older, newer, at) WHERE m.id = v.older",
+                ([o for o, _, _ in links], [n for _, n, _ in links], [a for _, _, a in links]),
             )
 
     def hidden_ids(

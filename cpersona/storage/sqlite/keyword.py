@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from cpersona.storage.interface import KeywordHits, QueryTerms
+from cpersona.storage.interface import KeywordHits, Period, QueryTerms
 from cpersona.storage.keyword_budget import ROW_BUDGET, TermPlan, choose_terms, filled
 from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import like_pattern
@@ -77,6 +77,17 @@ def _source_clause(source_id: str | None, alias: str) -> tuple[str, list[object]
     ]
 
 
+def _row_clause(source_id: str | None, period: Period | None, alias: str) -> tuple[str, list[object]]:
+    """The per-row filters of a memories channel: ``source_id`` and a ``sure`` cue's period (stored
+    timestamps compare as text), applied in the statement before its row budget and LIMIT."""
+    sql, params = _source_clause(source_id, alias)
+    for op, bound in zip((">=", "<"), period or (None, None), strict=True):
+        if bound is not None:
+            sql += f" AND {alias}.timestamp {op} ?"
+            params.append(bound)
+    return sql, params
+
+
 class SqliteKeywordSearch:
     """``KeywordSearch`` over one SQLite connection."""
 
@@ -97,16 +108,22 @@ class SqliteKeywordSearch:
         self.term_scores = term_scores
 
     def memories(
-        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+        self,
+        terms: QueryTerms,
+        scope: Scope,
+        limit: int,
+        *,
+        source_id: str | None = None,
+        period: Period | None = None,
     ) -> KeywordHits:
         """FTS5 trigram MATCH ranked by bm25 (rarest terms within the row budget); the LIKE pass when
         MATCH cannot run or finds nothing."""
         if limit <= 0:
             return KeywordHits([], "none")
         where, params = scope.where(SQLITE, "m")
-        source_sql, source_params = _source_clause(source_id, "m")
+        source_sql, source_params = _row_clause(source_id, period, "m")
         if terms.match:
-            hits = self._budgeted("memories_fts", terms.match, scope, limit, source_id)
+            hits = self._budgeted("memories_fts", terms.match, scope, limit, source_id, period)
             if hits:
                 return KeywordHits(hits, "fts")
         if not terms.like:
@@ -122,16 +139,29 @@ class SqliteKeywordSearch:
         return KeywordHits([(int(r[0]), float(r[1])) for r in rows], "like")
 
     def memories_words(
-        self, terms: QueryTerms, scope: Scope, limit: int, *, source_id: str | None = None
+        self,
+        terms: QueryTerms,
+        scope: Scope,
+        limit: int,
+        *,
+        source_id: str | None = None,
+        period: Period | None = None,
     ) -> KeywordHits:
         """FTS5 word-level MATCH (porter stems) ranked by bm25 within the row budget; no LIKE stand-in
         (the trigram channel has it)."""
         if limit <= 0 or not terms.words:
             return KeywordHits([], "none")
-        return KeywordHits(self._budgeted("memories_words", terms.words, scope, limit, source_id), "fts")
+        hits = self._budgeted("memories_words", terms.words, scope, limit, source_id, period)
+        return KeywordHits(hits, "fts")
 
     def _budgeted(
-        self, table: str, terms: tuple[str, ...], scope: Scope, limit: int, source_id: str | None
+        self,
+        table: str,
+        terms: tuple[str, ...],
+        scope: Scope,
+        limit: int,
+        source_id: str | None,
+        period: Period | None = None,
     ) -> list[tuple[int, float]]:
         """Rows of FTS5 ``table`` for ``terms``: bm25 over the terms that fit the row budget, then (when
         that leaves the list short and some terms were dropped) the newest rows matching a dropped term,
@@ -141,10 +171,12 @@ class SqliteKeywordSearch:
         if plan.matches_nothing:
             return []
         where, params = scope.where(SQLITE, "m")
-        source_sql, source_params = _source_clause(source_id, "m")
+        source_sql, source_params = _row_clause(source_id, period, "m")
         hits: list[tuple[int, float]] = []
         if plan.kept:
-            kept = self._kept_shares(table, plan.kept, where, params, limit) if source_id is None else None
+            # The kept shares rank a scope's rows; a row filter ranks in SQL (its own rows only).
+            plain = source_id is None and period is None
+            kept = self._kept_shares(table, plan.kept, where, params, limit) if plain else None
             if kept is not None:
                 hits = kept
             else:

@@ -267,6 +267,27 @@ CREATE INDEX memories_expiring ON memories(expires_at) WHERE expires_at IS NOT N
 """
 
 
+# Version 7 (issue 36): timestamps before year 1000 used to be written with fewer than four year
+# digits ("385-07-25T…", strftime's %Y on glibc), which sort after "2000-…" and fall out of every
+# period scan. format_ts pads them now; this pads the rows already written. Only the columns a
+# caller or an import can set are affected (the others are always "now").
+PADDED_TIMESTAMP_COLUMNS = (
+    ("memories", "timestamp"),
+    ("memories", "created_at"),
+    ("episodes", "start_time"),
+    ("episodes", "end_time"),
+    ("episodes", "created_at"),
+)
+
+
+def _pad_years(conn: sqlite3.Connection) -> None:
+    for table, column in PADDED_TIMESTAMP_COLUMNS:
+        conn.execute(
+            f"UPDATE {table} SET {column} = substr('0000', 1, 5 - instr({column}, '-')) || {column} "
+            f"WHERE instr({column}, '-') BETWEEN 2 AND 4"
+        )
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step. ``apply`` runs inside the migration's transaction."""
@@ -309,6 +330,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(5, "declared associations: memory_links, read by source and by target", _script(_V5)),
     Migration(6, "bulk imports defer the insert triggers by a row, not by dropping them", _script(_V6)),
+    Migration(7, "timestamps before year 1000 padded to a four-digit year", _pad_years),
     Migration(
         9,
         "retire and expiry: retired_at / retire_reason / expires_at, partial indexes of those rows",

@@ -22,32 +22,44 @@ class SqliteSupersedeLinks(SupersedeReads):
         super().__init__(conn.execute, SQLITE)
         self.conn = conn
 
-    def _links(self, column: str, ids: Sequence[int]) -> list[Link]:
+    def _links(self, column: str, ids: Sequence[int], limit: int | None = None) -> list[Link]:
         found: list[Link] = []
-        for start in range(0, len(ids), _CHUNK):
-            chunk = list(ids[start : start + _CHUNK])
+        ordered = sorted(ids) if limit is not None else list(ids)  # chunks in order: the cut stays ordered
+        for start in range(0, len(ordered), _CHUNK):
+            chunk = ordered[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
+            # Bounded: ordered by (column, id) so the cut is deterministic, and never more than asked.
+            tail = "" if limit is None else f" ORDER BY {column}, id LIMIT {int(limit) - len(found)}"
             rows = self.conn.execute(
                 f"SELECT id, superseded_by, superseded_at FROM memories "
-                f"WHERE superseded_by IS NOT NULL AND {column} IN ({marks})",
+                f"WHERE superseded_by IS NOT NULL AND {column} IN ({marks}){tail}",
                 chunk,
             ).fetchall()
             found.extend(link_of(r) for r in rows)
+            if limit is not None and len(found) >= limit:
+                break
         return found
 
     def successors(self, ids: Sequence[int]) -> dict[int, Link]:
         """The link of each superseded id in ``ids``."""
         return {link.older: link for link in self._links("id", ids)}
 
-    def predecessors(self, newer_ids: Sequence[int]) -> list[Link]:
-        """Links whose newer row is in ``newer_ids``."""
-        return self._links("superseded_by", newer_ids)
+    def predecessors(self, newer_ids: Sequence[int], limit: int | None = None) -> list[Link]:
+        """Links whose newer row is in ``newer_ids`` (the first ``limit`` by newer, older id)."""
+        return self._links("superseded_by", newer_ids, limit)
 
     def mark(self, older_ids: Sequence[int], newer_id: int, at: str) -> None:
         """Mark ``older_ids`` superseded by ``newer_id``."""
         self.conn.executemany(
             "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE id = ?",
             [(newer_id, at, rid) for rid in older_ids],
+        )
+
+    def mark_many(self, links: Sequence[tuple[int, int, str]]) -> None:
+        """Mark each (older, newer, at)."""
+        self.conn.executemany(
+            "UPDATE memories SET superseded_by = ?, superseded_at = ? WHERE id = ?",
+            [(newer, at, older) for older, newer, at in links],
         )
 
     def hidden_ids(

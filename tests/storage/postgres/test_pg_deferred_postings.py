@@ -184,7 +184,7 @@ def test_migration_8_keeps_a_schema_7_databases_postings_and_posts_as_before(pg_
             insert = "INSERT INTO memories(agent_id, content, timestamp, created_at) VALUES ('a', %s, %s, %s)"
             conn.execute(insert, ("Caroline painted the fence", STAMP, STAMP))
             before = conn.execute("SELECT * FROM memory_tokens ORDER BY token").fetchall()
-            assert pg_migrations.migrate(conn)[0] == 8  # and any later migrations
+            assert pg_migrations.migrate(conn, pg_migrations.MIGRATIONS[:8]) == [8]
             assert conn.execute("SELECT * FROM memory_tokens ORDER BY token").fetchall() == before
             conn.execute(insert, ("Melanie ran a marathon", STAMP, STAMP))  # no setting: posted at once
             assert conn.execute("SELECT count(*) FROM memory_tokens WHERE token = 'marathon'").fetchone() == (
