@@ -20,11 +20,14 @@ import logging
 import os
 import stat
 import sys
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from io import TextIOWrapper
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -112,13 +115,30 @@ async def _loop_lines(fd: int) -> AsyncGenerator[str, None]:
 
 
 async def _thread_lines(fd: int) -> AsyncGenerator[str, None]:
-    """The lines arriving on ``fd``, each read on a worker thread (a terminal, a file, Windows)."""
-    # closefd=False: the reader thread may still block on the descriptor after we return.
-    stdin = anyio.wrap_file(
-        TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace")
-    )
-    async for line in stdin:
-        yield line
+    """The lines arriving on ``fd``, read by a daemon thread of its own (a terminal, a file, Windows).
+
+    Not a worker thread of the loop's pool: a blocked read of a terminal cannot be interrupted, so a
+    pool thread would hold the task group's cancellation (Ctrl-C) until the next key press, and the
+    interpreter's exit after it. A daemon thread is left blocked; the loop only waits on the stream.
+    """
+    # Room for a few lines: the reader stays one step ahead, and waits (back-pressure) beyond that.
+    send, receive = anyio.create_memory_object_stream[str](16)
+    token = anyio.lowlevel.current_token()
+
+    def read_all() -> None:
+        # closefd=False: the descriptor belongs to guarded_stdio, which restores it on exit.
+        stream = TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace")
+        try:
+            for line in stream:
+                anyio.from_thread.run(send.send, line, token=token)
+            anyio.from_thread.run_sync(send.close, token=token)
+        except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the loop has ended or stopped listening: nobody is left to hand a line to
+
+    threading.Thread(target=read_all, name="cpersona-stdin", daemon=True).start()
+    async with receive:
+        async for line in receive:
+            yield line
 
 
 @asynccontextmanager
