@@ -1,4 +1,4 @@
-"""The user settings file: settings that stick without an environment variable (docs/cli.md#settings).
+"""The user settings file: settings that stick without an environment variable (README.md#settings-file).
 
 A TOML file of ``CPERSONA_*`` names and values, the same names and values as the environment
 variables (README "Configuration"), at ``<user config dir>/settings.toml`` (``~/.config/cpersona/``
