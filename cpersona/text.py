@@ -57,6 +57,18 @@ def iso_seconds(epoch: float | None = None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def local_minute(value: Any) -> str:
+    """A stored timestamp as people read it: local time to the minute (``2026-11-01 11:00``); the
+    text as it is when it is not a stored timestamp, "" for None."""
+    if not value:
+        return ""
+    try:
+        moment = parse_ts(str(value))
+    except ValueError:
+        return str(value)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 def parse_ts(value: str) -> datetime:
     """Parse a stored timestamp (always written by ``format_ts``).
 

@@ -35,6 +35,7 @@ from cpersona.config import ConfigError, Settings
 from cpersona.errors import CalibrationUnavailable, CPersonaError, Rejected
 from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
 from cpersona.retrieval.explain import describe_factors, describe_gate
+from cpersona.text import local_minute
 
 #: Exit code for configuration problems (bad env value, HTTP without auth).
 EXIT_CONFIG = 2
@@ -102,10 +103,12 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
     search: dict[str, Any] = raw_search if isinstance(raw_search, dict) else {}
     # recall reports whether the vector channel ran in search.vector (docs/api-shapes.md).
     keyword_only = search.get("vector") is False
-    lines = [
-        f"{len(rows)} result(s), worst to best — the last one (★ best) is the best match"
-        f"{'; keyword-only' if keyword_only else ''}"
-    ]
+    # "★ best" only marks a real match: a row with a score above 0 (not a profile, not the most
+    # recent rows an empty query lists).
+    best_index = max((i for i, r in enumerate(rows) if _real_match(r)), default=None)
+    count = f"{len(rows)} result{'' if len(rows) == 1 else 's'}"
+    order = ", worst to best — the last one (★ best) is the best match" if best_index is not None else ""
+    lines = [f"{count}{order}{'; keyword-only' if keyword_only else ''}"]
     # What the answer means, before the rows (the best match stays the last line).
     gate = result.get("gate")
     if isinstance(result.get("explanation"), str):
@@ -116,7 +119,6 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
         lines.append(f"notice: {result['notice']}")
     if isinstance(result.get("time_cue"), dict):
         lines.append(describe_time_cue(result["time_cue"]))
-    best_index = max((i for i, r in enumerate(rows) if r.get("type") != "profile"), default=None)
     for index, row in enumerate(rows):
         marker = "★ best" if index == best_index else "      "
         reason = row.get("match_reason") or {}
@@ -129,12 +131,17 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
             head = f"{row.get('ref', '?')}  {reason.get('signal', '?')} {score_text}"
             if " × " in parts:
                 head += f" ({parts})"
-        when = str(row.get("timestamp") or row.get("created_at") or "")[:16].replace("T", " ")
+        when = local_minute(row.get("timestamp") or row.get("created_at"))
         content = str(row.get("content", ""))
         text = " ".join(content.split()) if full else _one_line(content, RECALL_SNIPPET_CHARS)
         fate = f"  [superseded by {row['superseded_by']}]" if row.get("superseded_by") else ""
         lines.append(f"{marker}  {head}  {when}  {text}".rstrip() + fate)
     return lines
+
+
+def _real_match(row: dict[str, Any]) -> bool:
+    score = (row.get("match_reason") or {}).get("score")
+    return row.get("type") != "profile" and isinstance(score, int | float) and score > 0
 
 
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:

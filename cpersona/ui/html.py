@@ -63,6 +63,13 @@ def moment(iso: str | None) -> str:
     return (iso or "")[:19].replace("T", " ")
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 memory', '2 memories', '0 episodes': a count with its noun in the right number."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {plural or noun + 's'}"
+
+
 #: No markup at all (a drawing that has nothing to show).
 NOTHING = Markup("")
 #: How the '' axis value reads (the global pool / no channel).
@@ -85,7 +92,7 @@ _ENV = Environment(
     lstrip_blocks=True,
     auto_reload=False,  # package data: compiled once per process, no stat per page
 )
-_ENV.globals.update(url=url, moment=moment, nav=NAV, NONE=NONE)
+_ENV.globals.update(url=url, moment=moment, counted=counted, nav=NAV, NONE=NONE)
 _ENV.filters.update(snippet=snippet, joined=lambda values, sep=", ": sep.join(str(v) for v in values))
 
 
