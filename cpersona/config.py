@@ -343,6 +343,14 @@ class Settings:
     degraded_advisory: bool = setting(
         "CPERSONA_DEGRADED_ADVISORY", True, "`false` removes `advisory` from recall responses"
     )
+    recall_model_wait: float = setting(
+        "CPERSONA_RECALL_MODEL_WAIT",
+        3.0,
+        "seconds a recall waits for a model still loading (a server just started) before it answers "
+        "keyword-only with an `advisory`; `0`: never waits",
+        minimum=0,
+        maximum=60,
+    )
 
     # Queue
     task_retry_delay: float = setting(
