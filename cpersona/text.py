@@ -57,6 +57,13 @@ def iso_seconds(epoch: float | None = None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 memory', '2 memories', '0 episodes': a count with its noun in the right number."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {plural or noun + 's'}"
+
+
 def local_minute(value: Any) -> str:
     """A stored timestamp as people read it: local time to the minute (``2026-11-01 11:00``); the
     text as it is when it is not a stored timestamp, "" for None."""

@@ -28,15 +28,18 @@ from cpersona.cli.chain_commands import (
 from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.cli.port_commands import add_port_commands
+from cpersona.cli.progress import RUN_AGAIN, long_work
 from cpersona.cli.register_command import add_register_command
 from cpersona.cli.serve_command import cmd_serve
 from cpersona.cli.ui_command import add_ui_command
 from cpersona.config import ConfigError, Settings
-from cpersona.errors import CalibrationUnavailable, CPersonaError, Rejected
+from cpersona.errors import CalibrationUnavailable, Cancelled, CPersonaError, Rejected
 from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
 from cpersona.retrieval.explain import describe_factors, describe_gate
-from cpersona.text import local_minute
+from cpersona.text import counted, local_minute
 
+#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 #: Exit code for configuration problems (bad env value, HTTP without auth).
 EXIT_CONFIG = 2
 #: How long store/recall wait for the embedding model before going keyword-only.
@@ -208,8 +211,10 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
                 file=sys.stderr,
             )
             return 1
+        agents = memory.list_agents()["agents"]
         try:
-            result = memory.calibrate(args.agent, args.precision)
+            with long_work("agents", bar=not args.json) as work:
+                result = memory.calibrate(args.agent, args.precision, work=work)
         except CalibrationUnavailable as exc:
             notice = memory.agent_notice(args.agent)
             print(f"cpersona calibrate: {exc}" + (f"\nnotice: {notice}" if notice else ""), file=sys.stderr)
@@ -218,13 +223,29 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
         _print_json(result)
         return 0
     if not result["calibrated"] and not result["skipped"]:
-        print("nothing to calibrate: every agent with 10 or more memories is calibrated and current")
+        print(_nothing_to_calibrate(agents))
     for one in result["calibrated"]:
         for line in format_calibration(one):
             print(line)
     for agent, why in result["skipped"].items():
         print(f"agent {agent!r} skipped: {why}")
     return 0
+
+
+def _nothing_to_calibrate(agents: list[dict[str, Any]]) -> str:
+    """Why ``calibrate`` found nothing due, true to the database: no agent, none big enough, all current."""
+    from cpersona.retrieval.calibration import MIN_ROWS
+
+    if not agents:
+        return "nothing to calibrate: no agent has stored anything yet"
+    if all(a["memories"] < MIN_ROWS for a in agents):
+        most = max(a["memories"] for a in agents)
+        return (
+            f"nothing to calibrate: calibration needs {MIN_ROWS} memories and no agent has that many yet "
+            f"(the most is {most}); until then recall runs the uncalibrated gate, and only returns rows "
+            "with evidence"
+        )
+    return f"nothing to calibrate: every agent with {MIN_ROWS} or more memories is calibrated and current"
 
 
 def _print_tree(value: Any, indent: int = 0) -> None:
@@ -268,12 +289,12 @@ def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
     """
     from cpersona.embed.runtime.base import FaultKind
 
-    with _open_memory(settings, background=False) as memory:
-        result = memory.reembed()
+    with _open_memory(settings, background=False) as memory, long_work("rows", bar=not args.json) as work:
+        result = memory.reembed(work=work)
     if args.json:
         _print_json(result)
     elif result.get("ok"):
-        line = f"re-embedded {result['processed']} of {result['queued']} queued row(s)"
+        line = f"re-embedded {result['processed']} of {counted(result['queued'], 'queued row')}"
         if result.get("remaining"):
             line += f"; {result['remaining']} still queued (retried later; `cpersona stats` shows the queue)"
         print(line)
@@ -431,11 +452,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:  # a flag outside its setting's bounds (e.g. --port -1), as from the env
         print(f"cpersona: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except Cancelled as exc:  # a long command stopped by Ctrl-C at a batch boundary (cli/progress.py)
+        print(f"cpersona: {exc}", file=sys.stderr)
+        if " again " not in str(exc):  # each hint once: import's own message already says it
+            print(f"cpersona: {RUN_AGAIN}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except CPersonaError as exc:
         print(f"cpersona: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def entry() -> NoReturn:
