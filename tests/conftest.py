@@ -30,6 +30,13 @@ if os.environ.get("CI"):
 
 
 @pytest.fixture(autouse=True)
+def _own_settings_file(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets an empty user config dir: a `fetch-model` in one test writes its model choice
+    into the settings file, and no later test's server may read it."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
+@pytest.fixture(autouse=True)
 def _persistence_resumed() -> Iterator[None]:
     """The pause switch is process-wide: no test may leave the next one paused."""
     persistence.PROCESS.resume()
