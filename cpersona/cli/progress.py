@@ -43,6 +43,18 @@ def long_work(unit: str, *, bar: bool = True) -> Iterator[Work]:
     try:
         with _ctrl_c_cancels(work):
             yield work
+    except KeyboardInterrupt:  # the second Ctrl-C: stopped mid-batch, which is rolled back
+        if progress is not None:
+            progress.close()
+            progress = None
+        total = "" if work.total is None else f" of {work.total:,}"
+        print(
+            f"cpersona: interrupted; {work.done:,}{total} {work.unit or unit} were done and committed before "
+            f"the batch in flight, which was rolled back; {RUN_AGAIN}",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise
     finally:
         if progress is not None:
             progress.close()
