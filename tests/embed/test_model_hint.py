@@ -47,6 +47,11 @@ def test_nothing_installed_names_both_routes_with_licences_and_commands(tmp_path
     assert hint.runbook.startswith(default_step) and f" Or install {OPEN_MODEL}" in hint.runbook
 
 
+def test_the_readme_names_the_minilm_route_in_the_hints_words() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"`cpersona fetch-model {OPEN_MODEL}` ({OPEN_MODEL_ROUTE})" in " ".join(readme.split())
+
+
 def test_an_installed_unselected_model_comes_first_with_how_to_select_it(
     minilm_models_dir: Path,
 ) -> None:
