@@ -23,7 +23,7 @@ from cpersona.config import Settings
 log = logging.getLogger("cpersona.cli")
 
 #: Seconds a stopping server waits for a database still being opened (Ctrl-C in the first moments).
-OPENING_WAIT_ON_STOP = 1.5
+OPENING_WAIT_ON_STOP = 1.0
 #: Exit status of a process stopped by a signal, as shells report it (128 + the signal number).
 SIGNAL_EXIT_BASE = 128
 
