@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -59,8 +60,14 @@ def snippet(text: Any, limit: int = 280) -> str:
 
 
 def moment(iso: str | None) -> str:
-    """An ISO-8601 UTC time as it reads in a list: '2026-03-04 09:15:00' (no zone, no fraction)."""
-    return (iso or "")[:19].replace("T", " ")
+    """A stored (UTC) time as a person reads it: local time to the minute, '2026-03-04 10:15' (short
+    enough not to wrap on a phone); text that is not a time as it is, without a fraction."""
+    if not iso:
+        return ""
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return iso[:19].replace("T", " ")
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:

@@ -149,12 +149,11 @@ def memory_facts(row: dict[str, Any]) -> list[tuple[str, Any]]:
         ("project", row["project_id"] or "(none)"),
         ("channel", row["channel"] or "(none)"),
         ("msg_id", row["msg_id"] or "-"),
-        ("happened (timestamp, UTC)", moment(row["timestamp"])),
-        ("stored (created_at, UTC)", moment(row["created_at"])),
+        ("happened (timestamp, local time)", moment(row["timestamp"])),
+        ("stored (created_at, local time)", moment(row["created_at"])),
         (
             "recalled",
-            f"{counted(row['recall_count'], 'time')}, last "
-            f"{moment(row['last_recalled_at']) + ' UTC' if row['last_recalled_at'] else 'never'}",
+            f"{counted(row['recall_count'], 'time')}, last {moment(row['last_recalled_at']) or 'never'}",
         ),
         ("embedding", row["embedding_model"] or "none yet"),
         ("source", json.dumps(row["source"], ensure_ascii=False) if row["source"] else "-"),
@@ -180,7 +179,7 @@ def episode_page(row: dict[str, Any], view: View) -> Markup:
         ("channel", row["channel"] or "(none)"),
         ("keywords", ", ".join(row["keywords"]) or "-"),
         ("session", f"{row['start_time'] or '?'} → {row['end_time'] or '?'}"),
-        ("archived (created_at, UTC)", moment(row["created_at"])),
+        ("archived (created_at, local time)", moment(row["created_at"])),
         ("resolved", "yes" if row["resolved"] else "no"),
         ("embedding", row["embedding_model"] or "none yet"),
     ]
