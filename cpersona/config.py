@@ -468,14 +468,11 @@ class Settings:
         """
         e = os.environ if env is None else env
         path = settings_file_path(e)
+        known = {name for row in settings_table() for name in (row.var.name, *row.var.aliases)}
         try:
-            in_file = read_settings_file(path)
+            in_file = read_settings_file(path, known)
         except SettingsFileError as exc:
             raise ConfigError(str(exc)) from exc
-        known = {name for row in settings_table() for name in (row.var.name, *row.var.aliases)}
-        unknown = sorted(set(in_file) - known)
-        if unknown:
-            raise ConfigError(f"settings file {path}: unknown setting {', '.join(unknown)}")
         values: dict[str, Any] = {}
         origins: dict[str, str] = {}
         for row in settings_table():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import platformdirs
@@ -41,8 +41,9 @@ def settings_file_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(platformdirs.user_config_dir("cpersona", appauthor=False)) / SETTINGS_FILE_NAME
 
 
-def read_settings_file(path: Path) -> dict[str, str]:
-    """The file's settings as environment-style text values; {} when there is no file."""
+def read_settings_file(path: Path, known: Collection[str] | None = None) -> dict[str, str]:
+    """The file's settings as environment-style text values; {} when there is no file. A name not in
+    ``known`` (when given: the settings table's variables) is refused."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -65,6 +66,9 @@ def read_settings_file(path: Path) -> dict[str, str]:
             values[name] = str(value)
         else:
             raise SettingsFileError(f"settings file {path}: {name} must be a string, number or boolean")
+    unknown = sorted(set(values) - set(known)) if known is not None else []
+    if unknown:
+        raise SettingsFileError(f"settings file {path}: unknown setting {', '.join(unknown)}")
     return values
 
 
