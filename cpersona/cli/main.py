@@ -427,16 +427,27 @@ def _reader_went_away() -> int:
     return EXIT_BROKEN_PIPE
 
 
+class PlainFormatter(logging.Formatter):
+    """Log lines as a person reads them on stderr: ``cpersona: <message>``, with ``warning:`` or
+    ``error:`` in front when they are one; no logger names (they are for ``--debug`` readers, not
+    for the person at the keyboard)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        level = f"{record.levelname.lower()}: " if record.levelno >= logging.WARNING else ""
+        return f"cpersona: {level}{text}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.func is None:  # no command given: serve, as MCP hosts launch plain `cpersona`
         args = parser.parse_args(["serve"])
+    handler = logging.StreamHandler(sys.stderr)  # stdout belongs to MCP JSON-RPC in stdio mode
+    handler.setFormatter(PlainFormatter())
     logging.basicConfig(
-        level=logging.INFO if args.command == "serve" else logging.WARNING,
-        stream=sys.stderr,  # stdout belongs to MCP JSON-RPC in stdio mode
-        format="cpersona: %(levelname)s %(name)s: %(message)s",
+        level=logging.INFO if args.command == "serve" else logging.WARNING, handlers=[handler]
     )
     try:
         settings = Settings.from_env()

@@ -99,6 +99,6 @@ def test_the_address_is_said_plainly_and_counts_read_in_the_right_number(tmp_pat
         said = server.log.read_text(errors="replace")
     # The address is a line for the person: no log level or logger name in front of it.
     assert f"cpersona ui: open http://127.0.0.1:{server.port}/ in a browser" in said
-    assert "WARNING cpersona.ui" not in said
+    assert "WARNING" not in said and "cpersona.ui" not in said  # no log level, no logger name
     assert "1 memory, 1 episode" in agents and "2 memories, 0 episodes" in agents
     assert "1 memories" not in agents
