@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 import platformdirs
 
 from cpersona import original_env
+from cpersona.settings_file import SettingsFileError, read_settings_file, settings_file_path
 
 log = logging.getLogger("cpersona.config")
 
@@ -379,8 +380,20 @@ class Settings:
     )
     # Not a setting of its own: where model sharing keeps its lock and socket (from XDG_RUNTIME_DIR).
     runtime_dir: Path = field(default_factory=default_runtime_dir)
+    # Not settings either: the user settings file read (cpersona/settings_file.py) and, per field set
+    # from outside the code, where its value came from ("environment" or the file's path): doctor says.
+    settings_file: Path | None = field(default=None, compare=False)
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False)
     degraded_advisory: bool = setting(
         "CPERSONA_DEGRADED_ADVISORY", True, "`false` removes `advisory` from recall responses"
+    )
+    recall_model_wait: float = setting(
+        "CPERSONA_RECALL_MODEL_WAIT",
+        3.0,
+        "seconds a recall waits for a model still loading (a server just started) before it answers "
+        "keyword-only with an `advisory`; `0`: never waits",
+        minimum=0,
+        maximum=60,
     )
 
     # Queue
@@ -530,13 +543,30 @@ class Settings:
         A variable that is unset or blank leaves the field's default.
         """
         e = os.environ if env is None else env
+        path = settings_file_path(e)
+        known = {name for row in settings_table() for name in (row.var.name, *row.var.aliases)}
+        try:
+            in_file = read_settings_file(path, known)
+        except SettingsFileError as exc:
+            raise ConfigError(str(exc)) from exc
         values: dict[str, Any] = {}
+        origins: dict[str, str] = {}
         for row in settings_table():
-            raw = _first_set(e, (row.var.name, *row.var.aliases))
+            names = (row.var.name, *row.var.aliases)
+            raw = _first_set(e, names)  # the environment overrides the file, name by name
+            origin = "environment"
+            if raw is None:
+                raw, origin = _first_set(in_file, names), f"settings file {path}"
             if raw is not None:
-                values[row.attr] = row.read(raw)
+                try:
+                    values[row.attr] = row.read(raw)
+                except ConfigError as exc:
+                    if origin == "environment":
+                        raise
+                    raise ConfigError(f"{exc} (in the {origin})") from exc
+                origins[row.attr] = origin
         _notice_original_names(e)
-        return cls(runtime_dir=default_runtime_dir(e), **values)
+        return cls(runtime_dir=default_runtime_dir(e), settings_file=path, origins=origins, **values)
 
 
 # -- the table, derived from the fields -----------------------------------------------------------

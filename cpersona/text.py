@@ -62,6 +62,25 @@ def iso_seconds(epoch: float | None = None) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 memory', '2 memories', '0 episodes': a count with its noun in the right number."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {plural or noun + 's'}"
+
+
+def local_minute(value: Any) -> str:
+    """A stored timestamp as people read it: local time to the minute (``2026-11-01 11:00``); the
+    text as it is when it is not a stored timestamp, "" for None."""
+    if not value:
+        return ""
+    try:
+        moment = parse_ts(str(value))
+    except ValueError:
+        return str(value)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
 def parse_ts(value: str) -> datetime:
     """Parse a stored timestamp (always written by ``format_ts``).
 

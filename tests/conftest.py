@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+# The user settings file (cpersona/settings_file.py) lives in the user config dir: point it, for this
+# process and every server or CLI it starts, at a folder of the test run's own, so a developer's
+# settings never change a test and a test's `fetch-model` never writes the developer's file.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="cpersona-test-config-")
 from hypothesis import settings as hypothesis_settings
 
 from cpersona.config import Settings
@@ -21,6 +27,13 @@ pytest_plugins = ["model_fixtures", "pg_cluster"]
 hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True)
+def _own_settings_file(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets an empty user config dir: a `fetch-model` in one test writes its model choice
+    into the settings file, and no later test's server may read it."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture(autouse=True)

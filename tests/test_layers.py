@@ -132,7 +132,9 @@ def test_the_checker_sees_relative_and_lazy_imports() -> None:
     sample = PACKAGE_DIR / "server" / "app.py"
     names = imported_modules(sample)
     assert "mcp.server.lowlevel" in names and "cpersona.server.dispatch" in names
-    assert any(within(n, "cpersona.server") for n in imported_modules(PACKAGE_DIR / "cli" / "main.py"))
+    assert any(
+        within(n, "cpersona.server") for n in imported_modules(PACKAGE_DIR / "cli" / "serve_command.py")
+    )
 
 
 @pytest.mark.parametrize(

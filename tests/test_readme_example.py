@@ -29,7 +29,9 @@ def test_the_default_models_licence_is_stated_beside_the_setup_command() -> None
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     setup = readme[readme.index("## Set up on a fresh machine") : readme.index("Run the tests")]
     assert "CC BY-NC 4.0" in setup and "non-commercial" in setup
-    assert "Apache-2.0" in setup and "CPERSONA_EMBEDDING_MODEL=all-minilm-l6-v2" in setup
+    # The Apache-2.0 route is one command after the install, and the choice sticks (the settings file).
+    assert "Apache-2.0" in setup and "pip install -e . && cpersona fetch-model all-minilm-l6-v2" in setup
+    assert "settings file" in setup
 
 
 @pytest.mark.slow

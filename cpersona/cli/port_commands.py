@@ -13,33 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
+from cpersona.cli.progress import long_work
 from cpersona.config import Settings
-from cpersona.work import Work
-
-
-@contextmanager
-def _bar(unit: str, scale: bool, enabled: bool) -> Iterator[Work | None]:
-    """A ``Work`` whose progress reports drive a tqdm bar on stderr (None when disabled)."""
-    if not enabled:
-        yield None
-        return
-    from tqdm import tqdm  # type: ignore[import-untyped]
-
-    bar = tqdm(total=0, unit=unit, unit_scale=scale, file=sys.stderr, dynamic_ncols=True, leave=False)
-
-    def update(done: float, total: float | None, message: str | None) -> None:
-        if total is not None and bar.total != total:
-            bar.total = total
-        bar.update(done - bar.n)
-
-    try:
-        yield Work(on_progress=update)
-    finally:
-        bar.close()
 
 
 def _memory(settings: Settings) -> Any:
@@ -54,7 +31,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
     ``-`` writes the export to standard output; the summary then goes to stderr.
     """
-    with _memory(settings) as memory, _bar("rows", False, not args.quiet) as work:
+    with _memory(settings) as memory, long_work("rows", bar=not args.quiet) as work:
         result = memory.export_memories(
             args.agent,
             args.path,
@@ -83,7 +60,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     """Import an export file; prints counts, truncations and the first bad lines."""
-    with _memory(settings) as memory, _bar("records", False, not args.quiet) as work:
+    with _memory(settings) as memory, long_work("records", bar=not args.quiet) as work:
         result = memory.import_memories(args.path, args.agent, args.dry_run, confined=False, work=work)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))

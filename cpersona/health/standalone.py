@@ -174,9 +174,44 @@ def doctor_report(settings: Settings) -> dict[str, Any]:
     if out["database"].get("queue_depth"):
         next_steps.append("tasks are queued: they drain while the server runs with a working model")
     next_steps.append("run `cpersona checkup` for the full health check (`--fix` repairs)")
+    next_steps.append(f"common problems and their fixes: {TROUBLESHOOTING}")
     out["next_steps"] = next_steps
+    out["settings"] = settings_origins(settings)
     return out
+
+
+#: The page answering the common questions (empty recall, a loading model, backups, locks).
+TROUBLESHOOTING = "docs/troubleshooting.md (README: Troubleshooting)"
+
+
+def settings_origins(settings: Settings) -> dict[str, Any]:
+    """The settings file and every setting not at its default, with where its value came from."""
+    from cpersona.config import settings_table
+
+    chosen = []
+    for row in settings_table():
+        origin = settings.origins.get(row.attr)
+        if origin is None:
+            continue
+        value = getattr(settings, row.attr)
+        shown = "(set)" if row.var.secret else _shown(value)
+        chosen.append({"name": row.var.name, "value": shown, "origin": origin})
+    file = settings.settings_file
+    return {
+        "file": str(file) if file is not None else None,
+        "file_exists": bool(file is not None and file.is_file()),
+        "chosen": chosen,
+    }
 
 
 def _location(settings: Settings) -> str:
     return str(settings.db_path) if settings.db_url is None else redact_url(settings.db_url)
+
+
+def _shown(value: Any) -> str:
+    # As it is written in the environment or the file: true/false, a comma-separated list.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)

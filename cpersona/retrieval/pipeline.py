@@ -15,7 +15,7 @@ from typing import Any, Protocol, cast
 
 from cpersona.config import Settings
 from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, language, recency, trace
-from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
+from cpersona.retrieval.gate import LEXICAL_CHANNELS, GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.match_query import query_terms
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.retrieval.pending_vector import PendingQueryVector, nearest_when_ready
@@ -296,6 +296,7 @@ class RecallPipeline:
             self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights or None
         )
         scored = self._hydrate(session, request, fused, vector_used, hidden)
+        scored = [item for item in scored if _has_evidence(item)]
         scored = self._penalise(session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:
             confidence.apply(scored, query_vector, session.vector_search, now, deep=request.deep)
@@ -505,6 +506,14 @@ class RecallPipeline:
                 item.factors["recent_recall_penalty"] = factor
             item.score = item.base[1] * math.prod(item.factors.values())
         return scored
+
+
+def _has_evidence(item: ScoredRow) -> bool:
+    """No filler: a candidate with a fused score of 0 and no keyword match is never returned, gate or no
+    gate. The vector channel ranks every row in scope, and rsf puts each channel's weakest hit at 0: such
+    a row matched nothing. A keyword match is evidence even as its channel's weakest hit (a rsf share
+    of 0 there): it holds the query's words."""
+    return item.fused.score > 0 or any(c in item.fused.channels for c in LEXICAL_CHANNELS)
 
 
 def _within(

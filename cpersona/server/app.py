@@ -180,9 +180,17 @@ class PendingMemory:
         assert self._memory is not None
         return self._memory
 
-    def close(self) -> None:
-        """Close the Memory once it is open (waits for the opening to finish)."""
-        self._done.wait()
+    def close(self, timeout: float | None = None) -> None:
+        """Close the Memory once it is open: waits for the opening to finish, at most ``timeout`` s.
+
+        A server stopped by a signal passes a bound: an opening still under way after it is left to
+        the process's exit (its thread is a daemon; SQLite rolls back a migration it was writing).
+        """
+        if self._thread.ident is None:  # stopped (Ctrl-C) before start(): nothing was opened
+            return
+        if not self._done.wait(timeout):
+            log.warning("stopping while the database was still being opened; it was left unopened")
+            return
         if self._memory is not None:
             self._memory.close()
 

@@ -10,7 +10,9 @@ handler (or a child process) can never corrupt the wire; both are restored on ex
 When both ends of the wire are pipes or sockets (an MCP client's usual spawn), the event loop reads
 and writes them itself (non-blocking, asyncio's pipe transports): no worker-thread hand-off per
 line read or message written, each of which is a thread wake-up on the way of every call. Anything
-else (a terminal, a file, Windows) is read and written on worker threads, blocking, as before.
+else (a terminal, a file, Windows) is written on worker threads, blocking; a file is read on them
+too, and a terminal (or Windows' console) by a daemon thread of its own, whose blocked read never
+holds up a Ctrl-C (docs/decisions.md, issue 35).
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ import logging
 import os
 import stat
 import sys
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from io import TextIOWrapper
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -111,14 +116,46 @@ async def _loop_lines(fd: int) -> AsyncGenerator[str, None]:
         transport.close()
 
 
-async def _thread_lines(fd: int) -> AsyncGenerator[str, None]:
-    """The lines arriving on ``fd``, each read on a worker thread (a terminal, a file, Windows)."""
+async def _file_lines(fd: int) -> AsyncGenerator[str, None]:
+    """The lines of a regular file on ``fd``, each read on a worker thread (a read of a file never
+    blocks for long: it returns at the end of the file, so Ctrl-C is never held up here)."""
     # closefd=False: the reader thread may still block on the descriptor after we return.
     stdin = anyio.wrap_file(
         TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace")
     )
     async for line in stdin:
         yield line
+
+
+def _regular_file(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+async def _thread_lines(fd: int) -> AsyncGenerator[str, None]:
+    """The lines arriving on ``fd``, read by a daemon thread of its own (a terminal, Windows).
+
+    Not a worker thread of the loop's pool: a blocked read of a terminal cannot be interrupted, so a
+    pool thread would hold the task group's cancellation (Ctrl-C) until the next key press, and the
+    interpreter's exit after it. A daemon thread is left blocked; the loop only waits on the stream.
+    """
+    # Room for a few lines: the reader stays one step ahead, and waits (back-pressure) beyond that.
+    send, receive = anyio.create_memory_object_stream[str](16)
+    token = anyio.lowlevel.current_token()
+
+    def read_all() -> None:
+        # closefd=False: the descriptor belongs to guarded_stdio, which restores it on exit.
+        stream = TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace")
+        try:
+            for line in stream:
+                anyio.from_thread.run(send.send, line, token=token)
+            anyio.from_thread.run_sync(send.close, token=token)
+        except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the loop has ended or stopped listening: nobody is left to hand a line to
+
+    threading.Thread(target=read_all, name="cpersona-stdin", daemon=True).start()
+    async with receive:
+        async for line in receive:
+            yield line
 
 
 @asynccontextmanager
@@ -138,7 +175,12 @@ async def guarded_stdio() -> AsyncIterator[
     replies = write_send.clone()  # the reader answers refusals on the same wire as the session
 
     async def reader() -> None:
-        lines = _loop_lines(wire_in) if on_loop else _thread_lines(wire_in)
+        if on_loop:
+            lines = _loop_lines(wire_in)
+        elif _regular_file(wire_in):
+            lines = _file_lines(wire_in)
+        else:
+            lines = _thread_lines(wire_in)
         # aclosing: the loop's read transport is closed here, not whenever the generator is collected.
         async with read_send, replies, aclosing(lines):
             async for line in lines:

@@ -67,7 +67,15 @@ class Recaller:
         return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension)
 
     def _query_vector(self, text: str) -> VectorQuery | PendingQueryVector | None:
-        """The query's vector now, or (overlap on, model ready) one being computed beside the pipeline."""
+        """The query's vector now, or (overlap on, model ready) one being computed beside the pipeline.
+
+        A model still on its first load (a server just started: about half a second for MiniLM) is
+        waited for, up to ``CPERSONA_RECALL_MODEL_WAIT`` seconds, so the first recall of a client that
+        starts a server per call is not keyword-only; past that bound it is, with the advisory. A load
+        that has settled (ready or faulted) is never waited for.
+        """
+        if not self.embeddings.ready and self.settings.recall_model_wait > 0:
+            self.embeddings.wait_settled(self.settings.recall_model_wait)
         if self.settings.query_overlap and self.embeddings.ready:
             return self.query_vectors.start(lambda: self._vector_query(text))
         return self._vector_query(text)

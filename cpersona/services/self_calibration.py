@@ -34,6 +34,7 @@ from cpersona.retrieval.calibration import LEVELS, MIN_ROWS
 from cpersona.services.calibration import Calibrator
 from cpersona.shapes.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
 from cpersona.storage.interface import MEMORIES, Store
+from cpersona.work import Work
 
 log = logging.getLogger("cpersona.calibration")
 
@@ -197,17 +198,27 @@ class SelfCalibration:
         return {a: why for a, why in sorted(due.items()) if why is not None}
 
     @public
-    def calibrate(self, agent_id: str | None = None, precision: str | None = None) -> CalibrateResult:
+    def calibrate(
+        self, agent_id: str | None = None, precision: str | None = None, *, work: Work | None = None
+    ) -> CalibrateResult:
         """Calibrate one agent now, or (``agent_id`` None) every agent the schedule finds due, whatever
         CPERSONA_AUTO_CALIBRATE says (``cpersona calibrate``). ``precision`` (strict | balanced | lenient)
         is saved as the agent's level first. Returns ``{ok, calibrated: [results], skipped: {agent: why}}``.
+        ``work`` gets progress in agents and may cancel between agents (those done stay calibrated).
         """
         if precision is not None and precision not in LEVELS:
             raise InvalidInput(f"precision must be one of {', '.join(LEVELS)}, got {precision!r}")
         agents = {agent_id: "explicit"} if agent_id is not None else self.pending(growth=True)
         calibrated: list[CalibrateThresholdResult] = []
         skipped: dict[str, str] = {}
-        for agent, trigger in agents.items():
+        work = work or Work()
+        for done, (agent, trigger) in enumerate(agents.items()):
+            work.report(done, len(agents), "agents")
+            work.checkpoint(
+                "calibrate",
+                "the agents calibrated before it stay calibrated",
+                lambda: {"calibrated": [c["agent_id"] for c in calibrated]},
+            )
             try:
                 if precision is not None:
                     persistence.check_writable("calibrate")
@@ -218,6 +229,7 @@ class SelfCalibration:
                 if agent_id is not None:
                     raise
                 skipped[agent] = str(exc)
+        work.report(len(agents), len(agents), "agents")
         return {"ok": True, "calibrated": calibrated, "skipped": skipped}
 
     def _trigger(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -59,8 +60,20 @@ def snippet(text: Any, limit: int = 280) -> str:
 
 
 def moment(iso: str | None) -> str:
-    """An ISO-8601 UTC time as it reads in a list: '2026-03-04 09:15:00' (no zone, no fraction)."""
-    return (iso or "")[:19].replace("T", " ")
+    """A stored (UTC) time as a person reads it: local time to the minute, '2026-03-04 10:15' (short
+    enough not to wrap on a phone); text that is not a time as it is, without a fraction."""
+    if not iso:
+        return ""
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return iso[:19].replace("T", " ")
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 memory', '2 memories': a count and its noun in the right number (the view may not import
+    cpersona.text, which the CLI's twin of this lives in: tests/test_layers.py)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 #: No markup at all (a drawing that has nothing to show).
@@ -85,7 +98,7 @@ _ENV = Environment(
     lstrip_blocks=True,
     auto_reload=False,  # package data: compiled once per process, no stat per page
 )
-_ENV.globals.update(url=url, moment=moment, nav=NAV, NONE=NONE)
+_ENV.globals.update(url=url, moment=moment, counted=counted, nav=NAV, NONE=NONE)
 _ENV.filters.update(snippet=snippet, joined=lambda values, sep=", ": sep.join(str(v) for v in values))
 
 

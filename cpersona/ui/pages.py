@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from cpersona.ui.html import macro, render, url
+from cpersona.ui.html import counted, macro, moment, render, url
 from cpersona.ui.relations import Relations
 
 #: Value of an axis filter meaning "any" (an empty value means the '' axis: global pool / no channel).
@@ -149,9 +149,12 @@ def memory_facts(row: dict[str, Any]) -> list[tuple[str, Any]]:
         ("project", row["project_id"] or "(none)"),
         ("channel", row["channel"] or "(none)"),
         ("msg_id", row["msg_id"] or "-"),
-        ("happened (timestamp)", row["timestamp"]),
-        ("stored (created_at)", row["created_at"]),
-        ("recalled", f"{row['recall_count']} time(s), last {row['last_recalled_at'] or 'never'}"),
+        ("happened (timestamp, local time)", moment(row["timestamp"])),
+        ("stored (created_at, local time)", moment(row["created_at"])),
+        (
+            "recalled",
+            f"{counted(row['recall_count'], 'time')}, last {moment(row['last_recalled_at']) or 'never'}",
+        ),
         ("embedding", row["embedding_model"] or "none yet"),
         ("source", json.dumps(row["source"], ensure_ascii=False) if row["source"] else "-"),
         ("metadata", json.dumps(row["metadata"], ensure_ascii=False) if row["metadata"] else "-"),
@@ -176,7 +179,7 @@ def episode_page(row: dict[str, Any], view: View) -> Markup:
         ("channel", row["channel"] or "(none)"),
         ("keywords", ", ".join(row["keywords"]) or "-"),
         ("session", f"{row['start_time'] or '?'} → {row['end_time'] or '?'}"),
-        ("archived (created_at)", row["created_at"]),
+        ("archived (created_at, local time)", moment(row["created_at"])),
         ("resolved", "yes" if row["resolved"] else "no"),
         ("embedding", row["embedding_model"] or "none yet"),
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import uvicorn
 
@@ -62,11 +63,12 @@ def run_ui(settings: Settings, *, read_only: bool = False) -> int:
     with Memory(settings) as memory:
         app = build_app(memory, guard, read_only=read_only)
         host = f"[{settings.ui_host}]" if ":" in settings.ui_host else settings.ui_host
-        log.warning(
-            "cpersona ui: open http://%s:%d/ in a browser (Ctrl-C stops it)%s",
-            host,
-            settings.ui_port,
-            "; read-only" if read_only else "",
+        # Said to the person, not logged: no level or logger name in front of the address.
+        print(
+            f"cpersona ui: open http://{host}:{settings.ui_port}/ in a browser (Ctrl-C stops it)"
+            f"{'; read-only' if read_only else ''}",
+            file=sys.stderr,
+            flush=True,
         )
         config = uvicorn.Config(
             app,

