@@ -10,13 +10,15 @@ repository from a local git directory (e.g. the one the ``fetch`` tool mirrors);
 downloaded from GitHub at the pinned commit (slow: one request per file). Nothing is committed.
 
 Questions, JSQuAD-like, written from one sentence of a paragraph by a deterministic transformation: a
-span of the sentence is the answer (a code name, a katakana word, a number, or a kanji compound) and is
-replaced by 何 / いくつ; a leading connective (また、これにより、…) is dropped; the sentence ends as a
-question (…ますか / …ですか / …か); sometimes the clause before the first 、 is moved to the end or dropped.
-A question therefore shares much but not all of its wording with its paragraph, and the other
-paragraphs of the same page (same topic) compete with it. Paragraphs are stored together (one corpus);
-questions are split by document: pages in even positions of the sorted page list are "choose", odd
-"confirm".
+span of the sentence is the answer (a code name, a number, a katakana word or a kanji compound) and is
+replaced by 何 / いくつ; a leading connective (また、これにより、…) goes; most of the time only the clause
+holding the question word and the predicate's clause are kept; half the time the predicate takes the plain
+form (…されるか instead of …されますか); some words are swapped for near synonyms (使用 → 利用, 作成 → 生成,
+…) and -er endings lose their long mark (ブラウザー → ブラウザ) now and then. A question therefore shares
+much but not all of its wording with its paragraph, and the other paragraphs of the same page (same topic)
+compete with it. A paragraph gets one to four questions (from different sentences), listed one after
+another as a data set lists them. Paragraphs are stored together (one corpus); questions are split by
+document: pages in even positions of the sorted page list are "choose", odd "confirm".
 """
 
 from __future__ import annotations
@@ -200,7 +202,12 @@ def question_from(sentence: str, rng: random.Random) -> dict[str, str] | None:
 
 
 def build(
-    cache: Path, sources: dict[str, Path | None], n_paragraphs: int, n_questions: int, seed: int
+    cache: Path,
+    sources: dict[str, Path | None],
+    n_paragraphs: int,
+    n_questions: int,
+    seed: int,
+    per_paragraph: tuple[int, int] = (1, 4),
 ) -> Path:
     """Write CACHE/japanese.json: paragraphs (id, page, text) and questions (id, split, gold paragraph)."""
     rng = random.Random(seed)
@@ -235,9 +242,13 @@ def build(
             if 15 <= len(s) <= 150 and not s.rstrip().endswith(("ください", ":", "：", "？"))
         ]
         rng.shuffle(sentences)
+        wanted = rng.randint(*per_paragraph)
         for sentence in sentences:
+            if wanted == 0 or len(questions) >= n_questions:
+                break
             made = question_from(sentence, rng)
             if made and len(made["question"]) >= 10:
+                wanted -= 1
                 page = items[index]["page"]
                 questions.append(
                     {
@@ -248,7 +259,6 @@ def build(
                         **made,
                     }
                 )
-                break
     data = {
         "meta": {"sources": {k: f"{v[0]}@{v[1]}" for k, v in SOURCES.items()}, "seed": seed},
         "paragraphs": items,
@@ -280,7 +290,14 @@ def main() -> int:
     parser.add_argument("--paragraphs", type=int, default=1100)
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--seed", type=int, default=32)
+    parser.add_argument(
+        "--per-paragraph",
+        default="1-4",
+        help="questions per gold paragraph, drawn from LOW-HIGH (adjacent in the file, as a data set lists them)",
+    )
     args = parser.parse_args()
+    low, _, high = args.per_paragraph.partition("-")
+    per_paragraph = (int(low), int(high or low))
     sources: dict[str, Path | None] = {}
     for item in args.source:
         name, _, path = item.partition("=")
@@ -288,7 +305,7 @@ def main() -> int:
             parser.error(f"unknown source {name!r}")
         sources[name] = Path(path)
     args.cache.mkdir(parents=True, exist_ok=True)
-    out = build(args.cache, sources, args.paragraphs, args.questions, args.seed)
+    out = build(args.cache, sources, args.paragraphs, args.questions, args.seed, per_paragraph)
     data = load(out)
     splits = {s: sum(q["split"] == s for q in data["questions"]) for s in ("choose", "confirm")}
     print(f"wrote {out}: {len(data['paragraphs'])} paragraphs, questions {splits}")

@@ -10,8 +10,10 @@ questions with their gold paragraph) is read from DATA (japanese.json or the cac
 paragraph is stored as one memory (msg_id = paragraph id) into one SQLite file per embedding mode
 (``--modes``: none = keyword-only, onnx = the model in --models-dir); per arm a copy is opened with the
 arm's settings (presets as in benchmarks/longchat.py, or --arm) and each question of the split is recalled
-with limit 10, "uncalibrated" (as shipped) and "calibrated" (after one calibrate_threshold, as
-self-calibration does once the agent has grown).
+with limit 10, in the data's order, recorded as an agent's recall is (so a paragraph returned for one
+question is a recently recalled row for the next; --no-record turns that off): "uncalibrated" (as shipped)
+and "calibrated" (after one calibrate_threshold, as self-calibration does once the agent has grown), each
+on its own copy of the stored file. Keyword-only has no "calibrated" (calibration measures cosines).
 
 Metrics: hit@1 (the gold paragraph is the best row), top5 (in the top 5), MRR@10, empty (no row), and
 recall p50 in ms. Recall answers worst → best: the LAST element is the best match.
@@ -72,28 +74,23 @@ def store(paragraphs: list[dict[str, Any]], settings: Settings) -> None:
         mem.worker.drain()
 
 
-def ask(questions: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
-    """Every question against ``settings.db_path``: per state, per-question rows and timings."""
-    out: dict[str, Any] = {}
+def ask(questions: list[dict[str, Any]], settings: Settings, state: str, record: bool) -> dict[str, Any]:
+    """Every question against ``settings.db_path`` in ``state``: per-question rows and timings."""
     with _memory(settings) as mem:
         mem.embeddings.settle_query_kernel()
         mem.recall(AGENT, "ウォームアップ", limit=LIMIT, record=False)  # one-off costs of a first recall
         rows = mem.storage.session().memories.list_recent(Scope(AGENT), 10**9)
         para_of = {r["id"]: r["msg_id"] for r in rows}
-        for state in STATES:
-            if state == "calibrated":
-                if settings.embedding_mode == "none":
-                    break  # keyword-only: calibration measures cosines, so there is nothing to calibrate
-                mem.calibrate_threshold(AGENT)
-            scored, samples = [], []
-            for q in questions:
-                start = time.perf_counter()
-                results = mem.recall(AGENT, q["question"], limit=LIMIT, record=False)["results"]
-                samples.append(time.perf_counter() - start)
-                ranked = [para_of.get(r["id"], "") for r in reversed(results) if r.get("type") == "memory"]
-                scored.append({"id": q["id"], **score(ranked, q["gold"])})
-            out[state] = {"rows": scored, "samples": samples}
-    return out
+        if state == "calibrated":
+            mem.calibrate_threshold(AGENT)
+        scored, samples = [], []
+        for q in questions:
+            start = time.perf_counter()
+            results = mem.recall(AGENT, q["question"], limit=LIMIT, record=record)["results"]
+            samples.append(time.perf_counter() - start)
+            ranked = [para_of.get(r["id"], "") for r in reversed(results) if r.get("type") == "memory"]
+            scored.append({"id": q["id"], **score(ranked, q["gold"])})
+    return {"rows": scored, "samples": samples}
 
 
 def main() -> int:
@@ -110,6 +107,12 @@ def main() -> int:
     )
     parser.add_argument("--arm", action="append", default=[], help="NAME:CPERSONA_X=v,... (repeatable)")
     parser.add_argument("--json", help="write the summary and per-question rows here")
+    parser.add_argument(
+        "--no-record",
+        action="store_true",
+        help="recall with record=False (default: recorded, as an agent's recall is, so the recent-recall "
+        "penalty sees the earlier questions about the same paragraph)",
+    )
     args = parser.parse_args()
     arms: dict[str, dict[str, Any]] = {}
     for name in filter(None, (a.strip() for a in args.arms.split(","))):
@@ -146,10 +149,14 @@ def main() -> int:
                 file=sys.stderr,
             )
             for arm, changes in arms.items():
-                copy = Path(tmp) / f"{mode}-{arm}.db"
-                copy_db(stored, copy)
-                settings = base.with_overrides(**{**changes, "embedding_mode": mode, "db_path": copy})
-                for state, result in ask(questions, settings).items():
+                # keyword-only has nothing to calibrate: calibration measures cosines
+                for state in STATES[:1] if mode == "none" else STATES:
+                    # Each state starts from the stored file: one state's recalls must not feed the
+                    # recent-recall penalty of the next.
+                    copy = Path(tmp) / f"{mode}-{arm}-{state}.db"
+                    copy_db(stored, copy)
+                    settings = base.with_overrides(**{**changes, "embedding_mode": mode, "db_path": copy})
+                    result = ask(questions, settings, state, record=not args.no_record)
                     rows = result["rows"]
                     key = f"{mode}/{arm}/{state}"
                     summary[key] = {
@@ -158,7 +165,7 @@ def main() -> int:
                         "n": len(rows),
                     }
                     per_question[key] = rows
-                copy.unlink()
+                    copy.unlink()
     print(f"\n{len(data['paragraphs'])} paragraphs, {len(questions)} questions, split {args.split}")
     print_table(
         ["mode/arm/state", *METRICS, "p50 ms", "n"],
