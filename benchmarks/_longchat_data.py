@@ -207,6 +207,10 @@ def load(path: Path, split: str = "all") -> list[dict[str, Any]]:
     """The histories of ``split`` (choose | confirm | all) from a data file or a cache dir holding one."""
     if path.is_dir():
         path = path / DATA_FILE
+    if not path.exists():
+        raise SystemExit(
+            f"no data at {path}: build it first with `python benchmarks/_longchat_data.py CACHE_DIR [--source GIT_DIR]`"
+        )
     histories: list[dict[str, Any]] = json.loads(path.read_text())["histories"]
     return [h for h in histories if split == "all" or h["split"] == split]
 
