@@ -194,7 +194,10 @@ def run(
                     if not stored[mode].exists():
                         start = time.perf_counter()
                         partial = stored[mode].with_suffix(".partial")
-                        partial.unlink(missing_ok=True)
+                        for stale in partial.parent.glob(
+                            partial.name + "*"
+                        ):  # a killed run's file, -wal, -shm
+                            stale.unlink()
                         store_history(history, base.with_overrides(db_path=partial, embedding_mode=mode), cut)
                         copy_db(partial, stored[mode])
                         for leftover in partial.parent.glob(partial.name + "*"):
