@@ -171,3 +171,20 @@ def test_japanese_metrics() -> None:
     assert japanese.score(["p3", "p4", "p1"], "p1")["mrr"] == pytest.approx(1 / 3)
     assert japanese.score(["p3"] * 5 + ["p1"], "p1")["top5"] == 0.0
     assert japanese.score([], "p1")["empty"] == 1.0
+
+
+def test_an_evidence_session_draws_prompts_on_its_topic() -> None:
+    hay = haystack(60)
+    topical = set(range(40, 50))
+    for i in topical:
+        hay[i] = [(f"Which podcast episode {i} should I try?", "An answer.")]
+    sizes = [4] * 10
+    prompts = list(range(40))  # one prompt per exchange, none of them topical yet
+    planted = {
+        3: ("user", "I mostly listen to history podcasts.", True),
+        6: ("user", "My brother likes podcasts.", False),
+    }
+    _longchat_data._topical_sessions(planted, sizes, prompts, hay, random.Random(1))
+    assert set(prompts[12:16]) <= topical  # the evidence session (3) is on its topic
+    assert not set(prompts[24:28]) & topical  # a near miss's session is left alone
+    assert len(set(prompts)) == len(prompts)  # no prompt twice in a history
