@@ -275,6 +275,10 @@ def load(path: Path) -> dict[str, Any]:
     """The data file (or the cache dir holding it)."""
     if path.is_dir():
         path = path / DATA_FILE
+    if not path.exists():
+        raise SystemExit(
+            f"no data at {path}: build it first with `python benchmarks/_japanese_data.py CACHE_DIR [--source NAME=GIT_DIR]`"
+        )
     data: dict[str, Any] = json.loads(path.read_text())
     return data
 

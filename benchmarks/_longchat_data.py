@@ -13,7 +13,9 @@ minute or two apart. One question per history, its type cycling through ``_longc
 statements are planted into user turns (prefixed to a real instruction) or, for assistant facts, into a
 real answer after its first paragraph break past 1,500 characters. A user's fact is said in passing before a
 real request half the time, on its own with a short remark otherwise. Near misses (the same kind of fact
-about someone else, another recommendation of the same kind) are planted in other sessions. Statements of one question land in
+about someone else, another recommendation of the same kind) are planted in other sessions. An evidence
+session's other exchanges are real prompts on its fact's topic (``TOPICS``) where the haystack has them,
+so the session is about its fact as a real one is. Statements of one question land in
 distinct sessions in increasing order, the question is dated after the last session. Histories with an
 even number form the "choose" half, odd ones "confirm". Everything is drawn from one seeded generator, so
 the same arguments give the same file.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import subprocess
 import sys
 import urllib.request
@@ -66,7 +69,37 @@ REMARKS = (
     "Any advice?",
     "I'm pretty happy about it.",
 )
-DEEP_CHARS = 1500  # an assistant fact sits after this many characters of its answer
+DEEP_CHARS = 1500
+#: An evidence session is about its fact's topic, as a real one is: a statement matching the pattern draws
+#: the session's other exchanges from prompts holding one of the words (when the haystack has enough).
+TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"podcast", ("podcast", "listen", "audio", "radio", "music")),
+    (r"novel|books|reading|read ", ("book", "novel", "read", "author", "story")),
+    (
+        r"meal|eat out|food|Sichuan|dosa|wine|restaurant|place on",
+        ("restaurant", "food", "dinner", "cuisine", "dish", "recipe"),
+    ),
+    (r"vacation|trips", ("travel", "trip", "vacation", "visit", "destination")),
+    (r"exercise|fitness|runs|bouldering|gym", ("exercise", "workout", "fitness", "gym", "health")),
+    (r"game", ("game", "play", "party")),
+    (r"coffee|espresso|brew|café", ("coffee", "drink", "tea", "cafe")),
+    (r"film|movie", ("movie", "film", "watch", "show")),
+    (r"plant", ("plant", "garden", "flower", "grow")),
+    (r"concert|gig|live last night|quartet|recital", ("music", "song", "concert", "band")),
+    (r"\bran\b|race|finish line|5k|10k|marathon", ("run", "race", "marathon", "exercise")),
+    (r"museum|gallery", ("museum", "art", "history", "paint")),
+    (r"baked|bake|dough|proof", ("bake", "cake", "cookie", "bread", "recipe")),
+    (r"commute|bus|bike", ("commute", "bus", "bike", "travel", "city")),
+    (r"manager|report to", ("work", "job", "manager", "boss", "career", "team")),
+    (r"live in|moved|home is", ("city", "move", "apartment", "live", "neighborhood")),
+    (r"\bcar\b|drive", ("car", "drive", "vehicle")),
+    (r"puppy|dog", ("dog", "pet", "puppy", "animal")),
+    (r"married|wedding", ("wedding", "marri", "family", "gift")),
+    (r"allergic", ("allerg", "food", "health", "diet")),
+    (r"lessons|cello|banjo|clarinet|ukulele", ("music", "instrument", "guitar", "piano", "learn")),
+    (r"degree|graduated", ("study", "college", "university", "career", "school")),
+    (r"trail|hike", ("hike", "trail", "mountain", "outdoor", "walk")),
+)  # an assistant fact sits after this many characters of its answer
 
 
 def _source_text(model: str, source: Path | None, cache: Path) -> str:
@@ -128,6 +161,7 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
     others = [s for s in range(1, n_sessions - 1) if s not in planted]
     for s, near in zip(rng.sample(others, len(plan.distractors)), plan.distractors, strict=True):
         planted[s] = (*near, False)
+    _topical_sessions(planted, sizes, prompts, haystack, rng)
     start = datetime(2023, 1, 2, tzinfo=UTC) + timedelta(days=rng.randrange(0, 300))
     moment = start
     sessions, evidence_turns, distractor_turns = [], [], []
@@ -183,6 +217,35 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
     }
 
 
+def _topical_sessions(
+    planted: dict[int, tuple[str, str, bool]],
+    sizes: list[int],
+    prompts: list[int],
+    haystack: list[list[tuple[str, str]]],
+    rng: random.Random,
+) -> None:
+    """Give each evidence session (in place, in ``prompts``) exchanges on its fact's topic where the
+    haystack has them: prompts holding one of the topic's words, not used elsewhere in the history."""
+    used = set(prompts)
+    for session, (_, statement, evidence) in sorted(planted.items()):
+        if not evidence:
+            continue
+        words = {w for pattern, topic in TOPICS if re.search(pattern, statement, re.I) for w in topic}
+        if not words:
+            continue
+        pool = [
+            i
+            for i, pairs in enumerate(haystack)
+            if i not in used and any(w in pairs[0][0].lower() for w in words)
+        ]
+        first = sum(sizes[:session])
+        picked = rng.sample(pool, min(len(pool), sizes[session]))
+        for offset, prompt in enumerate(picked):
+            used.discard(prompts[first + offset])
+            prompts[first + offset] = prompt
+            used.add(prompt)
+
+
 def rng_pair(haystack: list[list[tuple[str, str]]], prompt: int, index: int) -> tuple[str, str]:
     """The answer of one model to ``prompt``; the model rotates with the history so answers vary."""
     answers = haystack[prompt]
@@ -207,6 +270,10 @@ def load(path: Path, split: str = "all") -> list[dict[str, Any]]:
     """The histories of ``split`` (choose | confirm | all) from a data file or a cache dir holding one."""
     if path.is_dir():
         path = path / DATA_FILE
+    if not path.exists():
+        raise SystemExit(
+            f"no data at {path}: build it first with `python benchmarks/_longchat_data.py CACHE_DIR [--source GIT_DIR]`"
+        )
     histories: list[dict[str, Any]] = json.loads(path.read_text())["histories"]
     return [h for h in histories if split == "all" or h["split"] == split]
 

@@ -15,8 +15,8 @@ question is a recently recalled row for the next; --no-record turns that off): "
 and "calibrated" (after one calibrate_threshold, as self-calibration does once the agent has grown), each
 on its own copy of the stored file. Keyword-only has no "calibrated" (calibration measures cosines).
 
-Metrics: hit@1 (the gold paragraph is the best row), top5 (in the top 5), MRR@10, empty (no row), and
-recall p50 in ms. Recall answers worst → best: the LAST element is the best match.
+Metrics: hit@1 (the gold paragraph is the best row), top5 (in the top 5), MRR@10, empty (no row), per
+split (choose, confirm, and both when --split all), and recall p50 in ms. Recall answers worst → best: the LAST element is the best match.
 """
 
 from __future__ import annotations
@@ -129,6 +129,7 @@ def main() -> int:
         parser.error(f"unknown mode(s) {bad}")
     data = load(args.data)
     questions = [q for q in data["questions"] if args.split == "all" or q["split"] == args.split]
+    split_of = {q["id"]: q["split"] for q in questions}
     summary: dict[str, Any] = {}
     per_question: dict[str, Any] = defaultdict(dict)
     with tempfile.TemporaryDirectory() as tmp:
@@ -160,16 +161,25 @@ def main() -> int:
                     rows = result["rows"]
                     key = f"{mode}/{arm}/{state}"
                     summary[key] = {
-                        **{m: sum(r[m] for r in rows) / max(1, len(rows)) for m in METRICS},
-                        "p50_ms": percentile(result["samples"], 50) * 1000,
-                        "n": len(rows),
+                        part: {
+                            **{m: sum(r[m] for r in group) / max(1, len(group)) for m in METRICS},
+                            "n": len(group),
+                        }
+                        for part in ("choose", "confirm", "all")
+                        if (group := [r for r in rows if part in ("all", split_of[r["id"]])])
                     }
+                    summary[key]["p50_ms"] = percentile(result["samples"], 50) * 1000
                     per_question[key] = rows
                     copy.unlink()
     print(f"\n{len(data['paragraphs'])} paragraphs, {len(questions)} questions, split {args.split}")
     print_table(
-        ["mode/arm/state", *METRICS, "p50 ms", "n"],
-        [[k, *(v[m] for m in METRICS), v["p50_ms"], v["n"]] for k, v in summary.items()],
+        ["mode/arm/state", "split", *METRICS, "p50 ms", "n"],
+        [
+            [key, part, *(entry[part][m] for m in METRICS), entry["p50_ms"], entry[part]["n"]]
+            for part in ("choose", "confirm", "all")
+            for key, entry in summary.items()
+            if part in entry
+        ],
     )
     write_json(args.json, {"split": args.split, "summary": summary, "rows": per_question})
     return 0

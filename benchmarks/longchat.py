@@ -25,7 +25,8 @@ Metrics per question (recall answers worst → best; the LAST element is the bes
   empty       no memory row came back;
   newest@5    knowledge updates only: the newest statement (the answer) is in the top 5 and ranks above
               the older statement.
-Averages per question type and overall, recall p50 / p95 in ms per arm and state.
+Averages per question type, per wording (close to the evidence or a paraphrase) and overall; recall p50 /
+p95 in ms per arm and state.
 
 Arms: presets (``ARM_PRESETS``) or ``--arm name:VAR=value,...`` with CPERSONA_ settings as in the
 environment. ``--cut 160`` cuts every turn to 160 characters before storing (the speed ratio of long to
@@ -72,6 +73,8 @@ ARM_PRESETS: dict[str, dict[str, str]] = {
     "gate-off": {"CPERSONA_FUSED_GATE_ENABLED": "false"},
     "keyword-only": {"CPERSONA_EMBEDDING_MODE": "none"},
 }
+#: How a question is worded against its evidence (benchmarks/_longchat_facts.py): close or paraphrase.
+WORDINGS = ("close", "paraphrase")
 METRICS = ("session@5", "all@10", "ndcg@10", "turns@10", "empty", "newest@5")
 
 
@@ -163,7 +166,12 @@ def ask(
                 ranked = [turn_of.get(r["id"], "") for r in reversed(results) if r.get("type") == "memory"]
                 scored = score(ranked, q, session_of)
                 out.setdefault(state, []).append(
-                    {"question_id": q["question_id"], "type": q["question_type"], **scored}
+                    {
+                        "question_id": q["question_id"],
+                        "type": q["question_type"],
+                        "wording": q.get("wording", ""),
+                        **scored,
+                    }
                 )
     return out
 
@@ -194,7 +202,10 @@ def run(
                     if not stored[mode].exists():
                         start = time.perf_counter()
                         partial = stored[mode].with_suffix(".partial")
-                        partial.unlink(missing_ok=True)
+                        for stale in partial.parent.glob(
+                            partial.name + "*"
+                        ):  # a killed run's file, -wal, -shm
+                            stale.unlink()
                         store_history(history, base.with_overrides(db_path=partial, embedding_mode=mode), cut)
                         copy_db(partial, stored[mode])
                         for leftover in partial.parent.glob(partial.name + "*"):
@@ -216,7 +227,11 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for arm, by_state in result["rows"].items():
         for state, rows in by_state.items():
-            groups = {"overall": rows, **{t: [r for r in rows if r["type"] == t] for t in TYPES}}
+            groups = {
+                "overall": rows,
+                **{t: [r for r in rows if r["type"] == t] for t in TYPES},
+                **{f"wording: {w}": [r for r in rows if r.get("wording") == w] for w in WORDINGS},
+            }
             entry: dict[str, Any] = {}
             for name, group in groups.items():
                 if not group:
@@ -289,7 +304,7 @@ def main() -> int:
         + (f", turns cut to {args.cut}" if args.cut else "")
     )
     table = []
-    for group in ("overall", *TYPES):
+    for group in ("overall", *TYPES, *(f"wording: {w}" for w in WORDINGS)):
         for key, entry in summary.items():
             if group in entry:
                 table.append([group, key, *(entry[group][m] for m in METRICS), entry[group]["n"]])

@@ -1,0 +1,190 @@
+"""The data builders and metrics of the issue 32 benchmarks (benchmarks/longchat.py, benchmarks/japanese.py).
+
+The builders run here on a small invented haystack and invented paragraphs (the real sources are
+downloaded by the benchmarks themselves, never committed); what they promise the harnesses is checked:
+the same seed gives the same data, evidence sits where the question says, assistant facts sit deep in a
+long answer, questions keep part of their sentence and not the answer. The metrics are checked on rankings
+whose right values are known.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import _japanese_data  # noqa: E402
+import _longchat_data  # noqa: E402
+import japanese  # noqa: E402
+import longchat  # noqa: E402
+from _longchat_facts import TYPES  # noqa: E402
+
+
+def haystack(n: int = 400) -> list[list[tuple[str, str]]]:
+    """Invented prompts, each answered by two 'models' at lengths from short to past DEEP_CHARS."""
+    rng = random.Random(7)
+    return [
+        [
+            (
+                f"Question number {i} about topic {i % 17}?",
+                "\n\n".join(f"Paragraph {p} of answer {i}/{m}." * 8 for p in range(rng.randint(2, 20))),
+            )
+            for m in range(2)
+        ]
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="module")
+def histories() -> list[dict]:
+    hay = haystack()
+    return [_longchat_data.build_history(i, hay, seed=5) for i in range(10)]
+
+
+def test_a_history_is_the_same_for_the_same_seed_and_differs_for_another() -> None:
+    hay = haystack()
+    assert _longchat_data.build_history(3, hay, seed=5) == _longchat_data.build_history(3, hay, seed=5)
+    assert _longchat_data.build_history(3, hay, seed=5) != _longchat_data.build_history(3, hay, seed=6)
+
+
+def test_histories_have_the_promised_shape(histories: list[dict]) -> None:
+    assert [h["questions"][0]["question_type"] for h in histories] == [*TYPES, *TYPES]
+    assert [h["split"] for h in histories[:4]] == ["choose", "confirm", "choose", "confirm"]
+    for history in histories:
+        sessions = history["sessions"]
+        assert 40 <= len(sessions) <= 60
+        times = [datetime.fromisoformat(t["time"]) for s in sessions for t in s["turns"]]
+        assert times == sorted(times)
+        roles = [t["role"] for s in sessions for t in s["turns"]]
+        assert roles == ["user", "assistant"] * (len(roles) // 2)
+        question = history["questions"][0]
+        assert datetime.fromisoformat(question["question_date"]) > times[-1]
+
+
+def test_evidence_and_near_misses_sit_where_the_question_says(histories: list[dict]) -> None:
+    for history in histories:
+        question = history["questions"][0]
+        turns = {t["turn_id"]: (s["session_id"], t) for s in history["sessions"] for t in s["turns"]}
+        evidence_sessions = [turns[t][0] for t in question["evidence_turn_ids"]]
+        assert evidence_sessions == question["evidence_session_ids"]
+        assert len(set(evidence_sessions)) == len(evidence_sessions)  # one statement per session
+        for turn_id in question["distractor_turn_ids"]:
+            assert turns[turn_id][0] not in evidence_sessions
+        if question["question_type"] == "single-session-assistant":
+            (turn_id,) = question["evidence_turn_ids"]
+            text = turns[turn_id][1]["text"]
+            assert turns[turn_id][1]["role"] == "assistant"
+            # The fact is a paragraph of its own, after DEEP_CHARS characters of the answer.
+            inserted = [p for p in text.split("\n\n") if not p.startswith("Paragraph")]
+            assert len(inserted) == 1 and text.index(inserted[0]) > _longchat_data.DEEP_CHARS
+        if question["question_type"] == "knowledge-update":
+            assert question["answer_turn_ids"] == question["evidence_turn_ids"][-1:]
+
+
+def test_longchat_metrics_rank_sessions_once_each() -> None:
+    session_of = {"a1": "s1", "a2": "s1", "b1": "s2", "c1": "s3", "d1": "s4"}
+    question = {
+        "question_type": "multi-session",
+        "evidence_session_ids": ["s2", "s3"],
+        "evidence_turn_ids": ["b1", "c1"],
+        "answer_turn_ids": ["b1", "c1"],
+    }
+    # Sessions in rank order: s1 (twice, counted once), s2, s4; s3 missing.
+    scored = longchat.score(["a1", "a2", "b1", "d1"], question, session_of)
+    assert scored["session@5"] == 1.0 and scored["all@10"] == 0.0 and scored["turns@10"] == 0.5
+    ideal = 1 + 1 / 1.5849625007211563
+    assert scored["ndcg@10"] == pytest.approx((1 / 1.5849625007211563) / ideal)
+    assert longchat.score([], question, session_of)["empty"] == 1.0
+
+
+def test_newest_counts_only_above_the_older_statement() -> None:
+    session_of = {"old": "s1", "new": "s9", "x": "s2"}
+    question = {
+        "question_type": "knowledge-update",
+        "evidence_session_ids": ["s1", "s9"],
+        "evidence_turn_ids": ["old", "new"],
+        "answer_turn_ids": ["new"],
+    }
+    assert longchat.score(["new", "x", "old"], question, session_of)["newest@5"] == 1.0
+    assert longchat.score(["old", "new"], question, session_of)["newest@5"] == 0.0
+    assert "newest@5" not in longchat.score(["x"], {**question, "question_type": "preference"}, session_of)
+
+
+def test_arm_settings_are_read_like_the_environment() -> None:
+    assert longchat.parse_overrides("CPERSONA_RECALL_MODE=rrf,CPERSONA_FUSED_GATE_ENABLED=false") == {
+        "recall_mode": "rrf",
+        "fused_gate_enabled": False,
+    }
+    with pytest.raises(SystemExit, match="CPERSONA_NAME=value"):
+        longchat.parse_overrides("CPERSONA_NO_SUCH_SETTING=1")
+
+
+PAGE = """---
+title: 例
+---
+
+# 見出し
+
+また、Vue のテンプレートは、仮想 DOM レンダー関数にコンパイルされます。これにより、コンパイラーは多くの最適化を行うことができ、実行時の負担が小さくなります。
+
+```js
+const a = 1
+```
+
+`defineProps` は、コンポーネントが受け取る props を宣言するために使用されます。宣言された props はテンプレートから直接利用できます。
+
+- 箇条書きは段落ではありません。これは除かれます。長さが足りていても除かれるべきです。これは除かれます。
+"""
+
+
+def test_japanese_paragraphs_are_prose_only_and_cleaned() -> None:
+    found = _japanese_data.paragraphs({"guide/a.md": PAGE})
+    assert [p[1][:8] for p in found] == ["また、Vue の", "`defineP"]
+    assert _japanese_data.clean("[リンク](/x) と **強調** と `code`") == "リンク と 強調 と code"
+
+
+def test_a_japanese_question_keeps_part_of_its_sentence_and_hides_the_answer() -> None:
+    sentence = "`defineProps` は、コンポーネントが受け取る props を宣言するために使用されます。"
+    made = [_japanese_data.question_from(sentence, random.Random(seed)) for seed in range(20)]
+    assert made[3] == _japanese_data.question_from(sentence, random.Random(3))  # deterministic
+    for item in made:
+        assert item is not None
+        question, answer = item["question"], item["answer"]
+        assert question.endswith("か") and ("何" in question or "いくつ" in question)
+        assert answer not in question
+    assert {item["answer"] for item in made if item} <= {
+        "defineProps",
+        "props",
+        "コンポーネント",
+        "宣言",
+        "使用",
+    }
+
+
+def test_japanese_metrics() -> None:
+    assert japanese.score(["p1", "p2"], "p1") == {"hit@1": 1.0, "top5": 1.0, "mrr": 1.0, "empty": 0.0}
+    assert japanese.score(["p3", "p4", "p1"], "p1")["mrr"] == pytest.approx(1 / 3)
+    assert japanese.score(["p3"] * 5 + ["p1"], "p1")["top5"] == 0.0
+    assert japanese.score([], "p1")["empty"] == 1.0
+
+
+def test_an_evidence_session_draws_prompts_on_its_topic() -> None:
+    hay = haystack(60)
+    topical = set(range(40, 50))
+    for i in topical:
+        hay[i] = [(f"Which podcast episode {i} should I try?", "An answer.")]
+    sizes = [4] * 10
+    prompts = list(range(40))  # one prompt per exchange, none of them topical yet
+    planted = {
+        3: ("user", "I mostly listen to history podcasts.", True),
+        6: ("user", "My brother likes podcasts.", False),
+    }
+    _longchat_data._topical_sessions(planted, sizes, prompts, hay, random.Random(1))
+    assert set(prompts[12:16]) <= topical  # the evidence session (3) is on its topic
+    assert not set(prompts[24:28]) & topical  # a near miss's session is left alone
+    assert len(set(prompts)) == len(prompts)  # no prompt twice in a history
