@@ -288,13 +288,11 @@ class RecallPipeline:
 
         # The word channel weighs the share of the query written with spaces (retrieval/language.py):
         # a Japanese question's words are runs the word index holds only by accident.
-        word_weight = language.spaced_share(request.query)
-        weights = {fusion.VECTOR: request.vector_weight, fusion.FTS_WORDS: word_weight}
-        if all(w == 1.0 for w in weights.values()):
-            weights = {}
-        fused = fusion.fuse(
-            self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights or None
-        )
+        weights = {
+            fusion.VECTOR: request.vector_weight,
+            fusion.FTS_WORDS: language.spaced_share(request.query),
+        }
+        fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights)
         scored = self._hydrate(session, request, fused, vector_used, hidden)
         scored = [item for item in scored if _has_evidence(item)]
         scored = self._penalise(session, request, scored, now)
