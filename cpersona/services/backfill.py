@@ -16,8 +16,8 @@ from datetime import timedelta
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
 from cpersona.public import public
+from cpersona.services.long_records import embed_with_blocks
 from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
-from cpersona.storage.vectors import to_blob
 from cpersona.text import format_ts, utc_now
 
 log = logging.getLogger(__name__)
@@ -113,21 +113,30 @@ class BackfillWorker:
             if text is not None:
                 texts[task.id] = text
         order = [t for t in due if t.id in texts]
-        vectors = self.embeddings.embed_documents([texts[t.id] for t in order]) if order else None
+        # A memory's blocks are embedded with its own vector (docs/retrieval.md#long-records).
+        done = (
+            embed_with_blocks(
+                self.embeddings, [texts[t.id] for t in order], [t.target_table == MEMORIES for t in order]
+            )
+            if order
+            else None
+        )
         retry_at = format_ts(utc_now() + timedelta(seconds=self.retry_delay))
         with self.store.write() as ws:
             for task in due:
                 if task.id not in texts:  # the row was deleted: nothing left to do
                     ws.tasks.complete(task.id)
-            if order and vectors is None:
+            if order and done is None:
                 for task in order:
                     ws.tasks.retry_later(task.id, "embedding model unavailable or inference failed", retry_at)
                 return len(due)
-            for task, vector in zip(order, vectors if vectors is not None else [], strict=False):
+            for task, embedded in zip(order, done if done is not None else [], strict=False):
                 target = _rows(ws, task.target_table)
                 if target is None or target.text_of(task.target_id) != texts[task.id]:
                     continue  # edited meanwhile: the task stays for the next round
-                target.set_embedding(task.target_id, to_blob(vector), model_id, dimension)
+                target.set_embedding(task.target_id, embedded.embedding, model_id, dimension)
+                if task.target_table == MEMORIES:  # replaces blocks of an older model or text
+                    ws.memories.set_blocks(task.target_id, embedded.blocks, model_id, dimension)
                 ws.tasks.complete(task.id)
                 self.processed += 1
         return len(due)
