@@ -1,0 +1,173 @@
+"""Long memories with the real MiniLM model: a fact deep in a long text is found by meaning through its
+block vector, on both engines (docs/retrieval.md#long-records)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tokenizers
+from pg_cluster import BOTH_ENGINES, raw_rows
+
+from cpersona.config import Settings
+from cpersona.embed.runtime.blocks import block_spans
+from cpersona.memory import Memory
+
+pytestmark = [pytest.mark.slow, BOTH_ENGINES]
+
+# An assistant's long answer (about 1,950 characters, 430 WordPiece tokens): the fact sits past the first
+# 256 tokens (~1,120 characters), the only part the memory's own vector reads.
+_PARAGRAPHS = [
+    "Sure, here is a plan for your week in Lisbon. On the first morning take the number 28 tram from "
+    "Martim Moniz up to the castle; it is crowded after ten, so go early and buy a day ticket at the kiosk.",
+    "For lunch the cafes around Largo do Carmo serve grilled sardines and a simple salad; prices are lower "
+    "one street back from the square, and most places close their kitchens between three and seven.",
+    "In the afternoon walk down through Chiado to the river and follow the waterfront west towards "
+    "Cais do Sodre, where the market hall has dozens of stalls under one roof and long shared tables.",
+    "The second day suits Belem: the monastery opens at ten, the tower queue is shorter late in the day, "
+    "and the custard tarts near the tram stop are worth the wait even when the line reaches the corner.",
+    "If the weather turns, the tile museum is a quiet indoor choice, and the bus from the centre takes "
+    "about twenty minutes; the cafe in its cloister is calm and the garden behind it is rarely full.",
+    "For the evening, book a table in Alfama if you want fado; the smaller houses start after nine and "
+    "ask for a minimum spend rather than a cover charge, so read the menu by the door before you sit.",
+    "You also asked about the family news from your last message: your sister Ingrid adopted a "
+    "three-legged greyhound called Biscuit from the animal shelter in Leeds, and he sleeps on her sofa.",
+    "On the third day a train from Rossio reaches Sintra in forty minutes; buy the return ticket before "
+    "you board, start with the palace on the hill, and keep the gardens for the cooler afternoon.",
+    "Pack light layers: mornings by the river are cool and windy, afternoons in the old town are warm, "
+    "and the cobbled streets are slippery after rain, so shoes with a good grip matter more than style.",
+    "Finally, the airport metro line is the cheapest way back; allow an hour from the centre with luggage, "
+    "since the change at Alameda involves long corridors and the escalators there are often closed.",
+]
+LONG = " ".join(_PARAGRAPHS)
+FACT = LONG.index("your sister Ingrid")
+QUESTION = "Which dog did the user's sibling take home from a rescue centre?"
+SHORT = [
+    "Bought oat milk, rice and batteries at the corner shop.",
+    "The dentist moved the check-up to Thursday at four.",
+    "Renewed the car insurance for another year.",
+]
+
+
+def _settings(tmp: Path, name: str, models_dir: Path, db_url: str | None, index: str) -> Settings:
+    return Settings(
+        db_path=tmp / name / "memory.db",
+        db_url=db_url,
+        pg_vector_index=index,
+        embedding_mode="onnx",
+        models_dir=models_dir,
+        embedding_model="all-minilm-l6-v2",
+        export_dir=tmp / "exports",
+        update_check=False,
+        auto_fetch_model=False,
+        recent_recall_penalty=1.0,
+    )
+
+
+def _best(mem: Memory, query: str = QUESTION) -> dict:
+    return mem.recall("a", query, limit=3)["results"][-1]
+
+
+def _block_rows_of(text: str) -> list[tuple[int, int, int]]:
+    return block_spans(text, 256)
+
+
+def _block_rows(mem: Memory, memory_id: int) -> list[tuple]:
+    return raw_rows(
+        mem,
+        "SELECT block_index, char_start, char_end FROM memory_blocks WHERE memory_id = ? ORDER BY 1",
+        (memory_id,),
+    )
+
+
+def test_every_block_is_read_whole_by_the_real_tokenizer(minilm_models_dir: Path, engine: str) -> None:
+    tokenizer = tokenizers.Tokenizer.from_file(str(minilm_models_dir / "all-minilm-l6-v2" / "tokenizer.json"))
+    tokenizer.no_truncation()
+    spans = block_spans(LONG, 256)
+    assert len(tokenizer.encode(LONG).ids) > 256 and spans  # the text is longer than the window
+    assert spans[0][1] > 0 and spans[-1][2] == len(LONG)  # blocks start past the first window, reach the end
+    for (_, _, end), (_, start, _) in zip(spans, spans[1:], strict=False):
+        assert start < end  # consecutive blocks overlap
+    for _, start, end in spans:
+        assert len(tokenizer.encode(LONG[start:end]).ids) <= 256
+    assert block_spans(SHORT[0], 256) == []
+
+
+def test_a_fact_deep_in_a_long_memory_is_found_by_meaning(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    with Memory(_settings(tmp_path, "db", minilm_models_dir, db_url, pg_vector_index)) as mem:
+        assert mem.wait_until_ready(60)
+        stored = mem.store("a", LONG)
+        for text in SHORT:
+            mem.store("a", text)
+        best = _best(mem)
+        assert best["id"] == stored["id"]
+        block = best["match_reason"]["block"]
+        assert block["start"] <= FACT < block["end"] and block["index"] >= 1
+        assert "Ingrid" in LONG[block["start"] : block["end"]]
+        assert [b[0] for b in _block_rows(mem, stored["id"])] == list(
+            range(1, len(block_spans(LONG, 256)) + 1)
+        )
+
+        # The same text without its blocks: the fact is past what the memory's own vector reads.
+        with mem.storage.write() as s:
+            s.memories.set_blocks(stored["id"], [], "all-minilm-l6-v2", 384)
+        without = mem.recall("a", QUESTION, limit=3)["results"]
+        row = next((r for r in without if r["id"] == stored["id"]), None)
+        assert row is None or "block" not in row["match_reason"]
+        assert row is None or row["match_reason"].get("cosine", 0) < best["match_reason"]["cosine"] - 0.1
+
+        # update_memory rebuilds the blocks from the new text; the fact is gone with the old one.
+        edited = LONG.replace(_PARAGRAPHS[6], _PARAGRAPHS[1] + " " + _PARAGRAPHS[2])
+        mem.update_memory(stored["id"], edited)
+        rebuilt = _block_rows(mem, stored["id"])
+        assert rebuilt == block_spans(edited, 256) and rebuilt != _block_rows_of(LONG)
+        after = mem.recall("a", QUESTION, limit=3)["results"]
+        assert all("block" not in r["match_reason"] or r["match_reason"]["cosine"] < 0.3 for r in after)
+
+        mem.delete_memory(stored["ref"], agent_id="a")
+        assert _block_rows(mem, stored["id"]) == []
+
+
+def test_blocks_round_trip_through_export_and_import(
+    tmp_path: Path, minilm_models_dir: Path, new_db_url, pg_vector_index: str
+) -> None:
+    with Memory(_settings(tmp_path, "src", minilm_models_dir, new_db_url(), pg_vector_index)) as src:
+        assert src.wait_until_ready(60)
+        stored = src.store("a", LONG)
+        for text in SHORT:
+            src.store("a", text)
+        src.export_memories("a", "long.jsonl", include_embeddings=True)
+        src.export_memories("a", "plain.jsonl")
+        original = raw_rows(
+            src, "SELECT block_index, char_start, char_end, embedding FROM memory_blocks ORDER BY 1"
+        )
+        found = _best(src)
+    assert original and found["id"] == stored["id"]
+
+    with Memory(_settings(tmp_path, "dst", minilm_models_dir, new_db_url(), pg_vector_index)) as dst:
+        assert dst.wait_until_ready(60)
+        result = dst.import_memories("long.jsonl")
+        assert result["queued_for_embedding"] == 0  # vectors and blocks came with the file: nothing to embed
+        copied = raw_rows(
+            dst, "SELECT block_index, char_start, char_end, embedding FROM memory_blocks ORDER BY 1"
+        )
+        assert [r[:3] for r in copied] == [r[:3] for r in original]
+        assert [str(r[3]) for r in copied] == [str(r[3]) for r in original]
+        best = _best(dst)
+        assert best["content"] == LONG and best["match_reason"]["block"] == found["match_reason"]["block"]
+
+    # Without vectors the rows are queued; the back-fill computes the blocks as it computes the rows'.
+    # (No background worker: on PostgreSQL it would lease the tasks this thread drains.)
+    plain = _settings(tmp_path, "plain", minilm_models_dir, new_db_url(), pg_vector_index)
+    with Memory(plain, start_background=False) as dst:
+        assert dst.embeddings.try_load()
+        assert dst.import_memories("plain.jsonl")["queued_for_embedding"] == 1 + len(SHORT)
+        assert dst.drain_queue() == 1 + len(SHORT)
+        assert dst.get_queue_status()["depth"] == 0
+        assert [
+            r[:3]
+            for r in raw_rows(dst, "SELECT block_index, char_start, char_end FROM memory_blocks ORDER BY 1")
+        ] == [r[:3] for r in original]
+        assert _best(dst)["match_reason"]["block"] == found["match_reason"]["block"]
