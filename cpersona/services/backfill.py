@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 
+from cpersona.embed.runtime.blocks import block_spans
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
 from cpersona.public import public
@@ -30,10 +31,45 @@ def _rows(session: Session, table: str) -> MemoryRows | EpisodeRows | None:
     return session.memories if table == MEMORIES else session.episodes if table == EPISODES else None
 
 
-def enqueue_missing(store: Store, model_id: str, dimension: int) -> int:
-    """Queue every row without a vector of the active model (startup, model change)."""
+def enqueue_missing(store: Store, model_id: str, dimension: int, window_tokens: int | None = None) -> int:
+    """Queue every row without a vector of the active model (startup, model change), and every memory
+    longer than the model's window without its blocks (stored before blocks existed, or imported without
+    them; ``window_tokens`` None: not looked for)."""
     with store.write() as session:
-        return session.tasks.enqueue_missing(EMBED, model_id, dimension, format_ts(utc_now()))
+        queued = session.tasks.enqueue_missing(EMBED, model_id, dimension, format_ts(utc_now()))
+    if window_tokens:
+        queued += len(enqueue_unblocked(store, model_id, dimension, window_tokens))
+    return queued
+
+
+#: Memories read per page by the sweep for missing blocks.
+_SWEEP_PAGE = 500
+
+
+def enqueue_unblocked(
+    store: Store, model_id: str, dimension: int, window_tokens: int, *, limit: int | None = None
+) -> list[int]:
+    """Queue (and return) the memories that need blocks of this model but hold none (at most ``limit``).
+
+    A text of fewer characters than the window's tokens never needs blocks (a token is at least one
+    character), so only longer ones are read; which of those need blocks is ``block_spans``' rule, so a
+    long text that fits the window is read again by the next sweep but never queued.
+    """
+    found: list[int] = []
+    after = 0
+    while limit is None or len(found) < limit:
+        page = store.session().memories.without_blocks(model_id, dimension, window_tokens, after, _SWEEP_PAGE)
+        if not page:
+            break
+        after = page[-1][0]
+        need = [i for i, text in page if block_spans(text, window_tokens)]
+        need = need if limit is None else need[: limit - len(found)]
+        if need:
+            with store.write() as session:
+                for memory_id in need:
+                    session.tasks.enqueue(EMBED, MEMORIES, memory_id, format_ts(utc_now()))
+            found += need
+    return found
 
 
 class BackfillWorker:
