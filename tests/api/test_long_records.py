@@ -171,3 +171,31 @@ def test_blocks_round_trip_through_export_and_import(
             for r in raw_rows(dst, "SELECT block_index, char_start, char_end FROM memory_blocks ORDER BY 1")
         ] == [r[:3] for r in original]
         assert _best(dst)["match_reason"]["block"] == found["match_reason"]["block"]
+
+
+def test_long_memories_without_blocks_are_reported_and_back_filled(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    settings = _settings(tmp_path, "db", minilm_models_dir, db_url, pg_vector_index)
+    with Memory(settings, start_background=False) as mem:
+        assert mem.embeddings.try_load()
+        stored = mem.store("a", LONG)
+        mem.store("a", SHORT[0])
+        expected = _block_rows(mem, stored["id"])
+        raw_rows(mem, "DELETE FROM memory_blocks")  # as stored before blocks existed
+        report = mem.check_health(checks=["blocks"])
+        assert report["checks"]["blocks"]["missing"] == 1
+        assert [f["refs"] for f in report["findings"] if f["check"] == "blocks"] == [[stored["ref"]]]
+        assert (
+            mem.check_health("b", checks=["blocks"])["checks"]["blocks"]["missing"] == 0
+        )  # another agent's view
+        fixed = mem.check_health(checks=["blocks"], fix=True)
+        assert fixed["repairs"]["blocks"] == {"queued": 1, "fixed": 1, "remaining": 0}
+        assert mem.drain_queue() == 1
+        assert _block_rows(mem, stored["id"]) == expected
+        assert mem.check_health(checks=["blocks"])["checks"]["blocks"]["missing"] == 0
+
+        # The start-up sweep (here through re-embed, which runs it too) finds them as well.
+        raw_rows(mem, "DELETE FROM memory_blocks")
+        assert mem.reembed()["ok"] is True
+        assert _block_rows(mem, stored["id"]) == expected
