@@ -71,11 +71,17 @@ def rows(mem: Memory) -> dict[str, int]:
 
 
 def nearest(
-    mem: Memory, q: VectorQuery, limit: int, *, agent: str = "a", allowed_ids: list[int] | None = None
+    mem: Memory,
+    q: VectorQuery,
+    limit: int,
+    *,
+    agent: str = "a",
+    allowed_ids: list[int] | None = None,
+    window: int | None = None,
 ) -> list[tuple[int, float]]:
     with mem.storage.read() as s:
         return s.vector_search.nearest(
-            MEMORIES, q, Scope(agent_id=agent), limit, window=None, allowed_ids=allowed_ids
+            MEMORIES, q, Scope(agent_id=agent), limit, window=window, allowed_ids=allowed_ids
         )
 
 
@@ -95,6 +101,15 @@ def test_a_memory_scores_its_best_block_and_takes_one_place(mem: Memory, rows: d
 def test_allowed_ids_restrict_blocks_by_their_memory(mem: Memory, rows: dict[str, int]) -> None:
     found = nearest(mem, query(0, 0, 1, 0), 10, allowed_ids=[rows["x"], rows["z"]])
     assert [i for i, _ in found] == [rows["z"], rows["x"]]
+
+
+def test_the_scan_window_counts_memories_and_takes_their_blocks_along(
+    mem: Memory, rows: dict[str, int]
+) -> None:
+    # CPERSONA_MAX_MEMORIES: the newest N memories in scope compete, each with its blocks.
+    q = query(0, 0, 0, 1)
+    assert nearest(mem, q, 10, window=2)[0] == (rows["long"], pytest.approx(1.0, abs=1e-5))
+    assert [i for i, _ in nearest(mem, q, 10, window=1)] == [rows["z"]]  # 'long' is out, so are its blocks
 
 
 def test_cosines_and_best_blocks_name_the_winning_block(mem: Memory, rows: dict[str, int]) -> None:
