@@ -164,3 +164,14 @@ def test_a_stale_dimension_takes_the_blocks_too(mem: Memory, rows: dict[str, int
         s.vectors.invalidate(MODEL, DIM + 1)  # the active model now has another dimension
     with mem.storage.read() as s:
         assert s.memories.blocks_of([rows["long"]], MODEL, DIM) == []
+
+
+@pytest.mark.parametrize("mode", ["copy", "move"])
+def test_a_merge_takes_the_blocks_along(mem: Memory, rows: dict[str, int], mode: str) -> None:
+    result = mem.merge_memories("a", "c", mode=mode)
+    assert result["ok"] is True
+    found = nearest(mem, query(0, 0, 0, 1), 1, agent="c")  # the long memory's block 3, now agent c's
+    assert found and found[0][1] == pytest.approx(1.0, abs=1e-5)
+    with mem.storage.read() as s:
+        assert [b.index for b in s.memories.blocks_of([found[0][0]], MODEL, DIM)] == [1, 2, 3]
+    assert (rows["long"] in [i for i, _ in nearest(mem, query(0, 0, 0, 1), 10)]) is (mode == "copy")
