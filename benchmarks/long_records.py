@@ -12,7 +12,8 @@ question twice is fair):
   turn itself, then ~400 characters more. The evidence sits deep inside each row.
 - **short**: the same turns alone, cut to ``--cut`` characters (160).
 
-Prints store latency per row (long rows embed one forward per block), recall latency p50/p95 of the
+Prints store latency per row (long rows embed one forward per block; and, on 50 of the long rows, the
+embedding of the row alone against the row with its blocks: what blocks add to a store), recall latency p50/p95 of the
 asked conversation's real questions (categories 1-4) on both histories, interleaved per question, and
 the p50 ratio long / short; then recall@10 / NDCG@10 of the evidence turns on the long history with
 blocks on, and again after deleting every block (the memories' own vectors only: blocks off).
@@ -36,6 +37,7 @@ from _retrieval_metrics import score_question  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
+from cpersona.services.long_records import embed_with_blocks  # noqa: E402
 
 Row = tuple[str, str, str | None]  # (dia_id, content, timestamp)
 
@@ -141,6 +143,16 @@ def main() -> int:
             short_ids, short_store = store_all(sm, short)
             long_ids, long_store = store_all(lm, rows)
             blocks = lm.storage.db.connection().execute("SELECT COUNT(*) FROM memory_blocks").fetchone()[0]
+            # What the blocks add to a store: embedding a long row alone vs with its blocks, interleaved.
+            embed: dict[str, list[float]] = {"row alone": [], "row and blocks": []}
+            for _, content, _ in rows[:: max(1, len(rows) // 50)]:
+                for name, run in (
+                    ("row alone", lambda c=content: lm.embeddings.embed_documents([c])),
+                    ("row and blocks", lambda c=content: embed_with_blocks(lm.embeddings, [c])),
+                ):
+                    start = time.perf_counter()
+                    run()
+                    embed[name].append(time.perf_counter() - start)
             for q in questions[:20]:  # warm both (caches, the query kernel's choice)
                 lm.recall("a", q["question"], limit=10)
                 sm.recall("a", q["question"], limit=10)
@@ -159,6 +171,7 @@ def main() -> int:
             interleaved(questions, {"long, blocks off": lm, "short again": sm}, timing)
     lat = {name: summary_ms(samples) for name, samples in timing.items()}
     stores = {"long": summary_ms(long_store), "short": summary_ms(short_store)}
+    stores.update({f"embed a long {name}": summary_ms(samples) for name, samples in embed.items()})
     ratio = lat["long"]["p50_ms"] / lat["short"]["p50_ms"]
     write_json(
         args.json,
