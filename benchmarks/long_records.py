@@ -63,8 +63,11 @@ def long_rows(
 
 
 def turns(asked: Conversation, extra: Conversation, rows: int) -> list[Row]:
-    """The history's real turns: every turn of ``asked``, then ``extra``'s, ``rows`` in all."""
-    return [*asked.turns(), *extra.turns()][:rows]
+    """The history's real turns: every turn of ``asked``, then ``extra``'s, ``rows`` in all (``extra``'s
+    dia_ids prefixed with its name: LoCoMo numbers every conversation's turns alike, and a msg_id seen
+    before is a duplicate ``store`` skips)."""
+    others = [(f"{extra.name}/{dia}", text, stamp) for dia, text, stamp in extra.turns()]
+    return [*asked.turns(), *others][:rows]
 
 
 def store_all(mem: Memory, rows: list[Row]) -> tuple[dict[int, str], list[float]]:
@@ -75,8 +78,8 @@ def store_all(mem: Memory, rows: list[Row]) -> tuple[dict[int, str], list[float]
         start = time.perf_counter()
         out = mem.store("a", content, msg_id=dia, timestamp=stamp)
         took.append(time.perf_counter() - start)
-        assert out.get("embedded") is True or out.get("result") == "skipped", out
-        ids.setdefault(int(out["id"]), dia)
+        assert out.get("embedded") is True, out
+        ids[int(out["id"])] = dia
     return ids, took
 
 
