@@ -11,7 +11,6 @@ Registered through ``cpersona.health.checks.register`` when the health package i
 
 from __future__ import annotations
 
-from cpersona.embed.runtime.blocks import block_spans
 from cpersona.health.checks import (
     MAX_REPAIRS_PER_CHECK,
     WARN,
@@ -29,6 +28,9 @@ _PAGE = 500
 
 def _unblocked(ctx: HealthContext, window: int, limit: int) -> list[int]:
     """Memories (of ``ctx.agent_id`` when given) that need blocks of the active model and hold none."""
+    # Here, not at the top: the health registry is imported by the MCP handshake, which stays free of numpy.
+    from cpersona.embed.runtime.blocks import block_spans
+
     found: list[int] = []
     after = 0
     while len(found) < limit:
