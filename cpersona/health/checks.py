@@ -61,6 +61,7 @@ class HealthContext:
     model_id: str = ""
     dimension: int = 0
     on_queued: Callable[[], None] | None = None
+    window_tokens: int | None = None  # tokens the active model reads of a text (None: unknown)
 
 
 @dataclass

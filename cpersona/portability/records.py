@@ -21,9 +21,11 @@ import numpy as np
 
 from cpersona.config import Settings
 from cpersona.embed.registry import expected_dimension
+from cpersona.embed.runtime.blocks import MAX_BLOCKS
 from cpersona.errors import InvalidInput
 from cpersona.limits import MAX_REASON_CHARS
 from cpersona.secret_guard import SecretGuard
+from cpersona.storage.blocks import NewBlock
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
 from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
@@ -118,6 +120,18 @@ def memory_line(cols: dict[str, Any], include_embeddings: bool) -> dict[str, Any
             out[key] = cols[key]
     if include_embeddings:
         out.update(_vector_fields(cols))
+        if (
+            cols.get("blocks") and out["embedding"] is not None
+        ):  # a long memory's blocks, of its vector's model
+            out["blocks"] = [
+                {
+                    "index": b.index,
+                    "start": b.start,
+                    "end": b.end,
+                    "embedding": base64.b64encode(b.embedding).decode("ascii"),
+                }
+                for b in cols["blocks"]
+            ]
     return out
 
 
@@ -138,6 +152,33 @@ def lifecycle(obj: dict[str, Any]) -> tuple[str | None, str | None, str | None] 
         retired,
         (clean_text(reason)[:MAX_REASON_CHARS] if reason and retired else None),
     )
+
+
+def _blocks(obj: dict[str, Any], dim: int | None, length: int) -> tuple[NewBlock, ...]:
+    """The validated ``blocks`` of a memory record whose vector was kept (of that vector's dimension);
+    blocks outside the (possibly cut) content are left out: the back-fill sweep recomputes what is missing."""
+    found = obj.get("blocks")
+    if found is None or dim is None:
+        return ()
+    if not isinstance(found, list) or len(found) > MAX_BLOCKS:
+        raise InvalidInput(f"'blocks' must be a list of at most {MAX_BLOCKS} block records")
+    blocks: list[NewBlock] = []
+    for item in found:
+        given = [item.get(k) if isinstance(item, dict) else None for k in ("index", "start", "end")]
+        numbers = [n for n in given if isinstance(n, int) and not isinstance(n, bool) and n >= 0]
+        if len(numbers) != 3:
+            raise InvalidInput("a block needs non-negative integers 'index', 'start' and 'end'")
+        index, start, end = numbers
+        (blob, _, _), _ = _vector(
+            {"embedding": item.get("embedding"), "embedding_model": "block", "embedding_dim": dim}
+        )
+        if blob is None or not 1 <= index <= MAX_BLOCKS or not start < end:
+            raise InvalidInput("a block needs an 'embedding' and 1 <= index, start < end")
+        if end <= length:
+            blocks.append(NewBlock(index, start, end, blob))
+    if len({b.index for b in blocks}) != len(blocks):
+        raise InvalidInput("'blocks' holds the same index twice")
+    return tuple(blocks)
 
 
 def supersede_line(cols: dict[str, Any], include_embeddings: bool = False) -> dict[str, Any]:
@@ -357,7 +398,9 @@ def parse_record(obj: Any, *, target_agent: str | None, settings: Settings, now:
     if found:  # the file's vector was computed from the secret: the row is embedded again
         row = replace(row, embedding=None, embedding_model=None, embedding_dim=None)
     last = _stamp(obj, "last_recalled_at", None)
-    memory = ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked"))
+    # Blocks go with the row's vector: none when it was dropped (or computed from a redacted secret).
+    blocks = _blocks(obj, dim if blob is not None and not found else None, len(text))
+    memory = ImportedMemory(row, _count(obj, "recall_count"), last, _flag(obj, "locked"), blocks)
     return Parsed(memory, cut, dropped, dict(found), lifecycle(obj))
 
 

@@ -335,6 +335,8 @@ class RecallPipeline:
             if item.gate_fallback:
                 row["gate_fallback"] = True
             rows.append(row)
+        if vector_used and isinstance(query_vector, VectorQuery):
+            _name_blocks(session, query_vector, rows)
         traced = None
         if request.trace:
             traced = trace.build(
@@ -540,3 +542,20 @@ class _Unsuperseded:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.rows, name)
+
+
+def _name_blocks(session: Session, query: VectorQuery, rows: list[dict[str, Any]]) -> None:
+    """``match_reason.block`` on each returned long memory whose best vector is a block's
+    (docs/retrieval.md#long-records): the preview then shows that part."""
+    ids = [
+        int(r["id"])
+        for r in rows
+        if str(r.get("ref", "")).startswith("mem:") and "cosine" in r["match_reason"]
+    ]
+    if not ids:
+        return
+    found = session.vector_search.best_blocks(query, ids)
+    for row in rows:
+        hit = found.get(int(row["id"]))
+        if hit is not None:
+            row["match_reason"]["block"] = hit.describe()

@@ -1,8 +1,8 @@
 """Response shaping for MCP: preview tier and response budgets (docs/tools.md#rules-that-apply-to-every-tool).
 
 The Python API always returns full rows; an MCP response lands in an agent's
-context window, so here long texts become previews (a pure prefix plus
-``content_truncated``, ``content_len`` and a ``ref`` that ``get_contents``
+context window, so here long texts become previews (a pure prefix, or the part around the block of a
+long memory that matched, plus ``content_truncated``, ``content_len`` and a ``ref`` that ``get_contents``
 expands) and every list-shaped response has a character budget.
 
 Budgets count the characters of the row texts (``content`` and, for episodes,
@@ -40,8 +40,25 @@ def is_previewable(row: dict[str, Any]) -> bool:
     return row.get("type") != "profile" and row_ref(row) is not None
 
 
+def _block_window(row: dict[str, Any], length: int, preview_chars: int) -> int:
+    """Where a preview of ``preview_chars`` starts: 0, or around the block that matched a long memory
+    (``match_reason.block``, docs/retrieval.md#long-records): a short block centred, a long one from its start."""
+    reason = row.get("match_reason")
+    block = reason.get("block") if isinstance(reason, dict) else None
+    if (
+        not isinstance(block, dict)
+        or not isinstance(block.get("start"), int)
+        or not isinstance(block.get("end"), int)
+    ):
+        return 0
+    start, end = block["start"], block["end"]
+    begin = start - max(0, preview_chars - (end - start)) // 2
+    return max(0, min(begin, length - preview_chars))
+
+
 def preview_row(row: dict[str, Any], preview_chars: int) -> dict[str, Any]:
-    """A copy of ``row`` whose long text is cut to a pure prefix of ``preview_chars`` characters.
+    """A copy of ``row`` whose long text is cut to ``preview_chars`` characters: a pure prefix, or for a
+    long memory a block of matched, the window around that block (``content_start`` says where it begins).
 
     Rows short enough, profile rows and rows without a ref come back unchanged.
     """
@@ -49,7 +66,10 @@ def preview_row(row: dict[str, Any], preview_chars: int) -> dict[str, Any]:
     if not is_previewable(row) or not isinstance(content, str) or len(content) <= preview_chars:
         return row
     shaped = dict(row)
-    shaped["content"] = content[:preview_chars]
+    begin = _block_window(row, len(content), preview_chars)
+    shaped["content"] = content[begin : begin + preview_chars]
+    if begin:
+        shaped["content_start"] = begin
     summary = row.get("summary")
     if isinstance(summary, str) and len(summary) > preview_chars:
         # Episodes repeat their text as summary; leaving it whole would defeat the preview.

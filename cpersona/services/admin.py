@@ -39,7 +39,8 @@ class Admin(CoreService):
         On a read-only or full database there is nothing to queue into: storage has said so once.
         """
         try:
-            enqueue_missing(self.storage, self.embeddings.backend.model_id, self.embeddings.backend.dimension)
+            backend = self.embeddings.backend
+            enqueue_missing(self.storage, backend.model_id, backend.dimension, backend.window_tokens)
         except StorageFault:
             return
         self.worker.wake()
@@ -110,7 +111,7 @@ class Admin(CoreService):
             return {"ok": False, "error": str(fault), "fault": fault.kind, "queued": self._embed_depth()}
         with self.storage.write() as session:
             session.vectors.invalidate(backend.model_id, backend.dimension)
-        enqueue_missing(self.storage, backend.model_id, backend.dimension)
+        enqueue_missing(self.storage, backend.model_id, backend.dimension, backend.window_tokens)
         if not self.embeddings.try_load():
             condition = self.health.condition
             return {

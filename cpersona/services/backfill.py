@@ -13,12 +13,13 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 
+from cpersona.embed.runtime.blocks import block_spans
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
 from cpersona.health import persistence
 from cpersona.public import public
+from cpersona.services.long_records import embed_with_blocks
 from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
-from cpersona.storage.vectors import to_blob
 from cpersona.text import format_ts, utc_now
 
 log = logging.getLogger(__name__)
@@ -31,10 +32,45 @@ def _rows(session: Session, table: str) -> MemoryRows | EpisodeRows | None:
     return session.memories if table == MEMORIES else session.episodes if table == EPISODES else None
 
 
-def enqueue_missing(store: Store, model_id: str, dimension: int) -> int:
-    """Queue every row without a vector of the active model (startup, model change)."""
+def enqueue_missing(store: Store, model_id: str, dimension: int, window_tokens: int | None = None) -> int:
+    """Queue every row without a vector of the active model (startup, model change), and every memory
+    longer than the model's window without its blocks (stored before blocks existed, or imported without
+    them; ``window_tokens`` None: not looked for)."""
     with store.write() as session:
-        return session.tasks.enqueue_missing(EMBED, model_id, dimension, format_ts(utc_now()))
+        queued = session.tasks.enqueue_missing(EMBED, model_id, dimension, format_ts(utc_now()))
+    if window_tokens:
+        queued += len(enqueue_unblocked(store, model_id, dimension, window_tokens))
+    return queued
+
+
+#: Memories read per page by the sweep for missing blocks.
+_SWEEP_PAGE = 500
+
+
+def enqueue_unblocked(
+    store: Store, model_id: str, dimension: int, window_tokens: int, *, limit: int | None = None
+) -> list[int]:
+    """Queue (and return) the memories that need blocks of this model but hold none (at most ``limit``).
+
+    A text of fewer characters than the window's tokens never needs blocks (a token is at least one
+    character), so only longer ones are read; which of those need blocks is ``block_spans``' rule, so a
+    long text that fits the window is read again by the next sweep but never queued.
+    """
+    found: list[int] = []
+    after = 0
+    while limit is None or len(found) < limit:
+        page = store.session().memories.without_blocks(model_id, dimension, window_tokens, after, _SWEEP_PAGE)
+        if not page:
+            break
+        after = page[-1][0]
+        need = [i for i, text in page if block_spans(text, window_tokens)]
+        need = need if limit is None else need[: limit - len(found)]
+        if need:
+            with store.write() as session:
+                for memory_id in need:
+                    session.tasks.enqueue(EMBED, MEMORIES, memory_id, format_ts(utc_now()))
+            found += need
+    return found
 
 
 class BackfillWorker:
@@ -141,21 +177,30 @@ class BackfillWorker:
             if text is not None:
                 texts[task.id] = text
         order = [t for t in due if t.id in texts]
-        vectors = self.embeddings.embed_documents([texts[t.id] for t in order]) if order else None
+        # A memory's blocks are embedded with its own vector (docs/retrieval.md#long-records).
+        done = (
+            embed_with_blocks(
+                self.embeddings, [texts[t.id] for t in order], [t.target_table == MEMORIES for t in order]
+            )
+            if order
+            else None
+        )
         retry_at = format_ts(utc_now() + timedelta(seconds=self.retry_delay))
         with self.store.write() as ws:
             for task in due:
                 if task.id not in texts:  # the row was deleted: nothing left to do
                     ws.tasks.complete(task.id)
-            if order and vectors is None:
+            if order and done is None:
                 for task in order:
                     ws.tasks.retry_later(task.id, "embedding model unavailable or inference failed", retry_at)
                 return len(due)
-            for task, vector in zip(order, vectors if vectors is not None else [], strict=False):
+            for task, embedded in zip(order, done if done is not None else [], strict=False):
                 target = _rows(ws, task.target_table)
                 if target is None or target.text_of(task.target_id) != texts[task.id]:
                     continue  # edited meanwhile: the task stays for the next round
-                target.set_embedding(task.target_id, to_blob(vector), model_id, dimension)
+                target.set_embedding(task.target_id, embedded.embedding, model_id, dimension)
+                if task.target_table == MEMORIES:  # replaces blocks of an older model or text
+                    ws.memories.set_blocks(task.target_id, embedded.blocks, model_id, dimension)
                 ws.tasks.complete(task.id)
                 self.processed += 1
         return len(due)

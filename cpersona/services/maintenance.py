@@ -52,6 +52,7 @@ class Maintenance(CoreService):
             model_id=self.embeddings.model_id,
             dimension=self.embeddings.dimension,
             on_queued=self.on_queued,
+            window_tokens=self.embeddings.window_tokens,
         )
 
     @public

@@ -22,6 +22,7 @@ from cpersona.secret_guard import Redaction, merge_counts
 from cpersona.services import supersede
 from cpersona.services.core import Core, CoreService
 from cpersona.services.links import Association, declare_in, parse_associations
+from cpersona.services.long_records import embed_with_blocks
 from cpersona.shapes.everyday import (
     ArchiveEpisodeResult,
     DeleteResult,
@@ -34,6 +35,7 @@ from cpersona.shapes.everyday import (
     UpdateProfileResult,
 )
 from cpersona.shapes.links import AssociationOutcome
+from cpersona.storage.blocks import NewBlock
 from cpersona.storage.interface import (
     EMBED,
     EPISODES,
@@ -73,6 +75,13 @@ class Writer(CoreService):
         if vectors is None:
             return None, None, None
         return to_blob(vectors[0]), self.embeddings.model_id, self.embeddings.dimension
+
+    def _embed_memory(self, text: str) -> tuple[bytes | None, str | None, int | None, list[NewBlock]]:
+        """The memory's vector and its blocks' (a long text: docs/retrieval.md#long-records), one batch."""
+        done = embed_with_blocks(self.embeddings, [text])
+        if done is None:
+            return None, None, None, []
+        return done[0].embedding, self.embeddings.model_id, self.embeddings.dimension, done[0].blocks
 
     def _queue_if_unembedded(self, session: Session, table: str, target_id: int, embedded: bool) -> None:
         # In mode none there is no model to back-fill with; rows are queued when one is configured.
@@ -175,7 +184,7 @@ class Writer(CoreService):
         duplicate = self.storage.session().memories.find_duplicate(new)
         if duplicate is not None:
             return _skipped(*duplicate)
-        blob, model_id, dim = self._embed_document(new.content)
+        blob, model_id, dim, blocks = self._embed_memory(new.content)
         new = NewMemory(
             **{**new.__dict__, "embedding": blob, "embedding_model": model_id, "embedding_dim": dim}
         )
@@ -188,6 +197,8 @@ class Writer(CoreService):
                 new_id = session.memories.insert(new)
                 if expiry is not None:
                     session.supersede.set_expiry(new_id, expiry)
+                if blocks and model_id is not None and dim is not None:
+                    session.memories.set_blocks(new_id, blocks, model_id, dim)
                 if marked:
                     session.supersede.mark(marked, new_id, new.created_at)
                 declared = self._declare(session, new_id, links, readable_agents)
@@ -328,7 +339,7 @@ class Writer(CoreService):
         row = _owned_memory(self.storage.session(), rid, agent, allowed, for_change=True)
         if older:
             supersede.check_links(self.storage.session(), rid, row["agent_id"], older, allowed)
-        blob, model_id, dim = self._embed_document(text) if text is not None else (None, None, None)
+        blob, model_id, dim, blocks = self._embed_memory(text) if text is not None else (None, None, None, [])
         try:
             with self.storage.write() as session:
                 row = _owned_memory(session, rid, agent, allowed, for_change=True)
@@ -337,6 +348,10 @@ class Writer(CoreService):
                     session.memories.update_content(rid, text)
                     if blob is not None:
                         session.memories.set_embedding(rid, blob, model_id, dim)
+                    if (
+                        blocks and model_id is not None and dim is not None
+                    ):  # the old ones went with the old text
+                        session.memories.set_blocks(rid, blocks, model_id, dim)
                     self._queue_if_unembedded(session, MEMORIES, rid, blob is not None)
                 if marked:
                     session.supersede.mark(marked, rid, format_ts(utc_now()))

@@ -16,6 +16,14 @@ from cpersona.shapes.common import (
 # -- rows -------------------------------------------------------------------------------------------
 
 
+class BlockSpan(TypedDict):
+    """The part of a long memory whose block vector matched (docs/retrieval.md#long-records)."""
+
+    index: Annotated[int, "The block's number, 1.. in text order (the memory's own vector reads the start)."]
+    start: Annotated[int, "Its first character in the memory's content."]
+    end: Annotated[int, "One past its last character."]
+
+
 class MatchReason(TypedDict):
     """Why a scored row was returned (only rows recall ranked carry it)."""
 
@@ -51,6 +59,13 @@ class MatchReason(TypedDict):
         "cosine; 'rsf+context' when the context channel added to it) then each factor applied after "
         "fusion that was not 1 (episode_boundary_penalty, recent_recall_penalty; under confidence "
         "time_decay, resolved_episode, recall_count_boost, confidence_cap).",
+    ]
+    block: NotRequired[
+        Annotated[
+            BlockSpan,
+            "A long memory only: the block of its text whose vector scored it (better than the memory's own "
+            "vector, which reads only the model's first window); cosine is that block's.",
+        ]
     ]
     gate: NotRequired[
         Annotated[

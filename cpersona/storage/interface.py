@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cpersona.storage.blocks import BlockHit, NewBlock, StoredBlock
 from cpersona.storage.maintenance_interface import HealthQueries, HealthRepairs, MaintenanceRows
 from cpersona.storage.scope import Scope
 from cpersona.storage.supersede_interface import SupersedeLinks
@@ -195,7 +196,21 @@ class MemoryRows(TableRows, Protocol):
         ...
 
     def update_content(self, memory_id: int, content: str) -> None:
-        """Replace content and drop the stale vector; raises DuplicateRow on a content clash."""
+        """Replace content and drop the stale vector and blocks; raises DuplicateRow on a content clash."""
+        ...
+
+    def set_blocks(self, memory_id: int, blocks: Sequence[NewBlock], model_id: str, dim: int) -> None:
+        """Replace the memory's block vectors (docs/retrieval.md#long-records); none: drop them."""
+        ...
+
+    def blocks_of(self, memory_ids: Sequence[int], model_id: str, dim: int) -> list[StoredBlock]:
+        """The stored blocks of ``memory_ids`` with vectors of this model, by memory then index."""
+        ...
+
+    def without_blocks(
+        self, model_id: str, dim: int, min_chars: int, after_id: int, limit: int
+    ) -> list[tuple[int, str]]:
+        """(id, content) of memories with a vector of this model, ``min_chars`` long and no block of it."""
         ...
 
     def set_locked(self, memory_id: int, locked: bool) -> None:
@@ -339,7 +354,12 @@ class VectorSearch(Protocol):
         ...
 
     def cosines(self, table: str, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
-        """Cosine of the query with each of ``ids`` that holds a vector of the query's model and dimension."""
+        """Cosine of the query with each of ``ids`` that holds a vector of the query's model and dimension
+        (a memory's best vector: its own or one of its blocks')."""
+        ...
+
+    def best_blocks(self, query: VectorQuery, memory_ids: Sequence[int]) -> dict[int, BlockHit]:
+        """For each of ``memory_ids`` whose best vector is one of its blocks, that block."""
         ...
 
     def agent_vectors(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cpersona.storage.blocks import NewBlock
 from cpersona.storage.interface import NewEpisode, NewMemory, NewProfile
 
 
@@ -20,6 +21,8 @@ class ImportedMemory:
     recall_count: int = 0
     last_recalled_at: str | None = None
     locked: bool = False
+    # Block vectors of a long memory (docs/retrieval.md#long-records), of the row's own vector's model.
+    blocks: tuple[NewBlock, ...] = ()
 
 
 #: An episode record carries nothing a new episode lacks (keywords already joined one per line).

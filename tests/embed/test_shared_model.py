@@ -383,3 +383,42 @@ def test_two_memories_share_one_model_and_say_so(minilm_models_dir: Path, tmp_pa
             "socket": two["sharing"]["socket"],
             "takeovers": 1,
         }
+
+
+def test_a_client_embeds_a_long_memorys_blocks_through_the_host(
+    minilm_models_dir: Path, run_dir: Path, tmp_path: Path
+) -> None:
+    # docs/retrieval.md#long-records: the window comes from the shared model's manifest, the block
+    # texts are embedded by the host like any document text.
+    from long_answer import LONG
+
+    from cpersona.embed.runtime.blocks import block_spans
+    from cpersona.memory import Memory
+    from cpersona.storage.vectors import from_blob
+
+    host = minilm_shared(minilm_models_dir, run_dir)
+    client = minilm_shared(minilm_models_dir, run_dir)
+    try:
+        host.load()
+        client.load()
+        assert client.role == CLIENT and client.window_tokens == 256
+        settings = Settings(
+            db_path=tmp_path / "memory.db",
+            embedding_mode="onnx",
+            models_dir=minilm_models_dir,
+            embedding_model=MINILM,
+            update_check=False,
+            auto_fetch_model=False,
+        )
+        with Memory(settings, backend=client, start_background=False) as mem:
+            assert mem.embeddings.try_load()
+            stored = mem.store("a", LONG)
+            with mem.storage.read() as s:
+                blocks = s.memories.blocks_of([stored["id"]], client.model_id, client.dimension)
+        spans = block_spans(LONG, 256)
+        assert [(b.index, b.start, b.end) for b in blocks] == spans and spans
+        expected = host.embed_documents([LONG[s:e] for _, s, e in spans])
+        np.testing.assert_allclose(np.stack([from_blob(b.embedding) for b in blocks]), expected, atol=1e-5)
+    finally:
+        client.close()
+        host.close()

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from long_answer import LONG, QUESTION, SHORT
 from mcp_helpers import ALL_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target
 
 pytestmark = pytest.mark.slow
@@ -123,3 +124,30 @@ def test_with_no_wait_the_first_recall_is_keyword_only_and_says_so(
         "unknown",
         "loading",
     )
+
+
+def test_a_long_memory_matched_by_a_block_previews_that_part_over_mcp(
+    minilm_models_dir: Path, tmp_path: Path
+) -> None:
+    env = server_env(
+        tmp_path,
+        CPERSONA_EMBEDDING_MODE="onnx",
+        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
+        CPERSONA_MODELS_DIR=str(minilm_models_dir),
+    )
+    with mcp_session(stdio_target(env)) as session:
+        wait_for_model(session)
+        target = session.call("store", {"agent_id": "a", "message": {"content": LONG}})
+        for text in SHORT:
+            session.call("store", {"agent_id": "a", "message": {"content": text}})
+        best = session.call("recall", {"agent_id": "a", "query": QUESTION, "limit": 3})["results"][-1]
+        block = best["match_reason"]["block"]
+        assert best["id"] == target["id"] and block["start"] <= LONG.index("Ingrid") < block["end"]
+        # The preview is the part around the block, not the prefix, and still expands by its ref.
+        assert (
+            best["content_truncated"] is True
+            and best["content_len"] == len(LONG)
+            and best["ref"] == target["ref"]
+        )
+        start = best["content_start"]
+        assert best["content"] == LONG[start : start + 500] and "Ingrid" in best["content"]

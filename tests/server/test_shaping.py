@@ -81,3 +81,22 @@ def test_listing_budget_previews_after_the_budget() -> None:
     assert shaped["content_budget_exceeded"] is True and shaped["content_budget_chars"] == 1000
     small = shaping.shape_listing({"ok": True, "items": items[:2]}, preview_chars=100)
     assert "content_budget_exceeded" not in small and small["items"] == items[:2]
+
+
+def test_a_long_memory_matched_by_a_block_previews_that_part() -> None:
+    text = "".join(f"{n:04d}" for n in range(1000))  # 4,000 characters, each position readable
+    reason = {"signal": "rsf", "score": 1.0, "factors": {}, "block": {"index": 3, "start": 2000, "end": 2200}}
+    row = {"ref": "mem:7", "type": "memory", "id": 7, "content": text, "match_reason": reason}
+    shaped = shaping.preview_row(row, 500)
+    # A block shorter than the preview: centred in it, and content_start says where the preview begins.
+    assert shaped["content_start"] == 1850 and shaped["content"] == text[1850:2350]
+    assert shaped["content_truncated"] is True and shaped["content_len"] == 4000 and shaped["ref"] == "mem:7"
+    # A block longer than the preview starts it; a block at the end keeps the preview whole.
+    long_block = {**row, "match_reason": {**reason, "block": {"index": 1, "start": 900, "end": 1700}}}
+    assert shaping.preview_row(long_block, 500)["content"] == text[900:1400]
+    at_end = {**row, "match_reason": {**reason, "block": {"index": 9, "start": 3900, "end": 4000}}}
+    end = shaping.preview_row(at_end, 500)
+    assert end["content"] == text[3500:] and end["content_start"] == 3500
+    # Without a block the preview is the plain prefix, and says nothing of a start.
+    plain = shaping.preview_row({**row, "match_reason": {"signal": "rsf", "score": 1.0, "factors": {}}}, 500)
+    assert plain["content"] == text[:500] and "content_start" not in plain

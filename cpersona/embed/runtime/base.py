@@ -73,6 +73,11 @@ class EmbeddingBackend(ABC):
     def dimension(self) -> int:
         """Length of the vectors this backend returns (after any Matryoshka cut)."""
 
+    @property
+    def window_tokens(self) -> int | None:
+        """Tokens the model reads of one text (None: unknown, so long texts get no blocks; ``embed/runtime/blocks.py``)."""
+        return None
+
     @abstractmethod
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed stored content; returns float32 array (len(texts), dimension), rows unit length."""

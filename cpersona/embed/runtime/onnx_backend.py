@@ -131,6 +131,11 @@ class OnnxBackend(EmbeddingBackend):
         return self.embedding_dim is not None and self.embedding_dim < self._model_dim
 
     @property
+    def window_tokens(self) -> int | None:
+        """The token cap per text (``CPERSONA_EMBED_MAX_TOKENS`` or the manifest's)."""
+        return int(self.max_tokens)
+
+    @property
     def model_id(self) -> str:
         """The manifest name, with ``@<dim>`` when truncated so different cuts never mix."""
         if self.truncated:

@@ -228,6 +228,11 @@ class EmbeddingService:
                 log.exception("embedding ready listener failed")
 
     # -- embedding -------------------------------------------------------------------
+    @property
+    def window_tokens(self) -> int | None:
+        """Tokens the model reads of one text (None: unknown; long texts then get no blocks)."""
+        return self.backend.window_tokens
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray | None:
         """Vectors for stored content, or None when the model is not usable right now."""
         if not self.ready or not texts:

@@ -96,6 +96,11 @@ class SharedModelBackend(EmbeddingBackend):
         return self.inner.manifest
 
     @property
+    def window_tokens(self) -> int | None:
+        """The inner model's token cap (the host runs the same model: the sharing key includes the cap)."""
+        return int(self.inner.max_tokens)
+
+    @property
     def model_id(self) -> str:
         """The inner model's id; a host reporting another id is refused."""
         return self.inner.model_id

@@ -7,14 +7,15 @@ where a raised unique violation would abort it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import psycopg
 
 from cpersona.errors import DuplicateRow
+from cpersona.storage.blocks import NewBlock, StoredBlock
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.postgres.rows import PgTableRows, pg_values
-from cpersona.storage.postgres.sql import Executor, source_clause, where
+from cpersona.storage.postgres.sql import Executor, source_clause, vector_param, where
 from cpersona.storage.row_shapes import MEMORY_INSERT_COLUMNS, MEMORY_SHAPE, memory_values
 from cpersona.storage.scope import Scope
 
@@ -92,8 +93,54 @@ class PgMemories(PgTableRows):
                     "embedding_dim = NULL WHERE id = %s",
                     (content, memory_id),
                 )
+                self.ex.run("DELETE FROM memory_blocks WHERE memory_id = %s", (memory_id,))
         except psycopg.errors.UniqueViolation as exc:
             raise DuplicateRow("another memory in the same scope already has this content") from exc
+
+    def set_blocks(self, memory_id: int, blocks: Sequence[NewBlock], model_id: str, dim: int) -> None:
+        """Replace the memory's block vectors (none: drop them); the scope columns are copied from the row."""
+        self.ex.run("DELETE FROM memory_blocks WHERE memory_id = %s", (memory_id,))
+        for b in blocks:
+            self.ex.run(
+                "INSERT INTO memory_blocks(memory_id, block_index, char_start, char_end, agent_id, project_id, "
+                "channel, embedding, embedding_model, embedding_dim) SELECT id, %s, %s, %s, agent_id, project_id, "
+                "channel, %b, %s, %s FROM memories WHERE id = %s",
+                (b.index, b.start, b.end, vector_param(b.embedding), model_id, dim, memory_id),
+            )
+
+    def blocks_of(self, memory_ids: Sequence[int], model_id: str, dim: int) -> list[StoredBlock]:
+        """The stored blocks of ``memory_ids`` with vectors of this model, by memory then index."""
+        if not memory_ids:
+            return []
+        rows = self.ex.all_binary(
+            "SELECT memory_id, block_index, char_start, char_end, embedding FROM memory_blocks "
+            "WHERE memory_id = ANY(%s) AND embedding_model = %s AND embedding_dim = %s "
+            "ORDER BY memory_id, block_index",
+            [list(memory_ids), model_id, dim],
+        )
+        return [
+            StoredBlock(
+                int(r["memory_id"]),
+                int(r["block_index"]),
+                int(r["char_start"]),
+                int(r["char_end"]),
+                bytes(r["embedding"]),
+            )
+            for r in rows
+        ]
+
+    def without_blocks(
+        self, model_id: str, dim: int, min_chars: int, after_id: int, limit: int
+    ) -> list[tuple[int, str]]:
+        """(id, content) of memories with a vector of this model, at least ``min_chars`` long and no block
+        of it, in id order after ``after_id`` (the back-fill sweep decides which of them need blocks)."""
+        rows = self.ex.all(
+            "SELECT id, content FROM memories m WHERE id > %s AND embedding_model = %s AND embedding_dim = %s "
+            "AND length(content) >= %s AND NOT EXISTS (SELECT 1 FROM memory_blocks b WHERE b.memory_id = m.id "
+            "AND b.embedding_model = %s AND b.embedding_dim = %s) ORDER BY id LIMIT %s",
+            (after_id, model_id, dim, min_chars, model_id, dim, limit),
+        )
+        return [(int(r["id"]), str(r["content"])) for r in rows]
 
     def set_locked(self, memory_id: int, locked: bool) -> None:
         """Lock or unlock one row."""

@@ -130,6 +130,13 @@ def _place(
         result["skipped"] += 1
         return None
     result["copied"] += 1
+    if table == "memories":  # a long memory's blocks come along (docs/retrieval.md#long-records)
+        ex.run(
+            "INSERT INTO memory_blocks(memory_id, block_index, char_start, char_end, agent_id, project_id, channel, "
+            "embedding, embedding_model, embedding_dim) SELECT %s, block_index, char_start, char_end, %s, "
+            "project_id, channel, embedding, embedding_model, embedding_dim FROM memory_blocks WHERE memory_id = %s",
+            (int(new_id), target, rid),
+        )
     if not has_vector and queued_at is not None:
         PgTasks(ex).enqueue(EMBED, table, int(new_id), queued_at)
     return int(new_id)

@@ -34,7 +34,7 @@ from cpersona.storage.postgres.bulk import (
 )
 from cpersona.storage.postgres.episodes import find_episode, insert_episode
 from cpersona.storage.postgres.links import PgLinks
-from cpersona.storage.postgres.memories import find_memory
+from cpersona.storage.postgres.memories import PgMemories, find_memory
 from cpersona.storage.postgres.migrations import current_version
 from cpersona.storage.postgres.profiles import profile_updated_at, upsert_profile
 from cpersona.storage.postgres.sql import POSTGRES, Executor
@@ -88,6 +88,11 @@ class PgPortabilityRows:
             counts["schema_version"] = current_version(conn)
             yield "counts", counts
             vec = ", embedding" if include_vectors else ""
+            blocks = (
+                ", (SELECT COUNT(*) FROM memory_blocks b WHERE b.memory_id = memories.id) AS block_count"
+                if include_vectors
+                else ""
+            )
             queries = (
                 # Supersede links first, so an import knows which rows it must find again (by dedup key).
                 (
@@ -95,7 +100,7 @@ class PgPortabilityRows:
                     "SELECT id AS older, superseded_by AS newer, superseded_at AS at FROM memories "
                     f"WHERE superseded_by IS NOT NULL AND {where} ORDER BY id",
                 ),
-                ("memory", f"SELECT {_MEMORY_EXPORT}{vec} FROM memories WHERE {where} ORDER BY id"),
+                ("memory", f"SELECT {_MEMORY_EXPORT}{vec}{blocks} FROM memories WHERE {where} ORDER BY id"),
                 ("episode", f"SELECT {_EPISODE_EXPORT}{vec} FROM episodes WHERE {where} ORDER BY id"),
                 (
                     "profile",
@@ -104,7 +109,11 @@ class PgPortabilityRows:
                 ),
             )
             for n, (kind, query) in enumerate(queries):
-                yield from _server_side(conn, f"cpersona_export_{n}", query, params, kind, chunk)
+                for kind_, cols in _server_side(conn, f"cpersona_export_{n}", query, params, kind, chunk):
+                    if cols.pop("block_count", 0) and cols.get("embedding_model"):  # a long memory's blocks
+                        model, dim = cols["embedding_model"], cols["embedding_dim"]
+                        cols["blocks"] = PgMemories(ex).blocks_of([cols["id"]], model, dim)
+                    yield kind_, cols
             # Links last: an import has placed every memory by the time it reads them.
             link_query = f"SELECT {link_columns} {links_body} ORDER BY l.id"
             yield from _server_side(conn, "cpersona_export_links", link_query, link_params, "link", chunk)
@@ -135,6 +144,8 @@ class PgPortabilityRows:
                 model = vector_model(new.embedding, new.embedding_model, new.embedding_dim)
                 if new_id is not None and needs_vector(new.embedding, model, active_model):
                     backfill[MEMORIES].append(new_id)
+                if new_id is not None and memory.blocks and model is not None:
+                    PgMemories(ex).set_blocks(new_id, memory.blocks, *model)
             for n, other in enumerate(records):
                 if isinstance(other, ImportedMemory):
                     continue

@@ -29,11 +29,14 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from cpersona.storage.interface import VECTOR_TABLES, VectorQuery
+from cpersona.storage.blocks import MEMORY_BLOCKS, BlockHit
+from cpersona.storage.interface import MEMORIES, VECTOR_TABLES, VectorQuery
+from cpersona.storage.postgres.memories import PgMemories
 from cpersona.storage.postgres.side_reads import SideReads
 from cpersona.storage.postgres.sql import Executor, PgVector, where
+from cpersona.storage.postgres.vector_blocks import block_hits
 from cpersona.storage.scope import Scope
-from cpersona.storage.vectors import to_blob
+from cpersona.storage.vectors import best_blocks, merge_best, to_blob
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,7 @@ _LOCK_BASE = 0x63766563  # advisory-lock namespace for index builds
 
 
 def _table(name: str) -> str:
-    if name not in VECTOR_TABLES:
+    if name not in (*VECTOR_TABLES, MEMORY_BLOCKS):
         raise ValueError(f"no vectors in table {name!r}")
     return name
 
@@ -183,6 +186,32 @@ class PgVectorSearch:
         """Top ``limit`` (id, cosine) among the ``window`` most recent rows in scope with this model's vectors."""
         if limit <= 0 or (allowed_ids is not None and not allowed_ids):
             return []
+        rows, floor = self._rows_nearest(table, query, scope, limit, window, allowed_ids)
+        if table != MEMORIES:
+            return rows
+        # A memory scores its best vector: its own or a block's (docs/retrieval.md#long-records).
+        blocks = block_hits(
+            self.ex,
+            self.indexes.ensure,
+            query,
+            scope,
+            limit,
+            floor=floor,
+            allowed_ids=allowed_ids,
+            exact=self.exact,
+        )
+        return merge_best(rows, blocks, limit) if blocks else rows
+
+    def _rows_nearest(
+        self,
+        table: str,
+        query: VectorQuery,
+        scope: Scope,
+        limit: int,
+        window: int | None,
+        allowed_ids: Sequence[int] | None,
+    ) -> tuple[list[tuple[int, float]], int | None]:
+        """The rows' own nearest vectors, and the lowest id of the window (None: no window bound)."""
         if self.exact:
             return self._exact(_table(table), query, scope, limit, window, allowed_ids)
         self.indexes.ensure(_table(table), query.model_id, query.dimension)
@@ -225,7 +254,7 @@ class PgVectorSearch:
         scored = [(int(r["id"]), 1.0 - float(r["distance"])) for r in rows]
         # Exact-score ties break on the newer id, as the SQLite scan does.
         scored.sort(key=lambda hit: (-hit[1], -hit[0]))
-        return scored
+        return scored, None if floor is None else int(floor)
 
     def _exact(
         self,
@@ -235,7 +264,7 @@ class PgVectorSearch:
         limit: int,
         window: int | None,
         allowed_ids: Sequence[int] | None,
-    ) -> list[tuple[int, float]]:
+    ) -> tuple[list[tuple[int, float]], int | None]:
         clause, scope_params = where(scope)
         params: list[Any] = [query.model_id, query.dimension, *scope_params]
         extra = ""
@@ -247,12 +276,14 @@ class PgVectorSearch:
             [*params, window],
         )
         if not rows:
-            return []
+            return [], None
         ids = np.fromiter((int(r["id"]) for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype="<f4").reshape(len(rows), -1)
         scores = matrix @ np.asarray(query.vector, dtype=np.float32)
         order = np.lexsort((-ids, -scores))[:limit]
-        return [(int(ids[i]), float(scores[i])) for i in order]
+        # The window's floor: the oldest id read (only when the window, not the scope, cut the list).
+        floor = int(ids.min()) if window is not None and len(rows) >= window else None
+        return [(int(ids[i]), float(scores[i])) for i in order], floor
 
     def _vectors(self, sql_text: str, params: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         rows = self.ex.all_binary(sql_text, params)
@@ -271,9 +302,39 @@ class PgVectorSearch:
             "AND embedding_dim = %s AND embedding IS NOT NULL",
             [list(ids), query.model_id, query.dimension],
         )
-        if found.size == 0:
+        scores: list[float] = (
+            (matrix @ np.asarray(query.vector, dtype=np.float32)).tolist() if found.size else []
+        )
+        cosines = {int(i): float(v) for i, v in zip(found, scores, strict=True)}
+        if table == MEMORIES:
+            for memory_id, hit in self.best_blocks(query, ids, cosines).items():
+                cosines[memory_id] = hit.cosine
+        return cosines
+
+    def best_blocks(
+        self, query: VectorQuery, memory_ids: Sequence[int], rows: dict[int, float] | None = None
+    ) -> dict[int, BlockHit]:
+        """The block of each of ``memory_ids`` that scores it higher than its own vector (``rows``: the
+        memories' own cosines, read here when not given)."""
+        if not memory_ids:
             return {}
-        scores = matrix @ np.asarray(query.vector, dtype=np.float32)
+        if rows is None:
+            rows = self.cosines_of_rows(query, memory_ids)
+        blocks = best_blocks(
+            PgMemories(self.ex).blocks_of(memory_ids, query.model_id, query.dimension), query.vector
+        )
+        return {m: hit for m, hit in blocks.items() if hit.cosine > rows.get(m, -2.0)}
+
+    def cosines_of_rows(self, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
+        """Cosine of the query with the memories' own vectors (blocks left out)."""
+        found, matrix = self._vectors(
+            "SELECT id, embedding FROM memories WHERE id = ANY(%s) AND embedding_model = %s "
+            "AND embedding_dim = %s AND embedding IS NOT NULL",
+            [list(ids), query.model_id, query.dimension],
+        )
+        scores: list[float] = (
+            (matrix @ np.asarray(query.vector, dtype=np.float32)).tolist() if found.size else []
+        )
         return {int(i): float(v) for i, v in zip(found, scores, strict=True)}
 
     def agent_vectors(
@@ -317,7 +378,11 @@ class PgVectorFeed:
         return {int(r["d"]) for r in rows if r["d"] is not None}
 
     def invalidate(self, model_id: str, dimension: int) -> None:
-        """Clear vectors of ``model_id`` whose dimension differs (the queue re-embeds them)."""
+        """Clear vectors of ``model_id`` whose dimension differs (the queue re-embeds them, blocks too)."""
+        self.ex.run(
+            f"DELETE FROM {MEMORY_BLOCKS} WHERE embedding_model = %s AND embedding_dim IS DISTINCT FROM %s",
+            (model_id, dimension),
+        )
         for table in VECTOR_TABLES:
             self.ex.run(
                 f"UPDATE {table} SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from cpersona.errors import DuplicateRow
+from cpersona.storage.blocks import NewBlock, StoredBlock
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.row_shapes import MEMORY_INSERT_COLUMNS, MEMORY_SHAPE, memory_values
 from cpersona.storage.scope import Scope
@@ -89,6 +90,46 @@ class SqliteMemories(SqliteTableRows):
             if not _duplicate(exc):
                 raise
             raise DuplicateRow("another memory in the same scope already has this content") from exc
+
+    def set_blocks(self, memory_id: int, blocks: Sequence[NewBlock], model_id: str, dim: int) -> None:
+        """Replace the memory's block vectors (none: drop them); the scope columns are copied from the row."""
+        self.conn.execute("DELETE FROM memory_blocks WHERE memory_id = ?", (memory_id,))
+        self.conn.executemany(
+            "INSERT INTO memory_blocks(memory_id, block_index, char_start, char_end, agent_id, project_id, "
+            "channel, embedding, embedding_model, embedding_dim) SELECT id, ?, ?, ?, agent_id, project_id, "
+            "channel, ?, ?, ? FROM memories WHERE id = ?",
+            [(b.index, b.start, b.end, b.embedding, model_id, dim, memory_id) for b in blocks],
+        )
+
+    def blocks_of(self, memory_ids: Sequence[int], model_id: str, dim: int) -> list[StoredBlock]:
+        """The stored blocks of ``memory_ids`` with vectors of this model, by memory then index."""
+        found: list[StoredBlock] = []
+        for start in range(0, len(memory_ids), 5000):
+            chunk = list(memory_ids[start : start + 5000])
+            marks = ",".join("?" * len(chunk))
+            found += [
+                StoredBlock(int(r[0]), int(r[1]), int(r[2]), int(r[3]), bytes(r[4]))
+                for r in self.conn.execute(
+                    "SELECT memory_id, block_index, char_start, char_end, embedding FROM memory_blocks "
+                    f"WHERE memory_id IN ({marks}) AND embedding_model = ? AND embedding_dim = ? "
+                    "ORDER BY memory_id, block_index",
+                    (*chunk, model_id, dim),
+                )
+            ]
+        return found
+
+    def without_blocks(
+        self, model_id: str, dim: int, min_chars: int, after_id: int, limit: int
+    ) -> list[tuple[int, str]]:
+        """(id, content) of memories with a vector of this model, at least ``min_chars`` long and no block
+        of it, in id order after ``after_id`` (the back-fill sweep decides which of them need blocks)."""
+        rows = self.conn.execute(
+            "SELECT id, content FROM memories m WHERE id > ? AND embedding_model = ? AND embedding_dim = ? "
+            "AND length(content) >= ? AND NOT EXISTS (SELECT 1 FROM memory_blocks b WHERE b.memory_id = m.id "
+            "AND b.embedding_model = ? AND b.embedding_dim = ?) ORDER BY id LIMIT ?",
+            (after_id, model_id, dim, min_chars, model_id, dim, limit),
+        ).fetchall()
+        return [(int(r[0]), str(r[1])) for r in rows]
 
     def set_locked(self, memory_id: int, locked: bool) -> None:
         """Lock or unlock one row."""

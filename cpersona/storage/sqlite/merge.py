@@ -57,6 +57,13 @@ def _ids(conn: sqlite3.Connection, table: str, agent: str) -> list[int]:
     ]
 
 
+_COPY_BLOCKS = (
+    "INSERT INTO memory_blocks(memory_id, block_index, char_start, char_end, agent_id, project_id, channel, "
+    "embedding, embedding_model, embedding_dim) SELECT ?, block_index, char_start, char_end, ?, project_id, "
+    "channel, embedding, embedding_model, embedding_dim FROM memory_blocks WHERE memory_id = ?"
+)
+
+
 def _place(
     conn: sqlite3.Connection,
     table: str,
@@ -88,6 +95,8 @@ def _place(
     )
     result["copied"] += 1
     new_id = int(cursor.lastrowid or 0)
+    if table == "memories":  # a long memory's blocks come along (docs/retrieval.md#long-records)
+        conn.execute(_COPY_BLOCKS, (new_id, target, rid))
     if not has_vector and queued_at is not None:
         SqliteTasks(conn).enqueue(EMBED, table, new_id, queued_at)
     return new_id

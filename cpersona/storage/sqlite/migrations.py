@@ -288,6 +288,54 @@ def _pad_years(conn: sqlite3.Connection) -> None:
         )
 
 
+# Version 8: block vectors of long memories (issue 32; docs/retrieval.md#long-records). The model reads only
+# the first ``max_tokens`` tokens of a text, so a memory longer than that also gets one vector per
+# overlapping block of its text beyond the first window (``embed/runtime/blocks.py``); the vector channel scores
+# the memory by its best vector. A block copies its memory's scope columns so the in-memory vector index
+# (``vector_index.py``, table ``memory_blocks``) filters it like a row; triggers keep the copy in step,
+# drop a memory's blocks when its text changes (they are rebuilt with its vector) or the memory goes,
+# and log every block change in ``vector_changes`` so an index patches just those blocks.
+_V8 = """
+CREATE TABLE memory_blocks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id INTEGER NOT NULL,
+    block_index INTEGER NOT NULL,
+    char_start INTEGER NOT NULL,
+    char_end INTEGER NOT NULL,
+    agent_id TEXT NOT NULL,
+    project_id TEXT NOT NULL DEFAULT '',
+    channel TEXT NOT NULL DEFAULT '',
+    embedding BLOB NOT NULL,
+    embedding_model TEXT NOT NULL,
+    embedding_dim INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX memory_blocks_of_memory ON memory_blocks(memory_id, block_index);
+INSERT INTO index_state(name, generation) VALUES ('memory_blocks', 0);
+
+CREATE TRIGGER memory_blocks_follow_delete AFTER DELETE ON memories BEGIN
+    DELETE FROM memory_blocks WHERE memory_id = old.id;
+END;
+CREATE TRIGGER memory_blocks_follow_content AFTER UPDATE OF content ON memories
+WHEN old.content IS NOT new.content BEGIN
+    DELETE FROM memory_blocks WHERE memory_id = new.id;
+END;
+CREATE TRIGGER memory_blocks_follow_scope AFTER UPDATE OF agent_id, project_id, channel ON memories
+WHEN old.agent_id IS NOT new.agent_id OR old.project_id IS NOT new.project_id OR old.channel IS NOT new.channel
+BEGIN
+    UPDATE memory_blocks SET agent_id = new.agent_id, project_id = new.project_id, channel = new.channel
+    WHERE memory_id = new.id;
+END;
+CREATE TRIGGER memory_blocks_vector_changed
+AFTER UPDATE OF embedding, embedding_model, embedding_dim, agent_id, project_id, channel ON memory_blocks
+BEGIN
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('memory_blocks', new.id);
+END;
+CREATE TRIGGER memory_blocks_deleted AFTER DELETE ON memory_blocks BEGIN
+    INSERT INTO vector_changes(tbl, row_id) VALUES ('memory_blocks', old.id);
+END;
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step. ``apply`` runs inside the migration's transaction."""
@@ -331,6 +379,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "declared associations: memory_links, read by source and by target", _script(_V5)),
     Migration(6, "bulk imports defer the insert triggers by a row, not by dropping them", _script(_V6)),
     Migration(7, "timestamps before year 1000 padded to a four-digit year", _pad_years),
+    Migration(8, "block vectors of long memories, kept in step with their memory", _script(_V8)),
     Migration(
         9,
         "retire and expiry: retired_at / retire_reason / expires_at, partial indexes of those rows",
@@ -339,7 +388,7 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 # The DDL of every migration, oldest first: health checks take the newest definition of each index/trigger.
-SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V9)
+SCHEMA_SCRIPTS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V8, _V9)
 
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -98,13 +98,22 @@ class SqlitePortabilityRows:
                 params,
                 chunk,
             )
-            yield from _chunked(
+            blocks = (
+                ", (SELECT COUNT(*) FROM memory_blocks b WHERE b.memory_id = memories.id) AS block_count"
+                if include_vectors
+                else ""
+            )
+            for kind, cols in _chunked(
                 conn,
                 "memory",
-                f"SELECT {_MEMORY_EXPORT}{vec} FROM memories WHERE {where} ORDER BY id",
+                f"SELECT {_MEMORY_EXPORT}{vec}{blocks} FROM memories WHERE {where} ORDER BY id",
                 params,
                 chunk,
-            )
+            ):
+                if cols.pop("block_count", 0) and cols.get("embedding_model"):  # a long memory's blocks
+                    model, dim = cols["embedding_model"], cols["embedding_dim"]
+                    cols["blocks"] = SqliteMemories(conn).blocks_of([cols["id"]], model, dim)
+                yield kind, cols
             yield from _chunked(
                 conn,
                 "episode",
@@ -264,6 +273,8 @@ def _write_one(conn: sqlite3.Connection, record: ImportRecord) -> Written:
             )
         except DuplicateRow:  # the unique indexes refuse what the probe could not see
             return DUPLICATE, None, None, None
+        if record.blocks and new.embedding_model and new.embedding_dim:
+            SqliteMemories(conn).set_blocks(new_id, record.blocks, new.embedding_model, new.embedding_dim)
         return (
             INSERTED,
             new_id,

@@ -28,7 +28,8 @@ from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.sqlite.term_counts import TermCounts
 from cpersona.storage.sqlite.term_scores import TermScores
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
-from cpersona.storage.sqlite.vector_index import SqliteVectorSearch, VectorIndexes
+from cpersona.storage.sqlite.vector_index import VectorIndexes
+from cpersona.storage.sqlite.vector_search import SqliteVectorSearch
 
 
 def refuse_unless_ours(path: Path | str) -> None:

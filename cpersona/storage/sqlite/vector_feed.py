@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from cpersona.storage.blocks import MEMORY_BLOCKS
 from cpersona.storage.interface import VECTOR_TABLES, VectorRow, VectorState
 
 # SQLite's default limit on bound parameters is 32766; stay well below it.
@@ -20,7 +21,7 @@ _ID_CHUNK = 5000
 
 
 def _table(name: str) -> str:
-    if name not in VECTOR_TABLES:
+    if name not in (*VECTOR_TABLES, MEMORY_BLOCKS):
         raise ValueError(f"no vectors in table {name!r}")
     return name
 
@@ -106,7 +107,11 @@ class SqliteVectorFeed:
         return {int(r[0]) for r in rows if r[0] is not None}
 
     def invalidate(self, model_id: str, dimension: int) -> None:
-        """Clear vectors of ``model_id`` whose dimension differs (the queue re-embeds them)."""
+        """Clear vectors of ``model_id`` whose dimension differs (the queue re-embeds them, blocks too)."""
+        self.conn.execute(
+            f"DELETE FROM {MEMORY_BLOCKS} WHERE embedding_model = ? AND embedding_dim IS NOT ?",
+            (model_id, dimension),
+        )
         for table in VECTOR_TABLES:
             self.conn.execute(
                 f"UPDATE {table} SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL "

@@ -36,15 +36,14 @@ read by id in the same snapshot the index was synced in.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cpersona.storage.interface import VECTOR_TABLES, VectorQuery, VectorRow
+from cpersona.storage.blocks import MEMORY_BLOCKS
+from cpersona.storage.interface import VECTOR_TABLES, VectorRow
 from cpersona.storage.scope import AXIS_COLUMNS, Scope
-from cpersona.storage.sqlite import vector_worker
 from cpersona.storage.sqlite.vector_bits import BITS_FROM, BITS_KEEP_MIN, SignBits, keep_count
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_quant import approximate, quantize, rescore_count
@@ -95,7 +94,7 @@ class VectorIndex:
         bits_from: int = BITS_FROM,
         bits_keep_min: int = BITS_KEEP_MIN,
     ) -> None:
-        if table not in VECTOR_TABLES:
+        if table not in (*VECTOR_TABLES, MEMORY_BLOCKS):
             raise ValueError(f"no vector index for table {table!r}")
         self.table = table
         self.keep_vectors = keep_vectors  # hold the float32 rows too (else they are read from the file)
@@ -501,91 +500,3 @@ class VectorIndexes:
                 index = VectorIndex(table, model_id, dimension, keep_vectors=self.keep_vectors)
                 self._indexes[table] = index
             return index
-
-
-class SqliteVectorSearch:
-    """``VectorSearch`` for SQLite: sync the store's in-memory index on this connection, then scan it."""
-
-    __slots__ = ("conn", "indexes")
-
-    def __init__(self, conn: sqlite3.Connection, indexes: VectorIndexes) -> None:
-        self.conn = conn
-        self.indexes = indexes
-
-    def synced(self, table: str, model_id: str, dimension: int) -> VectorIndex:
-        """The index of ``table`` for this model, brought up to date on this connection."""
-        index = self.indexes.get(table, model_id, dimension)
-        index.sync(SqliteVectorFeed(self.conn))
-        return index
-
-    def _fetch(self, table: str, model_id: str, dimension: int) -> Fetch:
-        """Reads float32 rows by id on this connection (the snapshot the index was just synced in)."""
-        feed = SqliteVectorFeed(self.conn)
-
-        def fetch(ids: list[int]) -> dict[int, bytes]:
-            return {int(r[0]): r[4] for r in feed.rows_by_id(table, ids, model_id, dimension)}
-
-        return fetch
-
-    def nearest(
-        self,
-        table: str,
-        query: VectorQuery,
-        scope: Scope,
-        limit: int,
-        *,
-        window: int | None,
-        allowed_ids: Sequence[int] | None = None,
-    ) -> list[tuple[int, float]]:
-        """Top ``limit`` (id, exact cosine) among the ``window`` most recent rows in scope."""
-        index = self.synced(table, query.model_id, query.dimension)
-        fetch = self._fetch(table, query.model_id, query.dimension)
-        return index.search(query.vector, scope, limit, window=window, allowed_ids=allowed_ids, fetch=fetch)
-
-    def nearest_soon(
-        self,
-        table: str,
-        query: VectorQuery,
-        scope: Scope,
-        limit: int,
-        *,
-        window: int | None,
-        allowed_ids: Sequence[int] | None = None,
-    ) -> Callable[[], list[tuple[int, float]]]:
-        """``nearest`` in two halves: the sync (file reads) now, on this thread; the scan on a worker
-        thread (``vector_worker``) while the caller runs its keyword queries; the function returned
-        waits for the scan and finishes it here (rows read from the file, when needed, on this
-        connection's thread). The answer is ``nearest``'s, bit for bit: the same code on the same data."""
-        index = self.synced(table, query.model_id, query.dimension)
-        fetch = self._fetch(table, query.model_id, query.dimension)
-        q = np.asarray(query.vector, dtype=np.float32)
-        if len(index) < OFFLOAD_FROM:
-            found = index.search(q, scope, limit, window=window, allowed_ids=allowed_ids, fetch=fetch)
-            return lambda: found
-        pending = vector_worker.submit(
-            lambda: index.candidates(q, scope, limit, window=window, allowed_ids=allowed_ids)
-        )
-
-        def collect() -> list[tuple[int, float]]:
-            ids, scores = pending.result()
-            return index.finish(ids, scores, q, limit, fetch)
-
-        return collect
-
-    def cosines(self, table: str, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
-        """Cosine of the query with each of ``ids`` holding a vector of the query's model."""
-        if not ids:
-            return {}
-        index = self.synced(table, query.model_id, query.dimension)
-        return index.cosines(query.vector, ids, self._fetch(table, query.model_id, query.dimension))
-
-    def agent_vectors(
-        self, table: str, model_id: str, dimension: int, agent_id: str
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, vectors) of one agent's rows with vectors of this model, in id order."""
-        index = self.synced(table, model_id, dimension)
-        return index.agent_rows(agent_id, self._fetch(table, model_id, dimension))
-
-    def agent_counts(self, table: str, model_id: str, dimension: int) -> dict[str, int]:
-        """Rows per agent holding a vector of this model (from the synced in-memory index)."""
-        return self.synced(table, model_id, dimension).agent_counts()
