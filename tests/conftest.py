@@ -38,10 +38,12 @@ def _own_settings_file(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 
 @pytest.fixture(autouse=True)
 def _persistence_resumed() -> Iterator[None]:
-    """The pause switch is process-wide: no test may leave the next one paused."""
-    persistence.PROCESS.resume()
+    """The pause switch is process-wide: no test may leave the next one paused. The class's own method,
+    so a test that made the instance's ``resume`` raise (monkeypatch, undone later) cannot break this."""
+    resume = type(persistence.PROCESS).resume
+    resume(persistence.PROCESS)
     yield
-    persistence.PROCESS.resume()
+    resume(persistence.PROCESS)
 
 
 @pytest.fixture

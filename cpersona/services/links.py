@@ -36,6 +36,7 @@ from cpersona.shapes.links import (
 )
 from cpersona.storage.interface import LinkRow, Row, Session, Store
 from cpersona.text import clean_text, format_ts, utc_now
+from cpersona.validation import required_str
 
 #: A relation name (the same pattern the tool schemas carry).
 RELATION_PATTERN = f"^[a-z][a-z0-9_]{{0,{MAX_RELATION_CHARS - 1}}}$"
@@ -258,6 +259,7 @@ class Links:
         a memory the caller may not read (``readable_agents``; None: every agent) is neither
         returned nor walked through. ``truncated`` says ``limit`` stopped the walk.
         """
+        agent_id = required_str(agent_id, "agent_id")  # an entity origin is looked up by it in SQL
         if direction not in DIRECTIONS:
             raise InvalidInput(
                 f"direction must be one of {', '.join(DIRECTIONS)}, got {str(direction)[:40]!r}"

@@ -74,7 +74,7 @@ class Recaller:
         starts a server per call is not keyword-only; past that bound it is, with the advisory. A load
         that has settled (ready or faulted) is never waited for.
         """
-        if not self.embeddings.ready and self.settings.recall_model_wait > 0:
+        if self.embeddings.loading and self.settings.recall_model_wait > 0:
             self.embeddings.wait_settled(self.settings.recall_model_wait)
         if self.settings.query_overlap and self.embeddings.ready:
             return self.query_vectors.start(lambda: self._vector_query(text))

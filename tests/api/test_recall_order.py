@@ -71,13 +71,22 @@ def test_same_corpus_and_query_give_identical_rows(
         two.close()
 
 
-def test_recent_recall_penalty_applies_within_window(memory: Memory) -> None:
+def test_recent_recall_penalty_applies_within_window(settings: Settings) -> None:
+    # Off by default (docs/decisions.md "Recall, round three"); the setting turns it on.
+    with Memory(settings.with_overrides(recent_recall_penalty=0.7), backend=NoEmbeddings()) as memory:
+        memory.store("a", "alpha beta gamma")
+        first = memory.recall("a", "alpha")["results"][-1]["match_reason"]["score"]
+        second = memory.recall("a", "alpha")["results"][-1]["match_reason"]["score"]
+        assert abs(second - first * 0.7) < 1e-6
+        row = memory.list_memories("a")["items"][0]
+        assert row["recall_count"] == 2 and row["last_recalled_at"]
+
+
+def test_by_default_a_recall_does_not_demote_what_it_returned(memory: Memory) -> None:
     memory.store("a", "alpha beta gamma")
-    first = memory.recall("a", "alpha")["results"][-1]["match_reason"]["score"]
-    second = memory.recall("a", "alpha")["results"][-1]["match_reason"]["score"]
-    assert abs(second - first * 0.7) < 1e-6
-    row = memory.list_memories("a")["items"][0]
-    assert row["recall_count"] == 2 and row["last_recalled_at"]
+    first = memory.recall("a", "alpha")["results"][-1]["match_reason"]
+    second = memory.recall("a", "alpha")["results"][-1]["match_reason"]
+    assert second["score"] == first["score"] and "recent_recall_penalty" not in second["factors"]
 
 
 def test_episode_boundary_penalty_scores_older_memories_down(settings: Settings) -> None:

@@ -46,6 +46,8 @@ def db(
         # Scores are compared across CLI processes: each embeds its query on the float32 graph, and none
         # is served by a longer-lived host on the auto kernel (the setting is part of the sharing key).
         "CPERSONA_EMBED_QUERY_KERNEL": "exact",
+        # The recent-recall penalty is off by default; the --record test below needs it on.
+        "CPERSONA_RECENT_RECALL_PENALTY": "0.7",
     }
     # Seeded in-process with the same model (one load, not twelve CLI processes): what is tested is the
     # CLI's recall and calibrate on a file the model wrote.

@@ -156,6 +156,17 @@ class EmbeddingService:
 
     # -- state -----------------------------------------------------------------------
     @property
+    def loading(self) -> bool:
+        """True while the first load attempt runs (a background load was started and has not settled):
+        what a caller may wait for. Mode none, or a service never started, is not loading."""
+        return (
+            self.backend.mode != "none"
+            and self._thread is not None
+            and self._thread.is_alive()
+            and not self._settled.is_set()
+        )
+
+    @property
     def ready(self) -> bool:
         """True when embeddings can be computed now."""
         return self._ready.is_set()

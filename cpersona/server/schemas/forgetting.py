@@ -51,7 +51,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             call=api("unretire_memory"),
             title="Unretire a memory",
             summary="bring a retired memory back into recall",
-            description=("Undo retire_memory."),
+            description=("Bring a retired memory back into recall (undo retire_memory)."),
             input_schema=row_target("memory", "mem"),
             hints=KEEPS,
         ),
