@@ -142,9 +142,14 @@ def copy_db(source: Path, target: Path) -> None:
 
 
 def ask(
-    history: dict[str, Any], settings: Settings, session_of: dict[str, str], samples: dict[str, list[float]]
+    history: dict[str, Any],
+    settings: Settings,
+    session_of: dict[str, str],
+    samples: dict[str, list[float]],
+    repeats: int = 1,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every question of ``history`` against ``settings.db_path``, uncalibrated then calibrated."""
+    """Every question of ``history`` against ``settings.db_path``, uncalibrated then calibrated; each is
+    recalled ``repeats`` times for the timings (the first answer is scored)."""
     backend = NoEmbeddings() if settings.embedding_mode == "none" else None
     out: dict[str, list[dict[str, Any]]] = {}
     with Memory(settings, backend=backend, self_calibration=False) as mem:
@@ -163,6 +168,10 @@ def ask(
                 start = time.perf_counter()
                 results = mem.recall(AGENT, q["question"], limit=LIMIT, record=False)["results"]
                 samples[state].append(time.perf_counter() - start)
+                for _ in range(repeats - 1):  # more timing samples: one question per history is few
+                    start = time.perf_counter()
+                    mem.recall(AGENT, q["question"], limit=LIMIT, record=False)
+                    samples[state].append(time.perf_counter() - start)
                 ranked = [turn_of.get(r["id"], "") for r in reversed(results) if r.get("type") == "memory"]
                 scored = score(ranked, q, session_of)
                 out.setdefault(state, []).append(
@@ -182,6 +191,7 @@ def run(
     base: Settings,
     cut: int | None,
     keep: Path | None = None,
+    repeats: int = 1,
 ) -> dict[str, Any]:
     """Every history × arm × state; per-question rows and recall timings."""
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {a: defaultdict(list) for a in arms}
@@ -214,7 +224,7 @@ def run(
                 copy = Path(tmp) / f"{arm}.db"
                 copy_db(stored[mode], copy)
                 for state, scored in ask(
-                    history, settings.with_overrides(db_path=copy), session_of, timings[arm]
+                    history, settings.with_overrides(db_path=copy), session_of, timings[arm], repeats
                 ).items():
                     rows[arm][state] += scored
                 copy.unlink()
@@ -268,6 +278,12 @@ def main() -> int:
     parser.add_argument("--cut", type=int, help="cut every turn to this many characters before storing")
     parser.add_argument("--json", help="write the summary and per-question rows here")
     parser.add_argument(
+        "--timing-repeats",
+        type=int,
+        default=1,
+        help="recall each question this many times for the p50/p95 (the first answer is scored)",
+    )
+    parser.add_argument(
         "--keep-stored",
         type=Path,
         help="keep each history's stored database here and reuse it on later runs (a changed history is "
@@ -297,7 +313,7 @@ def main() -> int:
         )
         if args.keep_stored:
             args.keep_stored.mkdir(parents=True, exist_ok=True)
-        result = run(histories, arms, base, args.cut, args.keep_stored)
+        result = run(histories, arms, base, args.cut, args.keep_stored, args.timing_repeats)
     summary = summarise(result)
     print(
         f"\n{len(histories)} histories, split {args.split}"
