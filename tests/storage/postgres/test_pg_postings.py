@@ -166,7 +166,7 @@ def test_postings_and_counts_equal_a_fresh_computation_after_any_writes(
     store: PgStore, ops: list[tuple]
 ) -> None:
     with store.write() as s:
-        s.ex.run("TRUNCATE memories, episodes, memory_links")
+        s.ex.run("TRUNCATE memories, episodes, memory_links, memory_blocks")
     _assert_consistent(store)
     for op in ops:
         _apply(store, op)
@@ -176,7 +176,7 @@ def test_postings_and_counts_equal_a_fresh_computation_after_any_writes(
 def test_searches_find_what_the_rows_hold(store: PgStore) -> None:
     """Substrings inside tokens, stems, CJK runs and e-mail parts match; hyphen and path parts match alone."""
     with store.write() as s:
-        s.ex.run("TRUNCATE memories, episodes, memory_links")
+        s.ex.run("TRUNCATE memories, episodes, memory_links, memory_blocks")
         for text in (
             "Caroline painted the fence",
             "e-mail from x.com/path",
@@ -205,7 +205,7 @@ def test_concurrent_writers_never_wait_on_the_keyword_index(store: PgStore) -> N
     """Eight writers store rows sharing every token, each in a transaction held open while the others
     write: none waits for another (no unique row to contend on), and the counts add up."""
     with store.write() as s:
-        s.ex.run("TRUNCATE memories, episodes, memory_links")
+        s.ex.run("TRUNCATE memories, episodes, memory_links, memory_blocks")
     barrier = threading.Barrier(8, timeout=30)
     errors: list[BaseException] = []
 
