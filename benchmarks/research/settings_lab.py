@@ -14,6 +14,7 @@ made on some conversations and confirmed on the others.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from collections import defaultdict
@@ -83,7 +84,7 @@ def main() -> int:
                 embedding_model=args.model,
                 recent_recall_penalty=1.0,
                 auto_calibrate=False,
-                embed_query_kernel="exact",
+                embed_query_kernel=os.environ.get("LAB_KERNEL", "exact"),  # type: ignore[arg-type]
             )
             with Memory(settings) as mem:
                 if not mem.wait_until_ready(300):
