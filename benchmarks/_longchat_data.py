@@ -162,39 +162,16 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
     for s, near in zip(rng.sample(others, len(plan.distractors)), plan.distractors, strict=True):
         planted[s] = (*near, False)
     _topical_sessions(planted, sizes, prompts, haystack, rng)
-    start = datetime(2023, 1, 2, tzinfo=UTC) + timedelta(days=rng.randrange(0, 300))
-    moment = start
-    sessions, evidence_turns, distractor_turns = [], [], []
-    cursor = 0
-    for s, size in enumerate(sizes):
-        moment = moment + timedelta(days=rng.randint(1, 9), hours=rng.randint(-3, 3))
-        session_id = f"s{s:02d}"
-        turns: list[dict[str, Any]] = []
-        fact = planted.get(s)
-        fact_pair = rng.randrange(size) if fact else -1
-        if fact and fact[0] == "assistant":
-            # The fact needs a long answer to hide in: the session's longest one carries it.
-            fact_pair = max(range(size), key=lambda p: len(rng_pair(haystack, prompts[cursor + p], index)[1]))
-        at = moment
-        for p in range(size):
-            instruction, answer = rng_pair(haystack, prompts[cursor + p], index)
-            user, assistant = instruction, answer
-            if p == fact_pair and fact:
-                who, statement, _ = fact
-                if who == "assistant":
-                    assistant = _deep_insert(answer, statement)
-                elif rng.random() < 0.5:  # said in passing, before a request about something else
-                    user = f"{statement} {rng.choice(ASIDES)} {instruction}"
-                else:  # said on its own, with a short remark after it
-                    user = f"{statement} {rng.choice(REMARKS)}"
-            for role, text in (("user", user), ("assistant", assistant)):
-                turn_id = f"h{index:03d}-{session_id}-t{len(turns):02d}"
-                turns.append({"turn_id": turn_id, "role": role, "text": text, "time": at.isoformat()})
-                if p == fact_pair and fact and role == fact[0]:
-                    (evidence_turns if fact[2] else distractor_turns).append(turn_id)
-                at = at + timedelta(seconds=rng.randint(40, 200))
-        cursor += size
-        sessions.append({"session_id": session_id, "date": moment.isoformat(), "turns": turns})
+    sessions, moment, found = weave_sessions(
+        f"h{index:03d}",
+        index,
+        haystack,
+        rng,
+        sizes,
+        prompts,
+        {s: (w, t, "q", e) for s, (w, t, e) in planted.items()},
+    )
+    evidence_turns, distractor_turns = found.get(("q", True), []), found.get(("q", False), [])
     question_date = moment + timedelta(days=rng.randint(1, 10))
     question = {
         "question_id": f"h{index:03d}-q",
@@ -215,6 +192,54 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
         "sessions": sessions,
         "questions": [question],
     }
+
+
+def weave_sessions(
+    prefix: str,
+    index: int,
+    haystack: list[list[tuple[str, str]]],
+    rng: random.Random,
+    sizes: list[int],
+    prompts: list[int],
+    planted: dict[int, tuple[str, str, str, bool]],
+) -> tuple[list[dict[str, Any]], datetime, dict[tuple[str, bool], list[str]]]:
+    """The sessions of one history: real exchanges, with each planted statement (session →
+    (who, text, question key, evidence?)) said in one of them; also the last session's time and the
+    turn ids of each (question key, evidence?) pair. Consumes ``rng`` in a fixed order."""
+    moment = datetime(2023, 1, 2, tzinfo=UTC) + timedelta(days=rng.randrange(0, 300))
+    sessions: list[dict[str, Any]] = []
+    found: dict[tuple[str, bool], list[str]] = {}
+    cursor = 0
+    for s, size in enumerate(sizes):
+        moment = moment + timedelta(days=rng.randint(1, 9), hours=rng.randint(-3, 3))
+        session_id = f"s{s:02d}"
+        turns: list[dict[str, Any]] = []
+        fact = planted.get(s)
+        fact_pair = rng.randrange(size) if fact else -1
+        if fact and fact[0] == "assistant":
+            # The fact needs a long answer to hide in: the session's longest one carries it.
+            fact_pair = max(range(size), key=lambda p: len(rng_pair(haystack, prompts[cursor + p], index)[1]))
+        at = moment
+        for p in range(size):
+            instruction, answer = rng_pair(haystack, prompts[cursor + p], index)
+            user, assistant = instruction, answer
+            if p == fact_pair and fact:
+                who, statement = fact[0], fact[1]
+                if who == "assistant":
+                    assistant = _deep_insert(answer, statement)
+                elif rng.random() < 0.5:  # said in passing, before a request about something else
+                    user = f"{statement} {rng.choice(ASIDES)} {instruction}"
+                else:  # said on its own, with a short remark after it
+                    user = f"{statement} {rng.choice(REMARKS)}"
+            for role, text in (("user", user), ("assistant", assistant)):
+                turn_id = f"{prefix}-{session_id}-t{len(turns):02d}"
+                turns.append({"turn_id": turn_id, "role": role, "text": text, "time": at.isoformat()})
+                if p == fact_pair and fact and role == fact[0]:
+                    found.setdefault((fact[2], fact[3]), []).append(turn_id)
+                at = at + timedelta(seconds=rng.randint(40, 200))
+        cursor += size
+        sessions.append({"session_id": session_id, "date": moment.isoformat(), "turns": turns})
+    return sessions, moment, found
 
 
 def _topical_sessions(

@@ -18,13 +18,13 @@ import argparse
 import json
 import random
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _longchat_data import ASIDES, DATA_FILE, REMARKS, SPLITS, _deep_insert, load, load_haystack, rng_pair  # noqa: E402
+from _longchat_data import DATA_FILE, SPLITS, load, load_haystack, weave_sessions  # noqa: E402
 from _longchat_facts import GENERATORS, TYPES  # noqa: E402
 
 
@@ -54,40 +54,11 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
         for who, text in plan.distractors:
             s = free.pop()
             planted[s] = (who, text, qtype, False)
-    start = datetime(2023, 1, 2, tzinfo=UTC) + timedelta(days=rng.randrange(0, 300))
-    moment = start
-    sessions_out: list[dict[str, Any]] = []
-    evidence: dict[str, list[str]] = {q: [] for q in TYPES}
-    distractors: dict[str, list[str]] = {q: [] for q in TYPES}
-    cursor = 0
-    for s, size in enumerate(sizes):
-        moment = moment + timedelta(days=rng.randint(1, 9), hours=rng.randint(-3, 3))
-        session_id = f"s{s:02d}"
-        turns: list[dict[str, Any]] = []
-        fact = planted.get(s)
-        fact_pair = rng.randrange(size) if fact else -1
-        if fact and fact[0] == "assistant":
-            fact_pair = max(range(size), key=lambda p: len(rng_pair(haystack, prompts[cursor + p], index)[1]))
-        at = moment
-        for p in range(size):
-            instruction, answer = rng_pair(haystack, prompts[cursor + p], index)
-            user, assistant = instruction, answer
-            if p == fact_pair and fact:
-                who, statement = fact[0], fact[1]
-                if who == "assistant":
-                    assistant = _deep_insert(answer, statement)
-                elif rng.random() < 0.5:
-                    user = f"{statement} {rng.choice(ASIDES)} {instruction}"
-                else:
-                    user = f"{statement} {rng.choice(REMARKS)}"
-            for role, text in (("user", user), ("assistant", assistant)):
-                turn_id = f"m{index:03d}-{session_id}-t{len(turns):02d}"
-                turns.append({"turn_id": turn_id, "role": role, "text": text, "time": at.isoformat()})
-                if p == fact_pair and fact and role == fact[0]:
-                    (evidence if fact[3] else distractors)[fact[2]].append(turn_id)
-                at = at + timedelta(seconds=rng.randint(40, 200))
-        cursor += size
-        sessions_out.append({"session_id": session_id, "date": moment.isoformat(), "turns": turns})
+    sessions_out, moment, found = weave_sessions(
+        f"m{index:03d}", index, haystack, rng, sizes, prompts, planted
+    )
+    evidence = {q: found.get((q, True), []) for q in TYPES}
+    distractors = {q: found.get((q, False), []) for q in TYPES}
     question_date = moment + timedelta(days=rng.randint(1, 10))
     questions = []
     for qtype, plan in plans.items():
