@@ -29,7 +29,7 @@ from _common import print_table, write_json  # noqa: E402
 from cpersona.config import Settings  # noqa: E402
 from cpersona.server.app import tool_list  # noqa: E402
 from cpersona.server.output_schemas import output_schema  # noqa: E402
-from cpersona.server.schemas import offered_tools  # noqa: E402
+from cpersona.server.tools import offered_tools  # noqa: E402
 
 
 def size(value: Any) -> int:

@@ -82,16 +82,16 @@ SERVICES: dict[str, type] = {
 def method_results() -> dict[str, tuple[type, ...]]:
     """Every ``Memory`` method that returns a result dict, with the shapes it may return.
 
-    Read from each ``@public`` method's return annotation, else from ``shapes.DECLARED_RESULTS``
+    Read from each ``@public`` method's return annotation, else from ``result_types.DECLARED_RESULTS``
     (methods still annotated ``dict[str, Any]``); methods returning no result dict are left out.
     """
-    from cpersona import shapes
+    from cpersona import result_types
 
     found: dict[str, tuple[type, ...]] = {}
     for service in SERVICES.values():
         for name, method in public_methods(service):
             annotated = annotated_results(getattr(service, method))
-            results = annotated or shapes.DECLARED_RESULTS.get(name, ())
+            results = annotated or result_types.DECLARED_RESULTS.get(name, ())
             if results:
                 found[name] = results
     return found

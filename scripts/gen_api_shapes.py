@@ -1,4 +1,4 @@
-"""Regenerate the tables of docs/api-shapes.md from the TypedDicts in cpersona/shapes/.
+"""Regenerate the tables of docs/api-shapes.md from the TypedDicts in cpersona/result_types/.
 
 Usage: ``python scripts/gen_api_shapes.py`` rewrites the part of the file between
 the GENERATED markers; ``--check`` exits 1 when the file is out of date (the test
@@ -14,10 +14,12 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
 
-from cpersona import shapes
+from cpersona import result_types
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api-shapes.md"
-BEGIN = "<!-- BEGIN GENERATED from cpersona/shapes/ by scripts/gen_api_shapes.py; do not edit by hand -->"
+BEGIN = (
+    "<!-- BEGIN GENERATED from cpersona/result_types/ by scripts/gen_api_shapes.py; do not edit by hand -->"
+)
 END = "<!-- END GENERATED -->"
 #: "or" inside a table cell (a bare | would end the cell).
 OR = " \\| "
@@ -67,7 +69,7 @@ def _base(shape: type) -> type | None:
     """The largest other shape whose keys ``shape`` repeats unchanged (a TypedDict it extends)."""
     hints = get_type_hints(shape, include_extras=True)
     best: type | None = None
-    for other in vars(shapes).values():
+    for other in vars(result_types).values():
         if not _is_typeddict(other) or other is shape:
             continue
         theirs = get_type_hints(other, include_extras=True)
@@ -113,16 +115,16 @@ def _walk(tp: Any) -> list[type]:
 
 def tool_only_results() -> dict[str, tuple[type, ...]]:
     """The MCP tools that are no ``Memory`` method, with the result shapes their declarations name."""
-    from cpersona.server.schemas import TOOLS
+    from cpersona.server.tools import TOOLS
 
-    method_results = shapes.METHOD_RESULTS
+    method_results = result_types.METHOD_RESULTS
     return {spec.name: spec.results for spec in TOOLS if spec.name not in method_results}
 
 
 def generated_section() -> str:
     """The generated part of docs/api-shapes.md, markers included."""
     lines = [BEGIN, "", "## Results by method", "", "| `Memory` method | returns |", "|---|---|"]
-    method_results = shapes.METHOD_RESULTS
+    method_results = result_types.METHOD_RESULTS
     for method, results in method_results.items():
         shown = OR.join(format_type(r) for r in results)
         lines.append(f"| `{method}` | {shown} |")
@@ -130,16 +132,16 @@ def generated_section() -> str:
     lines += ["| MCP tool | returns |", "|---|---|"]
     for tool, results in tool_only_results().items():
         lines.append(f"| `{tool}` | {OR.join(format_type(r) for r in results)} |")
-    lines += ["", f"Every tool may instead answer {format_type(shapes.ToolError)}.", ""]
+    lines += ["", f"Every tool may instead answer {format_type(result_types.ToolError)}.", ""]
     lines += ["## Rows", ""]
     rows: list[type] = []
-    for shape in shapes.ROW_SHAPES:
+    for shape in result_types.ROW_SHAPES:
         _nested(shape, rows)
     for shape in rows:
         lines += table(shape)
     lines += ["## Results", ""]
     results_seen: list[type] = list(rows)
-    for results in (*method_results.values(), *tool_only_results().values(), (shapes.ToolError,)):
+    for results in (*method_results.values(), *tool_only_results().values(), (result_types.ToolError,)):
         for shape in results:
             _nested(shape, results_seen)
     for shape in results_seen[len(rows) :]:

@@ -16,10 +16,12 @@ sys.path.insert(
 
 from _generated import regenerate, replace_block  # noqa: E402
 
-from cpersona.server.schemas import TOOLS
+from cpersona.server.tools import TOOLS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-BEGIN = "<!-- BEGIN GENERATED from cpersona/server/schemas/ by scripts/gen_readme_tools.py; do not edit by hand -->"
+BEGIN = (
+    "<!-- BEGIN GENERATED from cpersona/server/tools/ by scripts/gen_readme_tools.py; do not edit by hand -->"
+)
 END = "<!-- END GENERATED tools table -->"
 
 

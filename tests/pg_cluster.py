@@ -7,7 +7,7 @@ Nothing is mocked: the tests talk to a real server through the real engine.
 Which tests run on both engines (``BOTH_ENGINES`` / ``ENGINES``), stated exactly (issue 36 point 15):
 
 - ``tests/storage``: ``sqlite/`` and ``postgres/`` on their engine; the shared modules on both, but
-  ``test_bulk_import_tuning.py`` and ``test_row_shapes.py`` (SQLite's own import tuning and row reads).
+  ``test_bulk_import_tuning.py`` and ``test_columns.py`` (SQLite's own import tuning and row reads).
 - ``tests/api``: every module on both, except those whose subject is not storage: the model runs
   (``test_*_model.py``, ``test_recall_explained.py``, ``test_rsf_depth.py``, ``test_quality_gate.py``,
   ``test_self_calibration.py``: ranking and calibration above storage, measured on SQLite; the

@@ -9,7 +9,7 @@ import pytest
 
 from cpersona.cli.main import build_parser, command_names
 from cpersona.prompts import PROMPTS, PromptSpec
-from cpersona.server.schemas import TOOLS
+from cpersona.server.tools import TOOLS
 from cpersona.services.resources import AGENTS_URI, TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[1]

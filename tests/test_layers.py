@@ -182,7 +182,7 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         "cpersona.config",
         "cpersona.health",
         "cpersona.errors",
-        "cpersona.shapes",
+        "cpersona.result_types",
         "cpersona.limits",
         "cpersona.acl",
         "cpersona.listen",  # binding the listening socket before announcing the URL (plain socket code)
@@ -260,7 +260,7 @@ def test_an_engine_never_imports_the_other(engine: str, other: str) -> None:
 def test_the_shared_storage_modules_import_no_engine() -> None:
     # storage/*.py beside the engines are engine-neutral; only open_store (storage/__init__.py) picks one.
     shared = [p for p in sorted(STORAGE.glob("*.py")) if p.name != "__init__.py"]
-    assert {p.name for p in shared} >= {"interface.py", "scope.py", "row_shapes.py", "sql_text.py"}
+    assert {p.name for p in shared} >= {"interface.py", "scope.py", "columns.py", "sql_text.py"}
     offenders = {
         p.name: sorted(n for n in imported_modules(p) if any(within(n, e) for e in ENGINES.values()))
         for p in shared

@@ -9,7 +9,7 @@ from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.memory import Memory
 from cpersona.server.app import instructions
-from cpersona.server.schemas import TOOLS_BY_NAME, build_tools
+from cpersona.server.tools import TOOLS_BY_NAME, build_tools
 
 
 def props(tool: str) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cpersona import memory as memory_module
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.memory import SERVICES, Memory
 from cpersona.public import annotated_results, public, public_methods
 
@@ -76,10 +76,10 @@ def test_a_marked_method_is_found_under_its_public_name() -> None:
 
 
 def test_result_shapes_come_from_the_return_annotation_when_it_names_them() -> None:
-    def single() -> shapes.LockResult:
+    def single() -> result_types.LockResult:
         raise NotImplementedError
 
-    def several() -> shapes.StoreStored | shapes.StoreSkipped:
+    def several() -> result_types.StoreStored | result_types.StoreSkipped:
         raise NotImplementedError
 
     def plain() -> dict[str, Any]:
@@ -88,17 +88,17 @@ def test_result_shapes_come_from_the_return_annotation_when_it_names_them() -> N
     def sentence() -> str | None:
         raise NotImplementedError
 
-    assert annotated_results(single) == (shapes.LockResult,)
-    assert annotated_results(several) == (shapes.StoreStored, shapes.StoreSkipped)
+    assert annotated_results(single) == (result_types.LockResult,)
+    assert annotated_results(several) == (result_types.StoreStored, result_types.StoreSkipped)
     assert annotated_results(plain) == annotated_results(sentence) == ()
 
 
 def test_declared_results_only_fill_in_for_unannotated_methods() -> None:
     # A method whose annotation names its shapes must not be declared again (two places would drift).
     marked = {name: getattr(s, m) for s in SERVICES.values() for name, m in public_methods(s)}
-    assert set(shapes.DECLARED_RESULTS) <= set(marked)
-    twice = [name for name in shapes.DECLARED_RESULTS if annotated_results(marked[name])]
-    assert twice == [], f"drop these from shapes.DECLARED_RESULTS, their annotations say it: {twice}"
-    assert set(shapes.METHOD_RESULTS) == {
+    assert set(result_types.DECLARED_RESULTS) <= set(marked)
+    twice = [name for name in result_types.DECLARED_RESULTS if annotated_results(marked[name])]
+    assert twice == [], f"drop these from result_types.DECLARED_RESULTS, their annotations say it: {twice}"
+    assert set(result_types.METHOD_RESULTS) == {
         name for name in marked if name not in {"drain_queue", "agent_notice"}
     }

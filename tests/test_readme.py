@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cpersona.cli.main import build_parser, command_names
-from cpersona.server.schemas import tool_names
+from cpersona.server.tools import tool_names
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -44,7 +44,7 @@ def classify(reply: dict[str, Any] | None) -> str:
 def fuzz_cases(per_tool: int, rng_seed: int) -> list[tuple[str, Any]]:
     from _fuzz import generate
 
-    from cpersona.server.schemas import TOOLS
+    from cpersona.server.tools import TOOLS
 
     cases: list[tuple[str, Any]] = []
     for number, spec in enumerate(TOOLS):
@@ -200,7 +200,7 @@ def fuzz_http(cases: list[tuple[str, Any]], work: Path, clock: Clock, workers: i
 
 
 def part_fuzz(total: int, work: Path, clock: Clock, rng_seed: int) -> dict[str, Any]:
-    from cpersona.server.schemas import TOOLS
+    from cpersona.server.tools import TOOLS
 
     per_tool = max(1, math.ceil(total / 2 / len(TOOLS)))
     began = time.monotonic()

@@ -25,7 +25,7 @@ from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput
 from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
-from cpersona.shapes.operations import CheckHealthResult, HealthFinding
+from cpersona.result_types.operations import CheckHealthResult, HealthFinding
 from cpersona.storage.interface import Store
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, NotApplicable, SchemaObject
 from cpersona.text import format_ts, normalise_timestamp, utc_now

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from cpersona.health.checks import INFO, WARN, Finding, HealthContext, select_checks, verdict
-from cpersona.shapes.operations import DeepCheckResult
+from cpersona.result_types.operations import DeepCheckResult
 from cpersona.storage.maintenance_interface import NotApplicable
 from cpersona.text import parse_ts, utc_now
 

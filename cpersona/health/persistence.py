@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpersona.errors import InvalidInput, PersistencePaused
-from cpersona.shapes.everyday import StorePaused
+from cpersona.result_types.everyday import StorePaused
 from cpersona.text import iso_seconds
 
 #: Longest pause one call may set (24 h): long enough for a working day, short enough to be noticed.

@@ -19,7 +19,7 @@ from cpersona.embed.runtime.base import EmbeddingBackend, FaultKind
 from cpersona.errors import DatabaseUnavailable
 from cpersona.health.checks import HealthContext, run_checks, select_checks
 from cpersona.health.state import HealthState
-from cpersona.shapes.operations import CheckHealthResult
+from cpersona.result_types.operations import CheckHealthResult
 from cpersona.storage import open_store, redact_url
 from cpersona.storage.interface import Store
 

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from cpersona.shapes.everyday import Advisory
+from cpersona.result_types.everyday import Advisory
 
 UNKNOWN = "unknown"
 HEALTHY = "healthy"

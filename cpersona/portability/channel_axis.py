@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.errors import InvalidInput
-from cpersona.shapes.operations import MigrateChannelAxisResult
+from cpersona.result_types.operations import MigrateChannelAxisResult
 from cpersona.storage.maintenance_interface import ChannelRequest, MaintenanceRows
 from cpersona.validation import optional_str, string_list
 

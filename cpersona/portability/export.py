@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 from cpersona.portability import original, records
 from cpersona.portability.link_records import link_line
+from cpersona.result_types.operations import ExportResult
 from cpersona.secret_guard import Redaction, SecretGuard
-from cpersona.shapes.operations import ExportResult
 from cpersona.storage.interface import PortabilityRows
 from cpersona.text import format_ts, utc_now
 from cpersona.work import Work

@@ -24,8 +24,8 @@ from cpersona.config import Settings
 from cpersona.errors import CPersonaError, InvalidInput
 from cpersona.portability import original, records
 from cpersona.portability.link_records import LinkImport, parse_link
+from cpersona.result_types.operations import ImportResult, ImportTally
 from cpersona.secret_guard import Redaction
-from cpersona.shapes.operations import ImportResult, ImportTally
 from cpersona.storage.interface import NewMemory, PortabilityRows
 from cpersona.storage.port_records import (
     DUPLICATE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal, cast
 
 from cpersona.errors import InvalidInput
-from cpersona.shapes.operations import MergeResult
+from cpersona.result_types.operations import MergeResult
 from cpersona.storage.maintenance_interface import COPY, MOVE, MaintenanceRows, MergeRequest
 from cpersona.validation import required_str
 from cpersona.work import Work

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO, cast
 from cpersona.config import Settings
 from cpersona.errors import DatabaseUnavailable
 from cpersona.portability import importer, original
-from cpersona.shapes.operations import ImportResult
+from cpersona.result_types.operations import ImportResult
 from cpersona.storage import (
     backup_database,
     open_original,

@@ -32,7 +32,7 @@ from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
 from cpersona.validation import optional_str
 
 # The records here stay plain dicts on purpose: they are lines of the export file (the format in
-# docs/tools.md "export_memories"), not results of the Python API, so they have no shape in cpersona/shapes.
+# docs/tools.md "export_memories"), not results of the Python API, so they have no shape in cpersona/result_types.
 FORMAT = "cpersona-export"
 #: The newest format this code reads and writes: 2 adds ``link`` lines (portability/link_records.py).
 VERSION = 2

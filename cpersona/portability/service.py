@@ -24,8 +24,8 @@ from cpersona.portability import channel_axis, export, grants, importer, merge, 
 from cpersona.portability.grants import FileScope
 from cpersona.portability.paths import Place, atomic_write, locate, open_for_reading
 from cpersona.public import public
+from cpersona.result_types.operations import ExportResult, ImportResult, MergeResult, MigrateChannelAxisResult
 from cpersona.secret_guard import Redaction
-from cpersona.shapes.operations import ExportResult, ImportResult, MergeResult, MigrateChannelAxisResult
 from cpersona.storage import backup_database, open_original, original_schema_version
 from cpersona.storage.interface import Store
 from cpersona.text import format_ts, utc_now

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cpersona.result_types.everyday import RecallGate
 from cpersona.retrieval import evidence as ev
 from cpersona.retrieval.match_query import MAX_TERMS
-from cpersona.shapes.everyday import RecallGate
 from cpersona.storage.interface import EPISODES, MEMORIES
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ The state itself lives in the store (``Store.calibration_states()``): on SQLite 
 
 from __future__ import annotations
 
-from cpersona.shapes.quality import Fingerprint
+from cpersona.result_types.quality import Fingerprint
 
 __all__ = ["SCORING_VERSION", "fingerprint"]
 

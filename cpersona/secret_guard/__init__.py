@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from cpersona.config import SecretsPolicy
 from cpersona.errors import SecretDetected
+from cpersona.result_types.common import RedactedKind
 from cpersona.secret_guard.patterns import KEY_NAME, KINDS, PATTERNS, PREFILTER, not_a_word
-from cpersona.shapes.common import RedactedKind
 
 PLACEHOLDER = "[redacted: {kind}]"
 PLACEHOLDER_START = "[redacted"

@@ -17,8 +17,8 @@ from typing import Any
 _EXPORTS = {
     "build_server": "cpersona.server.app",
     "dispatch_tool": "cpersona.server.dispatch",
-    "TOOLS": "cpersona.server.schemas",
-    "tool_names": "cpersona.server.schemas",
+    "TOOLS": "cpersona.server.tools",
+    "tool_names": "cpersona.server.tools",
     "http_refusal": "cpersona.server.transport",
     "run_http": "cpersona.server.transport",
     "run_stdio": "cpersona.server.transport",

@@ -1,7 +1,7 @@
 """Which tool needs which grant: the one classification table, and the check ``dispatch_tool`` runs.
 
 Every tool declares its class, ``read``, ``write`` or ``admin``, with its ``access=``
-rule (cpersona/server/schemas/; a declaration cannot omit it). The decision for
+rule (cpersona/server/tools/; a declaration cannot omit it). The decision for
 one call uses the client's grants (``cpersona.acl``) and the agent ids named in
 the arguments:
 
@@ -29,11 +29,11 @@ from typing import Any
 from cpersona.acl import WILDCARD, Client, Level
 from cpersona.errors import Forbidden
 from cpersona.server.rules import ADMIN, READ, WRITE, Rule, Unscoped
-from cpersona.server.schemas import TOOLS
+from cpersona.server.tools import TOOLS
 
 __all__ = ["ADMIN", "READ", "TOOL_ACCESS", "WRITE", "Rule", "Unscoped", "authorise", "named_agents"]
 
-#: The classification of every tool, read from its declaration (``access=`` in cpersona/server/schemas/);
+#: The classification of every tool, read from its declaration (``access=`` in cpersona/server/tools/);
 #: docs/tools.md repeats it per tool and a test compares.
 TOOL_ACCESS: dict[str, Rule] = {spec.name: spec.access for spec in TOOLS}
 

@@ -35,7 +35,7 @@ from cpersona.server.confirm import ask as ask_user
 from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.output_schemas import output_schema
 from cpersona.server.resources_prompts import SurfaceHandlers
-from cpersona.server.schemas import ToolSpec, offered_tools
+from cpersona.server.tools import ToolSpec, offered_tools
 from cpersona.work import Work
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ holds the one set of defaults (an argument the caller omitted is not passed); th
 MCP-only arguments (``full_content``) and the few wire spellings that differ from
 the API's (``store``'s nested ``message``) are the only mapping written here.
 ``shape`` turns the API's full rows into the MCP response (previews, budgets:
-cpersona/server/shaping.py). The process-wide tools that are no ``Memory`` method
+cpersona/server/previews.py). The process-wide tools that are no ``Memory`` method
 (pause, operating context, update check) are plain handlers at the end.
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cpersona import operating_context
 from cpersona.config import Settings
-from cpersona.server import shaping
+from cpersona.server import previews
 from cpersona.update_check import UpdateChecker
 from cpersona.work import Work
 
@@ -132,7 +132,7 @@ def strings(value: Any) -> list[str]:
 
 def shape_recall(result: dict[str, Any], call: Call) -> dict[str, Any]:
     """recall's rows as previews, or whole texts within a budget (``full_content``)."""
-    return shaping.shape_recall(
+    return previews.shape_recall(
         result,
         preview_chars=call.settings.recall_preview_chars,
         full_content=call.arguments.get("full_content", False),
@@ -141,30 +141,28 @@ def shape_recall(result: dict[str, Any], call: Call) -> dict[str, Any]:
 
 def shape_context(result: dict[str, Any], call: Call) -> dict[str, Any]:
     """recall_with_context's merged entries, memory rows as previews."""
-    return shaping.shape_context_results(result, preview_chars=call.settings.recall_preview_chars)
+    return previews.shape_context_results(result, preview_chars=call.settings.recall_preview_chars)
 
 
 def shape_contents(result: dict[str, Any], call: Call) -> dict[str, Any]:
     """get_contents' whole texts within the response budget."""
-    return shaping.shape_get_contents(result)
+    return previews.shape_get_contents(result)
 
 
 def shape_history(result: dict[str, Any], call: Call) -> dict[str, Any]:
     """get_history's chain like a listing: whole texts within the budget, previews after."""
-    return shaping.shape_listing(result, preview_chars=call.settings.recall_preview_chars, key="history")
+    return previews.shape_listing(result, preview_chars=call.settings.recall_preview_chars, key="history")
 
 
 def shape_rows(result: dict[str, Any], call: Call) -> dict[str, Any]:
     """A walk's memory rows as previews, like recall's (entities pass unchanged)."""
-    previews = [
-        shaping.preview_row(dict(row), call.settings.recall_preview_chars) for row in result["results"]
-    ]
-    return {**result, "results": previews}
+    rows = [previews.preview_row(dict(row), call.settings.recall_preview_chars) for row in result["results"]]
+    return {**result, "results": rows}
 
 
 def shape_listing(result: dict[str, Any], call: Call) -> dict[str, Any]:
     """A listing's rows as previews within the listing budget."""
-    return shaping.shape_listing(result, preview_chars=call.settings.recall_preview_chars)
+    return previews.shape_listing(result, preview_chars=call.settings.recall_preview_chars)
 
 
 # -- wire forms that differ from the API call's --------------------------------------------

@@ -21,8 +21,8 @@ from cpersona.memory import Memory
 from cpersona.portability.grants import FileScope
 from cpersona.server.access import authorise
 from cpersona.server.calls import Call, Handler
-from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME, ToolSpec
-from cpersona.server.schemas.common import check_binding
+from cpersona.server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
+from cpersona.server.tools.common import check_binding
 from cpersona.text import clean_json, clean_text
 from cpersona.work import Work
 

@@ -1,4 +1,4 @@
-"""Each tool's ``outputSchema``: JSON Schema generated from its result shapes (cpersona/shapes/).
+"""Each tool's ``outputSchema``: JSON Schema generated from its result shapes (cpersona/result_types/).
 
 What ``tools/list`` publishes carries no ``description``s: they are annotations (no validator reads
 them), they were two thirds of the bytes (110 KB of 171 KB for 34 tools), and the same text is in
@@ -26,7 +26,7 @@ import types
 import typing
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import OutputSchemaDetail
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -35,7 +35,7 @@ _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool
 
 def tool_result_shapes(name: str) -> tuple[type, ...]:
     """The success shapes of tool ``name``, from its declaration (``ToolSpec.results``)."""
-    from cpersona.server.schemas import TOOLS_BY_NAME  # the registry imports shapes, not this module
+    from cpersona.server.tools import TOOLS_BY_NAME  # the registry imports shapes, not this module
 
     return TOOLS_BY_NAME[name].results
 
@@ -156,7 +156,7 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 def results_schema(results: tuple[type, ...]) -> dict[str, Any]:
     """JSON Schema for a result that is one of ``results`` (TypedDicts) or the failure shape."""
     defs: dict[str, Any] = {}
-    branches = [_schema(shape, defs) for shape in (*results, shapes.ToolError)]
+    branches = [_schema(shape, defs) for shape in (*results, result_types.ToolError)]
     return {"$schema": SCHEMA_DIALECT, "type": "object", "anyOf": branches, "$defs": defs}
 
 

@@ -12,10 +12,10 @@ from cpersona.errors import InvalidInput, StorageFault
 from cpersona.health import persistence
 from cpersona.health.state import HEALTHY
 from cpersona.public import public
+from cpersona.result_types.everyday import DeleteAgentDataResult, QueueStatus, QueueStatusResult, TableCounts
+from cpersona.result_types.operations import EmbeddingStatus, ReembedResult, StatsResult
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.services.core import Core, CoreService
-from cpersona.shapes.everyday import DeleteAgentDataResult, QueueStatus, QueueStatusResult, TableCounts
-from cpersona.shapes.operations import EmbeddingStatus, ReembedResult, StatsResult
 from cpersona.storage.interface import EMBED, Session
 from cpersona.validation import required_str
 from cpersona.work import Work

@@ -14,8 +14,7 @@ from cpersona import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.limits import LIST_LIMIT_MAX
 from cpersona.public import public
-from cpersona.services import supersede
-from cpersona.shapes.browsing import (
+from cpersona.result_types.browsing import (
     AgentAxis,
     AgentSummary,
     BrowseEpisodesResult,
@@ -26,7 +25,8 @@ from cpersona.shapes.browsing import (
     StoredProfile,
     TimelineDay,
 )
-from cpersona.shapes.rows import EpisodeRow, MemoryRow
+from cpersona.result_types.rows import EpisodeRow, MemoryRow
+from cpersona.services import supersede
 from cpersona.storage.interface import BrowseFilter, Store
 from cpersona.validation import bounded_int, optional_str, required_str
 

@@ -19,18 +19,18 @@ from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput
 from cpersona.health import persistence
 from cpersona.public import public
-from cpersona.retrieval import calibration as cal
-from cpersona.retrieval import probing
-from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
-from cpersona.retrieval.pipeline import GateStage, NoGate
-from cpersona.retrieval.sidecar import fingerprint
-from cpersona.shapes.quality import (
+from cpersona.result_types.quality import (
     CalibrateThresholdResult,
     CalibrationState,
     Fingerprint,
     GateCalibration,
     RecallPrecisionResult,
 )
+from cpersona.retrieval import calibration as cal
+from cpersona.retrieval import probing
+from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
+from cpersona.retrieval.pipeline import GateStage, NoGate
+from cpersona.retrieval.sidecar import fingerprint
 from cpersona.storage.interface import EPISODES, MEMORIES, CalibrationStates, Saved, Store
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import bounded_int, optional_str, required_str

@@ -29,11 +29,11 @@ from cpersona.limits import (
     RECONSTRUCT_NEIGHBOURS_PER_SEED,
 )
 from cpersona.public import public
+from cpersona.result_types.context_pack import EntityMention, PackItem, ReconstructResult
+from cpersona.result_types.links import PathStep
 from cpersona.services import supersede
 from cpersona.services.links import WALK_MARGIN, may_read
 from cpersona.services.recaller import Recaller
-from cpersona.shapes.context_pack import EntityMention, PackItem, ReconstructResult
-from cpersona.shapes.links import PathStep
 from cpersona.storage.interface import Row, Session, Store
 from cpersona.storage.scope import Scope
 from cpersona.validation import bounded_int, optional_str, required_str, string_list

@@ -27,7 +27,7 @@ from cpersona.limits import (
     TRAVERSE_LIMIT_MAX,
 )
 from cpersona.public import public
-from cpersona.shapes.links import (
+from cpersona.result_types.links import (
     AssociationOutcome,
     DeclareAssociationsResult,
     TraversedEntity,

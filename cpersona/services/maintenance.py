@@ -16,8 +16,8 @@ from cpersona.health import persistence
 from cpersona.health.checks import HealthContext, check_names, run_checks
 from cpersona.health.deep_checks import deep_check_names, run_deep_checks
 from cpersona.public import public
+from cpersona.result_types.operations import CheckHealthResult, DeepCheckResult
 from cpersona.services.core import Core, CoreService
-from cpersona.shapes.operations import CheckHealthResult, DeepCheckResult
 from cpersona.validation import boolean, optional_str, required_str
 from cpersona.work import Work
 

@@ -17,15 +17,15 @@ from cpersona.limits import (
     MAX_ROW_ID_DIGITS,
 )
 from cpersona.public import public
-from cpersona.services import supersede
-from cpersona.shapes.everyday import (
+from cpersona.result_types.everyday import (
     GetContentsResult,
     GetHistoryResult,
     GetProfileResult,
     ListEpisodesResult,
     ListMemoriesResult,
 )
-from cpersona.shapes.rows import EpisodeRow, MemoryRow, StoredRow
+from cpersona.result_types.rows import EpisodeRow, MemoryRow, StoredRow
+from cpersona.services import supersede
 from cpersona.storage.interface import Row, Session, Store, TableRows
 from cpersona.storage.scope import Scope
 from cpersona.validation import agent_set, bounded_int, optional_str, required_str, row_id, string_list

@@ -20,14 +20,7 @@ from cpersona.limits import (
     RECALL_LIMIT_MAX,
 )
 from cpersona.public import public
-from cpersona.retrieval import language
-from cpersona.retrieval import time_cue as time_cues
-from cpersona.retrieval.explain import explain
-from cpersona.retrieval.gate import gate_off
-from cpersona.retrieval.pending_vector import PendingQueryVector, QueryVectorThreads
-from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-from cpersona.services import supersede
-from cpersona.shapes.everyday import (
+from cpersona.result_types.everyday import (
     MergedItem,
     RecallGate,
     RecallResult,
@@ -35,7 +28,14 @@ from cpersona.shapes.everyday import (
     RecallTrace,
     RecallWithContextResult,
 )
-from cpersona.shapes.rows import RecallRow
+from cpersona.result_types.rows import RecallRow
+from cpersona.retrieval import language
+from cpersona.retrieval import time_cue as time_cues
+from cpersona.retrieval.explain import explain
+from cpersona.retrieval.gate import gate_off
+from cpersona.retrieval.pending_vector import PendingQueryVector, QueryVectorThreads
+from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
+from cpersona.services import supersede
 from cpersona.storage.interface import Session, Store, VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.text import clean_text, format_ts, utc_now

@@ -23,9 +23,7 @@ from urllib.parse import quote, unquote
 from cpersona.errors import Forbidden, InvalidInput, NotFound
 from cpersona.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
 from cpersona.public import public
-from cpersona.services.browser import Browser
-from cpersona.services.reader import Reader
-from cpersona.shapes.resources import (
+from cpersona.result_types.resources import (
     CompletionResult,
     ResourceInfo,
     ResourceLinkInfo,
@@ -34,6 +32,8 @@ from cpersona.shapes.resources import (
     ResourceTemplateInfo,
     ResourceTemplatesResult,
 )
+from cpersona.services.browser import Browser
+from cpersona.services.reader import Reader
 from cpersona.validation import agent_set
 
 SCHEME = "cpersona://"

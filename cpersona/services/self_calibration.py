@@ -30,9 +30,9 @@ from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
 from cpersona.health import persistence
 from cpersona.public import public
+from cpersona.result_types.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
 from cpersona.retrieval.calibration import LEVELS, MIN_ROWS
 from cpersona.services.calibration import Calibrator
-from cpersona.shapes.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
 from cpersona.storage.interface import MEMORIES, Store
 from cpersona.work import Work
 

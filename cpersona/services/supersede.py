@@ -16,8 +16,8 @@ from typing import Any, cast
 
 from cpersona.errors import InvalidInput, LockedRow, NotFound, SupersedeRefused
 from cpersona.limits import MAX_LIST_ITEMS
-from cpersona.shapes.everyday import GetHistoryResult
-from cpersona.shapes.rows import MemoryRow
+from cpersona.result_types.everyday import GetHistoryResult
+from cpersona.result_types.rows import MemoryRow
 from cpersona.storage.interface import Row, Session
 from cpersona.storage.supersede_interface import Link
 from cpersona.validation import row_id

@@ -18,12 +18,7 @@ from cpersona.health import persistence
 from cpersona.health.state import HINT
 from cpersona.limits import MAX_KEYWORD_CHARS, MAX_REASON_CHARS, TTL_MAX_SECONDS, TTL_MIN_SECONDS
 from cpersona.public import public
-from cpersona.secret_guard import Redaction, merge_counts
-from cpersona.services import supersede
-from cpersona.services.core import Core, CoreService
-from cpersona.services.links import Association, declare_in, parse_associations
-from cpersona.services.long_records import embed_with_blocks
-from cpersona.shapes.everyday import (
+from cpersona.result_types.everyday import (
     ArchiveEpisodeResult,
     DeleteResult,
     LockResult,
@@ -34,7 +29,12 @@ from cpersona.shapes.everyday import (
     UpdateMemoryResult,
     UpdateProfileResult,
 )
-from cpersona.shapes.links import AssociationOutcome
+from cpersona.result_types.links import AssociationOutcome
+from cpersona.secret_guard import Redaction, merge_counts
+from cpersona.services import supersede
+from cpersona.services.core import Core, CoreService
+from cpersona.services.links import Association, declare_in, parse_associations
+from cpersona.services.long_records import embed_with_blocks
 from cpersona.storage.blocks import NewBlock
 from cpersona.storage.interface import (
     EMBED,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cpersona.storage.columns import EPISODE_SHAPE, MEMORY_SHAPE, TableShape, profile_dict
 from cpersona.storage.interface import BrowseFilter, Row
-from cpersona.storage.row_shapes import EPISODE_SHAPE, MEMORY_SHAPE, TableShape, profile_dict
 from cpersona.storage.shared_reads import Fetch
 from cpersona.storage.sql_text import Dialect, agent_filter, browse_filter
 

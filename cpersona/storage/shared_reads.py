@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
+from cpersona.storage.columns import RowLike, TableShape, profile_dict
 from cpersona.storage.interface import VECTOR_TABLES, Row
-from cpersona.storage.row_shapes import RowLike, TableShape, profile_dict
 from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import Dialect
 from cpersona.storage.supersede_interface import Link

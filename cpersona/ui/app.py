@@ -24,8 +24,8 @@ from starlette.routing import Route
 
 from cpersona.errors import CPersonaError, DuplicateRow, Forbidden, LockedRow, NotFound, PersistencePaused
 from cpersona.memory import Memory
+from cpersona.result_types import EpisodeRow
 from cpersona.secret_guard import SecretGuard
-from cpersona.shapes import EpisodeRow
 from cpersona.ui import insight, pages, relations
 from cpersona.ui.access import Action, grants_for_request
 from cpersona.ui.html import layout, url

@@ -7,8 +7,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from cpersona.result_types import EpisodeRow, MemoryRow, ProfileRow
 from cpersona.retrieval.explain import describe_factors, describe_gate, describe_search
-from cpersona.shapes import EpisodeRow, MemoryRow, ProfileRow
 from cpersona.ui.breakdown import channel_shares, gate_scale_svg, shares_svg
 from cpersona.ui.chart import timeline_svg
 from cpersona.ui.html import NOTHING, render

@@ -20,7 +20,7 @@ from cpersona.acl import (
 )
 from cpersona.errors import Forbidden
 from cpersona.server.access import TOOL_ACCESS, authorise, named_agents
-from cpersona.server.schemas import TOOLS, tool_names
+from cpersona.server.tools import TOOLS, tool_names
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
 

@@ -22,7 +22,7 @@ from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.server.access import TOOL_ACCESS
 from cpersona.server.dispatch import dispatch_tool
-from cpersona.server.schemas import TOOLS
+from cpersona.server.tools import TOOLS
 
 READER = Client("reader", "0" * 64, {"a": Level.READ})
 

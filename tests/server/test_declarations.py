@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.memory import Memory
 from cpersona.server import calls
 from cpersona.server.access import TOOL_ACCESS
@@ -17,8 +17,8 @@ from cpersona.server.calls import ApiCall, api
 from cpersona.server.dispatch import HANDLERS, WORK_HANDLERS
 from cpersona.server.output_schemas import tool_result_shapes
 from cpersona.server.rules import READ, Rule
-from cpersona.server.schemas import TOOLS
-from cpersona.server.schemas.common import READS, ToolSpec, check_binding, object_schema
+from cpersona.server.tools import TOOLS
+from cpersona.server.tools.common import READS, ToolSpec, check_binding, object_schema
 
 
 def declare(schema: dict[str, Any], call: Any, **extra: Any) -> ToolSpec:
@@ -30,7 +30,7 @@ def declare(schema: dict[str, Any], call: Any, **extra: Any) -> ToolSpec:
         access=Rule(READ),
         call=call,
         summary="s",
-        **{"results": (shapes.ListMemoriesResult,), **extra},
+        **{"results": (result_types.ListMemoriesResult,), **extra},
     )
 
 
@@ -47,7 +47,7 @@ def test_every_table_is_read_from_the_declarations() -> None:
 def test_a_tool_that_is_a_memory_method_takes_its_shapes_and_long_from_the_method() -> None:
     for spec in TOOLS:
         if isinstance(spec.call, ApiCall):
-            assert spec.results == shapes.METHOD_RESULTS[spec.call.method], spec.name
+            assert spec.results == result_types.METHOD_RESULTS[spec.call.method], spec.name
             takes_work = "work" in inspect.signature(getattr(Memory, spec.call.method)).parameters
             assert spec.long is takes_work, spec.name
 
@@ -83,7 +83,7 @@ def test_a_tool_without_a_result_shape_or_with_another_than_its_methods_is_refus
     with pytest.raises(RuntimeError, match="declares no result shape"):
         declare(object_schema({}), calls.persistence_status, results=())
     with pytest.raises(RuntimeError, match="results .* are not Memory.list_memories's"):
-        check_binding(declare(object_schema({}), api("list_memories"), results=(shapes.LockResult,)))
+        check_binding(declare(object_schema({}), api("list_memories"), results=(result_types.LockResult,)))
     with pytest.raises(RuntimeError, match="Memory.no_such_method, which does not exist"):
         check_binding(declare(object_schema({}), api("no_such_method")))
 
@@ -92,7 +92,7 @@ def test_the_registry_is_built_without_importing_memory() -> None:
     # tools/list is answered while Memory (numpy, SQLite, the model runtime) is still importing
     # (tests/server/test_startup.py); the declarations must not need it.
     code = (
-        "import sys; from cpersona.server.app import tool_list; from cpersona.server.schemas import build_tools; "
+        "import sys; from cpersona.server.app import tool_list; from cpersona.server.tools import build_tools; "
         "from cpersona.config import Settings; tool_list(build_tools(Settings())); "
         "print([m for m in ('cpersona.memory', 'numpy', 'jsonschema') if m in sys.modules])"
     )

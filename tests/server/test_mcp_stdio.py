@@ -12,7 +12,7 @@ from mcp_helpers import ALL_TOOL_NAMES, McpSession, mcp_session, server_env, std
 from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
 from strict_schema import strict_problems
 
-from cpersona.server.schemas import tool_names
+from cpersona.server.tools import tool_names
 
 pytestmark = pytest.mark.slow
 

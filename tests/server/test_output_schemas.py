@@ -17,7 +17,7 @@ from cpersona.server.output_schemas import (
     tool_result_shapes,
     without_descriptions,
 )
-from cpersona.server.schemas import tool_names
+from cpersona.server.tools import tool_names
 
 
 @pytest.mark.parametrize("name", tool_names())

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_helpers import McpSession
 from raw_wire import PROTOCOL, stdio_caller, tool_call
 
-from cpersona.server.schemas import TOOLS_BY_NAME
+from cpersona.server.tools import TOOLS_BY_NAME
 
 pytestmark = pytest.mark.slow
 

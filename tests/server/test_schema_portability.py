@@ -7,7 +7,7 @@ from jsonschema import Draft202012Validator
 from strict_schema import strict_problems
 
 from cpersona.server.output_schemas import output_schema
-from cpersona.server.schemas import TOOLS, tool_names
+from cpersona.server.tools import TOOLS, tool_names
 
 
 @pytest.mark.parametrize("spec", TOOLS, ids=lambda spec: spec.name)

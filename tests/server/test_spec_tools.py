@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mcp_helpers import ISSUE_TOOL_NAMES, SPEC_TOOL_NAMES
 
-from cpersona.server.schemas import tool_names
+from cpersona.server.tools import tool_names
 
 
 def test_the_spec_names_thirty_tools() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mcp_helpers import ALL_TOOL_NAMES, full_env, mcp_session, server_env, stdio_target
 
-from cpersona.server.schemas import tool_names
+from cpersona.server.tools import tool_names
 
 pytestmark = pytest.mark.slow
 

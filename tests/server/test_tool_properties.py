@@ -27,7 +27,7 @@ from cpersona.health import persistence
 from cpersona.memory import Memory
 from cpersona.server.dispatch import dispatch_tool
 from cpersona.server.output_schemas import output_schema
-from cpersona.server.schemas import TOOLS, TOOLS_BY_NAME
+from cpersona.server.tools import TOOLS, TOOLS_BY_NAME
 
 TABLES = ("memories", "episodes", "profiles", "pending_memory_tasks")
 FTS_BITS = ['"', "*", ":", "(", ")", "NEAR", "AND", "OR", "NOT", "^", "-", "+", "{", "}", "NEAR/3", "'", "\\"]

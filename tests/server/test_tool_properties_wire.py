@@ -20,7 +20,7 @@ from raw_wire import RawHttp, stdio_caller, tool_call
 from test_mcp_http import TOKEN
 from test_tool_properties import arguments_for, check_response
 
-from cpersona.server.schemas import TOOLS
+from cpersona.server.tools import TOOLS
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from mcp_helpers import mcp_session, server_env, stdio_target, unique
 
 from cpersona.config import ConfigError, Settings
 from cpersona.server.output_schemas import output_schema
-from cpersona.server.schemas import EVERYDAY_TOOLS, TOOLS, TOOLS_BY_NAME, offered_tools
+from cpersona.server.tools import EVERYDAY_TOOLS, TOOLS, TOOLS_BY_NAME, offered_tools
 
 next_agent = unique("surface")
 

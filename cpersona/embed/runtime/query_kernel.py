@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cpersona.shapes import QueryKernelStatus
+from cpersona.result_types import QueryKernelStatus
 
 #: The reason a choice gives before its check has run (benchmarks wait for another one).
 NOT_CHECKED = "not checked yet"

@@ -27,11 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+from cpersona.storage.columns import MEMORY_INSERT_COLUMNS, memory_values
 from cpersona.storage.port_records import ImportedMemory
 from cpersona.storage.postgres.postings import DEFER_SETTING, POSTED, drain_sql, read_index_sql
 from cpersona.storage.postgres.rows import pg_values
 from cpersona.storage.postgres.sql import Executor
-from cpersona.storage.row_shapes import MEMORY_INSERT_COLUMNS, memory_values
 
 log = logging.getLogger(__name__)
 

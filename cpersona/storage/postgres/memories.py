@@ -13,10 +13,10 @@ import psycopg
 
 from cpersona.errors import DuplicateRow
 from cpersona.storage.blocks import NewBlock, StoredBlock
+from cpersona.storage.columns import MEMORY_INSERT_COLUMNS, MEMORY_SHAPE, memory_values
 from cpersona.storage.interface import NewMemory
 from cpersona.storage.postgres.rows import PgTableRows, pg_values
 from cpersona.storage.postgres.sql import Executor, source_clause, vector_param, where
-from cpersona.storage.row_shapes import MEMORY_INSERT_COLUMNS, MEMORY_SHAPE, memory_values
 from cpersona.storage.scope import Scope
 
 _INSERT = (

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from cpersona.storage.columns import profile_values
 from cpersona.storage.interface import NewProfile
 from cpersona.storage.postgres.sql import POSTGRES, Executor
-from cpersona.storage.row_shapes import profile_values
 from cpersona.storage.shared_reads import ProfileReads
 
 

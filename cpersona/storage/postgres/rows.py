@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cpersona.storage.columns import VECTOR_POSITION
 from cpersona.storage.interface import Row
 from cpersona.storage.postgres.sql import POSTGRES, Executor, vector_param, where
-from cpersona.storage.row_shapes import VECTOR_POSITION
 from cpersona.storage.scope import Scope
 from cpersona.storage.shared_reads import TableReads
 
 
 def pg_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A ``row_shapes`` insert tuple with its vector bound as a pgvector value."""
+    """A ``columns`` insert tuple with its vector bound as a pgvector value."""
     bound = list(values)
     bound[VECTOR_POSITION] = vector_param(bound[VECTOR_POSITION])
     return tuple(bound)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from cpersona.storage.columns import profile_values
 from cpersona.storage.interface import NewProfile
-from cpersona.storage.row_shapes import profile_values
 from cpersona.storage.shared_reads import ProfileReads
 from cpersona.storage.sqlite.sql import SQLITE
 

@@ -45,7 +45,7 @@ def fetch_by_ids(
     found: dict[int, tuple[Any, ...]] = {}
     clause, params = where(scope or Scope())
     cursor = conn.cursor()
-    cursor.row_factory = None  # tuples: read by position, not by name (see row_shapes.memory_values_dict)
+    cursor.row_factory = None  # tuples: read by position, not by name (see columns.memory_values_dict)
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
         marks = ",".join("?" * len(chunk))

@@ -5,7 +5,7 @@ context and the update check (the server answers them from process state and set
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import Success
+from cpersona.result_types.common import Success
 
 
 class PersistenceState(TypedDict):

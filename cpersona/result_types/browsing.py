@@ -4,8 +4,8 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Literal, TypedDict
 
-from cpersona.shapes.common import ItemCount, Success
-from cpersona.shapes.rows import EpisodeRow, MemoryRow
+from cpersona.result_types.common import ItemCount, Success
+from cpersona.result_types.rows import EpisodeRow, MemoryRow
 
 # -- browsing (cpersona ui) ------------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """Shapes of the declared-association calls: declare_associations, traverse (and store's links)."""
 
-# No ``from __future__ import annotations`` here (see cpersona/shapes/everyday.py).
+# No ``from __future__ import annotations`` here (see cpersona/result_types/everyday.py).
 from typing import Annotated, Literal, TypedDict
 
-from cpersona.shapes.rows import MemoryRow
+from cpersona.result_types.rows import MemoryRow
 
 
 class AssociationOutcome(TypedDict):

@@ -13,7 +13,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.health.checks import check_names
 from cpersona.health.deep_checks import deep_check_names
 from cpersona.limits import (
@@ -70,7 +70,7 @@ class ToolSpec:
     hints: Hints
     access: Rule
     call: Handler
-    results: tuple[type, ...]  # its success shapes (cpersona/shapes/): the outputSchema
+    results: tuple[type, ...]  # its success shapes (cpersona/result_types/): the outputSchema
     title: str = ""
     summary: str = ""  # the README's one line (scripts/gen_readme_tools.py); Markdown
 
@@ -110,7 +110,7 @@ def check_binding(spec: ToolSpec) -> None:
         return
     tool, schema = spec.name, spec.input_schema
     call.parameters  # noqa: B018 - raises when Memory has no such method
-    method_results = shapes.METHOD_RESULTS.get(call.method)
+    method_results = result_types.METHOD_RESULTS.get(call.method)
     if method_results is not None and set(method_results) != set(spec.results):  # order aside
         raise RuntimeError(
             f"tool {tool}: results {spec.results} are not Memory.{call.method}'s {method_results}"

@@ -4,7 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import (
+from cpersona.result_types.common import (
     GateFallback,
     OwnerAgent,
     RowChannel,

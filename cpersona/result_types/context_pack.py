@@ -1,11 +1,11 @@
 """Shapes of the context pack: reconstruct (docs/tools.md#reconstruct)."""
 
-# No ``from __future__ import annotations`` here (see cpersona/shapes/everyday.py).
+# No ``from __future__ import annotations`` here (see cpersona/result_types/everyday.py).
 from typing import Annotated, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import Success
-from cpersona.shapes.everyday import Advisory, RecallTimeCue
-from cpersona.shapes.links import PathStep
+from cpersona.result_types.common import Success
+from cpersona.result_types.everyday import Advisory, RecallTimeCue
+from cpersona.result_types.links import PathStep
 
 
 class EntityMention(TypedDict):

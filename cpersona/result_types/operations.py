@@ -4,8 +4,8 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import AgentNotice, RedactedKind, Success
-from cpersona.shapes.everyday import QueueStatus, TableCounts
+from cpersona.result_types.common import AgentNotice, RedactedKind, Success
+from cpersona.result_types.everyday import QueueStatus, TableCounts
 
 # -- health and administration -------------------------------------------------------------------------
 

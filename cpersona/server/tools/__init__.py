@@ -13,7 +13,7 @@ in the order hosts list them.
 from __future__ import annotations
 
 from cpersona.config import ConfigError, Settings
-from cpersona.server.schemas import (
+from cpersona.server.tools import (
     context_pack,
     everyday,
     forgetting,
@@ -22,7 +22,7 @@ from cpersona.server.schemas import (
     portability,
     quality,
 )
-from cpersona.server.schemas.common import ToolSpec
+from cpersona.server.tools.common import ToolSpec
 
 __all__ = [
     "EVERYDAY_TOOLS",

@@ -4,9 +4,9 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import AgentNotice, ItemCount, Redacted, Success
-from cpersona.shapes.links import AssociationOutcome
-from cpersona.shapes.rows import EpisodeRow, MemoryRow, ProfileRow, RecallRow, StoredRow
+from cpersona.result_types.common import AgentNotice, ItemCount, Redacted, Success
+from cpersona.result_types.links import AssociationOutcome
+from cpersona.result_types.rows import EpisodeRow, MemoryRow, ProfileRow, RecallRow, StoredRow
 
 # -- store -------------------------------------------------------------------------------------------
 

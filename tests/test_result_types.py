@@ -1,4 +1,4 @@
-"""cpersona.shapes describes what Memory really returns, and docs/api-shapes.md is generated from it."""
+"""cpersona.result_types describes what Memory really returns, and docs/api-shapes.md is generated from it."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import pytest
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.errors import Rejected
 from cpersona.memory import Memory
 from cpersona.server.output_schemas import output_schema, results_schema
-from cpersona.server.schemas import TOOLS_BY_NAME
+from cpersona.server.tools import TOOLS_BY_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Memory's public methods that do not return a result dict (agent_notice: a sentence or None).
@@ -70,8 +70,10 @@ def problems(method: str, value: Any, shapes_wanted: tuple[type, ...]) -> list[s
 
 def assert_shape(method: str, value: Any, expected: type | None = None) -> None:
     """``value`` is one of the shapes METHOD_RESULTS lists for ``method`` (``expected`` when given)."""
-    assert expected is None or expected in shapes.METHOD_RESULTS[method]
-    found = problems(method, value, (expected,) if expected is not None else shapes.METHOD_RESULTS[method])
+    assert expected is None or expected in result_types.METHOD_RESULTS[method]
+    found = problems(
+        method, value, (expected,) if expected is not None else result_types.METHOD_RESULTS[method]
+    )
     assert found == [], found
     if method in TOOLS_BY_NAME:  # the open wire schema accepts it too
         error = best_match(Draft202012Validator(output_schema(method)).iter_errors(value))
@@ -80,7 +82,7 @@ def assert_shape(method: str, value: Any, expected: type | None = None) -> None:
 
 def test_the_checker_notices_missing_unknown_and_mistyped_keys() -> None:
     good = {"ok": True, "id": 1, "ref": "mem:1", "locked": False}
-    lock = (shapes.LockResult,)
+    lock = (result_types.LockResult,)
     assert problems("lock_memory", good, lock) == []
     assert problems("lock_memory", {k: v for k, v in good.items() if k != "id"}, lock)
     assert problems("lock_memory", {**good, "extra": 1}, lock)
@@ -89,31 +91,31 @@ def test_the_checker_notices_missing_unknown_and_mistyped_keys() -> None:
     assert problems("lock_memory", {**good, "ref": None}, lock)
     # Nested shapes are closed too, and dict keys are strings.
     deleted = {"ok": True, "agent_id": "a", "deleted": {"memories": 1, "episodes": 0, "profiles": 0}}
-    result = (shapes.DeleteAgentDataResult,)
+    result = (result_types.DeleteAgentDataResult,)
     assert problems("delete_agent_data", {**deleted, "calibration_discarded": False}, result) == []
     nested_extra = {**deleted, "calibration_discarded": False, "deleted": {**deleted["deleted"], "x": 1}}
     assert problems("delete_agent_data", nested_extra, result)
     status = {"state": "healthy", "mode": "none"}
-    assert problems("embedding_status", status, (shapes.EmbeddingStatus,)) == []
+    assert problems("embedding_status", status, (result_types.EmbeddingStatus,)) == []
     window = {"size": None, "rows_outside": {1: {"memories": 2}}}
     stats_like = {"vector_window": window}
-    assert any("rows_outside" in p for p in problems("stats", stats_like, (shapes.StatsResult,)))
+    assert any("rows_outside" in p for p in problems("stats", stats_like, (result_types.StatsResult,)))
     # A value of the wrong scalar type inside a list of rows is found.
     listing = {"ok": True, "items": [], "count": 0, "total": 0}
-    assert problems("list_memories", listing, (shapes.ListMemoriesResult,)) == []
-    assert problems("list_memories", {**listing, "items": [{"id": 1}]}, (shapes.ListMemoriesResult,))
+    assert problems("list_memories", listing, (result_types.ListMemoriesResult,)) == []
+    assert problems("list_memories", {**listing, "items": [{"id": 1}]}, (result_types.ListMemoriesResult,))
 
 
 def test_every_public_memory_method_has_a_result_shape() -> None:
     public = {name for name, _ in inspect.getmembers(Memory, inspect.isfunction) if not name.startswith("_")}
-    assert public - NOT_RESULTS == set(shapes.METHOD_RESULTS)
+    assert public - NOT_RESULTS == set(result_types.METHOD_RESULTS)
 
 
 def test_each_memory_method_is_annotated_with_the_shapes_it_answers() -> None:
     # mypy checks a method's body against its return annotation; the registry (and the docs, and
     # outputSchema) must name the same shapes, or the checked type is not the documented one.
     differ = {}
-    for name, registered in shapes.METHOD_RESULTS.items():
+    for name, registered in result_types.METHOD_RESULTS.items():
         returned = get_type_hints(getattr(Memory, name))["return"]
         union = get_origin(returned) in (types.UnionType, Union)
         members = set(get_args(returned)) if union else {returned}
@@ -128,22 +130,24 @@ def test_api_shapes_doc_is_generated_from_the_typeddicts() -> None:
     assert generator.BEGIN in current, "docs/api-shapes.md lost its generated section"
     stale = "docs/api-shapes.md is stale: run python scripts/gen_api_shapes.py"
     assert generator.render(current) == current, stale
-    for shape in {s for results in shapes.METHOD_RESULTS.values() for s in results} | set(shapes.ROW_SHAPES):
+    for shape in {s for results in result_types.METHOD_RESULTS.values() for s in results} | set(
+        result_types.ROW_SHAPES
+    ):
         for key in get_type_hints(shape):
             assert f"`{key}`" in current, f"{shape.__name__}.{key} is not in docs/api-shapes.md"
 
 
 def test_keyword_only_results_match_their_shapes(memory: Memory) -> None:
     stored = memory.store("a", "Deploy key for staging lives in vault", msg_id="m1", source={"id": "u1"})
-    assert_shape("store", stored, shapes.StoreStored)
-    assert_shape("store", memory.store("a", "other text", msg_id="m1"), shapes.StoreSkipped)
+    assert_shape("store", stored, result_types.StoreStored)
+    assert_shape("store", memory.store("a", "other text", msg_id="m1"), result_types.StoreSkipped)
     with pytest.raises(
         Rejected
     ) as refused:  # refusals raise; the MCP layer adds result/reason from details()
         memory.store("a", "   ")
     assert refused.value.details() == {"result": "rejected", "reason": "content is empty"}
     long = memory.store("a", "y" * (memory.settings.max_content_length + 5))
-    assert_shape("store", long, shapes.StoreStored)
+    assert_shape("store", long, result_types.StoreStored)
     assert long["truncated"] is True
     for i in range(50):  # enough rows for profile injection
         memory.store("a", f"filler note number {i} about kestrel migrations")
@@ -227,7 +231,7 @@ def test_embedded_results_match_their_shapes(tmp_path: Path, minilm_models_dir: 
     )
     with Memory(settings) as memory:
         assert memory.wait_until_ready(60)
-        assert_shape("store", memory.store("a", "The cat sits on the mat"), shapes.StoreStored)
+        assert_shape("store", memory.store("a", "The cat sits on the mat"), result_types.StoreStored)
         memory.archive_episode("a", "A session about pets")
         recalled = memory.recall("a", "a kitten on a rug")
         assert_shape("recall", recalled)
@@ -236,7 +240,7 @@ def test_embedded_results_match_their_shapes(tmp_path: Path, minilm_models_dir: 
         assert_shape("embedding_status", status)
         assert status["state"] == "healthy" and "model_id" in status
         assert_shape("stats", memory.stats())
-        assert_shape("reembed", memory.reembed(), shapes.ReembedDone)
+        assert_shape("reembed", memory.reembed(), result_types.ReembedDone)
 
 
 def test_gate_records_without_a_gate_match_the_shape_and_its_level_rule(memory: Memory) -> None:
@@ -251,4 +255,6 @@ def test_gate_records_without_a_gate_match_the_shape_and_its_level_rule(memory: 
         assert_shape("recall", reply)
         assert reply["gate"]["kind"] == "off" and reply["gate"]["level"] is None
         assert reply["gate"]["beta"] is None and reply["gate"]["passed"] is True
-    assert problems("recall", {**memory.recall("a", ""), "gate": {"kind": "off"}}, (shapes.RecallResult,))
+    assert problems(
+        "recall", {**memory.recall("a", ""), "gate": {"kind": "off"}}, (result_types.RecallResult,)
+    )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.server.calls import api
 from cpersona.server.rules import ADMIN, Rule
-from cpersona.server.schemas.common import (
+from cpersona.server.tools.common import (
     ADDS,
     KEEPS,
     OVERWRITES,
@@ -22,7 +22,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="export_memories",
-            results=(shapes.ExportResult,),
+            results=(result_types.ExportResult,),
             access=Rule(ADMIN),
             call=api("export_memories"),
             title="Export memories to a JSONL file",
@@ -45,7 +45,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="import_memories",
-            results=(shapes.ImportResult,),
+            results=(result_types.ImportResult,),
             access=Rule(ADMIN),
             call=api("import_memories"),
             title="Import memories from a JSONL export",
@@ -68,7 +68,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="merge_memories",
-            results=(shapes.MergeResult,),
+            results=(result_types.MergeResult,),
             access=Rule(ADMIN),
             call=api("merge_memories"),
             title="Merge one agent's memories into another",
@@ -100,7 +100,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="migrate_channel_axis",
-            results=(shapes.MigrateChannelAxisResult,),
+            results=(result_types.MigrateChannelAxisResult,),
             access=Rule(ADMIN),
             call=api("migrate_channel_axis"),
             title="Repair rows stored under a bridge channel",

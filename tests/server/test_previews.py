@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cpersona.limits import GET_CONTENTS_BUDGET_CHARS
-from cpersona.server import shaping
+from cpersona.server import previews
 
 
 def mem(i: int, size: int, **extra: Any) -> dict[str, Any]:
@@ -20,7 +20,7 @@ def episode(i: int, size: int) -> dict[str, Any]:
 def test_recall_previews_long_rows_but_never_profiles() -> None:
     profile = {"type": "profile", "agent_id": "a", "content": "p" * 900}
     result = {"ok": True, "results": [profile, mem(1, 499), mem(2, 501), episode(3, 2000)], "count": 4}
-    shaped = shaping.shape_recall(result, preview_chars=500, full_content=False)
+    shaped = previews.shape_recall(result, preview_chars=500, full_content=False)
     rows = shaped["results"]
     assert rows[0] == profile
     assert rows[1] == mem(1, 499)
@@ -36,7 +36,7 @@ def test_recall_previews_long_rows_but_never_profiles() -> None:
 
 def test_full_content_spends_the_budget_from_the_best_end() -> None:
     rows = [mem(1, 100), mem(2, 100), mem(3, 100)]  # worst -> best
-    shaped = shaping.shape_recall({"results": rows}, preview_chars=10, full_content=True, budget_chars=200)
+    shaped = previews.shape_recall({"results": rows}, preview_chars=10, full_content=True, budget_chars=200)
     out = shaped["results"]
     assert out[2] == rows[2] and out[1] == rows[1]  # the two most relevant stay whole
     assert (
@@ -47,7 +47,7 @@ def test_full_content_spends_the_budget_from_the_best_end() -> None:
 
 def test_full_content_budget_exact_accounting() -> None:
     rows = [mem(1, 100), mem(2, 150), mem(3, 60)]
-    shaped = shaping.shape_recall({"results": rows}, preview_chars=10, full_content=True, budget_chars=200)
+    shaped = previews.shape_recall({"results": rows}, preview_chars=10, full_content=True, budget_chars=200)
     out = shaped["results"]
     assert "content_truncated" not in out[2]  # 60 whole, 140 left
     assert out[1]["content_truncated"] is True  # 150 does not fit; its preview costs 10, 130 left
@@ -57,14 +57,14 @@ def test_full_content_budget_exact_accounting() -> None:
 
 def test_get_contents_defers_the_tail_but_always_returns_the_first_item() -> None:
     items = [mem(1, 50_000), mem(2, 10), mem(3, 10)]
-    shaped = shaping.shape_get_contents(
+    shaped = previews.shape_get_contents(
         {"ok": True, "items": items, "missing": ["mem:9"]}, budget_chars=40_000
     )
     assert [i["ref"] for i in shaped["items"]] == ["mem:1"]
     assert shaped["items"][0]["content"] == items[0]["content"]
     assert shaped["deferred"] == ["mem:2", "mem:3"] and shaped["missing"] == ["mem:9"]
 
-    fits = shaping.shape_get_contents(
+    fits = previews.shape_get_contents(
         {"ok": True, "items": [mem(1, 30_000), mem(2, 10_000), mem(3, 1)], "missing": []}
     )
     assert [i["ref"] for i in fits["items"]] == ["mem:1", "mem:2"] and fits["deferred"] == ["mem:3"]
@@ -73,13 +73,13 @@ def test_get_contents_defers_the_tail_but_always_returns_the_first_item() -> Non
 
 def test_listing_budget_previews_after_the_budget() -> None:
     items = [mem(i, 300) for i in range(10)]
-    shaped = shaping.shape_listing(
+    shaped = previews.shape_listing(
         {"ok": True, "items": items, "count": 10}, preview_chars=100, budget_chars=1000
     )
     whole = [i for i in shaped["items"] if "content_truncated" not in i]
     assert len(whole) == 3 and shaped["previewed_count"] == 7
     assert shaped["content_budget_exceeded"] is True and shaped["content_budget_chars"] == 1000
-    small = shaping.shape_listing({"ok": True, "items": items[:2]}, preview_chars=100)
+    small = previews.shape_listing({"ok": True, "items": items[:2]}, preview_chars=100)
     assert "content_budget_exceeded" not in small and small["items"] == items[:2]
 
 
@@ -87,16 +87,16 @@ def test_a_long_memory_matched_by_a_block_previews_that_part() -> None:
     text = "".join(f"{n:04d}" for n in range(1000))  # 4,000 characters, each position readable
     reason = {"signal": "rsf", "score": 1.0, "factors": {}, "block": {"index": 3, "start": 2000, "end": 2200}}
     row = {"ref": "mem:7", "type": "memory", "id": 7, "content": text, "match_reason": reason}
-    shaped = shaping.preview_row(row, 500)
+    shaped = previews.preview_row(row, 500)
     # A block shorter than the preview: centred in it, and content_start says where the preview begins.
     assert shaped["content_start"] == 1850 and shaped["content"] == text[1850:2350]
     assert shaped["content_truncated"] is True and shaped["content_len"] == 4000 and shaped["ref"] == "mem:7"
     # A block longer than the preview starts it; a block at the end keeps the preview whole.
     long_block = {**row, "match_reason": {**reason, "block": {"index": 1, "start": 900, "end": 1700}}}
-    assert shaping.preview_row(long_block, 500)["content"] == text[900:1400]
+    assert previews.preview_row(long_block, 500)["content"] == text[900:1400]
     at_end = {**row, "match_reason": {**reason, "block": {"index": 9, "start": 3900, "end": 4000}}}
-    end = shaping.preview_row(at_end, 500)
+    end = previews.preview_row(at_end, 500)
     assert end["content"] == text[3500:] and end["content_start"] == 3500
     # Without a block the preview is the plain prefix, and says nothing of a start.
-    plain = shaping.preview_row({**row, "match_reason": {"signal": "rsf", "score": 1.0, "factors": {}}}, 500)
+    plain = previews.preview_row({**row, "match_reason": {"signal": "rsf", "score": 1.0, "factors": {}}}, 500)
     assert plain["content"] == text[:500] and "content_start" not in plain

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.limits import MAX_REASON_CHARS
 from cpersona.server.calls import api
 from cpersona.server.rules import EDIT_ROW
-from cpersona.server.schemas.common import KEEPS, ToolSpec, row_target
+from cpersona.server.tools.common import KEEPS, ToolSpec, row_target
 
 
 def _with_reason() -> dict[str, Any]:
@@ -32,7 +32,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="retire_memory",
-            results=(shapes.RetireResult,),
+            results=(result_types.RetireResult,),
             access=EDIT_ROW,
             call=api("retire_memory"),
             title="Retire a memory",
@@ -46,7 +46,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="unretire_memory",
-            results=(shapes.RetireResult,),
+            results=(result_types.RetireResult,),
             access=EDIT_ROW,
             call=api("unretire_memory"),
             title="Unretire a memory",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.server.calls import api
 from cpersona.server.rules import READ, WRITE, Rule
-from cpersona.server.schemas.common import AGENT_ID, KEEPS, READS, ToolSpec, object_schema, string_schema
+from cpersona.server.tools.common import AGENT_ID, KEEPS, READS, ToolSpec, object_schema, string_schema
 
 PRECISION = string_schema(
     "strict, balanced or lenient; '' clears it.",
@@ -19,7 +19,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="calibrate_threshold",
-            results=(shapes.CalibrateThresholdResult,),
+            results=(result_types.CalibrateThresholdResult,),
             access=Rule(WRITE),  # calibration changes how this agent's recalls are gated
             call=api("calibrate_threshold"),
             title="Calibrate the recall gate",
@@ -61,7 +61,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="set_recall_precision",
-            results=(shapes.RecallPrecisionResult,),
+            results=(result_types.RecallPrecisionResult,),
             access=Rule(WRITE),
             call=api("set_recall_precision"),
             title="Set recall precision",
@@ -86,7 +86,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_recall_precision",
-            results=(shapes.RecallPrecisionResult,),
+            results=(result_types.RecallPrecisionResult,),
             access=Rule(READ),
             call=api("get_recall_precision"),
             title="Get recall precision",

@@ -142,7 +142,7 @@ def episode_dict(row: RowLike) -> Row:
 def memory_values_dict(values: Sequence[Any]) -> Row:
     """``memory_dict`` of a plain tuple in ``MEMORY_COLUMNS`` order: the same dict, keys in the same
     order. Recall hydrates ~100 rows, and reading each of 16 columns by name cost more than the
-    fetch itself (SQLite's hot path; ``tests/storage/test_row_shapes.py`` holds the two equal)."""
+    fetch itself (SQLite's hot path; ``tests/storage/test_columns.py`` holds the two equal)."""
     (
         row_id,
         agent_id,

@@ -10,9 +10,9 @@ which adds keys such as ``content_truncated`` or ``deferred``; docs/tools.md
 describes those.
 """
 
-# The shapes are split by tool group; every name is re-exported here, so ``cpersona.shapes.X`` is
+# The shapes are split by tool group; every name is re-exported here, so ``cpersona.result_types.X`` is
 # the one way to refer to a shape.
-from cpersona.shapes.browsing import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.browsing import (  # noqa: F401 - re-exported: the public names live here
     AgentAxis,
     AgentSummary,
     BrowseEpisodesResult,
@@ -23,12 +23,12 @@ from cpersona.shapes.browsing import (  # noqa: F401 - re-exported: the public n
     StoredProfile,
     TimelineDay,
 )
-from cpersona.shapes.context_pack import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.context_pack import (  # noqa: F401 - re-exported: the public names live here
     EntityMention,
     PackItem,
     ReconstructResult,
 )
-from cpersona.shapes.everyday import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.everyday import (  # noqa: F401 - re-exported: the public names live here
     Advisory,
     ArchiveEpisodeResult,
     ContextEntry,
@@ -62,7 +62,7 @@ from cpersona.shapes.everyday import (  # noqa: F401 - re-exported: the public n
     UpdateMemoryResult,
     UpdateProfileResult,
 )
-from cpersona.shapes.links import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.links import (  # noqa: F401 - re-exported: the public names live here
     AssociationOutcome,
     DeclareAssociationsResult,
     PathStep,
@@ -70,7 +70,7 @@ from cpersona.shapes.links import (  # noqa: F401 - re-exported: the public name
     TraversedMemory,
     TraverseResult,
 )
-from cpersona.shapes.operations import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.operations import (  # noqa: F401 - re-exported: the public names live here
     CheckHealthResult,
     DeepCheckResult,
     EmbeddingStatus,
@@ -86,7 +86,7 @@ from cpersona.shapes.operations import (  # noqa: F401 - re-exported: the public
     StatsResult,
     VectorWindow,
 )
-from cpersona.shapes.process import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.process import (  # noqa: F401 - re-exported: the public names live here
     CheckUpdateResult,
     OperatingContextResult,
     PauseResult,
@@ -94,7 +94,7 @@ from cpersona.shapes.process import (  # noqa: F401 - re-exported: the public na
     ResumeResult,
     ToolError,
 )
-from cpersona.shapes.quality import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.quality import (  # noqa: F401 - re-exported: the public names live here
     CalibrateResult,
     CalibrateThresholdResult,
     CalibrationState,
@@ -105,7 +105,7 @@ from cpersona.shapes.quality import (  # noqa: F401 - re-exported: the public na
     RecallPrecisionResult,
     VectorCalibration,
 )
-from cpersona.shapes.resources import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.resources import (  # noqa: F401 - re-exported: the public names live here
     CompletionResult,
     ResourceInfo,
     ResourceLinkInfo,
@@ -114,7 +114,7 @@ from cpersona.shapes.resources import (  # noqa: F401 - re-exported: the public 
     ResourceTemplateInfo,
     ResourceTemplatesResult,
 )
-from cpersona.shapes.rows import (  # noqa: F401 - re-exported: the public names live here
+from cpersona.result_types.rows import (  # noqa: F401 - re-exported: the public names live here
     EpisodeRow,
     MatchReason,
     MemoryRow,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.limits import (
     GET_CONTENTS_BUDGET_CHARS,
@@ -13,7 +13,7 @@ from cpersona.limits import (
 from cpersona.server import calls
 from cpersona.server.calls import api
 from cpersona.server.rules import ADMIN, EDIT_ROW, LIST_ROWS, PROCESS_STATE, READ, WRITE, Rule
-from cpersona.server.schemas.common import (
+from cpersona.server.tools.common import (
     ADDS,
     AGENT_ID,
     AGENT_ID_OPTIONAL_OWNER,
@@ -44,7 +44,7 @@ from cpersona.server.schemas.common import (
     supersedes_schema,
     thousands,
 )
-from cpersona.server.schemas.links import ASSOCIATIONS
+from cpersona.server.tools.links import ASSOCIATIONS
 
 
 def tools(settings: Settings) -> list[ToolSpec]:
@@ -55,9 +55,9 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ToolSpec(
             name="store",
             results=(
-                shapes.StoreStored,
-                shapes.StoreSkipped,
-                shapes.StorePaused,
+                result_types.StoreStored,
+                result_types.StoreSkipped,
+                result_types.StorePaused,
             ),
             access=Rule(WRITE, follows_links=True),  # associations: read on the target memories' agents
             call=api("store", tool_only=("message",), expand=calls.store_message),
@@ -96,7 +96,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="recall",
-            results=(shapes.RecallResult,),
+            results=(result_types.RecallResult,),
             access=Rule(READ),  # records recall statistics, but reveals and changes no content
             call=api(
                 "recall",
@@ -134,7 +134,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="recall_with_context",
-            results=(shapes.RecallWithContextResult,),
+            results=(result_types.RecallWithContextResult,),
             access=Rule(READ),
             call=api("recall_with_context", shape=calls.shape_context),
             title="Recall with conversation context",
@@ -171,7 +171,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_contents",
-            results=(shapes.GetContentsResult,),
+            results=(result_types.GetContentsResult,),
             access=Rule(READ),
             call=api("get_contents", shape=calls.shape_contents),
             title="Get full contents",
@@ -196,7 +196,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_history",
-            results=(shapes.GetHistoryResult,),
+            results=(result_types.GetHistoryResult,),
             access=LIST_ROWS,  # by row id: an omitted agent_id narrows to the granted agents
             call=api("get_history", shape=calls.shape_history),
             title="Get a memory's history",
@@ -212,7 +212,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="archive_episode",
-            results=(shapes.ArchiveEpisodeResult,),
+            results=(result_types.ArchiveEpisodeResult,),
             access=Rule(WRITE),
             call=api("archive_episode"),
             title="Archive a session summary",
@@ -244,7 +244,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="update_memory",
-            results=(shapes.UpdateMemoryResult,),
+            results=(result_types.UpdateMemoryResult,),
             access=EDIT_ROW,
             call=api("update_memory"),
             title="Update a memory",
@@ -265,7 +265,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_profile",
-            results=(shapes.GetProfileResult,),
+            results=(result_types.GetProfileResult,),
             access=Rule(READ),
             call=api("get_profile"),
             title="Get profile",
@@ -285,7 +285,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="update_profile",
-            results=(shapes.UpdateProfileResult,),
+            results=(result_types.UpdateProfileResult,),
             access=Rule(WRITE),
             call=api("update_profile"),
             title="Replace profile",
@@ -306,7 +306,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="list_memories",
-            results=(shapes.ListMemoriesResult,),
+            results=(result_types.ListMemoriesResult,),
             access=LIST_ROWS,
             call=api("list_memories", shape=calls.shape_listing),
             title="List memories",
@@ -325,7 +325,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="list_episodes",
-            results=(shapes.ListEpisodesResult,),
+            results=(result_types.ListEpisodesResult,),
             access=LIST_ROWS,
             call=api("list_episodes", shape=calls.shape_listing),
             title="List episodes",
@@ -344,7 +344,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="get_queue_status",
-            results=(shapes.QueueStatusResult,),
+            results=(result_types.QueueStatusResult,),
             access=PROCESS_STATE,
             call=api("get_queue_status"),
             title="Background queue status",
@@ -357,7 +357,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="lock_memory",
-            results=(shapes.LockResult,),
+            results=(result_types.LockResult,),
             access=EDIT_ROW,
             call=api("lock_memory"),
             title="Lock a memory",
@@ -370,7 +370,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="unlock_memory",
-            results=(shapes.LockResult,),
+            results=(result_types.LockResult,),
             access=EDIT_ROW,
             call=api("unlock_memory"),
             title="Unlock a memory",
@@ -381,7 +381,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_memory",
-            results=(shapes.DeleteResult,),
+            results=(result_types.DeleteResult,),
             access=EDIT_ROW,
             call=api("delete_memory"),
             title="Delete a memory",
@@ -392,7 +392,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_episode",
-            results=(shapes.DeleteResult,),
+            results=(result_types.DeleteResult,),
             access=EDIT_ROW,
             call=api("delete_episode"),
             title="Delete an episode",
@@ -403,7 +403,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="delete_agent_data",
-            results=(shapes.DeleteAgentDataResult,),
+            results=(result_types.DeleteAgentDataResult,),
             access=Rule(ADMIN),
             call=api("delete_agent_data"),
             title="Delete all data of an agent",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.limits import (
     MAX_REFS_PER_CALL,
@@ -14,7 +14,7 @@ from cpersona.limits import (
     RECONSTRUCT_LIMIT_MAX,
 )
 from cpersona.server.calls import api
-from cpersona.server.schemas.common import (
+from cpersona.server.tools.common import (
     AGENT_ID,
     CHANNEL_READ,
     PROJECT_ID_READ,
@@ -24,7 +24,7 @@ from cpersona.server.schemas.common import (
     object_schema,
     string_schema,
 )
-from cpersona.server.schemas.links import FOLLOWS_READ
+from cpersona.server.tools.links import FOLLOWS_READ
 
 
 def tools(settings: Settings) -> list[ToolSpec]:
@@ -32,7 +32,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="reconstruct",
-            results=(shapes.ReconstructResult,),
+            results=(result_types.ReconstructResult,),
             # read on agent_id; linked rows only of agents the client may read (the links rule)
             access=FOLLOWS_READ,
             call=api("reconstruct"),

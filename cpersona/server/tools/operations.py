@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.server import calls
 from cpersona.server.calls import api
 from cpersona.server.rules import PROCESS_CONTROL, PROCESS_STATE, READ, Rule
-from cpersona.server.schemas.common import (
+from cpersona.server.tools.common import (
     ADDS,
     AGENT_ID,
     DEEP_CHECKS,
@@ -30,7 +30,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             name="pause_persistence",
             access=PROCESS_CONTROL,
             call=calls.pause_persistence,
-            results=(shapes.PauseResult,),
+            results=(result_types.PauseResult,),
             title="Pause persistence",
             summary="pause every write of this server process for a TTL (≤ 24 h); `store` answers `persisted: false`",
             description=(
@@ -53,7 +53,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             name="resume_persistence",
             access=PROCESS_CONTROL,
             call=calls.resume_persistence,
-            results=(shapes.ResumeResult,),
+            results=(result_types.ResumeResult,),
             title="Resume persistence",
             summary="end a pause now",
             description=("End a pause set by pause_persistence now, so writes are saved again."),
@@ -64,7 +64,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             name="persistence_status",
             access=PROCESS_STATE,
             call=calls.persistence_status,
-            results=(shapes.PersistenceState,),
+            results=(result_types.PersistenceState,),
             title="Persistence status",
             summary="whether writes are paused, and until when",
             description=("Whether writes are paused in this server process, and until when."),
@@ -75,7 +75,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             name="get_operating_context",
             access=PROCESS_STATE,
             call=calls.get_operating_context,
-            results=(shapes.OperatingContextResult,),
+            results=(result_types.OperatingContextResult,),
             title="Operating context",
             summary="the operator's TOML context file (also in the `initialize` instructions); read-only",
             description=(
@@ -88,7 +88,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             name="check_update",
             access=Rule(READ, process_wide=True, admin_when="apply"),
             call=calls.check_update,
-            results=(shapes.CheckUpdateResult,),
+            results=(result_types.CheckUpdateResult,),
             title="Check for updates",
             summary="newer release or withdrawn version on PyPI (cached 24 h); installs only with `apply: true`",
             description=(
@@ -102,7 +102,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="check_health",
-            results=(shapes.CheckHealthResult,),
+            results=(result_types.CheckHealthResult,),
             access=Rule(READ, admin_when="fix"),
             call=api("check_health"),
             title="Check and repair the store",
@@ -125,7 +125,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="deep_check",
-            results=(shapes.DeepCheckResult,),
+            results=(result_types.DeepCheckResult,),
             access=Rule(READ, admin_when="fix"),
             call=api("deep_check"),
             title="Semantic review of an agent's memories",

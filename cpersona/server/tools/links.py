@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona import shapes
+from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.limits import (
     MAX_ASSOCIATIONS_PER_CALL,
@@ -18,7 +18,7 @@ from cpersona.limits import (
 from cpersona.server import calls
 from cpersona.server.calls import api
 from cpersona.server.rules import READ, WRITE, Rule
-from cpersona.server.schemas.common import (
+from cpersona.server.tools.common import (
     AGENT_ID,
     KEEPS,
     READS,
@@ -65,7 +65,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="declare_associations",
-            results=(shapes.DeclareAssociationsResult,),
+            results=(result_types.DeclareAssociationsResult,),
             access=FOLLOWS_WRITE,  # write on the source's agent (named), read on the targets' (the service)
             call=api("declare_associations", tool_only=("from",), expand=lambda a: {"from_ref": a["from"]}),
             title="Declare links from a memory",
@@ -86,7 +86,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
         ),
         ToolSpec(
             name="traverse",
-            results=(shapes.TraverseResult,),
+            results=(result_types.TraverseResult,),
             access=FOLLOWS_READ,
             call=api(
                 "traverse", tool_only=("from",), expand=lambda a: {"start": a["from"]}, shape=calls.shape_rows

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from cpersona.storage.columns import EPISODE_SHAPE, MEMORY_SHAPE, TableShape
 from cpersona.storage.interface import NewEpisode, NewMemory
-from cpersona.storage.row_shapes import EPISODE_SHAPE, MEMORY_SHAPE, TableShape
 from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.vectors import to_blob
 

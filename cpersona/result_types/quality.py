@@ -4,7 +4,7 @@
 # NotRequired at runtime, and the doc generator reads __optional_keys__.
 from typing import Annotated, Literal, NotRequired, TypedDict
 
-from cpersona.shapes.common import Success
+from cpersona.result_types.common import Success
 
 # -- retrieval quality ------------------------------------------------------------------------------------
 
