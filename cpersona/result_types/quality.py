@@ -41,6 +41,16 @@ class GateCalibration(TypedDict):
             "Per level, how many probe questions (about things this agent never stored) it would answer empty.",
         ]
     ]
+    row_chars_p75: NotRequired[
+        Annotated[int, "The 75th percentile of the agent's memory lengths (characters)."]
+    ]
+    long_records: NotRequired[
+        Annotated[
+            bool,
+            "True when that is at least 600: the gate then keeps the heuristic floor at balanced and lenient "
+            "precision (docs/retrieval.md).",
+        ]
+    ]
 
 
 class Fingerprint(TypedDict):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -51,6 +52,11 @@ GATE_Z = {"strict": 1.645, "balanced": 1.28, "lenient": 0.67}
 SESSION_GAP_SECONDS = 3600.0
 #: Fewer adjacent pairs than this and positives fall back to nearest neighbours.
 MIN_ADJACENT_PAIRS = 30
+#: A corpus whose 75th-percentile row is at least this long (characters) holds long records: the
+#: calibrated gate stands down to the heuristic floor at balanced and lenient precision. Chosen between
+#: LoCoMo's turns (p75 156–173) and our long user–assistant histories (p75 1,550–1,710, the "choose"
+#: half; the "confirm" half agrees), near where MiniLM's 256-token window ends (~1,000 characters).
+LONG_ROW_CHARS = 600
 #: Calibration needs at least this many rows with vectors of the active model.
 MIN_ROWS = 10
 DEFAULT_SAMPLE_SIZE = 2000
@@ -259,11 +265,17 @@ def stored_gate_threshold(
 GATE_KIND = "query_evidence"
 
 
-def gate_state(probe_tops: np.ndarray, probe_evidence: np.ndarray, lexicon: ev.Lexicon) -> dict[str, Any]:
+def gate_state(
+    probe_tops: np.ndarray,
+    probe_evidence: np.ndarray,
+    lexicon: ev.Lexicon,
+    row_chars: Sequence[int] = (),
+) -> dict[str, Any]:
     """The gate part of a calibration entry (JSON): the probes' evidence (what the threshold is a
-    percentile of), their top cosines (reported), the weight and the lexicon the evidence used."""
+    percentile of), their top cosines (reported), the weight and the lexicon the evidence used, and
+    how long the sampled rows are (``row_chars_p75``: whether the corpus holds long records)."""
     values = np.sort(probe_evidence[np.isfinite(probe_evidence)])
-    return {
+    state: dict[str, Any] = {
         "kind": GATE_KIND,
         "probes": int(values.size),
         "probe_evidence": [round(float(v), 6) for v in values],
@@ -271,6 +283,25 @@ def gate_state(probe_tops: np.ndarray, probe_evidence: np.ndarray, lexicon: ev.L
         "weight": ev.WEIGHT,
         "lexicon": lexicon.to_json(),
     }
+    if len(row_chars):
+        state["row_chars_p75"] = int(np.percentile(np.asarray(row_chars, dtype=np.float64), 75))
+    return state
+
+
+def long_records(gate: Any) -> int | None:
+    """The stored 75th percentile of row lengths when it marks a corpus of long records (at least
+    ``LONG_ROW_CHARS``), else None (short rows, or an entry calibrated before it was measured).
+
+    A question's words scatter over a long row as a probe's do: on such a corpus the probes reach the
+    evidence of real questions (long user–assistant histories: probes at 0.70–0.76, a third of real
+    questions below 0.68), so a percentile of theirs would answer real questions empty
+    (docs/retrieval.md "Long records and the gate")."""
+    if not isinstance(gate, dict):
+        return None
+    value = gate.get("row_chars_p75")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= LONG_ROW_CHARS:
+        return value
+    return None
 
 
 def gate_inputs(gate: Any) -> tuple[list[float], ev.Lexicon | None, float] | None:

@@ -33,22 +33,26 @@ PROBE_LIMIT = 10
 
 def sample_texts(
     session: Session, agent_id: str, ids: np.ndarray, size: int = ev.LEXICON_SAMPLE, seed: int = 0
-) -> tuple[list[str], list[str]]:
-    """(texts, source names) of at most ``size`` of the agent's memories ``ids``, chosen at random."""
+) -> tuple[list[str], list[str], list[int]]:
+    """(texts, source names, whole lengths in characters) of at most ``size`` of the agent's memories
+    ``ids``, chosen at random."""
     picks = ids
     if ids.size > size:
         picks = np.sort(np.random.default_rng(seed).choice(ids, size, replace=False))
     texts: list[str] = []
+    lengths: list[int] = []
     names: set[str] = set()
     scope = Scope(agent_id)
     for start in range(0, picks.size, _CHUNK):
         chunk = [int(i) for i in picks[start : start + _CHUNK]]
         for row in session.memories.get_many(chunk, scope).values():
-            texts.append(str(row.get("content") or "")[:ROW_CHARS])
+            content = str(row.get("content") or "")
+            texts.append(content[:ROW_CHARS])
+            lengths.append(len(content))
             source = row.get("source")
             if isinstance(source, dict) and isinstance(source.get("name"), str):
                 names.add(source["name"])
-    return texts, sorted(names)
+    return texts, sorted(names), lengths
 
 
 def probe_evidence(
@@ -83,9 +87,9 @@ def measure_gate(
 ) -> dict[str, Any]:
     """The gate part of the agent's calibration entry (``calibration.gate_state``): the lexicon of its
     memories ``ids`` and the probes' evidence, measured as recalls in ``session``."""
-    texts, names = sample_texts(session, agent_id, ids)
+    texts, names, lengths = sample_texts(session, agent_id, ids)
     lexicon = ev.build_lexicon(texts, names)
     values = probe_evidence(
         session, settings, agent_id, cal.probe_questions(), probe_vectors, model, lexicon, now
     )
-    return cal.gate_state(probe_tops, values, lexicon)
+    return cal.gate_state(probe_tops, values, lexicon, row_chars=lengths)

@@ -125,6 +125,10 @@ class BackfillWorker:
             except StorageFault:  # already logged once by storage; retried on the next wake
                 pass
             except Exception:  # keep the thread alive; the tasks stay queued
+                if self._stop.is_set():
+                    # Closed while a batch was embedding (``stop`` waits 10 s): the store is gone, and
+                    # the batch's tasks stay queued for the next start. Nothing to report.
+                    return
                 log.exception("back-fill round failed")
 
     @public(name="drain_queue")

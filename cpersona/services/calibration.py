@@ -113,6 +113,18 @@ class Calibrator:
                 f"v{stale.get('scoring_version')}); recalibration pending in the background, heuristic floor "
                 "in force",
             )
+        long_rows = cal.long_records((entry or {}).get("gate"))
+        if long_rows is not None and level != "strict":
+            return GatePolicy(
+                "heuristic",
+                level,
+                beta,
+                HEURISTIC_TOP_COSINE,
+                reason=f"long records (a quarter of this agent's memories are over {long_rows:,} characters): "
+                "a question's words scatter over them as an unrelated question's do, so the calibrated "
+                "threshold would answer real questions empty; the heuristic floor is in force at "
+                f"{level} precision (strict keeps the calibrated gate)",
+            )
         threshold = cal.stored_gate_threshold(
             probe_values,
             str(entry.get("method", "separation")) if entry else "separation",
@@ -402,6 +414,9 @@ class Calibrator:
                     "probes_cut": {lv: int(np.count_nonzero(tops < t)) for lv, t in thresholds.items()},
                 }
             )
+            if "row_chars_p75" in measured["gate"]:
+                gate_out["row_chars_p75"] = measured["gate"]["row_chars_p75"]
+                gate_out["long_records"] = cal.long_records(measured["gate"]) is not None
         persistence.check_writable("calibrate_threshold")
 
         def change(entry: dict[str, Any] | None) -> dict[str, Any]:

@@ -122,6 +122,45 @@ def test_calibration_persists_and_the_gate_uses_it(mem: Memory) -> None:
         assert mem.recall("a", query)["results"] == []  # nothing exact in them: empty, not an error
 
 
+def test_short_facts_are_not_long_records(mem: Memory) -> None:
+    gate = mem.calibrate_threshold("a")["gate"]
+    assert gate["long_records"] is False and 0 < gate["row_chars_p75"] < 600
+
+
+def long_answer(topic: str, n: int) -> str:
+    """An assistant answer of ~1,500 characters on ``topic``, different for each ``n``."""
+    parts = [f"Here is a detailed answer about {topic}, part {n}."]
+    parts += [
+        f"Point {i}: consider how {topic} relates to step {i * n} and to the option number {i}."
+        for i in range(20)
+    ]
+    return " ".join(parts)
+
+
+def test_on_long_records_the_gate_stands_down_except_at_strict(
+    tmp_path: Path, minilm_models_dir: Path
+) -> None:
+    """A history of long assistant answers: probes reach what real questions reach, so at balanced and
+    lenient precision the calibrated gate keeps the heuristic floor (and says why); strict keeps it."""
+    topics = ["sourdough baking", "marathon training", "tax returns", "garden irrigation", "learning Rust"]
+    with Memory(minilm_settings(tmp_path, minilm_models_dir, auto_calibrate=False)) as memory:
+        assert memory.wait_until_ready(60)
+        for n in range(24):
+            topic = topics[n % len(topics)]
+            memory.store("chat", f"user: can you help me with {topic}? I have a question about it.")
+            memory.store("chat", "assistant: " + long_answer(topic, n))
+        memory.drain_queue()
+        out = memory.calibrate_threshold("chat")["gate"]
+        assert out["long_records"] is True and out["row_chars_p75"] >= 600
+        recalled = memory.recall("chat", "what is the capital of Peru")
+        gate = recalled["gate"]
+        assert gate["kind"] == "heuristic" and "long records" in gate["reason"], gate
+        assert gate["threshold"] == pytest.approx(0.15)
+        assert memory.recall("chat", "how should I water the garden")["count"] > 0
+        memory.set_recall_precision("chat", "strict")
+        assert memory.recall("chat", "what is the capital of Peru")["gate"]["kind"] == "calibrated"
+
+
 def test_strict_cuts_more_than_balanced_more_than_lenient(mem: Memory) -> None:
     mem.calibrate_threshold("a")
     # The last three share no word with the corpus and sit between the levels' evidence cuts.

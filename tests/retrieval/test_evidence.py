@@ -121,6 +121,25 @@ def test_evidence_lies_between_the_top_cosine_and_it_plus_the_weight(query: str,
 
 
 # -- the stored state and the gate -------------------------------------------------------------------
+def test_long_records_are_marked_by_the_75th_percentile_of_row_lengths() -> None:
+    lexicon = ev.build_lexicon(CHAT)
+    tops, values = np.array([0.3]), np.array([0.5])
+    short = cal.gate_state(tops, values, lexicon, row_chars=[100] * 80 + [5000] * 20)
+    long = cal.gate_state(tops, values, lexicon, row_chars=[100] * 60 + [1500] * 40)
+    assert short["row_chars_p75"] == 100 and cal.long_records(short) is None
+    assert long["row_chars_p75"] == 1500 and cal.long_records(long) == 1500
+    assert "row_chars_p75" not in cal.gate_state(tops, values, lexicon)  # entries made before: short
+    for odd in (
+        None,
+        {},
+        {"row_chars_p75": True},
+        {"row_chars_p75": "900"},
+        {"row_chars_p75": cal.LONG_ROW_CHARS - 1},
+    ):
+        assert cal.long_records(odd) is None
+    assert cal.long_records({"row_chars_p75": cal.LONG_ROW_CHARS}) == cal.LONG_ROW_CHARS
+
+
 def test_gate_state_round_trips_and_old_entries_key_on_cosine() -> None:
     lexicon = ev.build_lexicon(CHAT)
     state = cal.gate_state(np.array([0.3, 0.2]), np.array([0.9, -np.inf, 0.5]), lexicon)
