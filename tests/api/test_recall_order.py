@@ -72,7 +72,7 @@ def test_same_corpus_and_query_give_identical_rows(
 
 
 def test_recent_recall_penalty_applies_within_window(settings: Settings) -> None:
-    # Off by default (docs/decisions.md "Recall, round three"); the setting turns it on.
+    # Off by default (docs/decisions.md#recall); the setting turns it on.
     with Memory(settings.with_overrides(recent_recall_penalty=0.7), backend=NoEmbeddings()) as memory:
         memory.store("a", "alpha beta gamma")
         first = memory.recall("a", "alpha")["results"][-1]["match_reason"]["score"]

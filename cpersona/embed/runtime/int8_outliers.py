@@ -25,7 +25,7 @@ import numpy as np
 
 from cpersona.embed.runtime.int8_matmul import GraphEdit, Rewritten, load_graph
 
-#: Input columns per product multiplied in float (chosen on LoCoMo: docs/decisions.md, round 11).
+#: Input columns per product multiplied in float (chosen on LoCoMo: docs/history/decisions-rounds.md, round 11).
 OUTLIERS = 16
 
 #: Texts whose activations locate the outlier columns: sentences of the lengths agents store and ask,

@@ -27,7 +27,7 @@ from cpersona.result_types import QueryKernelStatus
 NOT_CHECKED = "not checked yet"
 MIN_COSINE = 0.995
 MAX_TIME_RATIO = 0.95
-#: Timed runs of each graph per probe text, alternating which goes first (docs/decisions.md, round 11).
+#: Timed runs of each graph per probe text, alternating which goes first (docs/history/decisions-rounds.md, round 11).
 ROUNDS = 5
 
 #: Query-like texts of the lengths agents send (one word to a long sentence), in two languages. One

@@ -6,7 +6,7 @@ Three statements serve a channel, each bounded by the row budget, none reading a
   trigram channel, the same stem for the word channel) with the term's occurrences in
   each token, and the term's postings in scope counted up to a cap;
 - ``bm25``: FTS5's bm25 over the postings of the chosen terms (tf = occurrences in the
-  token x the token's occurrences in the row; dl and N as docs/decisions.md says);
+  token x the token's occurrences in the row; dl and N as docs/history/decisions-rounds.md#postgresql-engine says);
 - ``newest``: the newest rows holding any of some terms, each with how many of the
   live terms it holds: per token, its newest postings (the index hands them back newest
   first), merged.

@@ -116,7 +116,7 @@ CREATE TRIGGER {table}_unposted_all AFTER TRUNCATE ON {table} FOR EACH STATEMENT
 """
 
 
-# Migration 7 (docs/decisions.md#postgresql-bulk-load-round-7): the same tokens, cheaper to get.
+# Migration 7 (docs/history/decisions-rounds.md#postgresql-bulk-load-round-7): the same tokens, cheaper to get.
 # - The cut of long runs is a copy of the whole text even when there is nothing to cut (a fifth of the
 #   tokenising time on LoCoMo-sized rows): it now runs only for a text that holds such a run, which a
 #   match finds without copying. regexp_replace returns its input unchanged when nothing matches, so the
@@ -206,7 +206,7 @@ def postings_migration_sql() -> str:
 #: of posted (migration 8): set by an import batch into an empty keyword index (``bulk.py``).
 DEFER_SETTING = "cpersona.defer_postings"
 
-# Migration 8 (docs/decisions.md#postgresql-bulk-load-round-8): an import into an empty keyword index
+# Migration 8 (docs/history/decisions-rounds.md#postgresql-bulk-load-round-8): an import into an empty keyword index
 # posts its memories once at the end, set-based, instead of per batch. The insert trigger, in a
 # transaction that set DEFER_SETTING, only records the new ids in ``memory_unposted`` (in that same
 # transaction: a batch that commits has its rows queued, so a crash loses no posting, it only delays

@@ -36,7 +36,7 @@ WORKERS = 2
 #: A table's rows (the planner's estimate) from which its vector search runs on the side. The side read
 #: costs ~1 ms of client and ~1 ms of server CPU per recall (snapshot export, the side transaction); at 10k
 #: rows the scan is too short to pay for it (retrieval +1.0 ms p50 at load 5), at 100k it pays (-2.7 ms):
-#: interleaved A/B, docs/benchmarks.md. Between the two the threshold is a guess, not a measurement.
+#: interleaved A/B, docs/history/benchmarks-rounds.md. Between the two the threshold is a guess, not a measurement.
 SIDE_FROM_ROWS = 50_000
 #: Seconds a table's row estimate is kept before it is read again.
 SIZE_TTL_S = 60.0

@@ -4,7 +4,7 @@ Right after a bulk load (an import, the benchmark's loader) the tables hold rows
 statistics until autovacuum's first ANALYZE of that database, which can be a minute or more away
 (``autovacuum_naptime``). Without statistics PostgreSQL guesses: ``superseded_by IS NOT NULL``
 holds for 99.5% of the rows, a posting token matches a handful of rows. Measured at 10k LoCoMo
-rows (docs/decisions.md#postgresql-recall-at-10k): the superseded-id lookup then read every row of
+rows (docs/history/decisions-rounds.md#postgresql-recall-at-10k): the superseded-id lookup then read every row of
 the agent through the scope index instead of the (empty) partial index — 10-16 ms per recall — and
 the newest fill joined its postings with a nested loop of 100,000 comparisons instead of a hash
 join. One ANALYZE of the tables that lack statistics, once per process before its first search,

@@ -129,7 +129,7 @@ class PgStore:
         # prepare_threshold 0: every statement is prepared on its first run, not its sixth (psycopg's default
         # of 5). A server's statements repeat from the first recall on, and a process is often as young as the
         # session it serves (stdio): the first 150 recalls of a fresh process were 2.2 ms faster each at 10k
-        # (docs/benchmarks.md, round 10). Unprepared, each run parses, analyses and plans the statement again.
+        # (docs/history/benchmarks-rounds.md, round 10). Unprepared, each run parses, analyses and plans the statement again.
         kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
         if read_only:
             kwargs["options"] = "-c default_transaction_read_only=on"

@@ -13,7 +13,7 @@ reader and nothing in the file sees them, and a crash simply drops them with the
   ``IMPORT_CHECKPOINT_PAGES`` checkpoints about every 64 MB instead, and the import's end runs one
   passive checkpoint (it never waits for readers).
 
-See docs/decisions.md#bulk-keyword-index for the measurements.
+See docs/history/decisions-rounds.md#bulk-keyword-index for the measurements.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import numpy as np
 import simsimd
 
 #: From this many rows in scope the sign-bit pass runs before the int8 one (measured crossover, between
-#: 65,536 and 81,920 rows: docs/benchmarks.md, "Sign bits before int8").
+#: 65,536 and 81,920 rows: docs/history/benchmarks-rounds.md, "Sign bits before int8").
 BITS_FROM = 81_920
 #: Rows the bit pass keeps at least, and the share of the scope it keeps when that is more
 #: (1M rows in scope: 20,000 kept).

@@ -57,12 +57,12 @@ _RELOAD_FRACTION = 3  # more than 1/3 of the rows changed: reload instead of pat
 # cheaper than scoring all rows. It also sets where the int8 pass starts: from _GATHER_FRACTION x the
 # rows it rescores, the rescoring gathers its few hundred rows instead of scoring the whole matrix, and
 # the pass (a quarter of the bytes) wins; below, int8 plus a full float32 product loses to the product
-# alone. Measured per search (docs/benchmarks.md round 11): 3,000 rows 0.64 ms float32 against 0.86
+# alone. Measured per search (docs/history/benchmarks-rounds.md round 11): 3,000 rows 0.64 ms float32 against 0.86
 # int8 with caches cold, 3,500 rows 0.75 against 0.56, 10k 1.56 against 0.87.
 _GATHER_FRACTION = 8
 # Indexes smaller than this are scanned on the caller's thread: below it, handing the scan to the worker
 # costs more than running it beside the keyword queries saves. Measured interleaved per question
-# (Memory.recall, identical answers; docs/benchmarks.md round 10): inline minus offloaded -0.28 to -0.44 ms
+# (Memory.recall, identical answers; docs/history/benchmarks-rounds.md round 10): inline minus offloaded -0.28 to -0.44 ms
 # at 10k, -0.19 to -0.46 at 30k, -0.08 at 60k, +0.28 to +0.67 at 100k. (Before round 10: 4,096.)
 OFFLOAD_FROM = 50_000
 

@@ -22,7 +22,7 @@ statistics yet (autovacuum is off on its tables, so only CPersona's first search
 some). That is the state the 10k benchmark used to recall in: the planner then took
 ``superseded_by IS NOT NULL`` for 99.5% of the rows and read all of the agent's rows through the
 scope index per recall, and joined the newest fill's postings with a nested loop of 100,000
-comparisons (docs/decisions.md#postgresql-recall-at-10k). At 10k the bound is a third of the
+comparisons (docs/history/decisions-rounds.md#postgresql-recall-at-10k). At 10k the bound is a third of the
 agent's rows, 3,000 (the budget-bounded statements read up to ~2,500 postings there, and the
 planner rightly scans the 200 episodes' few thousand postings sequentially; the two plans above
 read 9,000 rows and compared 100,000 pairs).

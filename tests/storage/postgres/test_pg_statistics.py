@@ -1,6 +1,6 @@
 """The first search prepares what a bulk load leaves unprepared: statistics, GIN pending lists.
 
-``storage/postgres/statistics.py`` (docs/decisions.md#postgresql-recall-at-10k); the plans it
+``storage/postgres/statistics.py`` (docs/history/decisions-rounds.md#postgresql-recall-at-10k); the plans it
 protects are checked in test_pg_plans.py. Here: what it analyses and merges, once per process, and
 that a role which may not do either gets a logged warning, never a failed recall.
 """
