@@ -130,17 +130,41 @@ def suite_paths(suite_dir: Path, node: str | None) -> tuple[str, Path]:
     return chosen, entry
 
 
-def run_suite(node: str, entry: Path, url: str, output_dir: Path) -> tuple[str, list[str]]:
-    """Run the active server suite; returns (its stdout, the exact command)."""
-    command = [node, str(entry), "server", "--url", url, "-o", str(output_dir)]
+#: The tasks extension's scenarios (io.modelcontextprotocol/tasks, SEP-2663): no suite selects them by
+#: default (they are "[extension]"), so they run one by one with ``--tasks``.
+TASKS_SCENARIOS = (
+    "tasks-capability-negotiation",
+    "tasks-lifecycle",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+)
+
+
+def run_suite(node: str, entry: Path, url: str, output_dir: Path, *selection: str) -> tuple[str, list[str]]:
+    """Run the suite (the active one, or ``selection``'s arguments); returns (its stdout, the exact command)."""
+    command = [node, str(entry), "server", "--url", url, "-o", str(output_dir), *selection]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     return done.stdout + done.stderr, command
+
+
+def selections(requirements: str | None, tasks: bool) -> list[list[str]]:
+    """The suite runs to make: the active suite, or a revision's frozen requirements; then each tasks scenario."""
+    runs = [["--requirements", requirements] if requirements else []]
+    if tasks:
+        runs += [["--scenario", name] for name in TASKS_SCENARIOS]
+    return runs
 
 
 def first_errors(output_dir: Path) -> dict[str, str]:
     """The first failing check's message per scenario (from the suite's checks.json files)."""
     found: dict[str, str] = {}
-    for checks in sorted(output_dir.glob("server-*/checks.json")):
+    for checks in sorted(output_dir.glob("run*/server-*/checks.json")):
         for check in json.loads(checks.read_text(encoding="utf-8")):
             if check.get("status") == "FAILURE" and check.get("errorMessage"):
                 scenario = re.sub(r"^server-|-\d{4}-\d\d-\d\dT.*$", "", checks.parent.name)
@@ -162,6 +186,11 @@ def main() -> int:
     )
     parser.add_argument("--output-dir", type=Path, help="keep the suite's per-scenario results here")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument(
+        "--requirements",
+        help="run a revision's frozen requirements (e.g. 2026-07-28) instead of the active suite",
+    )
+    parser.add_argument("--tasks", action="store_true", help="also run the tasks extension's scenarios")
     args = parser.parse_args()
     if args.suite_dir is None:
         parser.error("--suite-dir (or CPERSONA_CONFORMANCE_DIR) is required")
@@ -200,7 +229,11 @@ def main() -> int:
                 wait_for_port(port, proc)
                 url = f"http://127.0.0.1:{port}/mcp"
                 anyio.run(seed, url)
-                text, command = run_suite(node, entry, url, output_dir)
+                text, commands = "", []
+                for n, selection in enumerate(selections(args.requirements, args.tasks)):
+                    out, command = run_suite(node, entry, url, output_dir / f"run{n}", *selection)
+                    text += out
+                    commands.append(command)
             finally:
                 proc.terminate()
                 proc.wait(timeout=15)
@@ -210,7 +243,8 @@ def main() -> int:
         print(text[-3000:], file=sys.stderr)
         raise SystemExit("the suite printed no summary")
 
-    print("suite:", " ".join(command[1:]).replace(str(entry), "conformance"))
+    for command in commands:
+        print("suite:", " ".join(command[1:]).replace(str(entry), "conformance"))
     print("server:", " ".join(serve[1:]), "(CPERSONA_ALLOW_UNAUTHENTICATED_HTTP=true, keyword-only)")
     rows = []
     for name, row in results.items():
@@ -229,7 +263,7 @@ def main() -> int:
     in_scope_failing = [n for n, r in results.items() if r["failed"] and n not in OUT_OF_SCOPE]
     write_json(
         args.json,
-        {"command": command, "scenarios": results, "totals": totals, "in_scope_failing": in_scope_failing},
+        {"commands": commands, "scenarios": results, "totals": totals, "in_scope_failing": in_scope_failing},
     )
     return 1 if in_scope_failing else 0
 
