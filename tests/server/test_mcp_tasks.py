@@ -329,3 +329,72 @@ def test_a_task_request_whose_mcp_name_is_another_task_is_refused(tmp_path: Path
         right = httpx2.post(url, json=body, headers={**headers, "Mcp-Name": "one"}, timeout=30)
     assert wrong.status_code == 400 and wrong.json()["error"]["code"] == -32020 and wrong.json()["id"] == 7
     assert right.json()["error"]["code"] == -32602  # routed to tasks/get: no task "one"
+
+
+class PollingTasksExtension(ClientExtension):
+    """The extension as a host would use it: ``Client.call_tool`` polls the task to its end and returns the
+    tool's result, so the caller never sees the task (every poll is recorded)."""
+
+    identifier = EXTENSION
+
+    def __init__(self, polls: list[dict[str, Any]]) -> None:
+        self.polls = polls
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreatedTask, resolve=self.resolve)]
+
+    async def resolve(self, created: CreatedTask, context: ClaimContext) -> types.CallToolResult:
+        request = TaskRequest(method="tasks/get", params=TaskParams(taskId=created.task_id))
+        with anyio.fail_after(120):
+            while True:
+                task = await context.session.send_request(request, ANY_DICT)
+                self.polls.append(task)
+                if task["status"] == "completed":
+                    return types.CallToolResult.model_validate(task["result"], by_name=False)
+                assert task["status"] == "working", task
+                await anyio.sleep(0.05)
+
+
+def test_an_import_over_rows_asks_first_then_runs_as_a_task_the_client_resolves(tmp_path: Path) -> None:
+    """The extension's composition rule: the confirmation (input_required) is settled on the request
+    itself, before any task exists; a no creates no task; a yes gets a task the client polls."""
+    write_export(tmp_path / "exports" / "big.jsonl", 3 * BATCH)
+    env = full_env(server_env(tmp_path, CPERSONA_EXPORT_DIR=str(tmp_path / "exports")))
+    polls: list[dict[str, Any]] = []
+    asked: list[str] = []
+    answers = [
+        types.ElicitResult(action="decline"),
+        types.ElicitResult(action="accept", content={"confirm": True}),
+    ]
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return answers.pop(0)
+
+    async def run() -> list[dict[str, Any]]:
+        async with Client(
+            stdio_target(env),
+            read_timeout_seconds=120,
+            mode="2026-07-28",
+            extensions=[PollingTasksExtension(polls)],
+            elicitation_callback=on_elicit,
+        ) as client:
+            await client.call_tool("store", {"agent_id": "big", "message": {"content": "already here"}})
+            arguments = {"input_path": "big.jsonl", "target_agent_id": "big"}
+            declined = await client.call_tool("import_memories", arguments)
+            polls_after_no = len(polls)
+            imported = await client.call_tool("import_memories", arguments)
+            rows = await client.call_tool("list_memories", {"agent_id": "big", "limit": 1})
+            return [
+                dict(declined.structured_content),
+                {"polls": polls_after_no},
+                dict(imported.structured_content),
+                dict(rows.structured_content),
+            ]
+
+    declined, after_no, imported, rows = anyio.run(run)
+    assert declined["error_code"] == "declined" and after_no["polls"] == 0  # no task was made for a no
+    assert len(asked) == 2 and "which already holds 1 memories" in asked[0], asked
+    assert imported["ok"] is True and imported["counts"]["memories"]["inserted"] == 3 * BATCH
+    assert polls and polls[-1]["status"] == "completed"  # it ran as a task
+    assert rows["total"] == 3 * BATCH + 1
