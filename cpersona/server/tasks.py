@@ -142,7 +142,7 @@ class TaskStore:
                 task_id=secrets.token_urlsafe(24),
                 owner=owner,
                 tool=tool,
-                work=Work(),
+                work=Work(),  # replaced at once by one whose reports land on this record
                 created=datetime.now(UTC),
                 started=self._clock(),
                 message=f"{tool} is running",
