@@ -469,6 +469,16 @@ class Settings:
         "CPERSONA_OAUTH_JWKS_MIN_REFRESH_SECONDS", 30.0, "JWKS refetch at most this often", minimum=0
     )
 
+    # Long tools as MCP tasks (docs/tasks.md)
+    task_result_ttl_seconds: int = setting(
+        "CPERSONA_TASK_RESULT_TTL_SECONDS",
+        3600,
+        "how long a finished task's result (or its cancellation report) stays readable with `tasks/get`; "
+        "then the task is forgotten",
+        minimum=1,
+        maximum=7 * 24 * 3600,
+    )
+
     # The MCP surface (docs/tools.md): the tools offered, how much of each answer its schema checks
     tools: tuple[str, ...] = setting(
         "CPERSONA_TOOLS",

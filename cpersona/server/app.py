@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.to_thread
@@ -35,6 +36,8 @@ from cpersona.server.confirm import ask as ask_user
 from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.output_schemas import output_schema
 from cpersona.server.resources_prompts import SurfaceHandlers
+from cpersona.server.tasks import TaskStore, cancelled_summary, wants_task, worth_a_task
+from cpersona.server.tasks import register as register_tasks
 from cpersona.server.tools import ToolSpec, offered_tools
 from cpersona.work import Work
 
@@ -114,6 +117,12 @@ def unknown_tool_error(name: str, listed: Mapping[str, ToolSpec]) -> MCPError:
 
 #: The tools whose answers link each row as a resource, and the key holding their rows.
 LINKED_ROWS = {"recall": "results", "reconstruct": "items"}
+
+
+def wire_result(response: dict[str, Any], tool: str) -> dict[str, Any]:
+    """A tool's answer as the 2026-07-28 wire writes its ``CallToolResult`` (a task's ``result``)."""
+    dumped = to_call_result(response, tool).model_dump(by_alias=True, mode="json", exclude_none=True)
+    return {"resultType": "complete", **dumped}
 
 
 def to_call_result(response: dict[str, Any], tool: str = "") -> types.CallToolResult:
@@ -225,12 +234,6 @@ def _agent_counts(source: Memory | PendingMemory, agent: str) -> dict[str, Any] 
     return next((dict(a) for a in memory.list_agents()["agents"] if a["agent_id"] == agent), None)
 
 
-def cancelled_summary(response: dict[str, Any]) -> str:
-    """One log line for a cancelled call: its message and the counts of what it committed."""
-    shown = {k: v for k, v in response.items() if k not in {"ok", "error", "error_code", "errors"}}
-    return f"{response.get('error')} {json.dumps(shown, ensure_ascii=False, sort_keys=True)}"
-
-
 def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: bool = False) -> Server[Any]:
     """Build the lowlevel MCP server named "cpersona" over ``memory`` (open, or being opened).
 
@@ -245,6 +248,19 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
     specs_by_name = {spec.name: spec for spec in specs}
     tools = tool_list(specs, settings.output_schemas)
     limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
+    tasks = TaskStore(settings.task_result_ttl_seconds)
+
+    def owner(ctx: Any) -> str | None:
+        """Whose tasks a request sees: its ACL (or OAuth) client's; one owner when there is no ACL."""
+        client = request_client(ctx)
+        return None if client is None else client.name
+
+    @asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:  # stop running tasks at a batch boundary before the database is closed
+            await anyio.to_thread.run_sync(tasks.close)
 
     async def on_list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
@@ -284,6 +300,21 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
                 return to_call_result(
                     failure(f"{params.name}: the user did not confirm; nothing was changed", "declined")
                 )
+        if (
+            specs_by_name[params.name].long
+            and worth_a_task(params.name, params.arguments)
+            and wants_task(ctx)
+        ):
+            name, arguments = params.name, params.arguments
+            record = tasks.start(
+                owner(ctx),
+                name,
+                lambda work: _call(memory, settings, name, arguments, client, work),
+                lambda response: wire_result(response, name),
+            )
+            if record is not None:
+                # A CreateTaskResult (resultType "task"): the SDK passes an extension's result through as is.
+                return cast(types.CallToolResult, tasks.created(record))
         work = work_for(ctx)
         response = await run_cancellable(
             work, _call, memory, settings, params.name, params.arguments, client, work, limiter=limiter
@@ -297,7 +328,7 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
     # Resources, prompts and completions (docs/resources.md); their presence declares the capabilities in
     # initialize. Logging is left out on purpose: docs/decisions.md, "MCP resources and prompts".
     surface = SurfaceHandlers(memory, acl=acl, limiter=limiter)
-    return Server(
+    server: Server[Any] = Server(
         SERVER_NAME,
         version=__version__,
         title=identity.TITLE,
@@ -314,4 +345,7 @@ def build_server(memory: Memory | PendingMemory, settings: Settings, *, acl: boo
         on_list_prompts=surface.list_prompts,
         on_get_prompt=surface.get_prompt,
         on_completion=surface.complete,
+        lifespan=lifespan,
     )
+    register_tasks(server, tasks, owner)  # long tools as tasks (docs/tasks.md)
+    return server

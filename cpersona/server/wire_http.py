@@ -9,10 +9,15 @@ JSON-RPC error (status 400) carrying the request's id when it can be recovered.
 from __future__ import annotations
 
 import logging
+from typing import Any
+
+from mcp.shared.inbound import decode_header_value
+from mcp_types.jsonrpc import HEADER_MISMATCH
 
 from cpersona.http.asgi import ASGIApp, Message, Receive, Scope, Send, send_response
 from cpersona.limits import MAX_HTTP_BODY_BYTES
-from cpersona.server.wire import error_text, screen
+from cpersona.server.tasks import METHODS as TASK_METHODS
+from cpersona.server.wire import error_reply, error_text, screen
 
 log = logging.getLogger("cpersona.server")
 
@@ -49,6 +54,12 @@ class WireScreenMiddleware:
             log.info("answered an unreadable request: %s", error_text(screened.reply))
             await _answer(send, screened.reply.model_dump_json(by_alias=True, exclude_unset=True).encode())
             return
+        mismatch = task_name_mismatch(screened.message, scope)
+        if mismatch is not None:
+            log.info("answered a request whose Mcp-Name is not its task: %s", mismatch)
+            reply = error_reply(getattr(screened.message, "id", None), HEADER_MISMATCH, mismatch)
+            await _answer(send, reply.model_dump_json(by_alias=True, exclude_unset=True).encode())
+            return
         new_body = screened.text.encode("utf-8")
         if new_body != body:
             scope = dict(scope)
@@ -57,6 +68,25 @@ class WireScreenMiddleware:
                 for k, v in scope.get("headers") or ()
             ]
         await self.app(scope, _replay([new_body], None, receive), send)
+
+
+def task_name_mismatch(message: Any, scope: Scope) -> str | None:
+    """Why a ``tasks/*`` request's ``Mcp-Name`` header disagrees with its ``taskId``, or None.
+
+    The tasks extension routes these requests by ``Mcp-Name`` (= ``params.taskId``); the SDK checks
+    the header only for the methods it knows (tools/call, resources/read, prompts/get), so a proxy
+    and this server could otherwise read two different tasks from one request.
+    """
+    if getattr(message, "method", None) not in TASK_METHODS:
+        return None
+    sent = [v for k, v in scope.get("headers") or () if k.lower() == b"mcp-name"]
+    if not sent:
+        return None
+    params = getattr(message, "params", None)
+    task_id = params.get("taskId") if isinstance(params, dict) else None
+    if len(sent) == 1 and decode_header_value(sent[0].decode("latin-1")) == task_id:
+        return None
+    return "Header mismatch: the Mcp-Name header must be the request's params.taskId"
 
 
 def _replay(chunks: list[bytes], extra: Message | None, receive: Receive, *, more: bool = False) -> Receive:
