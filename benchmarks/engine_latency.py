@@ -61,7 +61,7 @@ ENGINES = ("sqlite", "sqlite-file", "postgres")
 
 
 def _corpus(data_dir: Path) -> tuple[list[str], list[str]]:
-    from latency import corpus
+    from _latency_corpus import corpus
 
     texts, questions = corpus(data_dir)
     random.Random(0).shuffle(questions)
@@ -110,7 +110,7 @@ def corpus_batch(
 ) -> list[Any]:
     """Import records of corpus rows first .. first + n with their vectors (``vector_block``): the loaders'
     one batch (this benchmark's, ``pg_plan_statistics.py``'s, ``_pg_corpus.py``'s)."""
-    from latency import text_at
+    from _latency_corpus import text_at
 
     from cpersona.storage.interface import NewMemory
     from cpersona.storage.port_records import ImportedMemory
@@ -164,7 +164,7 @@ def settled(mem: Any, started: float, timeout: float = 1800.0) -> float | None:
 
 def one_run(args: argparse.Namespace) -> dict[str, Any]:
     """One engine at one size, in this process (the child side of ``compare``)."""
-    from latency import text_at
+    from _latency_corpus import text_at
 
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest

@@ -28,11 +28,11 @@ from cpersona.acl import Client, Level
 from cpersona.errors import CPersonaError, Forbidden, InvalidInput, NotFound
 from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.client_auth import request_client
+from cpersona.server.pending_memory import PendingMemory
 from cpersona.services.resources import ROW_TEMPLATES, TEMPLATES, resource_templates
 
 if TYPE_CHECKING:
     from cpersona.memory import Memory
-    from cpersona.server.app import PendingMemory
 
 log = logging.getLogger("cpersona.server")
 
@@ -96,8 +96,6 @@ class SurfaceHandlers:
         return None if client is None else client.agents_at(level)
 
     def _memory(self) -> Memory:
-        from cpersona.server.app import PendingMemory
-
         try:
             return self.source.get() if isinstance(self.source, PendingMemory) else self.source
         except CPersonaError as exc:
