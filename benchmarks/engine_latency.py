@@ -112,8 +112,8 @@ def corpus_batch(
     one batch (this benchmark's, ``pg_plan_statistics.py``'s, ``_pg_corpus.py``'s)."""
     from _latency_corpus import text_at
 
-    from cpersona.storage.interface import NewMemory
     from cpersona.storage.port_records import ImportedMemory
+    from cpersona.storage.values import NewMemory
 
     block, dim = vector_block(base, first, n), base.shape[1]
     return [
@@ -168,8 +168,8 @@ def one_run(args: argparse.Namespace) -> dict[str, Any]:
 
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope
+    from cpersona.storage.values import VectorQuery
     from cpersona.text import format_ts, utc_now
 
     texts, questions = _corpus(args.data_dir)

@@ -66,8 +66,8 @@ from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
-from cpersona.storage.interface import NewMemory, VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
+from cpersona.storage.values import NewMemory, VectorQuery  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
 

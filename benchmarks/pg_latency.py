@@ -46,8 +46,8 @@ from store_recall import WORDS, make_text  # noqa: E402
 from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.runtime.base import EmbeddingBackend  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
-from cpersona.storage.interface import NewMemory  # noqa: E402
 from cpersona.storage.port_records import ImportedMemory  # noqa: E402
+from cpersona.storage.values import NewMemory  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
 

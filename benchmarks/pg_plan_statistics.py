@@ -73,10 +73,10 @@ def run(args: argparse.Namespace, admin: str) -> dict[str, Any]:
     from cpersona.config import Settings
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.postgres import sql as pg_sql
     from cpersona.storage.postgres.statistics import ensure_statistics, tables_without_statistics
     from cpersona.storage.scope import Scope
+    from cpersona.storage.values import VectorQuery
     from cpersona.text import utc_now
 
     texts, questions = _corpus(args.data_dir)

@@ -57,8 +57,8 @@ def child(args: argparse.Namespace) -> int:
     import cpersona
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope
+    from cpersona.storage.values import VectorQuery
     from cpersona.text import utc_now
 
     print(f"arm code: {Path(cpersona.__file__).parent}", file=sys.stderr, flush=True)

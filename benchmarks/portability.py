@@ -36,7 +36,7 @@ from store_recall import WORDS  # noqa: E402  (the store/recall benchmark's synt
 from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
-from cpersona.storage.interface import NewMemory  # noqa: E402
+from cpersona.storage.values import NewMemory  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
 from cpersona.text import format_ts, utc_now  # noqa: E402
 

@@ -67,8 +67,8 @@ from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.gate import QualityGate  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
 from cpersona.server.dispatch import dispatch_tool  # noqa: E402
-from cpersona.storage.interface import VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
+from cpersona.storage.values import VectorQuery  # noqa: E402
 from cpersona.text import utc_now  # noqa: E402
 
 

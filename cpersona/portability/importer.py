@@ -26,7 +26,7 @@ from cpersona.portability import original, records
 from cpersona.portability.link_records import LinkImport, parse_link
 from cpersona.result_types.operations import ImportResult, ImportTally
 from cpersona.secret_guard import Redaction
-from cpersona.storage.interface import NewMemory, PortabilityRows
+from cpersona.storage.interface import PortabilityRows
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -37,6 +37,7 @@ from cpersona.storage.port_records import (
     ImportRecord,
 )
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD
+from cpersona.storage.values import NewMemory
 from cpersona.text import format_ts, utc_now
 from cpersona.work import Work
 

@@ -26,8 +26,8 @@ from cpersona.errors import InvalidInput
 from cpersona.limits import MAX_REASON_CHARS
 from cpersona.secret_guard import SecretGuard
 from cpersona.storage.blocks import NewBlock
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
+from cpersona.storage.values import NewMemory
 from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
 from cpersona.validation import optional_str
 

@@ -16,7 +16,8 @@ from cpersona.result_types.everyday import DeleteAgentDataResult, QueueStatus, Q
 from cpersona.result_types.operations import EmbeddingStatus, ReembedResult, StatsResult
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.services.core import Core, CoreService
-from cpersona.storage.interface import EMBED, Session
+from cpersona.storage.interface import Session
+from cpersona.storage.values import EMBED
 from cpersona.validation import required_str
 from cpersona.work import Work
 

@@ -19,7 +19,8 @@ from cpersona.errors import StorageFault
 from cpersona.health import persistence
 from cpersona.public import public
 from cpersona.services.long_records import embed_with_blocks
-from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
+from cpersona.storage.interface import EpisodeRows, MemoryRows, Session, Store
+from cpersona.storage.values import EMBED, EPISODES, MEMORIES
 from cpersona.text import format_ts, utc_now
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,8 @@ from cpersona.result_types.browsing import (
 )
 from cpersona.result_types.rows import EpisodeRow, MemoryRow
 from cpersona.services import supersede
-from cpersona.storage.interface import BrowseFilter, Store
+from cpersona.storage.interface import Store
+from cpersona.storage.values import BrowseFilter
 from cpersona.validation import bounded_int, optional_str, required_str
 
 #: Deepest offset a page may start at (keeps OFFSET scans bounded).

@@ -31,7 +31,8 @@ from cpersona.retrieval import probing
 from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
 from cpersona.retrieval.pipeline import GateStage, NoGate
 from cpersona.retrieval.sidecar import fingerprint
-from cpersona.storage.interface import EPISODES, MEMORIES, CalibrationStates, Saved, Store
+from cpersona.storage.interface import CalibrationStates, Store
+from cpersona.storage.values import EPISODES, MEMORIES, Saved
 from cpersona.text import format_ts, utc_now
 from cpersona.validation import bounded_int, optional_str, required_str
 from cpersona.work import Work

@@ -34,8 +34,9 @@ from cpersona.result_types.links import PathStep
 from cpersona.services import supersede
 from cpersona.services.links import WALK_MARGIN, may_read
 from cpersona.services.recaller import Recaller
-from cpersona.storage.interface import Row, Session, Store
+from cpersona.storage.interface import Session, Store
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import Row
 from cpersona.validation import bounded_int, optional_str, required_str, string_list
 
 #: What ends a quoted prefix (counted in the budget like the text it follows).

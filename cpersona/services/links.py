@@ -34,7 +34,8 @@ from cpersona.result_types.links import (
     TraversedMemory,
     TraverseResult,
 )
-from cpersona.storage.interface import LinkRow, Row, Session, Store
+from cpersona.storage.interface import Session, Store
+from cpersona.storage.values import LinkRow, Row
 from cpersona.text import clean_text, format_ts, utc_now
 from cpersona.validation import required_str
 

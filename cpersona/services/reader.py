@@ -26,8 +26,9 @@ from cpersona.result_types.everyday import (
 )
 from cpersona.result_types.rows import EpisodeRow, MemoryRow, StoredRow
 from cpersona.services import supersede
-from cpersona.storage.interface import Row, Session, Store, TableRows
+from cpersona.storage.interface import Session, Store, TableRows
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import Row
 from cpersona.validation import agent_set, bounded_int, optional_str, required_str, row_id, string_list
 
 

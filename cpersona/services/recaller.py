@@ -36,8 +36,9 @@ from cpersona.retrieval.gate import gate_off
 from cpersona.retrieval.pending_vector import PendingQueryVector, QueryVectorThreads
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.services import supersede
-from cpersona.storage.interface import Session, Store, VectorQuery
+from cpersona.storage.interface import Session, Store
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import VectorQuery
 from cpersona.text import clean_text, format_ts, utc_now
 from cpersona.validation import boolean, bounded_int, optional_str, string_list
 

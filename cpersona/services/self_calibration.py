@@ -33,7 +33,8 @@ from cpersona.public import public
 from cpersona.result_types.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
 from cpersona.retrieval.calibration import LEVELS, MIN_ROWS
 from cpersona.services.calibration import Calibrator
-from cpersona.storage.interface import MEMORIES, Store
+from cpersona.storage.interface import Store
+from cpersona.storage.values import MEMORIES
 from cpersona.work import Work
 
 log = logging.getLogger("cpersona.calibration")

@@ -18,8 +18,9 @@ from cpersona.errors import InvalidInput, LockedRow, NotFound, SupersedeRefused
 from cpersona.limits import MAX_LIST_ITEMS
 from cpersona.result_types.everyday import GetHistoryResult
 from cpersona.result_types.rows import MemoryRow
-from cpersona.storage.interface import Row, Session
+from cpersona.storage.interface import Session
 from cpersona.storage.supersede_interface import Link
+from cpersona.storage.values import Row
 from cpersona.validation import row_id
 
 #: At most this many rows read by one history (docs/input-rules.md "Walks"); past it the history says

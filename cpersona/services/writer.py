@@ -36,17 +36,9 @@ from cpersona.services.core import Core, CoreService
 from cpersona.services.links import Association, declare_in, parse_associations
 from cpersona.services.long_records import embed_with_blocks
 from cpersona.storage.blocks import NewBlock
-from cpersona.storage.interface import (
-    EMBED,
-    EPISODES,
-    MEMORIES,
-    NewEpisode,
-    NewMemory,
-    NewProfile,
-    Row,
-    Session,
-)
+from cpersona.storage.interface import Session
 from cpersona.storage.scope import write_axes
+from cpersona.storage.values import EMBED, EPISODES, MEMORIES, NewEpisode, NewMemory, NewProfile, Row
 from cpersona.storage.vectors import to_blob
 from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, parse_ts, utc_now
 from cpersona.validation import agent_set, boolean, optional_str, required_str, row_id, string_list

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from cpersona.storage.interface import LinkRow, LinkRows
+from cpersona.storage.interface import LinkRows
 from cpersona.storage.maintenance_interface import COPY
+from cpersona.storage.values import LinkRow
 from cpersona.text import format_ts, utc_now
 
 

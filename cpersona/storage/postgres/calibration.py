@@ -22,8 +22,8 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from cpersona.storage.interface import CalibrationEntry as Entry
-from cpersona.storage.interface import Change, Saved
+from cpersona.storage.values import CalibrationEntry as Entry
+from cpersona.storage.values import Change, Saved
 from cpersona.text import format_ts, utc_now
 
 #: Advisory-lock class of "calibrating agent X" (two-int form: this, hashtext(agent_id)).

@@ -12,7 +12,6 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, NewMemory
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -47,6 +46,7 @@ from cpersona.storage.postgres.statistics import (
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.sql_text import agent_filter, exported_links
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links, apply_lifecycle
+from cpersona.storage.values import EMBED, EPISODES, MEMORIES, NewMemory
 from cpersona.text import format_ts, utc_now
 
 _MEMORY_EXPORT = (

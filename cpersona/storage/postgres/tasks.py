@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from cpersona.storage.interface import VECTOR_TABLES, Task
 from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.values import VECTOR_TABLES, Task
 from cpersona.text import format_ts, parse_ts
 
 #: How long a claimed task stays invisible to other workers (an embedding batch takes seconds).

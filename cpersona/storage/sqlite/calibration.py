@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from cpersona.atomic import write_json
-from cpersona.storage.interface import CalibrationEntry as Entry
-from cpersona.storage.interface import Change, Saved
+from cpersona.storage.values import CalibrationEntry as Entry
+from cpersona.storage.values import Change, Saved
 
 FORMAT = 1
 #: Pause between attempts while waiting for another process's calibration lock.

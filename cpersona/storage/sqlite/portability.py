@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from cpersona.errors import DuplicateRow
-from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, NewMemory
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -47,6 +46,7 @@ from cpersona.storage.sqlite.sql import SQLITE
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links, apply_lifecycle
+from cpersona.storage.values import EMBED, EPISODES, MEMORIES, NewMemory
 from cpersona.text import format_ts, utc_now
 
 #: Rows fetched per round trip while streaming an export.
