@@ -166,11 +166,11 @@ def one_run(args: argparse.Namespace) -> dict[str, Any]:
     """One engine at one size, in this process (the child side of ``compare``)."""
     from _latency_corpus import text_at
 
+    from cpersona.core.text import format_ts, utc_now
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
     from cpersona.storage.scope import Scope
     from cpersona.storage.values import VectorQuery
-    from cpersona.text import format_ts, utc_now
 
     texts, questions = _corpus(args.data_dir)
     questions = questions[: args.queries]

@@ -63,13 +63,13 @@ from _common import machine, minilm_models_dir, print_table, summary_ms, write_j
 from _latency_corpus import corpus, text_at  # noqa: E402, F401 - other benchmarks read them through this module
 
 from cpersona.config import Settings  # noqa: E402
+from cpersona.core.text import format_ts, utc_now  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.values import NewMemory, VectorQuery  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
-from cpersona.text import format_ts, utc_now  # noqa: E402
 
 AGENT = "bench"
 MODEL = "all-minilm-l6-v2"

@@ -183,9 +183,9 @@ def test_the_browser_view_goes_through_memory_never_storage() -> None:
         "cpersona.health",
         "cpersona.errors",
         "cpersona.result_types",
-        "cpersona.limits",
+        "cpersona.core.limits",
         "cpersona.acl",
-        "cpersona.listen",  # binding the listening socket before announcing the URL (plain socket code)
+        "cpersona.http.listen",  # binding the listening socket before announcing the URL (plain socket code)
         # The HTTP plumbing it shares with the MCP transport (ASGI types, bearer tokens, loopback, refusals);
         # the rule below keeps that package off the server.
         "cpersona.http",

@@ -9,8 +9,8 @@ from typing import Any
 
 from cpersona import memory as memory_module
 from cpersona import result_types
+from cpersona.core.public import annotated_results, public, public_methods
 from cpersona.memory import SERVICES, Memory, method_results
-from cpersona.public import annotated_results, public, public_methods
 
 ROOT = Path(__file__).resolve().parents[1]
 

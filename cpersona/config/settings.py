@@ -5,7 +5,7 @@ choice), its default, and a ``setting(...)`` that names the environment variable
 its bounds and its one-line doc. Everything else is derived from
 those rows: reading the environment (``Settings.from_env``), the checks (both on
 an environment value and on a ``Settings(...)`` built in code), and the README's
-configuration table (``scripts/gen_config_table.py``; tests/test_config.py fails
+configuration table (``scripts/gen_config_table.py``; tests/config/test_config.py fails
 when the README and the table disagree). Nothing else in the package reads
 ``os.environ`` for configuration. Adding a setting is adding one field:
 docs/architecture.md, "Configuration".
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from cpersona import original_env
+from cpersona.config import original_env
 from cpersona.config.fields import (
     _VAR,
     DEFAULT_EMBEDDING_MODEL,
@@ -46,7 +46,7 @@ from cpersona.config.fields import (
     setting,
     setting_computed,
 )
-from cpersona.settings_file import SettingsFileError, read_settings_file, settings_file_path
+from cpersona.config.settings_file import SettingsFileError, read_settings_file, settings_file_path
 
 log = logging.getLogger("cpersona.config")
 
@@ -292,7 +292,7 @@ class Settings:
     )
     # Not a setting of its own: where model sharing keeps its lock and socket (from XDG_RUNTIME_DIR).
     runtime_dir: Path = field(default_factory=default_runtime_dir)
-    # Not settings either: the user settings file read (cpersona/settings_file.py) and, per field set
+    # Not settings either: the user settings file read (cpersona/config/settings_file.py) and, per field set
     # from outside the code, where its value came from ("environment" or the file's path): doctor says.
     settings_file: Path | None = field(default=None, compare=False)
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from cpersona.config import Settings
+from cpersona.core.text import utc_now
 from cpersona.errors import DatabaseUnavailable
 from cpersona.portability import importer, original
 from cpersona.result_types.operations import ImportResult
@@ -41,7 +42,6 @@ from cpersona.storage import (
     settle_database,
 )
 from cpersona.storage.original_interface import OriginalRows
-from cpersona.text import utc_now
 
 log = logging.getLogger("cpersona.move_in")
 

@@ -24,9 +24,11 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
-from cpersona import __version__, operating_context
+from cpersona import __version__
 from cpersona.config import OutputSchemaDetail, Settings
+from cpersona.core.work import Work
 from cpersona.hooks.wire import bound_agent_id
+from cpersona.runtime import operating_context
 from cpersona.server import identity
 from cpersona.server.client_auth import request_client
 from cpersona.server.confirm import CONFIRMED_TOOLS, can_ask
@@ -36,7 +38,6 @@ from cpersona.server.output_schemas import output_schema
 from cpersona.server.pending_memory import PendingMemory
 from cpersona.server.resources_prompts import SurfaceHandlers
 from cpersona.server.tools import ToolSpec, offered_tools
-from cpersona.work import Work
 
 if TYPE_CHECKING:
     from cpersona.memory import Memory

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
+from cpersona.core.limits import MAX_HTTP_BODY_BYTES
 from cpersona.http.asgi import ASGIApp, Message, Receive, Scope, Send, send_response
-from cpersona.limits import MAX_HTTP_BODY_BYTES
 from cpersona.server.wire import error_text, screen
 
 log = logging.getLogger("cpersona.server")

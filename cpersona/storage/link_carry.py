@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from cpersona.core.text import format_ts, utc_now
 from cpersona.storage.interface import LinkRows
 from cpersona.storage.maintenance_interface import COPY
 from cpersona.storage.values import LinkRow
-from cpersona.text import format_ts, utc_now
 
 
 def links_of(repo: LinkRows, ids: Sequence[int]) -> list[LinkRow]:

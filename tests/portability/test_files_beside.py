@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cpersona import config, operating_context
+from cpersona import config
 from cpersona.acl import WILDCARD, AclError, Level, add_client, hash_token, load_acl
 from cpersona.config import Settings
+from cpersona.runtime import operating_context
 
 
 def _acl(tmp_path: Path, clients: list[dict[str, object]]) -> Path:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from cpersona.config import Settings
+from cpersona.core.text import utc_now
 from cpersona.retrieval.pending_vector import PendingQueryVector, QueryVectorThreads
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.storage.interface import Session
@@ -19,7 +20,6 @@ from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.sqlite.vector_index import OFFLOAD_FROM
 from cpersona.storage.values import VectorQuery
-from cpersona.text import utc_now
 
 MODEL = "m"
 DIM = 16

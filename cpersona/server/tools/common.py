@@ -13,9 +13,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from cpersona.health.checks import check_names
-from cpersona.health.deep_checks import deep_check_names
-from cpersona.limits import (
+from cpersona.core.limits import (
     LIST_LIMIT_MAX,
     MAX_LIST_ITEMS,
     MAX_ROW_ID,
@@ -25,6 +23,8 @@ from cpersona.limits import (
     TTL_MAX_SECONDS,
     TTL_MIN_SECONDS,
 )
+from cpersona.health.checks import check_names
+from cpersona.health.deep_checks import deep_check_names
 from cpersona.server.calls import ApiCall, Handler
 from cpersona.server.rules import Rule
 

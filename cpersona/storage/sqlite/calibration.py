@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cpersona.atomic import write_json
+from cpersona.core.atomic import write_json
 from cpersona.storage.values import CalibrationEntry as Entry
 from cpersona.storage.values import Change, Saved
 

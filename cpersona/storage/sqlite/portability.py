@@ -14,6 +14,7 @@ from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from cpersona.core.text import format_ts, utc_now
 from cpersona.errors import DuplicateRow
 from cpersona.storage.port_records import (
     DUPLICATE,
@@ -47,7 +48,6 @@ from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links, apply_lifecycle
 from cpersona.storage.values import EMBED, EPISODES, MEMORIES, NewMemory
-from cpersona.text import format_ts, utc_now
 
 #: Rows fetched per round trip while streaming an export.
 EXPORT_CHUNK = 500

@@ -42,6 +42,7 @@ from pg_cluster import PgCluster
 from psycopg import sql
 
 from cpersona.config import Settings
+from cpersona.core.text import utc_now
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
 from cpersona.storage.postgres import sql as pg_sql
 from cpersona.storage.postgres.sql import PgVector
@@ -49,7 +50,6 @@ from cpersona.storage.postgres.statistics import RECALL_TABLES, tables_without_s
 from cpersona.storage.postgres.store import PgStore
 from cpersona.storage.scope import Scope
 from cpersona.storage.values import VectorQuery
-from cpersona.text import utc_now
 
 pytestmark = pytest.mark.slow
 
