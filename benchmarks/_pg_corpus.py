@@ -42,8 +42,8 @@ def _rows(url: str) -> int:
 def load(url: str, data_dir: Path, models_dir: Path, size: int) -> None:
     """``size`` corpus rows with their vectors through the import path (the schema is migrated first)."""
 
+    from cpersona.core.text import format_ts, utc_now
     from cpersona.storage.postgres.store import PgStore
-    from cpersona.text import format_ts, utc_now
 
     texts, _ = _corpus(data_dir)
     base, model_id = real_vectors(data_dir, models_dir, Path(tempfile.gettempdir()))

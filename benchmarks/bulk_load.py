@@ -36,8 +36,9 @@ from latency import corpus, text_at  # noqa: E402
 from pg_latency import fresh_database, postgres_admin_url  # noqa: E402
 
 from cpersona.storage import open_store  # noqa: E402
-from cpersona.storage.interface import NewMemory, Store  # noqa: E402
+from cpersona.storage.interface import Store  # noqa: E402
 from cpersona.storage.port_records import ImportedMemory  # noqa: E402
+from cpersona.storage.values import NewMemory
 
 MODEL, DIM = "all-minilm-l6-v2", 384
 
@@ -89,8 +90,8 @@ def load(store: Store, records: list[list[ImportedMemory]]) -> float:
 
 def build_index_s(store: Store) -> float:
     """Seconds the first vector search takes on PostgreSQL (it builds the HNSW index)."""
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope
+    from cpersona.storage.values import VectorQuery
 
     q = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
     started = time.perf_counter()

@@ -61,7 +61,7 @@ ENGINES = ("sqlite", "sqlite-file", "postgres")
 
 
 def _corpus(data_dir: Path) -> tuple[list[str], list[str]]:
-    from latency import corpus
+    from _latency_corpus import corpus
 
     texts, questions = corpus(data_dir)
     random.Random(0).shuffle(questions)
@@ -110,10 +110,10 @@ def corpus_batch(
 ) -> list[Any]:
     """Import records of corpus rows first .. first + n with their vectors (``vector_block``): the loaders'
     one batch (this benchmark's, ``pg_plan_statistics.py``'s, ``_pg_corpus.py``'s)."""
-    from latency import text_at
+    from _latency_corpus import text_at
 
-    from cpersona.storage.interface import NewMemory
     from cpersona.storage.port_records import ImportedMemory
+    from cpersona.storage.values import NewMemory
 
     block, dim = vector_block(base, first, n), base.shape[1]
     return [
@@ -164,13 +164,13 @@ def settled(mem: Any, started: float, timeout: float = 1800.0) -> float | None:
 
 def one_run(args: argparse.Namespace) -> dict[str, Any]:
     """One engine at one size, in this process (the child side of ``compare``)."""
-    from latency import text_at
+    from _latency_corpus import text_at
 
+    from cpersona.core.text import format_ts, utc_now
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope
-    from cpersona.text import format_ts, utc_now
+    from cpersona.storage.values import VectorQuery
 
     texts, questions = _corpus(args.data_dir)
     questions = questions[: args.queries]

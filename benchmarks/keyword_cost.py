@@ -28,15 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, print_table, summary_ms, write_json  # noqa: E402
 from latency import AGENT, corpus, text_at  # noqa: E402
 
+from cpersona.core.text import format_ts, utc_now  # noqa: E402
 from cpersona.retrieval.match_query import query_terms  # noqa: E402
-from cpersona.storage.interface import NewMemory, QueryTerms  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.sqlite.keyword import (
     SqliteKeywordSearch,  # noqa: E402
     plan_terms,  # noqa: E402
 )
 from cpersona.storage.sqlite.store import SqliteStore  # noqa: E402
-from cpersona.text import format_ts, utc_now  # noqa: E402
+from cpersona.storage.values import NewMemory, QueryTerms  # noqa: E402
 
 DEPTH = 30  # fusion.channel_depth for limit 10
 

@@ -60,43 +60,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
+from _latency_corpus import corpus, text_at  # noqa: E402, F401 - other benchmarks read them through this module
 
 from cpersona.config import Settings  # noqa: E402
+from cpersona.core.text import format_ts, utc_now  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
-from cpersona.storage.interface import NewMemory, VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
+from cpersona.storage.values import NewMemory, VectorQuery  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
-from cpersona.text import format_ts, utc_now  # noqa: E402
 
 AGENT = "bench"
 MODEL = "all-minilm-l6-v2"
 TAIL = 500  # rows stored through MCP at the end of each fill
-
-
-def corpus(data_dir: Path) -> tuple[list[str], list[str]]:
-    """(turn texts, questions) of every conversation file in ``data_dir``."""
-    texts: list[str] = []
-    questions: list[str] = []
-    for path in sorted(data_dir.glob("*.json")):
-        data = json.loads(path.read_text())
-        conversation = data.get("conversation", data)
-        n = 1
-        while f"session_{n}" in conversation:
-            when = conversation.get(f"session_{n}_date_time", "")
-            texts += [f"[{when}] {t['speaker']}: {t['text']}" for t in conversation[f"session_{n}"]]
-            n += 1
-        questions += [str(q["question"]) for q in data.get("qa", [])]
-    if not texts:
-        raise SystemExit(f"no LoCoMo conversations (*.json) in {data_dir}")
-    return texts, questions
-
-
-def text_at(texts: list[str], i: int) -> str:
-    """The i-th corpus text: the turns, then numbered variants of them."""
-    base = texts[i % len(texts)]
-    return base if i < len(texts) else f"{base} (variant {i // len(texts)})"
 
 
 def server_pid(marker: str) -> int | None:

@@ -36,8 +36,8 @@ from pg_latency import fresh_database, postgres_admin_url  # noqa: E402
 
 import cpersona.storage.postgres.store as pg_store  # noqa: E402
 from cpersona.config import Settings  # noqa: E402
-from cpersona.storage.interface import VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
+from cpersona.storage.values import VectorQuery  # noqa: E402
 
 MODEL, DIM, AGENT = "all-minilm-l6-v2", 384, "bench"
 

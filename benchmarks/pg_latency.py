@@ -44,12 +44,12 @@ from _common import machine, peak_rss_mb, print_table, summary_ms, write_json  #
 from store_recall import WORDS, make_text  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
+from cpersona.core.text import format_ts, utc_now  # noqa: E402
 from cpersona.embed.runtime.base import EmbeddingBackend  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
-from cpersona.storage.interface import NewMemory  # noqa: E402
 from cpersona.storage.port_records import ImportedMemory  # noqa: E402
+from cpersona.storage.values import NewMemory  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
-from cpersona.text import format_ts, utc_now  # noqa: E402
 
 DIM = 384
 BATCH = 1000

@@ -44,11 +44,11 @@ def load(url: str, texts: list[str], base: np.ndarray, model_id: str, size: int)
     """``size`` rows through ``write_batch`` (500 a batch) and the HNSW index; no statistics gathered."""
     import psycopg
 
+    from cpersona.core.text import format_ts, utc_now
     from cpersona.storage.postgres.sql import Executor
     from cpersona.storage.postgres.statistics import RECALL_TABLES
     from cpersona.storage.postgres.store import PgStore
     from cpersona.storage.postgres.vector_search import build_index
-    from cpersona.text import format_ts, utc_now
 
     store = PgStore(url)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -71,13 +71,13 @@ def run(args: argparse.Namespace, admin: str) -> dict[str, Any]:
 
     import cpersona.storage.postgres.store as pg_store
     from cpersona.config import Settings
+    from cpersona.core.text import utc_now
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.postgres import sql as pg_sql
     from cpersona.storage.postgres.statistics import ensure_statistics, tables_without_statistics
     from cpersona.storage.scope import Scope
-    from cpersona.text import utc_now
+    from cpersona.storage.values import VectorQuery
 
     texts, questions = _corpus(args.data_dir)
     questions = questions[: args.queries]

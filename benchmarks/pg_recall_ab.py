@@ -55,11 +55,11 @@ def child(args: argparse.Namespace) -> int:
     import psycopg
 
     import cpersona
+    from cpersona.core.text import utc_now
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope
-    from cpersona.text import utc_now
+    from cpersona.storage.values import VectorQuery
 
     print(f"arm code: {Path(cpersona.__file__).parent}", file=sys.stderr, flush=True)
     backends: set[int] = set()

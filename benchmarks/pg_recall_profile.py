@@ -143,11 +143,11 @@ def explained(store: Any, recalls: list[Any]) -> list[dict[str, Any]]:
 
 
 def profile(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    from cpersona.core.text import utc_now
     from cpersona.memory import Memory
     from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope
-    from cpersona.text import utc_now
+    from cpersona.storage.values import VectorQuery
 
     trips = RoundTrips()
     trips.install()

@@ -34,11 +34,11 @@ from _common import peak_rss_mb, print_table, write_json  # noqa: E402
 from store_recall import WORDS  # noqa: E402  (the store/recall benchmark's synthetic vocabulary)
 
 from cpersona.config import Settings  # noqa: E402
+from cpersona.core.text import format_ts, utc_now  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
-from cpersona.storage.interface import NewMemory  # noqa: E402
+from cpersona.storage.values import NewMemory  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
-from cpersona.text import format_ts, utc_now  # noqa: E402
 
 AGENTS = 5
 

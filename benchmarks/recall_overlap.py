@@ -41,7 +41,7 @@ from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.registry import load_manifest  # noqa: E402
 from cpersona.embed.runtime.onnx_backend import OnnxBackend  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
-from cpersona.storage.interface import VectorQuery  # noqa: E402
+from cpersona.storage.values import VectorQuery  # noqa: E402
 
 CLOCKS: dict[str, Callable[[], float]] = {
     "wall": time.perf_counter,

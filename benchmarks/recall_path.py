@@ -62,14 +62,14 @@ from _common import KERNEL_SETTLE_SECONDS, logged_query_kernel, print_table, sum
 from _rpc import HttpServer, HttpSession, StdioServer, tool_payload  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
+from cpersona.core.text import utc_now  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.gate import QualityGate  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
 from cpersona.server.dispatch import dispatch_tool  # noqa: E402
-from cpersona.storage.interface import VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
-from cpersona.text import utc_now  # noqa: E402
+from cpersona.storage.values import VectorQuery  # noqa: E402
 
 
 def _measure(calls: list[Callable[[], Any]], clock: Callable[[], float]) -> dict[str, Any]:

@@ -44,15 +44,15 @@ from engine_latency import real_vectors, vector_block  # noqa: E402
 from latency import AGENT, MODEL, corpus, fill  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
+from cpersona.core.text import utc_now  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import confidence, fusion, pipeline  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
-from cpersona.storage.interface import VectorQuery  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.sqlite import keyword, vector_index, vector_quant, vector_worker  # noqa: E402
 from cpersona.storage.sqlite.term_counts import TermCounts  # noqa: E402
 from cpersona.storage.sqlite.term_scores import TermScores  # noqa: E402
-from cpersona.text import utc_now  # noqa: E402
+from cpersona.storage.values import VectorQuery  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
 CPU: dict[str, list[float]] = defaultdict(list)

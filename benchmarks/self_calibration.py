@@ -57,8 +57,8 @@ from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval.calibration import MIN_ROWS  # noqa: E402
 from cpersona.services import self_calibration  # noqa: E402
-from cpersona.storage.interface import MEMORIES  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
+from cpersona.storage.values import MEMORIES  # noqa: E402
 
 AGENT = "locomo"
 LIMIT = 10

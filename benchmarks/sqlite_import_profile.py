@@ -36,10 +36,10 @@ from _common import machine, peak_rss_mb, print_table, write_json  # noqa: E402
 from latency import corpus, text_at  # noqa: E402
 
 from cpersona.storage import open_store  # noqa: E402
-from cpersona.storage.interface import NewMemory  # noqa: E402
 from cpersona.storage.port_records import ImportedMemory  # noqa: E402
 from cpersona.storage.sqlite import bulk_fts  # noqa: E402
 from cpersona.storage.sqlite import portability as sqlite_portability  # noqa: E402
+from cpersona.storage.values import NewMemory  # noqa: E402
 
 BATCH = 500
 MODEL, DIM = "all-minilm-l6-v2", 384

@@ -133,7 +133,7 @@ class Forbidden(CPersonaError):
 
 
 class Cancelled(CPersonaError):
-    """A long operation stopped at a batch boundary because its caller cancelled it (``cpersona.work``).
+    """A long operation stopped at a batch boundary because its caller cancelled it (``cpersona.core.work``).
 
     What was committed before the stop stays, whole records only; ``progress`` says how far it got and
     ``committed`` carries the operation's own counts of what stays (empty when nothing was written).

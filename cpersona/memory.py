@@ -8,7 +8,7 @@ full rows (no preview trimming); shaping for MCP responses lives in
 services (``Writer``, ``Reader``, ``Recaller``, ``Admin``, the back-fill worker)
 together and exposes their public methods under one name. Each method below is
 the service's own function (signature and docstring included), called on the
-service this ``Memory`` owns: a service method marked ``@public`` (cpersona/public.py) is a
+service this ``Memory`` owns: a service method marked ``@public`` (cpersona/core/public.py) is a
 ``Memory`` method, and ``scripts/gen_memory_api.py`` writes the binding lines.
 """
 
@@ -20,13 +20,13 @@ from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from cpersona.config import Settings
+from cpersona.core.public import annotated_results, public_methods
 from cpersona.embed.runtime.base import EmbeddingBackend
 from cpersona.embed.runtime.service import EmbeddingService
-from cpersona.health.state import HealthState
 from cpersona.portability.move_in import move_in_if_original
 from cpersona.portability.service import Portability
-from cpersona.public import annotated_results, public_methods
 from cpersona.retrieval.pipeline import RecallPipeline
+from cpersona.runtime.health_state import HealthState
 from cpersona.services.admin import Admin
 from cpersona.services.backfill import BackfillWorker
 from cpersona.services.browser import Browser

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
 
 from cpersona import result_types
+from cpersona.memory import method_results as results_by_method
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api-shapes.md"
 BEGIN = (
@@ -117,14 +118,14 @@ def tool_only_results() -> dict[str, tuple[type, ...]]:
     """The MCP tools that are no ``Memory`` method, with the result shapes their declarations name."""
     from cpersona.server.tools import TOOLS
 
-    method_results = result_types.METHOD_RESULTS
+    method_results = results_by_method()
     return {spec.name: spec.results for spec in TOOLS if spec.name not in method_results}
 
 
 def generated_section() -> str:
     """The generated part of docs/api-shapes.md, markers included."""
     lines = [BEGIN, "", "## Results by method", "", "| `Memory` method | returns |", "|---|---|"]
-    method_results = result_types.METHOD_RESULTS
+    method_results = results_by_method()
     for method, results in method_results.items():
         shown = OR.join(format_type(r) for r in results)
         lines.append(f"| `{method}` | {shown} |")

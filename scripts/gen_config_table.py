@@ -1,8 +1,8 @@
-"""Regenerate the README's configuration table from the settings table in cpersona/config.py.
+"""Regenerate the README's configuration table from the settings table in cpersona/config/settings.py.
 
 Usage: ``python scripts/gen_config_table.py`` rewrites the part of README.md between
 the GENERATED markers; ``--check`` exits 1 when the README is out of date (the test
-suite runs the same comparison, tests/test_config.py).
+suite runs the same comparison, tests/config/test_config.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from cpersona.config import Row, settings_table
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-BEGIN = "<!-- BEGIN GENERATED from cpersona/config.py by scripts/gen_config_table.py; do not edit by hand -->"
+BEGIN = "<!-- BEGIN GENERATED from cpersona/config/settings.py by scripts/gen_config_table.py; do not edit by hand -->"
 END = "<!-- END GENERATED configuration table -->"
 HEADER = ["| variable | value | default | meaning |", "|---|---|---|---|"]
 _KINDS = {

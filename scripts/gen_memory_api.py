@@ -1,6 +1,6 @@
 """Regenerate ``Memory``'s method bindings in cpersona/memory.py from the ``@public`` service methods.
 
-A service method marked ``@public`` (cpersona/public.py) is a ``Memory`` method: this
+A service method marked ``@public`` (cpersona/core/public.py) is a ``Memory`` method: this
 writes one ``name = _via("<service attribute>", Service.method)`` line for each, between
 the GENERATED markers of cpersona/memory.py, grouped by service in the order of
 ``memory.SERVICES``. The lines are written out (not made at import time) so type
@@ -22,7 +22,7 @@ sys.path.insert(
 from _generated import regenerate, replace_block  # noqa: E402
 
 from cpersona import memory
-from cpersona.public import public_methods
+from cpersona.core.public import public_methods
 
 SOURCE = Path(__file__).resolve().parents[1] / "cpersona" / "memory.py"
 BEGIN = (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-# The user settings file (cpersona/settings_file.py) lives in the user config dir: point it, for this
+# The user settings file (cpersona/config/settings_file.py) lives in the user config dir: point it, for this
 # process and every server or CLI it starts, at a folder of the test run's own, so a developer's
 # settings never change a test and a test's `fetch-model` never writes the developer's file.
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="cpersona-test-config-")
@@ -17,8 +17,8 @@ from hypothesis import settings as hypothesis_settings
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
-from cpersona.health import persistence
 from cpersona.memory import Memory
+from cpersona.runtime import persistence
 
 pytest_plugins = ["model_fixtures", "pg_cluster"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cpersona.cli.main import build_parser, command_names
-from cpersona.prompts import PROMPTS, PromptSpec
+from cpersona.server.prompts import PROMPTS, PromptSpec
 from cpersona.server.tools import TOOLS
 from cpersona.services.resources import AGENTS_URI, TEMPLATES
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from cpersona import memory as memory_module
 from cpersona import result_types
-from cpersona.memory import SERVICES, Memory
-from cpersona.public import annotated_results, public, public_methods
+from cpersona.core.public import annotated_results, public, public_methods
+from cpersona.memory import SERVICES, Memory, method_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,6 +99,4 @@ def test_declared_results_only_fill_in_for_unannotated_methods() -> None:
     assert set(result_types.DECLARED_RESULTS) <= set(marked)
     twice = [name for name in result_types.DECLARED_RESULTS if annotated_results(marked[name])]
     assert twice == [], f"drop these from result_types.DECLARED_RESULTS, their annotations say it: {twice}"
-    assert set(result_types.METHOD_RESULTS) == {
-        name for name in marked if name not in {"drain_queue", "agent_notice"}
-    }
+    assert set(method_results()) == {name for name in marked if name not in {"drain_queue", "agent_notice"}}

@@ -16,7 +16,7 @@ from jsonschema.exceptions import best_match
 from cpersona import result_types
 from cpersona.config import Settings
 from cpersona.errors import Rejected
-from cpersona.memory import Memory
+from cpersona.memory import Memory, method_results
 from cpersona.server.output_schemas import output_schema, results_schema
 from cpersona.server.tools import TOOLS_BY_NAME
 
@@ -69,11 +69,9 @@ def problems(method: str, value: Any, shapes_wanted: tuple[type, ...]) -> list[s
 
 
 def assert_shape(method: str, value: Any, expected: type | None = None) -> None:
-    """``value`` is one of the shapes METHOD_RESULTS lists for ``method`` (``expected`` when given)."""
-    assert expected is None or expected in result_types.METHOD_RESULTS[method]
-    found = problems(
-        method, value, (expected,) if expected is not None else result_types.METHOD_RESULTS[method]
-    )
+    """``value`` is one of the shapes method_results() lists for ``method`` (``expected`` when given)."""
+    assert expected is None or expected in method_results()[method]
+    found = problems(method, value, (expected,) if expected is not None else method_results()[method])
     assert found == [], found
     if method in TOOLS_BY_NAME:  # the open wire schema accepts it too
         error = best_match(Draft202012Validator(output_schema(method)).iter_errors(value))
@@ -108,14 +106,14 @@ def test_the_checker_notices_missing_unknown_and_mistyped_keys() -> None:
 
 def test_every_public_memory_method_has_a_result_shape() -> None:
     public = {name for name, _ in inspect.getmembers(Memory, inspect.isfunction) if not name.startswith("_")}
-    assert public - NOT_RESULTS == set(result_types.METHOD_RESULTS)
+    assert public - NOT_RESULTS == set(method_results())
 
 
 def test_each_memory_method_is_annotated_with_the_shapes_it_answers() -> None:
     # mypy checks a method's body against its return annotation; the registry (and the docs, and
     # outputSchema) must name the same shapes, or the checked type is not the documented one.
     differ = {}
-    for name, registered in result_types.METHOD_RESULTS.items():
+    for name, registered in method_results().items():
         returned = get_type_hints(getattr(Memory, name))["return"]
         union = get_origin(returned) in (types.UnionType, Union)
         members = set(get_args(returned)) if union else {returned}
@@ -130,9 +128,7 @@ def test_api_shapes_doc_is_generated_from_the_typeddicts() -> None:
     assert generator.BEGIN in current, "docs/api-shapes.md lost its generated section"
     stale = "docs/api-shapes.md is stale: run python scripts/gen_api_shapes.py"
     assert generator.render(current) == current, stale
-    for shape in {s for results in result_types.METHOD_RESULTS.values() for s in results} | set(
-        result_types.ROW_SHAPES
-    ):
+    for shape in {s for results in method_results().values() for s in results} | set(result_types.ROW_SHAPES):
         for key in get_type_hints(shape):
             assert f"`{key}`" in current, f"{shape.__name__}.{key} is not in docs/api-shapes.md"
 

@@ -27,11 +27,11 @@ from typing import Any
 from shared import Run, proc_status_mb, reset_peak, verdict
 
 from cpersona.config import Settings
+from cpersona.core.work import Work
 from cpersona.errors import Cancelled
 from cpersona.memory import Memory
 from cpersona.portability import importer
 from cpersona.server.dispatch import dispatch_tool
-from cpersona.work import Work
 
 TITLE = "(i) bounds: chains, fan-ins, hubs, cancelled link imports, time cues, resources paging"
 CHAIN, FAN_IN, HUB, CANCEL_LINKS, CUES, AGENTS = 1_100, 20_000, 50_000, 5_000, 5_000, 20_000

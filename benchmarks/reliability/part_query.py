@@ -22,7 +22,7 @@ from typing import Any
 from _rpc import HttpServer, HttpSession, server_env, tool_payload
 from shared import Run, open_memory, proc_status_mb, reset_peak, verdict
 
-from cpersona.limits import MAX_QUERY_CHARS
+from cpersona.core.limits import MAX_QUERY_CHARS
 
 TITLE = "(f) long-term and many-term query costs"
 TARGET_SECONDS = 0.2

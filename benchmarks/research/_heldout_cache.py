@@ -18,7 +18,7 @@ from _locomo_data import Conversation  # benchmarks/ (the CLI puts it on sys.pat
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
-from cpersona.storage.interface import VectorQuery
+from cpersona.storage.values import VectorQuery
 
 AGENT = "locomo"
 

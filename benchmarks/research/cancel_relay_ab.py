@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from cpersona.core.work import Work
 from cpersona.server.long_calls import run_cancellable
-from cpersona.work import Work
 
 
 async def cancel_scope_relay(work: Work, fn: Callable[[], Any], limiter: anyio.CapacityLimiter) -> Any:

@@ -41,8 +41,8 @@ from cpersona.retrieval.context import ContextPolicy  # noqa: E402
 from cpersona.retrieval.entities import corpus_entities, mask  # noqa: E402
 from cpersona.retrieval.gate import GateDecision, GateEvidence  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
-from cpersona.storage.interface import MEMORIES  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
+from cpersona.storage.values import MEMORIES  # noqa: E402
 
 MIXES = (0.0, 0.25, 0.5, 0.6, 0.75, 0.9, 1.0)
 PERCENTILES = (75.0, 90.0, 95.0)

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from cpersona.config import Settings
-from cpersona.errors import InvalidInput
-from cpersona.limits import (
+from cpersona.core.limits import (
     TRAVERSE_DEPTH_DEFAULT,
     TRAVERSE_DEPTH_MAX,
     TRAVERSE_LIMIT_DEFAULT,
     TRAVERSE_LIMIT_MAX,
 )
+from cpersona.errors import InvalidInput
 from cpersona.retrieval.time_cue import CERTAINTIES, DEFAULT_CERTAINTY
 from cpersona.services.links import DIRECTIONS
 

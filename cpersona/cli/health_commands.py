@@ -15,8 +15,8 @@ from typing import Any
 
 from cpersona.cli.progress import long_work
 from cpersona.config import Settings
+from cpersona.core.work import Work
 from cpersona.errors import InvalidInput
-from cpersona.work import Work
 
 EXIT_HEALTHY = 0
 EXIT_UNHEALTHY = 1

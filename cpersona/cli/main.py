@@ -33,11 +33,11 @@ from cpersona.cli.register_command import add_register_command
 from cpersona.cli.serve_command import cmd_serve
 from cpersona.cli.ui_command import add_ui_command
 from cpersona.config import ConfigError, Settings
+from cpersona.core.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
+from cpersona.core.text import counted, local_minute
 from cpersona.errors import CalibrationUnavailable, Cancelled, CPersonaError, Rejected
-from cpersona.limits import RECALL_LIMIT_DEFAULT, RECALL_LIMIT_MAX
 from cpersona.retrieval.explain import describe_factors, describe_gate
 from cpersona.secret_guard import logs as secret_logs
-from cpersona.text import counted, local_minute
 
 #: Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
 EXIT_INTERRUPTED = 130

@@ -45,7 +45,7 @@ def cmd_fetch_model(args: argparse.Namespace, settings: Settings) -> int:
 
 def _remember_choice(settings: Settings, name: str, models_dir: Path) -> None:
     """Make the model just installed the one in use, when nobody chose one: the settings file keeps it."""
-    from cpersona.settings_file import SettingsFileError, save_setting
+    from cpersona.config.settings_file import SettingsFileError, save_setting
 
     if name == settings.embedding_model and models_dir == settings.models_dir:
         return  # what serve uses already

@@ -1,6 +1,6 @@
 """Long CLI commands (import, export, reembed, calibrate, checkup --fix): a progress bar, and Ctrl-C.
 
-``long_work`` gives the operation a ``Work`` (cpersona/work.py) whose reports drive a tqdm bar on
+``long_work`` gives the operation a ``Work`` (cpersona/core/work.py) whose reports drive a tqdm bar on
 stderr, in whole numbers, shown only once the work has run for half a second (so a command that
 fails at once prints its error without an empty bar before it). While it runs, the first Ctrl-C
 asks the operation to stop at its next batch boundary — what it committed stays — and the
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cpersona.work import Work
+from cpersona.core.work import Work
 
 #: What every interrupted long command says last: the operations are idempotent or resumable.
 RUN_AGAIN = "running the same command again finishes the job (what is done is not done twice)"

@@ -61,7 +61,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         if refusal is not None:
             print(f"cpersona: {refusal}", file=sys.stderr)
             return EXIT_REFUSED
-        from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
+        from cpersona.http.listen import EXIT_BIND, BindFailed, bind_listeners
 
         try:  # before anything is opened or announced: a taken port must not show a URL first
             listeners = bind_listeners(settings.http_host, settings.http_port, setting="CPERSONA_HTTP_PORT")
@@ -74,7 +74,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     def open_memory() -> Any:
         # Runs beside the handshake: numpy, the database and the model runtime load here.
         from cpersona.memory import Memory
-        from cpersona.update_check import UpdateChecker
+        from cpersona.server.update_check import UpdateChecker
 
         memory = Memory(settings, start_background=True, prepare_model=_model_preparation(settings))
         UpdateChecker(settings).start_background()  # daemon thread; start-up never waits for the index

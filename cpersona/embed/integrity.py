@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cpersona.atomic import write_json
-from cpersona.text import iso_seconds
+from cpersona.core.atomic import write_json
+from cpersona.core.text import iso_seconds
 
 RECORD_NAME = "install.json"
 RECORD_FORMAT = 1
@@ -88,7 +88,7 @@ def now_iso() -> str:
 
 
 def write_record(model_dir: Path, record: InstallRecord) -> Path:
-    """Write install.json atomically (cpersona.atomic) so a crash never leaves half a record."""
+    """Write install.json atomically (cpersona.core.atomic) so a crash never leaves half a record."""
     target = model_dir / RECORD_NAME
     # The record is as public as the model files beside it (a temp file starts 0600).
     write_json(target, record.to_json(), mode=0o644)

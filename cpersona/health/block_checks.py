@@ -11,6 +11,7 @@ Registered through ``cpersona.health.checks.register`` when the health package i
 
 from __future__ import annotations
 
+from cpersona.core.text import format_ts, utc_now
 from cpersona.health.checks import (
     MAX_REPAIRS_PER_CHECK,
     WARN,
@@ -20,7 +21,6 @@ from cpersona.health.checks import (
     Outcome,
     register,
 )
-from cpersona.text import format_ts, utc_now
 
 #: Memories read per page while looking for missing blocks.
 _PAGE = 500

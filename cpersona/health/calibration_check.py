@@ -13,10 +13,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from cpersona.core.text import format_ts, utc_now
 from cpersona.health.checks import INFO, WARN, Check, Finding, HealthContext, Outcome, register
 from cpersona.health.deep_checks import DEEP_REGISTRY, DeepCheck
 from cpersona.retrieval.sidecar import SCORING_VERSION, fingerprint
-from cpersona.text import format_ts, utc_now
 
 #: A calibration older than this is reported (info): the corpus has likely changed since.
 STALE_CALIBRATION_DAYS = 30

@@ -20,16 +20,16 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, Final, Literal
 
-from cpersona import operating_context
-from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
+from cpersona.core.text import format_ts, normalise_timestamp, utc_now
+from cpersona.core.work import Work
 from cpersona.errors import InvalidInput
-from cpersona.health.state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
+from cpersona.health.agent_notice import agent_notice
 from cpersona.result_types.operations import CheckHealthResult, HealthFinding
+from cpersona.runtime import operating_context
+from cpersona.runtime.health_state import FAULT, HEALTHY, HINT, UNKNOWN, Condition
 from cpersona.storage.interface import Store
 from cpersona.storage.maintenance_interface import ROW_TABLES, FtsReport, NotApplicable, SchemaObject
-from cpersona.text import format_ts, normalise_timestamp, utc_now
-from cpersona.work import Work
 
 Severity = Literal["critical", "warn", "info"]
 CRITICAL: Final = "critical"

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from cpersona.core.text import parse_ts, utc_now
 from cpersona.health.checks import INFO, WARN, Finding, HealthContext, select_checks, verdict
 from cpersona.result_types.operations import DeepCheckResult
 from cpersona.storage.maintenance_interface import NotApplicable
-from cpersona.text import parse_ts, utc_now
 
 #: Memories whose trimmed text is shorter than this are "very short".
 SHORT_CONTENT_CHARS = 12

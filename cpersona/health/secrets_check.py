@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cpersona.core.text import format_ts, utc_now
 from cpersona.health.checks import (
     MAX_REPAIRS_PER_CHECK,
     SAMPLE_REFS,
@@ -30,7 +31,6 @@ from cpersona.health.checks import (
 from cpersona.health.deep_checks import DEEP_REGISTRY, DeepCheck
 from cpersona.secret_guard import SecretGuard
 from cpersona.storage.interface import Session, Store
-from cpersona.text import format_ts, utc_now
 
 LOG = logging.getLogger(__name__)
 #: Rows read per page while scanning (the whole scope is read: the check's cost grows with it).

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cpersona import operating_context
 from cpersona.config import Settings
 from cpersona.embed.model_hint import model_hint
 from cpersona.embed.runtime.base import EmbeddingBackend, FaultKind
 from cpersona.errors import DatabaseUnavailable
 from cpersona.health.checks import HealthContext, run_checks, select_checks
-from cpersona.health.state import HealthState
 from cpersona.result_types.operations import CheckHealthResult
+from cpersona.runtime import operating_context
+from cpersona.runtime.health_state import HealthState
 from cpersona.storage import open_store, redact_url
 from cpersona.storage.interface import Store
 

@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cpersona import operating_context
+from cpersona.runtime import operating_context
 
 if TYPE_CHECKING:
     from cpersona.config import Settings

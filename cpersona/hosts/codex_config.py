@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from cpersona.atomic import atomic_text
+from cpersona.core.atomic import atomic_text
 from cpersona.hosts.config_file import ConfigFileError, _backup_path
 
 

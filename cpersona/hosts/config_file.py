@@ -5,7 +5,7 @@ whose ``mcpServers`` is not an object (never overwrite what we cannot read), put
 under ``mcpServers[name]`` keeping every other server, every other top-level key and the
 entry's own other keys (e.g. ``disabled``), and write only when something changed: first a
 copy of the old file beside it (``<file>.<UTC time>.bak``), then the new text atomically
-(cpersona/atomic.py), with the old file's permission bits. A symlinked config (dotfiles) is
+(cpersona/core/atomic.py), with the old file's permission bits. A symlinked config (dotfiles) is
 written through to its target.
 
 Refused, with nothing written (``ConfigFileError``): a read-only file (no write bit: it was made so
@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cpersona.atomic import atomic_text
+from cpersona.core.atomic import atomic_text
 
 SERVERS_KEY = "mcpServers"
 #: Deeper JSON than any host writes (theirs is a few levels): refused cleanly, never a RecursionError.

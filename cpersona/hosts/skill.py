@@ -13,7 +13,7 @@ import re
 import stat
 from pathlib import Path
 
-from cpersona.atomic import atomic_text
+from cpersona.core.atomic import atomic_text
 
 SKILL_NAME = "cpersona-memory"
 BEGIN = (

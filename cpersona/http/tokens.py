@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hmac
 
+from cpersona.core.limits import MIN_TOKEN_CHARS
 from cpersona.http.asgi import Scope
-from cpersona.limits import MIN_TOKEN_CHARS
 
 
 def bearer_token(scope: Scope) -> str | None:

@@ -28,10 +28,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from cpersona.core.validation import optional_str, string_list
 from cpersona.errors import InvalidInput
 from cpersona.result_types.operations import MigrateChannelAxisResult
 from cpersona.storage.maintenance_interface import ChannelRequest, MaintenanceRows
-from cpersona.validation import optional_str, string_list
 
 #: Channel names treated as bridges when the caller names none.
 BRIDGE_CHANNELS: tuple[str, ...] = ("bridge", "relay")

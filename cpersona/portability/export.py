@@ -1,6 +1,6 @@
 """Export: stream an agent's (or every agent's) rows as JSONL into a file written atomically (or stdout).
 
-A cancel (``cpersona.work``) is honoured every ``BATCH`` rows: raised inside the sink, it removes the
+A cancel (``cpersona.core.work``) is honoured every ``BATCH`` rows: raised inside the sink, it removes the
 temporary file and leaves the target as it was, since a cut-off export would pass for a whole backup.
 """
 
@@ -12,13 +12,13 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, closing
 from typing import Any, TextIO
 
+from cpersona.core.text import format_ts, utc_now
+from cpersona.core.work import Work
 from cpersona.portability import original, records
 from cpersona.portability.link_records import link_line
 from cpersona.result_types.operations import ExportResult
 from cpersona.secret_guard import Redaction, SecretGuard
 from cpersona.storage.interface import PortabilityRows
-from cpersona.text import format_ts, utc_now
-from cpersona.work import Work
 
 #: Rows written between progress reports and cancel checks.
 BATCH = 500

@@ -5,7 +5,7 @@ line over ``MAX_LINE_BYTES`` is reported and skipped without being held), and
 records are written ``BATCH`` per transaction. Each record is validated whole
 before anything is written, and a record is one INSERT, so it lands whole or
 not at all. A bad line is reported by number and skipped; the rest goes on.
-A cancel (``cpersona.work``) is honoured between batches: the batches written stay, and the
+A cancel (``cpersona.core.work``) is honoured between batches: the batches written stay, and the
 ``Cancelled`` failure carries their counts.
 """
 
@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from cpersona.config import Settings
+from cpersona.core.text import format_ts, utc_now
+from cpersona.core.work import Work
 from cpersona.errors import CPersonaError, InvalidInput
 from cpersona.portability import original, records
 from cpersona.portability.link_records import LinkImport, parse_link
 from cpersona.result_types.operations import ImportResult, ImportTally
 from cpersona.secret_guard import Redaction
-from cpersona.storage.interface import NewMemory, PortabilityRows
+from cpersona.storage.interface import PortabilityRows
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -37,8 +39,7 @@ from cpersona.storage.port_records import (
     ImportRecord,
 )
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD
-from cpersona.text import format_ts, utc_now
-from cpersona.work import Work
+from cpersona.storage.values import NewMemory
 
 #: Longest line read; longer ones are reported and skipped (a capped record is far smaller).
 MAX_LINE_BYTES = 8 * 1024 * 1024

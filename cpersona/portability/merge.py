@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal, cast
 
+from cpersona.core.validation import required_str
+from cpersona.core.work import Work
 from cpersona.errors import InvalidInput
 from cpersona.result_types.operations import MergeResult
 from cpersona.storage.maintenance_interface import COPY, MOVE, MaintenanceRows, MergeRequest
-from cpersona.validation import required_str
-from cpersona.work import Work
 
 STRATEGIES = ("skip",)
 MODES = (COPY, MOVE)

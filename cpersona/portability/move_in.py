@@ -28,7 +28,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from filelock import FileLock
+
 from cpersona.config import Settings
+from cpersona.core.text import utc_now
 from cpersona.errors import DatabaseUnavailable
 from cpersona.portability import importer, original
 from cpersona.result_types.operations import ImportResult
@@ -41,7 +44,6 @@ from cpersona.storage import (
     settle_database,
 )
 from cpersona.storage.original_interface import OriginalRows
-from cpersona.text import utc_now
 
 log = logging.getLogger("cpersona.move_in")
 
@@ -123,17 +125,8 @@ def move_in_if_original(path: Path, settings: Settings) -> dict[str, Any] | None
 @contextmanager
 def _exclusive(path: Path) -> Iterator[None]:
     lock_path = path.with_name(path.name + ".move-in.lock")
-    try:
-        import fcntl
-    except ImportError:  # Windows: no second server is started on one file there by the hosts we know
+    with FileLock(lock_path):  # waits for another server moving the same file in
         yield
-        return
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
     with suppress(OSError):
         lock_path.unlink()
 

@@ -33,8 +33,8 @@ from pathlib import Path, PurePath
 from typing import BinaryIO, TextIO
 
 from cpersona.config import Settings
+from cpersona.core.text import LONE_SURROGATE
 from cpersona.errors import CPersonaError, InvalidInput
-from cpersona.text import LONE_SURROGATE
 
 #: Longest file or folder name most file systems hold (bytes of UTF-8).
 MAX_NAME_BYTES = 255

@@ -20,16 +20,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cpersona.config import Settings
+from cpersona.core.limits import MAX_REASON_CHARS
+from cpersona.core.text import cap_text, clean_text, json_field, normalise_timestamp
+from cpersona.core.validation import optional_str
 from cpersona.embed.registry import expected_dimension
 from cpersona.embed.runtime.blocks import MAX_BLOCKS
 from cpersona.errors import InvalidInput
-from cpersona.limits import MAX_REASON_CHARS
 from cpersona.secret_guard import SecretGuard
 from cpersona.storage.blocks import NewBlock
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import ImportedEpisode, ImportedMemory, ImportedProfile, ImportRecord
-from cpersona.text import cap_text, clean_text, json_field, normalise_timestamp
-from cpersona.validation import optional_str
+from cpersona.storage.values import NewMemory
 
 # The records here stay plain dicts on purpose: they are lines of the export file (the format in
 # docs/tools.md "export_memories"), not results of the Python API, so they have no shape in cpersona/result_types.

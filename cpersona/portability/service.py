@@ -16,21 +16,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from cpersona.agent_notice import agent_notice
 from cpersona.config import Settings
+from cpersona.core.public import public
+from cpersona.core.text import format_ts, utc_now
+from cpersona.core.validation import boolean, optional_str, required_str
+from cpersona.core.work import Work
 from cpersona.errors import Cancelled, InvalidInput, SecretDetected
-from cpersona.health import persistence, secrets_check
+from cpersona.health import secrets_check
+from cpersona.health.agent_notice import agent_notice
 from cpersona.portability import channel_axis, export, grants, importer, merge, move_in, original
 from cpersona.portability.grants import FileScope
 from cpersona.portability.paths import Place, atomic_write, locate, open_for_reading
-from cpersona.public import public
 from cpersona.result_types.operations import ExportResult, ImportResult, MergeResult, MigrateChannelAxisResult
+from cpersona.runtime import persistence
 from cpersona.secret_guard import Redaction
 from cpersona.storage import backup_database, open_original, original_schema_version
 from cpersona.storage.interface import Store
-from cpersona.text import format_ts, utc_now
-from cpersona.validation import boolean, optional_str, required_str
-from cpersona.work import Work
 
 #: The path meaning standard output (export) or standard input (import), outside the export folder only.
 STDIO = "-"
@@ -104,7 +105,7 @@ class Portability:
 
         ``scope`` is the HTTP client's ACL reach (grants.py): its own folder, and replacing a
         file needs admin on every agent in it. Unconfined (the CLI), ``-`` is standard output.
-        ``work`` (``cpersona.work``) gets progress in rows and may cancel: the file is then not written.
+        ``work`` (``cpersona.core.work``) gets progress in rows and may cancel: the file is then not written.
         ``export_format`` ``cpersona-1.0`` writes the original CPersona's format (the way back to it).
         Credentials are written as their placeholders unless ``include_secrets`` (docs/secrets-and-forgetting.md).
         """
@@ -166,7 +167,7 @@ class Portability:
         With ``scope`` (an HTTP client under an ACL) the file is looked for in the client's
         folder and refused, before anything is written or reported, unless its grants cover
         every agent inside it (grants.py). Unconfined (the CLI), ``-`` is standard input.
-        ``work`` (``cpersona.work``) gets progress in records and may cancel between batches.
+        ``work`` (``cpersona.core.work``) gets progress in records and may cancel between batches.
         """
         target = optional_str(target_agent_id, "target_agent_id")
         dry = boolean(dry_run, "dry_run")
@@ -278,7 +279,7 @@ class Portability:
     ) -> MergeResult:
         """Copy or move one agent's rows to another in one transaction, skipping duplicates.
 
-        ``work`` (``cpersona.work``) gets progress in source rows and may cancel: the transaction is
+        ``work`` (``cpersona.core.work``) gets progress in source rows and may cancel: the transaction is
         then rolled back, so nothing is merged.
         """
         if not boolean(dry_run, "dry_run"):

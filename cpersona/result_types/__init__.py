@@ -125,18 +125,9 @@ from cpersona.result_types.rows import (  # noqa: F401 - re-exported: the public
 
 #: The result shapes of the ``Memory`` methods whose return annotation does not name them yet
 #: (``dict[str, Any]``). A method annotated with its TypedDict(s) needs no entry here; a test fails
-#: when an entry disagrees with the annotation. ``METHOD_RESULTS`` below joins both.
+#: when an entry disagrees with the annotation. ``cpersona.memory.method_results()`` joins both (it reads
+#: the services, which import these shapes: it lives above them, not here).
 DECLARED_RESULTS: dict[str, tuple[type, ...]] = {}
-
-
-def __getattr__(name: str) -> dict[str, tuple[type, ...]]:
-    # METHOD_RESULTS is read from the @public service methods (cpersona/public.py), which import the
-    # shapes: it is built on first use, not at import.
-    if name == "METHOD_RESULTS":
-        from cpersona.memory import method_results
-
-        return method_results()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Row shapes, documented before the results.

@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from cpersona.core.text import parse_ts
 from cpersona.errors import InvalidInput
 from cpersona.retrieval import evidence as ev
 from cpersona.retrieval.sidecar import SCORING_VERSION
-from cpersona.text import parse_ts
 
 __all__ = ["SCORING_VERSION"]
 

@@ -22,8 +22,8 @@ import statistics
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from cpersona.core.text import parse_ts
 from cpersona.storage.interface import EPISODES, MEMORIES, VectorQuery, VectorSearch
-from cpersona.text import parse_ts
 
 if TYPE_CHECKING:
     from cpersona.retrieval.pipeline import ScoredRow

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cpersona.core.text import parse_ts
 from cpersona.retrieval import fusion
-from cpersona.text import parse_ts
 
 if TYPE_CHECKING:
     from cpersona.storage.interface import MemoryRows

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol, cast
 
 from cpersona.config import Settings
+from cpersona.core.text import comparison_key, format_ts, parse_ts
 from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, language, recency, trace
 from cpersona.retrieval.gate import LEXICAL_CHANNELS, GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.match_query import query_terms
@@ -30,7 +31,6 @@ from cpersona.storage.interface import (
     VectorQuery,
 )
 from cpersona.storage.scope import Scope
-from cpersona.text import comparison_key, format_ts, parse_ts
 
 #: Under a ``sure`` time cue each keyword channel reads this many rows, then keeps those in the
 #: period: the keyword row budget (storage/keyword_prune.py), so a filtered channel costs no more.

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from cpersona.core.text import normalise_timestamp, parse_ts
 from cpersona.errors import InvalidInput
 from cpersona.retrieval.date_phrases import Period, read_phrase
-from cpersona.text import normalise_timestamp, parse_ts
 
 CERTAINTIES = ("sure", "likely", "vague")
 DEFAULT_CERTAINTY = "likely"

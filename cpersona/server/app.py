@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,20 +25,22 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
-from cpersona import __version__, operating_context
+from cpersona import __version__
 from cpersona.config import OutputSchemaDetail, Settings
+from cpersona.core.work import Work
 from cpersona.hooks.wire import bound_agent_id
+from cpersona.runtime import operating_context
 from cpersona.server import identity
 from cpersona.server.client_auth import request_client
 from cpersona.server.confirm import CONFIRMED_TOOLS, can_ask
 from cpersona.server.confirm import ask as ask_user
 from cpersona.server.long_calls import run_cancellable, work_for
 from cpersona.server.output_schemas import output_schema
+from cpersona.server.pending_memory import PendingMemory
 from cpersona.server.resources_prompts import SurfaceHandlers
 from cpersona.server.tasks import TaskStore, cancelled_summary, wants_task, worth_a_task
 from cpersona.server.tasks import register as register_tasks
 from cpersona.server.tools import ToolSpec, offered_tools
-from cpersona.work import Work
 
 if TYPE_CHECKING:
     from cpersona.memory import Memory
@@ -145,63 +146,6 @@ def to_call_result(response: dict[str, Any], tool: str = "") -> types.CallToolRe
         structured_content=response,
         is_error=response.get("ok") is False,
     )
-
-
-class PendingMemory:
-    """A ``Memory`` opened in a background thread while the server answers the handshake.
-
-    ``get`` waits for it (a tool call needs it) and raises what opening raised,
-    for every call, so a database that cannot be opened is reported per call.
-    """
-
-    def __init__(
-        self, factory: Callable[[], Memory], on_error: Callable[[BaseException], None] | None = None
-    ) -> None:
-        self._factory = factory
-        self._on_error = on_error
-        self._done = threading.Event()
-        self._memory: Memory | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._open, name="cpersona-open", daemon=True)
-
-    def start(self) -> PendingMemory:
-        """Start opening; returns self."""
-        self._thread.start()
-        return self
-
-    def _open(self) -> None:
-        try:
-            self._memory = self._factory()
-        except BaseException as exc:  # reported by every get(), and once here
-            self._error = exc
-            if self._on_error is not None:
-                self._on_error(exc)
-            else:
-                log.error("the memory database could not be opened: %s", exc)
-        finally:
-            self._done.set()
-
-    def get(self) -> Memory:
-        """The opened Memory (waits for it); raises what opening raised."""
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._memory is not None
-        return self._memory
-
-    def close(self, timeout: float | None = None) -> None:
-        """Close the Memory once it is open: waits for the opening to finish, at most ``timeout`` s.
-
-        A server stopped by a signal passes a bound: an opening still under way after it is left to
-        the process's exit (its thread is a daemon; SQLite rolls back a migration it was writing).
-        """
-        if self._thread.ident is None:  # stopped (Ctrl-C) before start(): nothing was opened
-            return
-        if not self._done.wait(timeout):
-            log.warning("stopping while the database was still being opened; it was left unopened")
-            return
-        if self._memory is not None:
-            self._memory.close()
 
 
 def _call(

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cpersona import operating_context
 from cpersona.config import Settings
+from cpersona.core.work import Work
+from cpersona.runtime import operating_context
 from cpersona.server import previews
-from cpersona.update_check import UpdateChecker
-from cpersona.work import Work
+from cpersona.server.update_check import UpdateChecker
 
 if TYPE_CHECKING:  # the registry is read by tools/list before Memory (numpy, SQLite) is imported
     from cpersona.memory import Memory
@@ -36,7 +36,7 @@ class Call:
     settings: Settings
     arguments: dict[str, Any]
     allowed: frozenset[str] | None  # the ACL narrowing of an unscoped call (cpersona.server.access)
-    work: Work  # cancel flag and progress (cpersona.work); only long tools look at it
+    work: Work  # cancel flag and progress (cpersona.core.work); only long tools look at it
     scope: FileScope | None  # the caller's reach through files (export/import; grants.py)
 
 
@@ -186,21 +186,21 @@ def store_message(arguments: dict[str, Any]) -> dict[str, Any]:
 
 def pause_persistence(call: Call) -> dict[str, Any]:
     """Stop this process writing for ``ttl_seconds``."""
-    from cpersona.health import persistence
+    from cpersona.runtime import persistence
 
     return persistence.PROCESS.pause(call.arguments["ttl_seconds"])
 
 
 def resume_persistence(call: Call) -> dict[str, Any]:
     """End a pause now."""
-    from cpersona.health import persistence
+    from cpersona.runtime import persistence
 
     return persistence.PROCESS.resume()
 
 
 def persistence_status(call: Call) -> dict[str, Any]:
     """Whether writes are paused, and until when."""
-    from cpersona.health import persistence
+    from cpersona.runtime import persistence
 
     return persistence.PROCESS.status()
 

@@ -15,16 +15,16 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from cpersona.acl import Client, Level
 from cpersona.config import Settings
+from cpersona.core.limits import MAX_ERROR_CHARS
+from cpersona.core.text import clean_json, clean_text
+from cpersona.core.work import Work
 from cpersona.errors import CPersonaError
-from cpersona.limits import MAX_ERROR_CHARS
 from cpersona.memory import Memory
 from cpersona.portability.grants import FileScope
 from cpersona.server.access import authorise
 from cpersona.server.calls import Call, Handler
 from cpersona.server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from cpersona.server.tools.common import check_binding
-from cpersona.text import clean_json, clean_text
-from cpersona.work import Work
 
 log = logging.getLogger("cpersona.server")
 

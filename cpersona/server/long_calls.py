@@ -1,4 +1,4 @@
-"""Tool calls as cancellable, reporting work: the MCP side of ``cpersona.work``.
+"""Tool calls as cancellable, reporting work: the MCP side of ``cpersona.core.work``.
 
 The SDK (2.x, peer cancel mode "interrupt") applies ``notifications/cancelled`` by cancelling the
 handler's scope. The handler is waiting on a worker thread (``anyio.to_thread.run_sync``, which
@@ -21,7 +21,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from cpersona.work import Work
+from cpersona.core.work import Work
 
 T = TypeVar("T")
 

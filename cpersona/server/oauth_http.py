@@ -2,7 +2,7 @@
 
 ``OAuthMiddleware`` answers ``/.well-known/oauth-protected-resource[/mcp]`` (RFC 9728) without a
 token, and resolves every other request's bearer token to an ``acl.Client``: a JWT through
-``cpersona.oauth.JwtVerifier`` (in a worker thread: the key fetch blocks), any other token through
+``cpersona.server.oauth.JwtVerifier`` (in a worker thread: the key fetch blocks), any other token through
 the ACL file or the shared ``CPERSONA_AUTH_TOKEN`` as before. A refusal is 401 (no token, or a bad
 one: ``error="invalid_token"``) or 403 (a good token that grants nothing: ``insufficient_scope``),
 and its ``WWW-Authenticate`` names the metadata URL, so a client can find the authorization server.
@@ -19,8 +19,8 @@ from cpersona.acl import WILDCARD, AccessList, Client, Level
 from cpersona.http.asgi import ASGIApp, Receive, Scope, Send, send_response
 from cpersona.http.refusals import send_refusal
 from cpersona.http.tokens import bearer_token, tokens_match
-from cpersona.oauth import JwtVerifier, TokenRefused, looks_like_jwt, metadata_url, resource_metadata
 from cpersona.server.client_auth import SCOPE_KEY
+from cpersona.server.oauth import JwtVerifier, TokenRefused, looks_like_jwt, metadata_url, resource_metadata
 
 #: What the shared CPERSONA_AUTH_TOKEN may do beside OAuth: everything, as it does alone.
 SHARED_TOKEN_CLIENT = Client(name="shared-token", token_sha256="", grants={WILDCARD: Level.ADMIN})

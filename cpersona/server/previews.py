@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona.limits import GET_CONTENTS_BUDGET_CHARS, LIST_BUDGET_CHARS, RECALL_FULL_CONTENT_BUDGET_CHARS
+from cpersona.core.limits import (
+    GET_CONTENTS_BUDGET_CHARS,
+    LIST_BUDGET_CHARS,
+    RECALL_FULL_CONTENT_BUDGET_CHARS,
+)
 
 _TEXT_FIELDS = ("content", "summary")
 

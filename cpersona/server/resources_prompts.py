@@ -1,7 +1,7 @@
-"""MCP resources, prompts and completions: thin handlers over ``Memory`` and ``cpersona.prompts``.
+"""MCP resources, prompts and completions: thin handlers over ``Memory`` and ``cpersona.server.prompts``.
 
 The behaviour (URIs, ACL filtering, argument checks, prompt texts) is plain Python in
-``cpersona.services.resources`` and ``cpersona.prompts``; this module turns their dicts into MCP
+``cpersona.services.resources`` and ``cpersona.server.prompts``; this module turns their dicts into MCP
 types and their refusals into JSON-RPC errors. Bad input of any kind (an unknown URI, a
 prompt argument missing, an agent the client may not read) is ``-32602`` with
 ``data: {"error_code": ...}`` the tools use; only a server fault (the database cannot be
@@ -23,16 +23,16 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
-from cpersona import prompts
 from cpersona.acl import Client, Level
 from cpersona.errors import CPersonaError, Forbidden, InvalidInput, NotFound
+from cpersona.server import prompts
 from cpersona.server.access import TOOL_ACCESS, authorise
 from cpersona.server.client_auth import request_client
+from cpersona.server.pending_memory import PendingMemory
 from cpersona.services.resources import ROW_TEMPLATES, TEMPLATES, resource_templates
 
 if TYPE_CHECKING:
     from cpersona.memory import Memory
-    from cpersona.server.app import PendingMemory
 
 log = logging.getLogger("cpersona.server")
 
@@ -96,8 +96,6 @@ class SurfaceHandlers:
         return None if client is None else client.agents_at(level)
 
     def _memory(self) -> Memory:
-        from cpersona.server.app import PendingMemory
-
         try:
             return self.source.get() if isinstance(self.source, PendingMemory) else self.source
         except CPersonaError as exc:

@@ -5,7 +5,7 @@ A client that lists the extension in its request's capabilities gets, for a long
 export, merge, calibration, ``check_health`` with ``fix``), a task handle at once instead of the
 answer: ``tasks/get`` shows the status, the progress (``statusMessage`` and
 ``_meta["cpersona/progress"]``) and, once finished, the tool's ordinary result; ``tasks/cancel``
-stops it at the next batch boundary (``cpersona.work``). Everyone else is answered synchronously,
+stops it at the next batch boundary (``cpersona.core.work``). Everyone else is answered synchronously,
 as before. The server decides (the extension says so); the client only says it can take a task.
 
 Tasks live in this process (``TaskStore``): a finished task's result is kept
@@ -33,7 +33,7 @@ from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_C
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
-from cpersona.work import Work
+from cpersona.core.work import Work
 
 log = logging.getLogger("cpersona.server")
 

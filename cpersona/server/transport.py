@@ -17,13 +17,13 @@ import uvicorn
 from cpersona.acl import AccessList, AclError, load_acl
 from cpersona.config import Settings
 from cpersona.http.asgi import ASGIApp, Receive, Scope, Send
+from cpersona.http.listen import EXIT_BIND, BindFailed, bind_listeners
 from cpersona.http.refusals import send_refusal
 from cpersona.http.tokens import bearer_token, tokens_match, weak_token
-from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
-from cpersona.oauth import JwtVerifier, OAuthConfig, loopback_url
 from cpersona.server.app import PendingMemory, build_server
 from cpersona.server.client_auth import AclMiddleware
 from cpersona.server.http_guard import bind_warning, transport_security
+from cpersona.server.oauth import JwtVerifier, OAuthConfig, loopback_url
 from cpersona.server.oauth_http import OAuthMiddleware
 from cpersona.server.stdio import guarded_stdio
 from cpersona.server.wire_http import WireScreenMiddleware

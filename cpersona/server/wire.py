@@ -17,8 +17,8 @@ from typing import Any
 import mcp_types as types
 from pydantic import ValidationError
 
-from cpersona.limits import MAX_MESSAGE_DEPTH
-from cpersona.text import LONE_SURROGATE, clean_json, clean_text, json_depth
+from cpersona.core.limits import MAX_MESSAGE_DEPTH
+from cpersona.core.text import LONE_SURROGATE, clean_json, clean_text, json_depth
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

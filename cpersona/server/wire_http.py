@@ -14,8 +14,8 @@ from typing import Any
 from mcp.shared.inbound import decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 
+from cpersona.core.limits import MAX_HTTP_BODY_BYTES
 from cpersona.http.asgi import ASGIApp, Message, Receive, Scope, Send, send_response
-from cpersona.limits import MAX_HTTP_BODY_BYTES
 from cpersona.server.tasks import METHODS as TASK_METHODS
 from cpersona.server.wire import error_reply, error_text, screen
 

@@ -6,19 +6,20 @@ import logging
 from collections.abc import Callable
 from typing import cast
 
+from cpersona.core.public import public
+from cpersona.core.validation import required_str
+from cpersona.core.work import Work
 from cpersona.embed.registry import expected_dimension
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.errors import InvalidInput, StorageFault
-from cpersona.health import persistence
-from cpersona.health.state import HEALTHY
-from cpersona.public import public
 from cpersona.result_types.everyday import DeleteAgentDataResult, QueueStatus, QueueStatusResult, TableCounts
 from cpersona.result_types.operations import EmbeddingStatus, ReembedResult, StatsResult
+from cpersona.runtime import persistence
+from cpersona.runtime.health_state import HEALTHY
 from cpersona.services.backfill import BackfillWorker, enqueue_missing
 from cpersona.services.core import Core, CoreService
-from cpersona.storage.interface import EMBED, Session
-from cpersona.validation import required_str
-from cpersona.work import Work
+from cpersona.storage.interface import Session
+from cpersona.storage.values import EMBED
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class Admin(CoreService):
         endpoint down) is an ``ok: false`` answer naming the fault and its fix, never a
         raised EmbeddingFault; the rows stay queued. ``queued`` counts every embedding task
         waiting when the drain started (queued earlier or by this call), ``remaining`` those
-        still waiting after it (retried later). ``work`` (``cpersona.work``) gets progress in
+        still waiting after it (retried later). ``work`` (``cpersona.core.work``) gets progress in
         tasks after each back-fill batch and may cancel between batches: the vectors written
         so far stay, the rest stay queued for the worker.
         """

@@ -13,14 +13,15 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 
+from cpersona.core.public import public
+from cpersona.core.text import format_ts, utc_now
 from cpersona.embed.runtime.blocks import block_spans
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
-from cpersona.health import persistence
-from cpersona.public import public
+from cpersona.runtime import persistence
 from cpersona.services.long_records import embed_with_blocks
-from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, EpisodeRows, MemoryRows, Session, Store
-from cpersona.text import format_ts, utc_now
+from cpersona.storage.interface import EpisodeRows, MemoryRows, Session, Store
+from cpersona.storage.values import EMBED, EPISODES, MEMORIES
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, cast
 
-from cpersona import agent_notice
+from cpersona.core.limits import LIST_LIMIT_MAX
+from cpersona.core.public import public
+from cpersona.core.validation import bounded_int, optional_str, required_str
 from cpersona.errors import InvalidInput
-from cpersona.limits import LIST_LIMIT_MAX
-from cpersona.public import public
+from cpersona.health import agent_notice
 from cpersona.result_types.browsing import (
     AgentAxis,
     AgentSummary,
@@ -27,8 +28,8 @@ from cpersona.result_types.browsing import (
 )
 from cpersona.result_types.rows import EpisodeRow, MemoryRow
 from cpersona.services import supersede
-from cpersona.storage.interface import BrowseFilter, Store
-from cpersona.validation import bounded_int, optional_str, required_str
+from cpersona.storage.interface import Store
+from cpersona.storage.values import BrowseFilter
 
 #: Deepest offset a page may start at (keeps OFFSET scans bounded).
 BROWSE_OFFSET_MAX = 10_000_000

@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from cpersona.config import Settings
+from cpersona.core.public import public
+from cpersona.core.text import format_ts, utc_now
+from cpersona.core.validation import bounded_int, optional_str, required_str
+from cpersona.core.work import Work
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput
-from cpersona.health import persistence
-from cpersona.public import public
 from cpersona.result_types.quality import (
     CalibrateThresholdResult,
     CalibrationState,
@@ -31,10 +33,9 @@ from cpersona.retrieval import probing
 from cpersona.retrieval.gate import HEURISTIC_TOP_COSINE, GatePolicy, QualityGate
 from cpersona.retrieval.pipeline import GateStage, NoGate
 from cpersona.retrieval.sidecar import fingerprint
-from cpersona.storage.interface import EPISODES, MEMORIES, CalibrationStates, Saved, Store
-from cpersona.text import format_ts, utc_now
-from cpersona.validation import bounded_int, optional_str, required_str
-from cpersona.work import Work
+from cpersona.runtime import persistence
+from cpersona.storage.interface import CalibrationStates, Store
+from cpersona.storage.values import EPISODES, MEMORIES, Saved
 
 log = logging.getLogger("cpersona.calibration")
 
@@ -166,7 +167,7 @@ class Calibrator:
         Row pairs give the vector threshold (random pairs = null; adjacent same-session pairs =
         positives, nearest neighbours as fallback); with the fused gate on, probe questions give the
         query gate's threshold. Raises ``CalibrationUnavailable`` without a ready model or with fewer
-        than 10 rows with vectors. ``work`` (``cpersona.work``) may cancel it before the thresholds
+        than 10 rows with vectors. ``work`` (``cpersona.core.work``) may cancel it before the thresholds
         are saved (nothing is saved then).
         """
         persistence.check_writable("calibrate_threshold")

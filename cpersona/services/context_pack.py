@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from cpersona.errors import InvalidInput, NotFound
-from cpersona.limits import (
+from cpersona.core.limits import (
     MAX_REF_CHARS,
     MAX_REFS_PER_CALL,
     MAX_ROW_ID,
@@ -28,15 +27,17 @@ from cpersona.limits import (
     RECONSTRUCT_MIN_QUOTE_CHARS,
     RECONSTRUCT_NEIGHBOURS_PER_SEED,
 )
-from cpersona.public import public
+from cpersona.core.public import public
+from cpersona.core.validation import bounded_int, optional_str, required_str, string_list
+from cpersona.errors import InvalidInput, NotFound
 from cpersona.result_types.context_pack import EntityMention, PackItem, ReconstructResult
 from cpersona.result_types.links import PathStep
 from cpersona.services import supersede
 from cpersona.services.links import WALK_MARGIN, may_read
 from cpersona.services.recaller import Recaller
-from cpersona.storage.interface import Row, Session, Store
+from cpersona.storage.interface import Session, Store
 from cpersona.storage.scope import Scope
-from cpersona.validation import bounded_int, optional_str, required_str, string_list
+from cpersona.storage.values import Row
 
 #: What ends a quoted prefix (counted in the budget like the text it follows).
 TRUNCATION_MARKER = " […]"

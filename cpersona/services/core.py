@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.service import EmbeddingService
-from cpersona.health.state import HealthState
+from cpersona.runtime.health_state import HealthState
 from cpersona.secret_guard import SecretGuard
 from cpersona.storage.interface import Store
 

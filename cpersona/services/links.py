@@ -14,9 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from cpersona.errors import InvalidInput, NotFound
-from cpersona.health import persistence
-from cpersona.limits import (
+from cpersona.core.limits import (
     MAX_ASSOCIATIONS_PER_CALL,
     MAX_ENTITY_CHARS,
     MAX_RELATION_CHARS,
@@ -26,7 +24,10 @@ from cpersona.limits import (
     TRAVERSE_LIMIT_DEFAULT,
     TRAVERSE_LIMIT_MAX,
 )
-from cpersona.public import public
+from cpersona.core.public import public
+from cpersona.core.text import clean_text, format_ts, utc_now
+from cpersona.core.validation import required_str
+from cpersona.errors import InvalidInput, NotFound
 from cpersona.result_types.links import (
     AssociationOutcome,
     DeclareAssociationsResult,
@@ -34,9 +35,9 @@ from cpersona.result_types.links import (
     TraversedMemory,
     TraverseResult,
 )
-from cpersona.storage.interface import LinkRow, Row, Session, Store
-from cpersona.text import clean_text, format_ts, utc_now
-from cpersona.validation import required_str
+from cpersona.runtime import persistence
+from cpersona.storage.interface import Session, Store
+from cpersona.storage.values import LinkRow, Row
 
 #: A relation name (the same pattern the tool schemas carry).
 RELATION_PATTERN = f"^[a-z][a-z0-9_]{{0,{MAX_RELATION_CHARS - 1}}}$"

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from cpersona.agent_notice import agent_notice
+from cpersona.core.public import public
+from cpersona.core.validation import boolean, optional_str, required_str
+from cpersona.core.work import Work
 from cpersona.errors import InvalidInput
-from cpersona.health import persistence
+from cpersona.health.agent_notice import agent_notice
 from cpersona.health.checks import HealthContext, check_names, run_checks
 from cpersona.health.deep_checks import deep_check_names, run_deep_checks
-from cpersona.public import public
 from cpersona.result_types.operations import CheckHealthResult, DeepCheckResult
+from cpersona.runtime import persistence
 from cpersona.services.core import Core, CoreService
-from cpersona.validation import boolean, optional_str, required_str
-from cpersona.work import Work
 
 
 class UnknownCheck(InvalidInput):
@@ -67,7 +67,7 @@ class Maintenance(CoreService):
         """Run the health-check registry (docs/health.md); ``fix`` repairs, bounded, never locked rows.
 
         While persistence is paused, ``fix=true`` runs report-only and says so (``fix_downgraded``).
-        ``work`` (``cpersona.work``) gets progress per check and may cancel between checks.
+        ``work`` (``cpersona.core.work``) gets progress per check and may cancel between checks.
         """
         agent = optional_str(agent_id, "agent_id")
         wanted = boolean(fix, "fix")

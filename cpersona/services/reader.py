@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import cast
 
-from cpersona.agent_notice import agent_notice
-from cpersona.errors import InvalidInput
-from cpersona.limits import (
+from cpersona.core.limits import (
     LIST_EPISODES_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     LIST_MEMORIES_LIMIT_DEFAULT,
@@ -16,7 +14,10 @@ from cpersona.limits import (
     MAX_ROW_ID,
     MAX_ROW_ID_DIGITS,
 )
-from cpersona.public import public
+from cpersona.core.public import public
+from cpersona.core.validation import agent_set, bounded_int, optional_str, required_str, row_id, string_list
+from cpersona.errors import InvalidInput
+from cpersona.health.agent_notice import agent_notice
 from cpersona.result_types.everyday import (
     GetContentsResult,
     GetHistoryResult,
@@ -26,9 +27,9 @@ from cpersona.result_types.everyday import (
 )
 from cpersona.result_types.rows import EpisodeRow, MemoryRow, StoredRow
 from cpersona.services import supersede
-from cpersona.storage.interface import Row, Session, Store, TableRows
+from cpersona.storage.interface import Session, Store, TableRows
 from cpersona.storage.scope import Scope
-from cpersona.validation import agent_set, bounded_int, optional_str, required_str, row_id, string_list
+from cpersona.storage.values import Row
 
 
 def _storable(row_id: int) -> bool:

@@ -6,20 +6,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from cpersona import context_merge
-from cpersona.agent_notice import agent_notice
-from cpersona.embed.runtime.service import EmbeddingService
-from cpersona.errors import StorageFault
-from cpersona.health import persistence
-from cpersona.health.state import HealthState
-from cpersona.limits import (
+from cpersona.core.limits import (
     MAX_QUERY_CHARS,
     PROFILE_INJECTION_MIN_POOL,
     PROFILE_INJECTION_ROWS,
     RECALL_LIMIT_DEFAULT,
     RECALL_LIMIT_MAX,
 )
-from cpersona.public import public
+from cpersona.core.public import public
+from cpersona.core.text import clean_text, format_ts, utc_now
+from cpersona.core.validation import boolean, bounded_int, optional_str, string_list
+from cpersona.embed.runtime.service import EmbeddingService
+from cpersona.errors import StorageFault
+from cpersona.health.agent_notice import agent_notice
 from cpersona.result_types.everyday import (
     MergedItem,
     RecallGate,
@@ -35,11 +34,12 @@ from cpersona.retrieval.explain import explain
 from cpersona.retrieval.gate import gate_off
 from cpersona.retrieval.pending_vector import PendingQueryVector, QueryVectorThreads
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-from cpersona.services import supersede
-from cpersona.storage.interface import Session, Store, VectorQuery
+from cpersona.runtime import persistence
+from cpersona.runtime.health_state import HealthState
+from cpersona.services import context_merge, supersede
+from cpersona.storage.interface import Session, Store
 from cpersona.storage.scope import Scope
-from cpersona.text import clean_text, format_ts, utc_now
-from cpersona.validation import boolean, bounded_int, optional_str, string_list
+from cpersona.storage.values import VectorQuery
 
 
 class Recaller:

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
+from cpersona.core.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
+from cpersona.core.public import public
+from cpersona.core.validation import agent_set
 from cpersona.errors import Forbidden, InvalidInput, NotFound
-from cpersona.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
-from cpersona.public import public
 from cpersona.result_types.resources import (
     CompletionResult,
     ResourceInfo,
@@ -34,7 +35,6 @@ from cpersona.result_types.resources import (
 )
 from cpersona.services.browser import Browser
 from cpersona.services.reader import Reader
-from cpersona.validation import agent_set
 
 SCHEME = "cpersona://"
 AGENTS_URI = f"{SCHEME}agents"

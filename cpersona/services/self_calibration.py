@@ -26,15 +26,16 @@ from collections import defaultdict
 from typing import Any
 
 from cpersona.config import Settings
+from cpersona.core.public import public
+from cpersona.core.work import Work
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
-from cpersona.health import persistence
-from cpersona.public import public
 from cpersona.result_types.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
 from cpersona.retrieval.calibration import LEVELS, MIN_ROWS
+from cpersona.runtime import persistence
 from cpersona.services.calibration import Calibrator
-from cpersona.storage.interface import MEMORIES, Store
-from cpersona.work import Work
+from cpersona.storage.interface import Store
+from cpersona.storage.values import MEMORIES
 
 log = logging.getLogger("cpersona.calibration")
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
+from cpersona.core.limits import MAX_LIST_ITEMS
+from cpersona.core.validation import row_id
 from cpersona.errors import InvalidInput, LockedRow, NotFound, SupersedeRefused
-from cpersona.limits import MAX_LIST_ITEMS
 from cpersona.result_types.everyday import GetHistoryResult
 from cpersona.result_types.rows import MemoryRow
-from cpersona.storage.interface import Row, Session
+from cpersona.storage.interface import Session
 from cpersona.storage.supersede_interface import Link
-from cpersona.validation import row_id
+from cpersona.storage.values import Row
 
 #: At most this many rows read by one history (docs/input-rules.md "Walks"); past it the history says
 #: ``truncated`` and where it was cut (at most ``HISTORY_CUT_REFS`` refs).

@@ -12,12 +12,19 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import Any
 
-from cpersona import context_merge
+from cpersona.core.limits import MAX_KEYWORD_CHARS, MAX_REASON_CHARS, TTL_MAX_SECONDS, TTL_MIN_SECONDS
+from cpersona.core.public import public
+from cpersona.core.text import (
+    cap_text,
+    clean_text,
+    format_ts,
+    json_field,
+    normalise_timestamp,
+    parse_ts,
+    utc_now,
+)
+from cpersona.core.validation import agent_set, boolean, optional_str, required_str, row_id, string_list
 from cpersona.errors import DuplicateRow, InvalidInput, LockedRow, NotFound, Rejected, SecretDetected
-from cpersona.health import persistence
-from cpersona.health.state import HINT
-from cpersona.limits import MAX_KEYWORD_CHARS, MAX_REASON_CHARS, TTL_MAX_SECONDS, TTL_MIN_SECONDS
-from cpersona.public import public
 from cpersona.result_types.everyday import (
     ArchiveEpisodeResult,
     DeleteResult,
@@ -30,26 +37,18 @@ from cpersona.result_types.everyday import (
     UpdateProfileResult,
 )
 from cpersona.result_types.links import AssociationOutcome
+from cpersona.runtime import persistence
+from cpersona.runtime.health_state import HINT
 from cpersona.secret_guard import Redaction, merge_counts
-from cpersona.services import supersede
+from cpersona.services import context_merge, supersede
 from cpersona.services.core import Core, CoreService
 from cpersona.services.links import Association, declare_in, parse_associations
 from cpersona.services.long_records import embed_with_blocks
 from cpersona.storage.blocks import NewBlock
-from cpersona.storage.interface import (
-    EMBED,
-    EPISODES,
-    MEMORIES,
-    NewEpisode,
-    NewMemory,
-    NewProfile,
-    Row,
-    Session,
-)
+from cpersona.storage.interface import Session
 from cpersona.storage.scope import write_axes
+from cpersona.storage.values import EMBED, EPISODES, MEMORIES, NewEpisode, NewMemory, NewProfile, Row
 from cpersona.storage.vectors import to_blob
-from cpersona.text import cap_text, clean_text, format_ts, json_field, normalise_timestamp, parse_ts, utc_now
-from cpersona.validation import agent_set, boolean, optional_str, required_str, row_id, string_list
 
 
 def _skipped(existing_id: int, why: str) -> StoreSkipped:

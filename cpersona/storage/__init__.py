@@ -9,26 +9,15 @@ picks the engine. See docs/architecture.md.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from cpersona.errors import DatabaseUnavailable
 from cpersona.storage.interface import Store
+
+# Re-exported: callers name a location's helpers beside open_store.
+from cpersona.storage.locations import POSTGRES_SCHEMES as POSTGRES_SCHEMES
+from cpersona.storage.locations import is_postgres_url
+from cpersona.storage.locations import redact_url as redact_url
 from cpersona.storage.original_interface import OriginalRows
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres_url(location: Path | str) -> bool:
-    """True when ``location`` is a PostgreSQL URL rather than a file path."""
-    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
-
-
-def redact_url(url: str) -> str:
-    """A database URL without its password (for stats, logs and ``cpersona doctor``)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
 
 
 def open_store(

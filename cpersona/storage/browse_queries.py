@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.storage.columns import EPISODE_SHAPE, MEMORY_SHAPE, TableShape, profile_dict
-from cpersona.storage.interface import BrowseFilter, Row
 from cpersona.storage.shared_reads import Fetch
 from cpersona.storage.sql_text import Dialect, agent_filter, browse_filter
+from cpersona.storage.values import BrowseFilter, Row
 
 # Per (agent, project, channel): rows, rows with a vector, locked rows (episodes have no lock).
 _AXIS_QUERIES = (

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cpersona.storage.interface import EPISODES, MEMORIES, NewEpisode, NewMemory, NewProfile, Row
+from cpersona.storage.values import EPISODES, MEMORIES, NewEpisode, NewMemory, NewProfile, Row
 
 
 class RowLike(Protocol):

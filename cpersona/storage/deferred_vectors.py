@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from cpersona.storage.interface import VectorQuery, VectorSearch
+from cpersona.storage.interface import VectorSearch
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import VectorQuery
 
 
 @runtime_checkable

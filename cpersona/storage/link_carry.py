@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from cpersona.storage.interface import LinkRow, LinkRows
+from cpersona.core.text import format_ts, utc_now
+from cpersona.storage.interface import LinkRows
 from cpersona.storage.maintenance_interface import COPY
-from cpersona.text import format_ts, utc_now
+from cpersona.storage.values import LinkRow
 
 
 def links_of(repo: LinkRows, ids: Sequence[int]) -> list[LinkRow]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cpersona.storage.blocks import NewBlock
-from cpersona.storage.interface import NewEpisode, NewMemory, NewProfile
+from cpersona.storage.values import NewEpisode, NewMemory, NewProfile
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from cpersona.storage.columns import RowLike, TableShape, profile_dict
-from cpersona.storage.interface import VECTOR_TABLES, Row
 from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import Dialect
 from cpersona.storage.supersede_interface import Link
+from cpersona.storage.values import VECTOR_TABLES, Row
 
 #: Run one statement with its parameters; the rows it returns, read by column name.
 Fetch = Callable[[str, Sequence[Any]], Iterable[RowLike]]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: interface imports scope, which imports this module
-    from cpersona.storage.interface import BrowseFilter
+    from cpersona.storage.values import BrowseFilter
 
 
 #: The columns a merge's ``copy`` copies per table: all but ``id`` and ``agent_id`` (the

@@ -72,7 +72,7 @@ def moment(iso: str | None) -> str:
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """'1 memory', '2 memories': a count and its noun in the right number (the view may not import
-    cpersona.text, which the CLI's twin of this lives in: tests/test_layers.py)."""
+    cpersona.core.text, which the CLI's twin of this lives in: tests/test_layers.py)."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 

@@ -15,9 +15,10 @@ Rules (docs/cli.md "cpersona ui", docs/decisions.md):
   field or ``X-CSRF-Token`` header); the token is an HMAC of the session id, so it cannot be
   forged without the process's secret and differs per session.
 
-The session cookie is ``<sid>.<who>.<hmac>`` (who: ``0`` anonymous, ``1`` logged in with the
-token, ``@name`` logged in as ACL client ``name``), signed with a per-process random secret:
-restarting the view logs everyone out, and nothing is stored server-side.
+The session cookie is ``<sid>.<who>.<signature>`` (who: ``0`` anonymous, ``1`` logged in with the
+token, ``@name`` logged in as ACL client ``name``), signed by itsdangerous (HMAC-SHA256, a salt of
+its own) with a per-process random secret: restarting the view logs everyone out, and nothing is
+stored server-side.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import hmac
 import secrets
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from itsdangerous import BadSignature, Signer
 
 from cpersona.acl import AccessList, Client
 from cpersona.http.addresses import is_loopback, server_names
@@ -85,23 +88,25 @@ class Guard:
         return parts.scheme == "http" and parts.netloc.lower() in self.allowed_hosts() and not parts.path
 
     # -- sessions --------------------------------------------------------------------------
-    def _mac(self, text: str) -> str:
-        return hmac.new(self.secret, text.encode(), hashlib.sha256).hexdigest()
+    def _signer(self) -> Signer:
+        # Its salt keeps a session signature from ever equalling a CSRF token (an HMAC of "csrf:" + sid).
+        return Signer(self.secret, salt="cpersona-ui session", sep=".", digest_method=hashlib.sha256)
 
     def new_cookie(self, authenticated: bool, client: str | None = None) -> tuple[str, str]:
         """A fresh session: (sid, cookie value); ``client`` names the ACL client that logged in."""
         sid = secrets.token_urlsafe(24)
         who = f"@{client}" if client is not None else ("1" if authenticated else "0")
-        body = f"{sid}.{who}"
-        return sid, f"{body}.{self._mac('session:' + body)}"
+        return sid, self._signer().sign(f"{sid}.{who}").decode()
 
     def read_session(self, value: str) -> tuple[str, bool, str | None] | None:
         """(sid, authenticated, ACL client name) from a cookie this process signed, else None."""
-        sid, _, rest = value.partition(".")
-        who, _, mac = rest.partition(".")
-        body = f"{sid}.{who}"
+        try:
+            body = self._signer().unsign(value).decode()
+        except (BadSignature, UnicodeError):
+            return None
+        sid, _, who = body.partition(".")
         valid_who = who in ("0", "1") or (who.startswith("@") and len(who) > 1)
-        if not sid or not valid_who or not hmac.compare_digest(mac, self._mac("session:" + body)):
+        if not sid or not valid_who:
             return None
         client = who[1:] if who.startswith("@") else None
         return sid, who != "0", client
@@ -126,7 +131,7 @@ class Guard:
 
     def csrf_token(self, sid: str) -> str:
         """The CSRF token of one session."""
-        return self._mac("csrf:" + sid)
+        return hmac.new(self.secret, ("csrf:" + sid).encode(), hashlib.sha256).hexdigest()
 
     def csrf_ok(self, sid: str, supplied: str) -> bool:
         """Constant-time check of a submitted CSRF token."""

@@ -10,7 +10,7 @@ import uvicorn
 from cpersona.acl import AccessList, AclError, load_acl
 from cpersona.config import Settings
 from cpersona.http.addresses import is_loopback
-from cpersona.listen import EXIT_BIND, BindFailed, bind_listeners
+from cpersona.http.listen import EXIT_BIND, BindFailed, bind_listeners
 from cpersona.memory import Memory
 from cpersona.ui.app import build_app
 from cpersona.ui.security import Guard, ui_refusal

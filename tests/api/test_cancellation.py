@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from pg_cluster import BOTH_ENGINES
 
+from cpersona.core.work import Work
 from cpersona.errors import Cancelled
 from cpersona.memory import Memory
 from cpersona.portability import importer
 from cpersona.portability import merge as merge_module
-from cpersona.work import Work
 
 pytestmark = BOTH_ENGINES
 

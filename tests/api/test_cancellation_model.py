@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from test_quality_gate import FACTS, minilm_settings
 
+from cpersona.core.work import Work
 from cpersona.errors import Cancelled
 from cpersona.memory import Memory
 from cpersona.services import backfill
-from cpersona.work import Work
 
 pytestmark = pytest.mark.slow
 

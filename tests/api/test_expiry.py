@@ -13,10 +13,10 @@ import pytest
 from pg_cluster import BOTH_ENGINES
 
 from cpersona.config import Settings
+from cpersona.core.text import format_ts, utc_now
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.errors import Rejected
 from cpersona.memory import Memory
-from cpersona.text import format_ts, utc_now
 
 pytestmark = BOTH_ENGINES
 

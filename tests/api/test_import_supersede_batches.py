@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pg_cluster import BOTH_ENGINES
 
+from cpersona.core.work import Work
 from cpersona.errors import Cancelled
 from cpersona.memory import Memory
 from cpersona.portability import importer
 from cpersona.storage.scope import Scope
-from cpersona.work import Work
 
 pytestmark = [BOTH_ENGINES, pytest.mark.slow]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cpersona.core.limits import TRAVERSE_DEPTH_MAX
 from cpersona.errors import InvalidInput, NotFound, Rejected
-from cpersona.limits import TRAVERSE_DEPTH_MAX
 from cpersona.memory import Memory
 from tests.pg_cluster import BOTH_ENGINES
 

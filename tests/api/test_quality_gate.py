@@ -13,9 +13,9 @@ import pytest
 
 from cpersona.config import Settings
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
-from cpersona.health import persistence
 from cpersona.memory import Memory
 from cpersona.retrieval.calibration import SCORING_VERSION
+from cpersona.runtime import persistence
 
 pytestmark = pytest.mark.slow
 

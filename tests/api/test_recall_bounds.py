@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pg_cluster import BOTH_ENGINES
 
-from cpersona.limits import MAX_QUERY_CHARS
+from cpersona.core.limits import MAX_QUERY_CHARS
 from cpersona.memory import Memory
 
 pytestmark = BOTH_ENGINES

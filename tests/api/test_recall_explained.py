@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpersona.config import Settings
+from cpersona.core.text import parse_ts, utc_now
 from cpersona.memory import Memory
 from cpersona.retrieval.pipeline import NoGate, RecallPipeline
 from cpersona.retrieval.trace import TRACE_ROWS
-from cpersona.text import parse_ts, utc_now
 
 pytestmark = pytest.mark.slow
 

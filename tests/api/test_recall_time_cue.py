@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from pg_cluster import BOTH_ENGINES
 
+from cpersona.core.text import parse_ts, utc_now
 from cpersona.errors import InvalidInput
 from cpersona.memory import Memory
 from cpersona.retrieval.pipeline import RecallPipeline
 from cpersona.retrieval.time_cue import FACTOR, WEIGHT
 from cpersona.storage.scope import Scope
-from cpersona.text import parse_ts, utc_now
 
 pytestmark = BOTH_ENGINES
 

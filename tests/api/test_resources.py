@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pg_cluster import BOTH_ENGINES
 
+from cpersona.core.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
 from cpersona.errors import Forbidden, InvalidInput, NotFound
-from cpersona.limits import MAX_IDENTIFIER_CHARS, RESOURCE_LIST_PAGE, RESOURCE_RECENT_MEMORIES
 from cpersona.memory import Memory
 from cpersona.services.resources import AGENTS_URI, ROW_TEMPLATES, TEMPLATES, parse_uri, resource_uri
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from pg_cluster import BOTH_ENGINES
 
-from cpersona.limits import RECONSTRUCT_NEIGHBOURS_PER_SEED
+from cpersona.core.limits import RECONSTRUCT_NEIGHBOURS_PER_SEED
+from cpersona.core.text import format_ts, utc_now
 from cpersona.memory import Memory
 from cpersona.storage.scope import Scope
-from cpersona.text import format_ts, utc_now
 
 pytestmark = BOTH_ENGINES
 

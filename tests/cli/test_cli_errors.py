@@ -16,7 +16,7 @@ from test_cli_commands import executable, run
 from cpersona.cli.main import EXIT_CONFIG
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
-from cpersona.listen import EXIT_BIND
+from cpersona.http.listen import EXIT_BIND
 from cpersona.memory import Memory
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import pytest
 from cpersona.config import Settings
 from cpersona.embed.runtime.factory import create_backend
 from cpersona.embed.runtime.service import EmbeddingService
-from cpersona.health.state import HealthState
+from cpersona.runtime.health_state import HealthState
 
 
 def test_persistent_fault_warns_once_then_debug(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -14,8 +14,8 @@ from cpersona.embed.runtime.base import FaultKind
 from cpersona.embed.runtime.embed_server import start_embed_server
 from cpersona.embed.runtime.http_backend import HttpBackend
 from cpersona.embed.runtime.none_backend import NoEmbeddings
-from cpersona.health.state import FAULT, HEALTHY, HINT, Condition, HealthState
 from cpersona.memory import Memory
+from cpersona.runtime.health_state import FAULT, HEALTHY, HINT, Condition, HealthState
 
 
 def test_full_advisory_once_per_outage_then_reminders_and_rearm() -> None:

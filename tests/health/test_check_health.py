@@ -14,9 +14,9 @@ from pg_cluster import ENGINES, PG_VECTOR_INDEX, PgCluster
 
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
-from cpersona.health import persistence
 from cpersona.health.checks import MAX_REPAIRS_PER_CHECK, Finding, check_names, verdict
 from cpersona.memory import Memory
+from cpersona.runtime import persistence
 from cpersona.services.maintenance import UnknownCheck
 
 

@@ -11,8 +11,8 @@ from health_damage import CAP, connect, damage_file, damage_rows, insert_memory,
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.health.checks import REGISTRY, HealthContext, run_checks
-from cpersona.health.state import FAULT, Condition
 from cpersona.memory import Memory
+from cpersona.runtime.health_state import FAULT, Condition
 from cpersona.storage import open_store
 
 

@@ -41,6 +41,6 @@ def test_the_check_finds_what_exists() -> None:
 
 
 def test_the_ui_hard_codes_no_token_length() -> None:
-    # The minimum is cpersona.limits.MIN_TOKEN_CHARS, read through cpersona.http.tokens.weak_token.
+    # The minimum is cpersona.core.limits.MIN_TOKEN_CHARS, read through cpersona.http.tokens.weak_token.
     for path in (PACKAGE / "ui").rglob("*.py"):
         assert not re.search(r"len\(token\)\s*<\s*\d", path.read_text(encoding="utf-8")), path

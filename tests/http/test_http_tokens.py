@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cpersona.core.limits import MIN_TOKEN_CHARS
 from cpersona.http.tokens import bearer_token, token_bytes, tokens_match, weak_token
-from cpersona.limits import MIN_TOKEN_CHARS
 
 
 def scope(*headers: tuple[bytes, bytes]) -> dict[str, object]:

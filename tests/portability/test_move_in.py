@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from cpersona.config import Settings
+from cpersona.core.text import normalise_timestamp
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.errors import NotOurDatabase, OriginalDatabase
 from cpersona.memory import Memory
 from cpersona.storage import open_store
-from cpersona.text import normalise_timestamp
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MINILM_LABEL = "all-MiniLM-L6-v2"

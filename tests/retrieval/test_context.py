@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from pg_cluster import BOTH_ENGINES
 
 from cpersona.config import ConfigError, Settings
+from cpersona.core.text import normalise_timestamp
 from cpersona.memory import Memory
 from cpersona.retrieval import context, fusion
 from cpersona.storage.scope import Scope
-from cpersona.text import normalise_timestamp
 
 DAY = "2024-03-04T10:00:00Z"
 LATER = "2024-03-04T18:00:00Z"  # eight hours on: another session

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from cpersona.config import Settings
+from cpersona.core.text import utc_now
 from cpersona.retrieval.pending_vector import PendingQueryVector, QueryVectorThreads
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-from cpersona.storage.interface import Session, VectorQuery
+from cpersona.storage.interface import Session
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.sqlite.vector_index import OFFLOAD_FROM
-from cpersona.text import utc_now
+from cpersona.storage.values import VectorQuery
 
 MODEL = "m"
 DIM = 16

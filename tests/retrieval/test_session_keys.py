@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from cpersona.core.text import format_ts, parse_ts
 from cpersona.retrieval.calibration import SESSION_GAP_SECONDS, session_keys
-from cpersona.text import format_ts, parse_ts
 
 
 def row_by_row(timeline: list[tuple[int, str, str, str]]) -> np.ndarray:

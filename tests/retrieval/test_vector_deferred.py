@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from cpersona.storage.deferred_vectors import DeferredVectorSearch, nearest_soon
-from cpersona.storage.interface import VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite import vector_worker
 from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.sqlite.vector_index import OFFLOAD_FROM
+from cpersona.storage.values import VectorQuery
 
 MODEL = "m"
 DIM = 16

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_index import VectorIndex
+from cpersona.storage.values import NewMemory
 from cpersona.storage.vectors import to_blob
 
 DIM = 8
@@ -245,7 +245,7 @@ _WRITER = """
 import sys
 import numpy as np
 import pytest
-from cpersona.storage.interface import NewMemory
+from cpersona.storage.values import NewMemory
 from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.vectors import to_blob
 store = SqliteStore(sys.argv[1])

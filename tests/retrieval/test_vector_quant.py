@@ -184,7 +184,7 @@ def test_a_store_keeping_no_float32_rows_reads_them_from_the_file(tmp_path: Path
 
 
 def _query(q: np.ndarray):  # noqa: ANN202
-    from cpersona.storage.interface import VectorQuery
+    from cpersona.storage.values import VectorQuery
 
     return VectorQuery(q, MODEL, q.shape[0])
 

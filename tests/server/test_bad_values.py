@@ -15,8 +15,8 @@ import pytest
 from mcp_helpers import McpSession, transport_session, unique
 
 from cpersona.config import Settings
+from cpersona.core.limits import MAX_JSON_DEPTH
 from cpersona.errors import InvalidInput, Rejected
-from cpersona.limits import MAX_JSON_DEPTH
 from cpersona.memory import Memory
 
 pytestmark = pytest.mark.slow

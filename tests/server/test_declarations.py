@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cpersona import result_types
-from cpersona.memory import Memory
+from cpersona.memory import Memory, method_results
 from cpersona.server import calls
 from cpersona.server.access import TOOL_ACCESS
 from cpersona.server.calls import ApiCall, api
@@ -47,7 +47,7 @@ def test_every_table_is_read_from_the_declarations() -> None:
 def test_a_tool_that_is_a_memory_method_takes_its_shapes_and_long_from_the_method() -> None:
     for spec in TOOLS:
         if isinstance(spec.call, ApiCall):
-            assert spec.results == result_types.METHOD_RESULTS[spec.call.method], spec.name
+            assert spec.results == method_results()[spec.call.method], spec.name
             takes_work = "work" in inspect.signature(getattr(Memory, spec.call.method)).parameters
             assert spec.long is takes_work, spec.name
 

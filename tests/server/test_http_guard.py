@@ -15,8 +15,8 @@ from mcp_helpers import cpersona_executable, full_env, http_server, server_env
 from raw_wire import INITIALIZE, PROTOCOL, one_connection_per_request
 
 from cpersona.config import Settings
+from cpersona.core.limits import MIN_TOKEN_CHARS
 from cpersona.http.addresses import is_loopback
-from cpersona.limits import MIN_TOKEN_CHARS
 from cpersona.server.http_guard import bind_warning, transport_security
 
 pytestmark = pytest.mark.slow

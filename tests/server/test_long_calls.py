@@ -12,10 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
+from cpersona.core.work import Work
 from cpersona.server.app import cancelled_summary
 from cpersona.server.dispatch import WORK_HANDLERS, dispatch_tool
 from cpersona.server.long_calls import run_cancellable, work_for
-from cpersona.work import Work
 
 #: The long tools docs/tools.md lists under "Long tools".
 LONG_TOOLS = {"import_memories", "export_memories", "merge_memories", "calibrate_threshold", "check_health"}

@@ -28,7 +28,7 @@ from raw_wire import INITIALIZE
 from test_mcp_acl import transport
 
 from cpersona.acl import Level, add_client
-from cpersona.oauth import client_for, metadata_url, scope_grants
+from cpersona.server.oauth import client_for, metadata_url, scope_grants
 
 pytestmark = pytest.mark.slow
 

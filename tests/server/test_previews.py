@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona.limits import GET_CONTENTS_BUDGET_CHARS
+from cpersona.core.limits import GET_CONTENTS_BUDGET_CHARS
 from cpersona.server import previews
 
 

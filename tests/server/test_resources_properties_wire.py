@@ -20,7 +20,7 @@ from mcp_helpers import http_server
 from raw_wire import RawHttp, stdio_caller
 
 from cpersona.acl import Level, add_client
-from cpersona.prompts import PROMPTS
+from cpersona.server.prompts import PROMPTS
 from cpersona.services.resources import TEMPLATES, resource_uri
 
 pytestmark = pytest.mark.slow

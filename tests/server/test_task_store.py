@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from cpersona.core.work import Work
 from cpersona.server.tasks import MAX_RUNNING_TASKS, TaskStore, worth_a_task
-from cpersona.work import Work
 
 
 class Clock:

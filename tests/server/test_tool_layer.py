@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from cpersona.limits import LIST_BUDGET_CHARS, RECALL_FULL_CONTENT_BUDGET_CHARS
+from cpersona.core.limits import LIST_BUDGET_CHARS, RECALL_FULL_CONTENT_BUDGET_CHARS
 from cpersona.server.dispatch import dispatch_tool
 
 

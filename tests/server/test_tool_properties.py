@@ -23,8 +23,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from cpersona.config import Settings
-from cpersona.health import persistence
 from cpersona.memory import Memory
+from cpersona.runtime import persistence
 from cpersona.server.dispatch import dispatch_tool
 from cpersona.server.output_schemas import output_schema
 from cpersona.server.tools import TOOLS, TOOLS_BY_NAME
@@ -337,9 +337,9 @@ def test_any_name_and_any_json_answer_cleanly(seeded: Any, name: str, arguments:
 
 def _fault_sites(memory: Memory, tool: str) -> list[tuple[Any, str]]:
     """Where a tool's behaviour lives: its Memory method, or what a process-wide handler calls."""
-    from cpersona import operating_context
+    from cpersona.runtime import operating_context
     from cpersona.server.calls import ApiCall
-    from cpersona.update_check import UpdateChecker
+    from cpersona.server.update_check import UpdateChecker
 
     call = TOOLS_BY_NAME[tool].call
     if isinstance(call, ApiCall):

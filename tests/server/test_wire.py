@@ -15,7 +15,7 @@ from mcp_helpers import http_server
 from raw_wire import RawHttp, RawStdio, tool_call
 from test_mcp_http import TOKEN
 
-from cpersona.limits import MAX_MESSAGE_DEPTH
+from cpersona.core.limits import MAX_MESSAGE_DEPTH
 from cpersona.server.wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, recover_id
 
 pytestmark = pytest.mark.slow

@@ -15,12 +15,13 @@ import pytest
 
 from cpersona.retrieval.match_query import query_terms
 from cpersona.storage import open_store
-from cpersona.storage.interface import NewMemory, Store
+from cpersona.storage.interface import Store
 from cpersona.storage.port_records import ImportedMemory
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite import bulk_fts, import_tuning
 from cpersona.storage.sqlite import portability as sqlite_portability
 from cpersona.storage.sqlite.bulk_fts import DEFERRED, FTS5_MERGE_DEFAULTS, MIN_DEFERRED_ROWS, merge_settings
+from cpersona.storage.values import NewMemory
 
 TABLES = [table for _, table in DEFERRED]
 QUERIES = ("fence", "paint", "blue fence", "cookie 7", "ence")

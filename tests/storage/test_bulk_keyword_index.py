@@ -20,12 +20,13 @@ from pg_cluster import PgCluster
 
 from cpersona.retrieval.match_query import query_terms
 from cpersona.storage import open_store
-from cpersona.storage.interface import NewMemory, Store
+from cpersona.storage.interface import Store
 from cpersona.storage.port_records import DUPLICATE, INSERTED, ImportedMemory
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite import bulk_fts
 from cpersona.storage.sqlite import portability as sqlite_portability
 from cpersona.storage.sqlite.bulk_fts import MIN_DEFERRED_ROWS, OPTIMIZE_FROM_ROWS, optimize_after_bulk
+from cpersona.storage.values import NewMemory
 
 WORDS = (
     "Caroline",

@@ -14,8 +14,8 @@ import pytest
 from pg_cluster import PgCluster
 
 from cpersona.storage import open_store
-from cpersona.storage.interface import NewProfile
 from cpersona.storage.sqlite.calibration import SidecarStates, lock_path, sidecar_path
+from cpersona.storage.values import NewProfile
 
 
 def entry(rows: int) -> dict[str, object]:
@@ -143,7 +143,7 @@ def test_postgresql_state_that_cannot_be_saved_stays_in_this_process(pg_cluster:
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"], indirect=True)
 def test_agent_counts_and_has_rows(engine: str, db_url: str | None, tmp_path: Path) -> None:
-    from cpersona.storage.interface import MEMORIES, NewMemory
+    from cpersona.storage.values import MEMORIES, NewMemory
 
     store = open_store(db_url or tmp_path / "memory.db")
     blob = (b"\x00\x00\x80\x3f") + b"\x00" * 8  # [1, 0, 0] as float32

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from cpersona.storage.columns import EPISODE_SHAPE, MEMORY_SHAPE, TableShape
-from cpersona.storage.interface import NewEpisode, NewMemory
 from cpersona.storage.sqlite.store import SqliteStore
+from cpersona.storage.values import NewEpisode, NewMemory
 from cpersona.storage.vectors import to_blob
 
 NOW = "2026-01-01T00:00:00.000000Z"

@@ -16,8 +16,9 @@ from pg_cluster import ENGINES_AND_EXACT, raw_rows
 from cpersona.config import Settings
 from cpersona.memory import Memory
 from cpersona.storage.blocks import NewBlock
-from cpersona.storage.interface import MEMORIES, NewMemory, Session, VectorQuery
+from cpersona.storage.interface import Session
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import MEMORIES, NewMemory, VectorQuery
 from cpersona.storage.vectors import to_blob
 
 pytestmark = ENGINES_AND_EXACT

@@ -10,7 +10,6 @@ from pg_cluster import PgCluster
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.postgres import migrations as pg_migrations
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
@@ -19,6 +18,7 @@ from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.memories import insert_memory
 from cpersona.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS, current_version, migrate
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
+from cpersona.storage.values import NewMemory
 
 STAMP = "2026-01-01T00:00:00.000000Z"
 

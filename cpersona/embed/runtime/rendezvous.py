@@ -10,7 +10,6 @@ there is no pid file to go stale. The socket ``<key>.sock`` carries the /embed c
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import http.client
 import os
@@ -18,6 +17,8 @@ import socket
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 # sockaddr_un.sun_path is 108 bytes on Linux (104 on macOS) including the NUL.
 MAX_SOCKET_PATH = 100
@@ -88,33 +89,30 @@ class HostLock:
     def __init__(self, path: Path) -> None:
         """Remember the path; nothing is opened until ``acquire``."""
         self.path = path
-        self._fd: int | None = None
+        # filelock opens the file afresh per acquire: flock belongs to the open file description, so
+        # two HostLock objects in one process conflict exactly like two processes do. Not thread-local:
+        # the lock is this object's, whichever thread releases it.
+        self._lock = FileLock(path, mode=0o600, thread_local=False)
 
     @property
     def held(self) -> bool:
         """True while this object holds the lock."""
-        return self._fd is not None
+        return self._lock.is_locked
 
     def acquire(self) -> bool:
         """Take the lock if nobody holds it; True when this object holds it now."""
-        if self._fd is not None:
-            return True
-        # A fresh open per attempt: flock belongs to the open file description, so two
-        # HostLock objects in one process conflict exactly like two processes do.
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if self._lock.is_locked:
+            return True  # held already: not a second, nested hold
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
+            self._lock.acquire(blocking=False)
+        except Timeout:
             return False
-        self._fd = fd
         return True
 
     def release(self) -> None:
-        """Release the lock (closing the descriptor releases the flock)."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        """Release the lock (a no-op when this object does not hold it)."""
+        if self._lock.is_locked:
+            self._lock.release()
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):

@@ -20,7 +20,7 @@ import numpy as np
 
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.selftest import load_check
-from cpersona.health.state import FAULT, HEALTHY, HINT, Condition, HealthState
+from cpersona.runtime.health_state import FAULT, HEALTHY, HINT, Condition, HealthState
 
 log = logging.getLogger(__name__)
 

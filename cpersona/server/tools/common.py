@@ -13,10 +13,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from cpersona import result_types
-from cpersona.health.checks import check_names
-from cpersona.health.deep_checks import deep_check_names
-from cpersona.limits import (
+from cpersona.core.limits import (
     LIST_LIMIT_MAX,
     MAX_LIST_ITEMS,
     MAX_ROW_ID,
@@ -26,6 +23,8 @@ from cpersona.limits import (
     TTL_MAX_SECONDS,
     TTL_MIN_SECONDS,
 )
+from cpersona.health.checks import check_names
+from cpersona.health.deep_checks import deep_check_names
 from cpersona.server.calls import ApiCall, Handler
 from cpersona.server.rules import Rule
 
@@ -110,7 +109,9 @@ def check_binding(spec: ToolSpec) -> None:
         return
     tool, schema = spec.name, spec.input_schema
     call.parameters  # noqa: B018 - raises when Memory has no such method
-    method_results = result_types.METHOD_RESULTS.get(call.method)
+    from cpersona.memory import method_results as results_by_method  # imports Memory: not at tools/list
+
+    method_results = results_by_method().get(call.method)
     if method_results is not None and set(method_results) != set(spec.results):  # order aside
         raise RuntimeError(
             f"tool {tool}: results {spec.results} are not Memory.{call.method}'s {method_results}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cpersona import result_types
 from cpersona.config import Settings
-from cpersona.limits import (
+from cpersona.core.limits import (
     MAX_REFS_PER_CALL,
     MAX_ROW_ID_DIGITS,
     RECONSTRUCT_BUDGET_DEFAULT,

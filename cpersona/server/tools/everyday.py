@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cpersona import result_types
 from cpersona.config import Settings
-from cpersona.limits import (
+from cpersona.core.limits import (
     GET_CONTENTS_BUDGET_CHARS,
     LIST_EPISODES_LIMIT_DEFAULT,
     LIST_MEMORIES_LIMIT_DEFAULT,

@@ -10,7 +10,7 @@ from typing import Any
 
 from cpersona import result_types
 from cpersona.config import Settings
-from cpersona.limits import MAX_REASON_CHARS
+from cpersona.core.limits import MAX_REASON_CHARS
 from cpersona.server.calls import api
 from cpersona.server.rules import EDIT_ROW
 from cpersona.server.tools.common import KEEPS, ToolSpec, row_target

@@ -6,7 +6,7 @@ from typing import Any
 
 from cpersona import result_types
 from cpersona.config import Settings
-from cpersona.limits import (
+from cpersona.core.limits import (
     MAX_ASSOCIATIONS_PER_CALL,
     MAX_ENTITY_CHARS,
     MAX_ROW_ID,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cpersona.storage.interface import VECTOR_TABLES
 from cpersona.storage.postgres.sql import POSTGRES, Executor
 from cpersona.storage.shared_reads import COUNTED_TABLES, AdminReads
+from cpersona.storage.values import VECTOR_TABLES
 
 
 class PgAdmin(AdminReads):

@@ -22,9 +22,9 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from cpersona.storage.interface import CalibrationEntry as Entry
-from cpersona.storage.interface import Change, Saved
-from cpersona.text import format_ts, utc_now
+from cpersona.core.text import format_ts, utc_now
+from cpersona.storage.values import CalibrationEntry as Entry
+from cpersona.storage.values import Change, Saved
 
 #: Advisory-lock class of "calibrating agent X" (two-int form: this, hashtext(agent_id)).
 CALIBRATE_LOCK = 0x63616C31  # "cal1"

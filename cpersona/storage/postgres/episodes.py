@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from cpersona.storage.columns import EPISODE_INSERT_COLUMNS, EPISODE_SHAPE, episode_values
-from cpersona.storage.interface import NewEpisode
 from cpersona.storage.postgres.rows import PgTableRows, pg_values
 from cpersona.storage.postgres.sql import POSTGRES, Executor
 from cpersona.storage.scope import Scope
 from cpersona.storage.shared_reads import newest_boundary
+from cpersona.storage.values import NewEpisode
 
 _INSERT = (
     f"INSERT INTO episodes({EPISODE_INSERT_COLUMNS}) "

@@ -35,13 +35,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpersona.storage.interface import KeywordHits, Period, QueryTerms
 from cpersona.storage.keyword_budget import ROW_BUDGET, TermPlan, choose_terms, filled
 from cpersona.storage.postgres.keyword_sql import TRIGRAM, WORDS, PostingsQuery, Resolved
 from cpersona.storage.postgres.memories import source_clause
 from cpersona.storage.postgres.sql import Executor, where
 from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import like_pattern
+from cpersona.storage.values import KeywordHits, Period, QueryTerms
 
 _MEMORY_TEXT = "m.content"
 _EPISODE_TEXT = "(e.summary || ' ' || e.keywords)"  # the expression the episodes_trgm index is built on

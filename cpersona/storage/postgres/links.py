@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cpersona.storage.interface import LinkRow
 from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.values import LinkRow
 
 _SELECT_FROM = (
     "SELECT l.from_id, l.relation, l.to_id, l.entity, l.entity_key, s.agent_id AS from_agent, "

@@ -14,10 +14,10 @@ import psycopg
 from cpersona.errors import DuplicateRow
 from cpersona.storage.blocks import NewBlock, StoredBlock
 from cpersona.storage.columns import MEMORY_INSERT_COLUMNS, MEMORY_SHAPE, memory_values
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.postgres.rows import PgTableRows, pg_values
 from cpersona.storage.postgres.sql import Executor, source_clause, vector_param, where
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import NewMemory
 
 _INSERT = (
     f"INSERT INTO memories({MEMORY_INSERT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %b, %s, %s, "

@@ -18,7 +18,6 @@ from typing import Any
 
 import psycopg
 
-from cpersona.storage.interface import EMBED
 from cpersona.storage.link_carry import carry_links, links_of
 from cpersona.storage.maintenance_interface import (
     COPY,
@@ -36,6 +35,7 @@ from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.postgres.tasks import PgTasks
 from cpersona.storage.sql_text import MERGE_COPY_COLUMNS
 from cpersona.storage.supersede_interface import apply_imported_links
+from cpersona.storage.values import EMBED
 
 Transaction = Callable[[bool], AbstractContextManager[Executor]]
 

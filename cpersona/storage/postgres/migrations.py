@@ -21,10 +21,10 @@ from typing import Any
 
 import psycopg
 
+from cpersona.core.text import format_ts, utc_now
 from cpersona.errors import DatabaseUnavailable, SchemaTooNew
 from cpersona.storage.postgres.counts import counts_migration_sql
 from cpersona.storage.postgres.postings import postings_migration_sql, postings_v7_sql, postings_v8_sql
-from cpersona.text import format_ts, utc_now
 
 #: The advisory-lock key migrations serialise on (any constant; "cpersona" in ASCII).
 MIGRATION_LOCK = 0x63706572736F6E61

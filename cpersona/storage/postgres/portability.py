@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, NewMemory
+from cpersona.core.text import format_ts, utc_now
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -47,7 +47,7 @@ from cpersona.storage.postgres.statistics import (
 from cpersona.storage.postgres.supersede import PgSupersedeLinks
 from cpersona.storage.sql_text import agent_filter, exported_links
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links, apply_lifecycle
-from cpersona.text import format_ts, utc_now
+from cpersona.storage.values import EMBED, EPISODES, MEMORIES, NewMemory
 
 _MEMORY_EXPORT = (
     "id, agent_id, project_id, channel, msg_id, content, source, metadata, timestamp, created_at, "

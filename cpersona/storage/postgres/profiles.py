@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cpersona.storage.columns import profile_values
-from cpersona.storage.interface import NewProfile
 from cpersona.storage.postgres.sql import POSTGRES, Executor
 from cpersona.storage.shared_reads import ProfileReads
+from cpersona.storage.values import NewProfile
 
 
 def upsert_profile(ex: Executor, profile: NewProfile) -> None:

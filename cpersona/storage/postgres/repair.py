@@ -15,9 +15,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from cpersona.storage.interface import EMBED
 from cpersona.storage.maintenance_interface import SchemaObject
 from cpersona.storage.postgres.sql import Executor
+from cpersona.storage.values import EMBED
 
 
 class PgRepairs:

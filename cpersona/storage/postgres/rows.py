@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from cpersona.storage.columns import VECTOR_POSITION
-from cpersona.storage.interface import Row
 from cpersona.storage.postgres.sql import POSTGRES, Executor, vector_param, where
 from cpersona.storage.scope import Scope
 from cpersona.storage.shared_reads import TableReads
+from cpersona.storage.values import Row
 
 
 def pg_values(values: tuple[Any, ...]) -> tuple[Any, ...]:

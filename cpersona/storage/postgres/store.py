@@ -20,8 +20,8 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from cpersona.errors import DatabaseUnavailable
-from cpersona.storage import redact_url
 from cpersona.storage.interface import SESSION_REPOSITORIES
+from cpersona.storage.locations import redact_url
 from cpersona.storage.postgres.admin import PgAdmin
 from cpersona.storage.postgres.browse import PgBrowse
 from cpersona.storage.postgres.bulk import drain_unposted

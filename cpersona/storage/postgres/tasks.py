@@ -12,9 +12,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from cpersona.storage.interface import VECTOR_TABLES, Task
+from cpersona.core.text import format_ts, parse_ts
 from cpersona.storage.postgres.sql import Executor
-from cpersona.text import format_ts, parse_ts
+from cpersona.storage.values import VECTOR_TABLES, Task
 
 #: How long a claimed task stays invisible to other workers (an embedding batch takes seconds).
 CLAIM_LEASE = timedelta(minutes=2)

@@ -16,9 +16,9 @@ import numpy as np
 from psycopg import sql
 
 from cpersona.storage.blocks import MEMORY_BLOCKS
-from cpersona.storage.interface import VectorQuery
 from cpersona.storage.postgres.sql import Executor, PgVector, where
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import VectorQuery
 from cpersona.storage.vectors import to_blob
 
 #: Blocks asked per memory wanted, at first (a long memory's neighbouring blocks often score alike).

@@ -30,12 +30,12 @@ import psycopg
 from psycopg import sql
 
 from cpersona.storage.blocks import MEMORY_BLOCKS, BlockHit
-from cpersona.storage.interface import MEMORIES, VECTOR_TABLES, VectorQuery
 from cpersona.storage.postgres.memories import PgMemories
 from cpersona.storage.postgres.side_reads import SideReads
 from cpersona.storage.postgres.sql import Executor, PgVector, where
 from cpersona.storage.postgres.vector_blocks import block_hits
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import MEMORIES, VECTOR_TABLES, VectorQuery
 from cpersona.storage.vectors import best_blocks, merge_best, to_blob
 
 log = logging.getLogger(__name__)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from cpersona.storage.interface import VECTOR_TABLES
 from cpersona.storage.shared_reads import COUNTED_TABLES, AdminReads
 from cpersona.storage.sqlite.sql import SQLITE
+from cpersona.storage.values import VECTOR_TABLES
 
 
 class SqliteAdmin(AdminReads):

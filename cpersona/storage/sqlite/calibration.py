@@ -22,19 +22,19 @@ Concurrency, several server processes on one file included:
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cpersona.atomic import write_json
-from cpersona.storage.interface import CalibrationEntry as Entry
-from cpersona.storage.interface import Change, Saved
+from filelock import FileLock, Timeout
+
+from cpersona.core.atomic import write_json
+from cpersona.storage.values import CalibrationEntry as Entry
+from cpersona.storage.values import Change, Saved
 
 FORMAT = 1
 #: Pause between attempts while waiting for another process's calibration lock.
@@ -64,7 +64,8 @@ class SidecarStates:
         self._cache_lock = threading.Lock()  # guards the read cache and the unsaved overlay (short)
         self._write_lock = threading.RLock()  # one writer or calibration per process (long)
         self._depth = 0  # re-entrant holds of the flock by the thread owning _write_lock
-        self._fd: int | None = None
+        # Not thread-local: _write_lock already admits one thread, and _depth counts its nested holds.
+        self._flock_file = FileLock(self.lock_file, mode=0o600, thread_local=False)
         self._cache: dict[str, Entry] | None = None
         self._stamp: tuple[int, int, int] | None = None
         self._unsaved: dict[str, Entry | None] = {}  # entries in force here that could not be written
@@ -147,29 +148,21 @@ class SidecarStates:
             self._write_lock.release()
 
     def _flock(self, wait: float) -> bool:
-        try:
-            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError:
-            # No lock file possible (the folder is missing or read-only): no other process can write
-            # a sidecar there either, so the process lock alone is enough.
-            self._fd = None
+        if not self.lock_file.parent.is_dir():
+            # No lock file possible (the folder is missing): no other process can write a sidecar
+            # there either, so the process lock alone is enough.
             return True
-        deadline = time.monotonic() + max(wait, 0.0)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._fd = fd
-                return True
-            except OSError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    return False
-                time.sleep(_LOCK_POLL_SECONDS)
+        try:
+            self._flock_file.acquire(timeout=max(wait, 0.0), poll_interval=_LOCK_POLL_SECONDS)
+        except Timeout:
+            return False
+        except OSError:
+            return True  # no lock file possible (a read-only folder): as above
+        return True
 
     def _unflock(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)  # closing the descriptor releases the flock
+        if self._flock_file.is_locked:
+            self._flock_file.release()
 
     @contextmanager
     def exclusive(self, agent_id: str, wait: float = 0.0) -> Iterator[bool]:

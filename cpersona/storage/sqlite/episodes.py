@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.columns import EPISODE_INSERT_COLUMNS, EPISODE_SHAPE, episode_values
-from cpersona.storage.interface import NewEpisode
 from cpersona.storage.scope import Scope
 from cpersona.storage.shared_reads import newest_boundary
 from cpersona.storage.sqlite.rows import SqliteTableRows
 from cpersona.storage.sqlite.sql import SQLITE
+from cpersona.storage.values import NewEpisode
 
 _INSERT = f"INSERT INTO episodes({EPISODE_INSERT_COLUMNS}) VALUES ({', '.join('?' * 12)})"
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from cpersona.storage.interface import KeywordHits, Period, QueryTerms
 from cpersona.storage.keyword_budget import ROW_BUDGET, TermPlan, choose_terms, filled
 from cpersona.storage.scope import Scope
 from cpersona.storage.sql_text import like_pattern
 from cpersona.storage.sqlite.sql import SQLITE
 from cpersona.storage.sqlite.term_counts import TermCounts
 from cpersona.storage.sqlite.term_scores import Shares, TermScores, ranked
+from cpersona.storage.values import KeywordHits, Period, QueryTerms
 
 
 def phrase(term: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from cpersona.storage.interface import LinkRow
+from cpersona.storage.values import LinkRow
 
 #: Ids per ``IN (...)`` list (far below SQLite's bound variables limit).
 _CHUNK = 500

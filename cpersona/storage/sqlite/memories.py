@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 from cpersona.errors import DuplicateRow
 from cpersona.storage.blocks import NewBlock, StoredBlock
 from cpersona.storage.columns import MEMORY_INSERT_COLUMNS, MEMORY_SHAPE, memory_values
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.rows import SqliteTableRows
 from cpersona.storage.sqlite.sql import source_clause, where
+from cpersona.storage.values import NewMemory
 
 _INSERT = f"INSERT INTO memories({MEMORY_INSERT_COLUMNS}) VALUES ({', '.join('?' * 15)})"
 

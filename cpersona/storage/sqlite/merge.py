@@ -18,7 +18,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from cpersona.storage.interface import EMBED
 from cpersona.storage.link_carry import carry_links, links_of
 from cpersona.storage.maintenance_interface import (
     COPY,
@@ -34,6 +33,7 @@ from cpersona.storage.sqlite.links import SqliteLinks
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.supersede_interface import apply_imported_links
+from cpersona.storage.values import EMBED
 
 
 def merge_agents(db: Database, request: MergeRequest) -> dict[str, dict[str, int]]:

@@ -12,9 +12,9 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cpersona.core.text import format_ts, utc_now
 from cpersona.errors import SchemaTooNew
 from cpersona.storage.sqlite.db import Database
-from cpersona.text import format_ts, utc_now
 
 _V1 = """
 CREATE TABLE memories (

@@ -14,8 +14,8 @@ from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from cpersona.core.text import format_ts, utc_now
 from cpersona.errors import DuplicateRow
-from cpersona.storage.interface import EMBED, EPISODES, MEMORIES, NewMemory
 from cpersona.storage.port_records import (
     DUPLICATE,
     INSERTED,
@@ -47,7 +47,7 @@ from cpersona.storage.sqlite.sql import SQLITE
 from cpersona.storage.sqlite.supersede import SqliteSupersedeLinks
 from cpersona.storage.sqlite.tasks import SqliteTasks
 from cpersona.storage.supersede_interface import SUPERSEDE_RECORD, apply_imported_links, apply_lifecycle
-from cpersona.text import format_ts, utc_now
+from cpersona.storage.values import EMBED, EPISODES, MEMORIES, NewMemory
 
 #: Rows fetched per round trip while streaming an export.
 EXPORT_CHUNK = 500

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.columns import profile_values
-from cpersona.storage.interface import NewProfile
 from cpersona.storage.shared_reads import ProfileReads
 from cpersona.storage.sqlite.sql import SQLITE
+from cpersona.storage.values import NewProfile
 
 
 def upsert_profile(conn: sqlite3.Connection, profile: NewProfile) -> None:

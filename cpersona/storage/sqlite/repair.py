@@ -11,9 +11,9 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from cpersona.storage.interface import EMBED
 from cpersona.storage.sqlite.health import FTS_BY_NAME, SchemaObject
 from cpersona.storage.sqlite.tasks import SqliteTasks
+from cpersona.storage.values import EMBED
 
 
 def recreate(conn: sqlite3.Connection, obj: SchemaObject) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from cpersona.storage.interface import Row
 from cpersona.storage.scope import Scope
 from cpersona.storage.shared_reads import TableReads
 from cpersona.storage.sqlite.sql import SQLITE, fetch_by_ids
+from cpersona.storage.values import Row
 
 
 class SqliteTableRows(TableReads):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from cpersona.storage.interface import VECTOR_TABLES, Task
+from cpersona.storage.values import VECTOR_TABLES, Task
 
 
 class SqliteTasks:

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from cpersona.storage.blocks import MEMORY_BLOCKS, BlockHit
-from cpersona.storage.interface import MEMORIES, VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.memories import SqliteMemories
 from cpersona.storage.sqlite.sql import where
 from cpersona.storage.sqlite.vector_index import Fetch, VectorIndex
+from cpersona.storage.values import MEMORIES, VectorQuery
 from cpersona.storage.vectors import best_blocks, merge_best
 
 #: Blocks asked per memory wanted, at first (a long memory's neighbouring blocks often score alike).

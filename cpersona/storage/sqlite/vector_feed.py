@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 
 from cpersona.storage.blocks import MEMORY_BLOCKS
-from cpersona.storage.interface import VECTOR_TABLES, VectorRow, VectorState
+from cpersona.storage.values import VECTOR_TABLES, VectorRow, VectorState
 
 # SQLite's default limit on bound parameters is 32766; stay well below it.
 _ID_CHUNK = 5000

@@ -42,11 +42,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cpersona.storage.blocks import MEMORY_BLOCKS
-from cpersona.storage.interface import VECTOR_TABLES, VectorRow
 from cpersona.storage.scope import AXIS_COLUMNS, Scope
 from cpersona.storage.sqlite.vector_bits import BITS_FROM, BITS_KEEP_MIN, SignBits, keep_count
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_quant import approximate, quantize, rescore_count
+from cpersona.storage.values import VECTOR_TABLES, VectorRow
 
 #: Reads the float32 vectors of some ids from the file (when the index keeps no float32 copy).
 Fetch = Callable[[list[int]], dict[int, bytes]]

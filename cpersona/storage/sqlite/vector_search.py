@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cpersona.storage.blocks import MEMORY_BLOCKS, BlockHit
-from cpersona.storage.interface import MEMORIES, VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite import vector_worker
 from cpersona.storage.sqlite.memories import SqliteMemories
 from cpersona.storage.sqlite.vector_blocks import best_of, block_hits, with_blocks
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
 from cpersona.storage.sqlite.vector_index import OFFLOAD_FROM, Fetch, VectorIndex, VectorIndexes
+from cpersona.storage.values import MEMORIES, VectorQuery
 
 
 class SqliteVectorSearch:

@@ -22,12 +22,12 @@ from pg_cluster import PgCluster
 from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import INSERTED, ImportedMemory
 from cpersona.storage.postgres.migrations import migration_statements
 from cpersona.storage.postgres.portability import PgPortabilityRows
 from cpersona.storage.postgres.postings import read_index_sql
 from cpersona.storage.postgres.store import PgStore
+from cpersona.storage.values import NewMemory
 
 pytestmark = pytest.mark.slow
 

@@ -19,12 +19,12 @@ import psycopg
 import pytest
 from pg_cluster import PgCluster
 
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.port_records import DUPLICATE, INSERTED, ImportedMemory
 from cpersona.storage.postgres import bulk
 from cpersona.storage.postgres import migrations as pg_migrations
 from cpersona.storage.postgres.postings import CHUNK_CHARS, read_index_sql
 from cpersona.storage.postgres.store import PgStore
+from cpersona.storage.values import NewMemory
 
 pytestmark = pytest.mark.slow
 

@@ -14,10 +14,10 @@ import psycopg
 import pytest
 from pg_cluster import PgCluster
 
-from cpersona.storage.interface import VectorQuery
 from cpersona.storage.postgres.store import EF_SEARCH, PgStore
 from cpersona.storage.postgres.vector_search import index_name
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import VectorQuery
 
 pytestmark = pytest.mark.slow
 

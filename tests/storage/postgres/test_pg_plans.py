@@ -42,14 +42,14 @@ from pg_cluster import PgCluster
 from psycopg import sql
 
 from cpersona.config import Settings
+from cpersona.core.text import utc_now
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest
-from cpersona.storage.interface import VectorQuery
 from cpersona.storage.postgres import sql as pg_sql
 from cpersona.storage.postgres.sql import PgVector
 from cpersona.storage.postgres.statistics import RECALL_TABLES, tables_without_statistics
 from cpersona.storage.postgres.store import PgStore
 from cpersona.storage.scope import Scope
-from cpersona.text import utc_now
+from cpersona.storage.values import VectorQuery
 
 pytestmark = pytest.mark.slow
 

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from pg_cluster import PgCluster
 
 from cpersona.errors import DuplicateRow
-from cpersona.storage.interface import NewEpisode, NewMemory
 from cpersona.storage.port_records import ImportedMemory
 from cpersona.storage.postgres.store import PgStore
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import NewEpisode, NewMemory
 
 pytestmark = pytest.mark.slow
 

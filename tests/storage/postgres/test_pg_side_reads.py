@@ -15,10 +15,10 @@ import psycopg
 import pytest
 from pg_cluster import PgCluster
 
-from cpersona.storage.interface import VectorQuery
 from cpersona.storage.postgres import side_reads
 from cpersona.storage.postgres.store import PgStore
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import VectorQuery
 
 pytestmark = pytest.mark.slow
 

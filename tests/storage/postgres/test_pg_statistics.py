@@ -18,7 +18,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from cpersona.storage.interface import NewMemory, VectorQuery
+from cpersona.core.text import format_ts, utc_now
 from cpersona.storage.postgres.sql import Executor
 from cpersona.storage.postgres.statistics import (
     RECALL_TABLES,
@@ -28,8 +28,8 @@ from cpersona.storage.postgres.statistics import (
 )
 from cpersona.storage.postgres.store import PgStore
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import NewMemory, VectorQuery
 from cpersona.storage.vectors import to_blob
-from cpersona.text import format_ts, utc_now
 
 MODEL, DIM = "test-8", 8
 

@@ -19,10 +19,10 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.errors import DatabaseUnavailable
 from cpersona.memory import Memory
-from cpersona.storage.interface import EMBED
 from cpersona.storage.postgres.migrations import LATEST_VERSION, MIGRATIONS
 from cpersona.storage.postgres.store import PgStore
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import EMBED
 from cpersona.storage.vectors import to_blob
 
 pytestmark = pytest.mark.slow
@@ -287,8 +287,8 @@ def test_a_dropped_keyword_trigger_is_found_and_recreated(tmp_path: Path, pg_url
 
 
 def test_the_dimension_rule_holds_vectors_of_other_models_never_compare(tmp_path: Path, pg_url: str) -> None:
-    from cpersona.storage.interface import VectorQuery
     from cpersona.storage.scope import Scope
+    from cpersona.storage.values import VectorQuery
 
     with Memory(_settings(tmp_path, pg_url), backend=NoEmbeddings()) as mem:
         ids = [mem.store("a", f"row {i}")["id"] for i in range(3)]
@@ -306,7 +306,7 @@ def test_the_dimension_rule_holds_vectors_of_other_models_never_compare(tmp_path
 
 def test_cosines_and_agent_vectors_match_the_sqlite_index(tmp_path: Path, pg_url: str) -> None:
     """The confidence stage and calibration read vectors through the seam: both engines answer alike."""
-    from cpersona.storage.interface import VectorQuery
+    from cpersona.storage.values import VectorQuery
 
     answers = []
     for name, url in (("sqlite", None), ("postgres", pg_url)):

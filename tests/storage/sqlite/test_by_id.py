@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.store import SqliteStore
+from cpersona.storage.values import NewMemory
 
 NOW = "2026-01-01T00:00:00.000000Z"
 

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpersona.retrieval.match_query import query_terms
-from cpersona.storage.interface import NewMemory, QueryTerms
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.keyword import SqliteKeywordSearch, capped_counts, plan_terms
 from cpersona.storage.sqlite.store import SqliteStore
+from cpersona.storage.values import NewMemory, QueryTerms
 
 NOW = "2026-01-01T00:00:00.000000Z"
 SCOPE = Scope("a")

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpersona.retrieval.match_query import query_terms
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.keyword import SqliteKeywordSearch, capped_counts
 from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.sqlite.term_counts import TermCounts, structure
+from cpersona.storage.values import NewMemory
 
 NOW = "2026-01-01T00:00:00.000000Z"
 TABLES = ("memories_fts", "memories_words")

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cpersona.retrieval.match_query import query_terms
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.keyword import SqliteKeywordSearch
 from cpersona.storage.sqlite.store import SqliteStore
+from cpersona.storage.values import NewMemory
 
 NOW = "2026-01-01T00:00:00.000000Z"
 WORDS = [

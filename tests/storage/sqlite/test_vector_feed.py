@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cpersona.storage.interface import NewMemory
 from cpersona.storage.sqlite.store import SqliteStore
 from cpersona.storage.sqlite.vector_feed import SqliteVectorFeed
+from cpersona.storage.values import NewMemory
 from cpersona.storage.vectors import to_blob
 
 NOW = "2026-01-01T00:00:00.000000Z"

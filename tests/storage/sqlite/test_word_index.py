@@ -13,11 +13,11 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
 from cpersona.retrieval.match_query import MAX_TERMS, query_terms
-from cpersona.storage.interface import QueryTerms
 from cpersona.storage.scope import Scope
 from cpersona.storage.sqlite.db import Database
 from cpersona.storage.sqlite.keyword import SqliteKeywordSearch, words_expression
 from cpersona.storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS, current_version, migrate
+from cpersona.storage.values import QueryTerms
 
 NOW = "2026-01-01T00:00:00.000000Z"
 

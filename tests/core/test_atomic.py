@@ -1,4 +1,4 @@
-"""cpersona.atomic: the target is the old file or the whole new one, never half of either."""
+"""cpersona.core.atomic: the target is the old file or the whole new one, never half of either."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cpersona.atomic import atomic_text, write_json
+from cpersona.core.atomic import atomic_text, write_json
 
 
 def leftovers(directory: Path) -> list[str]:

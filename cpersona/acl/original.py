@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cpersona.acl import CLIENT_NAME, WILDCARD, AccessList, AclError, Client, Level, hash_token
+from cpersona.acl.policy import CLIENT_NAME, WILDCARD, AccessList, AclError, Client, Level, hash_token
 
 log = logging.getLogger("cpersona.acl")
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cpersona.core.limits import MAX_IDENTIFIER_CHARS, PROMPT_TEXT_ARGUMENT_CHARS
 from cpersona.errors import InvalidInput
-from cpersona.limits import MAX_IDENTIFIER_CHARS, PROMPT_TEXT_ARGUMENT_CHARS
 
 
 @dataclass(frozen=True)

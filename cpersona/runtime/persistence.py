@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cpersona.core.text import iso_seconds
 from cpersona.errors import InvalidInput, PersistencePaused
 from cpersona.result_types.everyday import StorePaused
-from cpersona.text import iso_seconds
 
 #: Longest pause one call may set (24 h): long enough for a working day, short enough to be noticed.
 MAX_TTL_SECONDS = 24 * 60 * 60

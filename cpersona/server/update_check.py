@@ -29,9 +29,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from cpersona.atomic import write_json
 from cpersona.config import Settings
-from cpersona.text import iso_seconds
+from cpersona.core.atomic import write_json
+from cpersona.core.text import iso_seconds
 
 log = logging.getLogger("cpersona.update_check")
 
@@ -126,7 +126,7 @@ def read_cache(path: Path) -> dict[str, Any] | None:
 
 
 def write_cache(path: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` atomically (cpersona.atomic)."""
+    """Write ``record`` atomically (cpersona.core.atomic)."""
     write_json(path, record)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cpersona.config import ConfigError, Settings
-from cpersona.settings_file import read_settings_file, save_setting, settings_file_path
+from cpersona.config.settings_file import read_settings_file, save_setting, settings_file_path
 
 
 def _env(file: Path, **extra: str) -> dict[str, str]:

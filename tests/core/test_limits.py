@@ -1,11 +1,11 @@
-"""The contract limits in cpersona.limits are the numbers both the tool schemas and the Python API apply."""
+"""The contract limits in cpersona.core.limits are the numbers both the tool schemas and the Python API apply."""
 
 from __future__ import annotations
 
 import pytest
 
-from cpersona import limits
 from cpersona.config import Settings
+from cpersona.core import limits
 from cpersona.errors import InvalidInput
 from cpersona.memory import Memory
 from cpersona.server.app import instructions

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cpersona.errors import InvalidInput
-from cpersona.limits import (
+from cpersona.core.limits import (
     MAX_IDENTIFIER_CHARS,
     MAX_LIST_ITEM_CHARS,
     MAX_LIST_ITEMS,
     MAX_ROW_ID,
     MAX_ROW_ID_DIGITS,
 )
-from cpersona.text import clean_text
+from cpersona.core.text import clean_text
+from cpersona.errors import InvalidInput
 
 
 def optional_str(

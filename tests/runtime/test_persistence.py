@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from cpersona.config import Settings
 from cpersona.errors import InvalidInput, PersistencePaused, Rejected
-from cpersona.health import persistence
-from cpersona.health.persistence import MAX_TTL_SECONDS, PersistenceSwitch
 from cpersona.memory import Memory
+from cpersona.runtime import persistence
+from cpersona.runtime.persistence import MAX_TTL_SECONDS, PersistenceSwitch
 from cpersona.server.dispatch import dispatch_tool
 
 

@@ -1,6 +1,6 @@
 """The original CPersona's environment variables (PyPI ``cpersona`` 2.5 / 2.6), for a host entry moved over.
 
-Where its name for a setting differs from ours, ours reads it as an alias (``config.py``: ``EMBEDDING_MODE``,
+Where its name for a setting differs from ours, ours reads it as an alias (``config/settings.py``: ``EMBEDDING_MODE``,
 ``EMBEDDING_HTTP_URL``; its ``EMBEDDING_MODEL`` names the model of its vectors when its database moves in:
 portability/move_in.py); the names below are its settings that have no counterpart here (its own
 retrieval tuning, block index, OAuth, remote index, ...). A server started with them runs, and says once

@@ -13,110 +13,33 @@ clear: tokens are random (``secrets.token_urlsafe``, 43 characters), so a plain
 SHA-256 is enough to make the file useless to a reader, and a slow password
 hash would only slow every request down.
 
-This module is plain Python (no MCP, no HTTP): parsing, lookup by token and the
-``add-client`` edit. ``cpersona.server.access`` decides what a client may call.
+This module is plain Python (no MCP, no HTTP): reading the file (ours, or the original CPersona's:
+``cpersona.acl.original``) and the ``add-client`` edit; the clients and grants are ``cpersona.acl.policy``. ``cpersona.server.access`` decides what a client may call.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import re
-import secrets
 import tempfile
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-#: The wildcard agent: a grant on it covers every agent (and process-wide tools).
-WILDCARD = "*"
-#: Characters of a freshly issued token (secrets.token_urlsafe(32) gives 43).
-TOKEN_BYTES = 32
-#: Client names are TOML bare keys, so they need no quoting and cannot be confused.
-CLIENT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-class Level(IntEnum):
-    """Grant levels, ordered: a higher level includes every lower one."""
-
-    READ = 1
-    WRITE = 2
-    ADMIN = 3
-
-    @property
-    def label(self) -> str:
-        """The lower-case name used in the file and in messages."""
-        return self.name.lower()
-
-
-LEVELS = {level.label: level for level in Level}
-
-
-class AclError(ValueError):
-    """The ACL file is missing or malformed; the message names the file and the line at fault."""
-
-
-@dataclass(frozen=True)
-class Client:
-    """One named client: its token hash and its grants (agent id or ``*`` → level)."""
-
-    name: str
-    token_sha256: str
-    grants: Mapping[str, Level]
-
-    def level_on(self, agent: str) -> Level | None:
-        """The effective level on ``agent`` (its own grant or the wildcard's, whichever is higher)."""
-        levels = [lvl for lvl in (self.grants.get(agent), self.grants.get(WILDCARD)) if lvl is not None]
-        return max(levels) if levels else None
-
-    def may(self, agent: str, level: Level) -> bool:
-        """True when the client holds at least ``level`` on ``agent``."""
-        have = self.level_on(agent)
-        return have is not None and have >= level
-
-    def agents_at(self, level: Level) -> frozenset[str] | None:
-        """Agents on which the client holds at least ``level``; None when the wildcard covers them all."""
-        if self.may(WILDCARD, level):
-            return None
-        return frozenset(agent for agent, have in self.grants.items() if agent != WILDCARD and have >= level)
-
-
-@dataclass(frozen=True)
-class AccessList:
-    """The parsed ACL file."""
-
-    path: Path
-    clients: tuple[Client, ...]
-
-    def authenticate(self, token: str) -> Client | None:
-        """The client whose token hash matches ``token``, or None.
-
-        Every client's hash is compared (constant-time each, no early exit), so
-        the response time says nothing about which client, or how much, matched.
-        """
-        digest = hash_token(token).encode()
-        found: Client | None = None
-        for client in self.clients:
-            if hmac.compare_digest(digest, client.token_sha256.encode()):
-                found = client
-        return found
-
-
-def hash_token(token: str) -> str:
-    """The SHA-256 hex digest stored for ``token``."""
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def new_token() -> str:
-    """A fresh random bearer token (URL-safe, 43 characters)."""
-    return secrets.token_urlsafe(TOKEN_BYTES)
-
+from cpersona.acl.original import looks_original, parse_original_acl
+from cpersona.acl.policy import (
+    _HEX64,
+    CLIENT_NAME,
+    LEVELS,
+    AccessList,
+    AclError,
+    Client,
+    Level,
+    hash_token,
+    new_token,
+)
 
 # -- reading -----------------------------------------------------------------------------------
 
@@ -134,10 +57,8 @@ def load_acl(path: Path) -> AccessList:
 
 def parse_acl(text: str, path: Path) -> AccessList:
     """Parse ACL ``text`` (read from ``path``, named in errors): ours, or the original CPersona's JSON."""
-    from cpersona import acl_original  # it builds this module's types
-
-    if acl_original.looks_original(text):
-        return acl_original.parse_original_acl(text, path)
+    if looks_original(text):
+        return parse_original_acl(text, path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

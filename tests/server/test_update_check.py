@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from index_standin import closed_port_url, index_standin, release
 
 from cpersona.config import Settings
-from cpersona.update_check import (
+from cpersona.server.update_check import (
     CACHE_NAME,
     INTERVAL_SECONDS,
     UpdateChecker,

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cpersona import prompts
+from cpersona.core.limits import MAX_IDENTIFIER_CHARS, PROMPT_TEXT_ARGUMENT_CHARS
 from cpersona.errors import CPersonaError, InvalidInput
-from cpersona.limits import MAX_IDENTIFIER_CHARS, PROMPT_TEXT_ARGUMENT_CHARS
 from cpersona.memory import Memory
+from cpersona.server import prompts
 from cpersona.server.access import TOOL_ACCESS
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cpersona.core.limits import MAX_CONTEXT_ENTRIES
+from cpersona.core.text import clean_text, comparison_key, normalise_timestamp
 from cpersona.errors import InvalidInput
-from cpersona.limits import MAX_CONTEXT_ENTRIES
-from cpersona.text import clean_text, comparison_key, normalise_timestamp
 
 MERGED_ROLES = ("user", "assistant")
 

@@ -12,7 +12,7 @@ import pytest
 
 from cpersona.config import ConfigError, Row, Settings, settings_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_are_the_specs() -> None:
@@ -71,7 +71,12 @@ def test_operating_context_off_switch() -> None:
 
 def test_every_variable_read_is_in_the_readme_table() -> None:
     names = set(
-        re.findall(r'"(CPERSONA_[A-Z_]+|EMBEDDING_[A-Z_]+)"', (ROOT / "cpersona" / "config.py").read_text())
+        re.findall(
+            r'"(CPERSONA_[A-Z_]+|EMBEDDING_[A-Z_]+)"',
+            "".join(
+                (ROOT / "cpersona" / "config" / name).read_text() for name in ("settings.py", "fields.py")
+            ),
+        )
     )
     readme = (ROOT / "README.md").read_text()
     missing = sorted(n for n in names if f"`{n}`" not in readme)

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cpersona.text import LONE_SURROGATE, clean_json, clean_text
+from cpersona.core.text import LONE_SURROGATE, clean_json, clean_text
 
 # Text as agents and decoders hand it over: lone surrogates and NUL bytes included.
 AWKWARD = st.text(

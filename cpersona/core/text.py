@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from cpersona.core.limits import MAX_JSON_DEPTH
 from cpersona.errors import InvalidInput
-from cpersona.limits import MAX_JSON_DEPTH
 
 #: A lone UTF-16 surrogate: text that holds one cannot be encoded as UTF-8 (the one pattern for it).
 LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")

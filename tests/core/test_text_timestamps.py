@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cpersona.text import format_ts, parse_ts
+from cpersona.core.text import format_ts, parse_ts
 
 _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import platformdirs
 
-from cpersona.atomic import atomic_text
+from cpersona.core.atomic import atomic_text
 
 #: The variable that moves the settings file (tests, several profiles on one account).
 SETTINGS_FILE_VARIABLE = "CPERSONA_SETTINGS_FILE"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cpersona import operating_context
 from cpersona.config import Settings
+from cpersona.runtime import operating_context
 from cpersona.server.app import base_instructions, instructions
 
 CONTEXT = """\
