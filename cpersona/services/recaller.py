@@ -157,7 +157,8 @@ class Recaller:
         try:
             with self.store.recall_read() as session:
                 outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
-                rows = outcome.rows
+                # Shaped once by the pipeline (RecallRow); profiles and supersede marks are added here.
+                rows = cast("list[dict[str, Any]]", outcome.rows)
                 scored = len(rows)
                 # A sure cue returns the period's rows only: profiles have no time, so none are appended.
                 filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
