@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -39,7 +39,7 @@ from cpersona.services import supersede
 from cpersona.storage.interface import Session, Store, VectorQuery
 from cpersona.storage.scope import Scope
 from cpersona.text import clean_text, format_ts, utc_now
-from cpersona.validation import boolean, bounded_int, optional_str, string_list
+from cpersona.validation import agent_set, boolean, bounded_int, optional_str, string_list
 
 
 class Recaller:
@@ -97,6 +97,7 @@ class Recaller:
         time_cue: dict[str, Any] | None = None,
         include_superseded: bool = False,
         include_retired: bool = False,
+        visible_agents: Collection[str] | None = None,
     ) -> RecallResult:
         """Hybrid recall; ``results`` ordered worst → best (the last element is the best match).
 
@@ -105,7 +106,8 @@ class Recaller:
         recent-recall penalty). ``trace=True`` adds ``trace``: each stage's candidates and scores
         (docs/retrieval.md "Trace"). An empty or shortened answer carries ``explanation`` (one
         sentence: which gate, its threshold, the best similarity, what to try); an agent that owns
-        no rows at all adds ``notice`` naming the known agents.
+        no rows at all adds ``notice`` naming the known agents (only ``visible_agents`` when given:
+        an ACL client's readable agents, which the MCP layer passes).
 
         ``time_cue`` ``{start?, end?, phrase?, certainty?, now?}`` says when the memory happened
         (its own ``timestamp``): ``sure`` keeps only rows in the period, ``likely`` / ``vague`` boost
@@ -135,6 +137,7 @@ class Recaller:
             include_superseded=boolean(include_superseded, "include_superseded"),
             include_retired=boolean(include_retired, "include_retired"),
         )
+        visible = agent_set(visible_agents, "visible_agents")
         mode = self.settings.recall_mode
         language_note = self._vector_weight(request)
         if language_note is not None:
@@ -164,7 +167,7 @@ class Recaller:
                 filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
                 if len(rows) < request.limit and not filtered:
                     rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
-                notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
+                notice = agent_notice(session.admin, request.scope.agent_id, visible) if not rows else None
                 if request.include_superseded:
                     supersede.mark_rows(session, rows)
                 if request.include_retired:
@@ -272,6 +275,7 @@ class Recaller:
         record: bool = True,
         time_cue: dict[str, Any] | None = None,
         include_superseded: bool = False,
+        visible_agents: Collection[str] | None = None,
     ) -> RecallWithContextResult:
         """Recall merged with conversation entries, deduplicated, in chronological order.
 
@@ -290,6 +294,7 @@ class Recaller:
             record=record,
             time_cue=time_cue,
             include_superseded=include_superseded,
+            visible_agents=visible_agents,
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
         items = cast("list[MergedItem]", merged["items"])  # recalled rows tagged with origin, and entries
