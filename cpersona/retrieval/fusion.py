@@ -51,12 +51,13 @@ def rrf(
     channels: Mapping[str, Sequence[Hit]],
     k: int = 60,
     weights: Mapping[str, float] | None = None,
+    order: Sequence[str] = CHANNEL_ORDER,
 ) -> dict[Key, Fused]:
     """Reciprocal rank fusion: sum over channels of weight / (k + rank), rank starting at 1 (weight 1
     unless ``weights`` says otherwise: the vector channel's for a query the model cannot read)."""
     cosines = _cosines(channels)
     fused: dict[Key, Fused] = {}
-    for name in CHANNEL_ORDER:
+    for name in order:
         weight = 1.0 if weights is None else weights.get(name, 1.0)
         for rank, (key, raw) in enumerate(channels.get(name, ()), start=1):
             entry = fused.setdefault(key, Fused(key, 0.0, "rrf", cosine=cosines.get(key)))
@@ -68,7 +69,9 @@ def rrf(
 
 
 def rsf(
-    channels: Mapping[str, Sequence[Hit]], weights: Mapping[str, float] | None = None
+    channels: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float] | None = None,
+    order: Sequence[str] = CHANNEL_ORDER,
 ) -> dict[Key, Fused]:
     """Relative score fusion: min-max normalise each channel's raw scores per query, then sum
     (each channel × its weight in ``weights``, 1 by default).
@@ -78,7 +81,7 @@ def rsf(
     """
     cosines = _cosines(channels)
     fused: dict[Key, Fused] = {}
-    for name in CHANNEL_ORDER:
+    for name in order:
         hits = channels.get(name, ())
         if not hits:
             continue
@@ -95,7 +98,7 @@ def rsf(
     return fused
 
 
-def cascade(channels: Mapping[str, Sequence[Hit]]) -> dict[Key, Fused]:
+def cascade(channels: Mapping[str, Sequence[Hit]], order: Sequence[str] = CHANNEL_ORDER) -> dict[Key, Fused]:
     """Legacy sequential fill: all vector hits, then FTS memories (trigram, then words), then FTS episodes.
 
     The score only encodes that order (1 / (1 + position)); its signal is "cascade".
@@ -103,7 +106,7 @@ def cascade(channels: Mapping[str, Sequence[Hit]]) -> dict[Key, Fused]:
     cosines = _cosines(channels)
     fused: dict[Key, Fused] = {}
     position = 0
-    for name in CHANNEL_ORDER:
+    for name in order:
         for key, raw in channels.get(name, ()):
             if key in fused:
                 fused[key].channels[name] = raw
@@ -121,13 +124,14 @@ def fuse(
     *,
     rrf_k: int = 60,
     weights: Mapping[str, float] | None = None,
+    order: Sequence[str] = CHANNEL_ORDER,
 ) -> dict[Key, Fused]:
     """Dispatch on CPERSONA_RECALL_MODE (``weights``: per-channel weights for rrf and rsf; cascade
-    only orders channels)."""
+    only orders channels; ``order``: the channels visited, in the order summed: the registry's)."""
     if mode == "rrf":
-        return rrf(channels, rrf_k, weights)
+        return rrf(channels, rrf_k, weights, order)
     if mode == "rsf":
-        return rsf(channels, weights)
+        return rsf(channels, weights, order)
     if mode == "cascade":
-        return cascade(channels)
+        return cascade(channels, order)
     raise ValueError(f"unknown recall mode {mode!r}")

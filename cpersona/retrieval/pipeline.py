@@ -19,7 +19,7 @@ from cpersona.config import Settings
 from cpersona.result_types.rows import RecallRow
 from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, recency, trace
 from cpersona.retrieval.candidates import EPISODE, MEMORY, Fused, Key, RecallRequest, ScoredRow
-from cpersona.retrieval.channels import CHANNEL_ORDER, RETRIEVERS
+from cpersona.retrieval.channels import RETRIEVERS
 from cpersona.retrieval.gate import LEXICAL_CHANNELS, GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.keyword_channels import FTS_MEMORIES
 from cpersona.retrieval.match_query import query_terms
@@ -81,14 +81,17 @@ class RecallPipeline:
         self,
         settings: Settings,
         gate: GateStage | None = None,
-        channels: frozenset[str] = frozenset(CHANNEL_ORDER),
+        channels: frozenset[str] | None = None,
         context_policy: context.ContextPolicy | None | str = "settings",
+        retrievers: Sequence[Retriever] = RETRIEVERS,
     ) -> None:
         self.settings = settings
         self.gate: GateStage = gate or NoGate()
-        # Which retrievers run: all of them in production; benchmarks measure each arm alone.
-        self.channels = channels
-        self.retrievers: tuple[Retriever, ...] = tuple(r for r in RETRIEVERS if r.name in channels)
+        # Which retrievers run (``channels``: those of these names): all registered ones in
+        # production; benchmarks measure each arm alone.
+        self.retrievers = tuple(r for r in retrievers if channels is None or r.name in channels)
+        self.channels = frozenset(r.name for r in self.retrievers)
+        self.order = tuple(r.name for r in self.retrievers)  # fusion sums the channels in this order
         # The context channel (neighbouring turns of the best hits): from the settings unless given.
         self.context_policy = (
             context.policy_for(settings.recall_mode, settings.context_weight)
@@ -127,7 +130,9 @@ class RecallPipeline:
         channels = {name: hits.hits for name, hits in found.items()}
         methods = {name: hits.method for name, hits in found.items() if hits.method is not None}
         weights = {name: hits.weight for name, hits in found.items()}
-        fused = fusion.fuse(self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights)
+        fused = fusion.fuse(
+            self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights, order=self.order
+        )
         scored = self._score(session, request, fused, vector_used, hidden, query_vector, now)
         decision = self._gate(session, request, scored, channels.get(VECTOR), query_vector, vector_used)
         cue_info = cue.describe() if cue is not None else None
