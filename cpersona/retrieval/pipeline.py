@@ -139,30 +139,26 @@ class RecallPipeline:
         returned = self._order(request, decision, scored, cue, cue_info)
         blocks_for = query_vector if vector_used and isinstance(query_vector, VectorQuery) else None
         rows = self._rows(session, request, returned, decision.info, blocks_for)
-        traced = None
-        if request.trace:
-            traced = trace.build(
-                trace.Stages(
-                    mode=self.settings.recall_mode,
-                    rrf_k=self.settings.rrf_k,
-                    depth=query.depth,
-                    channels=channels,
-                    methods=methods,
-                    fused=fused,
-                    scored=scored,
-                    gate=decision.info,
-                    kept=[id(r) for r in decision.rows],
-                    returned=[item.key for item in returned],
-                    time_cue=cue_info,
-                )
-            )
+        stages = trace.Stages(
+            mode=self.settings.recall_mode,
+            rrf_k=self.settings.rrf_k,
+            depth=query.depth,
+            channels=channels,
+            methods=methods,
+            fused=fused,
+            scored=scored,
+            gate=decision.info,
+            kept=[id(r) for r in decision.rows],
+            returned=[item.key for item in returned],
+            time_cue=cue_info,
+        )
         return RecallOutcome(
             rows=rows,
             keyword_method=methods.get(FTS_MEMORIES, "none"),
             vector_used=vector_used,
             keyword_methods=methods,
             gate=decision.info,
-            trace=traced,
+            trace=trace.build(stages) if request.trace else None,
             time_cue=cue_info,
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, cast
 
 from cpersona import context_merge
@@ -119,43 +120,28 @@ class Recaller:
         says ``superseded_by`` (its successor's ref) and ``superseded_at``. Retired memories likewise,
         unless ``include_retired``; then each one returned says ``retired_at`` and ``retire_reason``.
         """
-        request = RecallRequest(
-            scope=Scope(
-                optional_str(agent_id, "agent_id"),
-                optional_str(project_id, "project_id"),
-                optional_str(channel, "channel"),
-            ),
-            query=clean_text(optional_str(query, "query", max_len=10**9, free_text=True) or "")[
-                :MAX_QUERY_CHARS
-            ],
-            limit=bounded_int(limit, "limit", 0, RECALL_LIMIT_MAX),
-            deep=boolean(deep, "deep"),
-            exclude_contents=string_list(exclude_contents, "exclude_contents"),
-            source_id=optional_str(source_id, "source_id"),
-            trace=boolean(trace, "trace"),
-            time_cue=time_cues.parse(time_cue, utc_now()),
-            include_superseded=boolean(include_superseded, "include_superseded"),
-            include_retired=boolean(include_retired, "include_retired"),
+        request = _request(
+            agent_id,
+            query,
+            limit,
+            deep,
+            channel,
+            project_id,
+            exclude_contents,
+            source_id,
+            trace,
+            time_cue,
+            include_superseded,
+            include_retired,
         )
         visible = agent_set(visible_agents, "visible_agents")
-        mode = self.settings.recall_mode
         language_note = self._vector_weight(request)
         if language_note is not None:
             request = replace(request, vector_weight=language_note[0])
         wants_vector = request.limit > 0 and bool(request.query.strip()) and request.vector_weight > 0
         query_vector = self._query_vector(request.query) if wants_vector else None
         if request.limit == 0:
-            advisory = self.health.advisory()
-            nothing: RecallResult = {
-                "ok": True,
-                "results": [],
-                "count": 0,
-                "mode": mode,
-                "gate": gate_off("limit 0: nothing to gate"),
-            }
-            if advisory is not None:
-                nothing["advisory"] = advisory
-            return nothing
+            return self._nothing()
         now = utc_now()
         try:
             with self.store.recall_read() as session:
@@ -179,22 +165,13 @@ class Recaller:
                 query_vector = query_vector.resolve()
         # Read the health state after embedding, so a failure of this very query is already counted.
         advisory = self.health.advisory()
-        recalled = [r["id"] for r in rows if r.get("type") == "memory"]
-        storage_note: str | None = None
-        # Bookkeeping is a write too (docs/tools.md#pause_persistence).
-        if record and recalled and not persistence.is_paused():
-            try:
-                with self.store.write() as ws:
-                    ws.memories.mark_recalled(recalled, format_ts(now))
-            except StorageFault as fault:  # a read-only or full file must not cost the reader its results
-                storage_note = f"{fault.code}: recall statistics were not recorded ({fault.path})"
+        storage_note = self._record(rows, now) if record else None
         rows.reverse()  # worst → best: the last element is the best match
-        # The pipeline's rows and records are plain dicts of the documented shapes (tests/test_shapes.py).
         response: RecallResult = {
             "ok": True,
             "results": cast("list[RecallRow]", rows),
             "count": len(rows),
-            "mode": mode,
+            "mode": self.settings.recall_mode,
             "search": {
                 "vector": outcome.vector_used,
                 "keyword": outcome.keyword_method,
@@ -227,6 +204,33 @@ class Recaller:
         if outcome.trace is not None:
             response["trace"] = cast("RecallTrace", outcome.trace)
         return response
+
+    def _nothing(self) -> RecallResult:
+        """``limit`` 0: no rows, nothing gated (the advisory still says how the model is)."""
+        nothing: RecallResult = {
+            "ok": True,
+            "results": [],
+            "count": 0,
+            "mode": self.settings.recall_mode,
+            "gate": gate_off("limit 0: nothing to gate"),
+        }
+        advisory = self.health.advisory()
+        if advisory is not None:
+            nothing["advisory"] = advisory
+        return nothing
+
+    def _record(self, rows: list[dict[str, Any]], now: datetime) -> str | None:
+        """Count the returned memories as recalled (recall_count, last_recalled_at); the storage note
+        when that could not be written. Bookkeeping is a write too (docs/tools.md#pause_persistence)."""
+        recalled = [r["id"] for r in rows if r.get("type") == "memory"]
+        if not recalled or persistence.is_paused():
+            return None
+        try:
+            with self.store.write() as ws:
+                ws.memories.mark_recalled(recalled, format_ts(now))
+        except StorageFault as fault:  # a read-only or full file must not cost the reader its results
+            return f"{fault.code}: recall statistics were not recorded ({fault.path})"
+        return None
 
     def _vector_weight(self, request: RecallRequest) -> tuple[float, str] | None:
         """The vector channel's weight for this query and the sentence saying why, when the active
@@ -316,3 +320,36 @@ class Recaller:
         if "time_cue" in recalled:
             response["time_cue"] = recalled["time_cue"]
         return response
+
+
+def _request(
+    agent_id: Any,
+    query: Any,
+    limit: Any,
+    deep: Any,
+    channel: Any,
+    project_id: Any,
+    exclude_contents: Any,
+    source_id: Any,
+    trace: Any,
+    time_cue: Any,
+    include_superseded: Any,
+    include_retired: Any,
+) -> RecallRequest:
+    """recall's arguments checked (InvalidInput names the first bad one) and read into a request."""
+    return RecallRequest(
+        scope=Scope(
+            optional_str(agent_id, "agent_id"),
+            optional_str(project_id, "project_id"),
+            optional_str(channel, "channel"),
+        ),
+        query=clean_text(optional_str(query, "query", max_len=10**9, free_text=True) or "")[:MAX_QUERY_CHARS],
+        limit=bounded_int(limit, "limit", 0, RECALL_LIMIT_MAX),
+        deep=boolean(deep, "deep"),
+        exclude_contents=string_list(exclude_contents, "exclude_contents"),
+        source_id=optional_str(source_id, "source_id"),
+        trace=boolean(trace, "trace"),
+        time_cue=time_cues.parse(time_cue, utc_now()),
+        include_superseded=boolean(include_superseded, "include_superseded"),
+        include_retired=boolean(include_retired, "include_retired"),
+    )
