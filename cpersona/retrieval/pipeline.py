@@ -90,7 +90,6 @@ class RecallPipeline:
         # Which retrievers run (``channels``: those of these names): all registered ones in
         # production; benchmarks measure each arm alone.
         self.retrievers = tuple(r for r in retrievers if channels is None or r.name in channels)
-        self.channels = frozenset(r.name for r in self.retrievers)
         self.order = tuple(r.name for r in self.retrievers)  # fusion sums the channels in this order
         # The context channel (neighbouring turns of the best hits): from the settings unless given.
         self.context_policy = (
