@@ -3,6 +3,7 @@
     python benchmarks/research/answers_dump.py ../shared/data/locomo --models-dir DIR --out before.json
     python benchmarks/research/answers_dump.py ../shared/data/locomo --models-dir DIR --out after.json
     python benchmarks/research/answers_dump.py --compare before.json after.json
+    PYTHONPATH=/tmp/old-tree python benchmarks/research/answers_dump.py ...   # another tree's code (git archive)
 
 Per conversation a fresh database (every turn one memory, as benchmarks/locomo.py stores them), then
 per question two answers:
@@ -13,7 +14,9 @@ per question two answers:
 - ``keyword``: the same pipeline with no query vector (what recall does while the model is not
   ready).
 
-Each answer holds the returned rows ``[kind, id, score]`` (best first) with their ``match_reason``,
+Queries are embedded by the float32 graph (``CPERSONA_EMBED_QUERY_KERNEL=exact``): the shipped
+``auto`` choice depends on a timing check at load, so it is not the same from run to run. Each
+answer holds the returned rows ``[kind, id, score]`` (best first) with their ``match_reason``,
 the gate verdict, the explanation, and every scored candidate the gate was handed with its
 unrounded score (a recording wrapper around the production gate stage). ``--compare`` says whether
 two dumps are equal, scores to 1e-9, and lists the first differences.
@@ -78,6 +81,9 @@ def dump(data_dir: Path, models_dir: Path, model: str, names: list[str] | None) 
                 models_dir=models_dir,
                 embedding_model=model,
                 auto_calibrate=False,  # no background calibration: the gate stays as shipped
+                # The float32 query graph: "auto" picks the int8 copy when a timing check at load says it
+                # is faster, so on a loaded machine two runs of the same code can embed queries differently.
+                embed_query_kernel="exact",
             )
             with Memory(settings, self_calibration=False) as mem:
                 if not mem.wait_until_ready(300):

@@ -9,7 +9,6 @@ every stage reads live in retrieval/candidates.py.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -17,21 +16,19 @@ from typing import Any, Protocol, cast
 
 from cpersona.config import Settings
 from cpersona.result_types.rows import RecallRow
-from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, recency, trace
-from cpersona.retrieval.candidates import EPISODE, MEMORY, Fused, Key, RecallRequest, ScoredRow
+from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, recency, scoring, trace
+from cpersona.retrieval.candidates import MEMORY, Fused, Key, RecallRequest, ScoredRow
 from cpersona.retrieval.channels import RETRIEVERS
-from cpersona.retrieval.gate import LEXICAL_CHANNELS, GateDecision, GateEvidence, gate_off
+from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
 from cpersona.retrieval.keyword_channels import FTS_MEMORIES
 from cpersona.retrieval.match_query import query_terms
-from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.retrieval.pending_vector import PendingQueryVector
 from cpersona.retrieval.retriever import ChannelHits, ChannelQuery, Retriever
 from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
 from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
 from cpersona.retrieval.vector_channel import VECTOR
-from cpersona.storage.interface import MemoryRows, Session, VectorQuery
-from cpersona.storage.scope import Scope
-from cpersona.text import comparison_key, format_ts, parse_ts
+from cpersona.storage.interface import Session, VectorQuery
+from cpersona.text import format_ts
 
 __all__ = ["GateStage", "NoGate", "RecallOutcome", "RecallPipeline", "RecallRequest", "ScoredRow"]
 
@@ -224,9 +221,9 @@ class RecallPipeline:
     ) -> list[ScoredRow]:
         """The fused candidates as rows with their final score, best first: hydrated (with the context
         channel), those with evidence, penalised, then keyed on confidence or cosine."""
-        scored = self._hydrate(session, request, fused, vector_used, hidden)
-        scored = [item for item in scored if _has_evidence(item)]
-        scored = self._penalise(session, request, scored, now)
+        scored = scoring.hydrate(session, request, fused, self.context_policy, vector_used, hidden)
+        scored = [item for item in scored if scoring.has_evidence(item)]
+        scored = scoring.penalise(self.settings, session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:
             confidence.apply(scored, query_vector, session.vector_search, now, deep=request.deep)
         else:
@@ -298,7 +295,7 @@ class RecallPipeline:
             rows = sorted(found, key=lambda r: (r["created_at"], r["id"]), reverse=True)
         else:
             rows = session.memories.list_recent(request.scope, wanted)
-        rows = [r for r in rows if r["id"] not in hidden and self._keep(r, request)]
+        rows = [r for r in rows if r["id"] not in hidden and scoring.keep(r, request)]
         gate = dict(gate_off("empty query: the most recent memories, ungated"))
         return RecallOutcome(
             rows=cast("list[RecallRow]", rows[: request.limit]),  # stored rows, unscored
@@ -351,104 +348,6 @@ class RecallPipeline:
             info["kept_best"] = plain_best.key.ref
         info["boosted"] = boosted
         return returned
-
-    def _keep(self, row: dict[str, Any], request: RecallRequest) -> bool:
-        cue = request.time_cue
-        if cue is not None and cue.filters and not cue.admits_row(row):
-            return False  # a sure cue: outside the period (this also covers context neighbours)
-        if request.source_id is not None and row["type"] == MEMORY:
-            source_id = (row.get("source") or {}).get("id")
-            if not isinstance(source_id, str) or not source_id.startswith(request.source_id):
-                return False
-        if request.exclude_contents:
-            key = comparison_key(row["content"])
-            for excluded in request.exclude_contents:
-                other = comparison_key(excluded)
-                if other and (key.startswith(other) or other.startswith(key)):
-                    return False
-        return True
-
-    def _hydrate(
-        self,
-        session: Session,
-        request: RecallRequest,
-        fused: dict[Key, Fused],
-        vector_used: bool,
-        hidden: frozenset[int] = frozenset(),
-    ) -> list[ScoredRow]:
-        mem_ids = [key.id for key in fused if key.kind == MEMORY]
-        ep_ids = [key.id for key in fused if key.kind == EPISODE]
-        found: dict[Key, dict[str, Any]] = {}
-        for rid, mem in session.memories.get_many(mem_ids, request.scope).items():
-            found[Key(MEMORY, rid)] = mem
-        for rid, ep in session.episodes.get_many(ep_ids, request.scope).items():
-            found[Key(EPISODE, rid)] = ep
-        if self.context_policy is not None:
-            kept = {key: row for key, row in found.items() if self._keep(row, request)}
-            # Keyword-only recall returns what matched: neighbours then only lift candidates.
-            policy = self.context_policy if vector_used else replace(self.context_policy, add_new=False)
-            rows = (
-                session.memories
-                if not hidden
-                else cast("MemoryRows", _Unsuperseded(session.memories, hidden))
-            )
-            found.update(context.spread(fused, kept, rows, request.scope, policy))
-        scored = []
-        for key, entry in fused.items():
-            row = found.get(key)
-            if row is not None and self._keep(row, request):
-                scored.append(ScoredRow(row=row, fused=entry, score=entry.score))
-        return scored
-
-    def _penalise(
-        self, session: Session, request: RecallRequest, scored: list[ScoredRow], now: datetime
-    ) -> list[ScoredRow]:
-        s = self.settings
-        boundary_text = None
-        if s.episode_penalty_enabled and not request.deep:
-            boundary_text = session.episodes.newest_boundary(request.scope)
-        boundary = parse_ts(boundary_text) if boundary_text else None
-        for item in scored:
-            if item.row["type"] != MEMORY:
-                continue
-            if boundary is not None:
-                factor = episode_boundary_factor(
-                    parse_ts(item.row["created_at"]), boundary, s.episode_decay_rate, s.episode_decay_floor
-                )
-                if factor != 1.0:
-                    item.factors["episode_boundary_penalty"] = factor
-            last = item.row.get("last_recalled_at")
-            factor = recent_recall_factor(
-                parse_ts(last) if last else None, now, s.recent_recall_window_min, s.recent_recall_penalty
-            )
-            if factor != 1.0:
-                item.factors["recent_recall_penalty"] = factor
-            item.score = item.base[1] * math.prod(item.factors.values())
-        return scored
-
-
-def _has_evidence(item: ScoredRow) -> bool:
-    """No filler: a candidate with a fused score of 0 and no keyword match is never returned, gate or no
-    gate. The vector channel ranks every row in scope, and rsf puts each channel's weakest hit at 0: such
-    a row matched nothing. A keyword match is evidence even as its channel's weakest hit (a rsf share
-    of 0 there): it holds the query's words."""
-    return item.fused.score > 0 or any(c in item.fused.channels for c in LEXICAL_CHANNELS)
-
-
-class _Unsuperseded:
-    """The memory rows with the superseded ones absent, so the context channel steps over them
-    as it steps over another scope's rows (a neighbour is never a superseded row)."""
-
-    def __init__(self, rows: MemoryRows, hidden: frozenset[int]) -> None:
-        self.rows = rows
-        self.hidden = hidden
-
-    def get_many(self, ids: Sequence[int], scope: Scope | None = None) -> dict[int, dict[str, Any]]:
-        """``get_many`` of the wrapped rows, without the hidden ids."""
-        return self.rows.get_many([i for i in ids if i not in self.hidden], scope)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.rows, name)
 
 
 def _blocks(session: Session, query: VectorQuery, returned: list[ScoredRow]) -> dict[Key, dict[str, Any]]:
