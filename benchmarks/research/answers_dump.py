@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 
+import cpersona  # noqa: E402
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
@@ -163,6 +164,7 @@ def main() -> int:
         return 0 if not found else 1
     if args.data_dir is None or args.models_dir is None or args.out is None:
         parser.error("data_dir, --models-dir and --out are needed to dump")
+    print(f"cpersona from {Path(cpersona.__file__).parent}", file=sys.stderr)  # which tree's code answers
     result = dump(args.data_dir, args.models_dir, args.model, args.conversations)
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True))
     print(f"wrote {len(result)} questions to {args.out}")
