@@ -47,10 +47,12 @@ import json
 import os
 import random
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +144,12 @@ async def mcp_stores(env: dict[str, str], texts: list[str]) -> dict[str, Any]:
     return {"store": summary_ms(samples), "rate_per_s": round(rate, 1)}
 
 
+def queue_depth(db: Path) -> int:
+    """Tasks the server's back-fill has still to do (read from its file: no tool reports the queue)."""
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM pending_memory_tasks").fetchone()[0])
+
+
 async def mcp_recalls(env: dict[str, str], questions: list[str], marker: str) -> dict[str, Any]:
     """Cold start, then recall latencies; peak RSS of the server."""
     from mcp import Client
@@ -157,8 +165,7 @@ async def mcp_recalls(env: dict[str, str], questions: list[str], marker: str) ->
                 break
             await anyio.sleep(0.01)
         while time.perf_counter() - started < 600:  # let the back-fill of the keyword-only tail finish
-            stats = (await client.call_tool("stats", {})).structured_content or {}
-            if not (stats.get("queue") or {}).get("depth"):
+            if not queue_depth(Path(env["CPERSONA_DB_PATH"])):
                 break
             await anyio.sleep(0.2)
         samples: list[float] = []

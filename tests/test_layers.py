@@ -118,20 +118,10 @@ def test_the_layers_contract_places_every_package() -> None:
 
 def test_no_import_cycles_in_the_package() -> None:
     # Stricter than the contract (acyclic_siblings): a loop through a package's __init__ counts too.
-    # retrieval/pipeline.py and its stages still loop (the candidate types live in the pipeline);
-    # the change that moves them out empties KNOWN.
-    known = {
-        "cpersona.retrieval.confidence",
-        "cpersona.retrieval.diversity",
-        "cpersona.retrieval.gate",
-        "cpersona.retrieval.pipeline",
-        "cpersona.retrieval.recency",
-        "cpersona.retrieval.trace",
-    }
     internal = [m for m in graph().modules if within(m, "cpersona")]
     edges = {m: [t for t in imports_of(m) if within(t, "cpersona")] for m in internal}
     cycles = strongly_connected(edges)
-    assert [c for c in cycles if not set(c) <= known] == []
+    assert cycles == []
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

@@ -26,7 +26,7 @@ from cpersona.core.text import parse_ts
 from cpersona.storage.interface import EPISODES, MEMORIES, VectorQuery, VectorSearch
 
 if TYPE_CHECKING:
-    from cpersona.retrieval.pipeline import ScoredRow
+    from cpersona.retrieval.candidates import ScoredRow
 
 TIME_FLOOR = 0.8
 RESOLVED_FACTOR = 0.9  # a resolved episode is settled history, slightly behind open matters

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cpersona.core.text import parse_ts
-from cpersona.retrieval import fusion
+from cpersona.retrieval.candidates import CONTEXT, MEMORY, Fused, Key
 
 if TYPE_CHECKING:
     from cpersona.storage.interface import MemoryRows
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 #: Rows more than this many seconds apart are not one session (as in calibration.session_keys).
 SESSION_GAP_SECONDS = 3600.0
-CONTEXT = "context"
+__all__ = ["CONTEXT", "ContextPolicy", "neighbours", "policy_for", "row_seconds", "same_session", "spread"]
 
 
 @dataclass(frozen=True)
@@ -149,12 +149,12 @@ def _long(row: dict[str, Any], policy: ContextPolicy) -> bool:
 
 
 def spread(
-    fused: dict[str, fusion.Fused],
-    hydrated: dict[str, dict[str, Any]],
+    fused: dict[Key, Fused],
+    hydrated: dict[Key, dict[str, Any]],
     rows: MemoryRows,
     scope: Scope,
     policy: ContextPolicy,
-) -> dict[str, dict[str, Any]]:
+) -> dict[Key, dict[str, Any]]:
     """Add the context channel to ``fused`` in place; return the neighbour rows it hydrated.
 
     A neighbour gets ``weight × parent score / distance`` (the best parent's, or the sum); a row
@@ -162,29 +162,29 @@ def spread(
     retrievers' sum; ``channels["context"]`` holds the bonus (score = rsf + context).
     """
     ranked = sorted(
-        (ref for ref in fused if ref.startswith("mem:") and ref in hydrated),
-        key=lambda ref: (-fused[ref].score, ref),
+        (key for key in fused if key.kind == MEMORY and key in hydrated),
+        key=lambda key: (-fused[key].score, key.ref),  # ties by the ref's text, as always
     )[: policy.parents]
     if not ranked or policy.weight <= 0:
         return {}
-    parent_rows = [hydrated[ref] for ref in ranked]
-    known = {int(ref[4:]): row for ref, row in hydrated.items() if ref.startswith("mem:")}
+    parent_rows = [hydrated[key] for key in ranked]
+    known = {key.id: row for key, row in hydrated.items() if key.kind == MEMORY}
     links, extra = neighbours(rows, scope, parent_rows, policy, known)
     if not links:
         return {}
-    base = {int(hydrated[ref]["id"]): fused[ref].score for ref in ranked}
-    added: dict[str, dict[str, Any]] = {}
+    base = {int(hydrated[key]["id"]): fused[key].score for key in ranked}
+    added: dict[Key, dict[str, Any]] = {}
     for nid in sorted(links):
         shares = [policy.weight * base[pid] / distance for pid, distance in links[nid]]
         bonus = sum(shares) if policy.combine == "sum" else max(shares)
-        ref = f"mem:{nid}"
-        entry = fused.get(ref)
+        key = Key(MEMORY, nid)
+        entry = fused.get(key)
         if entry is None:
             row = extra.get(nid)
             if row is None or not policy.add_new:
                 continue
-            entry = fused[ref] = fusion.Fused(ref, 0.0, next(iter(fused.values())).signal)
-            added[ref] = row
+            entry = fused[key] = Fused(key, 0.0, next(iter(fused.values())).signal)
+            added[key] = row
             if entry.signal == "rsf":
                 entry.rsf = 0.0  # found by no retriever: its whole score is context
         entry.score += bonus

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cpersona.retrieval.context import SESSION_GAP_SECONDS, row_seconds
 
 if TYPE_CHECKING:
-    from cpersona.retrieval.pipeline import ScoredRow
+    from cpersona.retrieval.candidates import ScoredRow
 
 #: The factor name in ``match_reason.factors``.
 FACTOR = "session_diversity"

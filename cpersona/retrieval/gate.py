@@ -31,7 +31,7 @@ from cpersona.retrieval.match_query import MAX_TERMS
 from cpersona.storage.interface import EPISODES, MEMORIES
 
 if TYPE_CHECKING:
-    from cpersona.retrieval.pipeline import RecallRequest, ScoredRow
+    from cpersona.retrieval.candidates import RecallRequest, ScoredRow
     from cpersona.storage.interface import VectorQuery, VectorSearch
 
 #: Uncalibrated agents: a query whose best cosine is below this is cut. Deliberately low — it only

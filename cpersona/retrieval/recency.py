@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from cpersona.retrieval.context import row_seconds
 
 if TYPE_CHECKING:
-    from cpersona.retrieval.pipeline import ScoredRow
+    from cpersona.retrieval.candidates import ScoredRow
 
 #: The factor name in ``match_reason.factors``.
 FACTOR = "recency"

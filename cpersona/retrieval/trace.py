@@ -20,12 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from cpersona.retrieval import fusion
-
-if TYPE_CHECKING:
-    from cpersona.retrieval.pipeline import ScoredRow
+from cpersona.retrieval.candidates import Fused, Hit, Key, ScoredRow
+from cpersona.retrieval.vector_channel import VECTOR
 
 #: Rows kept per stage list: enough to see why the top 10 are the top 10, bounded for the wire.
 TRACE_ROWS = 30
@@ -38,13 +36,13 @@ class Stages:
     mode: str
     rrf_k: int
     depth: int
-    channels: dict[str, list[tuple[str, float]]]
+    channels: dict[str, list[Hit]]
     methods: dict[str, str]
-    fused: dict[str, fusion.Fused]
+    fused: dict[Key, Fused]
     scored: Sequence[ScoredRow]
     gate: dict[str, Any]
     kept: list[int]  # id() of the rows the gate kept
-    returned: list[str]
+    returned: list[Key]
     time_cue: dict[str, Any] | None = None  # the cue that acted (recall's response echoes it too)
 
 
@@ -56,9 +54,9 @@ def build(stages: Stages) -> dict[str, Any]:
     """The trace object (bounded: at most ``TRACE_ROWS`` entries per list)."""
     channels = {
         name: {
-            "method": stages.methods.get(name, "vector" if name == fusion.VECTOR else "none"),
+            "method": stages.methods.get(name, "vector" if name == VECTOR else "none"),
             "total": len(hits),
-            "hits": [{"ref": ref, "score": _r(score)} for ref, score in hits[:TRACE_ROWS]],
+            "hits": [{"ref": key.ref, "score": _r(score)} for key, score in hits[:TRACE_ROWS]],
         }
         for name, hits in stages.channels.items()
     }
@@ -73,10 +71,10 @@ def build(stages: Stages) -> dict[str, Any]:
     }
     if stages.mode == "rrf":
         fusion_out["rrf_k"] = stages.rrf_k
-    scored_refs = {str(r.row.get("ref")) for r in stages.scored}
-    filtered = [f.ref for f in candidates if f.ref not in scored_refs]
+    scored_keys = {r.key for r in stages.scored}
+    filtered = [f.ref for f in candidates if f.key not in scored_keys]
     kept = set(stages.kept)
-    cut = [str(r.row.get("ref")) for r in stages.scored if id(r) not in kept]
+    cut = [r.key.ref for r in stages.scored if id(r) not in kept]
     gate = {**stages.gate, "kept": len(kept), "cut_refs": cut[:TRACE_ROWS]}
     out: dict[str, Any] = {
         "depth": stages.depth,
@@ -87,7 +85,7 @@ def build(stages: Stages) -> dict[str, Any]:
             "total": len(stages.scored),
             "rows": [
                 {
-                    "ref": r.row.get("ref"),
+                    "ref": r.key.ref,
                     "signal": r.signal(),
                     "score": _r(r.score),
                     "factors": r.match_reason()["factors"],
@@ -96,7 +94,7 @@ def build(stages: Stages) -> dict[str, Any]:
             ],
         },
         "gate": gate,
-        "returned": stages.returned,
+        "returned": [key.ref for key in stages.returned],
     }
     if stages.time_cue is not None:
         out["time_cue"] = stages.time_cue

@@ -38,13 +38,15 @@ class Call:
     allowed: frozenset[str] | None  # the ACL narrowing of an unscoped call (cpersona.server.access)
     work: Work  # cancel flag and progress (cpersona.core.work); only long tools look at it
     scope: FileScope | None  # the caller's reach through files (export/import; grants.py)
+    #: The agents an ACL client may read (None: no ACL, or a wildcard): a "no rows" notice names only these.
+    visible_agents: frozenset[str] | None = None
 
 
 Handler = Callable[[Call], dict[str, Any]]
 #: Turns the API result into the MCP response.
 Shape = Callable[[dict[str, Any], Call], dict[str, Any]]
 #: What the dispatcher supplies to a method that takes it (never an agent's argument).
-_SUPPLIED = ("allowed_agents", "readable_agents", "work", "scope")
+_SUPPLIED = ("allowed_agents", "readable_agents", "visible_agents", "work", "scope")
 
 
 class ApiCall:
@@ -81,6 +83,11 @@ class ApiCall:
         return inspect.signature(function).parameters
 
     @property
+    def narrows_notice(self) -> bool:
+        """The method names only the client's readable agents in its notice (takes ``visible_agents``)."""
+        return "visible_agents" in self.parameters
+
+    @property
     def long(self) -> bool:
         """A long tool: its method takes the call's ``Work`` (cancel at batch boundaries, progress)."""
         return "work" in self.parameters
@@ -106,6 +113,7 @@ class ApiCall:
         supplied = {
             "allowed_agents": call.allowed,
             "readable_agents": call.allowed,
+            "visible_agents": call.visible_agents,
             "work": call.work,
             "scope": call.scope,
         }

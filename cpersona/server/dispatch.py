@@ -22,7 +22,7 @@ from cpersona.errors import CPersonaError
 from cpersona.memory import Memory
 from cpersona.portability.grants import FileScope
 from cpersona.server.access import authorise
-from cpersona.server.calls import Call, Handler
+from cpersona.server.calls import ApiCall, Call, Handler
 from cpersona.server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from cpersona.server.tools.common import check_binding
 
@@ -198,10 +198,12 @@ def _dispatch(
     allowed = authorise(client, name, arguments)  # raises Forbidden
     # Grants hold inside files (docs/decisions.md#portability).
     scope = FileScope.of(client) if client is not None and spec.long else None
-    result = spec.call(Call(memory, settings, arguments, allowed, work or Work(), scope))
-    if client is not None and isinstance(result, dict) and "notice" in result:
+    visible = client.agents_at(Level.READ) if client is not None else None
+    result = spec.call(Call(memory, settings, arguments, allowed, work or Work(), scope, visible))
+    narrowed = isinstance(spec.call, ApiCall) and spec.call.narrows_notice  # built for this client already
+    if client is not None and isinstance(result, dict) and "notice" in result and not narrowed:
         # The API names every known agent; an ACL client hears only of the agents it may read.
-        result["notice"] = memory.agent_notice(arguments.get("agent_id"), client.agents_at(Level.READ))
+        result["notice"] = memory.agent_notice(arguments.get("agent_id"), visible)
         if result["notice"] is None:
             result.pop("notice")
     return _finish(name, result)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, cast
 
 from cpersona.core.limits import (
@@ -15,7 +16,7 @@ from cpersona.core.limits import (
 )
 from cpersona.core.public import public
 from cpersona.core.text import clean_text, format_ts, utc_now
-from cpersona.core.validation import boolean, bounded_int, optional_str, string_list
+from cpersona.core.validation import agent_set, boolean, bounded_int, optional_str, string_list
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
 from cpersona.health.agent_notice import agent_notice
@@ -97,6 +98,7 @@ class Recaller:
         time_cue: dict[str, Any] | None = None,
         include_superseded: bool = False,
         include_retired: bool = False,
+        visible_agents: Collection[str] | None = None,
     ) -> RecallResult:
         """Hybrid recall; ``results`` ordered worst → best (the last element is the best match).
 
@@ -105,7 +107,8 @@ class Recaller:
         recent-recall penalty). ``trace=True`` adds ``trace``: each stage's candidates and scores
         (docs/retrieval.md "Trace"). An empty or shortened answer carries ``explanation`` (one
         sentence: which gate, its threshold, the best similarity, what to try); an agent that owns
-        no rows at all adds ``notice`` naming the known agents.
+        no rows at all adds ``notice`` naming the known agents (only ``visible_agents`` when given:
+        an ACL client's readable agents, which the MCP layer passes).
 
         ``time_cue`` ``{start?, end?, phrase?, certainty?, now?}`` says when the memory happened
         (its own ``timestamp``): ``sure`` keeps only rows in the period, ``likely`` / ``vague`` boost
@@ -117,53 +120,40 @@ class Recaller:
         says ``superseded_by`` (its successor's ref) and ``superseded_at``. Retired memories likewise,
         unless ``include_retired``; then each one returned says ``retired_at`` and ``retire_reason``.
         """
-        request = RecallRequest(
-            scope=Scope(
-                optional_str(agent_id, "agent_id"),
-                optional_str(project_id, "project_id"),
-                optional_str(channel, "channel"),
-            ),
-            query=clean_text(optional_str(query, "query", max_len=10**9, free_text=True) or "")[
-                :MAX_QUERY_CHARS
-            ],
-            limit=bounded_int(limit, "limit", 0, RECALL_LIMIT_MAX),
-            deep=boolean(deep, "deep"),
-            exclude_contents=string_list(exclude_contents, "exclude_contents"),
-            source_id=optional_str(source_id, "source_id"),
-            trace=boolean(trace, "trace"),
-            time_cue=time_cues.parse(time_cue, utc_now()),
-            include_superseded=boolean(include_superseded, "include_superseded"),
-            include_retired=boolean(include_retired, "include_retired"),
+        request = _request(
+            agent_id,
+            query,
+            limit,
+            deep,
+            channel,
+            project_id,
+            exclude_contents,
+            source_id,
+            trace,
+            time_cue,
+            include_superseded,
+            include_retired,
         )
-        mode = self.settings.recall_mode
+        visible = agent_set(visible_agents, "visible_agents")
         language_note = self._vector_weight(request)
         if language_note is not None:
             request = replace(request, vector_weight=language_note[0])
         wants_vector = request.limit > 0 and bool(request.query.strip()) and request.vector_weight > 0
         query_vector = self._query_vector(request.query) if wants_vector else None
         if request.limit == 0:
-            advisory = self.health.advisory()
-            nothing: RecallResult = {
-                "ok": True,
-                "results": [],
-                "count": 0,
-                "mode": mode,
-                "gate": gate_off("limit 0: nothing to gate"),
-            }
-            if advisory is not None:
-                nothing["advisory"] = advisory
-            return nothing
+            return self._nothing()
         now = utc_now()
         try:
             with self.store.recall_read() as session:
                 outcome = self.pipeline.run(session, request, query_vector=query_vector, now=now)
-                rows = outcome.rows
+                # Shaped once by the pipeline (RecallRow); profiles and supersede marks are added here.
+                rows = cast("list[dict[str, Any]]", outcome.rows)
                 scored = len(rows)
                 # A sure cue returns the period's rows only: profiles have no time, so none are appended.
                 filtered = outcome.time_cue is not None and outcome.time_cue.get("certainty") == "sure"
                 if len(rows) < request.limit and not filtered:
                     rows = rows + self._profiles_for(session, request.scope)[: request.limit - len(rows)]
-                notice = agent_notice(session.admin, request.scope.agent_id) if not rows else None
+                notice = agent_notice(session.admin, request.scope.agent_id, visible) if not rows else None
                 if request.include_superseded:
                     supersede.mark_rows(session, rows)
                 if request.include_retired:
@@ -175,22 +165,13 @@ class Recaller:
                 query_vector = query_vector.resolve()
         # Read the health state after embedding, so a failure of this very query is already counted.
         advisory = self.health.advisory()
-        recalled = [r["id"] for r in rows if r.get("type") == "memory"]
-        storage_note: str | None = None
-        # Bookkeeping is a write too (docs/tools.md#pause_persistence).
-        if record and recalled and not persistence.is_paused():
-            try:
-                with self.store.write() as ws:
-                    ws.memories.mark_recalled(recalled, format_ts(now))
-            except StorageFault as fault:  # a read-only or full file must not cost the reader its results
-                storage_note = f"{fault.code}: recall statistics were not recorded ({fault.path})"
+        storage_note = self._record(rows, now) if record else None
         rows.reverse()  # worst → best: the last element is the best match
-        # The pipeline's rows and records are plain dicts of the documented shapes (tests/test_shapes.py).
         response: RecallResult = {
             "ok": True,
             "results": cast("list[RecallRow]", rows),
             "count": len(rows),
-            "mode": mode,
+            "mode": self.settings.recall_mode,
             "search": {
                 "vector": outcome.vector_used,
                 "keyword": outcome.keyword_method,
@@ -223,6 +204,33 @@ class Recaller:
         if outcome.trace is not None:
             response["trace"] = cast("RecallTrace", outcome.trace)
         return response
+
+    def _nothing(self) -> RecallResult:
+        """``limit`` 0: no rows, nothing gated (the advisory still says how the model is)."""
+        nothing: RecallResult = {
+            "ok": True,
+            "results": [],
+            "count": 0,
+            "mode": self.settings.recall_mode,
+            "gate": gate_off("limit 0: nothing to gate"),
+        }
+        advisory = self.health.advisory()
+        if advisory is not None:
+            nothing["advisory"] = advisory
+        return nothing
+
+    def _record(self, rows: list[dict[str, Any]], now: datetime) -> str | None:
+        """Count the returned memories as recalled (recall_count, last_recalled_at); the storage note
+        when that could not be written. Bookkeeping is a write too (docs/tools.md#pause_persistence)."""
+        recalled = [r["id"] for r in rows if r.get("type") == "memory"]
+        if not recalled or persistence.is_paused():
+            return None
+        try:
+            with self.store.write() as ws:
+                ws.memories.mark_recalled(recalled, format_ts(now))
+        except StorageFault as fault:  # a read-only or full file must not cost the reader its results
+            return f"{fault.code}: recall statistics were not recorded ({fault.path})"
+        return None
 
     def _vector_weight(self, request: RecallRequest) -> tuple[float, str] | None:
         """The vector channel's weight for this query and the sentence saying why, when the active
@@ -271,6 +279,7 @@ class Recaller:
         record: bool = True,
         time_cue: dict[str, Any] | None = None,
         include_superseded: bool = False,
+        visible_agents: Collection[str] | None = None,
     ) -> RecallWithContextResult:
         """Recall merged with conversation entries, deduplicated, in chronological order.
 
@@ -289,6 +298,7 @@ class Recaller:
             record=record,
             time_cue=time_cue,
             include_superseded=include_superseded,
+            visible_agents=visible_agents,
         )
         merged = context_merge.merge_chronologically(recalled["results"], entries)
         items = cast("list[MergedItem]", merged["items"])  # recalled rows tagged with origin, and entries
@@ -310,3 +320,36 @@ class Recaller:
         if "time_cue" in recalled:
             response["time_cue"] = recalled["time_cue"]
         return response
+
+
+def _request(
+    agent_id: Any,
+    query: Any,
+    limit: Any,
+    deep: Any,
+    channel: Any,
+    project_id: Any,
+    exclude_contents: Any,
+    source_id: Any,
+    trace: Any,
+    time_cue: Any,
+    include_superseded: Any,
+    include_retired: Any,
+) -> RecallRequest:
+    """recall's arguments checked (InvalidInput names the first bad one) and read into a request."""
+    return RecallRequest(
+        scope=Scope(
+            optional_str(agent_id, "agent_id"),
+            optional_str(project_id, "project_id"),
+            optional_str(channel, "channel"),
+        ),
+        query=clean_text(optional_str(query, "query", max_len=10**9, free_text=True) or "")[:MAX_QUERY_CHARS],
+        limit=bounded_int(limit, "limit", 0, RECALL_LIMIT_MAX),
+        deep=boolean(deep, "deep"),
+        exclude_contents=string_list(exclude_contents, "exclude_contents"),
+        source_id=optional_str(source_id, "source_id"),
+        trace=boolean(trace, "trace"),
+        time_cue=time_cues.parse(time_cue, utc_now()),
+        include_superseded=boolean(include_superseded, "include_superseded"),
+        include_retired=boolean(include_retired, "include_retired"),
+    )

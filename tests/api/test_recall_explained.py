@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from cpersona.config import Settings
 from cpersona.core.text import parse_ts, utc_now
+from cpersona.errors import InvalidInput
 from cpersona.memory import Memory
 from cpersona.retrieval.pipeline import NoGate, RecallPipeline
 from cpersona.retrieval.trace import TRACE_ROWS
@@ -258,3 +259,14 @@ def test_an_agent_with_no_rows_is_named_not_an_error(mem: Memory, tmp_path: Path
     )
     assert mem.agent_notice("nobody", visible_agents=[]) == "agent 'nobody' has no rows; known agents: none"
     assert mem.agent_notice("profile-onyl").endswith("(did you mean 'profile-only'?)")
+
+
+def test_recall_names_only_the_visible_agents_in_its_notice(mem: Memory) -> None:
+    """The MCP layer passes an ACL client's readable agents: recall's notice is built once, for it."""
+    mem.update_profile("profile-only", "likes tea")
+    narrowed = mem.recall("typo-a", "coffee", visible_agents=["profile-only"])
+    assert narrowed["notice"] == "agent 'typo-a' has no rows; known agents: 'profile-only'"
+    merged = mem.recall_with_context("typo-a", "coffee", [], visible_agents=[])
+    assert merged["notice"] == "agent 'typo-a' has no rows; known agents: none"
+    with pytest.raises(InvalidInput, match="visible_agents must be a collection"):
+        mem.recall("typo-a", "coffee", visible_agents="profile-only")

@@ -17,6 +17,7 @@ from cpersona.config import ConfigError, Settings
 from cpersona.core.text import normalise_timestamp
 from cpersona.memory import Memory
 from cpersona.retrieval import context, fusion
+from cpersona.retrieval.candidates import Key
 from cpersona.storage.scope import Scope
 
 DAY = "2024-03-04T10:00:00Z"
@@ -152,10 +153,14 @@ def test_policy_is_rsf_only() -> None:
     assert context.policy_for("rsf", 0.0) is None
 
 
+def memory_key(rid: int) -> Key:
+    return Key("memory", rid)
+
+
 def test_spread_keeps_rsf_the_retrievers_sum() -> None:
     fused = {
-        "mem:1": fusion.Fused("mem:1", 2.0, "rsf", rsf=2.0, channels={"vector": 0.9}),
-        "mem:2": fusion.Fused("mem:2", 0.5, "rsf", rsf=0.5, channels={"vector": 0.3}),
+        memory_key(1): fusion.Fused(memory_key(1), 2.0, "rsf", rsf=2.0, channels={"vector": 0.9}),
+        memory_key(2): fusion.Fused(memory_key(2), 0.5, "rsf", rsf=0.5, channels={"vector": 0.3}),
     }
     stamp = normalise_timestamp(DAY)  # the stored form
     rows = {
@@ -168,14 +173,14 @@ def test_spread_keeps_rsf_the_retrievers_sum() -> None:
 
     added = context.spread(
         fused,
-        {"mem:1": rows[1], "mem:2": rows[2]},
+        {memory_key(1): rows[1], memory_key(2): rows[2]},
         Rows(),  # type: ignore[arg-type]
         Scope("a"),
         context.ContextPolicy(parents=1, weight=0.5, reach=2),
     )
-    assert fused["mem:2"].rsf == 0.5 and fused["mem:2"].score == pytest.approx(0.5 + 0.5 * 2.0)
-    assert fused["mem:3"].rsf == 0.0 and fused["mem:3"].score == pytest.approx(0.5 * 2.0 / 2)
-    assert set(added) == {"mem:3"}
+    assert fused[memory_key(2)].rsf == 0.5 and fused[memory_key(2)].score == pytest.approx(0.5 + 0.5 * 2.0)
+    assert fused[memory_key(3)].rsf == 0.0 and fused[memory_key(3)].score == pytest.approx(0.5 * 2.0 / 2)
+    assert {key.ref for key in added} == {"mem:3"}
 
 
 dialogue_rows = st.lists(

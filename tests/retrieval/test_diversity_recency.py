@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from cpersona.retrieval import fusion
+from cpersona.retrieval.candidates import Key, ScoredRow
 from cpersona.retrieval.diversity import FACTOR as DIVERSITY
 from cpersona.retrieval.diversity import diversify, session_keys
-from cpersona.retrieval.pipeline import ScoredRow
 from cpersona.retrieval.recency import FACTOR as RECENCY
 from cpersona.retrieval.recency import asks_about_now, prefer_newest
 
@@ -22,7 +22,7 @@ def _row(rid: int, score: float, stamp: str, agent: str = "a") -> ScoredRow:
         "channel": "",
     }
     row["timestamp"] = stamp
-    return ScoredRow(row=row, fused=fusion.Fused(f"mem:{rid}", score, "rsf", rsf=score), score=score)
+    return ScoredRow(row=row, fused=fusion.Fused(Key("memory", rid), score, "rsf", rsf=score), score=score)
 
 
 def _order(rows: list[ScoredRow]) -> list[int]:

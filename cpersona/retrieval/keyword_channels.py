@@ -1,0 +1,66 @@
+"""The keyword channels: the engine's full-text indexes over memories (trigram, words) and episodes.
+
+Each reads through the session's ``KeywordSearch`` (storage/sqlite/keyword.py,
+storage/postgres/keyword.py); ``method`` says how ("fts", its "like" stand-in, or "none"). The memory
+channels filter a sure time cue's period in their statements, before their row budget.
+"""
+
+from __future__ import annotations
+
+from cpersona.retrieval import language
+from cpersona.retrieval.candidates import EPISODE, Key
+from cpersona.retrieval.retriever import ChannelHits, ChannelQuery, Searching, answered
+from cpersona.storage.interface import Session
+
+FTS_MEMORIES = "fts_memories"  # trigram index over memories (+ its LIKE stand-in)
+FTS_WORDS = "fts_words"  # word-level (porter) index over memories
+FTS_EPISODES = "fts_episodes"
+
+
+class TrigramMemories:
+    """Memories whose text holds the query's terms (trigram index: any script, parts of words)."""
+
+    name = FTS_MEMORIES
+
+    def search(self, session: Session, query: ChannelQuery) -> Searching | None:
+        request = query.request
+        found = session.keyword.memories(
+            query.terms,
+            request.scope,
+            query.keyword_depth + len(query.hidden),
+            source_id=request.source_id,
+            period=query.period,
+        )
+        return answered(ChannelHits(query.memory_hits(found.hits), found.method))
+
+
+class WordMemories:
+    """Memories that hold the query's words (word index with stemming)."""
+
+    name = FTS_WORDS
+
+    def search(self, session: Session, query: ChannelQuery) -> Searching | None:
+        request = query.request
+        found = session.keyword.memories_words(
+            query.terms,
+            request.scope,
+            query.keyword_depth + len(query.hidden),
+            source_id=request.source_id,
+            period=query.period,
+        )
+        # Weighed by the share of the query written with spaces (retrieval/language.py): a Japanese
+        # question's words are runs the word index holds only by accident.
+        weight = language.spaced_share(request.query)
+        return answered(ChannelHits(query.memory_hits(found.hits), found.method, weight))
+
+
+class EpisodeKeywords:
+    """Episodes whose summary or keywords hold the query's terms."""
+
+    name = FTS_EPISODES
+
+    def search(self, session: Session, query: ChannelQuery) -> Searching | None:
+        if not query.include_episodes:
+            return None
+        found = session.keyword.episodes(query.terms, query.request.scope, query.depth)
+        return answered(ChannelHits([(Key(EPISODE, i), s) for i, s in found.hits], found.method))
