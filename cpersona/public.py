@@ -49,10 +49,15 @@ def public_methods(service: type) -> list[tuple[str, str]]:
     return found
 
 
-def annotated_results(function: Callable[..., Any]) -> tuple[type, ...]:
-    """The TypedDicts ``function``'s return annotation names (empty when it names none)."""
+def annotated_results(function: Callable[..., Any], names: dict[str, Any] | None = None) -> tuple[type, ...]:
+    """The TypedDicts ``function``'s return annotation names (empty when it names none).
+
+    Only the return annotation is read: parameter annotations may name types imported for type
+    checkers only (cpersona/arguments.py); ``names`` resolves further names.
+    """
+    only_return = _Annotations({"return": getattr(function, "__annotations__", {}).get("return")})
     try:
-        returned = get_type_hints(function).get("return")
+        returned = get_type_hints(only_return, getattr(function, "__globals__", None), names).get("return")
     except (NameError, TypeError):  # an annotation that only type checkers can resolve
         return ()
     members = typing.get_args(returned) if typing.get_origin(returned) in (typing.Union, _UnionType) else ()
@@ -63,3 +68,10 @@ def annotated_results(function: Callable[..., Any]) -> tuple[type, ...]:
 
 
 _UnionType = type(int | str)
+
+
+class _Annotations:
+    """An object with just these ``__annotations__`` (for ``get_type_hints`` on one of them)."""
+
+    def __init__(self, annotations: dict[str, Any]) -> None:
+        self.__annotations__ = {k: v for k, v in annotations.items() if v is not None}

@@ -9,7 +9,9 @@ which turns ``fix=true`` into a report-only run.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
+from cpersona import arguments as arg
 from cpersona.agent_notice import agent_notice
 from cpersona.errors import InvalidInput
 from cpersona.health import persistence
@@ -58,10 +60,13 @@ class Maintenance(CoreService):
     @public
     def check_health(
         self,
-        agent_id: str | None = None,
+        agent_id: Annotated[str | None, arg.Field(description="Only this agent's rows.")] = None,
         *,
-        fix: bool = False,
-        checks: Sequence[str] | None = None,
+        fix: Annotated[bool, arg.Field(description="Repair what can be repaired.")] = False,
+        checks: Annotated[
+            Sequence[arg.HealthCheckName] | None,
+            arg.Field(description="Run only these checks (default: all)."),
+        ] = None,
         work: Work | None = None,
     ) -> CheckHealthResult:
         """Run the health-check registry (docs/health.md); ``fix`` repairs, bounded, never locked rows.
@@ -82,7 +87,14 @@ class Maintenance(CoreService):
 
     @public
     def deep_check(
-        self, agent_id: str, *, fix: bool = False, checks: Sequence[str] | None = None
+        self,
+        agent_id: str,
+        *,
+        fix: Annotated[bool, arg.Field(description="Accepted; deep checks change nothing.")] = False,
+        checks: Annotated[
+            Sequence[arg.DeepCheckName] | None,
+            arg.Field(description="Run only these deep checks (default: all)."),
+        ] = None,
     ) -> DeepCheckResult:
         """Semantic pass over one agent's memories (docs/health.md); every deep check reports only."""
         agent = required_str(agent_id, "agent_id")

@@ -1,0 +1,91 @@
+"""Regenerate cpersona/server/tools/derived.json: each tool's input schema and result shapes.
+
+A tool's arguments are the parameters of the function it calls (a ``Memory`` method, or a
+process-wide handler in cpersona/server/calls.py), with the bounds and descriptions of their
+``Annotated[..., pydantic.Field(...)]`` metadata (shared types: cpersona/arguments.py); its result
+shapes are that function's return annotation. tools/list is answered before the services (numpy,
+SQLite) are imported, so the schemas are written out here rather than read at start.
+
+Usage: ``python scripts/gen_tool_arguments.py`` rewrites the file; ``--check`` exits 1 when it is
+out of date (tests/server/test_declarations.py runs the same comparison).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from cpersona import result_types
+from cpersona.arguments import types as argument_types
+from cpersona.memory import Memory
+from cpersona.public import annotated_results
+from cpersona.server.calls import _SUPPLIED, ApiCall, LocalCall
+from cpersona.server.json_schema import parameters_schema
+from cpersona.server.tools import TOOLS, ToolSpec
+from cpersona.server.tools.common import DERIVED_FILE
+
+#: Where the names of a wire argument's annotation (a string in its declaration) are found.
+NAMES: dict[str, Any] = {
+    **{name: getattr(typing, name) for name in ("Annotated", "Any", "Literal", "Sequence")},
+    **vars(argument_types),
+}
+
+
+def _function(spec: ToolSpec) -> tuple[Callable[..., Any], tuple[str, ...]]:
+    """The function a tool calls and the parameters that are no tool argument."""
+    call = spec.call
+    if isinstance(call, ApiCall):
+        method = getattr(Memory, call.method, None)
+        if method is None:
+            raise RuntimeError(f"tool {spec.name} calls Memory.{call.method}, which does not exist")
+        return inspect.unwrap(method), _SUPPLIED
+    if isinstance(call, LocalCall):
+        first = next(iter(inspect.signature(call.function).parameters))
+        return call.function, (first,)  # the Call the dispatcher hands over
+    raise RuntimeError(f"tool {spec.name}: call= is neither api(...) nor local(...)")
+
+
+def derive(spec: ToolSpec) -> dict[str, Any]:
+    """One tool's input schema and result shape names."""
+    function, skip = _function(spec)
+    wire = (
+        {name: (eval(text, {}, NAMES), params) for name, (text, params) in spec.call.wire.items()}  # noqa: S307
+        if isinstance(spec.call, ApiCall)
+        else {}
+    )
+    schema = parameters_schema(function, skip=skip, wire=wire)
+    results = annotated_results(function)
+    if not results and isinstance(spec.call, ApiCall):
+        results = result_types.DECLARED_RESULTS.get(spec.call.method, ())
+    if not results:
+        raise RuntimeError(
+            f"tool {spec.name}: {function.__qualname__} names no result shape in its return annotation"
+        )
+    return {"input_schema": schema, "results": [shape.__name__ for shape in results]}
+
+
+def render() -> str:
+    """The file's text: every tool in registry order."""
+    data = {spec.name: derive(spec) for spec in TOOLS}
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    """Rewrite the file, or with ``--check`` report whether it is current."""
+    fresh = render()
+    current = DERIVED_FILE.read_text(encoding="utf-8") if DERIVED_FILE.exists() else ""
+    if "--check" in argv:
+        if fresh != current:
+            print(f"{DERIVED_FILE} is stale: run python scripts/gen_tool_arguments.py", file=sys.stderr)
+            return 1
+        return 0
+    DERIVED_FILE.write_text(fresh, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
