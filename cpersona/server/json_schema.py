@@ -36,9 +36,10 @@ _SEQUENCES = (list, tuple, Sequence, Collection, Iterable)
 # -- results ------------------------------------------------------------------------------------
 
 
-def result_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    """JSON Schema for one result annotation; TypedDicts go to ``defs`` once and are referenced."""
-    return _Walker(arguments=False, defs=defs).schema(tp)
+def result_schema(tp: Any, defs: dict[str, Any], shapes: dict[str, type] | None = None) -> dict[str, Any]:
+    """JSON Schema for one result annotation; TypedDicts go to ``defs`` once and are referenced
+    (and, when ``shapes`` is given, recorded there by name)."""
+    return _Walker(arguments=False, defs=defs, shapes=shapes).schema(tp)
 
 
 # -- arguments ----------------------------------------------------------------------------------
@@ -127,9 +128,12 @@ def _required_annotation(annotation: Any) -> bool:
 
 
 class _Walker:
-    def __init__(self, *, arguments: bool, defs: dict[str, Any]) -> None:
+    def __init__(
+        self, *, arguments: bool, defs: dict[str, Any], shapes: dict[str, type] | None = None
+    ) -> None:
         self.arguments = arguments
         self.defs = defs
+        self.shapes = {} if shapes is None else shapes
 
     def schema(self, tp: Any) -> dict[str, Any]:
         origin = get_origin(tp)
@@ -179,6 +183,7 @@ class _Walker:
         if self.arguments:
             return self._object(shape)
         name = shape.__name__
+        self.shapes[name] = shape
         if name not in self.defs:
             self.defs[name] = {}  # reserve the name first: a shape may refer to itself
             self.defs[name] = self._object(shape)
