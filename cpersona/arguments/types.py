@@ -97,15 +97,11 @@ Timestamp = Annotated[str | float, Field(description="ISO-8601 (naive = UTC) or 
 ListLimit = Annotated[int, Field(ge=0, le=LIST_LIMIT_MAX)]
 RecallLimit = Annotated[int, Field(ge=0, le=RECALL_LIMIT_MAX)]
 #: recall's exclude_contents on the wire: one text or a list (the API takes a list).
-ExcludeContents = Annotated[
-    Sequence[str] | str, Field(description="Texts you already have: rows that start alike are left out.")
-]
+ExcludeContents = Annotated[Sequence[str] | str, Field(description="Skip rows that start like these texts.")]
 
 Supersedes = Annotated[
     Sequence[MemoryRef],
-    Field(
-        max_length=MAX_LIST_ITEMS, description="Your memories this one replaces (kept, left out of recall)."
-    ),
+    Field(max_length=MAX_LIST_ITEMS, description="Memories this one replaces (kept, out of recall)."),
 ]
 
 #: store's ttl / expires_at (docs/secrets-and-forgetting.md#expiry).
@@ -114,7 +110,7 @@ Ttl = Annotated[
     Field(
         ge=TTL_MIN_SECONDS,
         le=TTL_MAX_SECONDS,
-        description="Seconds until it expires (leaves recall; deleted later).",
+        description="Seconds until it expires.",
     ),
 ]
 ExpiresAt = Annotated[str | float, Field(description="When it expires; instead of ttl.")]
@@ -124,13 +120,13 @@ class TimeCueFields(TypedDict, total=False):
     """recall's time cue (retrieval/time_cue.py; docs/retrieval.md "Time cues")."""
 
     phrase: Annotated[str, Field(description="e.g. 'last week', 'in May 2023'; or start/end.")]
-    start: Annotated[str | float, Field(description="Date, ISO-8601 or Unix s.")]
-    end: Annotated[str | float, Field(description="Included.")]
+    start: str | float  # a date, ISO-8601 or Unix seconds (docs/tools.md#recall)
+    end: str | float  # included
     certainty: Annotated[
         Literal["sure", "likely", "vague"],
         Field(default="likely", description="sure filters; likely, vague boost."),
     ]
-    now: Annotated[str | float, Field(description="For relative phrases.")]
+    now: str | float  # what relative phrases count from
 
 
 #: A time cue argument as tools describe it.
@@ -167,7 +163,7 @@ Associations = Annotated[
     Sequence[LinkArg],
     Field(
         max_length=MAX_ASSOCIATIONS_PER_CALL,
-        description="Typed links: {relation, to: 'mem:<id>'} or {relation, entity: 'name'}.",
+        description="Typed links, each to a memory or an entity.",
     ),
 ]
 
@@ -196,6 +192,6 @@ class StoreMessage(TypedDict):
 
     id: NotRequired[Annotated[str | int, Field(description="Your message id; a repeat is skipped.")]]
     content: Annotated[str, Field(description="The text; make it stand alone.")]
-    source: NotRequired[Annotated[SourceArg | str, Field(description="Who said it: {type, id, name}.")]]
+    source: NotRequired[Annotated[SourceArg | str, Field(description="Who said it.")]]
     timestamp: NotRequired[Timestamp]
     metadata: NotRequired[Annotated[dict[str, Any] | str, Field(description="A JSON object kept with it.")]]

@@ -278,7 +278,7 @@ class Portability:
         ] = "skip",
         mode: Annotated[
             Literal["copy", "move"],
-            arg.Field(description="'copy' keeps the source rows; 'move' removes them from the source."),
+            arg.Field(description="move also removes them from the source."),
         ] = "copy",
         dry_run: Annotated[bool, arg.Field(description="Only count; change nothing.")] = False,
         *,

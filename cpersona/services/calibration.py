@@ -149,13 +149,10 @@ class Calibrator:
                 ge=10,
                 le=cal.MAX_SAMPLE_SIZE,
                 default=cal.DEFAULT_SAMPLE_SIZE,  # what None means (the schema quotes it)
-                description="Random row pairs to sample (default 2000).",
+                description="Row pairs sampled.",
             ),
         ] = None,
-        method: Annotated[
-            Literal["separation", "percentile", "zscore"],
-            arg.Field(description="separation (default), percentile or zscore."),
-        ] = "separation",
+        method: Literal["separation", "percentile", "zscore"] = "separation",
         z_factor: Annotated[float | None, arg.Field(ge=-5, le=10, description="zscore's z.")] = None,
         percentile: Annotated[float | None, arg.Field(ge=0, le=100, description="percentile's cut.")] = None,
         *,

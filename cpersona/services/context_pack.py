@@ -108,7 +108,7 @@ class ContextPack:
             Sequence[arg.RowRef] | None,
             arg.Field(
                 max_length=MAX_REFS_PER_CALL,
-                description="Your rows to build around too ('mem:<id>', 'ep:<id>').",
+                description="Your rows to build around too.",
             ),
         ] = None,
         budget_chars: Annotated[
@@ -116,7 +116,7 @@ class ContextPack:
             arg.Field(
                 ge=RECONSTRUCT_BUDGET_MIN,
                 le=RECONSTRUCT_BUDGET_MAX,
-                description="Most characters of quoted text (the items' text fields together).",
+                description="Most characters quoted in all.",
             ),
         ] = RECONSTRUCT_BUDGET_DEFAULT,
         limit: Annotated[

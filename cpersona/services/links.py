@@ -255,7 +255,7 @@ class Links:
             int, arg.Field(ge=1, le=TRAVERSE_LIMIT_MAX, description="Most nodes returned.")
         ] = TRAVERSE_LIMIT_DEFAULT,
         direction: Annotated[
-            Literal["both", "out", "in"], arg.Field(description="both | out (as declared) | in (against it).")
+            Literal["both", "out", "in"], arg.Field(description="out: as declared; in: against it.")
         ] = "both",
         readable_agents: frozenset[str] | None = None,
     ) -> TraverseResult:

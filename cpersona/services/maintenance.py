@@ -65,7 +65,7 @@ class Maintenance(CoreService):
         fix: Annotated[bool, arg.Field(description="Repair what can be repaired.")] = False,
         checks: Annotated[
             Sequence[arg.HealthCheckName] | None,
-            arg.Field(description="Run only these checks (default: all)."),
+            arg.Field(description="Only these (default: all)."),
         ] = None,
         work: Work | None = None,
     ) -> CheckHealthResult:
@@ -93,7 +93,7 @@ class Maintenance(CoreService):
         fix: Annotated[bool, arg.Field(description="Accepted; deep checks change nothing.")] = False,
         checks: Annotated[
             Sequence[arg.DeepCheckName] | None,
-            arg.Field(description="Run only these deep checks (default: all)."),
+            arg.Field(description="Only these (default: all)."),
         ] = None,
     ) -> DeepCheckResult:
         """Semantic pass over one agent's memories (docs/health.md); every deep check reports only."""

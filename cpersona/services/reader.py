@@ -52,7 +52,7 @@ class Reader:
             arg.Field(
                 min_length=1,
                 max_length=MAX_REFS_PER_CALL,
-                description=f"Refs such as 'mem:12' or 'ep:3' (at most {MAX_REFS_PER_CALL}).",
+                description="e.g. 'mem:12', 'ep:3'.",
             ),
         ],
     ) -> GetContentsResult:

@@ -23,7 +23,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             summary="one call: the best rows, what superseded them, what they replaced and what they link "
             "to, quoted within a character budget; **the last item is the best match**",
             description=(
-                "The context of a question in one call: recall's best rows (and rows you name in refs), each with the memory that superseded it, those it replaced and its links, quoted verbatim within budget_chars. The best group comes LAST; what did not fit is listed in 'omitted'."
+                "The context of a question in one call: recall's best rows (and refs), each with what superseded it, what it replaced and its links, quoted within budget_chars. The best group comes LAST; 'omitted' lists what did not fit."
             ),
             hints=READS,
         ),

@@ -28,7 +28,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Store a memory",
             summary="store one memory; `result: stored \\| skipped \\| rejected`; dedup on msg_id and content, never upserts",
             description=(
-                "Save one fact, decision or message. Returns result 'stored' (id, ref), 'skipped' (a duplicate: same message.id or content; no upsert, use update_memory) or 'rejected' (reason). associations links it (see declare_associations); supersedes marks memories it replaces."
+                "Save one fact, decision or message. result: 'stored' (ref), 'skipped' (same message.id or content: to change a memory use update_memory) or 'rejected' (reason)."
             ),
             # Dedup on msg_id/content means repeating the same call adds nothing.
             hints=KEEPS,
@@ -49,7 +49,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             describe={"full_content": f"Return full texts instead of {preview}-character previews."},
             summary="hybrid search; results worst → best, **the last element is the best match**; long rows previewed with a `ref`",
             description=(
-                f"Search your memories and episodes (hybrid keyword + meaning). Results are ordered worst to best: the LAST element of 'results' is the best match. Text over {preview} characters comes as a prefix (content_truncated) with its ref: get_contents has the full text. An empty list is not an error: 'explanation' says which gate cut it."
+                f"Search your memories and episodes. Results run worst to best: the LAST is the best match. Texts over {preview} characters are cut (content_truncated); get_contents(ref) has the whole. Empty is no error: 'explanation' says why."
             ),
             # Read-only for hosts: the recall statistics it keeps (recall_count, last_recalled_at) are
             # bookkeeping, not the user's data (docs/decisions.md, "MCP layer").
@@ -85,7 +85,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Get a memory's history",
             summary="a memory's supersede chain, oldest to newest, with what replaced what and when",
             description=(
-                "The supersede chain a memory belongs to (see store's supersedes), oldest to newest, whole rows; 'current' is the memory in force."
+                "A memory's supersede chain (store's supersedes), oldest to newest; 'current' is the one in force."
             ),
             hints=READS,
         ),
@@ -96,7 +96,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Archive a session summary",
             summary="store a session summary; moves the episode boundary",
             description=(
-                "Store your summary of a finished session or task (an episode). Recall searches it, and older memories in its scope rank gradually lower. Pass the conversation as history to record its start and end."
+                "Store your summary of a finished session or task (an episode); recall searches it. history (its messages) sets its start and end."
             ),
             hints=ADDS,
         ),
@@ -107,7 +107,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Update a memory",
             summary="replace a memory's content (re-embedded); refused when locked or not owned",
             description=(
-                "Replace the content of one of your memories (re-embedded); refused when locked. supersedes marks memories this one replaces (content may then be left out)."
+                "Replace the content of one of your memories; refused when locked. With supersedes, content may be left out."
             ),
             hints=OVERWRITES,
         ),

@@ -24,7 +24,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             summary="declare typed links from one of your memories to other memories or named entities "
             "(no extraction)",
             description=(
-                "Link one of your memories to other memories or to named entities, typed as you declare (store takes the same for a new memory). All or nothing; nothing is inferred."
+                "Link one of your memories to other memories or to named entities, with relations you name. All or nothing."
             ),
             hints=KEEPS,
         ),

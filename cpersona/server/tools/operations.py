@@ -26,7 +26,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Pause persistence",
             summary="pause every write of this server process for a TTL (≤ 24 h); `store` answers `persisted: false`",
             description=(
-                "Stop this server process writing for ttl_seconds (off the record): store skips, other writes fail with persistence_paused, recall records nothing. Affects every client of this process."
+                "Stop this server process saving anything for ttl_seconds (off the record), for every client."
             ),
             hints=ADDS,
         ),
@@ -55,7 +55,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Operating context",
             summary="the operator's TOML context file (also in the `initialize` instructions); read-only",
             description=(
-                "Read the operator's context file (house rules, conventions, who you work for), whole or one section. Read-only; null when there is none."
+                "Read the operator's context file (house rules, conventions, who you work for); null when there is none."
             ),
             hints=READS,
         ),
@@ -66,7 +66,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Check for updates",
             summary="newer release or withdrawn version on PyPI (cached 24 h); installs only with `apply: true`",
             description=(
-                "Whether a newer cpersona-embedded is released on PyPI (asked at most daily). apply=true installs it into the server's Python: ask the user first."
+                "Whether a newer cpersona-embedded is on PyPI. apply=true installs it into the server's Python: ask the user first."
             ),
             # Not read-only: apply=true installs software; destructive: an upgrade replaces the installed
             # package in place; idempotent: a second apply finds nothing newer; open world: it reaches
@@ -80,7 +80,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Check and repair the store",
             summary="named health checks, verdict healthy/degraded/unhealthy, `fix=true` bounded repairs ([docs/health.md](docs/health.md))",
             description=(
-                "Run health checks over the database: status and findings. fix=true repairs what the checks can, never locked rows (docs/health.md lists each check)."
+                "Run health checks over the database: status and findings. fix=true repairs what it can, never locked rows."
             ),
             hints=OVERWRITES,  # fix=true deletes duplicate copies and cuts oversized rows
         ),

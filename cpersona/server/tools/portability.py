@@ -23,8 +23,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Export memories to a JSONL file",
             summary="one agent's memories, episodes, profiles to a JSONL file in the export dir (optionally with vectors)",
             description=(
-                "Write one agent's memories, episodes and profiles to a JSONL file in the export directory (output_path is relative to it). "
-                "Credentials are written redacted unless include_secrets."
+                "Write one agent's memories, episodes and profiles to a JSONL file in the export directory. Credentials are redacted unless include_secrets."
             ),
             hints=ADDS,
         ),
@@ -36,9 +35,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             summary="read an export file (or the original CPersona's export or .db file); idempotent, `dry_run`, "
             "`target_agent_id`, bad lines reported by number",
             description=(
-                "Read an export_memories file, or the original CPersona's export or .db file (path relative to the "
-                "export directory), into this database. Duplicates are skipped, so a second import changes "
-                "nothing; dry_run only counts."
+                "Load an export_memories file (or the original CPersona's export or .db) from the export directory. Duplicates are skipped; dry_run only counts."
             ),
             hints=KEEPS,
         ),
@@ -49,7 +46,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Merge one agent's memories into another",
             summary="copy or move one agent's rows into another in one transaction, duplicates skipped",
             description=(
-                "Copy or move every memory, episode and profile of source_agent_id to target_agent_id in one transaction, skipping duplicates; dry_run only counts."
+                "Copy or move all rows of source_agent_id to target_agent_id in one transaction, skipping duplicates; dry_run only counts."
             ),
             hints=OVERWRITES,
         ),

@@ -18,7 +18,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Calibrate the recall gate",
             summary="measure the agent's corpus (label-free) and set the recall gate's thresholds",
             description=(
-                "Measure this agent's memories and set the thresholds of recall's quality gate, so a question about something never stored comes back empty. Needs a model and 10 or more embedded memories; run again after large imports."
+                "Set the thresholds of recall's quality gate from this agent's memories, so questions about what was never stored come back empty. Needs 10+ embedded memories."
             ),
             hints=KEEPS,
         ),
