@@ -12,6 +12,7 @@ out of date (tests/server/test_declarations.py runs the same comparison).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import sys
@@ -21,12 +22,13 @@ from typing import Any
 
 from cpersona import result_types
 from cpersona.arguments import types as argument_types
-from cpersona.memory import Memory
-from cpersona.public import annotated_results
-from cpersona.server.calls import _SUPPLIED, ApiCall, LocalCall
+from cpersona.memory import SERVICES, Memory
+from cpersona.public import annotated_results, public_methods, public_tool
+from cpersona.server.calls import _SUPPLIED, ApiCall, LocalCall, api
 from cpersona.server.json_schema import parameters_schema
-from cpersona.server.tools import TOOLS, ToolSpec
-from cpersona.server.tools.common import DERIVED_FILE
+from cpersona.server.rules import READ, Rule
+from cpersona.server.tools import GROUPS, TOOLS, ToolSpec
+from cpersona.server.tools.common import DERIVED_FILE, READS
 
 #: Where the names of a wire argument's annotation (a string in its declaration) are found.
 NAMES: dict[str, Any] = {
@@ -68,9 +70,30 @@ def derive(spec: ToolSpec) -> dict[str, Any]:
     return {"input_schema": schema, "results": [shape.__name__ for shape in results]}
 
 
+def method_tools() -> dict[str, dict[str, Any]]:
+    """The tools declared on their service method (``@public(tool=...)``), in ``Memory.SERVICES`` order."""
+    found: dict[str, dict[str, Any]] = {}
+    for service in SERVICES.values():
+        for name, attribute in public_methods(service):
+            tool = public_tool(getattr(service, attribute))
+            if tool is None:
+                continue
+            if tool.group not in GROUPS:
+                raise RuntimeError(f"tool {name}: group {tool.group!r} is none of {', '.join(GROUPS)}")
+            probe = ToolSpec(
+                name=name, description="", hints=READS, access=Rule(READ), call=api(name), summary="-"
+            )
+            found[name] = {**derive(probe), "declared": {**dataclasses.asdict(tool), "method": name}}
+    return found
+
+
 def render() -> str:
-    """The file's text: every tool in registry order."""
-    data = {spec.name: derive(spec) for spec in TOOLS}
+    """The file's text: the group modules' tools in registry order, then those declared on methods."""
+    data = {spec.name: derive(spec) for spec in TOOLS if not spec.on_method}
+    for name, entry in method_tools().items():
+        if name in data:
+            raise RuntimeError(f"tool {name} is declared twice: in a group module and on its method")
+        data[name] = entry
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -146,3 +146,15 @@ def test_the_registry_is_built_without_importing_memory() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
+
+
+def test_every_name_a_method_declaration_may_use_means_something_to_the_server() -> None:
+    # @public(tool=Tool(access=..., hints=..., preview=...)) names them (the services sit below the server).
+    from typing import get_args
+
+    from cpersona.public import Access, HintKind, Preview
+    from cpersona.server.tools.declared import ACCESS, HINTS, PREVIEWS
+
+    assert set(ACCESS) == set(get_args(Access))
+    assert set(HINTS) == set(get_args(HintKind))
+    assert set(PREVIEWS) == set(get_args(Preview))

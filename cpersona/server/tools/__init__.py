@@ -23,9 +23,11 @@ from cpersona.server.tools import (
     quality,
 )
 from cpersona.server.tools.common import ToolSpec
+from cpersona.server.tools.declared import declared_tools
 
 __all__ = [
     "EVERYDAY_TOOLS",
+    "GROUPS",
     "TOOLS",
     "TOOLS_BY_NAME",
     "ToolSpec",
@@ -51,16 +53,23 @@ EVERYDAY_TOOLS = (
 )
 
 
+#: The tool groups, in the order hosts list them: each group module's tools, then those declared on
+#: their service method with that ``group`` (cpersona/public.py ``Tool``).
+GROUPS = {
+    "everyday": everyday.tools,
+    "forgetting": forgetting.tools,
+    "links": links.tools,
+    "context_pack": context_pack.tools,
+    "quality": quality.tools,
+    "operations": operations.tools,
+    "portability": portability.tools,
+}
+
+
 def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
     """The registry for one server: descriptions quote the configured preview size and profile cap."""
-    return (
-        *everyday.tools(settings),
-        *forgetting.tools(settings),
-        *links.tools(settings),
-        *context_pack.tools(settings),
-        *quality.tools(settings),
-        *operations.tools(settings),
-        *portability.tools(settings),
+    return tuple(
+        spec for group, tools in GROUPS.items() for spec in (*tools(settings), *declared_tools(group))
     )
 
 

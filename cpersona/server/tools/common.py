@@ -72,6 +72,7 @@ class ToolSpec:
     title: str = ""
     summary: str = ""  # the README's one line (scripts/gen_readme_tools.py); Markdown
     describe: Mapping[str, str] = field(default_factory=dict)
+    on_method: bool = False  # declared on its service method (@public(tool=...)), not in a group module
 
     def __post_init__(self) -> None:
         if not self.summary:
