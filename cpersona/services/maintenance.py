@@ -17,7 +17,7 @@ from cpersona.errors import InvalidInput
 from cpersona.health import persistence
 from cpersona.health.checks import HealthContext, check_names, run_checks
 from cpersona.health.deep_checks import deep_check_names, run_deep_checks
-from cpersona.public import public
+from cpersona.public import Tool, public
 from cpersona.result_types.operations import CheckHealthResult, DeepCheckResult
 from cpersona.services.core import Core, CoreService
 from cpersona.validation import boolean, optional_str, required_str
@@ -85,7 +85,18 @@ class Maintenance(CoreService):
             result["note"] = note
         return result
 
-    @public
+    @public(
+        tool=Tool(
+            title="Semantic review of an agent's memories",
+            summary="semantic review of one agent: anonymous sources, short content, stale profile, "
+            "orphaned episodes, near-duplicates (report only)",
+            description="A slower, semantic pass over one agent's memories (near duplicates, short or "
+            "anonymous rows, a stale profile). Reports only.",
+            access="read",
+            admin_when="fix",
+            hints="reads",
+        )
+    )
     def deep_check(
         self,
         agent_id: str,

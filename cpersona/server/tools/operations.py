@@ -84,15 +84,4 @@ def tools(settings: Settings) -> list[ToolSpec]:
             ),
             hints=OVERWRITES,  # fix=true deletes duplicate copies and cuts oversized rows
         ),
-        ToolSpec(
-            name="deep_check",
-            access=Rule(READ, admin_when="fix"),
-            call=api("deep_check"),
-            title="Semantic review of an agent's memories",
-            summary="semantic review of one agent: anonymous sources, short content, stale profile, orphaned episodes, near-duplicates (report only)",
-            description=(
-                "A slower, semantic pass over one agent's memories (near duplicates, short or anonymous rows, a stale profile). Reports only."
-            ),
-            hints=READS,
-        ),
     ]
