@@ -1,13 +1,13 @@
-"""Declarative tool registry: one entry per MCP tool (name, description, JSON Schema, annotations).
+"""Declarative tool registry: one entry per MCP tool (name, description, access, hints, what it calls).
 
-Descriptions are written for the calling agent: they say what the tool does,
-what it returns and how to use the result. Schemas are what the dispatcher
-validates arguments against, so they must stay accurate. Annotations must be
-truthful (docs/tools.md#annotations): e.g. ``recall`` is *not* read-only because it records that
-rows were returned, which demotes them for a few minutes.
+Descriptions are written for the calling agent: what it needs to choose and call the tool (the
+rest is in docs/tools.md). Input schemas and result shapes are the called function's signature
+and return annotation (scripts/gen_tool_arguments.py). Annotations must be truthful
+(docs/tools.md#annotations): e.g. ``recall`` is *not* read-only because it records that rows were
+returned, which demotes them for a few minutes.
 
-The tools are grouped by job, one module each; ``build_tools`` joins the groups
-in the order hosts list them.
+The tools are grouped by job, one module each, plus the tools declared on their service method
+(``@public(tool=...)``); ``build_tools`` joins the groups in the order hosts list them.
 """
 
 from __future__ import annotations
