@@ -96,15 +96,14 @@ def public_methods(service: type) -> list[tuple[str, str]]:
     return found
 
 
-def annotated_results(function: Callable[..., Any], names: dict[str, Any] | None = None) -> tuple[type, ...]:
+def annotated_results(function: Callable[..., Any]) -> tuple[type, ...]:
     """The TypedDicts ``function``'s return annotation names (empty when it names none).
 
-    Only the return annotation is read: parameter annotations may name types imported for type
-    checkers only (cpersona/arguments.py); ``names`` resolves further names.
+    Only the return annotation is read: the parameters' (cpersona/arguments) would load pydantic.
     """
     only_return = _Annotations({"return": getattr(function, "__annotations__", {}).get("return")})
     try:
-        returned = get_type_hints(only_return, getattr(function, "__globals__", None), names).get("return")
+        returned = get_type_hints(only_return, getattr(function, "__globals__", None)).get("return")
     except (NameError, TypeError):  # an annotation that only type checkers can resolve
         return ()
     members = typing.get_args(returned) if typing.get_origin(returned) in (typing.Union, _UnionType) else ()

@@ -61,7 +61,7 @@ class ApiCall:
 
     ``wire``: arguments the method does not take, ``name -> (annotation, parameters it replaces)``,
     the annotation written as in a signature under ``from __future__ import annotations`` (a string,
-    resolved by scripts/gen_tool_arguments.py against cpersona/arguments.py, so tools/list imports
+    resolved by scripts/gen_tool_arguments.py against cpersona/arguments/types.py, so tools/list imports
     no service): the argument schema lists it where the first replaced parameter stood;
     one that replaces exactly one parameter is passed as that parameter, others are read by the MCP
     layer or turned into the method's keyword arguments by ``expand``. ``convert``: per-argument
@@ -105,10 +105,6 @@ class ApiCall:
         """The method's default for ``argument`` (``inspect.Parameter.empty`` when it has none)."""
         parameter = self.parameters.get(argument)
         return inspect.Parameter.empty if parameter is None else parameter.default
-
-    def takes(self, argument: str) -> bool:
-        """Whether the tool argument ``argument`` reaches the method (MCP-only ones do not)."""
-        return argument in self.tool_only or argument in self.parameters
 
     def __call__(self, call: Call) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}

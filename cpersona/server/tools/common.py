@@ -2,7 +2,7 @@
 
 Descriptions are written for the calling agent: they say what an agent needs to choose and call
 the tool (the rest is in docs/tools.md). Input schemas are generated from the functions' signatures
-(cpersona/arguments.py, scripts/gen_tool_arguments.py); the dispatcher validates against them. Annotations must be
+(cpersona/arguments, scripts/gen_tool_arguments.py); the dispatcher validates against them. Annotations must be
 truthful (docs/tools.md#annotations): e.g. ``recall`` is *not* read-only because it records that
 rows were returned, which demotes them for a few minutes.
 """
