@@ -92,7 +92,7 @@ OwnerAgentId = Annotated[str | None, Field(description="Always pass it.")]
 ProjectRead = Annotated[str | None, Field(description="Omitted: all; '': global only; 'X': X + global.")]
 ProjectWrite = Annotated[str | None, Field(description="Default '': the global pool.")]
 ChannelRead = Annotated[str | None, Field(description="Omitted or '': all; 'X': X + channel-less rows.")]
-UserId = Annotated[str, Field(description="When one agent serves several users.")]
+UserId = Annotated[str, Field(description="Per end user.")]
 Timestamp = Annotated[str | float, Field(description="ISO-8601 (naive = UTC) or Unix seconds.")]
 ListLimit = Annotated[int, Field(ge=0, le=LIST_LIMIT_MAX)]
 RecallLimit = Annotated[int, Field(ge=0, le=RECALL_LIMIT_MAX)]
@@ -120,13 +120,13 @@ class TimeCueFields(TypedDict, total=False):
     """recall's time cue (retrieval/time_cue.py; docs/retrieval.md "Time cues")."""
 
     phrase: Annotated[str, Field(description="e.g. 'last week', 'in May 2023'; or start/end.")]
-    start: str | float  # a date, ISO-8601 or Unix seconds (docs/tools.md#recall)
-    end: str | float  # included
+    start: Annotated[str | float, Field(description="Date or time.")]
+    end: Annotated[str | float, Field(description="Included.")]
     certainty: Annotated[
         Literal["sure", "likely", "vague"],
         Field(default="likely", description="sure filters; likely, vague boost."),
     ]
-    now: str | float  # what relative phrases count from
+    now: Annotated[str | float, Field(description="For relative phrases.")]
 
 
 #: A time cue argument as tools describe it.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cpersona.config import Settings
-from cpersona.limits import GET_CONTENTS_BUDGET_CHARS, MAX_REFS_PER_CALL
+from cpersona.limits import GET_CONTENTS_BUDGET_CHARS
 from cpersona.server import calls
 from cpersona.server.calls import api
 from cpersona.server.rules import ADMIN, EDIT_ROW, LIST_ROWS, PROCESS_STATE, READ, WRITE, Rule
@@ -74,7 +74,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Get full contents",
             summary="full text for `mem:<id>` / `ep:<id>` refs (≤ 20, 40,000-char budget, overflow in `deferred`)",
             description=(
-                f"The full text of rows by ref ('mem:<id>', 'ep:<id>'), up to {MAX_REFS_PER_CALL} per call. Unknown refs come back in 'missing'; refs past {thousands(GET_CONTENTS_BUDGET_CHARS)} characters in 'deferred' (call again with them)."
+                f"The full text of rows by ref ('mem:<id>', 'ep:<id>'). Unknown refs come back in 'missing'; those past {thousands(GET_CONTENTS_BUDGET_CHARS)} characters in 'deferred' (call again with them)."
             ),
             hints=READS,
         ),
@@ -140,7 +140,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="List memories",
             summary="browse memories, newest first, with response budgets",
             description=(
-                "List memories, newest first, with total. Leaving out agent_id lists every agent's (operator use)."
+                "List memories, newest first, with total; without agent_id, every agent's (operator use)."
             ),
             hints=READS,
         ),
@@ -151,7 +151,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="List episodes",
             summary="browse episodes (session summaries), newest first, with response budgets",
             description=(
-                "List episodes (session summaries), newest first, with total. Leaving out agent_id lists every agent's."
+                "List episodes (session summaries), newest first, with total; without agent_id, every agent's."
             ),
             hints=READS,
         ),
@@ -211,7 +211,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Delete all data of an agent",
             summary="delete everything one agent stored",
             description=(
-                "Permanently delete EVERYTHING of one agent: memories (locked ones too), episodes, profiles, queued tasks, calibration. Returns the counts. Cannot be undone."
+                "Permanently delete EVERYTHING of one agent (locked memories, episodes, profiles too); returns the counts. Cannot be undone."
             ),
             hints=OVERWRITES,
         ),

@@ -23,8 +23,8 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Retire a memory",
             summary="take a memory out of recall without a successor; kept for get_history",
             description=(
-                "Hide a memory from recall with no successor (no longer true); kept for get_history and "
-                "recall(include_retired). Use supersedes when a newer memory replaces it."
+                "Take a memory that is no longer true out of recall (kept for get_history). When a newer "
+                "memory replaces it, use supersedes instead."
             ),
             hints=KEEPS,
         ),

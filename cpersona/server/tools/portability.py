@@ -57,7 +57,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Repair rows stored under a bridge channel",
             summary="one-time repair moving rows off a bridge channel onto the channel in their session id",
             description=(
-                "One-time repair: move memories stored under a bridge channel to the channel named in their session id. dry_run (the default) only counts."
+                "One-time repair: move memories stored under a bridge channel to the channel in their session id; dry_run (default) only counts."
             ),
             hints=KEEPS,
         ),

@@ -29,7 +29,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Set recall precision",
             summary="how hard the gate filters: strict / balanced / lenient or a raw β",
             description=(
-                "How hard recall's quality gate filters for this agent: strict, balanced or lenient, or a raw beta; an empty precision clears it."
+                "How hard recall's quality gate filters for this agent (a level or a raw beta); '' clears it."
             ),
             hints=KEEPS,
         ),
@@ -40,7 +40,7 @@ def tools(settings: Settings) -> list[ToolSpec]:
             title="Get recall precision",
             summary="the gate's precision setting in force for an agent",
             description=(
-                "This agent's recall precision (level, beta, whether set for this agent) and its calibration state."
+                "This agent's recall precision (level, beta, own or global) and its calibration state."
             ),
             hints=READS,
         ),
