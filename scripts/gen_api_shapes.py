@@ -1,5 +1,8 @@
 """Regenerate the tables of docs/api-shapes.md from the TypedDicts in cpersona/result_types/.
 
+The tables are read from the JSON Schema of each shape, written by the walker the MCP layer's
+``outputSchema`` uses (cpersona/server/json_schema.py), so the docs and the wire cannot disagree.
+
 Usage: ``python scripts/gen_api_shapes.py`` rewrites the part of the file between
 the GENERATED markers; ``--check`` exits 1 when the file is out of date (the test
 suite runs the same comparison).
@@ -9,13 +12,13 @@ from __future__ import annotations
 
 import json
 import sys
-import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
+from typing import Any
 
 from cpersona import result_types
 from cpersona.memory import method_results as results_by_method
+from cpersona.server.json_schema import result_schema
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api-shapes.md"
 BEGIN = (
@@ -26,92 +29,97 @@ END = "<!-- END GENERATED -->"
 OR = " \\| "
 
 
-def _is_typeddict(tp: Any) -> bool:
-    return isinstance(tp, type) and typing.is_typeddict(tp)
+#: Every shape's JSON Schema, from the one walker the wire uses (cpersona/server/json_schema.py).
+DEFS: dict[str, Any] = {}
+SHAPES: dict[str, type] = {}
+_PYTHON_NAMES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+
+
+def _definition(shape: type) -> dict[str, Any]:
+    result_schema(shape, DEFS, SHAPES)
+    found: dict[str, Any] = DEFS[shape.__name__]
+    return found
 
 
 def _anchor(name: str) -> str:
     return name.lower()
 
 
-def format_type(tp: Any) -> str:
-    """A readable type: TypedDicts become links to their own table, literals are JSON."""
-    origin = get_origin(tp)
-    if origin in (NotRequired, Required):
-        return format_type(get_args(tp)[0])
-    if origin is typing.Annotated:
-        return format_type(get_args(tp)[0])
-    if tp is type(None) or tp is None:
-        return "None"
-    if tp is Any:
+def format_type(schema: dict[str, Any]) -> str:
+    """A readable type: shapes become links to their own table, literals are JSON."""
+    if "$ref" in schema:
+        name = schema["$ref"].removeprefix("#/$defs/")
+        return f"[`{name}`](#{_anchor(name)})"
+    if "const" in schema:
+        return f"`{json.dumps(schema['const'])}`"
+    if "enum" in schema:
+        return OR.join(f"`{json.dumps(v)}`" for v in schema["enum"])
+    if "anyOf" in schema:
+        return OR.join(format_type(branch) for branch in schema["anyOf"])
+    kind = schema.get("type")
+    if kind == "array":
+        return f"list[{format_type(schema['items'])}]" if "items" in schema else "list"
+    if kind == "object":
+        values = schema.get("additionalProperties")
+        return f"dict[str, {format_type(values) if values else 'Any'}]"
+    if kind is None:
         return "Any"
-    if _is_typeddict(tp):
-        return f"[`{tp.__name__}`](#{_anchor(tp.__name__)})"
-    if origin is Literal:
-        return OR.join(f"`{json.dumps(v)}`" for v in get_args(tp))
-    if origin in (types.UnionType, typing.Union):
-        return OR.join(format_type(a) for a in get_args(tp))
-    if origin in (list, dict):
-        return f"{origin.__name__}[{', '.join(format_type(a) for a in get_args(tp))}]"
-    if isinstance(tp, type):
-        return tp.__name__
-    return str(tp)
-
-
-def _meaning(tp: Any) -> str:
-    if get_origin(tp) in (NotRequired, Required):
-        tp = get_args(tp)[0]
-    if get_origin(tp) is typing.Annotated:
-        return " ".join(str(m) for m in tp.__metadata__)
-    return ""
+    return _PYTHON_NAMES[kind]
 
 
 def _base(shape: type) -> type | None:
     """The largest other shape whose keys ``shape`` repeats unchanged (a TypedDict it extends)."""
-    hints = get_type_hints(shape, include_extras=True)
+    mine = _definition(shape)["properties"]
     best: type | None = None
+    best_size = 0
     for other in vars(result_types).values():
-        if not _is_typeddict(other) or other is shape:
+        if not (isinstance(other, type) and typing.is_typeddict(other)) or other is shape:
             continue
-        theirs = get_type_hints(other, include_extras=True)
-        extends = len(theirs) < len(hints) and all(hints.get(k) == v for k, v in theirs.items())
-        if extends and (best is None or len(theirs) > len(get_type_hints(best, include_extras=True))):
-            best = other
+        theirs = _definition(other)["properties"]
+        extends = len(theirs) < len(mine) and all(mine.get(k) == v for k, v in theirs.items())
+        if extends and len(theirs) > best_size:
+            best, best_size = other, len(theirs)
     return best
 
 
 def table(shape: type) -> list[str]:
-    """The markdown section of one TypedDict: heading, docstring, one table row per own key."""
-    hints = get_type_hints(shape, include_extras=True)
-    optional = shape.__optional_keys__  # type: ignore[attr-defined]
-    lines = [f"### `{shape.__name__}`", "", (shape.__doc__ or "").strip(), ""]
+    """The markdown section of one shape: heading, docstring, one table row per own key."""
+    definition = _definition(shape)
+    properties: dict[str, Any] = definition["properties"]
+    required = set(definition.get("required", ()))
+    lines = [f"### `{shape.__name__}`", "", definition["description"], ""]
     base = _base(shape)
     if base is not None:
-        lines += [f"Every key of {format_type(base)}, plus:", ""]
-        inherited = get_type_hints(base, include_extras=True)
-        hints = {k: v for k, v in hints.items() if k not in inherited}
+        lines += [f"Every key of [`{base.__name__}`](#{_anchor(base.__name__)}), plus:", ""]
+        inherited = _definition(base)["properties"]
+        properties = {k: v for k, v in properties.items() if k not in inherited}
     lines += ["| key | type | meaning |", "|---|---|---|"]
-    for key, tp in hints.items():
-        shown = f"`{key}`" + (" (optional)" if key in optional else "")
-        lines.append(f"| {shown} | {format_type(tp)} | {_meaning(tp)} |")
+    for key, prop in properties.items():
+        shown = f"`{key}`" + ("" if key in required else " (optional)")
+        lines.append(f"| {shown} | {format_type(prop)} | {prop.get('description', '')} |")
     lines.append("")
     return lines
 
 
 def _nested(shape: type, seen: list[type]) -> None:
-    """Depth-first: ``shape`` then every TypedDict its keys refer to, each once."""
+    """Depth-first: ``shape`` then every shape its keys refer to, each once."""
     if shape in seen:
         return
     seen.append(shape)
-    for tp in get_type_hints(shape, include_extras=True).values():
-        for inner in _walk(tp):
-            _nested(inner, seen)
+    for prop in _definition(shape)["properties"].values():
+        for name in _refs(prop):
+            _nested(SHAPES[name], seen)
 
 
-def _walk(tp: Any) -> list[type]:
-    if _is_typeddict(tp):
-        return [tp]
-    return [inner for arg in get_args(tp) if not isinstance(arg, str) for inner in _walk(arg)]
+def _refs(schema: Any) -> list[str]:
+    """The shapes ``schema`` refers to, in order."""
+    if isinstance(schema, list):
+        return [name for item in schema for name in _refs(item)]
+    if not isinstance(schema, dict):
+        return []
+    if "$ref" in schema:
+        return [schema["$ref"].removeprefix("#/$defs/")]
+    return [name for value in schema.values() for name in _refs(value)]
 
 
 def tool_only_results() -> dict[str, tuple[type, ...]]:
@@ -127,13 +135,16 @@ def generated_section() -> str:
     lines = [BEGIN, "", "## Results by method", "", "| `Memory` method | returns |", "|---|---|"]
     method_results = results_by_method()
     for method, results in method_results.items():
-        shown = OR.join(format_type(r) for r in results)
+        shown = OR.join(format_type(result_schema(r, DEFS, SHAPES)) for r in results)
         lines.append(f"| `{method}` | {shown} |")
     lines += ["", "## Results of the tools that are not methods", ""]
     lines += ["| MCP tool | returns |", "|---|---|"]
     for tool, results in tool_only_results().items():
-        lines.append(f"| `{tool}` | {OR.join(format_type(r) for r in results)} |")
-    lines += ["", f"Every tool may instead answer {format_type(result_types.ToolError)}.", ""]
+        lines.append(
+            f"| `{tool}` | {OR.join(format_type(result_schema(r, DEFS, SHAPES)) for r in results)} |"
+        )
+    failure = format_type(result_schema(result_types.ToolError, DEFS, SHAPES))
+    lines += ["", f"Every tool may instead answer {failure}.", ""]
     lines += ["## Rows", ""]
     rows: list[type] = []
     for shape in result_types.ROW_SHAPES:

@@ -88,6 +88,8 @@ MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024
 MAX_ASSOCIATIONS_PER_CALL = 50
 #: A relation name: lower-case letters, digits and '_', starting with a letter, at most this long.
 MAX_RELATION_CHARS = 64
+#: A relation name (services/links.py checks it; the tool schemas carry it).
+RELATION_PATTERN = f"^[a-z][a-z0-9_]{{0,{MAX_RELATION_CHARS - 1}}}$"
 #: An entity name (after whitespace is collapsed).
 MAX_ENTITY_CHARS = 200
 #: traverse: hops from the start (default and ceiling) ...

@@ -14,8 +14,9 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Annotated, BinaryIO, Literal, TextIO
 
+from cpersona import arguments as arg
 from cpersona.config import Settings
 from cpersona.core.public import public
 from cpersona.core.text import format_ts, utc_now
@@ -90,16 +91,16 @@ class Portability:
     @public
     def export_memories(
         self,
-        agent_id: str | None,
-        output_path: str,
-        include_embeddings: bool = False,
+        agent_id: Annotated[str | None, arg.Field(description="The agent whose rows are exported.")],
+        output_path: Annotated[str, arg.Field(description="Path inside the export directory.")],
+        include_embeddings: Annotated[bool, arg.Field(description="Also write each row's vector.")] = False,
         *,
-        overwrite: bool = False,
-        include_secrets: bool = False,
-        confined: bool = True,
+        overwrite: Annotated[bool, arg.Field(description="Replace an existing file.")] = False,
+        include_secrets: Annotated[bool, arg.Field(description="Write credentials unredacted.")] = False,
+        confined: Annotated[bool, arg.API_ONLY] = True,
         work: Work | None = None,
         scope: FileScope | None = None,
-        export_format: str = EXPORT_FORMATS[0],
+        export_format: Annotated[str, arg.API_ONLY] = EXPORT_FORMATS[0],
     ) -> ExportResult:
         """Write ``agent_id``'s rows (every agent's when None) to a JSONL file; see docs/tools.md.
 
@@ -154,11 +155,13 @@ class Portability:
     @public
     def import_memories(
         self,
-        input_path: str,
-        target_agent_id: str | None = None,
-        dry_run: bool = False,
+        input_path: Annotated[str, arg.Field(description="Path inside the export directory.")],
+        target_agent_id: Annotated[
+            str | None, arg.Field(description="File every row under this agent.")
+        ] = None,
+        dry_run: Annotated[bool, arg.Field(description="Only count; write nothing.")] = False,
         *,
-        confined: bool = True,
+        confined: Annotated[bool, arg.API_ONLY] = True,
         work: Work | None = None,
         scope: FileScope | None = None,
     ) -> ImportResult:
@@ -269,11 +272,16 @@ class Portability:
     @public
     def merge_memories(
         self,
-        source_agent_id: str,
-        target_agent_id: str,
-        strategy: str = "skip",
-        mode: str = "copy",
-        dry_run: bool = False,
+        source_agent_id: Annotated[str, arg.Field(description="The agent whose rows go.")],
+        target_agent_id: Annotated[str, arg.Field(description="The agent that receives them.")],
+        strategy: Annotated[
+            Literal["skip"], arg.Field(description="Conflict rule: 'skip' keeps the target's row.")
+        ] = "skip",
+        mode: Annotated[
+            Literal["copy", "move"],
+            arg.Field(description="move also removes them from the source."),
+        ] = "copy",
+        dry_run: Annotated[bool, arg.Field(description="Only count; change nothing.")] = False,
         *,
         work: Work | None = None,
     ) -> MergeResult:
@@ -317,10 +325,15 @@ class Portability:
     @public
     def migrate_channel_axis(
         self,
-        agent_id: str | None = None,
-        dry_run: bool = True,
-        globalize_unrecoverable: bool = False,
-        bridge_channels: Sequence[str] | None = None,
+        agent_id: Annotated[str | None, arg.Field(description="Omit for every agent.")] = None,
+        dry_run: Annotated[bool, arg.Field(description="Only count (default).")] = True,
+        globalize_unrecoverable: Annotated[
+            bool, arg.Field(description="Move unrecoverable rows to channel ''.")
+        ] = False,
+        bridge_channels: Annotated[
+            Sequence[Annotated[str, arg.Field(min_length=1)]] | None,
+            arg.Field(min_length=1, max_length=50, description="Bridge channel names."),
+        ] = None,
     ) -> MigrateChannelAxisResult:
         """Move rows off bridge channels onto the channel in their session id; see channel_axis.py."""
         if isinstance(bridge_channels, str):

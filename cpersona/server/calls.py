@@ -15,10 +15,19 @@ import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
 
 from cpersona.config import Settings
 from cpersona.core.work import Work
+from cpersona.result_types import (
+    CheckUpdateResult,
+    OperatingContextResult,
+    PauseResult,
+    PersistenceState,
+    ResumeResult,
+)
 from cpersona.runtime import operating_context
 from cpersona.server import previews
 from cpersona.server.update_check import UpdateChecker
@@ -52,9 +61,13 @@ _SUPPLIED = ("allowed_agents", "readable_agents", "visible_agents", "work", "sco
 class ApiCall:
     """A handler that calls ``Memory.<method>`` with the tool's arguments as keyword arguments.
 
-    ``tool_only``: arguments the method does not take (the MCP layer reads them, or ``expand``
-    turns them into the method's keyword arguments); ``convert``: per-argument wire-to-API
-    conversions; ``shape``: the API result into the MCP response.
+    ``wire``: arguments the method does not take, ``name -> (annotation, parameters it replaces)``,
+    the annotation written as in a signature under ``from __future__ import annotations`` (a string,
+    resolved by scripts/gen_tool_arguments.py against cpersona/arguments/types.py, so tools/list imports
+    no service): the argument schema lists it where the first replaced parameter stood;
+    one that replaces exactly one parameter is passed as that parameter, others are read by the MCP
+    layer or turned into the method's keyword arguments by ``expand``. ``convert``: per-argument
+    wire-to-API conversions; ``shape``: the API result into the MCP response.
     """
 
     def __init__(
@@ -62,15 +75,18 @@ class ApiCall:
         method: str,
         *,
         shape: Shape | None = None,
-        tool_only: tuple[str, ...] = (),
+        wire: Mapping[str, tuple[str, tuple[str, ...]]] | None = None,
         convert: Mapping[str, Callable[[Any], Any]] | None = None,
         expand: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.method = method
         self.shape = shape
-        self.tool_only = tool_only
+        self.wire = dict(wire or {})
+        self.tool_only = tuple(self.wire)
         self.convert = dict(convert or {})
         self.expand = expand
+        #: wire names that are one parameter renamed (traverse's ``from`` is ``start``)
+        self.renamed = {name: params[0] for name, (_, params) in self.wire.items() if len(params) == 1}
 
     @functools.cached_property
     def parameters(self) -> Mapping[str, inspect.Parameter]:
@@ -97,16 +113,11 @@ class ApiCall:
         parameter = self.parameters.get(argument)
         return inspect.Parameter.empty if parameter is None else parameter.default
 
-    def takes(self, argument: str) -> bool:
-        """Whether the tool argument ``argument`` reaches the method (MCP-only ones do not)."""
-        return argument in self.tool_only or argument in self.parameters
-
     def __call__(self, call: Call) -> dict[str, Any]:
-        kwargs = {
-            name: self.convert.get(name, _same)(value)
-            for name, value in call.arguments.items()
-            if name not in self.tool_only
-        }
+        kwargs: dict[str, Any] = {}
+        for name, value in call.arguments.items():
+            if name in self.renamed or name not in self.tool_only:
+                kwargs[self.renamed.get(name, name)] = self.convert.get(name, _same)(value)
         if self.expand is not None:
             kwargs.update(self.expand(call.arguments))
         # readable_agents: what a follows_links rule hands over (the agents the client may read).
@@ -192,33 +203,64 @@ def store_message(arguments: dict[str, Any]) -> dict[str, Any]:
 # -- process-wide tools (no Memory method: they act on the server process) ----------------------
 
 
-def pause_persistence(call: Call) -> dict[str, Any]:
+class LocalCall:
+    """A handler that is a typed function of the server process: ``function(call, **arguments)``.
+
+    Its keyword parameters after ``call`` are the tool's arguments (the argument schema is read
+    from them, like a ``Memory`` method's) and its return annotation is the result shape.
+    """
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+
+    def __call__(self, call: Call) -> dict[str, Any]:
+        result: dict[str, Any] = self.function(call, **call.arguments)
+        return result
+
+
+#: ``local(function)``: the handler of a process-wide tool (a declaration's ``call=``).
+local = LocalCall
+
+
+def pause_persistence(
+    call: Call,
+    *,
+    ttl_seconds: Annotated[
+        int, Field(ge=1, le=86400, description="How long the pause lasts, in seconds (1 to 86400).")
+    ],
+) -> PauseResult:
     """Stop this process writing for ``ttl_seconds``."""
     from cpersona.runtime import persistence
 
-    return persistence.PROCESS.pause(call.arguments["ttl_seconds"])
+    return persistence.PROCESS.pause(ttl_seconds)  # type: ignore[return-value]
 
 
-def resume_persistence(call: Call) -> dict[str, Any]:
+def resume_persistence(call: Call) -> ResumeResult:
     """End a pause now."""
     from cpersona.runtime import persistence
 
-    return persistence.PROCESS.resume()
+    return persistence.PROCESS.resume()  # type: ignore[return-value]
 
 
-def persistence_status(call: Call) -> dict[str, Any]:
+def persistence_status(call: Call) -> PersistenceState:
     """Whether writes are paused, and until when."""
     from cpersona.runtime import persistence
 
-    return persistence.PROCESS.status()
+    return persistence.PROCESS.status()  # type: ignore[return-value]
 
 
-def get_operating_context(call: Call) -> dict[str, Any]:
+def get_operating_context(
+    call: Call,
+    *,
+    section: Annotated[str | None, Field(description="One top-level table, e.g. 'rules'.")] = None,
+) -> OperatingContextResult:
     """The operating context (one section, or all)."""
-    return operating_context.get(call.settings, call.arguments.get("section"))
+    return operating_context.get(call.settings, section)  # type: ignore[return-value]
 
 
-def check_update(call: Call) -> dict[str, Any]:
+def check_update(
+    call: Call, *, apply: Annotated[bool, Field(description="Install the newer release with pip.")] = False
+) -> CheckUpdateResult:
     """Report a newer release, or install it with ``apply``."""
     checker = UpdateChecker(call.settings)
-    return checker.apply() if call.arguments.get("apply", False) else checker.report()
+    return checker.apply() if apply else checker.report()  # type: ignore[return-value]

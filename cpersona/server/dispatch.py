@@ -24,7 +24,6 @@ from cpersona.portability.grants import FileScope
 from cpersona.server.access import authorise
 from cpersona.server.calls import ApiCall, Call, Handler
 from cpersona.server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
-from cpersona.server.tools.common import check_binding
 
 log = logging.getLogger("cpersona.server")
 
@@ -41,9 +40,6 @@ _JSON_TYPE_NAMES = {
     dict: "object",
     type(None): "null",
 }
-
-for _spec in TOOLS:  # a declaration that disagrees with the method it calls fails here, not at call time
-    check_binding(_spec)
 
 #: Every tool's handler, from its declaration (``call=``; cpersona/server/calls.py).
 HANDLERS: dict[str, Handler] = {spec.name: spec.call for spec in TOOLS}

@@ -1,4 +1,5 @@
-"""Each tool's ``outputSchema``: JSON Schema generated from its result shapes (cpersona/result_types/).
+"""Each tool's ``outputSchema``: JSON Schema generated from its result shapes (cpersona/result_types/)
+by the one annotation walker (cpersona/server/json_schema.py).
 
 What ``tools/list`` publishes carries no ``description``s: they are annotations (no validator reads
 them), they were two thirds of the bytes (110 KB of 171 KB for 34 tools), and the same text is in
@@ -22,15 +23,11 @@ arrays), so strict validators accept the schemas (docs/decisions.md, "Output sch
 from __future__ import annotations
 
 import re
-import types
-import typing
-from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints
+from typing import Any
 
 from cpersona import result_types
 from cpersona.config import OutputSchemaDetail
-
-SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+from cpersona.server.json_schema import SCHEMA_DIALECT, result_schema
 
 
 def tool_result_shapes(name: str) -> tuple[type, ...]:
@@ -156,54 +153,5 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 def results_schema(results: tuple[type, ...]) -> dict[str, Any]:
     """JSON Schema for a result that is one of ``results`` (TypedDicts) or the failure shape."""
     defs: dict[str, Any] = {}
-    branches = [_schema(shape, defs) for shape in (*results, result_types.ToolError)]
+    branches = [result_schema(shape, defs) for shape in (*results, result_types.ToolError)]
     return {"$schema": SCHEMA_DIALECT, "type": "object", "anyOf": branches, "$defs": defs}
-
-
-def _schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    """JSON Schema for one annotation; TypedDicts go to ``defs`` once and are referenced."""
-    origin = get_origin(tp)
-    if origin in (NotRequired, Required):
-        return _schema(get_args(tp)[0], defs)
-    if origin is typing.Annotated:
-        described = dict(_schema(get_args(tp)[0], defs))
-        described["description"] = " ".join(str(m) for m in tp.__metadata__)
-        return described
-    if tp is Any or tp is object:
-        return {}
-    if tp is None or tp is type(None):
-        return {"type": "null"}
-    if isinstance(tp, type) and typing.is_typeddict(tp):
-        if tp.__name__ not in defs:
-            defs[tp.__name__] = {}  # reserve the name first: a shape may refer to itself
-            defs[tp.__name__] = _object(tp, defs)
-        return {"$ref": f"#/$defs/{tp.__name__}"}
-    if origin is Literal:
-        values = list(get_args(tp))
-        return {"const": values[0]} if len(values) == 1 else {"enum": values}
-    if origin in (types.UnionType, typing.Union):
-        return {"anyOf": [_schema(arg, defs) for arg in get_args(tp)]}
-    if origin is list or tp is list:
-        args = get_args(tp)
-        return {"type": "array", **({"items": _schema(args[0], defs)} if args else {})}
-    if origin is dict or tp is dict:
-        args = get_args(tp)
-        value_schema: dict[str, Any] = _schema(args[1], defs) if args else {}
-        # additionalProperties: {} allows what its absence allows, but a validator still visits it per key.
-        return {"type": "object", **({"additionalProperties": value_schema} if value_schema else {})}
-    if tp in _SCALARS:
-        return {"type": _SCALARS[tp]}
-    raise TypeError(f"no JSON Schema for the shape annotation {tp!r}")
-
-
-def _object(shape: type, defs: dict[str, Any]) -> dict[str, Any]:
-    hints = get_type_hints(shape, include_extras=True)
-    schema: dict[str, Any] = {
-        "type": "object",
-        "description": (shape.__doc__ or "").strip(),
-        "properties": {key: _schema(tp, defs) for key, tp in hints.items()},
-    }
-    required = [key for key in hints if key in shape.__required_keys__]  # type: ignore[attr-defined]
-    if required:
-        schema["required"] = required
-    return schema

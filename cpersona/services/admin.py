@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import cast
+from typing import Annotated, cast
 
+from cpersona import arguments as arg
 from cpersona.core.public import public
 from cpersona.core.validation import required_str
 from cpersona.core.work import Work
@@ -155,7 +156,9 @@ class Admin(CoreService):
         }
 
     @public
-    def delete_agent_data(self, agent_id: str) -> DeleteAgentDataResult:
+    def delete_agent_data(
+        self, agent_id: Annotated[str, arg.Field(description="The agent to erase.")]
+    ) -> DeleteAgentDataResult:
         """Delete everything of one agent: memories (locked ones too), episodes, profiles, their tasks,
         and its calibration and precision (the sidecar entry)."""
         persistence.check_writable("delete_agent_data")

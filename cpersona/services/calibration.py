@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from cpersona import arguments as arg
 from cpersona.config import Settings
 from cpersona.core.public import public
 from cpersona.core.text import format_ts, utc_now
@@ -155,10 +156,18 @@ class Calibrator:
     def calibrate_threshold(
         self,
         agent_id: str,
-        sample_size: int | None = None,
-        method: str = "separation",
-        z_factor: float | None = None,
-        percentile: float | None = None,
+        sample_size: Annotated[
+            int | None,
+            arg.Field(
+                ge=10,
+                le=cal.MAX_SAMPLE_SIZE,
+                default=cal.DEFAULT_SAMPLE_SIZE,  # what None means (the schema quotes it)
+                description="Row pairs sampled.",
+            ),
+        ] = None,
+        method: Literal["separation", "percentile", "zscore"] = "separation",
+        z_factor: Annotated[float | None, arg.Field(ge=-5, le=10, description="zscore's z.")] = None,
+        percentile: Annotated[float | None, arg.Field(ge=0, le=100, description="percentile's cut.")] = None,
         *,
         work: Work | None = None,
     ) -> CalibrateThresholdResult:
@@ -226,7 +235,15 @@ class Calibrator:
 
     @public
     def set_recall_precision(
-        self, agent_id: str, precision: str | None = None, beta: float | None = None
+        self,
+        agent_id: str,
+        precision: Annotated[
+            Literal["strict", "balanced", "lenient", ""] | None,
+            arg.Field(description="strict, balanced or lenient; '' clears it."),
+        ] = None,
+        beta: Annotated[
+            float | None, arg.Field(ge=0.05, le=20, description="A raw beta; overrides precision.")
+        ] = None,
     ) -> RecallPrecisionResult:
         """Set the agent's precision (strict | balanced | lenient, or a raw β) and recalibrate now.
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
+from cpersona import arguments as arg
 from cpersona.core.limits import (
     MAX_REF_CHARS,
     MAX_REFS_PER_CALL,
@@ -100,14 +101,31 @@ class ContextPack:
     def reconstruct(
         self,
         agent_id: str,
-        query: str = "",
+        query: Annotated[
+            str, arg.Field(description="What the context is about (optional with refs or time_cue).")
+        ] = "",
         *,
-        refs: Sequence[str] | None = None,
-        budget_chars: int = RECONSTRUCT_BUDGET_DEFAULT,
-        limit: int = RECONSTRUCT_LIMIT_DEFAULT,
-        time_cue: dict[str, Any] | None = None,
-        project_id: str | None = None,
-        channel: str | None = None,
+        refs: Annotated[
+            Sequence[arg.RowRef] | None,
+            arg.Field(
+                max_length=MAX_REFS_PER_CALL,
+                description="Your rows to build around too.",
+            ),
+        ] = None,
+        budget_chars: Annotated[
+            int,
+            arg.Field(
+                ge=RECONSTRUCT_BUDGET_MIN,
+                le=RECONSTRUCT_BUDGET_MAX,
+                description="Most characters quoted in all.",
+            ),
+        ] = RECONSTRUCT_BUDGET_DEFAULT,
+        limit: Annotated[
+            int, arg.Field(ge=1, le=RECONSTRUCT_LIMIT_MAX, description="Most recall rows taken as seeds.")
+        ] = RECONSTRUCT_LIMIT_DEFAULT,
+        time_cue: arg.TimeCueArg = None,
+        project_id: arg.ProjectRead = None,
+        channel: arg.ChannelRead = None,
         readable_agents: frozenset[str] | None = None,
     ) -> ReconstructResult:
         """A context pack: recall's best rows (and the rows named in ``refs``) quoted from the store,

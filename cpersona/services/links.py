@@ -12,13 +12,15 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
+from cpersona import arguments as arg
 from cpersona.core.limits import (
     MAX_ASSOCIATIONS_PER_CALL,
     MAX_ENTITY_CHARS,
     MAX_RELATION_CHARS,
     MAX_ROW_ID,
+    RELATION_PATTERN,
     TRAVERSE_DEPTH_DEFAULT,
     TRAVERSE_DEPTH_MAX,
     TRAVERSE_LIMIT_DEFAULT,
@@ -39,8 +41,6 @@ from cpersona.runtime import persistence
 from cpersona.storage.interface import Session, Store
 from cpersona.storage.values import LinkRow, Row
 
-#: A relation name (the same pattern the tool schemas carry).
-RELATION_PATTERN = f"^[a-z][a-z0-9_]{{0,{MAX_RELATION_CHARS - 1}}}$"
 _RELATION = re.compile(RELATION_PATTERN)
 _MEMORY_REF = re.compile(r"^mem:([1-9][0-9]{0,18})$")
 _ENTITY_PREFIX = "entity:"
@@ -209,7 +209,7 @@ class Links:
         self,
         agent_id: str,
         from_ref: str | int,
-        associations: list[dict[str, Any]],
+        associations: Annotated[arg.Associations, arg.Field(min_length=1)],
         *,
         readable_agents: frozenset[str] | None = None,
     ) -> DeclareAssociationsResult:
@@ -246,10 +246,18 @@ class Links:
         agent_id: str,
         start: str | int,
         *,
-        relation: str | None = None,
-        depth: int = TRAVERSE_DEPTH_DEFAULT,
-        limit: int = TRAVERSE_LIMIT_DEFAULT,
-        direction: str = "both",
+        relation: Annotated[
+            arg.Relation | None, arg.Field(description="Follow only links of this relation.")
+        ] = None,
+        depth: Annotated[
+            int, arg.Field(ge=1, le=TRAVERSE_DEPTH_MAX, description="Hops from the start.")
+        ] = TRAVERSE_DEPTH_DEFAULT,
+        limit: Annotated[
+            int, arg.Field(ge=1, le=TRAVERSE_LIMIT_MAX, description="Most nodes returned.")
+        ] = TRAVERSE_LIMIT_DEFAULT,
+        direction: Annotated[
+            Literal["both", "out", "in"], arg.Field(description="out: as declared; in: against it.")
+        ] = "both",
         readable_agents: frozenset[str] | None = None,
     ) -> TraverseResult:
         """Walk declared links breadth first from a memory ref or one of ``agent_id``'s entities.
@@ -294,7 +302,7 @@ class Links:
         answer: TraverseResult = {
             "ok": True,
             "from": origin.ref,
-            "direction": cast(Literal["both", "out", "in"], direction),  # checked against DIRECTIONS
+            "direction": direction,  # checked against DIRECTIONS
             "depth": depth,
             "results": cast(list[TraversedMemory | TraversedEntity], results),
             "count": len(results),

@@ -9,8 +9,10 @@ which turns ``fix=true`` into a report-only run.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Annotated
 
-from cpersona.core.public import public
+from cpersona import arguments as arg
+from cpersona.core.public import Tool, public
 from cpersona.core.validation import boolean, optional_str, required_str
 from cpersona.core.work import Work
 from cpersona.errors import InvalidInput
@@ -58,10 +60,13 @@ class Maintenance(CoreService):
     @public
     def check_health(
         self,
-        agent_id: str | None = None,
+        agent_id: Annotated[str | None, arg.Field(description="Only this agent's rows.")] = None,
         *,
-        fix: bool = False,
-        checks: Sequence[str] | None = None,
+        fix: Annotated[bool, arg.Field(description="Repair what can be repaired.")] = False,
+        checks: Annotated[
+            Sequence[arg.HealthCheckName] | None,
+            arg.Field(description="Only these (default: all)."),
+        ] = None,
         work: Work | None = None,
     ) -> CheckHealthResult:
         """Run the health-check registry (docs/health.md); ``fix`` repairs, bounded, never locked rows.
@@ -80,9 +85,27 @@ class Maintenance(CoreService):
             result["note"] = note
         return result
 
-    @public
+    @public(
+        tool=Tool(
+            title="Semantic review of an agent's memories",
+            summary="semantic review of one agent: anonymous sources, short content, stale profile, "
+            "orphaned episodes, near-duplicates (report only)",
+            description="A slower, semantic pass over one agent's memories (near duplicates, short or "
+            "anonymous rows, a stale profile). Reports only.",
+            access="read",
+            admin_when="fix",
+            hints="reads",
+        )
+    )
     def deep_check(
-        self, agent_id: str, *, fix: bool = False, checks: Sequence[str] | None = None
+        self,
+        agent_id: str,
+        *,
+        fix: Annotated[bool, arg.Field(description="Accepted; deep checks change nothing.")] = False,
+        checks: Annotated[
+            Sequence[arg.DeepCheckName] | None,
+            arg.Field(description="Only these (default: all)."),
+        ] = None,
     ) -> DeepCheckResult:
         """Semantic pass over one agent's memories (docs/health.md); every deep check reports only."""
         agent = required_str(agent_id, "agent_id")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import cast
+from typing import Annotated, cast
 
+from cpersona import arguments as arg
 from cpersona.core.limits import (
     LIST_EPISODES_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -44,7 +45,18 @@ class Reader:
         self.storage = store
 
     @public
-    def get_contents(self, agent_id: str, refs: Sequence[str]) -> GetContentsResult:
+    def get_contents(
+        self,
+        agent_id: str,
+        refs: Annotated[
+            Sequence[str],
+            arg.Field(
+                min_length=1,
+                max_length=MAX_REFS_PER_CALL,
+                description="e.g. 'mem:12', 'ep:3'.",
+            ),
+        ],
+    ) -> GetContentsResult:
         """Full rows for ``mem:<id>`` / ``ep:<id>`` refs, in request order: ``{ok, items, missing}``.
 
         Unknown refs and other agents' refs are listed in ``missing`` (never revealed). A superseded
@@ -78,9 +90,9 @@ class Reader:
     @public
     def get_history(
         self,
-        memory_id: int | str,
+        memory_id: arg.MemoryRef,
         *,
-        agent_id: str | None = None,
+        agent_id: arg.OwnerAgentId = None,
         allowed_agents: Collection[str] | None = None,
     ) -> GetHistoryResult:
         """The supersede chain ``memory_id`` belongs to: every memory of it, oldest to newest, each
@@ -96,7 +108,13 @@ class Reader:
             return supersede.history(session, rid, agent, allowed)
 
     @public
-    def get_profile(self, agent_id: str, *, project_id: str = "", user_id: str = "") -> GetProfileResult:
+    def get_profile(
+        self,
+        agent_id: str,
+        *,
+        project_id: Annotated[str, arg.Field(description="Default '': the global profile.")] = "",
+        user_id: arg.UserId = "",
+    ) -> GetProfileResult:
         """The agent's profile text (``profile: None`` when none is stored)."""
         agent = required_str(agent_id, "agent_id")
         row = self.storage.session().profiles.get(
@@ -112,10 +130,10 @@ class Reader:
     @public
     def list_memories(
         self,
-        agent_id: str | None = None,
+        agent_id: Annotated[str | None, arg.Field(description="Omit for every agent.")] = None,
         *,
-        limit: int = LIST_MEMORIES_LIMIT_DEFAULT,
-        project_id: str | None = None,
+        limit: arg.ListLimit = LIST_MEMORIES_LIMIT_DEFAULT,
+        project_id: arg.ProjectRead = None,
         allowed_agents: Collection[str] | None = None,
     ) -> ListMemoriesResult:
         """Memories newest first: ``{ok, items, count, total, notice?}`` (``notice``: the agent owns no rows).
@@ -143,10 +161,10 @@ class Reader:
     @public
     def list_episodes(
         self,
-        agent_id: str | None = None,
+        agent_id: Annotated[str | None, arg.Field(description="Omit for every agent.")] = None,
         *,
-        limit: int = LIST_EPISODES_LIMIT_DEFAULT,
-        project_id: str | None = None,
+        limit: arg.ListLimit = LIST_EPISODES_LIMIT_DEFAULT,
+        project_id: arg.ProjectRead = None,
         allowed_agents: Collection[str] | None = None,
     ) -> ListEpisodesResult:
         """Episodes newest first: ``{ok, items, count, total, notice?}`` (``notice``: the agent owns no rows).

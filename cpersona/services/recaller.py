@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
+from cpersona import arguments as arg
 from cpersona.core.limits import (
     MAX_QUERY_CHARS,
     PROFILE_INJECTION_MIN_POOL,
@@ -85,17 +86,21 @@ class Recaller:
     def recall(
         self,
         agent_id: str | None,
-        query: str = "",
+        query: Annotated[str, arg.Field(description="Empty: the most recent.")] = "",
         *,
-        limit: int = RECALL_LIMIT_DEFAULT,
-        deep: bool = False,
-        channel: str | None = None,
-        project_id: str | None = None,
+        limit: arg.RecallLimit = RECALL_LIMIT_DEFAULT,
+        deep: Annotated[bool, arg.Field(description="Ignore time decay.")] = False,
+        channel: arg.ChannelRead = None,
+        project_id: arg.ProjectRead = None,
         exclude_contents: Sequence[str] | None = None,
-        source_id: str | None = None,
-        record: bool = True,
-        trace: bool = False,
-        time_cue: dict[str, Any] | None = None,
+        source_id: Annotated[
+            str | None, arg.Field(description="Only rows whose source.id starts with this.")
+        ] = None,
+        record: Annotated[bool, arg.API_ONLY] = True,
+        trace: Annotated[
+            bool, arg.Field(description="Also return each stage's candidates and scores.")
+        ] = False,
+        time_cue: arg.TimeCueArg = None,
         include_superseded: bool = False,
         include_retired: bool = False,
         visible_agents: Collection[str] | None = None,
@@ -269,15 +274,17 @@ class Recaller:
     def recall_with_context(
         self,
         agent_id: str,
-        query: str,
-        external_context: Sequence[dict[str, Any]],
+        query: Annotated[str, arg.Field(description="Empty: the most recent.")],
+        external_context: Annotated[
+            Sequence[arg.ConversationEntry], arg.Field(description="Recent conversation entries.")
+        ],
         *,
-        limit: int = RECALL_LIMIT_DEFAULT,
-        deep: bool = False,
-        channel: str | None = None,
-        project_id: str | None = None,
-        record: bool = True,
-        time_cue: dict[str, Any] | None = None,
+        limit: arg.RecallLimit = RECALL_LIMIT_DEFAULT,
+        deep: Annotated[bool, arg.Field(description="Ignore time decay.")] = False,
+        channel: arg.ChannelRead = None,
+        project_id: arg.ProjectRead = None,
+        record: Annotated[bool, arg.API_ONLY] = True,
+        time_cue: arg.TimeCueArg = None,
         include_superseded: bool = False,
         visible_agents: Collection[str] | None = None,
     ) -> RecallWithContextResult:

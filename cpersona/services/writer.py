@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
+from cpersona import arguments as arg
 from cpersona.core.limits import MAX_KEYWORD_CHARS, MAX_REASON_CHARS, TTL_MAX_SECONDS, TTL_MIN_SECONDS
 from cpersona.core.public import public
 from cpersona.core.text import (
@@ -140,12 +141,12 @@ class Writer(CoreService):
         timestamp: str | float | None = None,
         metadata: dict[str, Any] | str | None = None,
         channel: str | None = None,
-        project_id: str | None = None,
-        associations: list[dict[str, Any]] | None = None,
+        project_id: arg.ProjectWrite = None,
+        associations: arg.Associations | None = None,
         readable_agents: frozenset[str] | None = None,
-        supersedes: Sequence[str | int] | None = None,
-        ttl: float | None = None,
-        expires_at: str | float | None = None,
+        supersedes: arg.Supersedes | None = None,
+        ttl: arg.Ttl | None = None,
+        expires_at: arg.ExpiresAt | None = None,
     ) -> StoreResult:
         """Store one memory. Returns ``result`` stored | skipped; raises ``Rejected`` for unusable input.
 
@@ -244,12 +245,20 @@ class Writer(CoreService):
     def archive_episode(
         self,
         agent_id: str,
-        summary: str,
+        summary: Annotated[str, arg.Field(description="What happened, was decided, is open.")],
         *,
-        keywords: Sequence[str] | str | None = None,
-        resolved: bool = False,
-        history: Sequence[dict[str, Any]] | None = None,
-        project_id: str | None = None,
+        keywords: Annotated[
+            Sequence[str] | str | None,
+            arg.Field(description="Search keywords (list, or one comma-separated string)."),
+        ] = None,
+        resolved: Annotated[
+            bool, arg.Field(description="True when the session's issue was resolved.")
+        ] = False,
+        history: Annotated[
+            Sequence[dict[str, Any]] | None,
+            arg.Field(description="The session's messages; their timestamps set start and end."),
+        ] = None,
+        project_id: arg.ProjectWrite = None,
         channel: str | None = None,
     ) -> ArchiveEpisodeResult:
         """Store a session summary; it becomes the newest episode boundary of its scope."""
@@ -307,12 +316,14 @@ class Writer(CoreService):
     @public
     def update_memory(
         self,
-        memory_id: int | str,
-        content: str | None = None,
+        memory_id: arg.MemoryRef,
+        content: Annotated[
+            str | None, arg.Field(description="The new text (optional with supersedes).")
+        ] = None,
         *,
-        agent_id: str | None = None,
+        agent_id: arg.OwnerAgentId = None,
         allowed_agents: Collection[str] | None = None,
-        supersedes: Sequence[str | int] | None = None,
+        supersedes: arg.Supersedes | None = None,
     ) -> UpdateMemoryResult:
         """Replace a memory's content and re-embed it; refused when locked or not owned.
 
@@ -368,7 +379,12 @@ class Writer(CoreService):
 
     @public
     def update_profile(
-        self, agent_id: str, profile: str, *, project_id: str = "", user_id: str = ""
+        self,
+        agent_id: str,
+        profile: Annotated[str, arg.Field(description="The full new profile text.")],
+        *,
+        project_id: Annotated[str, arg.Field(description="Default '': the global profile.")] = "",
+        user_id: arg.UserId = "",
     ) -> UpdateProfileResult:
         """Replace the profile (capped at CPERSONA_MAX_PROFILE_LENGTH, says ``truncated``)."""
         persistence.check_writable("update_profile")
@@ -405,9 +421,9 @@ class Writer(CoreService):
     @public
     def lock_memory(
         self,
-        memory_id: int | str,
+        memory_id: arg.MemoryRef,
         *,
-        agent_id: str | None = None,
+        agent_id: arg.OwnerAgentId = None,
         allowed_agents: Collection[str] | None = None,
     ) -> LockResult:
         """Protect a memory from edit and delete."""
@@ -416,9 +432,9 @@ class Writer(CoreService):
     @public
     def unlock_memory(
         self,
-        memory_id: int | str,
+        memory_id: arg.MemoryRef,
         *,
-        agent_id: str | None = None,
+        agent_id: arg.OwnerAgentId = None,
         allowed_agents: Collection[str] | None = None,
     ) -> LockResult:
         """Remove the protection."""
@@ -463,10 +479,10 @@ class Writer(CoreService):
     @public
     def retire_memory(
         self,
-        memory_id: int | str,
-        reason: str | None = None,
+        memory_id: arg.MemoryRef,
+        reason: arg.Reason = None,
         *,
-        agent_id: str | None = None,
+        agent_id: arg.OwnerAgentId = None,
         allowed_agents: Collection[str] | None = None,
     ) -> RetireResult:
         """Take a memory out of recall without a successor; it stays for get_history and the browser view.
@@ -479,9 +495,9 @@ class Writer(CoreService):
     @public
     def unretire_memory(
         self,
-        memory_id: int | str,
+        memory_id: arg.MemoryRef,
         *,
-        agent_id: str | None = None,
+        agent_id: arg.OwnerAgentId = None,
         allowed_agents: Collection[str] | None = None,
     ) -> RetireResult:
         """Bring a retired memory back into recall (refused when locked, as retire is)."""
@@ -490,9 +506,9 @@ class Writer(CoreService):
     @public
     def delete_memory(
         self,
-        memory_id: int | str,
+        memory_id: arg.MemoryRef,
         *,
-        agent_id: str | None = None,
+        agent_id: arg.OwnerAgentId = None,
         allowed_agents: Collection[str] | None = None,
     ) -> DeleteResult:
         """Delete one memory (refused when locked; not found when owned by another or an ungranted agent)."""
@@ -509,9 +525,9 @@ class Writer(CoreService):
     @public
     def delete_episode(
         self,
-        episode_id: int | str,
+        episode_id: arg.EpisodeRef,
         *,
-        agent_id: str | None = None,
+        agent_id: arg.OwnerAgentId = None,
         allowed_agents: Collection[str] | None = None,
     ) -> DeleteResult:
         """Delete one episode (ownership enforced when agent_id or allowed_agents is given)."""

@@ -104,3 +104,20 @@ def test_deep_check_reports_over_mcp(served: tuple[McpSession, Target]) -> None:
     by = {f["check"]: f for f in result["findings"]}
     assert by["short_content"]["count"] == 1 and by["anonymous_sources"]["count"] == 1
     assert session.call("deep_check", {})["ok"] is False  # agent_id is required
+
+
+def test_deep_check_is_listed_from_its_methods_declaration(served: tuple[McpSession, Target]) -> None:
+    # Declared on Maintenance.deep_check (@public(tool=...)): arguments, hints and title reach tools/list.
+    session, _ = served
+    listed = {tool.name: tool for tool in session.list_tools().tools}["deep_check"]
+    assert listed.title == "Semantic review of an agent's memories"
+    assert listed.annotations is not None and listed.annotations.read_only_hint is True
+    assert listed.annotations.destructive_hint is False and listed.annotations.idempotent_hint is True
+    schema = listed.input_schema
+    assert schema["required"] == ["agent_id"] and schema["additionalProperties"] is False
+    assert schema["properties"]["checks"]["items"]["enum"] == deep_check_names()
+    assert schema["properties"]["fix"] == {
+        "type": "boolean",
+        "description": "Accepted; deep checks change nothing.",
+        "default": False,
+    }

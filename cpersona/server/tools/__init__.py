@@ -1,13 +1,13 @@
-"""Declarative tool registry: one entry per MCP tool (name, description, JSON Schema, annotations).
+"""Declarative tool registry: one entry per MCP tool (name, description, access, hints, what it calls).
 
-Descriptions are written for the calling agent: they say what the tool does,
-what it returns and how to use the result. Schemas are what the dispatcher
-validates arguments against, so they must stay accurate. Annotations must be
-truthful (docs/tools.md#annotations): e.g. ``recall`` is *not* read-only because it records that
-rows were returned, which demotes them for a few minutes.
+Descriptions are written for the calling agent: what it needs to choose and call the tool (the
+rest is in docs/tools.md). Input schemas and result shapes are the called function's signature
+and return annotation (scripts/gen_tool_arguments.py). Annotations must be truthful
+(docs/tools.md#annotations): e.g. ``recall`` is *not* read-only because it records that rows were
+returned, which demotes them for a few minutes.
 
-The tools are grouped by job, one module each; ``build_tools`` joins the groups
-in the order hosts list them.
+The tools are grouped by job, one module each, plus the tools declared on their service method
+(``@public(tool=...)``); ``build_tools`` joins the groups in the order hosts list them.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from cpersona.server.tools import (
     quality,
 )
 from cpersona.server.tools.common import ToolSpec
+from cpersona.server.tools.declared import declared_tools
 
 __all__ = [
     "EVERYDAY_TOOLS",
+    "GROUPS",
     "TOOLS",
     "TOOLS_BY_NAME",
     "ToolSpec",
@@ -51,16 +53,23 @@ EVERYDAY_TOOLS = (
 )
 
 
+#: The tool groups, in the order hosts list them: each group module's tools, then those declared on
+#: their service method with that ``group`` (cpersona/public.py ``Tool``).
+GROUPS = {
+    "everyday": everyday.tools,
+    "forgetting": forgetting.tools,
+    "links": links.tools,
+    "context_pack": context_pack.tools,
+    "quality": quality.tools,
+    "operations": operations.tools,
+    "portability": portability.tools,
+}
+
+
 def build_tools(settings: Settings) -> tuple[ToolSpec, ...]:
     """The registry for one server: descriptions quote the configured preview size and profile cap."""
-    return (
-        *everyday.tools(settings),
-        *forgetting.tools(settings),
-        *links.tools(settings),
-        *context_pack.tools(settings),
-        *quality.tools(settings),
-        *operations.tools(settings),
-        *portability.tools(settings),
+    return tuple(
+        spec for group, tools in GROUPS.items() for spec in (*tools(settings), *declared_tools(group))
     )
 
 

@@ -1,36 +1,24 @@
-"""The building blocks of the tool registry: ``ToolSpec``, JSON-Schema helpers, shared argument schemas.
+"""The building blocks of the tool registry: ``ToolSpec``, the hint kinds, the generated schemas.
 
-Descriptions are written for the calling agent: they say what the tool does,
-what it returns and how to use the result. Schemas are what the dispatcher
-validates arguments against, so they must stay accurate. Annotations must be
+Descriptions are written for the calling agent: they say what an agent needs to choose and call
+the tool (the rest is in docs/tools.md). Input schemas are generated from the functions' signatures
+(cpersona/arguments, scripts/gen_tool_arguments.py); the dispatcher validates against them. Annotations must be
 truthful (docs/tools.md#annotations): e.g. ``recall`` is *not* read-only because it records that
 rows were returned, which demotes them for a few minutes.
 """
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from cpersona.core.limits import (
-    LIST_LIMIT_MAX,
-    MAX_LIST_ITEMS,
-    MAX_ROW_ID,
-    MAX_ROW_ID_DIGITS,
-    RECALL_LIMIT_DEFAULT,
-    RECALL_LIMIT_MAX,
-    TTL_MAX_SECONDS,
-    TTL_MIN_SECONDS,
-)
-from cpersona.health.checks import check_names
-from cpersona.health.deep_checks import deep_check_names
+from cpersona import result_types
 from cpersona.server.calls import ApiCall, Handler
 from cpersona.server.rules import Rule
-
-#: Names accepted by check_health / deep_check ``checks`` (their registries are the source).
-HEALTH_CHECKS = tuple(check_names())
-DEEP_CHECKS = tuple(deep_check_names())
 
 
 @dataclass(frozen=True)
@@ -51,33 +39,69 @@ KEEPS = Hints(read_only=False, destructive=False, idempotent=True)
 OVERWRITES = Hints(read_only=False, destructive=True, idempotent=True)
 
 
+#: Each tool's input schema and result shapes, read from its function's signature and return
+#: annotation by scripts/gen_tool_arguments.py (tools/list is answered before the services, numpy
+#: and SQLite are imported, so it is generated, not derived at start).
+DERIVED_FILE = Path(__file__).with_name("derived.json")
+
+
+@functools.cache
+def derived() -> dict[str, Any]:
+    """The generated argument schemas and result shapes, by tool name."""
+    data: dict[str, Any] = json.loads(DERIVED_FILE.read_text(encoding="utf-8"))
+    return data
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One MCP tool, declared once: what hosts see in tools/list, who may call it, what it calls.
 
     The registry (tools/list), the dispatcher, the access checks (``access``) and the
-    ``outputSchema`` (``results``) are all read from this. ``call`` is usually
-    ``api("<Memory method>")`` (cpersona/server/calls.py): the tool's arguments go to that method
-    by name and its signature holds the defaults. ``results`` is written out (tools/list is
-    answered before ``Memory`` is imported); ``check_binding`` holds it, the argument names and
-    the defaults to the method.
+    ``outputSchema`` are all read from this. ``call`` is ``api("<Memory method>")`` or
+    ``local(<function>)`` (cpersona/server/calls.py): the tool's arguments go to that function by
+    name. Its input schema and its result shapes are the function's signature and return
+    annotation (generated into ``derived.json``); the declaration holds only what a signature
+    cannot say. ``describe`` replaces an argument's description with settings-dependent text.
     """
 
     name: str
     description: str
-    input_schema: dict[str, Any]
     hints: Hints
     access: Rule
     call: Handler
-    results: tuple[type, ...]  # its success shapes (cpersona/result_types/): the outputSchema
     title: str = ""
     summary: str = ""  # the README's one line (scripts/gen_readme_tools.py); Markdown
+    describe: Mapping[str, str] = field(default_factory=dict)
+    on_method: bool = False  # declared on its service method (@public(tool=...)), not in a group module
 
     def __post_init__(self) -> None:
-        if not self.results:
-            raise RuntimeError(f"tool {self.name} declares no result shape (results=...)")
         if not self.summary:
             raise RuntimeError(f"tool {self.name} declares no summary (its README line)")
+
+    def _derived(self) -> dict[str, Any]:
+        found = derived().get(self.name)
+        if found is None:
+            raise RuntimeError(
+                f"tool {self.name}: no generated input schema; run python scripts/gen_tool_arguments.py"
+            )
+        return dict(found)
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The arguments' JSON Schema, from the function's signature (``describe`` applied)."""
+        schema: dict[str, Any] = self._derived()["input_schema"]
+        if not self.describe:
+            return schema
+        properties = {
+            name: {**prop, "description": self.describe[name]} if name in self.describe else prop
+            for name, prop in schema["properties"].items()
+        }
+        return {**schema, "properties": properties}
+
+    @property
+    def results(self) -> tuple[type, ...]:
+        """Its success shapes (cpersona/result_types/), from the function's return annotation."""
+        return tuple(getattr(result_types, name) for name in self._derived()["results"])
 
     @property
     def long(self) -> bool:
@@ -95,182 +119,6 @@ class ToolSpec:
         }
 
 
-def check_binding(spec: ToolSpec) -> None:
-    """Refuse a declaration that disagrees with the ``Memory`` method it calls (RuntimeError).
-
-    What can still disagree: a method that does not exist, an argument the method does not take,
-    a default the schema advertises that the method does not apply (a method default of None means
-    "the service decides", e.g. calibrate_threshold's sample size; the schema may quote it), and
-    result shapes other than the method's. The dispatcher runs this for every tool when it is
-    imported (it imports ``Memory`` anyway; tools/list must not).
-    """
-    call = spec.call
-    if not isinstance(call, ApiCall):
-        return
-    tool, schema = spec.name, spec.input_schema
-    call.parameters  # noqa: B018 - raises when Memory has no such method
-    from cpersona.memory import method_results as results_by_method  # imports Memory: not at tools/list
-
-    method_results = results_by_method().get(call.method)
-    if method_results is not None and set(method_results) != set(spec.results):  # order aside
-        raise RuntimeError(
-            f"tool {tool}: results {spec.results} are not Memory.{call.method}'s {method_results}"
-        )
-    for name, prop in schema.get("properties", {}).items():
-        if not call.takes(name):
-            raise RuntimeError(f"tool {tool}: argument {name!r} is no parameter of Memory.{call.method}")
-        default = call.default(name)
-        if (
-            "default" in prop
-            and default not in (inspect.Parameter.empty, None)
-            and prop["default"] != default
-        ):
-            raise RuntimeError(
-                f"tool {tool}: the schema's default for {name!r} ({prop['default']!r}) is not "
-                f"Memory.{call.method}'s ({default!r})"
-            )
-
-
-def object_schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = required
-    return schema
-
-
-def string_schema(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "description": description, **extra}
-
-
-def bool_schema(description: str, default: bool = False) -> dict[str, Any]:
-    return {"type": "boolean", "description": description, "default": default}
-
-
-def list_limit_schema(default: int) -> dict[str, Any]:
-    return {"type": "integer", "minimum": 0, "maximum": LIST_LIMIT_MAX, "default": default}
-
-
-def row_id_schema(kind: str, prefix: str) -> dict[str, Any]:
-    # One branch per form, so each keyword sits beside the one type it constrains (strict validators
-    # refuse "minimum" or "pattern" next to a type array).
-    return {
-        "anyOf": [
-            {"type": "integer", "minimum": 1, "maximum": MAX_ROW_ID},
-            {"type": "string", "pattern": f"^{prefix}:[1-9][0-9]{{0,{MAX_ROW_ID_DIGITS - 1}}}$"},
-        ],
-    }
-
-
-def row_target(kind: str, prefix: str) -> dict[str, Any]:
-    """The arguments of a tool that acts on one row by id: ``<kind>_id`` and the owner check."""
-    return object_schema(
-        {f"{kind}_id": row_id_schema(kind, prefix), "agent_id": AGENT_ID_OPTIONAL_OWNER},
-        required=[f"{kind}_id"],
-    )
-
-
-def supersedes_schema() -> dict[str, Any]:
-    """``supersedes``: memory refs of the same agent that the memory replaces (history kept)."""
-    return {
-        "type": "array",
-        "items": row_id_schema("memory", "mem"),
-        "maxItems": MAX_LIST_ITEMS,
-        "description": ("Your memories this one replaces (kept, left out of recall)."),
-    }
-
-
-INCLUDE_SUPERSEDED: dict[str, Any] = {"type": "boolean", "default": False}
-INCLUDE_RETIRED: dict[str, Any] = {"type": "boolean", "default": False}
-
-
-def one_of_types(*types: str | dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A value of any of ``types`` as portable JSON Schema: ``anyOf`` of single-type schemas.
-
-    Type arrays (``"type": ["string", "number"]``) mean the same, but strict validators (Ajv strict
-    mode, the MCP inspector's strict check) refuse them. A dict is taken as a whole branch.
-    """
-    branches = [{"type": t} if isinstance(t, str) else t for t in types]
-    return {"anyOf": branches, **extra}
-
-
-#: store's ttl / expires_at (docs/secrets-and-forgetting.md#expiry).
-EXPIRY: dict[str, Any] = {
-    "ttl": {
-        "type": "number",
-        "minimum": TTL_MIN_SECONDS,
-        "maximum": TTL_MAX_SECONDS,
-        "description": "Seconds until it expires (leaves recall; deleted later).",
-    },
-    "expires_at": one_of_types("string", "number", description="When it expires; instead of ttl."),
-}
-
-
-# Shared argument texts are short on purpose: they repeat in every tool a host hands its model each
-# session (docs/tools.md, "Rules that apply to every tool", says the rest once).
-# agent_id says what it is, and the instructions say rows are isolated per agent: no text per tool.
-AGENT_ID: dict[str, Any] = {"type": "string"}
-AGENT_ID_OPTIONAL_OWNER = string_schema("Always pass it.")
-PROJECT_ID_READ = string_schema("Omitted: all; '': global only; 'X': X + global.")
-PROJECT_ID_WRITE = string_schema("Default '': the global pool.")
-CHANNEL_READ = string_schema("Omitted or '': all; 'X': X + channel-less rows.")
-CHANNEL_WRITE: dict[str, Any] = {"type": "string"}
-USER_ID = string_schema("When one agent serves several users.", default="")
-TIMESTAMP = one_of_types("string", "number", description="ISO-8601 (naive = UTC) or Unix seconds.")
-
-
-#: recall's time cue (retrieval/time_cue.py; docs/retrieval.md "Time cues").
-TIME_CUE: dict[str, Any] = {
-    "type": "object",
-    "description": "When it happened, if known.",
-    "properties": {
-        "phrase": string_schema("e.g. 'last week', 'in May 2023'; or start/end."),
-        "start": one_of_types("string", "number", description="Date, ISO-8601 or Unix s."),
-        "end": one_of_types("string", "number", description="Included."),
-        "certainty": {
-            "type": "string",
-            "enum": ["sure", "likely", "vague"],
-            "default": "likely",
-            "description": "sure filters; likely, vague boost.",
-        },
-        "now": one_of_types("string", "number", description="For relative phrases."),
-    },
-    "additionalProperties": False,
-}
-
-
 def thousands(value: int) -> str:
     """A number as descriptions spell it (thousands separated by commas)."""
     return f"{value:,}"
-
-
-RECALL_SCOPE: dict[str, Any] = {
-    "agent_id": AGENT_ID,
-    "query": string_schema("Empty: the most recent.", default=""),
-    "limit": {
-        "type": "integer",
-        "minimum": 0,
-        "maximum": RECALL_LIMIT_MAX,
-        "default": RECALL_LIMIT_DEFAULT,
-    },
-    "deep": bool_schema("Ignore time decay."),
-    "channel": CHANNEL_READ,
-    "project_id": PROJECT_ID_READ,
-}
-
-SOURCE_SCHEMA = one_of_types(
-    {
-        "type": "object",
-        "properties": {
-            "type": {"type": "string"},
-            "id": one_of_types("string", "integer"),
-            "name": {"type": "string"},
-        },
-    },
-    "string",
-    description="Who said it: {type, id, name}.",
-)
-METADATA_SCHEMA = one_of_types(
-    "object",
-    "string",
-    description="A JSON object kept with it.",
-)

@@ -6,24 +6,10 @@ outputSchema and the README row follow from these declarations like every other 
 
 from __future__ import annotations
 
-from typing import Any
-
-from cpersona import result_types
 from cpersona.config import Settings
-from cpersona.core.limits import MAX_REASON_CHARS
 from cpersona.server.calls import api
 from cpersona.server.rules import EDIT_ROW
-from cpersona.server.tools.common import KEEPS, ToolSpec, row_target
-
-
-def _with_reason() -> dict[str, Any]:
-    schema = row_target("memory", "mem")
-    schema["properties"]["reason"] = {
-        "type": "string",
-        "maxLength": MAX_REASON_CHARS,
-        "description": "Why; shown by get_history.",
-    }
-    return schema
+from cpersona.server.tools.common import KEEPS, ToolSpec
 
 
 def tools(settings: Settings) -> list[ToolSpec]:
@@ -32,27 +18,23 @@ def tools(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             name="retire_memory",
-            results=(result_types.RetireResult,),
             access=EDIT_ROW,
             call=api("retire_memory"),
             title="Retire a memory",
             summary="take a memory out of recall without a successor; kept for get_history",
             description=(
-                "Hide a memory from recall with no successor (no longer true); kept for get_history and "
-                "recall(include_retired). Use supersedes when a newer memory replaces it."
+                "Take a memory that is no longer true out of recall (kept for get_history). When a newer "
+                "memory replaces it, use supersedes instead."
             ),
-            input_schema=_with_reason(),
             hints=KEEPS,
         ),
         ToolSpec(
             name="unretire_memory",
-            results=(result_types.RetireResult,),
             access=EDIT_ROW,
             call=api("unretire_memory"),
             title="Unretire a memory",
             summary="bring a retired memory back into recall",
             description=("Bring a retired memory back into recall (undo retire_memory)."),
-            input_schema=row_target("memory", "mem"),
             hints=KEEPS,
         ),
     ]
