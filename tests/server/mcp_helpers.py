@@ -93,6 +93,9 @@ def server_env(tmp: Path, **extra: str) -> dict[str, str]:
         "CPERSONA_AUTO_FETCH_MODEL": "false",
         "CPERSONA_UPDATE_CHECK": "false",
         "CPERSONA_OPERATING_CONTEXT": "off",
+        # The MCP SDK's stdio client passes only a few variables on (not XDG_CONFIG_HOME): without this
+        # a developer's own settings file (e.g. the model `fetch-model` recorded) would reach the server.
+        "CPERSONA_SETTINGS_FILE": str(tmp / "settings.toml"),
         "HF_HUB_OFFLINE": "1",
         "PYTHONUNBUFFERED": "1",
     }
