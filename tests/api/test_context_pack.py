@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.test_shapes import assert_shape
+from tests.test_result_types import assert_shape
 
 from cpersona.errors import InvalidInput
 from cpersona.limits import RECONSTRUCT_BUDGET_MAX, RECONSTRUCT_BUDGET_MIN, RECONSTRUCT_MIN_QUOTE_CHARS

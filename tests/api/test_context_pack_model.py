@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from pg_cluster import BOTH_ENGINES
-from tests.test_shapes import assert_shape
+from tests.test_result_types import assert_shape
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
