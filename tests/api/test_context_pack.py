@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.test_result_types import assert_shape
 
 from cpersona.errors import InvalidInput
 from cpersona.limits import RECONSTRUCT_BUDGET_MAX, RECONSTRUCT_BUDGET_MIN, RECONSTRUCT_MIN_QUOTE_CHARS
 from cpersona.memory import Memory
 from cpersona.services.context_pack import TRUNCATION_MARKER
 from tests.pg_cluster import BOTH_ENGINES
+from tests.test_result_types import assert_shape
 
 pytestmark = BOTH_ENGINES
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from pg_cluster import BOTH_ENGINES
-from tests.test_result_types import assert_shape
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
+from tests.test_result_types import assert_shape
 
 pytestmark = BOTH_ENGINES
 
