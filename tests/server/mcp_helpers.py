@@ -96,6 +96,11 @@ def server_env(tmp: Path, **extra: str) -> dict[str, str]:
         "HF_HUB_OFFLINE": "1",
         "PYTHONUNBUFFERED": "1",
     }
+    # The test's own user config dir (conftest's _own_settings_file): the MCP SDK starts a stdio server
+    # with only HOME, PATH and a few more of our variables, so without this it would read the settings
+    # file in the real HOME, where a `cpersona fetch-model` run by hand may have chosen a model.
+    if "XDG_CONFIG_HOME" in os.environ:
+        env["XDG_CONFIG_HOME"] = os.environ["XDG_CONFIG_HOME"]
     env.update(extra)
     return env
 
