@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,6 +45,16 @@ def _persistence_resumed() -> Iterator[None]:
     resume(persistence.PROCESS)
     yield
     resume(persistence.PROCESS)
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A fresh private directory (mode 0700) with a short path, for Unix sockets: their paths stop at about
+    100 bytes, and under pytest-xdist ``tmp_path`` is one folder deeper (``…/popen-gw1/…``), which pushes a
+    socket in it past that limit. Deleted after the test."""
+    path = Path(tempfile.mkdtemp(prefix="cpt-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

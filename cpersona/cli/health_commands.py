@@ -136,6 +136,8 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         f"           loaded: {'yes' if emb['loaded'] else 'no'} (state {emb['state']})"
         + (f", {emb['dimension']}-d" if emb.get("dimension") else "")
     )
+    if emb.get("query_kernel"):
+        print(f"           recall queries: {emb['query_kernel']}")
     if emb.get("problem"):
         print(f"           problem: {emb['problem']}")
         if emb.get("evidence"):  # e.g. the self-test's failing pair and its cosines

@@ -136,6 +136,10 @@ def doctor_report(settings: Settings) -> dict[str, Any]:
         embedding["state"] = condition.state
         if usable:
             embedding.update(model_id=backend.model_id, dimension=backend.dimension)
+            if settings.embedding_mode == "onnx":
+                from cpersona.embed.runtime.query_kernel import expected
+
+                embedding["query_kernel"] = expected(settings.embed_query_kernel)
         elif condition.reason:
             embedding.update(problem=condition.reason, evidence=condition.evidence, fix=condition.runbook)
             if condition.kind == FaultKind.MODEL_MISSING and settings.embedding_mode == "onnx":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -224,3 +225,29 @@ def test_forced_int8_still_refuses_a_copy_that_disagrees() -> None:
     # Agreement is never skipped: only the timing is.
     choice = query_kernel.decide(0.9, 0.0, forced=True)
     assert choice.kernel == "exact" and "differ too much" in choice.reason
+
+
+def test_without_onnx_queries_use_the_float32_graph_and_say_how_to_add_the_kernel(
+    minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install without the fast-query extra (no ``onnx``): the check keeps the float32 graph, names the
+    extra, and queries embed exactly as stored texts do. ``sys.modules[name] = None`` is how Python itself
+    marks a module as unimportable: every ``import onnx`` raises ImportError, as on such an install."""
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    assert not query_kernel.onnx_installed()
+    assert "cpersona-embedded[fast-query]" in query_kernel.expected("auto")
+    backend = _backend(minilm_models_dir)
+    choice = backend.choose_query_kernel()
+    assert choice.kernel == "exact" and choice.reason == query_kernel.NO_ONNX
+    assert backend.query_kernel_status() == {"kernel": "exact", "reason": query_kernel.NO_ONNX}
+    np.testing.assert_allclose(
+        backend.embed_query(PINNED_SENTENCE), backend.embed_documents([PINNED_SENTENCE])[0], atol=1e-6
+    )
+    backend.close()
+
+
+def test_expected_kernel_names_each_case() -> None:
+    assert query_kernel.onnx_installed()  # the test extra carries onnx
+    assert "int8 copy, checked after the first recall" in query_kernel.expected("auto")
+    assert "int8 copy, checked after the first recall" in query_kernel.expected("int8")
+    assert query_kernel.expected("exact") == "float32 graph only (CPERSONA_EMBED_QUERY_KERNEL=exact)"

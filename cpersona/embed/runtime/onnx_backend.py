@@ -238,7 +238,7 @@ class OnnxBackend(EmbeddingBackend):
         try:
             rewritten = int8_matmul.rewrite(path)
         except ImportError:
-            return kernels.exact("the onnx package is not installed"), None
+            return kernels.exact(kernels.NO_ONNX), None
         except Exception as exc:  # an unusual graph: keep the model's own
             return kernels.exact(f"the graph could not be rewritten: {type(exc).__name__}: {exc}"[:300]), None
         if rewritten is None:

@@ -15,6 +15,7 @@ database, and ``CPERSONA_EMBED_QUERY_KERNEL=exact`` gives every query the float3
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,11 @@ from cpersona.result_types import QueryKernelStatus
 
 #: The reason a choice gives before its check has run (benchmarks wait for another one).
 NOT_CHECKED = "not checked yet"
+#: The reason without the optional ``onnx`` package (the ``fast-query`` extra), which builds the copy.
+NO_ONNX = (
+    "the onnx package is not installed: `pip install 'cpersona-embedded[fast-query]'` adds the int8 "
+    "query kernel (about 2x faster query embeddings on int8 models)"
+)
 MIN_COSINE = 0.995
 MAX_TIME_RATIO = 0.95
 #: Timed runs of each graph per probe text, alternating which goes first (docs/history/decisions-rounds.md, round 11).
@@ -71,6 +77,22 @@ class KernelChoice:
 def exact(reason: str) -> KernelChoice:
     """The float32 graph, for ``reason``."""
     return KernelChoice("exact", reason)
+
+
+def onnx_installed() -> bool:
+    """Whether the ``onnx`` package that builds the int8 copy is importable (found, not imported: it
+    takes a second to import, and only the check needs it)."""
+    return importlib.util.find_spec("onnx") is not None
+
+
+def expected(mode: str) -> str:
+    """What the kernel check will do under ``CPERSONA_EMBED_QUERY_KERNEL=mode``, before it runs
+    (``cpersona doctor`` loads the model but sends no query, so the check never starts there)."""
+    if mode == "exact":
+        return "float32 graph only (CPERSONA_EMBED_QUERY_KERNEL=exact)"
+    if not onnx_installed():
+        return f"float32 graph only: {NO_ONNX}"
+    return "a model with int8 weights gets an int8 copy, checked after the first recall (`cpersona stats` shows the choice)"
 
 
 def decide(min_cosine: float, time_ratio: float, forced: bool = False) -> KernelChoice:
