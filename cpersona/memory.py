@@ -171,6 +171,7 @@ class Memory:
             self.embeddings,
             self.health,
             RecallPipeline(self.settings, gate=self.calibration.gate()),
+            keyword_weight=self.calibration.keyword_weight,
         )
         self.context_pack = ContextPack(self.storage, self.recaller)
         self.admin = Admin(core, self.worker, discard_calibration=self.calibration.discard)

@@ -75,6 +75,13 @@ class RecallSearch(TypedDict):
         ]
     ]
     language: NotRequired[Annotated[str, "Why vector_weight is below 1, in one sentence."]]
+    keyword_weight: NotRequired[
+        Annotated[
+            float,
+            "The memory keyword channels' weight in fusion when calibration found this agent's memories "
+            "long (a quarter over 600 characters). Absent at full weight.",
+        ]
+    ]
 
 
 class Advisory(TypedDict):

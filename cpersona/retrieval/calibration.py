@@ -57,6 +57,12 @@ MIN_ADJACENT_PAIRS = 30
 #: LoCoMo's turns (p75 156–173) and our long user–assistant histories (p75 1,550–1,710, the "choose"
 #: half; the "confirm" half agrees), near where MiniLM's 256-token window ends (~1,000 characters).
 LONG_ROW_CHARS = 600
+#: On a corpus of long records the two memory keyword channels (trigram and words) weigh this much
+#: each in fusion: a long answer holds many of a query's words by chance, and the two channels
+#: together outscored the vector channel's best rows (an evidence turn ranked 1st to 5th by the
+#: vector channel fell to 12th–16th). Chosen on the long histories' "choose" half (0.5 against 0.7
+#: and 1), confirmed on "confirm"; LoCoMo never reaches it (its rows are short).
+LONG_RECORD_KEYWORD_WEIGHT = 0.5
 #: Calibration needs at least this many rows with vectors of the active model.
 MIN_ROWS = 10
 DEFAULT_SAMPLE_SIZE = 2000

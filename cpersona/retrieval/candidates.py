@@ -59,6 +59,9 @@ class RecallRequest:
     include_retired: bool = False  # retired memories stay candidates (docs/secrets-and-forgetting.md)
     # The vector channel's weight in fusion: the share of the query the model can read (retrieval/language.py).
     vector_weight: float = 1.0
+    # The memory keyword channels' weight in fusion: lower on a corpus of long records, where a long row
+    # holds many of a query's words by chance (retrieval/calibration.py LONG_RECORD_KEYWORD_WEIGHT).
+    keyword_weight: float = 1.0
 
 
 @dataclass

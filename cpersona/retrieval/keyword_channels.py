@@ -31,7 +31,7 @@ class TrigramMemories:
             source_id=request.source_id,
             period=query.period,
         )
-        return answered(ChannelHits(query.memory_hits(found.hits), found.method))
+        return answered(ChannelHits(query.memory_hits(found.hits), found.method, request.keyword_weight))
 
 
 class WordMemories:
@@ -50,7 +50,7 @@ class WordMemories:
         )
         # Weighed by the share of the query written with spaces (retrieval/language.py): a Japanese
         # question's words are runs the word index holds only by accident.
-        weight = language.spaced_share(request.query)
+        weight = language.spaced_share(request.query) * request.keyword_weight
         return answered(ChannelHits(query.memory_hits(found.hits), found.method, weight))
 
 

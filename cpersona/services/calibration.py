@@ -137,6 +137,14 @@ class Calibrator:
         )
         return GatePolicy("calibrated", level, beta, threshold, lexicon=lexicon, weight=weight)
 
+    def keyword_weight(self, agent_id: str | None) -> float:
+        """The memory keyword channels' weight in fusion for ``agent_id``'s recalls: lower once a
+        calibration found its corpus made of long records (docs/retrieval.md "Long records")."""
+        entry = self.states.get(agent_id) if agent_id is not None else None
+        if cal.long_records((entry or {}).get("gate")) is None:
+            return 1.0
+        return cal.LONG_RECORD_KEYWORD_WEIGHT
+
     def _uncalibrated(self, agent_id: str | None) -> str:
         if agent_id is None:
             return "a recall across agents is never calibrated (calibration is per agent): heuristic floor in force"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any, cast
@@ -48,9 +48,16 @@ class Recaller:
     """Runs recall for a ``Memory``."""
 
     def __init__(
-        self, store: Store, embeddings: EmbeddingService, health: HealthState, pipeline: RecallPipeline
+        self,
+        store: Store,
+        embeddings: EmbeddingService,
+        health: HealthState,
+        pipeline: RecallPipeline,
+        keyword_weight: Callable[[str | None], float] | None = None,
     ) -> None:
         self.store = store
+        # An agent's memory keyword weight (the calibrator's: lower on a corpus of long records).
+        self.keyword_weight = keyword_weight or (lambda _agent: 1.0)
         self.embeddings = embeddings
         self.health = health
         self.pipeline = pipeline
@@ -143,6 +150,9 @@ class Recaller:
         language_note = self._vector_weight(request)
         if language_note is not None:
             request = replace(request, vector_weight=language_note[0])
+        keyword_weight = self.keyword_weight(request.scope.agent_id)
+        if keyword_weight != 1.0:
+            request = replace(request, keyword_weight=keyword_weight)
         wants_vector = request.limit > 0 and bool(request.query.strip()) and request.vector_weight > 0
         query_vector = self._query_vector(request.query) if wants_vector else None
         if request.limit == 0:
@@ -184,6 +194,8 @@ class Recaller:
             },
             "gate": cast("RecallGate", outcome.gate),
         }
+        if keyword_weight != 1.0:
+            response["search"]["keyword_weight"] = keyword_weight
         if language_note is not None:
             response["search"]["vector_weight"] = language_note[0]
             response["search"]["language"] = language_note[1]

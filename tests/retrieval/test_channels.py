@@ -77,3 +77,18 @@ def test_a_registered_channel_is_retrieved_fused_and_traced(mem: Memory) -> None
     # Registered last, the new channel leaves every existing channel's sum as it was.
     assert by_id(out)[pottery]["match_reason"]["rsf"] == by_id(plain)[pottery]["match_reason"]["rsf"]
     assert "keyword_channels" in out["search"] and "newest" not in out["search"]["keyword_channels"]
+
+
+def test_the_memory_keyword_channels_take_the_agents_keyword_weight(mem: Memory) -> None:
+    # An agent whose calibration found long records gets its memory keyword channels at that weight
+    # (the calibrator's keyword_weight); the response says so, and the rsf sum shrinks to match.
+    pottery = mem.store("a", "the pottery workshop made a blue bowl")["id"]
+    full = mem.recall("a", "pottery bowl", record=False)
+    assert "keyword_weight" not in full["search"]
+    mem.recaller.keyword_weight = lambda agent: 0.5 if agent == "a" else 1.0
+    half = mem.recall("a", "pottery bowl", record=False)
+    assert half["search"]["keyword_weight"] == 0.5
+    assert by_id(half)[pottery]["match_reason"]["rsf"] == pytest.approx(
+        by_id(full)[pottery]["match_reason"]["rsf"] / 2
+    )
+    assert "keyword_weight" not in mem.recall("b", "pottery bowl", record=False)["search"]
