@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import percentile, print_table, write_json  # noqa: E402
 from _japanese_data import load  # noqa: E402
-from longchat import ARM_PRESETS, STATES, copy_db, parse_overrides  # noqa: E402
+from longchat import ARM_PRESETS, STATES, copy_db, read_arms  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
@@ -114,16 +114,7 @@ def main() -> int:
         "penalty sees the earlier questions about the same paragraph)",
     )
     args = parser.parse_args()
-    arms: dict[str, dict[str, Any]] = {}
-    for name in filter(None, (a.strip() for a in args.arms.split(","))):
-        if name not in ARM_PRESETS:
-            parser.error(f"unknown arm {name!r}; presets: {', '.join(ARM_PRESETS)}")
-        arms[name] = parse_overrides(",".join(f"{k}={v}" for k, v in ARM_PRESETS[name].items()))
-    for spec in args.arm:
-        name, sep, overrides = spec.partition(":")
-        if not sep or not name:
-            parser.error(f"--arm {spec!r}: expected NAME:CPERSONA_X=v,...")
-        arms[name] = parse_overrides(overrides)
+    arms = read_arms(parser, args.arms, args.arm)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if bad := [m for m in modes if m not in ("none", "onnx")]:
         parser.error(f"unknown mode(s) {bad}")

@@ -90,6 +90,22 @@ def parse_overrides(text: str) -> dict[str, Any]:
     return changes
 
 
+def read_arms(parser: argparse.ArgumentParser, presets: str, specs: list[str]) -> dict[str, dict[str, Any]]:
+    """``--arms`` (comma-separated ``ARM_PRESETS`` names) and ``--arm NAME:CPERSONA_X=v,...`` as
+    Settings changes per arm name; a bad one ends the command through ``parser.error``."""
+    arms: dict[str, dict[str, Any]] = {}
+    for name in filter(None, (a.strip() for a in presets.split(","))):
+        if name not in ARM_PRESETS:
+            parser.error(f"unknown arm {name!r}; presets: {', '.join(ARM_PRESETS)}")
+        arms[name] = parse_overrides(",".join(f"{k}={v}" for k, v in ARM_PRESETS[name].items()))
+    for spec in specs:
+        name, sep, overrides = spec.partition(":")
+        if not sep or not name:
+            parser.error(f"--arm {spec!r}: expected NAME:CPERSONA_X=v,...")
+        arms[name] = parse_overrides(overrides)
+    return arms
+
+
 def score(ranked: list[str], question: dict[str, Any], session_of: dict[str, str]) -> dict[str, float]:
     """The metrics of one question; ``ranked`` is best-first turn ids."""
     evidence_sessions = set(question["evidence_session_ids"])
@@ -290,16 +306,7 @@ def main() -> int:
         "stored afresh; delete the dir after changing the storing code)",
     )
     args = parser.parse_args()
-    arms: dict[str, dict[str, Any]] = {}
-    for name in filter(None, (a.strip() for a in args.arms.split(","))):
-        if name not in ARM_PRESETS:
-            parser.error(f"unknown arm {name!r}; presets: {', '.join(ARM_PRESETS)}")
-        arms[name] = parse_overrides(",".join(f"{k}={v}" for k, v in ARM_PRESETS[name].items()))
-    for spec in args.arm:
-        name, sep, overrides = spec.partition(":")
-        if not sep or not name:
-            parser.error(f"--arm {spec!r}: expected NAME:CPERSONA_X=v,...")
-        arms[name] = parse_overrides(overrides)
+    arms = read_arms(parser, args.arms, args.arm)
     histories = load(args.data, args.split)[: args.histories]
     with tempfile.TemporaryDirectory() as tmp:
         base = Settings(

@@ -93,7 +93,7 @@ class Calibrator:
             return GatePolicy(
                 "off", reason="the quality gate is disabled (CPERSONA_FUSED_GATE_ENABLED=false)"
             )
-        entry = self.states.get(agent_id) if agent_id is not None else None
+        entry = self.states.peek(agent_id) if agent_id is not None else None
         level, beta, _ = self._precision(entry)
         heuristic = GatePolicy(
             "heuristic", level, beta, HEURISTIC_TOP_COSINE, reason=self._uncalibrated(agent_id)
@@ -140,7 +140,7 @@ class Calibrator:
     def keyword_weight(self, agent_id: str | None) -> float:
         """The memory keyword channels' weight in fusion for ``agent_id``'s recalls: lower once a
         calibration found its corpus made of long records (docs/retrieval.md "Long records")."""
-        entry = self.states.get(agent_id) if agent_id is not None else None
+        entry = self.states.peek(agent_id) if agent_id is not None else None
         if cal.long_records((entry or {}).get("gate")) is None:
             return 1.0
         return cal.LONG_RECORD_KEYWORD_WEIGHT

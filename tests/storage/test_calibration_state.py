@@ -191,3 +191,20 @@ def test_agent_counts_and_has_rows(engine: str, db_url: str | None, tmp_path: Pa
             assert s.admin.known_agent_ids() == ["a", "b", "c", "p"]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"], indirect=True)
+def test_peek_reads_what_get_copies(engine: str, db_url: str | None, tmp_path: Path) -> None:
+    # Recall reads the entry without copying it (peek); get stays a copy a caller may change.
+    store = open_store(db_url or tmp_path / "memory.db")
+    try:
+        states = store.calibration_states()
+        assert states.peek("a") is None
+        assert states.modify("a", lambda _: entry(10)).persisted
+        assert states.peek("a") == states.get("a") == entry(10)
+        copy = states.get("a")
+        assert copy is not None
+        copy["rows"] = 99  # changing a copy changes nothing held
+        assert states.peek("a") == entry(10)
+    finally:
+        store.close()

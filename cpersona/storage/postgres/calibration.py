@@ -83,14 +83,19 @@ class PgCalibrationStates:
 
     def get(self, agent_id: str) -> Entry | None:
         """One agent's entry (a copy) or None; cached for ``CACHE_SECONDS``."""
+        entry = self.peek(agent_id)
+        return _copy(entry) if entry is not None else None
+
+    def peek(self, agent_id: str) -> Entry | None:
+        """One agent's entry as held (not a copy: read it, never change it) or None; cached for
+        ``CACHE_SECONDS``."""
         now = time.monotonic()
         with self._lock:
             if agent_id in self._unsaved:
-                pending = self._unsaved[agent_id]
-                return _copy(pending) if pending is not None else None
+                return self._unsaved[agent_id]
             cached = self._cache.get(agent_id)
             if cached is not None and now - cached[0] < CACHE_SECONDS:
-                return _copy(cached[1]) if cached[1] is not None else None
+                return cached[1]
         try:
             with self.pool.connection() as conn:
                 row = conn.execute(
@@ -101,7 +106,7 @@ class PgCalibrationStates:
             return None  # an unreadable state is "not calibrated"; the recall itself reports the database
         with self._lock:
             self._cache[agent_id] = (now, entry)
-        return _copy(entry) if entry is not None else None
+        return entry
 
     @contextmanager
     def exclusive(self, agent_id: str, wait: float = 0.0) -> Iterator[bool]:

@@ -119,9 +119,13 @@ class SidecarStates:
 
     def get(self, agent_id: str) -> Entry | None:
         """One agent's entry (a copy), or None. Never raises for an unreadable file."""
+        entry = self.peek(agent_id)
+        return _copy(entry) if entry is not None else None
+
+    def peek(self, agent_id: str) -> Entry | None:
+        """One agent's entry as held (not a copy: read it, never change it), or None."""
         with self._cache_lock:
-            entry = self._merged().get(agent_id)
-            return _copy(entry) if entry is not None else None
+            return self._merged().get(agent_id)
 
     # -- locking ----------------------------------------------------------------------------
     @contextmanager
