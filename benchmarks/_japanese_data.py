@@ -1,7 +1,7 @@
 """Japanese paragraphs and questions for benchmarks/japanese.py, built from public Japanese documentation.
 
     python benchmarks/_japanese_data.py CACHE_DIR [--source NAME=GIT_DIR ...] [--paragraphs 1100]
-        [--questions 300] [--seed 32]
+        [--questions 300] [--seed 32] [--clause-only]
 
 Text: the Japanese translations of the Vue.js and Vite documentation (github.com/vuejs-translations/docs-ja,
 github.com/vitejs/docs-ja, pinned below; MIT / CC BY 4.0 text). Prose paragraphs only: no code blocks,
@@ -201,6 +201,15 @@ def question_from(sentence: str, rng: random.Random) -> dict[str, str] | None:
     return {"question": question.replace("`", ""), "answer": span.strip("`")}
 
 
+def clause_only(question: str) -> str:
+    """The terse form (``--clause-only``): only the first clause that holds the question word, when it
+    has 8 characters or more ("v-for の 何 属性はか" from "v-for の 何 属性は、可能な場合は…か"). Such a
+    question shares a few words with several paragraphs of its page, as a person's short question does."""
+    clauses = question.rstrip("か").split("、")
+    holder = next((c for c in clauses if "何" in c or "いくつ" in c), None)
+    return holder + "か" if holder is not None and len(holder) >= 8 else question
+
+
 def build(
     cache: Path,
     sources: dict[str, Path | None],
@@ -208,6 +217,7 @@ def build(
     n_questions: int,
     seed: int,
     per_paragraph: tuple[int, int] = (1, 4),
+    terse: bool = False,
 ) -> Path:
     """Write CACHE/japanese.json: paragraphs (id, page, text) and questions (id, split, gold paragraph)."""
     rng = random.Random(seed)
@@ -257,10 +267,15 @@ def build(
                         "gold": items[index]["id"],
                         "page": page,
                         **made,
+                        **({"question": clause_only(made["question"])} if terse else {}),
                     }
                 )
     data = {
-        "meta": {"sources": {k: f"{v[0]}@{v[1]}" for k, v in SOURCES.items()}, "seed": seed},
+        "meta": {
+            "sources": {k: f"{v[0]}@{v[1]}" for k, v in SOURCES.items()},
+            "seed": seed,
+            "clause_only": terse,
+        },
         "paragraphs": items,
         "questions": questions,
     }
@@ -299,6 +314,11 @@ def main() -> int:
         default="1-4",
         help="questions per gold paragraph, drawn from LOW-HIGH (adjacent in the file, as a data set lists them)",
     )
+    parser.add_argument(
+        "--clause-only",
+        action="store_true",
+        help="terse questions: only the clause holding the question word (clause_only); use its own cache dir",
+    )
     args = parser.parse_args()
     low, _, high = args.per_paragraph.partition("-")
     per_paragraph = (int(low), int(high or low))
@@ -309,7 +329,9 @@ def main() -> int:
             parser.error(f"unknown source {name!r}")
         sources[name] = Path(path)
     args.cache.mkdir(parents=True, exist_ok=True)
-    out = build(args.cache, sources, args.paragraphs, args.questions, args.seed, per_paragraph)
+    out = build(
+        args.cache, sources, args.paragraphs, args.questions, args.seed, per_paragraph, args.clause_only
+    )
     data = load(out)
     splits = {s: sum(q["split"] == s for q in data["questions"]) for s in ("choose", "confirm")}
     print(f"wrote {out}: {len(data['paragraphs'])} paragraphs, questions {splits}")

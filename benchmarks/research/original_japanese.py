@@ -114,7 +114,7 @@ def main() -> int:
         rr = 0.0
         for q in questions:
             out = client.tool("recall", {"agent_id": "ja", "query": q["question"], "limit": 10})
-            rows = list(reversed(out.get("results") or out.get("memories") or []))
+            rows = list(reversed(out.get("results") or out.get("memories") or out.get("messages") or []))
             ranked = [by_content.get(str(r.get("content", "")), ids.get(r.get("id"), "")) for r in rows]
             if ranked[:1] == [q["gold"]]:
                 hits += 1

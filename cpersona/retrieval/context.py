@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 #: Rows more than this many seconds apart are not one session (as in calibration.session_keys).
 SESSION_GAP_SECONDS = 3600.0
+#: With ``above_parent`` off, a neighbour's score stops at this share of its strongest parent's: below
+#: it, so the parent stays first.
+BELOW_PARENT = 0.999
 __all__ = ["CONTEXT", "ContextPolicy", "neighbours", "policy_for", "row_seconds", "same_session", "spread"]
 
 
@@ -52,6 +55,10 @@ class ContextPolicy:
     #: Only short turns share: a parent or neighbour longer than this (characters) is a record that holds
     #: its own context (a long assistant answer, a document), not a chat turn whose answer is the next one.
     max_chars: int = 600
+    #: False: a neighbour rises at most to just below the strongest parent that lent it a share. Keyword-only
+    #: ranking sets it (``scoring.hydrate``): there a page of paragraphs that all hold the query's words lift
+    #: one another above the paragraph that holds them best (docs/retrieval.md#the-context-channel).
+    above_parent: bool = True
 
 
 def policy_for(mode: str, weight: float) -> ContextPolicy | None:
@@ -157,8 +164,9 @@ def spread(
 ) -> dict[Key, dict[str, Any]]:
     """Add the context channel to ``fused`` in place; return the neighbour rows it hydrated.
 
-    A neighbour gets ``weight × parent score / distance`` (the best parent's, or the sum); a row
-    already in the list adds it to its score, a new one enters with it alone. ``Fused.rsf`` stays the
+    A neighbour gets ``weight × parent score / distance`` (the best parent's, or the sum; with
+    ``above_parent`` off, no more than lifts it to ``BELOW_PARENT`` of its strongest parent's score); a
+    row already in the list adds it to its score, a new one enters with it alone. ``Fused.rsf`` stays the
     retrievers' sum; ``channels["context"]`` holds the bonus (score = rsf + context).
     """
     ranked = sorted(
@@ -179,6 +187,9 @@ def spread(
         bonus = sum(shares) if policy.combine == "sum" else max(shares)
         key = Key(MEMORY, nid)
         entry = fused.get(key)
+        if not policy.above_parent:
+            ceiling = BELOW_PARENT * max(base[pid] for pid, _ in links[nid])
+            bonus = min(bonus, max(0.0, ceiling - (entry.score if entry is not None else 0.0)))
         if entry is None:
             row = extra.get(nid)
             if row is None or not policy.add_new:

@@ -10,6 +10,13 @@ question still finds the rows sharing part of it. The word-level index gets the
 same content words whole: its porter tokenizer stems them ("running" ~ "runs"),
 which the substring stem cannot.
 
+Identifiers keep their inner hyphens and dots ("v-for", "CVE-2024-3094", "Vue.js", "6.3.0"), whole
+and unstemmed, beside their parts: the trigram index holds the punctuation, so the whole term finds
+the row that names the identifier exactly, where its parts alone ("v", "for") found nothing or every
+row. A token that mixes scripts ("2016年以降", "F-15戦闘機") is cut where the script changes, as a
+reader would: the Latin or digit run stays one term, the CJK run gives trigrams, so "2016" is not
+diluted into "201" and "016" (docs/retrieval.md#query-terms).
+
 Every term is bounded as well as their number (docs/input-rules.md): trigram FTS turns a term of n
 characters into a phrase of n - 2 trigrams, and one 8,000-character token cost seconds and hundreds
 of MB per recall (issue 17). A longer term is cut to its first ``MAX_TERM_CHARS`` characters for the
@@ -34,7 +41,12 @@ MAX_WORD_CHARS = 128
 #: LoCoMo's questions use at most 57.
 MAX_QUERY_TERM_CHARS = 256
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+#: A token with its inner hyphens and dots ("v-for", "cve-2024-3094", "vue.js"): an identifier.
+_IDENTIFIER = re.compile(r"\w+(?:[-.]\w+)*", re.UNICODE)
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_CLASS}]")
+#: Runs of one script inside a token: CJK characters, or anything else.
+_SCRIPT_RUNS = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 
 # Function words that match nearly every row and only dilute bm25 on English text.
@@ -182,6 +194,29 @@ def _cjk_pieces(token: str) -> list[str]:
     return [token[i : i + 3] for i in range(len(token) - 2)]
 
 
+def _tokens(query: str) -> list[str]:
+    """Word tokens in query order; an identifier ("v-for") whole, then its parts ("v", "for")."""
+    out: list[str] = []
+    for token in _IDENTIFIER.findall(query):
+        out.append(token)
+        if "-" in token or "." in token:
+            out.extend(_TOKEN.findall(token))
+    return out
+
+
+def _substring_pieces(token: str) -> list[str]:
+    """The trigram-index terms of one token: each script run on its own, CJK runs as trigrams, other
+    runs whole (stemmed when they are plain words, as they are when an identifier)."""
+    pieces: list[str] = []
+    for run in _SCRIPT_RUNS.findall(token) if _CJK.search(token) else [token]:
+        if _CJK.search(run):
+            pieces.extend(_cjk_pieces(run))
+        else:
+            run = run.strip("-.")
+            pieces.append(run if "-" in run or "." in run else _stem(run))
+    return pieces
+
+
 class _Terms:
     """Distinct terms in query order, until ``MAX_TERMS`` of them or ``MAX_QUERY_TERM_CHARS`` in all."""
 
@@ -214,13 +249,12 @@ def query_terms(query: str) -> QueryTerms:
     ``MAX_QUERY_TERM_CHARS`` characters in all, whatever the query. Building them is linear in the
     query's length (dicts, not list scans, dedupe).
     """
-    tokens = [t.lower() for t in _TOKEN.findall(query)]
+    tokens = [t.lower() for t in _tokens(query)]
     content = [t for t in tokens if t not in STOPWORDS] or tokens
     match, like = _Terms(), _Terms()
     words = tuple(w for w in dict.fromkeys(content) if len(w) <= MAX_WORD_CHARS)[:MAX_TERMS]
     for token in content:
-        pieces = _cjk_pieces(token) if _CJK.search(token) else [_stem(token)]
-        for piece in pieces:
+        for piece in _substring_pieces(token):
             if len(piece) >= 3:
                 match.add(piece[:MAX_TERM_CHARS])
         like.add(token[:MAX_TERM_CHARS])

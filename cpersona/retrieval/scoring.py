@@ -60,8 +60,9 @@ def hydrate(
         found[Key(EPISODE, rid)] = ep
     if context_policy is not None:
         kept = {key: row for key, row in found.items() if keep(row, request)}
-        # Keyword-only recall returns what matched: neighbours then only lift candidates.
-        policy = context_policy if vector_used else replace(context_policy, add_new=False)
+        # Keyword-only recall returns what matched: neighbours then only lift candidates, and never above
+        # the row that lent them the share (rows that share the query's words would lift one another).
+        policy = context_policy if vector_used else replace(context_policy, add_new=False, above_parent=False)
         rows = session.memories if not hidden else cast("MemoryRows", _Unsuperseded(session.memories, hidden))
         found.update(context.spread(fused, kept, rows, request.scope, policy))
     scored = []

@@ -183,6 +183,43 @@ def test_spread_keeps_rsf_the_retrievers_sum() -> None:
     assert {key.ref for key in added} == {"mem:3"}
 
 
+def test_below_parent_stops_a_neighbour_under_the_row_that_lent_it() -> None:
+    """Keyword-only ranking (``above_parent`` off): rows 1 and 2 both matched; 2 would pass its parent 1
+    with the share 1 lends it (0.9 + 0.6 × 1.0); 3 gets half that share (two rows away)."""
+    fused = {
+        memory_key(1): fusion.Fused(memory_key(1), 1.0, "rsf", rsf=1.0, channels={"fts_memories": 1.0}),
+        memory_key(2): fusion.Fused(memory_key(2), 0.9, "rsf", rsf=0.9, channels={"fts_memories": 0.9}),
+    }
+    stamp = normalise_timestamp(DAY)
+    rows = {
+        i: {"id": i, "agent_id": "a", "project_id": "", "channel": "", "timestamp": stamp} for i in (1, 2, 3)
+    }
+
+    class Rows:
+        def get_many(self, ids: list[int], scope: Scope | None = None) -> dict[int, dict[str, Any]]:
+            return {i: rows[i] for i in ids if i in rows}
+
+    def run(above_parent: bool) -> dict[int, float]:
+        entries = {
+            key: fusion.Fused(key, e.score, "rsf", rsf=e.rsf, channels=dict(e.channels))
+            for key, e in fused.items()
+        }
+        context.spread(
+            entries,
+            {memory_key(1): rows[1], memory_key(2): rows[2]},
+            Rows(),  # type: ignore[arg-type]
+            Scope("a"),
+            context.ContextPolicy(parents=1, weight=0.6, reach=2, above_parent=above_parent),
+        )
+        return {key.id: entry.score for key, entry in entries.items()}
+
+    free = run(above_parent=True)
+    assert free[2] == pytest.approx(0.9 + 0.6 * 1.0) and free[2] > free[1]
+    held = run(above_parent=False)
+    assert held[1] == 1.0 and held[2] == pytest.approx(context.BELOW_PARENT * 1.0)
+    assert held[3] == pytest.approx(0.6 * 1.0 / 2)  # under the ceiling: its share whole
+
+
 dialogue_rows = st.lists(
     st.tuples(
         st.sampled_from(["a", "b"]),

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pg_cluster import BOTH_ENGINES
 
+from cpersona.config import Settings
+from cpersona.memory import Memory
 from cpersona.retrieval.match_query import (
     MAX_QUERY_TERM_CHARS,
     MAX_TERM_CHARS,
@@ -29,6 +33,20 @@ def test_only_function_words_keeps_them() -> None:
 
 def test_cjk_runs_become_overlapping_trigrams() -> None:
     assert query_terms("東京タワー").match == ("東京タ", "京タワ", "タワー")
+
+
+def test_identifiers_keep_their_hyphens_and_dots_beside_their_parts() -> None:
+    # "v-for" split at the hyphen left "v" (too short) and "for" (a function word): nothing to match
+    assert query_terms("v-for の 何 属性はか").match == ("v-for", "属性は", "性はか")
+    assert query_terms("CVE-2024-3094").match == ("cve-2024-3094", "cve", "2024", "3094")
+    assert query_terms("Vite 6.3.0").match == ("vite", "6.3.0")
+    # an identifier is not stemmed; a sentence's full stop is no part of a word
+    assert query_terms("Vue.js notes.").match == ("vue.js", "vue", "note")
+
+
+def test_a_token_mixing_scripts_is_cut_where_the_script_changes() -> None:
+    assert query_terms("2016年以降").match == ("2016", "年以降")
+    assert query_terms("F-15戦闘機").match == ("f-15", "戦闘機")
 
 
 def test_short_words_go_to_like_only() -> None:
@@ -129,3 +147,17 @@ def test_the_bounds_hold_for_any_query(query: str) -> None:
     )
     assert all(len(t) <= MAX_TERM_CHARS for t in (*terms.match, *terms.like))
     assert all(len(w) <= MAX_WORD_CHARS for w in terms.words)
+
+
+@BOTH_ENGINES
+def test_keyword_recall_finds_an_identifier_by_its_whole_name(tmp_path: Path, new_db_url) -> None:
+    """A real keyword-only recall on both engines: split at its hyphen, "v-for" was "for" (a function
+    word) and "v" (too short), and the row that says "for" most came first."""
+    with Memory(
+        Settings(db_path=tmp_path / "k.db", db_url=new_db_url(), embedding_mode="none", update_check=False)
+    ) as memory:
+        memory.store("a", "Give every item rendered by v-for a key attribute.")
+        memory.store("a", "for each for all for now: a loop for the sake of it")
+        memory.store("a", "The key attribute also tells v-if branches apart.")
+        out = memory.recall("a", "v-for", limit=3)
+        assert out["results"][-1]["content"].startswith("Give every item rendered by v-for")
