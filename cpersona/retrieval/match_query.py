@@ -15,7 +15,7 @@ and unstemmed, beside their parts: the trigram index holds the punctuation, so t
 the row that names the identifier exactly, where its parts alone ("v", "for") found nothing or every
 row. A token that mixes scripts ("2016年以降", "F-15戦闘機") is cut where the script changes, as a
 reader would: the Latin or digit run stays one term, the CJK run gives trigrams, so "2016" is not
-diluted into "201" and "016" (docs/retrieval.md#query-terms).
+diluted into "201" and "016" (docs/retrieval.md#query-building-match_querypy-then-storagesqlitekeywordpy).
 
 Every term is bounded as well as their number (docs/input-rules.md): trigram FTS turns a term of n
 characters into a phrase of n - 2 trigrams, and one 8,000-character token cost seconds and hundreds
