@@ -57,6 +57,7 @@ from cpersona.config import Settings, settings_table  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
+from cpersona.storage.sqlite.migrations import MIGRATIONS  # noqa: E402
 
 AGENT = "longchat"
 LIMIT = 10
@@ -221,9 +222,14 @@ def run(
                 settings = base.with_overrides(**changes)
                 mode = settings.embedding_mode
                 if mode not in stored:
-                    # The file's name carries a digest of the history, so changed data is stored afresh.
+                    # The file's name carries a digest of the history and the schema's migration count, so
+                    # changed data, or a file stored before a migration (block vectors came with one), is
+                    # stored afresh.
                     digest = hashlib.sha1(json.dumps(history, sort_keys=True).encode()).hexdigest()[:10]
-                    name = f"{history['history_id']}-{digest}-{mode}-{base.embedding_model}-cut{cut or 0}.db"
+                    name = (
+                        f"{history['history_id']}-{digest}-{mode}-{base.embedding_model}-cut{cut or 0}"
+                        f"-schema{len(MIGRATIONS)}.db"
+                    )
                     stored[mode] = (keep or Path(tmp)) / name
                     if not stored[mode].exists():
                         start = time.perf_counter()
@@ -303,7 +309,8 @@ def main() -> int:
         "--keep-stored",
         type=Path,
         help="keep each history's stored database here and reuse it on later runs (a changed history is "
-        "stored afresh; delete the dir after changing the storing code)",
+        "stored afresh, as is a file from before a schema migration; delete the dir after changing how "
+        "turns are stored)",
     )
     args = parser.parse_args()
     arms = read_arms(parser, args.arms, args.arm)

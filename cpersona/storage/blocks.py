@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 #: The table of block vectors (SQLite and PostgreSQL).
 MEMORY_BLOCKS = "memory_blocks"
+#: How much less a block's cosine counts than a memory's own vector's. A long memory scores the best of
+#: its blocks, and the best of many cosines is high by chance alone, so without it long assistant answers
+#: pushed out the short user turns that state a fact. 0.05 was chosen on our long histories' "choose" half
+#: (against 0 and 0.10) and confirmed on "confirm" (docs/retrieval.md#long-records).
+BLOCK_DISCOUNT = 0.05
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class BlockHit:
     index: int
     start: int
     end: int
-    cosine: float
+    cosine: float  # the block's score: its cosine with the query less BLOCK_DISCOUNT
 
     def describe(self) -> dict[str, int]:
         """``match_reason``'s ``block`` field."""

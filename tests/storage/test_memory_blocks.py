@@ -15,7 +15,7 @@ from pg_cluster import ENGINES_AND_EXACT, raw_rows
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
-from cpersona.storage.blocks import NewBlock
+from cpersona.storage.blocks import BLOCK_DISCOUNT, NewBlock
 from cpersona.storage.interface import Session
 from cpersona.storage.scope import Scope
 from cpersona.storage.values import MEMORIES, NewMemory, VectorQuery
@@ -59,7 +59,7 @@ def rows(mem: Memory) -> dict[str, int]:
         ids = {
             "x": insert(s, "about x", unit(1, 0, 0, 0)),
             "long": insert(s, "a long memory", unit(0.2, 1, 0, 0)),
-            "z": insert(s, "about z", unit(0, 0.1, 1, 0)),
+            "z": insert(s, "about z", unit(0, 0.5, 1, 0)),
             "other": insert(s, "another agent's", unit(0, 0, 0, 1), agent="b"),
         }
         s.memories.set_blocks(
@@ -89,14 +89,23 @@ def nearest(
 def test_a_memory_scores_its_best_block_and_takes_one_place(mem: Memory, rows: dict[str, int]) -> None:
     found = nearest(mem, query(0, 0, 1, 0), 10)
     ids = [i for i, _ in found]
-    assert ids[0] == rows["long"] and found[0][1] == pytest.approx(
-        1.0, abs=1e-5
-    )  # block 1, not its own vector
+    # block 1 (cosine 1, less the discount every block's cosine takes), not its own vector
+    assert ids[0] == rows["long"] and found[0][1] == pytest.approx(1.0 - BLOCK_DISCOUNT, abs=1e-5)
     assert ids.count(rows["long"]) == 1  # three blocks near the query, one place
     assert rows["other"] not in ids  # another agent's row stays out, and so do its blocks' owner's
     assert sorted(ids) == sorted([rows["x"], rows["long"], rows["z"]])
     # The row count is the unit of the limit: two places, two memories, though blocks fill the top.
     assert [i for i, _ in nearest(mem, query(0, 0, 1, 0.05), 2)] == [rows["long"], rows["z"]]
+
+
+def test_a_block_counts_less_than_a_memorys_own_vector(mem: Memory, rows: dict[str, int]) -> None:
+    """The best of a long memory's blocks is high by chance alone: at an equal cosine a short memory's
+    own vector ranks first, and a block wins only by more than ``BLOCK_DISCOUNT``."""
+    with mem.storage.write() as s:
+        short = insert(s, "a short memory on the third axis", unit(0, 0, 1, 0))
+    found = nearest(mem, query(0, 0, 1, 0), 2)
+    assert found[0] == (short, pytest.approx(1.0, abs=1e-5))
+    assert found[1] == (rows["long"], pytest.approx(1.0 - BLOCK_DISCOUNT, abs=1e-5))
 
 
 def test_allowed_ids_restrict_blocks_by_their_memory(mem: Memory, rows: dict[str, int]) -> None:
@@ -109,7 +118,7 @@ def test_the_scan_window_counts_memories_and_takes_their_blocks_along(
 ) -> None:
     # CPERSONA_MAX_MEMORIES: the newest N memories in scope compete, each with its blocks.
     q = query(0, 0, 0, 1)
-    assert nearest(mem, q, 10, window=2)[0] == (rows["long"], pytest.approx(1.0, abs=1e-5))
+    assert nearest(mem, q, 10, window=2)[0] == (rows["long"], pytest.approx(1.0 - BLOCK_DISCOUNT, abs=1e-5))
     assert [i for i, _ in nearest(mem, q, 10, window=1)] == [rows["z"]]  # 'long' is out, so are its blocks
 
 
@@ -118,9 +127,8 @@ def test_cosines_and_best_blocks_name_the_winning_block(mem: Memory, rows: dict[
     with mem.storage.read() as s:
         cos = s.vector_search.cosines(MEMORIES, q, [rows["long"], rows["x"]])
         best = s.vector_search.best_blocks(q, [rows["long"], rows["x"]])
-    assert cos[rows["long"]] == pytest.approx(1.0, abs=1e-5) and cos[rows["x"]] == pytest.approx(
-        0.0, abs=1e-5
-    )
+    assert cos[rows["long"]] == pytest.approx(1.0 - BLOCK_DISCOUNT, abs=1e-5)
+    assert cos[rows["x"]] == pytest.approx(0.0, abs=1e-5)
     assert set(best) == {rows["long"]}
     assert best[rows["long"]].describe() == {"index": 3, "start": 300, "end": 450}
     with mem.storage.read() as s:  # its own vector wins: no block named
@@ -172,7 +180,7 @@ def test_a_merge_takes_the_blocks_along(mem: Memory, rows: dict[str, int], mode:
     result = mem.merge_memories("a", "c", mode=mode)
     assert result["ok"] is True
     found = nearest(mem, query(0, 0, 0, 1), 1, agent="c")  # the long memory's block 3, now agent c's
-    assert found and found[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert found and found[0][1] == pytest.approx(1.0 - BLOCK_DISCOUNT, abs=1e-5)
     with mem.storage.read() as s:
         assert [b.index for b in s.memories.blocks_of([found[0][0]], MODEL, DIM)] == [1, 2, 3]
     assert (rows["long"] in [i for i, _ in nearest(mem, query(0, 0, 0, 1), 10)]) is (mode == "copy")
