@@ -190,6 +190,8 @@ def spread(
         if not policy.above_parent:
             ceiling = BELOW_PARENT * max(base[pid] for pid, _ in links[nid])
             bonus = min(bonus, max(0.0, ceiling - (entry.score if entry is not None else 0.0)))
+            if bonus <= 0.0:  # already at or above its parent: no share to record
+                continue
         if entry is None:
             row = extra.get(nid)
             if row is None or not policy.add_new:

@@ -199,7 +199,7 @@ def test_below_parent_stops_a_neighbour_under_the_row_that_lent_it() -> None:
         def get_many(self, ids: list[int], scope: Scope | None = None) -> dict[int, dict[str, Any]]:
             return {i: rows[i] for i in ids if i in rows}
 
-    def run(above_parent: bool) -> dict[int, float]:
+    def run(above_parent: bool, parents: int = 1) -> dict[int, fusion.Fused]:
         entries = {
             key: fusion.Fused(key, e.score, "rsf", rsf=e.rsf, channels=dict(e.channels))
             for key, e in fused.items()
@@ -209,15 +209,18 @@ def test_below_parent_stops_a_neighbour_under_the_row_that_lent_it() -> None:
             {memory_key(1): rows[1], memory_key(2): rows[2]},
             Rows(),  # type: ignore[arg-type]
             Scope("a"),
-            context.ContextPolicy(parents=1, weight=0.6, reach=2, above_parent=above_parent),
+            context.ContextPolicy(parents=parents, weight=0.6, reach=2, above_parent=above_parent),
         )
-        return {key.id: entry.score for key, entry in entries.items()}
+        return {key.id: entry for key, entry in entries.items()}
 
-    free = run(above_parent=True)
+    free = {rid: entry.score for rid, entry in run(above_parent=True).items()}
     assert free[2] == pytest.approx(0.9 + 0.6 * 1.0) and free[2] > free[1]
-    held = run(above_parent=False)
+    held = {rid: entry.score for rid, entry in run(above_parent=False).items()}
     assert held[1] == 1.0 and held[2] == pytest.approx(context.BELOW_PARENT * 1.0)
     assert held[3] == pytest.approx(0.6 * 1.0 / 2)  # under the ceiling: its share whole
+    # Both parents: 1 is 2's neighbour too, but already above 2, so it records no share at all.
+    both = run(above_parent=False, parents=2)
+    assert both[1].score == 1.0 and "context" not in both[1].channels
 
 
 dialogue_rows = st.lists(
