@@ -64,7 +64,8 @@ class MatchReason(TypedDict):
         Annotated[
             BlockSpan,
             "A long memory only: the block of its text whose vector scored it (better than the memory's own "
-            "vector, which reads only the model's first window); cosine is that block's.",
+            "vector, which reads only the model's first window); cosine is that block's, less 0.05 (a block "
+            "counts less than the memory's own vector: docs/retrieval.md#long-records).",
         ]
     ]
     gate: NotRequired[
