@@ -15,8 +15,9 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str:
 
 
 def regenerate(path: Path, render: Callable[[str], str], argv: list[str], stale: str) -> int:
-    """Rewrite ``path`` with ``render``; with ``--check`` print ``stale`` and return 1 when it is out of date."""
-    text = path.read_text(encoding="utf-8")
+    """Rewrite ``path`` with ``render`` (given its current text; "" before it exists); with ``--check``
+    print ``stale`` and return 1 when it is out of date."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
     fresh = render(text)
     if "--check" in argv:
         if fresh != text:

@@ -16,9 +16,15 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from cpersona import result_types
-from cpersona.memory import method_results as results_by_method
-from cpersona.server.json_schema import result_schema
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # scripts/_generated.py, also when a test loads this file
+
+from _generated import regenerate, replace_block  # noqa: E402
+
+from cpersona import result_types  # noqa: E402
+from cpersona.memory import method_results as results_by_method  # noqa: E402
+from cpersona.server.json_schema import result_schema  # noqa: E402
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api-shapes.md"
 BEGIN = (
@@ -165,22 +171,12 @@ def generated_section() -> str:
 def render(current: str) -> str:
     """``current`` with its generated section replaced (appended when the markers are missing)."""
     if BEGIN in current and END in current:
-        head, _, rest = current.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        return head + generated_section() + tail
+        return replace_block(current, BEGIN, END, generated_section())
     return current.rstrip("\n") + "\n\n" + generated_section() + "\n"
 
 
 def main(argv: list[str]) -> int:
-    current = DOC.read_text(encoding="utf-8")
-    wanted = render(current)
-    if "--check" in argv:
-        if wanted != current:
-            print(f"{DOC} is out of date: run python scripts/gen_api_shapes.py", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(wanted, encoding="utf-8")
-    return 0
+    return regenerate(DOC, render, argv, f"{DOC} is out of date: run python scripts/gen_api_shapes.py")
 
 
 if __name__ == "__main__":

@@ -18,10 +18,17 @@ import json
 import sys
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from cpersona import result_types
-from cpersona.arguments import types as argument_types
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent)
+)  # scripts/_generated.py, also when a test loads this file
+
+from _generated import regenerate  # noqa: E402
+
+from cpersona import result_types  # noqa: E402
+from cpersona.arguments import types as argument_types  # noqa: E402
 from cpersona.core.public import annotated_results, public_methods, public_tool
 from cpersona.memory import SERVICES, Memory
 from cpersona.server.calls import _SUPPLIED, ApiCall, LocalCall, api
@@ -99,15 +106,8 @@ def render() -> str:
 
 def main(argv: list[str]) -> int:
     """Rewrite the file, or with ``--check`` report whether it is current."""
-    fresh = render()
-    current = DERIVED_FILE.read_text(encoding="utf-8") if DERIVED_FILE.exists() else ""
-    if "--check" in argv:
-        if fresh != current:
-            print(f"{DERIVED_FILE} is stale: run python scripts/gen_tool_arguments.py", file=sys.stderr)
-            return 1
-        return 0
-    DERIVED_FILE.write_text(fresh, encoding="utf-8")
-    return 0
+    stale = f"{DERIVED_FILE} is stale: run python scripts/gen_tool_arguments.py"
+    return regenerate(DERIVED_FILE, lambda _current: render(), argv, stale)
 
 
 if __name__ == "__main__":

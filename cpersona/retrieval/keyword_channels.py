@@ -7,14 +7,29 @@ channels filter a sure time cue's period in their statements, before their row b
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cpersona.retrieval import language
 from cpersona.retrieval.candidates import EPISODE, Key
 from cpersona.retrieval.retriever import ChannelHits, ChannelQuery, Searching, answered
-from cpersona.storage.interface import Session
+from cpersona.storage.interface import KeywordHits, Session
 
 FTS_MEMORIES = "fts_memories"  # trigram index over memories (+ its LIKE stand-in)
 FTS_WORDS = "fts_words"  # word-level (porter) index over memories
 FTS_EPISODES = "fts_episodes"
+
+
+def _memories(search: Callable[..., KeywordHits], query: ChannelQuery) -> KeywordHits:
+    """One memory keyword index (``search``: the session's ``memories`` or ``memories_words``) asked for
+    the query's terms in its scope and period, deep enough that hidden rows leave ``keyword_depth``."""
+    request = query.request
+    return search(
+        query.terms,
+        request.scope,
+        query.keyword_depth + len(query.hidden),
+        source_id=request.source_id,
+        period=query.period,
+    )
 
 
 class TrigramMemories:
@@ -23,15 +38,10 @@ class TrigramMemories:
     name = FTS_MEMORIES
 
     def search(self, session: Session, query: ChannelQuery) -> Searching | None:
-        request = query.request
-        found = session.keyword.memories(
-            query.terms,
-            request.scope,
-            query.keyword_depth + len(query.hidden),
-            source_id=request.source_id,
-            period=query.period,
+        found = _memories(session.keyword.memories, query)
+        return answered(
+            ChannelHits(query.memory_hits(found.hits), found.method, query.request.keyword_weight)
         )
-        return answered(ChannelHits(query.memory_hits(found.hits), found.method, request.keyword_weight))
 
 
 class WordMemories:
@@ -41,13 +51,7 @@ class WordMemories:
 
     def search(self, session: Session, query: ChannelQuery) -> Searching | None:
         request = query.request
-        found = session.keyword.memories_words(
-            query.terms,
-            request.scope,
-            query.keyword_depth + len(query.hidden),
-            source_id=request.source_id,
-            period=query.period,
-        )
+        found = _memories(session.keyword.memories_words, query)
         # Weighed by the share of the query written with spaces (retrieval/language.py): a Japanese
         # question's words are runs the word index holds only by accident.
         weight = language.spaced_share(request.query) * request.keyword_weight
