@@ -124,3 +124,17 @@ def keyword_only_memory(db_url: str | None = None, **settings: Any) -> Iterator[
         with Memory(config, backend=NoEmbeddings()) as memory:
             memory.wait_until_ready(5)
             yield memory
+
+
+def parse_overrides(text: str) -> dict[str, Any]:
+    """'CPERSONA_X=v,CPERSONA_Y=w' → Settings field changes, read and checked like the environment."""
+    from cpersona.config import settings_table
+
+    rows = {row.var.name: row for row in settings_table()}
+    changes: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, raw = item.partition("=")
+        if not sep or name not in rows:
+            raise SystemExit(f"bad setting {item!r}: expected CPERSONA_NAME=value")
+        changes[rows[name].attr] = rows[name].read(raw)
+    return changes

@@ -1,7 +1,7 @@
 """Retrieval quality on LoCoMo conversations: vector only, keyword only and fused, side by side.
 
     python benchmarks/locomo.py ../shared/data/locomo [--conversations 26 30] [--arms vector,fused-rsf]
-        [--models-dir DIR] [--json out.json]
+        [--models-dir DIR] [--settings CPERSONA_X=v,...] [--json out.json]
     python benchmarks/locomo.py ../shared/data/locomo --gate-curve [--gate-levels off,balanced]
         [--gate-mode rrf|rsf] [--confidence] [--calibration-method separation|percentile|zscore]
     python benchmarks/locomo.py ../shared/data/locomo --db-url auto     # the same on PostgreSQL
@@ -70,7 +70,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table, write_json  # noqa: E402
+from _common import parse_overrides, print_table, write_json  # noqa: E402
 from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
 from _locomo_gate import DEFAULT_ARMS, LEVELS, QuestionSets, default_arms, gate_curve, summarise  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
@@ -145,6 +145,7 @@ def run(
     pg_vector_index: str = "hnsw",
     default_path: bool = True,
     query_kernel: str = "auto",
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every conversation × every arm (and, with ``gate``, the gate curve); per-arm means overall and per conversation."""
     per_arm: dict[str, dict[int, list[dict[str, float]]]] = {a: defaultdict(list) for a in arms}
@@ -181,6 +182,7 @@ def run(
                 recent_recall_penalty=penalty,
                 # The default path simulates self-calibration with one explicit call after storing.
                 auto_calibrate=False,
+                **(overrides or {}),
             )
             with Memory(settings) as mem:
                 if not mem.wait_until_ready(300):
@@ -312,6 +314,9 @@ def main() -> int:
     parser.add_argument("--cue-spread", default="", help="override the boost spreads, e.g. likely=1,vague=4")
     parser.add_argument("--json", help="write the full report here")
     parser.add_argument(
+        "--settings", default="", help="settings for every arm, as the environment: CPERSONA_X=v,CPERSONA_Y=w"
+    )
+    parser.add_argument(
         "--gate-curve",
         action="store_true",
         help="also measure the quality gate per precision level, with negative questions",
@@ -391,6 +396,7 @@ def main() -> int:
             args.pg_vector_index,
             not args.no_default_path,
             args.query_kernel,
+            parse_overrides(args.settings),
         )
 
     metrics = ["recall@1", "recall@5", "recall@10", "ndcg@10", "mrr", "hit@1", "short", "empty"]

@@ -49,11 +49,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import percentile, print_table, write_json  # noqa: E402
+from _common import parse_overrides, percentile, print_table, write_json  # noqa: E402
 from _longchat_data import load  # noqa: E402
 from _longchat_facts import TYPES  # noqa: E402
 
-from cpersona.config import Settings, settings_table  # noqa: E402
+from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
@@ -77,18 +77,6 @@ ARM_PRESETS: dict[str, dict[str, str]] = {
 #: How a question is worded against its evidence (benchmarks/_longchat_facts.py): close or paraphrase.
 WORDINGS = ("close", "paraphrase")
 METRICS = ("session@5", "all@10", "ndcg@10", "turns@10", "empty", "newest@5")
-
-
-def parse_overrides(text: str) -> dict[str, Any]:
-    """'CPERSONA_X=v,CPERSONA_Y=w' → Settings field changes, read and checked like the environment."""
-    rows = {row.var.name: row for row in settings_table()}
-    changes: dict[str, Any] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, raw = item.partition("=")
-        if not sep or name not in rows:
-            raise SystemExit(f"bad arm setting {item!r}: expected CPERSONA_NAME=value")
-        changes[rows[name].attr] = rows[name].read(raw)
-    return changes
 
 
 def read_arms(parser: argparse.ArgumentParser, presets: str, specs: list[str]) -> dict[str, dict[str, Any]]:

@@ -422,3 +422,68 @@ def test_a_client_embeds_a_long_memorys_blocks_through_the_host(
     finally:
         client.close()
         host.close()
+
+
+HOST_SCRIPT = """
+import sys
+from pathlib import Path
+from cpersona.config import Settings
+from cpersona.embed.runtime.factory import create_backend
+settings = Settings(models_dir=Path(sys.argv[1]), embedding_model="all-minilm-l6-v2", runtime_dir=Path(sys.argv[2]))
+backend = create_backend(settings)
+backend.load()
+print(backend.role, flush=True)
+sys.stdin.readline()  # the clients' requests are running now
+if sys.argv[3] == "close":
+    backend.close()
+# else: the program simply ends, its backend never closed
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending", ["close", "plain exit"])
+def test_a_host_that_stops_while_serving_exits_cleanly(
+    minilm_models_dir: Path, run_dir: Path, ending: str
+) -> None:
+    # Handler threads are daemons: a host that ended while one of them was inside ONNX Runtime aborted
+    # ("terminate called without an active exception", exit status -6). It must first let them finish.
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST_SCRIPT, str(minilm_models_dir), str(run_dir), ending.split()[0]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert host.stdout is not None and host.stdin is not None
+    assert host.stdout.readline().strip() == HOST
+    clients = [minilm_shared(minilm_models_dir, run_dir) for _ in range(3)]
+    answered: list[int] = []
+    in_flight = threading.Barrier(len(clients) + 1)
+    stop = threading.Event()
+
+    def keep_asking(client: SharedModelBackend) -> None:
+        texts = [f"{'word ' * 200}{i}" for i in range(32)]  # long: each request keeps the host busy
+        client.embed_documents(texts[:1])
+        in_flight.wait()
+        while not stop.is_set():
+            answered.append(len(client.embed_documents(texts)))
+
+    threads = [threading.Thread(target=keep_asking, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    try:
+        in_flight.wait(timeout=60)
+        host.stdin.write("stop\n")
+        host.stdin.flush()
+        _, err = host.communicate(timeout=120)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=120)
+        for client in clients:
+            client.close()
+    assert host.returncode == 0, err
+    assert "terminate called" not in err and "onnxruntime" not in err, err
+    # The clients lost nothing: one of them took the model over and answered the rest.
+    assert answered and set(answered) == {32}
+    assert sum(client.takeovers for client in clients) == 1

@@ -130,7 +130,55 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
-class EmbedHTTPServer(ThreadingHTTPServer):
+#: How long closing waits for requests already being answered (a batch of 32 long texts on a slow CPU).
+DRAIN_SECONDS = 30.0
+
+
+class _Draining:
+    """Counts the requests being answered, so a closing server can wait for them (``drain``).
+
+    Handler threads are daemons, so a process would otherwise exit while one of them is inside
+    ONNX Runtime: the runtime's threads are torn down under it and the process aborts
+    ("terminate called without an active exception"), which a shared-model host did whenever it
+    closed while serving another process.
+    """
+
+    _answering = 0
+    _settled: threading.Condition | None = None
+
+    def _condition(self) -> threading.Condition:
+        if self._settled is None:
+            self._settled = threading.Condition()
+        return self._settled
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Counted here, in the serving thread, so a request accepted before shutdown() is never missed.
+        with self._condition():
+            self._answering += 1
+        try:
+            super().process_request(request, client_address)  # type: ignore[misc]
+        except BaseException:
+            self._settle()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)  # type: ignore[misc]
+        finally:
+            self._settle()
+
+    def _settle(self) -> None:
+        with self._condition():
+            self._answering -= 1
+            self._condition().notify_all()
+
+    def drain(self, timeout: float = DRAIN_SECONDS) -> bool:
+        """Wait (after ``shutdown``) until no request is being answered; False if ``timeout`` passed first."""
+        with self._condition():
+            return self._condition().wait_for(lambda: self._answering == 0, timeout)
+
+
+class EmbedHTTPServer(_Draining, ThreadingHTTPServer):
     """A threading HTTP server holding the backend it serves."""
 
     daemon_threads = True
@@ -151,7 +199,7 @@ class EmbedHTTPServer(ThreadingHTTPServer):
         return f"http://{shown}:{port}"
 
 
-class UnixEmbedServer(socketserver.ThreadingUnixStreamServer):
+class UnixEmbedServer(_Draining, socketserver.ThreadingUnixStreamServer):
     """The same /embed handler on a Unix stream socket (one model shared by the processes of one user)."""
 
     daemon_threads = True
@@ -193,3 +241,5 @@ def serve_embed(server: EmbedHTTPServer) -> None:
         pass
     finally:
         server.server_close()
+        if not server.drain():
+            log.warning("stopping while a request is still being embedded (waited %.0f s)", DRAIN_SECONDS)

@@ -17,6 +17,7 @@ embedding service degrades to keyword-only and retries loading later.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -222,6 +223,8 @@ class SharedModelBackend(EmbeddingBackend):
             daemon=True,
         )
         thread.start()
+        # A program that ends without closing its Memory must still stop serving first (see close).
+        atexit.register(self.close)
         self._server, self._server_thread = server, thread
         self._role, self.host_pid = HOST, os.getpid()
         log.info("holding the embedding model %s for other cpersona processes at %s", self.model_id, path)
@@ -376,9 +379,14 @@ class SharedModelBackend(EmbeddingBackend):
                 # Unlink before releasing the lock: afterwards the path may belong to a new host.
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.socket_path)
+                # Requests accepted before the shutdown finish on the model first: a process that
+                # exits while a handler thread is inside ONNX Runtime aborts.
+                if not server.drain(self.timeout):
+                    log.warning("closing the shared model while another process's request is still running")
             if thread is not None:
                 thread.join(timeout=5)
             if self._role == HOST:
+                atexit.unregister(self.close)
                 self.inner.close()
             self._lock.release()
             self._role = ""
