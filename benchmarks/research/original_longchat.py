@@ -1,0 +1,160 @@
+"""The original CPersona (PyPI ``cpersona``) on our long user–assistant histories, over MCP stdio.
+
+    python benchmarks/research/original_longchat.py benchmarks/results/longchat-multi \
+        --command /path/to/venv/bin/cpersona --models-dir DIR [--split choose] [--histories N] [--json out.json]
+
+The same histories, questions and metrics as ``benchmarks/longchat.py`` (its ``score``), the same model:
+our ``cpersona embed-server`` contract (``POST /embed {"texts"}``) is served in this process on
+loopback with MiniLM, and the original embeds through it (``CPERSONA_EMBEDDING_MODE=http``). Per
+history one fresh original server: every turn stored as ``store(agent_id, message{id, content,
+timestamp})`` with content ``"<role>: <text>"`` as ours, then, once its queue is empty, every question
+recalled with ``limit`` 10 and its own defaults. Printed like ``longchat.py``: means per question type and
+wording, recall p50 / p95 as the client sees it. Used to compare the original with ours on data we
+built (docs/benchmarks.md), never to choose a constant on held-out data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import percentile, print_table, write_json  # noqa: E402
+from longchat import LIMIT, METRICS, TYPES, WORDINGS, load, score  # noqa: E402
+from original_japanese import Client  # noqa: E402
+
+from cpersona.config import Settings  # noqa: E402
+from cpersona.embed.runtime.embed_server import start_embed_server  # noqa: E402
+from cpersona.embed.runtime.factory import create_backend  # noqa: E402
+
+AGENT = "longchat"
+
+
+def settle(client: Client, deadline_s: float = 300.0) -> None:
+    """Until the original's write queue is empty (every stored row embedded), then one more second."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        status = client.tool("get_queue_status", {})
+        pending = [v for k, v in status.items() if "pending" in k and isinstance(v, int)]
+        if not any(pending):
+            break
+        time.sleep(0.5)
+    time.sleep(1.0)
+
+
+def ask_original(command: str, url: str, history: dict[str, Any], tmp: Path) -> tuple[list[dict[str, Any]], list[float]]:
+    """Store ``history`` in a fresh original server and score each of its questions."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
+    env.update(
+        CPERSONA_DB_PATH=str(tmp / f"{history['history_id']}.db"),
+        CPERSONA_UPDATE_CHECK="false",
+        CPERSONA_EMBEDDING_MODE="http",
+        CPERSONA_EMBEDDING_URL=f"{url}/embed",
+        CPERSONA_OPERATING_CONTEXT="off",
+    )
+    client = Client([command], env)
+    session_of = {t["turn_id"]: s["session_id"] for s in history["sessions"] for t in s["turns"]}
+    turn_of_content: dict[str, str] = {}
+    try:
+        for session in history["sessions"]:
+            for turn in session["turns"]:
+                content = f"{turn['role']}: {turn['text']}"
+                turn_of_content[content] = turn["turn_id"]
+                message = {"id": turn["turn_id"], "content": content, "timestamp": turn["time"]}
+                out = client.tool("store", {"agent_id": AGENT, "message": message})
+                if out.get("ok") is False:
+                    print(f"  note: {turn['turn_id']}: {str(out)[:200]}", file=sys.stderr)
+        settle(client)
+        client.tool("recall", {"agent_id": AGENT, "query": "warm-up", "limit": LIMIT})
+        rows, samples = [], []
+        for q in history["questions"]:
+            start = time.perf_counter()
+            out = client.tool("recall", {"agent_id": AGENT, "query": q["question"], "limit": LIMIT})
+            samples.append(time.perf_counter() - start)
+            found = out.get("results") or out.get("memories") or out.get("messages") or []
+            # Its rows carry the message id we stored as ``id`` (their content is cut to 500 characters).
+            ranked = [
+                str(r.get("id")) if str(r.get("id")) in session_of else turn_of_content.get(str(r.get("content")), "")
+                for r in reversed(found)
+            ]
+            rows.append(
+                {
+                    "question_id": q["question_id"],
+                    "type": q["question_type"],
+                    "wording": q.get("wording", ""),
+                    "ranked": ranked,
+                    **score([t for t in ranked if t], q, session_of),
+                }
+            )
+        return rows, samples
+    finally:
+        client.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--command", required=True, help="the original's executable (cpersona)")
+    parser.add_argument("--models-dir", type=Path, required=True)
+    parser.add_argument("--model", default="all-minilm-l6-v2")
+    parser.add_argument("--split", choices=("choose", "confirm", "all"), default="all")
+    parser.add_argument("--histories", type=int)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    histories = load(args.data, args.split)[: args.histories]
+    settings = Settings(
+        models_dir=args.models_dir, embedding_model=args.model, model_sharing="off", auto_fetch_model=False
+    )
+    backend = create_backend(settings)
+    backend.load()
+    server, _ = start_embed_server(backend)
+    rows: list[dict[str, Any]] = []
+    samples: list[float] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for n, history in enumerate(histories, 1):
+                got, times = ask_original(args.command, server.url, history, Path(tmp))
+                rows += got
+                samples += times
+                print(f"  {n}/{len(histories)} {history['history_id']} done", file=sys.stderr)
+    finally:
+        server.shutdown()
+        server.server_close()
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups["overall"].append(r)
+        groups[r["type"]].append(r)
+        groups[f"wording: {r['wording']}"].append(r)
+    table = []
+    for name in ("overall", *TYPES, *(f"wording: {w}" for w in WORDINGS)):
+        group = groups.get(name)
+        if not group:
+            continue
+        means = [
+            sum(r[m] for r in group if m in r) / max(1, sum(m in r for r in group)) if any(m in r for r in group)
+            else float("nan")
+            for m in METRICS
+        ]
+        table.append([name, "original-2.5", *means, len(group)])
+    print(f"\n{len(histories)} histories, split {args.split}")
+    print_table(["type", "server", *METRICS, "n"], table)
+    print(
+        f"\nrecall as the client sees it: p50 {percentile(samples, 50) * 1000:.1f} ms, "
+        f"p95 {percentile(samples, 95) * 1000:.1f} ms"
+    )
+    write_json(args.json, {"split": args.split, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
