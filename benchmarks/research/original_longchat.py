@@ -50,7 +50,9 @@ def settle(client: Client, deadline_s: float = 300.0) -> None:
     time.sleep(1.0)
 
 
-def ask_original(command: str, url: str, history: dict[str, Any], tmp: Path) -> tuple[list[dict[str, Any]], list[float]]:
+def ask_original(
+    command: str, url: str, history: dict[str, Any], tmp: Path
+) -> tuple[list[dict[str, Any]], list[float]]:
     """Store ``history`` in a fresh original server and score each of its questions."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
     env.update(
@@ -82,7 +84,9 @@ def ask_original(command: str, url: str, history: dict[str, Any], tmp: Path) -> 
             found = out.get("results") or out.get("memories") or out.get("messages") or []
             # Its rows carry the message id we stored as ``id`` (their content is cut to 500 characters).
             ranked = [
-                str(r.get("id")) if str(r.get("id")) in session_of else turn_of_content.get(str(r.get("content")), "")
+                str(r.get("id"))
+                if str(r.get("id")) in session_of
+                else turn_of_content.get(str(r.get("content")), "")
                 for r in reversed(found)
             ]
             rows.append(
@@ -141,7 +145,8 @@ def main() -> int:
         if not group:
             continue
         means = [
-            sum(r[m] for r in group if m in r) / max(1, sum(m in r for r in group)) if any(m in r for r in group)
+            sum(r[m] for r in group if m in r) / max(1, sum(m in r for r in group))
+            if any(m in r for r in group)
             else float("nan")
             for m in METRICS
         ]
