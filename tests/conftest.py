@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -20,6 +21,8 @@ from cpersona.config import Settings
 from cpersona.embed.runtime.none_backend import NoEmbeddings
 from cpersona.memory import Memory
 from cpersona.runtime import persistence
+
+atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], ignore_errors=True)  # one per test process
 
 pytest_plugins = ["model_fixtures", "pg_cluster"]
 

@@ -58,7 +58,7 @@ def question(name: str, arguments: dict[str, Any], agent: str, counts: dict[str,
     held = (
         "no rows"
         if counts is None
-        else ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("memories", "episodes", "profiles"))
+        else ", ".join(_counted(int(counts.get(k, 0)), k) for k in ("memories", "episodes", "profiles"))
     )
     shown = repr(agent[:80])
     if name == "merge_memories":
@@ -71,6 +71,14 @@ def question(name: str, arguments: dict[str, Any], agent: str, counts: dict[str,
         f"Permanently delete everything stored for agent {shown} ({held}), locked memories "
         "included? This cannot be undone."
     )
+
+
+_ONE = {"memories": "memory", "episodes": "episode", "profiles": "profile"}
+
+
+def _counted(n: int, kind: str) -> str:
+    """``1 memory``, ``2 memories``: the question is read by a person."""
+    return f"{n:,} {_ONE[kind] if n == 1 else kind}"
 
 
 def accepted(answer: Any) -> bool:

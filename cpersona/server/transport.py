@@ -25,6 +25,7 @@ from cpersona.server.client_auth import AclMiddleware
 from cpersona.server.http_guard import bind_warning, transport_security
 from cpersona.server.oauth import JwtVerifier, OAuthConfig, loopback_url
 from cpersona.server.oauth_http import OAuthMiddleware
+from cpersona.server.single_reply import SingleReplyMiddleware
 from cpersona.server.stdio import guarded_stdio
 from cpersona.server.wire_http import WireScreenMiddleware
 
@@ -153,6 +154,7 @@ def build_http_app(memory: Memory | PendingMemory, settings: Settings) -> ASGIAp
         host=settings.http_host,
         transport_security=transport_security(settings),
     )
+    app = SingleReplyMiddleware(app, HTTP_PATH)  # a stream holding only the reply goes as JSON
     app = WireScreenMiddleware(app, HTTP_PATH)
     if oauth is not None:
         log.info(
