@@ -143,17 +143,14 @@ class _Draining:
     closed while serving another process.
     """
 
-    _answering = 0
-    _settled: threading.Condition | None = None
-
-    def _condition(self) -> threading.Condition:
-        if self._settled is None:
-            self._settled = threading.Condition()
-        return self._settled
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._answering = 0
+        self._settled = threading.Condition()
+        super().__init__(*args, **kwargs)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # Counted here, in the serving thread, so a request accepted before shutdown() is never missed.
-        with self._condition():
+        with self._settled:
             self._answering += 1
         try:
             super().process_request(request, client_address)  # type: ignore[misc]
@@ -168,14 +165,14 @@ class _Draining:
             self._settle()
 
     def _settle(self) -> None:
-        with self._condition():
+        with self._settled:
             self._answering -= 1
-            self._condition().notify_all()
+            self._settled.notify_all()
 
     def drain(self, timeout: float = DRAIN_SECONDS) -> bool:
         """Wait (after ``shutdown``) until no request is being answered; False if ``timeout`` passed first."""
-        with self._condition():
-            return self._condition().wait_for(lambda: self._answering == 0, timeout)
+        with self._settled:
+            return self._settled.wait_for(lambda: self._answering == 0, timeout)
 
 
 class EmbedHTTPServer(_Draining, ThreadingHTTPServer):
