@@ -394,7 +394,7 @@ def test_an_import_over_rows_asks_first_then_runs_as_a_task_the_client_resolves(
 
     declined, after_no, imported, rows = anyio.run(run)
     assert declined["error_code"] == "declined" and after_no["polls"] == 0  # no task was made for a no
-    assert len(asked) == 2 and "which already holds 1 memories" in asked[0], asked
+    assert len(asked) == 2 and "which already holds 1 memory, 0 episodes, 0 profiles" in asked[0], asked
     assert imported["ok"] is True and imported["counts"]["memories"]["inserted"] == 3 * BATCH
     assert polls and polls[-1]["status"] == "completed"  # it ran as a task
     assert rows["total"] == 3 * BATCH + 1
