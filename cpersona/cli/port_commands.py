@@ -17,6 +17,7 @@ from typing import Any
 
 from cpersona.cli.progress import long_work
 from cpersona.config import Settings
+from cpersona.core.text import counted
 
 
 def _memory(settings: Settings) -> Any:
@@ -49,7 +50,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         c = result["counts"]
         where = "standard output" if args.path == "-" else result["path"]
         print(
-            f"exported {c['memories']} memories, {c['episodes']} episodes, {c['profiles']} profiles "
+            f"exported {counted(c['memories'], 'memory', 'memories')}, {counted(c['episodes'], 'episode')}, "
+            f"{counted(c['profiles'], 'profile')} "
             f"to {where} ({result['bytes']} bytes)",
             file=summary,
         )
@@ -68,12 +70,13 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     c = result["counts"]
     verb = "would import" if result["dry_run"] else "imported"
     print(
-        f"{verb}: {c['memories']['inserted']} memories, {c['episodes']['inserted']} episodes, "
-        f"{c['profiles']['inserted'] + c['profiles']['updated']} profiles"
+        f"{verb}: {counted(c['memories']['inserted'], 'memory', 'memories')}, "
+        f"{counted(c['episodes']['inserted'], 'episode')}, "
+        f"{counted(c['profiles']['inserted'] + c['profiles']['updated'], 'profile')}"
     )
     print(
-        f"already present (skipped): {c['memories']['duplicates']} memories, {c['episodes']['duplicates']} "
-        f"episodes, {c['profiles']['kept']} profiles"
+        f"already present (skipped): {counted(c['memories']['duplicates'], 'memory', 'memories')}, "
+        f"{counted(c['episodes']['duplicates'], 'episode')}, {counted(c['profiles']['kept'], 'profile')}"
     )
     if result["truncated"]:
         print(f"truncated to the content cap: {result['truncated']}")

@@ -19,6 +19,8 @@ from typing import Any
 
 import mcp.types as types
 
+from cpersona.core.text import counted
+
 #: The tools that may ask first.
 CONFIRMED_TOOLS = frozenset({"delete_agent_data", "merge_memories", "import_memories"})
 ANSWER_KEY = "confirm"
@@ -58,7 +60,10 @@ def question(name: str, arguments: dict[str, Any], agent: str, counts: dict[str,
     held = (
         "no rows"
         if counts is None
-        else ", ".join(_counted(int(counts.get(k, 0)), k) for k in ("memories", "episodes", "profiles"))
+        else ", ".join(
+            counted(int(counts.get(kind, 0)), noun, kind)
+            for kind, noun in (("memories", "memory"), ("episodes", "episode"), ("profiles", "profile"))
+        )
     )
     shown = repr(agent[:80])
     if name == "merge_memories":
@@ -71,14 +76,6 @@ def question(name: str, arguments: dict[str, Any], agent: str, counts: dict[str,
         f"Permanently delete everything stored for agent {shown} ({held}), locked memories "
         "included? This cannot be undone."
     )
-
-
-_ONE = {"memories": "memory", "episodes": "episode", "profiles": "profile"}
-
-
-def _counted(n: int, kind: str) -> str:
-    """``1 memory``, ``2 memories``: the question is read by a person."""
-    return f"{n:,} {_ONE[kind] if n == 1 else kind}"
 
 
 def accepted(answer: Any) -> bool:

@@ -100,12 +100,12 @@ def test_export_dash_is_standard_output_and_import_dash_standard_input(tmp_path:
     assert out.returncode == 0 and no_traceback(out), out.stderr
     lines = [json.loads(x) for x in out.stdout.splitlines()]
     assert lines[0]["type"] == "header" and lines[1]["content"] == "travels through a pipe"
-    assert "exported 1 memories" in out.stderr  # the summary keeps out of the data
+    assert "exported 1 memory" in out.stderr  # the summary keeps out of the data
     assert not (tmp_path / "-").exists()
     other = tmp_path / "other"
     other.mkdir()
     back = run(other, "import", "-", "--agent", "b", stdin=out.stdout)
-    assert back.returncode == 0 and "imported: 1 memories" in back.stdout, back.stderr
+    assert back.returncode == 0 and "imported: 1 memory" in back.stdout, back.stderr
 
 
 @pytest.mark.parametrize(

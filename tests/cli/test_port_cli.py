@@ -60,6 +60,6 @@ def test_import_reports_bad_lines_and_exits_1(tmp_path: Path) -> None:
     )
     result = run(tmp_path, "import", str(bad))
     assert result.returncode == 1
-    assert "line 2: not valid JSON" in result.stderr and "imported: 1 memories" in result.stdout
+    assert "line 2: not valid JSON" in result.stderr and "imported: 1 memory" in result.stdout
     missing = run(tmp_path, "import", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 1 and "does not exist" in missing.stderr
