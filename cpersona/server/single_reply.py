@@ -37,16 +37,16 @@ def _accepts_json(scope: Scope) -> bool:
     return False
 
 
-def _first_event(buffer: bytes) -> tuple[list[bytes], bool] | None:
-    """The first complete event's lines that are not comments, and whether any event came at all;
-    None until an event with content is complete (comment-only events are skipped)."""
+def _first_event(buffer: bytes) -> list[bytes] | None:
+    """The lines of the first complete event with content, comments left out; None until there is one
+    (comment-only events, such as keep-alive pings, are skipped)."""
     while True:
         end = _EVENT_END.search(buffer)
         if end is None:
             return None
         lines = [line for line in _LINE.split(buffer[: end.start()]) if line and not line.startswith(b":")]
         if lines:
-            return lines, True
+            return lines
         buffer = buffer[end.end() :]
 
 
@@ -125,7 +125,7 @@ class _Relay:
             if not message.get("more_body", False):
                 await self._flush(None)  # the stream ended without an event: send it as it was
             return
-        reply = _lone_reply(found[0])
+        reply = _lone_reply(found)
         if reply is None:
             await self._flush(None)
             return
