@@ -161,7 +161,7 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
     others = [s for s in range(1, n_sessions - 1) if s not in planted]
     for s, near in zip(rng.sample(others, len(plan.distractors)), plan.distractors, strict=True):
         planted[s] = (*near, False)
-    _topical_sessions(planted, sizes, prompts, haystack, rng)
+    topical_sessions(planted, sizes, prompts, haystack, rng)
     sessions, moment, found = weave_sessions(
         f"h{index:03d}",
         index,
@@ -242,7 +242,7 @@ def weave_sessions(
     return sessions, moment, found
 
 
-def _topical_sessions(
+def topical_sessions(
     planted: dict[int, tuple[str, str, bool]],
     sizes: list[int],
     prompts: list[int],

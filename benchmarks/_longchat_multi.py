@@ -2,11 +2,14 @@
 stored history, for choosing retrieval settings (benchmarks/_longchat_data.py plants one).
 
     python benchmarks/_longchat_multi.py benchmarks/results/longchat-multi --histories 20 \
-        [--source /path/to/alpaca_eval.git] [--seed 33]
+        [--source /path/to/alpaca_eval.git] [--seed 33] [--topical [--echo]]
     python benchmarks/longchat.py benchmarks/results/longchat-multi --models-dir DIR --split choose ...
 
 Same haystack, facts, phrasings, near misses and file shape as _longchat_data.py (the harness reads
-either); every history plants the five plans of _longchat_facts.py in distinct sessions, so the
+either). ``--topical`` draws each evidence session's other exchanges from prompts on its fact's topic;
+``--echo`` besides has the rest of the session refer back to the user's statement, so a question's best
+matches crowd into one evidence session (docs/benchmarks.md "Questions that count over sessions"; built
+with seeds 34 and 35). Every history plants the five plans of _longchat_facts.py in distinct sessions, so the
 questions of one history compete with each other's facts as well as with the haystack. Histories
 alternate between the choose and confirm halves. The seed differs from the one-question data's, so
 the two data sets share no history.
@@ -24,12 +27,28 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _longchat_data import DATA_FILE, SPLITS, load, load_haystack, weave_sessions  # noqa: E402
+from _longchat_data import (  # noqa: E402
+    DATA_FILE,
+    SPLITS,
+    load,
+    load_haystack,
+    topical_sessions,
+    weave_sessions,
+)
 from _longchat_facts import GENERATORS, TYPES  # noqa: E402
 
 
-def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) -> dict[str, Any]:
-    """One history with a question of every type; deterministic in (index, seed)."""
+def build_history(
+    index: int,
+    haystack: list[list[tuple[str, str]]],
+    seed: int,
+    topical: bool = False,
+    echo: bool = False,
+) -> dict[str, Any]:
+    """One history with a question of every type; deterministic in (index, seed, topical). ``topical``:
+    every evidence session is about its fact's topic (as _longchat_data.py builds them), so a question's
+    best matches crowd into the sessions that talk about its subject, as in a real assistant's memory.
+    ``echo``: besides, the rest of an evidence session keeps coming back to the user's statement."""
     rng = random.Random(seed * 100_003 + index)
     plans = {qtype: GENERATORS[qtype](rng) for qtype in TYPES}
     n_sessions = rng.randint(44, 60)
@@ -54,10 +73,14 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
         for who, text in plan.distractors:
             s = free.pop()
             planted[s] = (who, text, qtype, False)
+    if topical:
+        topical_sessions({s: (w, t, e) for s, (w, t, _, e) in planted.items()}, sizes, prompts, haystack, rng)
     sessions_out, moment, found = weave_sessions(
         f"m{index:03d}", index, haystack, rng, sizes, prompts, planted
     )
     evidence = {q: found.get((q, True), []) for q in TYPES}
+    if echo:
+        _echo_evidence(sessions_out, [t for q in TYPES for t in evidence[q]])
     distractors = {q: found.get((q, False), []) for q in TYPES}
     question_date = moment + timedelta(days=rng.randint(1, 10))
     questions = []
@@ -85,6 +108,31 @@ def build_history(index: int, haystack: list[list[tuple[str, str]]], seed: int) 
     }
 
 
+#: How the turns after a user's statement come back to it in an echoing evidence session.
+ECHO_ASSISTANT = "You mentioned: {statement}"
+ECHO_USER = "Following up on what I told you earlier ({statement})"
+
+
+def _echo_evidence(sessions: list[dict[str, Any]], evidence_turns: list[str]) -> None:
+    """In place: in each session holding a user's evidence statement, the assistant's next answer opens by
+    restating it and every later user turn refers back to it, so the whole session is about the fact (as
+    a real conversation that starts from it is) and its turns crowd a question's best matches."""
+    wanted = set(evidence_turns)
+    for session in sessions:
+        turns = session["turns"]
+        for at, turn in enumerate(turns):
+            if turn["turn_id"] not in wanted or turn["role"] != "user":
+                continue
+            statement = turn["text"].split(". ")[0].rstrip(".")
+            for later in turns[at + 1 :]:
+                if later["turn_id"] in wanted:
+                    break
+                if later["role"] == "assistant" and later is turns[at + 1]:
+                    later["text"] = f"{ECHO_ASSISTANT.format(statement=statement)}. {later['text']}"
+                elif later["role"] == "user":
+                    later["text"] = f"{ECHO_USER.format(statement=statement)}: {later['text']}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -95,12 +143,26 @@ def main() -> int:
     parser.add_argument("--source", type=Path, help="local git dir of tatsu-lab/alpaca_eval (else download)")
     parser.add_argument("--histories", type=int, default=20)
     parser.add_argument("--seed", type=int, default=33)
+    parser.add_argument(
+        "--topical", action="store_true", help="evidence sessions about their fact's topic (crowding)"
+    )
+    parser.add_argument(
+        "--echo", action="store_true", help="with --topical: an evidence session keeps referring to its fact"
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     haystack = load_haystack(args.source, args.cache)
     data = {
-        "meta": {"builder": "_longchat_multi", "seed": args.seed, "histories": args.histories},
-        "histories": [build_history(i, haystack, args.seed) for i in range(args.histories)],
+        "meta": {
+            "builder": "_longchat_multi",
+            "seed": args.seed,
+            "histories": args.histories,
+            "topical": args.topical,
+            "echo": args.echo,
+        },
+        "histories": [
+            build_history(i, haystack, args.seed, args.topical, args.echo) for i in range(args.histories)
+        ],
     }
     out = args.cache / DATA_FILE
     partial = out.with_suffix(".partial")

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import _japanese_data  # noqa: E402
 import _longchat_data  # noqa: E402
+import _longchat_multi  # noqa: E402
 import japanese  # noqa: E402
 import longchat  # noqa: E402
 from _longchat_facts import TYPES  # noqa: E402
@@ -184,7 +185,33 @@ def test_an_evidence_session_draws_prompts_on_its_topic() -> None:
         3: ("user", "I mostly listen to history podcasts.", True),
         6: ("user", "My brother likes podcasts.", False),
     }
-    _longchat_data._topical_sessions(planted, sizes, prompts, hay, random.Random(1))
+    _longchat_data.topical_sessions(planted, sizes, prompts, hay, random.Random(1))
     assert set(prompts[12:16]) <= topical  # the evidence session (3) is on its topic
     assert not set(prompts[24:28]) & topical  # a near miss's session is left alone
     assert len(set(prompts)) == len(prompts)  # no prompt twice in a history
+
+
+def test_an_echoing_evidence_session_keeps_coming_back_to_its_statement() -> None:
+    hay = haystack()
+    plain = _longchat_multi.build_history(2, hay, seed=5, topical=True)
+    echo = _longchat_multi.build_history(2, hay, seed=5, topical=True, echo=True)
+    assert _longchat_multi.build_history(2, hay, seed=5, topical=True, echo=True) == echo
+    assert [q["evidence_turn_ids"] for q in echo["questions"]] == [
+        q["evidence_turn_ids"] for q in plain["questions"]
+    ]
+    turns = {t["turn_id"]: t for s in echo["sessions"] for t in s["turns"]}
+    before = {t["turn_id"]: t for s in plain["sessions"] for t in s["turns"]}
+    echoed = 0
+    for question in echo["questions"]:
+        for turn_id in question["evidence_turn_ids"]:
+            if turns[turn_id]["role"] != "user":
+                continue
+            assert turns[turn_id] == before[turn_id]  # the statement itself is untouched
+            statement = turns[turn_id]["text"].split(". ")[0].rstrip(".")
+            session, index = turn_id.rsplit("-t", 1)
+            later = [
+                t for tid, t in turns.items() if tid.startswith(session + "-t") and int(tid[-2:]) > int(index)
+            ]
+            assert all(statement in t["text"] for t in later[:1])  # the next answer restates it
+            echoed += len(later)
+    assert echoed > 0

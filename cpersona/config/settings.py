@@ -131,6 +131,17 @@ class Settings:
         minimum=0.05,
         maximum=1.0,
     )
+    aggregate_diversity: float = setting(
+        "CPERSONA_AGGREGATE_DIVERSITY",
+        0.2,  # chosen on the long histories' choose halves (0.35 / 0.2 / 0.1), confirmed on the others;
+        # LoCoMo unchanged (docs/benchmarks.md)
+        'session diversity for a question that counts or totals ("how many", "in total", "how often did", '
+        "何回 …): each row of a session beyond its best gets this factor once more, so every session's best "
+        "row comes before any session's second ([docs/retrieval.md](docs/retrieval.md#after-fusion)); `1`: "
+        "such a question gets the ordinary rule",
+        minimum=0.05,
+        maximum=1.0,
+    )
     recency_weight: float = setting(
         "CPERSONA_RECENCY_WEIGHT",
         0.45,  # chosen on the long histories' choose half (newest first .2 -> .4, nothing lost; 0.6 lost a

@@ -59,6 +59,9 @@ class RecallRequest:
     include_retired: bool = False  # retired memories stay candidates (docs/secrets-and-forgetting.md)
     # The vector channel's weight in fusion: the share of the query the model can read (retrieval/language.py).
     vector_weight: float = 1.0
+    # The scripts the active model reads, set when it cannot read all of the query (None: not asked): the
+    # vector channel then weighs the query's share by its best candidates' share too (retrieval/language.py).
+    vector_scripts: frozenset[str] | None = None
     # The memory keyword channels' weight in fusion: lower on a corpus of long records, where a long row
     # holds many of a query's words by chance (retrieval/calibration.py LONG_RECORD_KEYWORD_WEIGHT).
     keyword_weight: float = 1.0

@@ -7,6 +7,13 @@ the gate, each memory's score is multiplied by ``decay ** n``, where ``n`` is th
 rows of the same session already ahead of it; the list is then re-sorted. The best row of every
 session keeps its score, so a question answered by one session keeps that session's best turn first.
 
+A question that counts or totals over occasions ("how many concerts have I been to?", "how much did I
+spend in total?", "how often did I bake?", 何回) is answered by one row of each of several sessions and by
+no second row of any: for it every row beyond its session's best gets ``aggregate_decay`` per row ahead
+of it (``strength``), so each session's best row comes before any session's second. Other questions keep
+the mild rule, which spares a single-session answer whose evidence is the best turn's neighbour. A
+habit ("how often does he run?", present tense) is one statement, not a count, and keeps the mild rule.
+
 A session is what the memory knows of one: rows of the same agent, project and channel whose
 timestamps lie within ``SESSION_GAP_SECONDS`` of each other (the rule calibration and the context
 channel use). Candidates are grouped by that rule among themselves: sorted by time, a new session
@@ -15,6 +22,7 @@ starts at each gap wider than the rule. Episodes are left alone (each one is a s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +33,26 @@ if TYPE_CHECKING:
 
 #: The factor name in ``match_reason.factors``.
 FACTOR = "session_diversity"
+
+#: A question that counts or totals over occasions: its answer is spread over sessions.
+_AGGREGATE = re.compile(
+    r"\b(how many|how often (?:did|have|has|had)|how much\b.*\b(?:in total|altogether|so far|overall)|"
+    r"in total|altogether|so far)\b|何回|何度|いくつ|合計|全部で|何[個冊本人件枚杯軒つ]",
+    re.IGNORECASE,
+)
+
+
+def aggregates(query: str) -> bool:
+    """True when ``query`` counts or totals over occasions ("how many", "in total", 何回 …)."""
+    return bool(_AGGREGATE.search(query))
+
+
+def strength(query: str, decay: float, free: int, aggregate_decay: float) -> tuple[float, int]:
+    """(decay, free rows) for ``query``: a question that aggregates gets one free row and
+    ``aggregate_decay`` (the stronger of the two), any other the settings' ``decay`` and ``free``."""
+    if aggregates(query) and aggregate_decay < 1.0:
+        return min(decay, aggregate_decay), 1
+    return decay, free
 
 
 def session_keys(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, ...] | None]:

@@ -7,7 +7,9 @@ model registry says which languages each model reads (``languages`` in its manif
 read through its scripts. The vector channel's weight in fusion is the share of the query's letters
 written in a script the model reads: 1.0 for an English question to an English model, 0.0 for a
 Japanese one (the channel is then not run at all: the answer is the keyword-only ranking), between
-for a mixed one ("Python のインストール").
+for a mixed one ("Python のインストール"). For a mixed query the share is multiplied by the share the
+model reads of the vector channel's best candidates (``candidates_share``): the Latin half of "v-for の
+何属性" means nothing against Japanese paragraphs, and against English ones it keeps its weight.
 
 Scripts are told apart by Unicode block, which is enough to separate the writing systems that
 matter here (Latin, CJK, kana, Hangul, Cyrillic, …); digits, punctuation and symbols are no letters
@@ -128,6 +130,20 @@ def readable_share(text: str, scripts: frozenset[str] | None) -> float:
         if name in scripts:
             read += 1
     return 1.0 if letters == 0 else round(read / letters, 3)
+
+
+#: How much of each candidate ``candidates_share`` reads: a row's opening shows its language.
+CANDIDATE_CHARS = 300
+#: How many of the vector channel's best memories ``candidates_share`` reads.
+CANDIDATES = 10
+
+
+def candidates_share(texts: Iterable[str], scripts: frozenset[str] | None) -> float:
+    """The mean readable share of ``texts``' openings (``CANDIDATE_CHARS`` each; 1.0 without texts): a
+    query the model half reads ("v-for の 何 属性") compared with rows it does not read at all (Japanese
+    paragraphs) is a comparison of noise, however much of the query is Latin."""
+    shares = [readable_share(text[:CANDIDATE_CHARS], scripts) for text in texts]
+    return 1.0 if not shares else round(sum(shares) / len(shares), 3)
 
 
 def unread_scripts(text: str, scripts: frozenset[str] | None) -> list[str]:

@@ -35,6 +35,10 @@ __all__ = ["GateStage", "NoGate", "RecallOutcome", "RecallPipeline", "RecallRequ
 #: Under a ``sure`` time cue each keyword channel reads this many rows, then keeps those in the
 #: period: the keyword row budget (storage/keyword_prune.py), so a filtered channel costs no more.
 SURE_KEYWORD_DEPTH = 300
+#: The vector channel's weight from which it leads the ranking beside the keyword channels (weight 1
+#: each): below it, a query or candidates the model reads in part are ranked as keyword-only recall
+#: ranks (the context channel's ceiling: docs/retrieval.md#the-context-channel).
+VECTOR_LEADS = 0.5
 
 
 class GateStage(Protocol):
@@ -69,6 +73,7 @@ class RecallOutcome:
     gate: dict[str, Any] = field(default_factory=dict)
     trace: dict[str, Any] | None = None  # each stage's candidates when the request asked for it
     time_cue: dict[str, Any] | None = None  # the cue that acted (the caller's, or read from the query)
+    vector_weight: float = 1.0  # the vector channel's weight in fusion, as it acted (retrieval/language.py)
 
 
 class RecallPipeline:
@@ -129,12 +134,16 @@ class RecallPipeline:
         fused = fusion.fuse(
             self.settings.recall_mode, channels, rrf_k=self.settings.rrf_k, weights=weights, order=self.order
         )
-        scored = self._score(session, request, fused, vector_used, hidden, query_vector, now)
+        # A vector channel weighing under half a keyword channel (a query or candidates in a script the
+        # model does not read) leaves the ranking to the keywords: the context channel then acts as there.
+        vector_leads = vector_used and weights.get(VECTOR, 1.0) >= VECTOR_LEADS
+        scored = self._score(session, request, fused, vector_leads, hidden, query_vector, now)
         decision = self._gate(session, request, scored, channels.get(VECTOR), query_vector, vector_used)
         cue_info = cue.describe() if cue is not None else None
         returned = self._order(request, decision, scored, cue, cue_info)
         blocks_for = query_vector if vector_used and isinstance(query_vector, VectorQuery) else None
-        rows = self._rows(session, request, returned, decision.info, blocks_for)
+        vector_weight = weights.get(VECTOR, request.vector_weight)
+        rows = self._rows(session, request, returned, decision.info, blocks_for, vector_weight)
         stages = trace.Stages(
             mode=self.settings.recall_mode,
             rrf_k=self.settings.rrf_k,
@@ -156,6 +165,7 @@ class RecallPipeline:
             gate=decision.info,
             trace=trace.build(stages) if request.trace else None,
             time_cue=cue_info,
+            vector_weight=vector_weight,
         )
 
     # -- stages ---------------------------------------------------------------------
@@ -214,14 +224,15 @@ class RecallPipeline:
         session: Session,
         request: RecallRequest,
         fused: dict[Key, Fused],
-        vector_used: bool,
+        vector_leads: bool,
         hidden: frozenset[int],
         query_vector: VectorQuery | None,
         now: datetime,
     ) -> list[ScoredRow]:
         """The fused candidates as rows with their final score, best first: hydrated (with the context
-        channel), those with evidence, penalised, then keyed on confidence or cosine."""
-        scored = scoring.hydrate(session, request, fused, self.context_policy, vector_used, hidden)
+        channel, as keyword-only recall has it unless ``vector_leads``), those with evidence, penalised,
+        then keyed on confidence or cosine."""
+        scored = scoring.hydrate(session, request, fused, self.context_policy, vector_leads, hidden)
         scored = [item for item in scored if scoring.has_evidence(item)]
         scored = scoring.penalise(self.settings, session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:
@@ -263,9 +274,13 @@ class RecallPipeline:
         the order): a question about the present prefers the newer of rows that match about equally,
         other sessions' best rows get room, and a time cue that boosts reorders (never filters)."""
         decision.rows = recency.prefer_newest(decision.rows, request.query, self.settings.recency_weight)
-        decision.rows = diversity.diversify(
-            decision.rows, self.settings.session_diversity, self.settings.session_free_rows
+        decay, free = diversity.strength(
+            request.query,
+            self.settings.session_diversity,
+            self.settings.session_free_rows,
+            self.settings.aggregate_diversity,
         )
+        decision.rows = diversity.diversify(decision.rows, decay, free)
         if cue is None or cue_info is None or cue.filters:
             return decision.rows[: request.limit]
         # After the gate, so the boost never changes what the gate keeps: it only reorders it.
@@ -280,10 +295,11 @@ class RecallPipeline:
         returned: list[ScoredRow],
         gate_info: dict[str, Any],
         query_vector: VectorQuery | None,
+        vector_weight: float,
     ) -> list[RecallRow]:
         """The returned candidates as recall's rows, each shaped once (``ScoredRow.result_row``)."""
         blocks = _blocks(session, query_vector, returned) if query_vector is not None else {}
-        return [item.result_row(gate_info, request.vector_weight, blocks.get(item.key)) for item in returned]
+        return [item.result_row(gate_info, vector_weight, blocks.get(item.key)) for item in returned]
 
     def _most_recent(self, session: Session, request: RecallRequest, hidden: frozenset[int]) -> RecallOutcome:
         cue = request.time_cue

@@ -2,13 +2,14 @@
 
 The session's ``VectorSearch`` answers (an in-memory index on SQLite, the database on PostgreSQL);
 the search starts on another thread where the engine can (``nearest_when_ready``), so the keyword
-channels run meanwhile. Its weight in fusion is the share of the query the model reads
-(retrieval/language.py).
+channels run meanwhile. Its weight in fusion is the share of the query the model reads, and for a query
+it reads only in part, also the share of its best candidates it reads (retrieval/language.py).
 """
 
 from __future__ import annotations
 
-from cpersona.retrieval.candidates import EPISODE, MEMORY, Key
+from cpersona.retrieval import language
+from cpersona.retrieval.candidates import EPISODE, MEMORY, Hit, Key, RecallRequest
 from cpersona.retrieval.pending_vector import PendingQueryVector, nearest_when_ready
 from cpersona.retrieval.retriever import ChannelHits, ChannelQuery, Searching
 from cpersona.storage.interface import EPISODES, MEMORIES, Session
@@ -57,6 +58,19 @@ class VectorChannel:
                 hits += [(Key(EPISODE, i), s) for i, s in episodes()]
                 # Ties broken by the ref's text, as they always were (answers stay identical).
                 hits.sort(key=lambda h: (-h[1], h[0].ref))
-            return ChannelHits(hits[:depth], weight=request.vector_weight)
+            hits = hits[:depth]
+            return ChannelHits(hits, weight=_weight(session, request, hits))
 
         return collect
+
+
+def _weight(session: Session, request: RecallRequest, hits: list[Hit]) -> float:
+    """The channel's weight: the query's readable share, times its best memories' when it is partial
+    (only then are rows read here: an English query to an English model costs nothing)."""
+    weight = request.vector_weight
+    if request.vector_scripts is None or not 0.0 < weight < 1.0:
+        return weight
+    ids = [key.id for key, _ in hits if key.kind == MEMORY][: language.CANDIDATES]
+    rows = session.memories.get_many(ids, request.scope) if ids else {}
+    texts = [str(row.get("content") or "") for row in rows.values()]
+    return round(weight * language.candidates_share(texts, request.vector_scripts), 3)

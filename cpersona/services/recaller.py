@@ -149,7 +149,8 @@ class Recaller:
         visible = agent_set(visible_agents, "visible_agents")
         language_note = self._vector_weight(request)
         if language_note is not None:
-            request = replace(request, vector_weight=language_note[0])
+            scripts = language.scripts_read(self.embeddings.languages)
+            request = replace(request, vector_weight=language_note[0], vector_scripts=scripts)
         keyword_weight = self.keyword_weight(request.scope.agent_id)
         if keyword_weight != 1.0:
             request = replace(request, keyword_weight=keyword_weight)
@@ -197,8 +198,12 @@ class Recaller:
         if keyword_weight != 1.0:
             response["search"]["keyword_weight"] = keyword_weight
         if language_note is not None:
-            response["search"]["vector_weight"] = language_note[0]
-            response["search"]["language"] = language_note[1]
+            weight, why = language_note
+            if outcome.vector_used and outcome.vector_weight < weight:
+                why = self._candidates_sentence(request, weight, outcome.vector_weight)
+                weight = outcome.vector_weight
+            response["search"]["vector_weight"] = weight
+            response["search"]["language"] = why
             if request.vector_weight == 0 and outcome.gate.get("kind") == "off":
                 outcome.gate["reason"] = language_note[1]
         if advisory is not None:
@@ -268,6 +273,16 @@ class Recaller:
         return weight, (
             f"{round((1 - weight) * 100)}% of the query's letters are in a script {model} does not read "
             f"({unread}): the vector channel weighs {weight:g} in fusion"
+        )
+
+    def _candidates_sentence(self, request: RecallRequest, query_share: float, weight: float) -> str:
+        """Why a query the model reads in part weighs ``weight``: its best candidates are read less still."""
+        unread = ", ".join(language.unread_scripts(request.query, request.vector_scripts)) or "other"
+        candidates = 1 - weight / query_share
+        return (
+            f"{round((1 - query_share) * 100)}% of the query's letters and {round(candidates * 100)}% of its "
+            f"best candidates' are in a script {self.embeddings.model_id} does not read ({unread}): the vector "
+            f"channel weighs {weight:g} in fusion"
         )
 
     def _profiles_for(self, session: Session, scope: Scope) -> list[dict[str, Any]]:

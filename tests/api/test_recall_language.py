@@ -69,3 +69,47 @@ def test_a_japanese_query_to_an_english_model_gets_the_keyword_only_ranking(
         mixed = mem.recall("ja", "Eiffel Tower の高さ")
         assert mixed["search"]["vector"] is True
         assert 0.0 < mixed["search"]["vector_weight"] < 1.0
+
+
+VUE_PARAGRAPHS = [
+    "v-for の key 属性は、可能な場合は必ず指定することが推奨されます。",
+    "v-for のスコープ内では、テンプレート内の式から親スコープのすべてのプロパティにアクセスできます。",
+    "ネストされた v-for でも、スコープの挙動はネストされた関数と同様です。",
+    "v-if と v-for を同じ要素に使うことは推奨されません。",
+]
+ENGLISH_ROWS = [
+    "The key attribute of v-for should be given whenever possible.",
+    "Inside a v-for scope, template expressions can reach every property of the parent scope.",
+    "Using v-if and v-for on the same element is not recommended.",
+]
+
+
+def test_a_mixed_query_over_rows_the_model_does_not_read_gets_the_keyword_only_ranking(
+    tmp_path: Path, minilm_models_dir: Path, new_db_url: Callable[[], str | None]
+) -> None:
+    query = "v-for の 何 属性はか"  # 4 Latin letters, 6 Japanese: the query alone would weigh 0.4
+    with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "none")) as plain:
+        for text in VUE_PARAGRAPHS:
+            plain.store("ja", text)
+        keyword_only = plain.recall("ja", query)
+    with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "onnx")) as mem:
+        assert mem.wait_until_ready(60)
+        for text in VUE_PARAGRAPHS:
+            mem.store("ja", text)
+        for text in ENGLISH_ROWS:
+            mem.store("en", text)
+        out = mem.recall("ja", query)
+        assert out["search"]["vector"] is True
+        weight = out["search"]["vector_weight"]
+        assert 0.0 <= weight < 0.4 * 0.5  # the candidates are read less still
+        assert (
+            "best candidates" in out["search"]["language"]
+            and f"weighs {weight:g}" in out["search"]["language"]
+        )
+        assert all(r["match_reason"]["vector_weight"] == weight for r in out["results"])
+        assert _ranking(out) == _ranking(keyword_only)
+        assert out["results"][-1]["content"] == VUE_PARAGRAPHS[0]
+        # Over rows the model reads, the same query keeps its own share: the Latin part means something.
+        english = mem.recall("en", query)
+        assert english["search"]["vector_weight"] == 0.4
+        assert "best candidates" not in english["search"]["language"]

@@ -154,3 +154,43 @@ def test_fts_syntax_is_plain_text(memory: Memory) -> None:
         assert out["ok"] is True
     assert memory.recall("a", "NEAR AND failed")["count"] == 1
     assert memory.recall("a", "q" * 100_000)["ok"] is True
+
+
+CROWDED_SESSION = [  # one evening's conversation: every turn matches "concerts" well
+    "concerts: the string quartet concerts at St. Anne's were the best concerts this year",
+    "more about concerts: St. Anne's hosts concerts every Friday, I have been to their concerts",
+    "concerts again: tickets for St. Anne's concerts sell out, concerts there are small",
+    "concerts and seating: at St. Anne's concerts sit near the front",
+]
+OTHER_SESSIONS = [  # one weaker match each, days apart
+    ("2023-05-10T20:00:00Z", "Still buzzing from the jazz trio concert at the Blue Door last night"),
+    ("2023-05-20T20:00:00Z", "Saw the Velvet Owls live at the Roundhouse, what a concert"),
+]
+#: The weakest match, so that min-max fusion puts its floor (a score of 0) here, not on a session above.
+FLOOR = (
+    "2023-06-01T09:00:00Z",
+    "Shopping list for the week: oat milk, rye bread, lemons, coffee beans, a birthday card for Sam, "
+    "batteries for the kitchen clock, and a poster for the school concert",
+)
+
+
+def _sessions(mem: Memory) -> dict[str, str]:
+    """Store the crowded session (minutes apart on May 1) and the two others; content → session day."""
+    day_of: dict[str, str] = {}
+    for minute, text in enumerate(CROWDED_SESSION):
+        mem.store("a", text, timestamp=f"2023-05-01T20:{minute:02d}:00Z")
+        day_of[text] = "05-01"
+    for stamp, text in [*OTHER_SESSIONS, FLOOR]:
+        mem.store("a", text, timestamp=stamp)
+        day_of[text] = stamp[5:10]
+    return day_of
+
+
+def test_a_counting_question_gets_the_best_row_of_every_session_first(memory: Memory) -> None:
+    day_of = _sessions(memory)
+    counting = memory.recall("a", "How many concerts have I been to?", limit=3)["results"]
+    assert {day_of[r["content"]] for r in counting} == {"05-01", "05-10", "05-20"}
+    assert day_of[counting[-1]["content"]] == "05-01"  # the best row stays first
+    # Any other question keeps the crowded session's strong rows (7 free rows per session).
+    other = memory.recall("a", "Which concerts have I been to?", limit=3)["results"]
+    assert [day_of[r["content"]] for r in other] == ["05-01"] * 3

@@ -7,7 +7,7 @@ import math
 from cpersona.retrieval import fusion
 from cpersona.retrieval.candidates import Key, ScoredRow
 from cpersona.retrieval.diversity import FACTOR as DIVERSITY
-from cpersona.retrieval.diversity import diversify, session_keys
+from cpersona.retrieval.diversity import aggregates, diversify, session_keys, strength
 from cpersona.retrieval.recency import FACTOR as RECENCY
 from cpersona.retrieval.recency import asks_about_now, prefer_newest
 
@@ -59,6 +59,43 @@ def test_diversity_off_changes_nothing() -> None:
     rows = [_row(i, 10 - i, "2023-05-01T10:00:00.000000Z") for i in range(1, 4)]
     assert _order(diversify(list(rows), decay=1.0, free=1)) == [1, 2, 3]
     assert all(not r.factors for r in rows)
+
+
+def test_questions_that_count_over_occasions_are_told_from_other_questions() -> None:
+    for counting in (
+        "How many concerts have I been to?",
+        "How much did I spend on the trip in total?",
+        "How often did I bake for the office?",
+        "What did I buy altogether?",
+        "京都には何回行きましたか",
+        "本を何冊読みましたか",
+    ):
+        assert aggregates(counting), counting
+    for single in (
+        "How often does John work out with his family?",  # a habit: one statement
+        "What car do I drive now?",
+        "When did Melanie paint a sunrise?",
+        "How much does my gym membership cost now?",
+        "Vite は何をサポートしますか",  # 何 alone asks for a thing, not a count
+    ):
+        assert not aggregates(single), single
+
+
+def test_a_counting_question_gets_every_sessions_best_row_before_any_second() -> None:
+    assert strength("How many races have I run?", 0.7, 7, 0.2) == (0.2, 1)
+    assert strength("What is my dog's name?", 0.7, 7, 0.2) == (0.7, 7)
+    assert strength("How many races have I run?", 0.7, 7, 1.0) == (0.7, 7)  # 1: the ordinary rule
+    crowded = [_row(i, 10 - i, "2023-05-01T10:00:00.000000Z") for i in range(1, 5)]  # scores 9..6
+    others = [_row(20, 4.0, "2023-06-01T10:00:00.000000Z"), _row(30, 3.0, "2023-07-01T10:00:00.000000Z")]
+    decay, free = strength("How many races have I run?", 0.7, 7, 0.2)
+    assert _order(diversify([*crowded, *others], decay, free))[:3] == [1, 20, 30]
+    mild = diversify([_row(i, 10 - i, "2023-05-01T10:00:00.000000Z") for i in range(1, 5)] + others, 0.7, 7)
+    assert _order(mild)[:3] == [1, 2, 3]  # another question keeps the crowded session's rows
+
+
+def test_one_session_keeps_its_order_under_the_strong_rule() -> None:
+    rows = [_row(i, 10 - i * 0.01, "2023-05-01T10:00:00.000000Z") for i in range(1, 6)]
+    assert _order(diversify(rows, 0.2, 1)) == [1, 2, 3, 4, 5]
 
 
 def test_questions_about_the_present_are_told_from_questions_about_the_past() -> None:
