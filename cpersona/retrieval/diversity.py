@@ -8,7 +8,7 @@ rows of the same session already ahead of it; the list is then re-sorted. The be
 session keeps its score, so a question answered by one session keeps that session's best turn first.
 
 A question that counts or totals over occasions ("how many concerts have I been to?", "how much did I
-spend in total?", "how often did I bake?", 何回) is answered by one row of each of several sessions and by
+spend in total?", "what is the average …", "how often did I bake?", 何回) is answered by one row of each of several sessions and by
 no second row of any: for it every row beyond its session's best gets ``aggregate_decay`` per row ahead
 of it (``strength``), so each session's best row comes before any session's second. Other questions keep
 the mild rule, which spares a single-session answer whose evidence is the best turn's neighbour. A
@@ -37,7 +37,8 @@ FACTOR = "session_diversity"
 #: A question that counts or totals over occasions: its answer is spread over sessions.
 _AGGREGATE = re.compile(
     r"\b(how many|how often (?:did|have|has|had)|how much\b.*\b(?:in total|altogether|so far|overall)|"
-    r"in total|altogether|so far)\b|何回|何度|いくつ|合計|全部で|何[個冊本人件枚杯軒つ]",
+    r"in total|in all|altogether|so far|total|average|combined)\b|"
+    r"何回|何度|いくつ|合計|平均|合わせて|全部で|何[個冊本人件枚杯軒つ]",
     re.IGNORECASE,
 )
 

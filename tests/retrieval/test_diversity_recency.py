@@ -67,6 +67,9 @@ def test_questions_that_count_over_occasions_are_told_from_other_questions() -> 
         "How much did I spend on the trip in total?",
         "How often did I bake for the office?",
         "What did I buy altogether?",
+        "What is the total amount I spent on concert tickets?",
+        "What was my average 5k time this spring?",
+        "東京での外食は平均いくらでしたか",
         "京都には何回行きましたか",
         "本を何冊読みましたか",
     ):
