@@ -8,9 +8,10 @@ rows of the same session already ahead of it; the list is then re-sorted. The be
 session keeps its score, so a question answered by one session keeps that session's best turn first.
 
 A question that counts or totals over occasions ("how many concerts have I been to?", "how much did I
-spend in total?", "what is the average …", "how often did I bake?", 何回) is answered by one row of each of several sessions and by
-no second row of any: for it every row beyond its session's best gets ``aggregate_decay`` per row ahead
-of it (``strength``), so each session's best row comes before any session's second. Other questions keep
+spend in total?", "what is the average …", "how often did I bake?", 何回) is answered by one row of
+each of several sessions and by no second row of any: for it every row beyond its session's best gets
+``aggregate_decay`` per row ahead of it (``strength``), so each session's best row comes before any
+session's second. Other questions keep
 the mild rule, which spares a single-session answer whose evidence is the best turn's neighbour. A
 habit ("how often does he run?", present tense) is one statement, not a count, and keeps the mild rule.
 

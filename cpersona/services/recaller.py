@@ -147,10 +147,9 @@ class Recaller:
             include_retired,
         )
         visible = agent_set(visible_agents, "visible_agents")
-        language_note = self._vector_weight(request)
-        if language_note is not None:
-            scripts = language.scripts_read(self.embeddings.languages)
-            request = replace(request, vector_weight=language_note[0], vector_scripts=scripts)
+        partial = self._vector_weight(request)
+        if partial is not None:
+            request = replace(request, vector_weight=partial[0], vector_scripts=partial[1])
         keyword_weight = self.keyword_weight(request.scope.agent_id)
         if keyword_weight != 1.0:
             request = replace(request, keyword_weight=keyword_weight)
@@ -197,15 +196,13 @@ class Recaller:
         }
         if keyword_weight != 1.0:
             response["search"]["keyword_weight"] = keyword_weight
-        if language_note is not None:
-            weight, why = language_note
-            if outcome.vector_used and outcome.vector_weight < weight:
-                why = self._candidates_sentence(request, weight, outcome.vector_weight)
-                weight = outcome.vector_weight
+        if partial is not None:
+            weight = outcome.vector_weight if outcome.vector_used else request.vector_weight
+            why = self._language_sentence(request, request.vector_weight, weight)
             response["search"]["vector_weight"] = weight
             response["search"]["language"] = why
             if request.vector_weight == 0 and outcome.gate.get("kind") == "off":
-                outcome.gate["reason"] = language_note[1]
+                outcome.gate["reason"] = why
         if advisory is not None:
             response["advisory"] = advisory
         if storage_note is not None:
@@ -254,36 +251,29 @@ class Recaller:
             return f"{fault.code}: recall statistics were not recorded ({fault.path})"
         return None
 
-    def _vector_weight(self, request: RecallRequest) -> tuple[float, str] | None:
-        """The vector channel's weight for this query and the sentence saying why, when the active
-        model does not read all of it (None: full weight, nothing to say)."""
+    def _vector_weight(self, request: RecallRequest) -> tuple[float, frozenset[str] | None] | None:
+        """The vector channel's weight for this query and the scripts the model reads, when it does not
+        read all of the query (None: full weight, nothing to say)."""
         if not request.query.strip() or not self.embeddings.ready:
             return None
         scripts = language.scripts_read(self.embeddings.languages)
         weight = language.readable_share(request.query, scripts)
-        if weight >= 1.0:
-            return None
-        unread = ", ".join(language.unread_scripts(request.query, scripts)) or "other"
+        return None if weight >= 1.0 else (weight, scripts)
+
+    def _language_sentence(self, request: RecallRequest, query_share: float, weight: float) -> str:
+        """Why the vector channel weighs ``weight``: the query's unread share, and the best candidates'
+        when they lowered it further (retrieval/vector_channel.py)."""
+        unread = ", ".join(language.unread_scripts(request.query, request.vector_scripts)) or "other"
         model = self.embeddings.model_id
-        if weight == 0:
-            return weight, (
+        if query_share == 0:
+            return (
                 f"the query is written in a script {model} does not read ({unread}): ranked by keywords "
                 "only (a multilingual model such as jina-v5-nano reads it)"
             )
-        return weight, (
-            f"{round((1 - weight) * 100)}% of the query's letters are in a script {model} does not read "
-            f"({unread}): the vector channel weighs {weight:g} in fusion"
-        )
-
-    def _candidates_sentence(self, request: RecallRequest, query_share: float, weight: float) -> str:
-        """Why a query the model reads in part weighs ``weight``: its best candidates are read less still."""
-        unread = ", ".join(language.unread_scripts(request.query, request.vector_scripts)) or "other"
-        candidates = 1 - weight / query_share
-        return (
-            f"{round((1 - query_share) * 100)}% of the query's letters and {round(candidates * 100)}% of its "
-            f"best candidates' are in a script {self.embeddings.model_id} does not read ({unread}): the vector "
-            f"channel weighs {weight:g} in fusion"
-        )
+        letters = f"{round((1 - query_share) * 100)}% of the query's letters"
+        if weight < query_share:
+            letters += f" and {round((1 - weight / query_share) * 100)}% of its best candidates'"
+        return f"{letters} are in a script {model} does not read ({unread}): the vector channel weighs {weight:g} in fusion"
 
     def _profiles_for(self, session: Session, scope: Scope) -> list[dict[str, Any]]:
         if scope.agent_id is None:
