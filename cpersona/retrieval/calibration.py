@@ -289,9 +289,18 @@ def gate_state(
         "weight": ev.WEIGHT,
         "lexicon": lexicon.to_json(),
     }
-    if len(row_chars):
-        state["row_chars_p75"] = int(np.percentile(np.asarray(row_chars, dtype=np.float64), 75))
+    p75 = row_chars_p75(row_chars)
+    if p75 is not None:
+        state["row_chars_p75"] = p75
     return state
+
+
+def row_chars_p75(lengths: Sequence[int]) -> int | None:
+    """The 75th percentile of row lengths (characters; None without rows): the corpus shape
+    ``long_records`` reads, measured by a calibration or, before one, from the newest rows."""
+    if not len(lengths):
+        return None
+    return int(np.percentile(np.asarray(lengths, dtype=np.float64), 75))
 
 
 def long_records(gate: Any) -> int | None:

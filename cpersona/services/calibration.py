@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -36,12 +37,17 @@ from cpersona.retrieval.pipeline import GateStage, NoGate
 from cpersona.retrieval.sidecar import fingerprint
 from cpersona.runtime import persistence
 from cpersona.storage.interface import CalibrationStates, Store
+from cpersona.storage.scope import Scope
 from cpersona.storage.values import EPISODES, MEMORIES, Saved
 
 log = logging.getLogger("cpersona.calibration")
 
 #: How long an explicit calibration waits for one already running (another thread or process).
 EXPLICIT_WAIT_SECONDS = 60.0
+#: Before a calibration, the corpus shape (long records or not) is read from this many newest rows ...
+SHAPE_ROWS = 200
+#: ... at most once per this many seconds per agent.
+SHAPE_SECONDS = 60.0
 
 
 def _number(value: Any, name: str, low: float, high: float) -> float | None:
@@ -63,6 +69,7 @@ class Calibrator:
         self.embeddings = embeddings
         self.states: CalibrationStates = store.calibration_states()
         self._probes: dict[tuple[str, int], np.ndarray] = {}
+        self._shapes: dict[str, tuple[float, int | None]] = {}  # agent → (monotonic time, newest rows' p75)
 
     # -- the gate recall uses -------------------------------------------------------------------
     def gate(self) -> GateStage:
@@ -138,12 +145,34 @@ class Calibrator:
         return GatePolicy("calibrated", level, beta, threshold, lexicon=lexicon, weight=weight)
 
     def keyword_weight(self, agent_id: str | None) -> float:
-        """The memory keyword channels' weight in fusion for ``agent_id``'s recalls: lower once a
-        calibration found its corpus made of long records (docs/retrieval.md "Long records")."""
-        entry = self.states.peek(agent_id) if agent_id is not None else None
-        if cal.long_records((entry or {}).get("gate")) is None:
+        """The memory keyword channels' weight in fusion for ``agent_id``'s recalls: lower when its
+        corpus is made of long records (docs/retrieval.md "Long records"), as a calibration measured it
+        or, before one, as the newest rows show it (``_newest_rows_p75``). Keyword-only: 1 (the weight
+        balances the keyword channels against the vector channel)."""
+        if agent_id is None or not self.embeddings.ready:
             return 1.0
-        return cal.LONG_RECORD_KEYWORD_WEIGHT
+        gate = (self.states.peek(agent_id) or {}).get("gate")
+        if isinstance(gate, dict) and "row_chars_p75" in gate:
+            long = cal.long_records(gate) is not None
+        else:
+            p75 = self._newest_rows_p75(agent_id)
+            long = p75 is not None and p75 >= cal.LONG_ROW_CHARS
+        return cal.LONG_RECORD_KEYWORD_WEIGHT if long else 1.0
+
+    def _newest_rows_p75(self, agent_id: str) -> int | None:
+        """The 75th percentile length of the agent's newest ``SHAPE_ROWS`` memories (None below
+        ``cal.MIN_ROWS``), read at most once per ``SHAPE_SECONDS`` per agent: a fresh history of long
+        answers is ranked as a calibrated one would rank it from its first question on."""
+        now = time.monotonic()
+        cached = self._shapes.get(agent_id)
+        if cached is not None and now - cached[0] < SHAPE_SECONDS:
+            return cached[1]
+        with self.store.read() as session:
+            rows = session.memories.list_recent(Scope(agent_id), SHAPE_ROWS)
+        lengths = [len(str(row.get("content") or "")) for row in rows]
+        p75 = cal.row_chars_p75(lengths) if len(lengths) >= cal.MIN_ROWS else None
+        self._shapes[agent_id] = (now, p75)
+        return p75
 
     def _uncalibrated(self, agent_id: str | None) -> str:
         if agent_id is None:

@@ -165,6 +165,24 @@ def test_on_long_records_the_gate_stands_down_except_at_strict(
         assert memory.recall("chat", "what is the capital of Peru")["gate"]["kind"] == "calibrated"
 
 
+def test_long_records_weigh_the_keyword_channels_half_before_any_calibration(
+    tmp_path: Path, minilm_models_dir: Path
+) -> None:
+    """A fresh history of long answers is ranked from its first question as a calibrated one is: the
+    corpus shape is read from the newest rows until a calibration measures it."""
+    with Memory(minilm_settings(tmp_path, minilm_models_dir, auto_calibrate=False)) as memory:
+        assert memory.wait_until_ready(60)
+        for n in range(14):
+            memory.store("chat", "assistant: " + long_answer("garden irrigation", n))
+            memory.store("notes", f"note {n}: water the tomatoes on day {n} of the month")
+        for n in range(6):  # below calibration's minimum of rows: nothing to measure
+            memory.store("few", "assistant: " + long_answer("garden irrigation", n))
+        watering = memory.recall("chat", "how should I water the garden")
+        assert watering["search"]["keyword_weight"] == 0.5 and watering["gate"]["kind"] != "calibrated"
+        assert "keyword_weight" not in memory.recall("notes", "water the tomatoes")["search"]  # short rows
+        assert "keyword_weight" not in memory.recall("few", "how should I water the garden")["search"]
+
+
 def test_strict_cuts_more_than_balanced_more_than_lenient(mem: Memory) -> None:
     mem.calibrate_threshold("a")
     # The last three share no word with the corpus and sit between the levels' evidence cuts.
