@@ -38,14 +38,19 @@ def _ranking(out: dict) -> list[str]:
     return [r["content"] for r in out["results"]]
 
 
+def _keyword_only(tmp_path: Path, models_dir: Path, db_url: str | None, texts: list[str], query: str) -> dict:
+    """The keyword-only answer to ``query`` over ``texts`` (agent "ja"): what MiniLM must not fall below."""
+    with Memory(_settings(tmp_path, models_dir, db_url, "none")) as plain:
+        for text in texts:
+            plain.store("ja", text)
+        return plain.recall("ja", query)
+
+
 def test_a_japanese_query_to_an_english_model_gets_the_keyword_only_ranking(
     tmp_path: Path, minilm_models_dir: Path, new_db_url: Callable[[], str | None]
 ) -> None:
     query = "東京タワーの高さは何メートルか"
-    with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "none")) as plain:
-        for text in PARAGRAPHS:
-            plain.store("ja", text)
-        keyword_only = plain.recall("ja", query)
+    keyword_only = _keyword_only(tmp_path, minilm_models_dir, new_db_url(), PARAGRAPHS, query)
     with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "onnx")) as mem:
         assert mem.wait_until_ready(60)
         for text in PARAGRAPHS:
@@ -88,10 +93,7 @@ def test_a_mixed_query_over_rows_the_model_does_not_read_gets_the_keyword_only_r
     tmp_path: Path, minilm_models_dir: Path, new_db_url: Callable[[], str | None]
 ) -> None:
     query = "v-for の 何 属性はか"  # 4 Latin letters, 6 Japanese: the query alone would weigh 0.4
-    with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "none")) as plain:
-        for text in VUE_PARAGRAPHS:
-            plain.store("ja", text)
-        keyword_only = plain.recall("ja", query)
+    keyword_only = _keyword_only(tmp_path, minilm_models_dir, new_db_url(), VUE_PARAGRAPHS, query)
     with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "onnx")) as mem:
         assert mem.wait_until_ready(60)
         for text in VUE_PARAGRAPHS:
