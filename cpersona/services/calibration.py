@@ -46,8 +46,9 @@ log = logging.getLogger("cpersona.calibration")
 EXPLICIT_WAIT_SECONDS = 60.0
 #: Before a calibration, the corpus shape (long records or not) is read from this many newest rows ...
 SHAPE_ROWS = 200
-#: ... at most once per this many seconds per agent.
+#: ... at most once per this many seconds per agent, remembered for at most this many agents.
 SHAPE_SECONDS = 60.0
+SHAPE_AGENTS = 1000
 
 
 def _number(value: Any, name: str, low: float, high: float) -> float | None:
@@ -171,6 +172,8 @@ class Calibrator:
             rows = session.memories.list_recent(Scope(agent_id), SHAPE_ROWS)
         lengths = [len(str(row.get("content") or "")) for row in rows]
         p75 = cal.row_chars_p75(lengths) if len(lengths) >= cal.MIN_ROWS else None
+        if len(self._shapes) >= SHAPE_AGENTS:  # a server asked for many agents: forget, re-read on demand
+            self._shapes.clear()
         self._shapes[agent_id] = (now, p75)
         return p75
 
