@@ -136,13 +136,13 @@ class RecallPipeline:
         )
         # A vector channel weighing under half a keyword channel (a query or candidates in a script the
         # model does not read) leaves the ranking to the keywords: the context channel then acts as there.
-        vector_leads = vector_used and weights.get(VECTOR, 1.0) >= VECTOR_LEADS
+        vector_weight = weights.get(VECTOR, request.vector_weight)
+        vector_leads = vector_used and vector_weight >= VECTOR_LEADS
         scored = self._score(session, request, fused, vector_leads, hidden, query_vector, now)
         decision = self._gate(session, request, scored, channels.get(VECTOR), query_vector, vector_used)
         cue_info = cue.describe() if cue is not None else None
         returned = self._order(request, decision, scored, cue, cue_info)
         blocks_for = query_vector if vector_used and isinstance(query_vector, VectorQuery) else None
-        vector_weight = weights.get(VECTOR, request.vector_weight)
         rows = self._rows(session, request, returned, decision.info, blocks_for, vector_weight)
         stages = trace.Stages(
             mode=self.settings.recall_mode,
