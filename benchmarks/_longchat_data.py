@@ -99,6 +99,18 @@ TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"lessons|cello|banjo|clarinet|ukulele", ("music", "instrument", "guitar", "piano", "learn")),
     (r"degree|graduated", ("study", "college", "university", "career", "school")),
     (r"trail|hike", ("hike", "trail", "mountain", "outdoor", "walk")),
+    # The events of _longchat_temporal.py (none of these patterns matches an older statement).
+    (r"repair shop|service", ("bike", "bicycle", "repair", "cycling")),
+    (r"pottery", ("pottery", "clay", "craft", "art")),
+    (r"dentist|tooth", ("dentist", "tooth", "teeth", "pain")),
+    (r"kitten", ("cat", "kitten", "pet")),
+    (r"laptop", ("laptop", "computer", "keyboard")),
+    (r"camping", ("camping", "tent", "outdoor", "hike")),
+    (r"painting the kitchen|painted the kitchen", ("paint", "kitchen", "color", "home")),
+    (r"job interview", ("interview", "job", "resume", "career")),
+    (r"passport", ("passport", "travel", "visa")),
+    (r"\bflu\b", ("flu", "fever", "sick", "cold")),
+    (r"piano recital", ("piano", "music", "recital", "practice")),
 )  # an assistant fact sits after this many characters of its answer
 
 

@@ -36,6 +36,9 @@ from _longchat_data import (  # noqa: E402
     weave_sessions,
 )
 from _longchat_facts import GENERATORS, TYPES  # noqa: E402
+from _longchat_temporal import QUESTION_TYPE as TEMPORAL  # noqa: E402
+from _longchat_temporal import answer as temporal_answer  # noqa: E402
+from _longchat_temporal import temporal_plans  # noqa: E402
 
 
 def build_history(
@@ -44,11 +47,14 @@ def build_history(
     seed: int,
     topical: bool = False,
     echo: bool = False,
+    temporal: int = 0,
 ) -> dict[str, Any]:
     """One history with a question of every type; deterministic in (index, seed, topical). ``topical``:
     every evidence session is about its fact's topic (as _longchat_data.py builds them), so a question's
     best matches crowd into the sessions that talk about its subject, as in a real assistant's memory.
-    ``echo``: besides, the rest of an evidence session keeps coming back to the user's statement."""
+    ``echo``: besides, the rest of an evidence session keeps coming back to the user's statement.
+    ``temporal``: this many questions about the order of two events besides (_longchat_temporal.py);
+    with 0 the history is the same as before the option existed."""
     rng = random.Random(seed * 100_003 + index)
     plans = {qtype: GENERATORS[qtype](rng) for qtype in TYPES}
     n_sessions = rng.randint(44, 60)
@@ -73,6 +79,13 @@ def build_history(
         for who, text in plan.distractors:
             s = free.pop()
             planted[s] = (who, text, qtype, False)
+    orders = temporal_plans(rng, temporal) if temporal else []
+    for k, order in enumerate(orders):
+        pair = sorted(free[:2])
+        del free[:2]
+        chosen[f"{TEMPORAL}#{k}"] = pair
+        for s, text in zip(pair, order.statements, strict=True):
+            planted[s] = ("user", text, f"{TEMPORAL}#{k}", True)
     if topical:
         topical_sessions({s: (w, t, e) for s, (w, t, _, e) in planted.items()}, sizes, prompts, haystack, rng)
     sessions_out, moment, found = weave_sessions(
@@ -80,7 +93,7 @@ def build_history(
     )
     evidence = {q: found.get((q, True), []) for q in TYPES}
     if echo:
-        _echo_evidence(sessions_out, [t for q in TYPES for t in evidence[q]])
+        _echo_evidence(sessions_out, [t for key in chosen for t in found.get((key, True), [])])
     distractors = {q: found.get((q, False), []) for q in TYPES}
     question_date = moment + timedelta(days=rng.randint(1, 10))
     questions = []
@@ -98,6 +111,25 @@ def build_history(
                 "answer_turn_ids": turns_of[-1:] if plan.newest_only else turns_of,
                 "distractor_turn_ids": distractors[qtype],
                 **plan.tags,
+            }
+        )
+    date_of = {s["session_id"]: s["date"] for s in sessions_out}
+    for k, order in enumerate(orders):
+        key = f"{TEMPORAL}#{k}"
+        pair = [f"s{s:02d}" for s in chosen[key]]
+        turns_of = found.get((key, True), [])
+        questions.append(
+            {
+                "question_id": f"m{index:03d}-{TEMPORAL}-{k}",
+                "question_type": TEMPORAL,
+                "question": order.question,
+                "answer": temporal_answer(order, date_of[pair[0]], date_of[pair[1]]),
+                "question_date": question_date.isoformat(),
+                "evidence_session_ids": pair,
+                "evidence_turn_ids": turns_of,
+                "answer_turn_ids": turns_of,
+                "distractor_turn_ids": [],
+                "wording": order.wording,
             }
         )
     return {
@@ -149,6 +181,9 @@ def main() -> int:
     parser.add_argument(
         "--echo", action="store_true", help="with --topical: an evidence session keeps referring to its fact"
     )
+    parser.add_argument(
+        "--temporal", type=int, default=0, help="questions about the order of two events per history, besides"
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     haystack = load_haystack(args.source, args.cache)
@@ -159,9 +194,10 @@ def main() -> int:
             "histories": args.histories,
             "topical": args.topical,
             "echo": args.echo,
+            "temporal": args.temporal,
         },
         "histories": [
-            build_history(i, haystack, args.seed, args.topical, args.echo) for i in range(args.histories)
+            build_history(i, haystack, args.seed, args.topical, args.echo, args.temporal) for i in range(args.histories)
         ],
     }
     out = args.cache / DATA_FILE

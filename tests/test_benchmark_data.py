@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import _japanese_data  # noqa: E402
 import _longchat_data  # noqa: E402
 import _longchat_multi  # noqa: E402
+import _longchat_temporal  # noqa: E402
 import japanese  # noqa: E402
 import longchat  # noqa: E402
 from _longchat_facts import TYPES  # noqa: E402
@@ -215,3 +216,32 @@ def test_an_echoing_evidence_session_keeps_coming_back_to_its_statement() -> Non
             assert all(statement in t["text"] for t in later[:1])  # the next answer restates it
             echoed += len(later)
     assert echoed > 0
+
+
+def test_order_questions_plant_two_events_in_order_and_leave_the_rest_alone() -> None:
+    hay = haystack()
+    plain = _longchat_multi.build_history(3, hay, seed=5, topical=True)
+    timed = _longchat_multi.build_history(3, hay, seed=5, topical=True, temporal=3)
+    assert _longchat_multi.build_history(3, hay, seed=5, topical=True, temporal=0) == plain
+    orders = [q for q in timed["questions"] if q["question_type"] == _longchat_temporal.QUESTION_TYPE]
+    assert len(orders) == 3
+    five = [(q["question"], q["evidence_session_ids"]) for q in timed["questions"] if q not in orders]
+    assert five == [(q["question"], q["evidence_session_ids"]) for q in plain["questions"]]
+    date_of = {s["session_id"]: s["date"] for s in timed["sessions"]}
+    turns = {t["turn_id"]: t for s in timed["sessions"] for t in s["turns"]}
+    used: set[str] = set()
+    for q in orders:
+        first, second = q["evidence_session_ids"]
+        assert date_of[first] < date_of[second]
+        assert [t.split("-")[1] for t in q["evidence_turn_ids"]] == [first, second]
+        assert all(turns[t]["role"] == "user" for t in q["evidence_turn_ids"])
+        assert not used & {first, second}  # every question has sessions of its own
+        used |= {first, second}
+        if q["question"].startswith("How many days"):
+            days = (
+                _longchat_temporal.datetime.fromisoformat(date_of[second])
+                - _longchat_temporal.datetime.fromisoformat(date_of[first])
+            ).days
+            assert q["answer"] == f"{days} days"
+        else:
+            assert q["answer"] in q["question"]

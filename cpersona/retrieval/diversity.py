@@ -14,6 +14,9 @@ each of several sessions and by no second row of any: for it every row beyond it
 session's second. Other questions keep
 the mild rule, which spares a single-session answer whose evidence is the best turn's neighbour. A
 habit ("how often does he run?", present tense) is one statement, not a count, and keeps the mild rule.
+A question about the order of events ("which did I do first, A or B?", "did A come before or after
+B?", "how many days passed between A and B?", どちらが先) is answered the same way, by one row of each
+event's session, and gets the same strong rule.
 
 A session is what the memory knows of one: rows of the same agent, project and channel whose
 timestamps lie within ``SESSION_GAP_SECONDS`` of each other (the rule calibration and the context
@@ -44,15 +47,36 @@ _AGGREGATE = re.compile(
 )
 
 
+#: A question about the order of events in time: each event's session holds half its answer.
+_ORDER = re.compile(
+    r"\b(?:which|what|who)\b[^?]*\b(?:first|earlier|sooner|last|later|before|after)\b[^?]*\bor\b|"
+    r"\b(?:before or after|after or before)\b|\b(?:what|which|in) order\b|\border of\b|\bchronological|"
+    r"\bhow (?:long|many (?:days|weeks|months|years))\b[^?]*\b(?:between|after|before|since)\b|"
+    r"どちらが先|どっちが先|前か後|先か後|順番|順序",
+    re.IGNORECASE,
+)
+
+
 def aggregates(query: str) -> bool:
     """True when ``query`` counts or totals over occasions ("how many", "in total", 何回 …)."""
     return bool(_AGGREGATE.search(query))
 
 
+def orders(query: str) -> bool:
+    """True when ``query`` asks which of several events came first, or how far apart they were."""
+    return bool(_ORDER.search(query))
+
+
+def spans_sessions(query: str) -> bool:
+    """True when ``query``'s answer is one row from each of several sessions: it counts or orders."""
+    return aggregates(query) or orders(query)
+
+
 def strength(query: str, decay: float, free: int, aggregate_decay: float) -> tuple[float, int]:
-    """(decay, free rows) for ``query``: a question that aggregates gets one free row and
-    ``aggregate_decay`` (the stronger of the two), any other the settings' ``decay`` and ``free``."""
-    if aggregates(query) and aggregate_decay < 1.0:
+    """(decay, free rows) for ``query``: a question that counts or orders (``spans_sessions``) gets one
+    free row and ``aggregate_decay`` (the stronger of the two), any other the settings' ``decay`` and
+    ``free``."""
+    if spans_sessions(query) and aggregate_decay < 1.0:
         return min(decay, aggregate_decay), 1
     return decay, free
 

@@ -194,3 +194,21 @@ def test_a_counting_question_gets_the_best_row_of_every_session_first(memory: Me
     # Any other question keeps the crowded session's strong rows (7 free rows per session).
     other = memory.recall("a", "Which concerts have I been to?", limit=3)["results"]
     assert [day_of[r["content"]] for r in other] == ["05-01"] * 3
+
+
+
+def test_a_question_about_the_order_of_events_gets_the_best_row_of_every_session_first(
+    memory: Memory,
+) -> None:
+    day_of = _sessions(memory)
+    for ordering in (
+        "Which did I go to first, the concerts or the concert?",
+        "Did the concerts come before or after the concert?",
+    ):
+        found = memory.recall("a", ordering, limit=3)["results"]
+        assert {day_of[r["content"]] for r in found} == {"05-01", "05-10", "05-20"}, ordering
+        assert day_of[found[-1]["content"]] == "05-01"
+    # The same words without the alternatives in time: the crowded session keeps its strong rows.
+    for other in ("Did I go to the concerts or the concert?", "Did the concerts come after the concert?"):
+        found = memory.recall("a", other, limit=3)["results"]
+        assert [day_of[r["content"]] for r in found] == ["05-01"] * 3, other

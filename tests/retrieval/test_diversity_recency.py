@@ -7,7 +7,7 @@ import math
 from cpersona.retrieval import fusion
 from cpersona.retrieval.candidates import Key, ScoredRow
 from cpersona.retrieval.diversity import FACTOR as DIVERSITY
-from cpersona.retrieval.diversity import aggregates, diversify, session_keys, strength
+from cpersona.retrieval.diversity import aggregates, diversify, orders, session_keys, strength
 from cpersona.retrieval.recency import FACTOR as RECENCY
 from cpersona.retrieval.recency import asks_about_now, prefer_newest
 
@@ -83,6 +83,31 @@ def test_questions_that_count_over_occasions_are_told_from_other_questions() -> 
     ):
         assert not aggregates(single), single
 
+
+
+def test_questions_about_the_order_of_events_are_told_from_other_questions() -> None:
+    for ordering in (
+        "Which did I do first: adopting the kitten or renewing my passport?",
+        "Which happened first, the camping trip or the job interview?",
+        "Which vehicle did I take care of first, the bike or the car?",
+        "Did my cousin's wedding come before or after the pottery class?",
+        "What is the order of the three events I mentioned?",
+        "In what order did I visit the three museums?",
+        "How many days passed between the wedding and the interview?",
+        "How long after the move did I start the new job?",
+        "引っ越しと転職、どちらが先でしたか",
+    ):
+        assert orders(ordering), ordering
+    for single in (
+        "When did Melanie paint a sunrise?",
+        "What did I do after work yesterday?",  # one occasion, no alternatives
+        "Which café did you recommend first?",
+        "How long is the trail up Greyhorn Ridge?",
+        "What is my current 5k personal best?",
+    ):
+        assert not orders(single), single
+    decay, free = strength("Which happened first, the camping trip or the job interview?", 0.7, 7, 0.2)
+    assert (decay, free) == (0.2, 1)
 
 def test_a_counting_question_gets_every_sessions_best_row_before_any_second() -> None:
     assert strength("How many races have I run?", 0.7, 7, 0.2) == (0.2, 1)
