@@ -169,8 +169,7 @@ class Calibrator:
         if cached is not None and now - cached[0] < SHAPE_SECONDS:
             return cached[1]
         with self.store.read() as session:
-            rows = session.memories.list_recent(Scope(agent_id), SHAPE_ROWS)
-        lengths = [len(str(row.get("content") or "")) for row in rows]
+            lengths = session.memories.recent_lengths(Scope(agent_id), SHAPE_ROWS)
         p75 = cal.row_chars_p75(lengths) if len(lengths) >= cal.MIN_ROWS else None
         if len(self._shapes) >= SHAPE_AGENTS:  # a server asked for many agents: forget, re-read on demand
             self._shapes.clear()

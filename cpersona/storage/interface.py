@@ -72,6 +72,10 @@ class TableRows(Protocol):
         """Newest first."""
         ...
 
+    def recent_lengths(self, scope: Scope, limit: int) -> list[int]:
+        """The text lengths (characters) of the newest ``limit`` rows, newest first."""
+        ...
+
     def count(self, scope: Scope, *, cap: int | None = None) -> int:
         """Rows in scope; with ``cap``, counted up to ``cap`` (a threshold check then reads at most ``cap``
         rows, not the whole scope)."""

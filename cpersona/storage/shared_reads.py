@@ -103,6 +103,18 @@ class TableReads:
         )
         return [s.to_dict(r) for r in rows]
 
+    def recent_lengths(self, scope: Scope, limit: int) -> list[int]:
+        """The text lengths (characters) of the newest ``limit`` rows in scope, newest first: the
+        corpus shape without reading the texts out."""
+        s = self.shape
+        clause, params = scope.where(self._dialect)
+        rows = self._fetch(
+            f"SELECT LENGTH({s.text_column}) AS n FROM {s.table} WHERE {clause} "
+            f"ORDER BY created_at DESC, id DESC LIMIT {self._dialect.mark}",
+            [*params, limit],
+        )
+        return [int(r["n"] or 0) for r in rows]
+
     def count(self, scope: Scope, *, cap: int | None = None) -> int:
         """Rows in scope; with ``cap``, counted up to ``cap`` (at most ``cap`` index entries read)."""
         clause, scope_params = scope.where(self._dialect)
