@@ -197,7 +197,8 @@ def main() -> int:
             "temporal": args.temporal,
         },
         "histories": [
-            build_history(i, haystack, args.seed, args.topical, args.echo, args.temporal) for i in range(args.histories)
+            build_history(i, haystack, args.seed, args.topical, args.echo, args.temporal)
+            for i in range(args.histories)
         ],
     }
     out = args.cache / DATA_FILE

@@ -2,7 +2,7 @@
 (docs/retrieval.md#long-records, docs/health.md).
 
 A memory longer than the model's window is found by meaning beyond its first window only through its
-blocks. Rows stored before blocks existed, or imported without them, have none until the back-fill
+blocks, and a fact said in its opening sentence before a long request only through its lead block. Rows stored before blocks existed, or imported without them, have none until the back-fill
 sweep at start-up queues them; this check reports them and ``fix=true`` queues them now (the queue
 re-embeds the row with its blocks). Which texts need blocks is ``block_spans``' rule.
 
@@ -29,15 +29,17 @@ _PAGE = 500
 def _unblocked(ctx: HealthContext, window: int, limit: int) -> list[int]:
     """Memories (of ``ctx.agent_id`` when given) that need blocks of the active model and hold none."""
     # Here, not at the top: the health registry is imported by the MCP handshake, which stays free of numpy.
-    from cpersona.embed.runtime.blocks import block_spans
+    from cpersona.embed.runtime.blocks import needs_blocks, shortest_blocked
 
     found: list[int] = []
     after = 0
     while len(found) < limit:
         with ctx.store.read() as s:
-            page = s.memories.without_blocks(ctx.model_id, ctx.dimension, window, after, _PAGE)
+            page = s.memories.without_lead(
+                ctx.model_id, ctx.dimension, shortest_blocked(window), after, _PAGE
+            )
             owners = (
-                {i: r["agent_id"] for i, r in s.memories.get_many([i for i, _ in page]).items()}
+                {i: r["agent_id"] for i, r in s.memories.get_many([i for i, _, _ in page]).items()}
                 if ctx.agent_id is not None and page
                 else {}
             )
@@ -46,8 +48,8 @@ def _unblocked(ctx: HealthContext, window: int, limit: int) -> list[int]:
         after = page[-1][0]
         found += [
             i
-            for i, text in page
-            if (ctx.agent_id is None or owners.get(i) == ctx.agent_id) and block_spans(text, window)
+            for i, text, held in page
+            if (ctx.agent_id is None or owners.get(i) == ctx.agent_id) and needs_blocks(text, window, held)
         ][: limit - len(found)]
     return found
 
@@ -73,8 +75,9 @@ def _blocks(ctx: HealthContext) -> Outcome:
             Finding(
                 "blocks",
                 WARN,
-                f"{len(missing)} long memor{'y' if len(missing) == 1 else 'ies'} without block vectors of the "
-                "active model: the text past the model's window is found by keyword only",
+                f"{len(missing)} long memor{'y' if len(missing) == 1 else 'ies'} without the block vectors of "
+                "the active model they are due: the text past the model's window, or the opening sentence on "
+                "its own, is found by keyword only",
                 count=len(missing),
                 refs=[f"mem:{i}" for i in missing[:20]],
                 fix="fix=true queues them; the back-fill embeds each with its blocks",

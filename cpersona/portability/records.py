@@ -160,8 +160,8 @@ def _blocks(obj: dict[str, Any], dim: int | None, length: int) -> tuple[NewBlock
     found = obj.get("blocks")
     if found is None or dim is None:
         return ()
-    if not isinstance(found, list) or len(found) > MAX_BLOCKS:
-        raise InvalidInput(f"'blocks' must be a list of at most {MAX_BLOCKS} block records")
+    if not isinstance(found, list) or len(found) > MAX_BLOCKS + 1:  # the lead and MAX_BLOCKS more
+        raise InvalidInput(f"'blocks' must be a list of at most {MAX_BLOCKS + 1} block records")
     blocks: list[NewBlock] = []
     for item in found:
         given = [item.get(k) if isinstance(item, dict) else None for k in ("index", "start", "end")]
@@ -172,8 +172,8 @@ def _blocks(obj: dict[str, Any], dim: int | None, length: int) -> tuple[NewBlock
         (blob, _, _), _ = _vector(
             {"embedding": item.get("embedding"), "embedding_model": "block", "embedding_dim": dim}
         )
-        if blob is None or not 1 <= index <= MAX_BLOCKS or not start < end:
-            raise InvalidInput("a block needs an 'embedding' and 1 <= index, start < end")
+        if blob is None or not 0 <= index <= MAX_BLOCKS or not start < end:
+            raise InvalidInput("a block needs an 'embedding' and 0 <= index, start < end")
         if end <= length:
             blocks.append(NewBlock(index, start, end, blob))
     if len({b.index for b in blocks}) != len(blocks):

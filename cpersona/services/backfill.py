@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from cpersona.core.public import public
 from cpersona.core.text import format_ts, utc_now
-from cpersona.embed.runtime.blocks import block_spans
+from cpersona.embed.runtime.blocks import needs_blocks, shortest_blocked
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
 from cpersona.runtime import persistence
@@ -60,11 +60,13 @@ def enqueue_unblocked(
     found: list[int] = []
     after = 0
     while limit is None or len(found) < limit:
-        page = store.session().memories.without_blocks(model_id, dimension, window_tokens, after, _SWEEP_PAGE)
+        page = store.session().memories.without_lead(
+            model_id, dimension, shortest_blocked(window_tokens), after, _SWEEP_PAGE
+        )
         if not page:
             break
         after = page[-1][0]
-        need = [i for i, text in page if block_spans(text, window_tokens)]
+        need = [i for i, text, held in page if needs_blocks(text, window_tokens, held)]
         need = need if limit is None else need[: limit - len(found)]
         if need:
             with store.write() as session:

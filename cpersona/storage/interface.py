@@ -105,10 +105,11 @@ class MemoryRows(TableRows, Protocol):
         """The stored blocks of ``memory_ids`` with vectors of this model, by memory then index."""
         ...
 
-    def without_blocks(
+    def without_lead(
         self, model_id: str, dim: int, min_chars: int, after_id: int, limit: int
-    ) -> list[tuple[int, str]]:
-        """(id, content) of memories with a vector of this model, ``min_chars`` long and no block of it."""
+    ) -> list[tuple[int, str, int]]:
+        """(id, content, blocks held) of memories with a vector of this model, ``min_chars`` long and no
+        lead block (index 0) of it."""
         ...
 
     def set_locked(self, memory_id: int, locked: bool) -> None:

@@ -51,7 +51,7 @@ def _block_rows(mem: Memory, memory_id: int) -> list[tuple]:
 def test_every_block_is_read_whole_by_the_real_tokenizer(minilm_models_dir: Path, engine: str) -> None:
     tokenizer = tokenizers.Tokenizer.from_file(str(minilm_models_dir / "all-minilm-l6-v2" / "tokenizer.json"))
     tokenizer.no_truncation()
-    spans = block_spans(LONG, 256)
+    spans = [span for span in block_spans(LONG, 256) if span[0] >= 1]  # beyond the window (not the lead)
     assert len(tokenizer.encode(LONG).ids) > 256 and spans  # the text is longer than the window
     assert spans[0][1] > 0 and spans[-1][2] == len(LONG)  # blocks start past the first window, reach the end
     for (_, _, end), (_, start, _) in zip(spans, spans[1:], strict=False):
@@ -74,9 +74,9 @@ def test_a_fact_deep_in_a_long_memory_is_found_by_meaning(
         block = best["match_reason"]["block"]
         assert block["start"] <= FACT < block["end"] and block["index"] >= 1
         assert "Ingrid" in LONG[block["start"] : block["end"]]
-        assert [b[0] for b in _block_rows(mem, stored["id"])] == list(
-            range(1, len(block_spans(LONG, 256)) + 1)
-        )
+        assert [b[0] for b in _block_rows(mem, stored["id"])] == [i for i, _, _ in block_spans(LONG, 256)]
+        lead = (0, 0, LONG.index(".") + 1)  # the first sentence
+        assert _block_rows(mem, stored["id"])[0] == lead
 
         # The same text without its blocks: the fact is past what the memory's own vector reads.
         with mem.storage.write() as s:
@@ -167,3 +167,48 @@ def test_long_memories_without_blocks_are_reported_and_back_filled(
         raw_rows(mem, "DELETE FROM memory_blocks")
         assert mem.reembed()["ok"] is True
         assert _block_rows(mem, stored["id"]) == expected
+
+
+def test_memories_stored_before_lead_blocks_get_them_and_others_are_left_alone(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    settings = _settings(tmp_path, "db", minilm_models_dir, db_url, pg_vector_index)
+    run_on = "word " * 60  # 300 characters, no sentence end: no lead, and it fits the window
+    with Memory(settings, start_background=False) as mem:
+        assert mem.embeddings.try_load()
+        long = mem.store("a", LONG)
+        passing = mem.store("a", IN_PASSING)
+        plain = mem.store("a", run_on)
+        expected = {i: _block_rows(mem, i) for i in (long["id"], passing["id"])}
+        assert _block_rows(mem, plain["id"]) == []
+        raw_rows(mem, "DELETE FROM memory_blocks WHERE block_index = 0")  # as stored before leads existed
+        report = mem.check_health(checks=["blocks"])
+        assert report["checks"]["blocks"]["missing"] == 2
+        assert mem.reembed()["ok"] is True  # runs the start-up sweep
+        assert {i: _block_rows(mem, i) for i in expected} == expected
+        assert _block_rows(mem, plain["id"]) == []
+        assert mem.check_health(checks=["blocks"])["checks"]["blocks"]["missing"] == 0
+
+
+#: A fact said in passing before a long request about something else (docs/retrieval.md#long-records).
+IN_PASSING = (
+    "We adopted a grey kitten from the animal shelter and named her Juniper. Anyway, unrelated question: "
+    "I need to prepare the quarterly tax estimate for my freelance design work. Can you walk me through "
+    "which expenses I can deduct, how to estimate the payment from last year's income, what happens if I "
+    "underpay, and which forms and deadlines apply, in a short checklist I can print out?"
+)
+
+
+def test_a_fact_said_before_a_long_request_is_found_by_its_lead_block(
+    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+) -> None:
+    with Memory(_settings(tmp_path, "db", minilm_models_dir, db_url, pg_vector_index)) as mem:
+        assert mem.wait_until_ready(60)
+        stored = mem.store("a", IN_PASSING)
+        for text in SHORT:
+            mem.store("a", text)
+        assert _block_rows(mem, stored["id"]) == [(0, 0, IN_PASSING.index(".") + 1)]  # fits the window
+        best = _best(mem, "What is the name of the cat we got from the shelter?")
+        assert best["id"] == stored["id"]
+        assert best["match_reason"]["block"] == {"index": 0, "start": 0, "end": IN_PASSING.index(".") + 1}
+    assert block_spans(IN_PASSING[:150], 256) == []  # a short row has no lead of its own

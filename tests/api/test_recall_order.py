@@ -196,7 +196,6 @@ def test_a_counting_question_gets_the_best_row_of_every_session_first(memory: Me
     assert [day_of[r["content"]] for r in other] == ["05-01"] * 3
 
 
-
 def test_a_question_about_the_order_of_events_gets_the_best_row_of_every_session_first(
     memory: Memory,
 ) -> None:

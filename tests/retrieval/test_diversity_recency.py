@@ -84,7 +84,6 @@ def test_questions_that_count_over_occasions_are_told_from_other_questions() -> 
         assert not aggregates(single), single
 
 
-
 def test_questions_about_the_order_of_events_are_told_from_other_questions() -> None:
     for ordering in (
         "Which did I do first: adopting the kitten or renewing my passport?",
@@ -108,6 +107,7 @@ def test_questions_about_the_order_of_events_are_told_from_other_questions() -> 
         assert not orders(single), single
     decay, free = strength("Which happened first, the camping trip or the job interview?", 0.7, 7, 0.2)
     assert (decay, free) == (0.2, 1)
+
 
 def test_a_counting_question_gets_every_sessions_best_row_before_any_second() -> None:
     assert strength("How many races have I run?", 0.7, 7, 0.2) == (0.2, 1)

@@ -14,9 +14,21 @@ characters per token, on Japanese ~1.1, and a block's budget is ``_BLOCK_SHARE``
 block is read whole (tests/api/test_long_records.py checks every block with the real tokenizer).
 The overlap (a quarter of a block, ~2-3 sentences) keeps a fact that straddles a cut whole in one block.
 Cuts fall on whitespace or after sentence punctuation when one is near, never inside a word.
+
+A text of ``LEAD_MIN_CHARS`` or more also gets a **lead block** (index 0): its opening sentence alone.
+A fact is often said in passing before a request about something else ("We went camping by the river
+last weekend. Anyway, can you summarise this paper …"); read whole, the request outweighs it, and the
+row's own vector no longer matches a question about the fact. The lead is the text up to the first
+sentence end (``.``, ``!``, ``?``, ``。``, or a line break) that closes at least ``_LEAD_MIN_SENTENCE``
+characters, when that end comes within ``LEAD_MAX_CHARS`` and before ``_LEAD_SHARE`` of the text (a
+lead that is most of the text reads what the row's own vector reads). Only the opening sentence, not
+every one: one block per sentence made the best of many cosines high by chance
+(docs/research/sentence-blocks.md).
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -32,6 +44,15 @@ MAX_BLOCKS = 48
 _SPECIAL_TOKENS = 2
 #: A cut moves back at most this share of a block to land on a boundary.
 _BOUNDARY_SLACK = 0.2
+#: Texts this long (characters) or longer get a lead block; chosen on our long histories (docs/benchmarks.md).
+LEAD_MIN_CHARS = 200
+#: A lead ends within this many characters, or there is none.
+LEAD_MAX_CHARS = 300
+#: A lead covers less than this share of its text.
+_LEAD_SHARE = 0.6
+#: A sentence end closes a lead only after this many characters (not "Hi." or "OK!").
+_LEAD_MIN_SENTENCE = 20
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[。！？]|\n")
 
 
 def _token_costs(text: str) -> np.ndarray:
@@ -56,11 +77,43 @@ def _boundary(text: str, cut: int, earliest: int) -> int:
     return cut
 
 
+def lead_end(text: str) -> int | None:
+    """Where ``text``'s lead block ends (its opening sentence), or None when it has none."""
+    if len(text) < LEAD_MIN_CHARS:
+        return None
+    for found in _SENTENCE_END.finditer(text, 0, LEAD_MAX_CHARS + 1):
+        end = found.end()
+        if end >= _LEAD_MIN_SENTENCE:
+            return end if end <= LEAD_MAX_CHARS and end < _LEAD_SHARE * len(text) else None
+    return None
+
+
 def block_spans(text: str, window_tokens: int | None) -> list[tuple[int, int, int]]:
-    """(index, start, end) character spans of the blocks of ``text`` beyond the first window (index from 1),
-    or [] when the text fits the window (or the window is unknown)."""
+    """(index, start, end) character spans of the blocks of ``text``: its lead (index 0, ``lead_end``)
+    and the blocks beyond the first window (index from 1); [] when it has neither, or the window is
+    unknown."""
     if not window_tokens or window_tokens <= _SPECIAL_TOKENS or not text:
         return []
+    end = lead_end(text)
+    lead = [(0, 0, end)] if end is not None else []
+    return lead + _window_spans(text, window_tokens)
+
+
+def shortest_blocked(window_tokens: int) -> int:
+    """The fewest characters a text with blocks can have: a lead's floor, or the window's tokens (a token
+    is at least one character), whichever is lower. The back-fill sweep reads no shorter text."""
+    return min(window_tokens, LEAD_MIN_CHARS)
+
+
+def needs_blocks(text: str, window_tokens: int, held: int) -> bool:
+    """Whether a memory that holds ``held`` blocks and no lead block must be embedded again with its
+    blocks: it is due a lead, or due window blocks and holds none."""
+    spans = block_spans(text, window_tokens)
+    return bool(spans) and (spans[0][0] == 0 or held == 0)
+
+
+def _window_spans(text: str, window_tokens: int) -> list[tuple[int, int, int]]:
+    """The blocks beyond the first window (index from 1), or [] when the text fits the window."""
     readable = window_tokens - _SPECIAL_TOKENS
     costs = _token_costs(text)
     if float(costs.sum()) <= readable:

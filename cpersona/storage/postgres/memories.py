@@ -129,18 +129,21 @@ class PgMemories(PgTableRows):
             for r in rows
         ]
 
-    def without_blocks(
+    def without_lead(
         self, model_id: str, dim: int, min_chars: int, after_id: int, limit: int
-    ) -> list[tuple[int, str]]:
-        """(id, content) of memories with a vector of this model, at least ``min_chars`` long and no block
-        of it, in id order after ``after_id`` (the back-fill sweep decides which of them need blocks)."""
+    ) -> list[tuple[int, str, int]]:
+        """(id, content, blocks held) of memories with a vector of this model, at least ``min_chars`` long
+        and no lead block (index 0) of it, in id order after ``after_id`` (the back-fill sweep decides
+        which of them need blocks: ``blocks.needs_blocks``)."""
         rows = self.ex.all(
-            "SELECT id, content FROM memories m WHERE id > %s AND embedding_model = %s AND embedding_dim = %s "
-            "AND length(content) >= %s AND NOT EXISTS (SELECT 1 FROM memory_blocks b WHERE b.memory_id = m.id "
+            "SELECT id, content, (SELECT COUNT(*) FROM memory_blocks b WHERE b.memory_id = m.id "
+            "AND b.embedding_model = %s AND b.embedding_dim = %s) AS held FROM memories m WHERE id > %s "
+            "AND embedding_model = %s AND embedding_dim = %s AND length(content) >= %s AND NOT EXISTS "
+            "(SELECT 1 FROM memory_blocks b WHERE b.memory_id = m.id AND b.block_index = 0 "
             "AND b.embedding_model = %s AND b.embedding_dim = %s) ORDER BY id LIMIT %s",
-            (after_id, model_id, dim, min_chars, model_id, dim, limit),
+            (model_id, dim, after_id, model_id, dim, min_chars, model_id, dim, limit),
         )
-        return [(int(r["id"]), str(r["content"])) for r in rows]
+        return [(int(r["id"]), str(r["content"]), int(r["held"])) for r in rows]
 
     def set_locked(self, memory_id: int, locked: bool) -> None:
         """Lock or unlock one row."""

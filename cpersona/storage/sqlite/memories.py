@@ -118,18 +118,21 @@ class SqliteMemories(SqliteTableRows):
             ]
         return found
 
-    def without_blocks(
+    def without_lead(
         self, model_id: str, dim: int, min_chars: int, after_id: int, limit: int
-    ) -> list[tuple[int, str]]:
-        """(id, content) of memories with a vector of this model, at least ``min_chars`` long and no block
-        of it, in id order after ``after_id`` (the back-fill sweep decides which of them need blocks)."""
+    ) -> list[tuple[int, str, int]]:
+        """(id, content, blocks held) of memories with a vector of this model, at least ``min_chars`` long
+        and no lead block (index 0) of it, in id order after ``after_id`` (the back-fill sweep decides
+        which of them need blocks: ``blocks.needs_blocks``)."""
         rows = self.conn.execute(
-            "SELECT id, content FROM memories m WHERE id > ? AND embedding_model = ? AND embedding_dim = ? "
-            "AND length(content) >= ? AND NOT EXISTS (SELECT 1 FROM memory_blocks b WHERE b.memory_id = m.id "
+            "SELECT id, content, (SELECT COUNT(*) FROM memory_blocks b WHERE b.memory_id = m.id "
+            "AND b.embedding_model = ? AND b.embedding_dim = ?) AS held FROM memories m WHERE id > ? "
+            "AND embedding_model = ? AND embedding_dim = ? AND length(content) >= ? AND NOT EXISTS "
+            "(SELECT 1 FROM memory_blocks b WHERE b.memory_id = m.id AND b.block_index = 0 "
             "AND b.embedding_model = ? AND b.embedding_dim = ?) ORDER BY id LIMIT ?",
-            (after_id, model_id, dim, min_chars, model_id, dim, limit),
+            (model_id, dim, after_id, model_id, dim, min_chars, model_id, dim, limit),
         ).fetchall()
-        return [(int(r[0]), str(r[1])) for r in rows]
+        return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
 
     def set_locked(self, memory_id: int, locked: bool) -> None:
         """Lock or unlock one row."""
