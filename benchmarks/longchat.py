@@ -55,6 +55,7 @@ from _longchat_facts import TYPES  # noqa: E402
 from _longchat_temporal import QUESTION_TYPE as TEMPORAL  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
+from cpersona.embed.runtime.blocks import LEAD_MIN_CHARS  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
@@ -211,13 +212,13 @@ def run(
                 settings = base.with_overrides(**changes)
                 mode = settings.embedding_mode
                 if mode not in stored:
-                    # The file's name carries a digest of the history and the schema's migration count, so
-                    # changed data, or a file stored before a migration (block vectors came with one), is
-                    # stored afresh.
+                    # The file's name carries a digest of the history, the schema's migration count and the
+                    # lead blocks' floor, so changed data, or a file stored before a migration (block
+                    # vectors came with one) or before lead blocks, is stored afresh.
                     digest = hashlib.sha1(json.dumps(history, sort_keys=True).encode()).hexdigest()[:10]
                     name = (
                         f"{history['history_id']}-{digest}-{mode}-{base.embedding_model}-cut{cut or 0}"
-                        f"-schema{len(MIGRATIONS)}.db"
+                        f"-schema{len(MIGRATIONS)}-lead{LEAD_MIN_CHARS}.db"
                     )
                     stored[mode] = (keep or Path(tmp)) / name
                     if not stored[mode].exists():
