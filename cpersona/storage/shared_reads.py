@@ -92,27 +92,26 @@ class TableReads:
         )
         return None if row is None else str(row["body"])
 
+    def _newest(self, scope: Scope, limit: int, select: str) -> list[RowLike]:
+        """``select`` of the newest ``limit`` rows in scope (created_at, then id, so equal timestamps
+        still order stably)."""
+        clause, params = scope.where(self._dialect)
+        return list(
+            self._fetch(
+                f"SELECT {select} FROM {self.shape.table} WHERE {clause} ORDER BY created_at DESC, id DESC "
+                f"LIMIT {self._dialect.mark}",
+                [*params, limit],
+            )
+        )
+
     def list_recent(self, scope: Scope, limit: int) -> list[Row]:
         """Newest first (created_at, then id, so equal timestamps still order stably)."""
-        s = self.shape
-        clause, params = scope.where(self._dialect)
-        rows = self._fetch(
-            f"SELECT {s.columns} FROM {s.table} WHERE {clause} ORDER BY created_at DESC, id DESC "
-            f"LIMIT {self._dialect.mark}",
-            [*params, limit],
-        )
-        return [s.to_dict(r) for r in rows]
+        return [self.shape.to_dict(r) for r in self._newest(scope, limit, self.shape.columns)]
 
     def recent_lengths(self, scope: Scope, limit: int) -> list[int]:
         """The text lengths (characters) of the newest ``limit`` rows in scope, newest first: the
         corpus shape without reading the texts out."""
-        s = self.shape
-        clause, params = scope.where(self._dialect)
-        rows = self._fetch(
-            f"SELECT LENGTH({s.text_column}) AS n FROM {s.table} WHERE {clause} "
-            f"ORDER BY created_at DESC, id DESC LIMIT {self._dialect.mark}",
-            [*params, limit],
-        )
+        rows = self._newest(scope, limit, f"LENGTH({self.shape.text_column}) AS n")
         return [int(r["n"] or 0) for r in rows]
 
     def count(self, scope: Scope, *, cap: int | None = None) -> int:

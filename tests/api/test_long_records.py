@@ -40,6 +40,15 @@ def _block_rows_of(text: str) -> list[tuple[int, int, int]]:
     return block_spans(text, 256)
 
 
+def _among_short(mem: Memory, text: str) -> dict:
+    """Store ``text`` and the short memories beside it, once the model is ready; ``text``'s store answer."""
+    assert mem.wait_until_ready(60)
+    stored = mem.store("a", text)
+    for short in SHORT:
+        mem.store("a", short)
+    return stored
+
+
 def _block_rows(mem: Memory, memory_id: int) -> list[tuple]:
     return raw_rows(
         mem,
@@ -65,10 +74,7 @@ def test_a_fact_deep_in_a_long_memory_is_found_by_meaning(
     tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
 ) -> None:
     with Memory(_settings(tmp_path, "db", minilm_models_dir, db_url, pg_vector_index)) as mem:
-        assert mem.wait_until_ready(60)
-        stored = mem.store("a", LONG)
-        for text in SHORT:
-            mem.store("a", text)
+        stored = _among_short(mem, LONG)
         best = _best(mem)
         assert best["id"] == stored["id"]
         block = best["match_reason"]["block"]
@@ -203,10 +209,7 @@ def test_a_fact_said_before_a_long_request_is_found_by_its_lead_block(
     tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
 ) -> None:
     with Memory(_settings(tmp_path, "db", minilm_models_dir, db_url, pg_vector_index)) as mem:
-        assert mem.wait_until_ready(60)
-        stored = mem.store("a", IN_PASSING)
-        for text in SHORT:
-            mem.store("a", text)
+        stored = _among_short(mem, IN_PASSING)
         assert _block_rows(mem, stored["id"]) == [(0, 0, IN_PASSING.index(".") + 1)]  # fits the window
         best = _best(mem, "What is the name of the cat we got from the shelter?")
         assert best["id"] == stored["id"]
