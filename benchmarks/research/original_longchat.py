@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import percentile, print_table, write_json  # noqa: E402
-from longchat import LIMIT, METRICS, TYPES, WORDINGS, load, score  # noqa: E402
+from longchat import LIMIT, METRICS, TEMPORAL, TYPES, WORDINGS, load, score  # noqa: E402
 from original_japanese import Client  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
@@ -140,7 +140,7 @@ def main() -> int:
         groups[r["type"]].append(r)
         groups[f"wording: {r['wording']}"].append(r)
     table = []
-    for name in ("overall", *TYPES, *(f"wording: {w}" for w in WORDINGS)):
+    for name in ("overall", *TYPES, TEMPORAL, *(f"wording: {w}" for w in WORDINGS)):
         group = groups.get(name)
         if not group:
             continue
