@@ -2,9 +2,10 @@
 (docs/retrieval.md#long-records, docs/health.md).
 
 A memory longer than the model's window is found by meaning beyond its first window only through its
-blocks, and a fact said in its opening sentence before a long request only through its lead block. Rows stored before blocks existed, or imported without them, have none until the back-fill
+blocks, and a fact said in its opening sentence before a long request only through its lead block.
+Rows stored before blocks (or leads) existed, or imported without them, lack them until the back-fill
 sweep at start-up queues them; this check reports them and ``fix=true`` queues them now (the queue
-re-embeds the row with its blocks). Which texts need blocks is ``block_spans``' rule.
+re-embeds the row with its blocks). Which texts need blocks is ``blocks.needs_blocks``' rule.
 
 Registered through ``cpersona.health.checks.register`` when the health package is imported.
 """
@@ -27,7 +28,7 @@ _PAGE = 500
 
 
 def _unblocked(ctx: HealthContext, window: int, limit: int) -> list[int]:
-    """Memories (of ``ctx.agent_id`` when given) that need blocks of the active model and hold none."""
+    """Memories (of ``ctx.agent_id`` when given) due blocks of the active model they do not hold."""
     # Here, not at the top: the health registry is imported by the MCP handshake, which stays free of numpy.
     from cpersona.embed.runtime.blocks import needs_blocks, shortest_blocked
 
