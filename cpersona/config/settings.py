@@ -154,6 +154,16 @@ class Settings:
         minimum=0.0,
         maximum=0.9,
     )
+    recency_margin: float = setting(
+        "CPERSONA_RECENCY_MARGIN",
+        0.04,  # chosen on the long histories' choose halves (newest first 23 -> 25 of 40; 0.02 and 0.08
+        # tried), confirmed on the others (21 -> 22); LoCoMo unchanged (docs/benchmarks.md)
+        "a question about the present: the rows kept whose cosine is within this of the best of theirs "
+        "match it equally by meaning, and trade places newest first, so an update worded unlike the "
+        "question still comes first ([docs/retrieval.md](docs/retrieval.md#after-fusion)); `0` turns it off",
+        minimum=0.0,
+        maximum=0.5,
+    )
     session_free_rows: int = setting(
         "CPERSONA_SESSION_FREE_ROWS",
         7,  # LoCoMo +3/-0 questions on both query kernels (6: one adversarial question lost on int8)

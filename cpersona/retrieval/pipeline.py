@@ -273,7 +273,9 @@ class RecallPipeline:
         """The gate's rows in answer order, cut to ``limit``. After the gate (which judges the query, not
         the order): a question about the present prefers the newer of rows that match about equally,
         other sessions' best rows get room, and a time cue that boosts reorders (never filters)."""
-        decision.rows = recency.prefer_newest(decision.rows, request.query, self.settings.recency_weight)
+        decision.rows = recency.prefer_newest(
+            decision.rows, request.query, self.settings.recency_weight, self.settings.recency_margin
+        )
         decay, free = diversity.strength(
             request.query,
             self.settings.session_diversity,

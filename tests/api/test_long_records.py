@@ -11,7 +11,7 @@ from long_answer import FACT, LONG, PARAGRAPHS, QUESTION, SHORT
 from pg_cluster import BOTH_ENGINES, raw_rows
 
 from cpersona.config import Settings
-from cpersona.embed.runtime.blocks import block_spans
+from cpersona.embed.runtime.blocks import LEAD_MIN_CHARS, block_spans
 from cpersona.memory import Memory
 
 pytestmark = [pytest.mark.slow, BOTH_ENGINES]
@@ -214,4 +214,6 @@ def test_a_fact_said_before_a_long_request_is_found_by_its_lead_block(
         best = _best(mem, "What is the name of the cat we got from the shelter?")
         assert best["id"] == stored["id"]
         assert best["match_reason"]["block"] == {"index": 0, "start": 0, "end": IN_PASSING.index(".") + 1}
-    assert block_spans(IN_PASSING[:150], 256) == []  # a short row has no lead of its own
+    lead = (0, 0, IN_PASSING.index(".") + 1)
+    assert block_spans(IN_PASSING[: LEAD_MIN_CHARS - 1], 256) == []  # a short row has no lead of its own
+    assert block_spans(IN_PASSING[:LEAD_MIN_CHARS], 256) == [lead]

@@ -67,6 +67,7 @@ FACTORS = {
     "recall_count_boost",
     "confidence_cap",
     "recency",
+    "newest_of_equals",
     "session_diversity",
     "time_cue",
 }

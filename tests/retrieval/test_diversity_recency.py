@@ -8,11 +8,11 @@ from cpersona.retrieval import fusion
 from cpersona.retrieval.candidates import Key, ScoredRow
 from cpersona.retrieval.diversity import FACTOR as DIVERSITY
 from cpersona.retrieval.diversity import aggregates, diversify, orders, session_keys, strength
+from cpersona.retrieval.recency import EQUALS_FACTOR, asks_about_now, prefer_newest
 from cpersona.retrieval.recency import FACTOR as RECENCY
-from cpersona.retrieval.recency import asks_about_now, prefer_newest
 
 
-def _row(rid: int, score: float, stamp: str, agent: str = "a") -> ScoredRow:
+def _row(rid: int, score: float, stamp: str, agent: str = "a", cosine: float | None = None) -> ScoredRow:
     row = {
         "type": "memory",
         "id": rid,
@@ -22,7 +22,8 @@ def _row(rid: int, score: float, stamp: str, agent: str = "a") -> ScoredRow:
         "channel": "",
     }
     row["timestamp"] = stamp
-    return ScoredRow(row=row, fused=fusion.Fused(Key("memory", rid), score, "rsf", rsf=score), score=score)
+    fused = fusion.Fused(Key("memory", rid), score, "rsf", rsf=score, cosine=cosine)
+    return ScoredRow(row=row, fused=fused, score=score)
 
 
 def _order(rows: list[ScoredRow]) -> list[int]:
@@ -158,3 +159,40 @@ def test_rows_of_one_moment_share_their_rank() -> None:
     c = _row(3, 1.0, "2023-09-01T10:00:00.000000Z")
     prefer_newest([a, b, c], "what now", weight=0.3)
     assert a.factors[RECENCY] == b.factors[RECENCY] == 0.7
+
+
+MARCH, JUNE, SEPTEMBER = (
+    "2023-03-01T10:00:00.000000Z",
+    "2023-06-01T10:00:00.000000Z",
+    "2023-09-01T10:00:00.000000Z",
+)
+
+
+def test_rows_equal_by_meaning_trade_places_newest_first() -> None:
+    # "Where do I live now?": the old row shares the question's words, the update does not.
+    old = _row(1, 2.0, MARCH, cosine=0.30)
+    other = _row(2, 1.2, JUNE, cosine=0.10)
+    new = _row(3, 0.9, SEPTEMBER, cosine=0.28)
+    rows = prefer_newest([old, other, new], "Where do I live now?", weight=0.45, margin=0.04)
+    assert _order(rows) == [3, 2, 1]
+    # The new row took the old one's place and score; the factors still multiply to the score.
+    assert math.isclose(new.score, 2.0 * 0.55) and math.isclose(old.score, 0.9)
+    for item in rows:
+        assert math.isclose(math.prod([item.fused.score, *item.factors.values()]), item.score)
+    assert EQUALS_FACTOR in new.factors and EQUALS_FACTOR not in other.factors
+
+
+def test_only_close_cosines_and_fair_scores_make_equals() -> None:
+    # Further than the margin by meaning: the keyword-strong old row keeps the top.
+    old, new = _row(1, 2.0, MARCH, cosine=0.40), _row(2, 0.9, SEPTEMBER, cosine=0.30)
+    assert _order(prefer_newest([old, new], "Where do I live now?", weight=0.45, margin=0.04)) == [1, 2]
+    # Close by meaning but with little else for it (under the floor): it stays put.
+    old, weak = _row(1, 2.0, MARCH, cosine=0.30), _row(2, 0.3, SEPTEMBER, cosine=0.29)
+    assert _order(prefer_newest([old, weak], "Where do I live now?", weight=0.45, margin=0.04)) == [1, 2]
+    assert EQUALS_FACTOR not in weak.factors
+
+
+def test_equals_are_left_alone_without_a_margin_or_a_present_word() -> None:
+    for query, margin in (("Where do I live now?", 0.0), ("Where did I live before?", 0.04)):
+        old, new = _row(1, 2.0, MARCH, cosine=0.30), _row(2, 0.9, SEPTEMBER, cosine=0.29)
+        assert _order(prefer_newest([old, new], query, weight=0.45, margin=margin)) == [1, 2]
