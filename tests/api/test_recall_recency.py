@@ -25,16 +25,12 @@ OTHERS = [
 ]
 
 
-def _settings(tmp: Path, models_dir: Path, db_url: str | None, index: str, margin: float) -> Settings:
-    return Settings(
-        db_path=tmp / "memory.db",
-        db_url=db_url,
-        pg_vector_index=index,
+def _with_model(settings: Settings, models_dir: Path, margin: float) -> Settings:
+    """The fixture's fresh database with MiniLM, no calibration, and the equals rule at ``margin``."""
+    return settings.with_overrides(
         embedding_mode="onnx",
         models_dir=models_dir,
         embedding_model="all-minilm-l6-v2",
-        update_check=False,
-        auto_fetch_model=False,
         auto_calibrate=False,
         recent_recall_penalty=1.0,
         recency_margin=margin,
@@ -47,9 +43,9 @@ def _ranked(mem: Memory, query: str) -> list[dict]:
 
 
 def test_an_update_worded_unlike_the_question_comes_first(
-    tmp_path: Path, minilm_models_dir: Path, db_url: str | None, pg_vector_index: str
+    settings: Settings, minilm_models_dir: Path
 ) -> None:
-    with Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index, 0.04)) as mem:
+    with Memory(_with_model(settings, minilm_models_dir, 0.04)) as mem:
         assert mem.wait_until_ready(60)
         old = mem.store("a", OLD, timestamp="2023-03-01T10:00:00Z")["id"]
         for day, text in enumerate(OTHERS, start=2):
@@ -68,7 +64,7 @@ def test_an_update_worded_unlike_the_question_comes_first(
         assert past.index(old) < past.index(new)
 
         # Without the rule the keyword channels keep the old row on top: the test measures the rule.
-    with Memory(_settings(tmp_path, minilm_models_dir, db_url, pg_vector_index, 0.0)) as mem:
+    with Memory(_with_model(settings, minilm_models_dir, 0.0)) as mem:
         assert mem.wait_until_ready(60)
         ids = [r["id"] for r in _ranked(mem, "Where do I live now?")]
         assert ids.index(old) < ids.index(new)
