@@ -63,24 +63,24 @@ def prefer_newest(rows: list[ScoredRow], query: str, weight: float, margin: floa
     0: not). ``weight`` 0 changes nothing."""
     if weight <= 0 or len(rows) < 2 or not asks_about_now(query):
         return rows
-    times = {index: row_seconds(item.row) for index, item in enumerate(rows) if item.row["type"] == "memory"}
+    # Each memory's time, by key: the ranks below and the equals after the re-sort both read it.
+    times = {item.key: row_seconds(item.row) for item in rows if item.row["type"] == "memory"}
     # Rows of one moment (a session stored with one timestamp) share a rank: ranks are distinct times.
     distinct = sorted({s for s in times.values() if s is not None}, reverse=True)
     if len(distinct) < 2:
         return rows
-    seconds_of = {rows[i].key: s for i, s in times.items()}
     rank = {seconds: position for position, seconds in enumerate(distinct)}
     span = len(distinct) - 1
-    for index, seconds in times.items():
+    for item in rows:
+        seconds = times.get(item.key)
         if seconds is None or rank[seconds] == 0:
             continue
         factor = 1.0 - weight * rank[seconds] / span
-        item = rows[index]
         item.factors[FACTOR] = factor
         item.score *= factor
     rows.sort(key=lambda item: item.sort_key())
     if margin > 0:
-        _newest_among_equals(rows, seconds_of, margin)
+        _newest_among_equals(rows, times, margin)
     return rows
 
 
@@ -91,7 +91,9 @@ def _newest_among_equals(rows: list[ScoredRow], seconds_of: dict[Key, float | No
     among the timed rows, and whose score is at least ``_EQUAL_FLOOR`` of the best of theirs. Their
     places in the list stay; who holds which is dealt again newest first, each taking the score of its
     new place (factor ``newest_of_equals``), so the list stays sorted by score."""
-    timed = {item.key for item in rows if item.fused.cosine is not None and seconds_of.get(item.key)}
+    timed = {
+        item.key for item in rows if item.fused.cosine is not None and seconds_of.get(item.key) is not None
+    }
     if len(timed) < 2:
         return
     top = max(item.fused.cosine or 0.0 for item in rows if item.key in timed)
