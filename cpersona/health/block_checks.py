@@ -30,28 +30,23 @@ _PAGE = 500
 def _unblocked(ctx: HealthContext, window: int, limit: int) -> list[int]:
     """Memories (of ``ctx.agent_id`` when given) due blocks of the active model they do not hold."""
     # Here, not at the top: the health registry is imported by the MCP handshake, which stays free of numpy.
-    from cpersona.embed.runtime.blocks import needs_blocks, shortest_blocked
+    from cpersona.embed.runtime.blocks import due_pages, shortest_blocked
 
-    found: list[int] = []
-    after = 0
-    while len(found) < limit:
+    def read_page(after: int) -> list[tuple[int, str, int]]:
         with ctx.store.read() as s:
-            page = s.memories.without_lead(
+            return s.memories.without_lead(
                 ctx.model_id, ctx.dimension, shortest_blocked(window), after, _PAGE
             )
-            owners = (
-                {i: r["agent_id"] for i, r in s.memories.get_many([i for i, _, _ in page]).items()}
-                if ctx.agent_id is not None and page
-                else {}
-            )
-        if not page:
+
+    found: list[int] = []
+    for due in due_pages(read_page, window):
+        if ctx.agent_id is not None and due:
+            with ctx.store.read() as s:
+                owners = {i: r["agent_id"] for i, r in s.memories.get_many(due).items()}
+            due = [i for i in due if owners.get(i) == ctx.agent_id]
+        found += due[: limit - len(found)]
+        if len(found) >= limit:
             break
-        after = page[-1][0]
-        found += [
-            i
-            for i, text, held in page
-            if (ctx.agent_id is None or owners.get(i) == ctx.agent_id) and needs_blocks(text, window, held)
-        ][: limit - len(found)]
     return found
 
 

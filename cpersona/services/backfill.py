@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from cpersona.core.public import public
 from cpersona.core.text import format_ts, utc_now
-from cpersona.embed.runtime.blocks import needs_blocks, shortest_blocked
+from cpersona.embed.runtime.blocks import due_pages, shortest_blocked
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import StorageFault
 from cpersona.runtime import persistence
@@ -53,26 +53,26 @@ def enqueue_unblocked(
 ) -> list[int]:
     """Queue (and return) the memories that need blocks of this model but hold none (at most ``limit``).
 
-    A text of fewer characters than the window's tokens never needs blocks (a token is at least one
-    character), so only longer ones are read; which of those need blocks is ``block_spans``' rule, so a
-    long text that fits the window is read again by the next sweep but never queued.
+    A text shorter than ``shortest_blocked`` (the lead's floor, or the window's tokens) never needs blocks,
+    so only longer ones holding no lead are read; which of those need blocks is ``needs_blocks``' rule, so
+    a text due neither a lead nor window blocks is read again by the next sweep but never queued.
     """
-    found: list[int] = []
-    after = 0
-    while limit is None or len(found) < limit:
-        page = store.session().memories.without_lead(
+
+    def read_page(after: int) -> list[tuple[int, str, int]]:
+        return store.session().memories.without_lead(
             model_id, dimension, shortest_blocked(window_tokens), after, _SWEEP_PAGE
         )
-        if not page:
-            break
-        after = page[-1][0]
-        need = [i for i, text, held in page if needs_blocks(text, window_tokens, held)]
-        need = need if limit is None else need[: limit - len(found)]
+
+    found: list[int] = []
+    for due in due_pages(read_page, window_tokens):
+        need = due if limit is None else due[: limit - len(found)]
         if need:
             with store.write() as session:
                 for memory_id in need:
                     session.tasks.enqueue(EMBED, MEMORIES, memory_id, format_ts(utc_now()))
             found += need
+        if limit is not None and len(found) >= limit:
+            break
     return found
 
 

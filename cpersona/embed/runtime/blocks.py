@@ -29,6 +29,7 @@ every one: one block per sentence made the best of many cosines high by chance
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -111,6 +112,19 @@ def needs_blocks(text: str, window_tokens: int, held: int) -> bool:
     blocks: it is due a lead, or due window blocks and holds none."""
     spans = block_spans(text, window_tokens)
     return bool(spans) and (spans[0][0] == 0 or held == 0)
+
+
+def due_pages(
+    read_page: Callable[[int], Sequence[tuple[int, str, int]]], window_tokens: int
+) -> Iterator[list[int]]:
+    """The ids of memories that must be embedded again with their blocks, page by page (``needs_blocks``).
+
+    ``read_page(after_id)`` gives (id, text, blocks held) of memories holding no lead block, in id order
+    after ``after_id`` ([] at the end); the back-fill sweep and the ``blocks`` health check both walk it."""
+    after = 0
+    while page := read_page(after):
+        after = page[-1][0]
+        yield [memory_id for memory_id, text, held in page if needs_blocks(text, window_tokens, held)]
 
 
 def _window_spans(text: str, window_tokens: int) -> list[tuple[int, int, int]]:
