@@ -449,8 +449,8 @@ def with_(cfg: Config, **kw: Any) -> Config:
 def ensure_models(tmp: Path, models_dir: Path | None) -> Path:
     if models_dir is not None:
         return models_dir
-    from cpersona.embed.assemble import assemble_minilm
-    from cpersona.embed.fetch import install_from
+    from cpersona.embed.install.assemble import assemble_minilm
+    from cpersona.embed.install.fetch import install_from
 
     stable = Path(tempfile.gettempdir()) / "locomo-lab" / "models"
     if (stable / "all-minilm-l6-v2").exists():

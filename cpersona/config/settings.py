@@ -164,6 +164,16 @@ class Settings:
         minimum=0.0,
         maximum=0.5,
     )
+    count_query_content: float = setting(
+        "CPERSONA_COUNT_QUERY_CONTENT",
+        0.5,  # measured for the choose halves of the long histories (docs/benchmarks.md)
+        'a question that counts or totals ("how many books did I finish?"): the share of its content '
+        "(the question without the counting frame) in the query vector, so the statements it counts "
+        "outrank other questions that count ([docs/retrieval.md](docs/retrieval.md#the-query-vector-of-a-count)); "
+        "`0` turns it off",
+        minimum=0.0,
+        maximum=1.0,
+    )
     session_free_rows: int = setting(
         "CPERSONA_SESSION_FREE_ROWS",
         7,  # LoCoMo +3/-0 questions on both query kernels (6: one adversarial question lost on int8)

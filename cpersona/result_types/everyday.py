@@ -148,6 +148,11 @@ class TraceChannel(TypedDict):
     method: Annotated[str, "'vector', 'fts', 'like' or 'none'."]
     total: Annotated[int, "Hits the channel returned."]
     hits: Annotated[list[dict[str, object]], "Up to 30 {ref, score} best first (score: the raw value)."]
+    content: NotRequired[
+        Annotated[
+            str, "vector only: a question that counts also searched by its content, the frame taken out."
+        ]
+    ]
 
 
 class TraceFusion(TypedDict):

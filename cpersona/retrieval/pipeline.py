@@ -156,6 +156,7 @@ class RecallPipeline:
             kept=[id(r) for r in decision.rows],
             returned=[item.key for item in returned],
             time_cue=cue_info,
+            vector_content=query_vector.content if vector_used and query_vector is not None else None,
         )
         return RecallOutcome(
             rows=rows,

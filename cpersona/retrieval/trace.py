@@ -44,6 +44,7 @@ class Stages:
     kept: list[int]  # id() of the rows the gate kept
     returned: list[Key]
     time_cue: dict[str, Any] | None = None  # the cue that acted (recall's response echoes it too)
+    vector_content: str | None = None  # the content blended into the query vector (query_form.py)
 
 
 def _r(value: float | None) -> float | None:
@@ -60,6 +61,8 @@ def build(stages: Stages) -> dict[str, Any]:
         }
         for name, hits in stages.channels.items()
     }
+    if stages.vector_content is not None and VECTOR in channels:
+        channels[VECTOR]["content"] = stages.vector_content
     candidates = sorted(stages.fused.values(), key=lambda f: (-f.score, f.ref))
     fusion_out: dict[str, Any] = {
         "mode": stages.mode,

@@ -30,7 +30,7 @@ from cpersona.result_types.everyday import (
     RecallWithContextResult,
 )
 from cpersona.result_types.rows import RecallRow
-from cpersona.retrieval import language
+from cpersona.retrieval import language, query_form
 from cpersona.retrieval import time_cue as time_cues
 from cpersona.retrieval.explain import explain
 from cpersona.retrieval.gate import gate_off
@@ -73,7 +73,14 @@ class Recaller:
         vector = self.embeddings.embed_query(text)
         if vector is None or not self.embeddings.ready:
             return None
-        return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension)
+        share = self.settings.count_query_content
+        content = query_form.content_form(text) if share > 0.0 else None
+        content_vector = self.embeddings.embed_query(content) if content is not None else None
+        if content_vector is None:
+            return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension)
+        # A question that counts: its content's vector beside its own (retrieval/query_form.py).
+        vector = query_form.blend(vector, content_vector, share)
+        return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension, content)
 
     def _query_vector(self, text: str) -> VectorQuery | PendingQueryVector | None:
         """The query's vector now, or (overlap on, model ready) one being computed beside the pipeline.

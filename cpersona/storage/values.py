@@ -64,6 +64,8 @@ class VectorQuery:
     vector: np.ndarray  # float32, L2-normalised (so inner product = cosine)
     model_id: str
     dimension: int
+    #: The question's content blended into ``vector`` (a question that counts: retrieval/query_form.py).
+    content: str | None = None
 
 
 @dataclass(frozen=True)

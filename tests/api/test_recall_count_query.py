@@ -1,0 +1,57 @@
+"""A question that counts reaches the statements it counts, through the real pipeline with MiniLM on
+both engines (docs/retrieval.md#the-query-vector-of-a-count): its content's vector is blended in, so
+"How many concerts have I been to?" no longer lands first on another question that counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pg_cluster import BOTH_ENGINES
+
+from cpersona.config import Settings
+from cpersona.memory import Memory
+
+pytestmark = [pytest.mark.slow, BOTH_ENGINES]
+
+STATEMENT = "Went to a concert yesterday: an organ recital at the cathedral."
+OTHERS = [
+    "How many songs has the band recorded in total?",
+    "How many pages are in all the books ever written?",
+    "Write a symphony concert review.",
+    "What is the largest ocean in the world?",
+    "Just brought home a peace lily for the window in the living room.",
+]
+QUESTION = "How many concerts have I been to?"
+
+
+def _vector_channel(settings: Settings, models_dir: Path, share: float) -> tuple[list[str], dict]:
+    """The vector channel's hits (contents, best first) and its trace entry, at content ``share``."""
+    with Memory(
+        settings.with_overrides(
+            embedding_mode="onnx",
+            models_dir=models_dir,
+            embedding_model="all-minilm-l6-v2",
+            auto_calibrate=False,
+            count_query_content=share,
+        )
+    ) as mem:
+        assert mem.wait_until_ready(60)
+        ids = {}
+        for day, text in enumerate([STATEMENT, *OTHERS], start=1):
+            ids[f"mem:{mem.store('a', text, timestamp=f'2023-05-{day:02d}T10:00:00Z')['id']}"] = text
+        mem.worker.drain()
+        out = mem.recall("a", QUESTION, limit=10, record=False, trace=True)
+        vector = out["trace"]["channels"]["vector"]
+        return [ids[hit["ref"]] for hit in vector["hits"]], vector
+
+
+def test_the_statement_counted_outranks_another_question_that_counts(
+    settings: Settings, minilm_models_dir: Path
+) -> None:
+    plain, plain_trace = _vector_channel(settings, minilm_models_dir, 0.0)
+    assert plain[0] == OTHERS[0] and "content" not in plain_trace  # the frame wins alone
+
+    blended, trace = _vector_channel(settings, minilm_models_dir, 0.5)
+    assert blended[0] == STATEMENT, blended
+    assert trace["content"] == "concerts have I been to"  # the trace says what was searched
