@@ -166,11 +166,20 @@ class Settings:
     )
     count_query_content: float = setting(
         "CPERSONA_COUNT_QUERY_CONTENT",
-        0.5,  # measured for the choose halves of the long histories (docs/benchmarks.md)
+        0.5,  # the long histories' choose halves (0.5 / 0.7), confirmed; LoCoMo unchanged (docs/benchmarks.md)
         'a question that counts or totals ("how many books did I finish?"): the share of its content '
         "(the question without the counting frame) in the query vector, so the statements it counts "
         "outrank other questions that count ([docs/retrieval.md](docs/retrieval.md#the-query-vector-of-a-count)); "
         "`0` turns it off",
+        minimum=0.0,
+        maximum=1.0,
+    )
+    count_keyword_weight: float = setting(
+        "CPERSONA_COUNT_KEYWORD_WEIGHT",
+        0.5,  # the long histories' choose halves (0.5 / 0), confirmed; 0 cost LoCoMo (docs/benchmarks.md)
+        "a question that counts, its content blended in (`CPERSONA_COUNT_QUERY_CONTENT`), that does not ask "
+        "the order of events: the memory keyword channels' weight in fusion is multiplied by this, since "
+        "the statements it counts seldom share its words; `1` turns it off",
         minimum=0.0,
         maximum=1.0,
     )

@@ -79,7 +79,8 @@ class RecallSearch(TypedDict):
         Annotated[
             float,
             "The memory keyword channels' weight in fusion when calibration found this agent's memories "
-            "long (a quarter over 600 characters). Absent at full weight.",
+            "long (a quarter over 600 characters), or the question counts (CPERSONA_COUNT_KEYWORD_WEIGHT). "
+            "Absent at full weight.",
         ]
     ]
 

@@ -12,6 +12,13 @@ built, and chosen on the long histories' choose halves (docs/benchmarks.md).
 
 Only the frame's words are taken out, in English; a question in another language, or one whose
 content would be empty, keeps its one vector (no second embedding, no cost).
+
+Such a question's own words are weak evidence as well: the statements it counts say "ran the Harvest
+Half Marathon", not "races", and the rows that do share its words (an assistant's long answer about
+running) crowd them out of the fused list. So when its content is blended in, and it does not ask the
+order of events (whose named events the keywords find best: "how many days passed between the move and
+the wedding?"), the memory keyword channels weigh ``CPERSONA_COUNT_KEYWORD_WEIGHT`` times their usual
+weight in fusion (``keyword_share``).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import re
 
 import numpy as np
 
-from cpersona.retrieval.diversity import aggregates
+from cpersona.retrieval.diversity import aggregates, orders
 
 #: The words that frame a count or a total and say nothing of what is counted.
 _FRAME = re.compile(
@@ -57,3 +64,11 @@ def blend(question: np.ndarray, content: np.ndarray, share: float) -> np.ndarray
     if norm == 0.0:  # opposite vectors at an equal share: nothing to point at, keep the question's
         return np.asarray(question, dtype=np.float32)
     return (mixed / norm).astype(np.float32)
+
+
+def keyword_share(query: str, content: str | None, share: float) -> float:
+    """The factor on the memory keyword channels' weight for ``query`` whose blended content is
+    ``content``: ``share`` for a question that counts and does not order events, 1 otherwise."""
+    if content is None or orders(query):
+        return 1.0
+    return share

@@ -69,20 +69,18 @@ class Recaller:
         """Wait for query embeddings in flight and end their threads (``Memory.close``)."""
         self.query_vectors.close()
 
-    def _vector_query(self, text: str) -> VectorQuery | None:
+    def _vector_query(self, text: str, content: str | None) -> VectorQuery | None:
         vector = self.embeddings.embed_query(text)
         if vector is None or not self.embeddings.ready:
             return None
-        share = self.settings.count_query_content
-        content = query_form.content_form(text) if share > 0.0 else None
         content_vector = self.embeddings.embed_query(content) if content is not None else None
         if content_vector is None:
             return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension)
         # A question that counts: its content's vector beside its own (retrieval/query_form.py).
-        vector = query_form.blend(vector, content_vector, share)
+        vector = query_form.blend(vector, content_vector, self.settings.count_query_content)
         return VectorQuery(vector, self.embeddings.model_id, self.embeddings.dimension, content)
 
-    def _query_vector(self, text: str) -> VectorQuery | PendingQueryVector | None:
+    def _query_vector(self, text: str, content: str | None) -> VectorQuery | PendingQueryVector | None:
         """The query's vector now, or (overlap on, model ready) one being computed beside the pipeline.
 
         A model still on its first load (a server just started: about half a second for MiniLM) is
@@ -93,8 +91,8 @@ class Recaller:
         if self.embeddings.loading and self.settings.recall_model_wait > 0:
             self.embeddings.wait_settled(self.settings.recall_model_wait)
         if self.settings.query_overlap and self.embeddings.ready:
-            return self.query_vectors.start(lambda: self._vector_query(text))
-        return self._vector_query(text)
+            return self.query_vectors.start(lambda: self._vector_query(text, content))
+        return self._vector_query(text, content)
 
     @public
     def recall(
@@ -157,11 +155,16 @@ class Recaller:
         partial = self._vector_weight(request)
         if partial is not None:
             request = replace(request, vector_weight=partial[0], vector_scripts=partial[1])
-        keyword_weight = self.keyword_weight(request.scope.agent_id)
+        wants_vector = request.limit > 0 and bool(request.query.strip()) and request.vector_weight > 0
+        # A question that counts: searched by its content too, its own words weigh less (query_form.py).
+        counting = self.settings.count_query_content > 0.0 and wants_vector
+        content = query_form.content_form(request.query) if counting else None
+        keyword_weight = self.keyword_weight(request.scope.agent_id) * query_form.keyword_share(
+            request.query, content, self.settings.count_keyword_weight
+        )
         if keyword_weight != 1.0:
             request = replace(request, keyword_weight=keyword_weight)
-        wants_vector = request.limit > 0 and bool(request.query.strip()) and request.vector_weight > 0
-        query_vector = self._query_vector(request.query) if wants_vector else None
+        query_vector = self._query_vector(request.query, content) if wants_vector else None
         if request.limit == 0:
             return self._nothing()
         now = utc_now()

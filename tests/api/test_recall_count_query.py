@@ -25,8 +25,9 @@ OTHERS = [
 QUESTION = "How many concerts have I been to?"
 
 
-def _vector_channel(settings: Settings, models_dir: Path, share: float) -> tuple[list[str], dict]:
-    """The vector channel's hits (contents, best first) and its trace entry, at content ``share``."""
+def _vector_channel(settings: Settings, models_dir: Path, share: float) -> tuple[list[str], dict, dict]:
+    """The vector channel's hits (contents, best first), its trace entry and the response's ``search``,
+    at content ``share``."""
     with Memory(
         settings.with_overrides(
             embedding_mode="onnx",
@@ -43,15 +44,17 @@ def _vector_channel(settings: Settings, models_dir: Path, share: float) -> tuple
         mem.worker.drain()
         out = mem.recall("a", QUESTION, limit=10, record=False, trace=True)
         vector = out["trace"]["channels"]["vector"]
-        return [ids[hit["ref"]] for hit in vector["hits"]], vector
+        return [ids[hit["ref"]] for hit in vector["hits"]], vector, out["search"]
 
 
 def test_the_statement_counted_outranks_another_question_that_counts(
     settings: Settings, minilm_models_dir: Path
 ) -> None:
-    plain, plain_trace = _vector_channel(settings, minilm_models_dir, 0.0)
+    plain, plain_trace, plain_search = _vector_channel(settings, minilm_models_dir, 0.0)
     assert plain[0] == OTHERS[0] and "content" not in plain_trace  # the frame wins alone
+    assert "keyword_weight" not in plain_search
 
-    blended, trace = _vector_channel(settings, minilm_models_dir, 0.5)
+    blended, trace, search = _vector_channel(settings, minilm_models_dir, 0.5)
     assert blended[0] == STATEMENT, blended
     assert trace["content"] == "concerts have I been to"  # the trace says what was searched
+    assert search["keyword_weight"] == 0.5  # its words weigh less (CPERSONA_COUNT_KEYWORD_WEIGHT)

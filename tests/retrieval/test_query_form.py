@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from cpersona.retrieval.query_form import blend, content_form
+from cpersona.retrieval.diversity import aggregates
+from cpersona.retrieval.query_form import blend, content_form, keyword_share
 
 
 @pytest.mark.parametrize(
@@ -56,3 +59,19 @@ def test_the_blend_is_a_unit_vector_in_the_given_shares() -> None:
 def test_opposite_vectors_at_an_equal_share_keep_the_question() -> None:
     question = np.array([0.6, 0.8], dtype=np.float32)
     assert np.allclose(blend(question, -question, 0.5), question)
+
+
+@given(st.text(max_size=300))
+def test_any_text_gives_none_or_a_shorter_content(text: str) -> None:
+    content = content_form("How many " + text)
+    assert content is None or (content and len(content) < len("How many " + text))
+    assert content_form(text) is None or aggregates(text)
+
+
+def test_a_count_halves_its_keywords_an_order_question_keeps_them() -> None:
+    count = "How many concerts have I been to?"
+    assert keyword_share(count, content_form(count), 0.5) == 0.5
+    order = "How many days passed between the move and the wedding?"
+    assert content_form(order) is not None  # its vector still blends the content in
+    assert keyword_share(order, content_form(order), 0.5) == 1.0
+    assert keyword_share("Where do I live now?", None, 0.5) == 1.0
