@@ -5,9 +5,9 @@
 as much as the content, so the question lands near other questions that count ("How many pages are in
 all the books ever written?") and the statements it counts fall below them. For a question that
 counts or totals (``diversity.aggregates``) the query vector is therefore the blend of the question's
-vector and the vector of its content, the question with the frame taken out ("I read to the end books"
-is what remains, word order aside): the question's own vector keeps what the frame says about the
-subject, the content's pulls toward the statements. Measured on the vector channel alone before it was
+vector and the vector of its content, the question with the frame taken out ("books did I read to the
+end"): the question's own vector keeps what the frame says about the subject, the content's pulls
+toward the statements. Measured on the vector channel alone before it was
 built, and chosen on the long histories' choose halves (docs/benchmarks.md).
 
 Only the frame's words are taken out, in English; a question in another language, or one whose

@@ -156,8 +156,10 @@ class Recaller:
         if partial is not None:
             request = replace(request, vector_weight=partial[0], vector_scripts=partial[1])
         wants_vector = request.limit > 0 and bool(request.query.strip()) and request.vector_weight > 0
-        # A question that counts: searched by its content too, its own words weigh less (query_form.py).
-        counting = self.settings.count_query_content > 0.0 and wants_vector
+        # A question that counts: searched by its content too, its own words weigh less (query_form.py);
+        # keyword-only (no model, or none coming), its words are all there is and keep their weight.
+        model_on = self.embeddings.ready or self.embeddings.loading
+        counting = self.settings.count_query_content > 0.0 and wants_vector and model_on
         content = query_form.content_form(request.query) if counting else None
         keyword_weight = self.keyword_weight(request.scope.agent_id) * query_form.keyword_share(
             request.query, content, self.settings.count_keyword_weight

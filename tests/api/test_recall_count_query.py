@@ -12,7 +12,7 @@ from pg_cluster import BOTH_ENGINES
 from cpersona.config import Settings
 from cpersona.memory import Memory
 
-pytestmark = [pytest.mark.slow, BOTH_ENGINES]
+pytestmark = [BOTH_ENGINES]
 
 STATEMENT = "Went to a concert yesterday: an organ recital at the cathedral."
 OTHERS = [
@@ -47,6 +47,7 @@ def _vector_channel(settings: Settings, models_dir: Path, share: float) -> tuple
         return [ids[hit["ref"]] for hit in vector["hits"]], vector, out["search"]
 
 
+@pytest.mark.slow
 def test_the_statement_counted_outranks_another_question_that_counts(
     settings: Settings, minilm_models_dir: Path
 ) -> None:
@@ -58,3 +59,14 @@ def test_the_statement_counted_outranks_another_question_that_counts(
     assert blended[0] == STATEMENT, blended
     assert trace["content"] == "concerts have I been to"  # the trace says what was searched
     assert search["keyword_weight"] == 0.5  # its words weigh less (CPERSONA_COUNT_KEYWORD_WEIGHT)
+
+
+def test_keyword_only_a_count_keeps_its_words_whole(settings: Settings) -> None:
+    """No model: the question's words are all recall has, so they keep their full weight."""
+    with Memory(settings) as mem:
+        mem.store("a", STATEMENT)
+        out = mem.recall("a", QUESTION, record=False, trace=True)
+        assert out["search"]["vector"] is False
+        assert "keyword_weight" not in out["search"]
+        assert "content" not in out["trace"]["channels"].get("vector", {})
+        assert [r["content"] for r in out["results"]] == [STATEMENT]
