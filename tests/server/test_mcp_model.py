@@ -52,6 +52,32 @@ def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path
         assert "advisory" not in recalled or not recalled["advisory"].get("degraded")
 
 
+def test_a_question_that_counts_over_mcp_says_what_it_searched(
+    minilm_models_dir: Path, tmp_path: Path
+) -> None:
+    """The count's content and keyword weight reach the client in the schema'd response and trace."""
+    env = server_env(
+        tmp_path,
+        CPERSONA_EMBEDDING_MODE="onnx",
+        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
+        CPERSONA_MODELS_DIR=str(minilm_models_dir),
+    )
+    with mcp_session(stdio_target(env)) as session:
+        wait_for_model(session)
+        for text in (
+            "Went to a concert yesterday: an organ recital at the cathedral.",
+            "How many songs has the band recorded in total?",
+        ):
+            session.call("store", {"agent_id": "count", "message": {"content": text}})
+        recalled = session.call(
+            "recall",
+            {"agent_id": "count", "query": "How many concerts have I been to?", "trace": True},
+        )
+    assert recalled["search"]["keyword_weight"] == 0.5, recalled["search"]
+    assert recalled["trace"]["channels"]["vector"]["content"] == "concerts have I been to"
+    assert recalled["count"] == 2, recalled
+
+
 def test_missing_model_serves_keyword_only_at_once(tmp_path: Path) -> None:
     # Default onnx model absent and the hub unreachable (offline): the handshake must not wait for
     # the fetch attempt, and recall must work keyword-only while saying why.
