@@ -106,7 +106,7 @@ def test_the_recalls_own_failed_embedding_is_in_its_advisory(
 def test_an_exception_of_the_query_embedding_surfaces_from_recall(tmp_path: Path) -> None:
     boom = RuntimeError("query embedding broke")
 
-    def broken(text: str) -> None:
+    def broken(text: str, content: str | None) -> None:
         raise boom
 
     settings = Settings(db_path=tmp_path / "m.db", embed_query_overlap=True)
