@@ -159,11 +159,18 @@ def _sigterm_as_ctrl_c() -> Iterator[list[int]]:
     Python's default for SIGTERM ends the process on the spot: no session teardown, no
     ``Memory.close``. Re-raised as SIGINT, it reaches asyncio's runner (stdio: cancel the session)
     or, after uvicorn re-raises it on its way out, the KeyboardInterrupt handler below.
+
+    A server whose parent ignored SIGINT (a background job of a script, ``nohup … &``: the shell
+    ignores SIGINT for it so a Ctrl-C meant for the script spares it) keeps ignoring Ctrl-C, but a
+    re-raised SIGINT would be ignored too and SIGTERM would do nothing: there SIGTERM raises the
+    KeyboardInterrupt itself.
     """
     received: list[int] = []
 
     def on_term(signum: int, frame: Any) -> None:
         received.append(signum)
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            raise KeyboardInterrupt
         signal.raise_signal(signal.SIGINT)
 
     try:

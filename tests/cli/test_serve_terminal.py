@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ def _env(tmp: Path) -> dict[str, str]:
         CPERSONA_UPDATE_CHECK="false",
         CPERSONA_OPERATING_CONTEXT="off",
         PYTHONUNBUFFERED="1",
+        PYTHONFAULTHANDLER="1",  # a server that does not stop dumps its threads (``_stopped``)
     )
     return env
 
@@ -86,6 +88,9 @@ def _in_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, subprocess.
 
     def own_the_terminal() -> None:  # in the child, after setsid: the pty becomes its terminal
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # A person's interactive shell starts it with Ctrl-C at its default, whatever the test runner
+        # inherited (pytest started as a background job of a script ignores SIGINT).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     proc = subprocess.Popen(
         argv,
@@ -119,6 +124,23 @@ def _read_until(proc: subprocess.Popen[bytes], marker: bytes, timeout: float = 6
 #: server that ignores the first Ctrl-C (the bug: it waited for the next key press) never stops at all.
 STOP_BOUND_SECONDS = 5
 
+
+def _stopped(proc: subprocess.Popen[bytes]) -> tuple[int, bytes]:
+    """(exit status, stderr) of a server asked to stop; one still running after ``STOP_BOUND_SECONDS``
+    is aborted, and the test fails with its threads' stacks (faulthandler), which say what it waited on."""
+
+    assert proc.stderr is not None
+    try:
+        status = proc.wait(timeout=STOP_BOUND_SECONDS)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        said = proc.stderr.read()
+        pytest.fail(
+            f"serve did not stop in {STOP_BOUND_SECONDS} s; its stderr:\n{said.decode(errors='replace')}"
+        )
+    return status, proc.stderr.read()
+
+
 SERVE_ARGV = {
     "stdio": (["serve"], HINT.encode()),
     "http": (["serve", "--transport", "streamable-http", "--port", "0"], b"serving MCP over streamable HTTP"),
@@ -134,9 +156,8 @@ def test_one_ctrl_c_in_a_terminal_stops_serve(tmp_path: Path, transport: str) ->
     try:
         _read_until(proc, ready)
         os.write(primary, b"\x03")  # one Ctrl-C typed at the terminal: the line discipline sends SIGINT
-        assert proc.wait(timeout=STOP_BOUND_SECONDS) == 130
-        assert proc.stderr is not None
-        assert b"cpersona: stopped (SIGINT)" in proc.stderr.read()
+        status, said = _stopped(proc)
+        assert status == 130 and b"cpersona: stopped (SIGINT)" in said, said
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -190,8 +211,8 @@ def test_sigterm_stops_a_stdio_server_mid_session_and_closes_the_database(tmp_pa
         assert '"stored"' in str(stored), stored
         assert (tmp_path / "memory.db-wal").exists()  # the session holds the database open
         proc.send_signal(15)
-        assert proc.wait(timeout=STOP_BOUND_SECONDS) == 143
-        assert proc.stderr is not None and b"cpersona: stopped (SIGTERM)" in proc.stderr.read()
+        status, said = _stopped(proc)
+        assert status == 143 and b"cpersona: stopped (SIGTERM)" in said, said
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -211,9 +232,47 @@ def test_sigterm_stops_an_http_server(tmp_path: Path) -> None:
     try:
         _read_until(proc, ready)
         proc.send_signal(15)
-        assert proc.wait(timeout=STOP_BOUND_SECONDS) == 143
-        assert proc.stderr is not None and b"cpersona: stopped (SIGTERM)" in proc.stderr.read()
+        status, said = _stopped(proc)
+        assert status == 143 and b"cpersona: stopped (SIGTERM)" in said, said
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _ignore_ctrl_c() -> None:
+    """In the child: what a script's shell does to a job it starts in the background (``nohup … &``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_sigterm_stops_a_server_whose_parent_ignored_ctrl_c(tmp_path: Path, transport: str) -> None:
+    """SIGTERM stops it gracefully even so (it once re-raised SIGINT, which such a server ignores, and
+    ran on); Ctrl-C stays ignored, as its parent asked."""
+    env = _env(tmp_path) | {"CPERSONA_ALLOW_UNAUTHENTICATED_HTTP": "true"}
+    args, ready = SERVE_ARGV[transport]
+    if transport == "stdio":
+        ready = b"serving MCP over stdio"  # a pipe, not a terminal: the log line, not the hint
+    proc = subprocess.Popen(
+        [_cpersona(), *args],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=_ignore_ctrl_c,
+    )
+    try:
+        _read_until(proc, ready)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None  # ignored, as the parent asked
+        proc.send_signal(signal.SIGTERM)
+        status, said = _stopped(proc)
+        assert status == 143 and b"cpersona: stopped (SIGTERM)" in said, said
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdin is not None:
+            proc.stdin.close()
