@@ -160,17 +160,15 @@ def _sigterm_as_ctrl_c() -> Iterator[list[int]]:
     ``Memory.close``. Re-raised as SIGINT, it reaches asyncio's runner (stdio: cancel the session)
     or, after uvicorn re-raises it on its way out, the KeyboardInterrupt handler below.
 
-    A server whose parent ignored SIGINT (a background job of a script, ``nohup … &``: the shell
-    ignores SIGINT for it so a Ctrl-C meant for the script spares it) keeps ignoring Ctrl-C, but a
-    re-raised SIGINT would be ignored too and SIGTERM would do nothing: there SIGTERM raises the
-    KeyboardInterrupt itself.
+    A parent may have left SIGINT ignored (a script's background job, ``nohup … &``). Python then
+    installs no KeyboardInterrupt for it, so on stdio neither Ctrl-C nor the re-raised SIGTERM did
+    anything, while uvicorn (HTTP) stops on SIGINT regardless. While serving, SIGINT is Python's
+    KeyboardInterrupt on both transports, as for any server started from a shell.
     """
     received: list[int] = []
 
     def on_term(signum: int, frame: Any) -> None:
         received.append(signum)
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-            raise KeyboardInterrupt
         signal.raise_signal(signal.SIGINT)
 
     try:
@@ -178,7 +176,12 @@ def _sigterm_as_ctrl_c() -> Iterator[list[int]]:
     except ValueError:  # not the main thread (an in-process caller): signals are not ours to handle
         yield received
         return
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield received
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
