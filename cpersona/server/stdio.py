@@ -183,17 +183,22 @@ async def guarded_stdio() -> AsyncIterator[
             lines = _thread_lines(wire_in)
         # aclosing: the loop's read transport is closed here, not whenever the generator is collected.
         async with read_send, replies, aclosing(lines):
-            async for line in lines:
-                if not line.strip():
-                    continue
-                screened = screen(line)
-                if screened.message is not None:
-                    await read_send.send(SessionMessage(screened.message))
-                elif screened.notification:
-                    log.warning("ignored an unreadable notification: %s", error_text(screened.reply))
-                elif screened.reply is not None:
-                    log.info("answered an unreadable request: %s", error_text(screened.reply))
-                    await replies.send(SessionMessage(screened.reply))
+            try:
+                async for line in lines:
+                    if not line.strip():
+                        continue
+                    screened = screen(line)
+                    if screened.message is not None:
+                        await read_send.send(SessionMessage(screened.message))
+                    elif screened.notification:
+                        log.warning("ignored an unreadable notification: %s", error_text(screened.reply))
+                    elif screened.reply is not None:
+                        log.info("answered an unreadable request: %s", error_text(screened.reply))
+                        await replies.send(SessionMessage(screened.reply))
+            except anyio.BrokenResourceError:
+                # The session ended (a stop: Ctrl-C, SIGTERM) while a message waited to be handed
+                # over; nobody is left to answer it. Raised, it made a clean stop exit 1.
+                return
 
     async def writer() -> None:
         async with write_recv:

@@ -21,13 +21,18 @@ def wait_for_model(session: McpSession, timeout: float = 60.0) -> None:
     pytest.fail("the embedding model did not become ready over MCP")
 
 
-def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> None:
-    env = server_env(
+def _minilm_env(tmp_path: Path, models_dir: Path) -> dict[str, str]:
+    """A server's environment with MiniLM from ``models_dir``."""
+    return server_env(
         tmp_path,
         CPERSONA_EMBEDDING_MODE="onnx",
         CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
-        CPERSONA_MODELS_DIR=str(minilm_models_dir),
+        CPERSONA_MODELS_DIR=str(models_dir),
     )
+
+
+def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> None:
+    env = _minilm_env(tmp_path, minilm_models_dir)
     with mcp_session(stdio_target(env)) as session:
         # The handshake did not wait for the model; tools answer while it loads.
         assert sorted(t.name for t in session.list_tools().tools) == sorted(ALL_TOOL_NAMES)
@@ -56,12 +61,7 @@ def test_a_question_that_counts_over_mcp_says_what_it_searched(
     minilm_models_dir: Path, tmp_path: Path
 ) -> None:
     """The count's content and keyword weight reach the client in the schema'd response and trace."""
-    env = server_env(
-        tmp_path,
-        CPERSONA_EMBEDDING_MODE="onnx",
-        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
-        CPERSONA_MODELS_DIR=str(minilm_models_dir),
-    )
+    env = _minilm_env(tmp_path, minilm_models_dir)
     with mcp_session(stdio_target(env)) as session:
         wait_for_model(session)
         for text in (
@@ -155,12 +155,7 @@ def test_with_no_wait_the_first_recall_is_keyword_only_and_says_so(
 def test_a_long_memory_matched_by_a_block_previews_that_part_over_mcp(
     minilm_models_dir: Path, tmp_path: Path
 ) -> None:
-    env = server_env(
-        tmp_path,
-        CPERSONA_EMBEDDING_MODE="onnx",
-        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
-        CPERSONA_MODELS_DIR=str(minilm_models_dir),
-    )
+    env = _minilm_env(tmp_path, minilm_models_dir)
     with mcp_session(stdio_target(env)) as session:
         wait_for_model(session)
         target = session.call("store", {"agent_id": "a", "message": {"content": LONG}})
