@@ -91,6 +91,7 @@ def main() -> int:
     parser.add_argument("--arg", action="append", default=[], help="arguments after the command")
     parser.add_argument("--split", default="all")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server")
+    parser.add_argument("--json", type=Path, help="write each question's ranked paragraph ids here")
     args = parser.parse_args()
     data = load(args.data)
     paragraphs = data["paragraphs"]
@@ -112,10 +113,12 @@ def main() -> int:
         by_content = {p["text"]: p["id"] for p in paragraphs}
         hits = top5 = 0
         rr = 0.0
+        per_question: dict[str, list[str]] = {}
         for q in questions:
             out = client.tool("recall", {"agent_id": "ja", "query": q["question"], "limit": 10})
             rows = list(reversed(out.get("results") or out.get("memories") or out.get("messages") or []))
             ranked = [by_content.get(str(r.get("content", "")), ids.get(r.get("id"), "")) for r in rows]
+            per_question[q["id"]] = ranked
             if ranked[:1] == [q["gold"]]:
                 hits += 1
             if q["gold"] in ranked[:5]:
@@ -125,6 +128,8 @@ def main() -> int:
         client.close()
     n = len(questions)
     print(f"{n} questions: hit@1 {hits / n:.3f}  top5 {top5 / n:.3f}  mrr {rr / n:.3f}")
+    if args.json:
+        args.json.write_text(json.dumps(per_question, ensure_ascii=False, indent=1))
     return 0
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cpersona.retrieval import language
+from cpersona.retrieval import language, pair_rescore
 from cpersona.retrieval.candidates import EPISODE, Key
 from cpersona.retrieval.retriever import ChannelHits, ChannelQuery, Searching, answered
 from cpersona.storage.interface import KeywordHits, Session
@@ -39,9 +39,15 @@ class TrigramMemories:
 
     def search(self, session: Session, query: ChannelQuery) -> Searching | None:
         found = _memories(session.keyword.memories, query)
-        return answered(
-            ChannelHits(query.memory_hits(found.hits), found.method, query.request.keyword_weight)
-        )
+        hits = query.visible(found.hits)
+        pieces = pair_rescore.pieces(query.request.query)
+        if pieces and found.method == "fts" and len(hits) > 1:
+            # A Japanese or Chinese question: its list ranked again by its character pairs
+            # (retrieval/pair_rescore.py), which the trigram index cannot look up.
+            rows = session.memories.get_many([rid for rid, _ in hits])
+            texts = {rid: str(row["content"]) for rid, row in rows.items()}
+            hits = pair_rescore.rescore(hits, texts, pieces)
+        return answered(ChannelHits(query.memory_hits(hits), found.method, query.request.keyword_weight))
 
 
 class WordMemories:

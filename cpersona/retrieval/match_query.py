@@ -43,10 +43,10 @@ MAX_QUERY_TERM_CHARS = 256
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 #: A token with its inner hyphens and dots ("v-for", "cve-2024-3094", "vue.js"): an identifier.
 _IDENTIFIER = re.compile(r"\w+(?:[-.]\w+)*", re.UNICODE)
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK = re.compile(f"[{_CJK_CLASS}]")
+CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{CJK_CLASS}]")
 #: Runs of one script inside a token: CJK characters, or anything else.
-_SCRIPT_RUNS = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+_SCRIPT_RUNS = re.compile(f"[{CJK_CLASS}]+|[^{CJK_CLASS}]+")
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 
 # Function words that match nearly every row and only dilute bm25 on English text.

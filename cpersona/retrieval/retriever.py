@@ -39,14 +39,18 @@ class ChannelQuery:
         """Episodes have no source: a ``source_id`` filter leaves them out unless a channel is named."""
         return self.request.source_id is None or bool(self.request.scope.channel)
 
-    def memory_hits(self, hits: list[tuple[int, float]]) -> list[Hit]:
-        """A memory channel's (id, score) hits as candidates: under a sure cue only those in the
-        period, never a hidden one, at most ``depth``."""
+    def visible(self, hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """A memory channel's (id, score) hits that may be answered: under a sure cue only those in
+        the period, never a hidden one, at most ``depth`` (when either filter applied)."""
         if self.in_period is not None:
             hits = [h for h in hits if h[0] in self.in_period][: self.depth]
         if self.hidden:
             hits = [h for h in hits if h[0] not in self.hidden][: self.depth]
-        return [(Key("memory", i), s) for i, s in hits]
+        return hits
+
+    def memory_hits(self, hits: list[tuple[int, float]]) -> list[Hit]:
+        """A memory channel's (id, score) hits as candidates (``visible`` ones only)."""
+        return [(Key("memory", i), s) for i, s in self.visible(hits)]
 
 
 @dataclass

@@ -115,3 +115,24 @@ def test_a_mixed_query_over_rows_the_model_does_not_read_gets_the_keyword_only_r
         english = mem.recall("en", query)
         assert english["search"]["vector_weight"] == 0.4
         assert "best candidates" not in english["search"]["language"]
+
+
+CAVENDISH = [
+    "ヘンリー・キャヴェンディッシュの父親は多くの財産を所有していたが、ヘンリーに与える生活費は年間500ポンドに過ぎなかった。",
+    "ヘンリー・キャヴェンディッシュはイギリスの化学者である。貴族の家に生まれ、ケンブリッジ大学で学んだ。",
+    "ヘンリー・キャヴェンディッシュは1766年の論文で水素の発生を発表した。",
+    "東京スカイツリーは墨田区にある電波塔で、高さは634メートルである。",
+]
+
+
+def test_a_japanese_question_finds_the_row_that_shares_its_two_character_word(
+    tmp_path: Path, minilm_models_dir: Path, new_db_url: Callable[[], str | None]
+) -> None:
+    # "大学" is followed by "は" in the question and by "で" in the answer: no trigram of the word is
+    # shared, and by trigrams alone the 1766 paper ranks first (retrieval/pair_rescore.py).
+    out = _keyword_only(
+        tmp_path, minilm_models_dir, new_db_url(), CAVENDISH, "キャヴェンディッシュが通った大学はどこか"
+    )
+    assert out["search"]["keyword_channels"]["fts_memories"] == "fts"
+    assert out["results"][-1]["content"] == CAVENDISH[1]
+    assert CAVENDISH[3] not in _ranking(out)

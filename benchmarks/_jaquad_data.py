@@ -1,0 +1,140 @@
+"""Japanese Wikipedia paragraphs with questions people wrote, for benchmarks/japanese.py (JaQuAD).
+
+    python benchmarks/_jaquad_data.py CACHE_DIR --source GIT_DIR [--set dev|train] [--paragraphs 1145]
+        [--questions 300] [--seed 32] [--title]
+
+Text: JaQuAD (github.com/SkelterLabsInc/JaQuAD, pinned below; CC BY-SA 3.0), a SQuAD-like reading
+comprehension set: paragraphs of Japanese Wikipedia articles, questions and answers written by
+annotators. It is not JGLUE's JSQuAD (our held-out set) but the same kind of data: encyclopedic prose,
+several paragraphs per article, natural questions. ``--source`` is a local git directory of the
+repository (e.g. the one the ``fetch`` tool mirrors). Nothing is committed.
+
+Paragraphs are drawn whole articles at a time (an article's paragraphs compete with each other, as in
+the data set), up to ``--paragraphs``; questions are drawn a paragraph at a time, one to four of that
+paragraph's questions in the data set's order, up to ``--questions``. ``--title`` stores each paragraph
+as "TITLE [SEP] TEXT" (the form in which some Japanese QA sets ship their contexts). Split by article:
+articles in even positions of the sorted title list are "choose", odd "confirm". The output has the shape
+of benchmarks/_japanese_data.py's (same ``load``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from _japanese_data import DATA_FILE, load
+
+REPO = "SkelterLabsInc/JaQuAD"
+COMMIT = "23f5d72cc273c49b35e2d9efe0f51757aa1770bd"
+
+
+def _articles(git_dir: Path, which: str) -> list[dict[str, Any]]:
+    names = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", COMMIT, f"data/{which}/"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    articles: list[dict[str, Any]] = []
+    for name in sorted(names):
+        shown = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "show", f"{COMMIT}:{name}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        articles.extend(json.loads(shown)["data"])
+    return articles
+
+
+def build(
+    cache: Path,
+    git_dir: Path,
+    which: str,
+    n_paragraphs: int,
+    n_questions: int,
+    seed: int,
+    title: bool,
+) -> Path:
+    """Write CACHE/japanese.json from JaQuAD's ``which`` set."""
+    rng = random.Random(seed)
+    articles = _articles(git_dir, which)
+    rng.shuffle(articles)
+    chosen: list[dict[str, Any]] = []
+    count = 0
+    for article in articles:
+        if count + len(article["paragraphs"]) > n_paragraphs:
+            continue
+        chosen.append(article)
+        count += len(article["paragraphs"])
+    titles = sorted({a["title"] for a in chosen})
+    split_of = {t: ("choose", "confirm")[i % 2] for i, t in enumerate(titles)}
+    items: list[dict[str, Any]] = []
+    asked: list[tuple[int, list[dict[str, Any]]]] = []
+    for article in chosen:
+        for para in article["paragraphs"]:
+            text = para["context"].strip()
+            items.append(
+                {
+                    "id": f"p{len(items):04d}",
+                    "page": article["title"],
+                    "text": f"{article['title']} [SEP] {text}" if title else text,
+                }
+            )
+            asked.append((len(items) - 1, para["qas"]))
+    questions: list[dict[str, Any]] = []
+    for index in rng.sample(range(len(asked)), len(asked)):
+        if len(questions) >= n_questions:
+            break
+        _, qas = asked[index]
+        wanted = min(rng.randint(1, 4), len(qas), n_questions - len(questions))
+        for qa in qas[:wanted]:
+            page = items[index]["page"]
+            questions.append(
+                {
+                    "id": f"q{len(questions):03d}",
+                    "split": split_of[page],
+                    "gold": items[index]["id"],
+                    "page": page,
+                    "question": qa["question"],
+                    "answer": qa["answers"][0]["text"],
+                }
+            )
+    data = {
+        "meta": {"sources": {"jaquad": f"{REPO}@{COMMIT}:{which}"}, "seed": seed, "title": title},
+        "paragraphs": items,
+        "questions": questions,
+    }
+    out = cache / DATA_FILE
+    partial = out.with_suffix(".partial")  # written aside, then renamed: a reader never sees half a file
+    partial.write_text(json.dumps(data, ensure_ascii=False, indent=1))
+    partial.replace(out)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("cache", type=Path, help="cache dir: japanese.json goes here")
+    parser.add_argument("--source", type=Path, required=True, help="a git directory of the JaQuAD repository")
+    parser.add_argument("--set", dest="which", choices=("dev", "train"), default="dev")
+    parser.add_argument("--paragraphs", type=int, default=1145)
+    parser.add_argument("--questions", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=32)
+    parser.add_argument("--title", action="store_true", help='store paragraphs as "TITLE [SEP] TEXT"')
+    args = parser.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    out = build(args.cache, args.source, args.which, args.paragraphs, args.questions, args.seed, args.title)
+    data = load(out)
+    splits = {s: sum(q["split"] == s for q in data["questions"]) for s in ("choose", "confirm")}
+    print(f"wrote {out}: {len(data['paragraphs'])} paragraphs, questions {splits}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
