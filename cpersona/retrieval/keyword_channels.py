@@ -19,14 +19,15 @@ FTS_WORDS = "fts_words"  # word-level (porter) index over memories
 FTS_EPISODES = "fts_episodes"
 
 
-def _memories(search: Callable[..., KeywordHits], query: ChannelQuery) -> KeywordHits:
+def _memories(search: Callable[..., KeywordHits], query: ChannelQuery, rows: int = 0) -> KeywordHits:
     """One memory keyword index (``search``: the session's ``memories`` or ``memories_words``) asked for
-    the query's terms in its scope and period, deep enough that hidden rows leave ``keyword_depth``."""
+    the query's terms in its scope and period, deep enough that hidden rows leave ``keyword_depth``
+    (or ``rows``, when more)."""
     request = query.request
     return search(
         query.terms,
         request.scope,
-        query.keyword_depth + len(query.hidden),
+        max(query.keyword_depth, rows) + len(query.hidden),
         source_id=request.source_id,
         period=query.period,
     )
@@ -38,15 +39,15 @@ class TrigramMemories:
     name = FTS_MEMORIES
 
     def search(self, session: Session, query: ChannelQuery) -> Searching | None:
-        found = _memories(session.keyword.memories, query)
-        hits = query.visible(found.hits)
         pieces = pair_rescore.pieces(query.request.query)
+        found = _memories(session.keyword.memories, query, pair_rescore.LIST_ROWS if pieces else 0)
+        hits = query.visible(found.hits)
         if pieces and found.method == "fts" and len(hits) > 1:
             # A Japanese or Chinese question: its list ranked again by its character pairs
             # (retrieval/pair_rescore.py), which the trigram index cannot look up.
             rows = session.memories.get_many([rid for rid, _ in hits])
             texts = {rid: str(row["content"]) for rid, row in rows.items()}
-            hits = pair_rescore.rescore(hits, texts, pieces)
+            hits = pair_rescore.rescore(hits, texts, pieces)[: query.keyword_depth]
         return answered(ChannelHits(query.memory_hits(hits), found.method, query.request.keyword_weight))
 
 

@@ -29,6 +29,8 @@ from cpersona.retrieval.match_query import CJK_CLASS
 
 #: What the trigram score weighs beside the pairs' (chosen on the choose halves: 0.25, 0.5, 1).
 TRIGRAM_SHARE = 0.5
+#: Rows of the trigram list scored again (the channel then keeps its usual depth of them).
+LIST_ROWS = 30
 #: bm25's usual constants (k1, b), as FTS5's own.
 K1 = 1.2
 B = 0.75
