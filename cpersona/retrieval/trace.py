@@ -13,7 +13,8 @@ many there were)::
      "returned": ["mem:12", ...]}
 
 Scores are rounded to 6 places. A channel's ``score`` is its raw value (cosine; bm25 as the engine
-reports it); ``factors`` multiply to ``score`` exactly as in ``match_reason``.
+reports it; a CJK query's trigram channel, its pair re-ranking: retrieval/pair_rescore.py); ``factors``
+multiply to ``score`` exactly as in ``match_reason``.
 """
 
 from __future__ import annotations
