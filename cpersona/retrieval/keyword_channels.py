@@ -41,13 +41,14 @@ class TrigramMemories:
     def search(self, session: Session, query: ChannelQuery) -> Searching | None:
         pieces = pair_rescore.pieces(query.request.query)
         found = _memories(session.keyword.memories, query, pair_rescore.LIST_ROWS if pieces else 0)
-        hits = query.visible(found.hits)
-        if pieces and found.method == "fts" and len(hits) > 1:
+        hits = found.hits
+        if pieces and found.method == "fts":
             # A Japanese or Chinese question: its list ranked again by its character pairs
             # (retrieval/pair_rescore.py), which the trigram index cannot look up.
-            rows = session.memories.get_many([rid for rid, _ in hits])
+            listed = query.visible(hits)[: max(query.depth, pair_rescore.LIST_ROWS)]
+            rows = session.memories.get_many([rid for rid, _ in listed])
             texts = {rid: str(row["content"]) for rid, row in rows.items()}
-            hits = pair_rescore.rescore(hits, texts, pieces)[: query.keyword_depth]
+            hits = pair_rescore.rescore(listed, texts, pieces)
         return answered(ChannelHits(query.memory_hits(hits), found.method, query.request.keyword_weight))
 
 

@@ -41,16 +41,16 @@ class ChannelQuery:
 
     def visible(self, hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """A memory channel's (id, score) hits that may be answered: under a sure cue only those in
-        the period, never a hidden one, at most ``depth`` (when either filter applied)."""
+        the period, never a hidden one."""
         if self.in_period is not None:
-            hits = [h for h in hits if h[0] in self.in_period][: self.depth]
+            hits = [h for h in hits if h[0] in self.in_period]
         if self.hidden:
-            hits = [h for h in hits if h[0] not in self.hidden][: self.depth]
+            hits = [h for h in hits if h[0] not in self.hidden]
         return hits
 
     def memory_hits(self, hits: list[tuple[int, float]]) -> list[Hit]:
-        """A memory channel's (id, score) hits as candidates (``visible`` ones only)."""
-        return [(Key("memory", i), s) for i, s in self.visible(hits)]
+        """A memory channel's (id, score) hits as candidates: the ``visible`` ones, at most ``depth``."""
+        return [(Key("memory", i), s) for i, s in self.visible(hits)[: self.depth]]
 
 
 @dataclass

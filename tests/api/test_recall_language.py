@@ -136,3 +136,18 @@ def test_a_japanese_question_finds_the_row_that_shares_its_two_character_word(
     assert out["search"]["keyword_channels"]["fts_memories"] == "fts"
     assert out["results"][-1]["content"] == CAVENDISH[1]
     assert CAVENDISH[3] not in _ranking(out)
+
+
+def test_a_superseded_row_stays_out_of_a_japanese_questions_ranking(
+    tmp_path: Path, minilm_models_dir: Path, new_db_url: Callable[[], str | None]
+) -> None:
+    # The pair ranking reads the trigram list's visible rows only: a memory replaced since is not in it.
+    with Memory(_settings(tmp_path, minilm_models_dir, new_db_url(), "none")) as mem:
+        ids = [mem.store("ja", text)["id"] for text in CAVENDISH]
+        newer = (
+            "ヘンリー・キャヴェンディッシュはイギリスの化学者で、ケンブリッジ大学のピーターハウスで学んだ。"
+        )
+        mem.store("ja", newer, supersedes=[f"mem:{ids[1]}"])
+        out = mem.recall("ja", "キャヴェンディッシュが通った大学はどこか")
+        assert out["results"][-1]["content"] == newer
+        assert CAVENDISH[1] not in _ranking(out)
