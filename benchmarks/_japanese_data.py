@@ -259,17 +259,9 @@ def build(
             made = question_from(sentence, rng)
             if made and len(made["question"]) >= 10:
                 wanted -= 1
-                page = items[index]["page"]
-                questions.append(
-                    {
-                        "id": f"q{len(questions):03d}",
-                        "split": split_of[page],
-                        "gold": items[index]["id"],
-                        "page": page,
-                        **made,
-                        **({"question": clause_only(made["question"])} if terse else {}),
-                    }
-                )
+                if terse:
+                    made["question"] = clause_only(made["question"])
+                questions.append(question_row(len(questions), items[index], split_of, made))
     data = {
         "meta": {
             "sources": {k: f"{v[0]}@{v[1]}" for k, v in SOURCES.items()},
@@ -279,11 +271,32 @@ def build(
         "paragraphs": items,
         "questions": questions,
     }
+    return save(cache, data)
+
+
+def question_row(
+    number: int, paragraph: dict[str, Any], split_of: dict[str, str], asked: dict[str, str]
+) -> dict[str, Any]:
+    """One question of the data file: its id, its half (its page's), its gold paragraph, ``asked``
+    (question and answer)."""
+    page = paragraph["page"]
+    return {"id": f"q{number:03d}", "split": split_of[page], "gold": paragraph["id"], "page": page, **asked}
+
+
+def save(cache: Path, data: dict[str, Any]) -> Path:
+    """Write ``data`` as CACHE/japanese.json, aside then renamed: a reader never sees half a file."""
     out = cache / DATA_FILE
-    partial = out.with_suffix(".partial")  # written aside, then renamed: a reader never sees half a file
+    partial = out.with_suffix(".partial")
     partial.write_text(json.dumps(data, ensure_ascii=False, indent=1))
     partial.replace(out)
     return out
+
+
+def described(out: Path) -> str:
+    """What a builder wrote: the file, its paragraphs and its questions per half."""
+    data = load(out)
+    splits = {s: sum(q["split"] == s for q in data["questions"]) for s in ("choose", "confirm")}
+    return f"wrote {out}: {len(data['paragraphs'])} paragraphs, questions {splits}"
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -332,9 +345,7 @@ def main() -> int:
     out = build(
         args.cache, sources, args.paragraphs, args.questions, args.seed, per_paragraph, args.clause_only
     )
-    data = load(out)
-    splits = {s: sum(q["split"] == s for q in data["questions"]) for s in ("choose", "confirm")}
-    print(f"wrote {out}: {len(data['paragraphs'])} paragraphs, questions {splits}")
+    print(described(out))
     return 0
 
 

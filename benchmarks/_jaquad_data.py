@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from _japanese_data import DATA_FILE, load
+from _japanese_data import described, question_row, save
 
 REPO = "SkelterLabsInc/JaQuAD"
 COMMIT = "23f5d72cc273c49b35e2d9efe0f51757aa1770bd"
@@ -93,27 +93,14 @@ def build(
         _, qas = asked[index]
         wanted = min(rng.randint(1, 4), len(qas), n_questions - len(questions))
         for qa in qas[:wanted]:
-            page = items[index]["page"]
-            questions.append(
-                {
-                    "id": f"q{len(questions):03d}",
-                    "split": split_of[page],
-                    "gold": items[index]["id"],
-                    "page": page,
-                    "question": qa["question"],
-                    "answer": qa["answers"][0]["text"],
-                }
-            )
+            written = {"question": qa["question"], "answer": qa["answers"][0]["text"]}
+            questions.append(question_row(len(questions), items[index], split_of, written))
     data = {
         "meta": {"sources": {"jaquad": f"{REPO}@{COMMIT}:{which}"}, "seed": seed, "title": title},
         "paragraphs": items,
         "questions": questions,
     }
-    out = cache / DATA_FILE
-    partial = out.with_suffix(".partial")  # written aside, then renamed: a reader never sees half a file
-    partial.write_text(json.dumps(data, ensure_ascii=False, indent=1))
-    partial.replace(out)
-    return out
+    return save(cache, data)
 
 
 def main() -> int:
@@ -130,9 +117,7 @@ def main() -> int:
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     out = build(args.cache, args.source, args.which, args.paragraphs, args.questions, args.seed, args.title)
-    data = load(out)
-    splits = {s: sum(q["split"] == s for q in data["questions"]) for s in ("choose", "confirm")}
-    print(f"wrote {out}: {len(data['paragraphs'])} paragraphs, questions {splits}")
+    print(described(out))
     return 0
 
 
