@@ -32,14 +32,15 @@ REPO = "SkelterLabsInc/JaQuAD"
 COMMIT = "23f5d72cc273c49b35e2d9efe0f51757aa1770bd"
 
 
-def _articles(git_dir: Path, which: str) -> list[dict[str, Any]]:
+def articles(git_dir: Path, which: str) -> list[dict[str, Any]]:
+    """Every article of JaQuAD's ``which`` set (dev or train), in file order."""
     names = subprocess.run(
         ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", COMMIT, f"data/{which}/"],
         check=True,
         capture_output=True,
         text=True,
     ).stdout.split()
-    articles: list[dict[str, Any]] = []
+    found: list[dict[str, Any]] = []
     for name in sorted(names):
         shown = subprocess.run(
             ["git", f"--git-dir={git_dir}", "show", f"{COMMIT}:{name}"],
@@ -47,26 +48,26 @@ def _articles(git_dir: Path, which: str) -> list[dict[str, Any]]:
             capture_output=True,
             text=True,
         ).stdout
-        articles.extend(json.loads(shown)["data"])
-    return articles
+        found.extend(json.loads(shown)["data"])
+    return found
 
 
 def build(
     cache: Path,
-    git_dir: Path,
+    source: list[dict[str, Any]],
     which: str,
     n_paragraphs: int,
     n_questions: int,
     seed: int,
     title: bool,
 ) -> Path:
-    """Write CACHE/japanese.json from JaQuAD's ``which`` set."""
+    """Write CACHE/japanese.json from ``source``, the articles of JaQuAD's ``which`` set."""
     rng = random.Random(seed)
-    articles = _articles(git_dir, which)
-    rng.shuffle(articles)
+    shuffled = list(source)
+    rng.shuffle(shuffled)
     chosen: list[dict[str, Any]] = []
     count = 0
-    for article in articles:
+    for article in shuffled:
         if count + len(article["paragraphs"]) > n_paragraphs:
             continue
         chosen.append(article)
@@ -116,7 +117,8 @@ def main() -> int:
     parser.add_argument("--title", action="store_true", help='store paragraphs as "TITLE [SEP] TEXT"')
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
-    out = build(args.cache, args.source, args.which, args.paragraphs, args.questions, args.seed, args.title)
+    source = articles(args.source, args.which)
+    out = build(args.cache, source, args.which, args.paragraphs, args.questions, args.seed, args.title)
     print(described(out))
     return 0
 

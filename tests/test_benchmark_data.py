@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import _japanese_data  # noqa: E402
+import _jaquad_data  # noqa: E402
 import _longchat_data  # noqa: E402
 import _longchat_multi  # noqa: E402
 import _longchat_temporal  # noqa: E402
@@ -166,6 +167,49 @@ def test_a_japanese_question_keeps_part_of_its_sentence_and_hides_the_answer() -
         "宣言",
         "使用",
     }
+
+
+def _article(title: str, paragraphs: int) -> dict:
+    """An invented JaQuAD article: each paragraph with three questions."""
+    return {
+        "title": title,
+        "paragraphs": [
+            {
+                "context": f"{title}の第{p}段落。",
+                "qas": [
+                    {"question": f"{title}の{p}-{q}は何?", "answers": [{"text": f"答{p}{q}"}]}
+                    for q in range(3)
+                ],
+            }
+            for p in range(paragraphs)
+        ],
+    }
+
+
+def test_jaquad_keeps_articles_whole_splits_by_article_and_asks_in_the_sets_order(tmp_path: Path) -> None:
+    source = [_article(f"記事{a}", 3 + a % 4) for a in range(12)]
+    out = _jaquad_data.build(tmp_path, source, "dev", n_paragraphs=20, n_questions=15, seed=1, title=True)
+    data = _japanese_data.load(out)
+    assert out == tmp_path / "japanese.json"
+    assert len(data["paragraphs"]) <= 20
+    by_title: dict[str, list[dict]] = {}
+    for para in data["paragraphs"]:
+        by_title.setdefault(para["page"], []).append(para)
+        assert para["text"].startswith(para["page"] + " [SEP] ")
+    sizes = {a["title"]: len(a["paragraphs"]) for a in source}
+    assert all(len(paras) == sizes[title] for title, paras in by_title.items())  # whole articles only
+    assert len(data["questions"]) == 15
+    text_of = {p["id"]: p["text"] for p in data["paragraphs"]}
+    splits = {}
+    for q in data["questions"]:
+        assert q["question"].startswith(q["page"]) and q["page"] in text_of[q["gold"]]
+        assert splits.setdefault(q["page"], q["split"]) == q["split"]  # one half per article
+    assert set(splits.values()) == {"choose", "confirm"}
+    # A paragraph's questions come one after another, from its first, in the set's order.
+    first = data["questions"][0]["question"]
+    assert first.endswith("-0は何?")
+    again = _jaquad_data.build(tmp_path, source, "dev", n_paragraphs=20, n_questions=15, seed=1, title=True)
+    assert _japanese_data.load(again) == data
 
 
 def test_japanese_metrics() -> None:
