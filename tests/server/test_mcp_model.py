@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from long_answer import LONG, QUESTION, SHORT
-from mcp_helpers import ALL_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target
+from mcp_helpers import ALL_TOOL_NAMES, McpSession, mcp_session, server_env, stdio_target, transport_session
 
 pytestmark = pytest.mark.slow
 
@@ -172,3 +172,35 @@ def test_a_long_memory_matched_by_a_block_previews_that_part_over_mcp(
         )
         start = best["content_start"]
         assert best["content"] == LONG[start : start + 500] and "Ingrid" in best["content"]
+
+
+CAVENDISH = (
+    "ヘンリー・キャヴェンディッシュの父親は多くの財産を所有していたが、ヘンリーに与える生活費は年間500ポンドに過ぎなかった。",
+    "ヘンリー・キャヴェンディッシュはイギリスの化学者である。貴族の家に生まれ、ケンブリッジ大学で学んだ。",
+    "ヘンリー・キャヴェンディッシュは1766年の論文で水素の発生を発表した。",
+)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_japanese_question_to_minilm_is_ranked_by_its_words_over_mcp(
+    transport: str, minilm_models_dir: Path, tmp_path: Path
+) -> None:
+    """MiniLM does not read Japanese: the answer is the keyword ranking, by the question's character
+    pairs ("大学" is followed by "は" in the question, "で" in the answer: no trigram of it is shared)."""
+    extra = {
+        "CPERSONA_EMBEDDING_MODE": "onnx",
+        "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
+        "CPERSONA_MODELS_DIR": str(minilm_models_dir),
+    }
+    with transport_session(transport, tmp_path, **extra) as session:
+        wait_for_model(session)
+        for text in CAVENDISH:
+            assert (
+                session.call("store", {"agent_id": "ja", "message": {"content": text}})["result"] == "stored"
+            )
+        recalled = session.call(
+            "recall", {"agent_id": "ja", "query": "キャヴェンディッシュが通った大学はどこか", "trace": True}
+        )
+    assert recalled["search"]["vector"] is False and recalled["search"]["vector_weight"] == 0.0
+    assert recalled["results"][-1]["content"] == CAVENDISH[1], [r["content"] for r in recalled["results"]]
+    assert recalled["trace"]["channels"]["fts_memories"]["hits"], recalled["trace"]["channels"]
