@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import platformdirs
 
@@ -214,3 +215,18 @@ class Row:
     def default(self) -> Any:
         """The static default, or None when it is computed at run time (see ``var.default_text``)."""
         return None if self.spec.default is MISSING else self.spec.default
+
+
+def describe_hint(hint: Any) -> tuple[type, bool, tuple[str, ...]]:
+    """A field's type hint as the settings table reads it: (type, optional, choices)."""
+    args = get_args(hint)
+    optional = get_origin(hint) in (Union, types.UnionType) and type(None) in args
+    if optional:
+        (hint,) = [a for a in args if a is not type(None)]
+    if get_origin(hint) is Literal:
+        return str, optional, tuple(get_args(hint))
+    if get_origin(hint) is tuple:
+        return tuple, optional, ()
+    if hint in (bool, int, float, str, Path):
+        return hint, optional, ()
+    raise TypeError(f"settings table: no reader for the type {hint!r}")

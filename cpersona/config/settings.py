@@ -16,11 +16,10 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, get_type_hints
 
 from cpersona.config import original_env
 from cpersona.config.fields import (
@@ -43,6 +42,7 @@ from cpersona.config.fields import (
     _url_base,
     default_data_dir,
     default_runtime_dir,
+    describe_hint,
     setting,
     setting_computed,
 )
@@ -163,6 +163,14 @@ class Settings:
         "question still comes first ([docs/retrieval.md](docs/retrieval.md#after-fusion)); `0` turns it off",
         minimum=0.0,
         maximum=0.5,
+    )
+    role_weight: float = setting(
+        "CPERSONA_ROLE_WEIGHT",
+        0.3,  # the long histories' choose halves (0.1 / 0.2 / 0.3), confirmed (docs/benchmarks.md)
+        "a question in the first person scales the assistant's rows by 1 minus this, one about what the "
+        "assistant said the user's ([docs/retrieval.md](docs/retrieval.md#whose-words)); `0`: off",
+        minimum=0.0,
+        maximum=0.9,
     )
     count_query_content: float = setting(
         "CPERSONA_COUNT_QUERY_CONTENT",
@@ -545,23 +553,9 @@ def settings_table() -> tuple[Row, ...]:
         var = spec.metadata.get(_VAR)
         if var is None:
             continue
-        kind, optional, choices = _describe(hints[spec.name])
+        kind, optional, choices = describe_hint(hints[spec.name])
         rows.append(Row(spec.name, var, kind, optional, choices, spec))
     return tuple(rows)
-
-
-def _describe(hint: Any) -> tuple[type, bool, tuple[str, ...]]:
-    args = get_args(hint)
-    optional = get_origin(hint) in (Union, types.UnionType) and type(None) in args
-    if optional:
-        (hint,) = [a for a in args if a is not type(None)]
-    if get_origin(hint) is Literal:
-        return str, optional, tuple(get_args(hint))
-    if get_origin(hint) is tuple:
-        return tuple, optional, ()
-    if hint in (bool, int, float, str, Path):
-        return hint, optional, ()
-    raise TypeError(f"settings table: no reader for the type {hint!r}")
 
 
 _NOTICED: set[str] = set()

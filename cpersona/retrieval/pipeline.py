@@ -17,7 +17,17 @@ from typing import Any, Protocol, cast
 from cpersona.config import Settings
 from cpersona.core.text import format_ts
 from cpersona.result_types.rows import RecallRow
-from cpersona.retrieval import confidence, context, date_phrases, diversity, fusion, recency, scoring, trace
+from cpersona.retrieval import (
+    confidence,
+    context,
+    date_phrases,
+    diversity,
+    fusion,
+    recency,
+    role,
+    scoring,
+    trace,
+)
 from cpersona.retrieval.candidates import MEMORY, Fused, Key, RecallRequest, ScoredRow
 from cpersona.retrieval.channels import RETRIEVERS
 from cpersona.retrieval.gate import GateDecision, GateEvidence, gate_off
@@ -274,6 +284,7 @@ class RecallPipeline:
         """The gate's rows in answer order, cut to ``limit``. After the gate (which judges the query, not
         the order): a question about the present prefers the newer of rows that match about equally,
         other sessions' best rows get room, and a time cue that boosts reorders (never filters)."""
+        decision.rows = role.prefer_role(decision.rows, request.query, self.settings.role_weight)
         decision.rows = recency.prefer_newest(
             decision.rows, request.query, self.settings.recency_weight, self.settings.recency_margin
         )
