@@ -7,6 +7,7 @@ import platform
 import re
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -138,3 +139,10 @@ def parse_overrides(text: str) -> dict[str, Any]:
             raise SystemExit(f"bad setting {item!r}: expected CPERSONA_NAME=value")
         changes[rows[name].attr] = rows[name].read(raw)
     return changes
+
+
+def git(git_dir: Path, *args: str) -> str:
+    """What ``git --git-dir=GIT_DIR ARGS`` prints (a data builder reading a pinned commit of a local mirror)."""
+    return subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True
+    ).stdout

@@ -27,10 +27,11 @@ import argparse
 import json
 import random
 import re
-import subprocess
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from _common import git
 
 SOURCES = {
     "vue": ("vuejs-translations/docs-ja", "c627102bfabf8bc5ecaa6eb763b965a0a5d43a5b", "src/"),
@@ -57,19 +58,9 @@ _KANJI = re.compile(r"[\u4e00-\u9fff]{2,6}")
 
 
 def _git_files(git_dir: Path, commit: str, prefix: str) -> dict[str, str]:
-    names = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
+    names = git(git_dir, "ls-tree", "-r", "--name-only", commit).split()
     return {
-        name: subprocess.run(
-            ["git", f"--git-dir={git_dir}", "show", f"{commit}:{name}"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+        name: git(git_dir, "show", f"{commit}:{name}")
         for name in names
         if name.endswith(".md") and name.startswith(prefix)
     }

@@ -22,10 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from _common import git
 from _japanese_data import described, question_row, save
 
 REPO = "SkelterLabsInc/JaQuAD"
@@ -34,21 +34,10 @@ COMMIT = "23f5d72cc273c49b35e2d9efe0f51757aa1770bd"
 
 def articles(git_dir: Path, which: str) -> list[dict[str, Any]]:
     """Every article of JaQuAD's ``which`` set (dev or train), in file order."""
-    names = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", COMMIT, f"data/{which}/"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
+    names = git(git_dir, "ls-tree", "-r", "--name-only", COMMIT, f"data/{which}/").split()
     found: list[dict[str, Any]] = []
     for name in sorted(names):
-        shown = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "show", f"{COMMIT}:{name}"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        found.extend(json.loads(shown)["data"])
+        found.extend(json.loads(git(git_dir, "show", f"{COMMIT}:{name}"))["data"])
     return found
 
 

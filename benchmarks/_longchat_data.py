@@ -27,7 +27,6 @@ import argparse
 import json
 import random
 import re
-import subprocess
 import sys
 import urllib.request
 from datetime import UTC, datetime, timedelta
@@ -36,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import git  # noqa: E402
 from _longchat_facts import GENERATORS, TYPES, Plan  # noqa: E402
 
 REPO = "tatsu-lab/alpaca_eval"
@@ -121,12 +121,7 @@ def _source_text(model: str, source: Path | None, cache: Path) -> str:
         return cached.read_text()
     path = f"results/{model}/model_outputs.json"
     if source is not None:
-        text = subprocess.run(
-            ["git", f"--git-dir={source}", "show", f"{COMMIT}:{path}"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+        text = git(source, "show", f"{COMMIT}:{path}")
     else:
         url = f"https://raw.githubusercontent.com/{REPO}/{COMMIT}/{path}"
         with urllib.request.urlopen(url, timeout=120) as response:  # noqa: S310 - a fixed https URL

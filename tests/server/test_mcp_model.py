@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,14 +23,26 @@ def wait_for_model(session: McpSession, timeout: float = 60.0) -> None:
     pytest.fail("the embedding model did not become ready over MCP")
 
 
+def _minilm(models_dir: Path) -> dict[str, str]:
+    """The settings that make a server embed with MiniLM from ``models_dir``."""
+    return {
+        "CPERSONA_EMBEDDING_MODE": "onnx",
+        "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
+        "CPERSONA_MODELS_DIR": str(models_dir),
+    }
+
+
 def _minilm_env(tmp_path: Path, models_dir: Path) -> dict[str, str]:
     """A server's environment with MiniLM from ``models_dir``."""
-    return server_env(
-        tmp_path,
-        CPERSONA_EMBEDDING_MODE="onnx",
-        CPERSONA_EMBEDDING_MODEL="all-minilm-l6-v2",
-        CPERSONA_MODELS_DIR=str(models_dir),
-    )
+    return server_env(tmp_path, **_minilm(models_dir))
+
+
+@contextmanager
+def _ready(tmp_path: Path, models_dir: Path, transport: str = "stdio") -> Iterator[McpSession]:
+    """A server with MiniLM over ``transport``, its model loaded."""
+    with transport_session(transport, tmp_path, **_minilm(models_dir)) as session:
+        wait_for_model(session)
+        yield session
 
 
 def test_paraphrase_is_the_best_match_over_mcp(minilm_models_dir: Path, tmp_path: Path) -> None:
@@ -61,9 +75,7 @@ def test_a_question_that_counts_over_mcp_says_what_it_searched(
     minilm_models_dir: Path, tmp_path: Path
 ) -> None:
     """The count's content and keyword weight reach the client in the schema'd response and trace."""
-    env = _minilm_env(tmp_path, minilm_models_dir)
-    with mcp_session(stdio_target(env)) as session:
-        wait_for_model(session)
+    with _ready(tmp_path, minilm_models_dir) as session:
         for text in (
             "Went to a concert yesterday: an organ recital at the cathedral.",
             "How many songs has the band recorded in total?",
@@ -155,9 +167,7 @@ def test_with_no_wait_the_first_recall_is_keyword_only_and_says_so(
 def test_a_long_memory_matched_by_a_block_previews_that_part_over_mcp(
     minilm_models_dir: Path, tmp_path: Path
 ) -> None:
-    env = _minilm_env(tmp_path, minilm_models_dir)
-    with mcp_session(stdio_target(env)) as session:
-        wait_for_model(session)
+    with _ready(tmp_path, minilm_models_dir) as session:
         target = session.call("store", {"agent_id": "a", "message": {"content": LONG}})
         for text in SHORT:
             session.call("store", {"agent_id": "a", "message": {"content": text}})
@@ -187,13 +197,7 @@ def test_a_japanese_question_to_minilm_is_ranked_by_its_words_over_mcp(
 ) -> None:
     """MiniLM does not read Japanese: the answer is the keyword ranking, by the question's character
     pairs ("大学" is followed by "は" in the question, "で" in the answer: no trigram of it is shared)."""
-    extra = {
-        "CPERSONA_EMBEDDING_MODE": "onnx",
-        "CPERSONA_EMBEDDING_MODEL": "all-minilm-l6-v2",
-        "CPERSONA_MODELS_DIR": str(minilm_models_dir),
-    }
-    with transport_session(transport, tmp_path, **extra) as session:
-        wait_for_model(session)
+    with _ready(tmp_path, minilm_models_dir, transport) as session:
         for text in CAVENDISH:
             assert (
                 session.call("store", {"agent_id": "ja", "message": {"content": text}})["result"] == "stored"
