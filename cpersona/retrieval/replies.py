@@ -1,0 +1,112 @@
+"""A question asked in a conversation gives way to its reply.
+
+In a stored conversation the turn that asks ("Wow, that necklace is lovely! What does it symbolize
+for you?") shares the words of a question about the subject as much as the turn that answers it
+("It stands for love, faith and strength …"), and it often ranks first. Yet the asking turn holds
+nothing the question wants to know; its reply does. So after the gate, a memory that mostly asks
+(its text ends with a question, and question sentences are at least ``QUESTION_SHARE`` of it) is
+multiplied by ``1 - weight`` when its reply is a candidate too. The reply is the memory stored right
+after it (the next id) in the same agent, project and channel, within one session's gap
+(``context.same_session``), said by someone else: the next turn of a transcript whose turns name who
+speaks ("[8 May 2023] Caroline: …", "user: …", or ``source.type``). Facts and notes name no speaker
+and never move. A turn that tells news and then asks ("My son had
+an accident on our road trip, he's okay now. How was your week?") is mostly not a question and keeps
+its place, as does a question whose reply was not found.
+
+Only a query put as a question moves anything: a lookup by words ("pottery workshop") wants the rows
+that hold them, the asking row included. A question in the first person, or about what the assistant
+said (``role.asked_role``), is left alone too: in a user's history with an assistant, the user's own
+question ("I'm vegetarian, what should I cook tonight?") is often the very evidence such a question
+wants, and there the role rule orders the two sides. Chosen on LoCoMo's conversations 26 and 30, confirmed on 41 and on the long histories
+(docs/benchmarks.md#a-question-gives-way-to-its-reply).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from cpersona.retrieval import role
+from cpersona.retrieval.context import same_session
+
+if TYPE_CHECKING:
+    from cpersona.retrieval.candidates import ScoredRow
+
+#: The factor name in ``match_reason.factors``.
+FACTOR = "asks"
+#: Question sentences' share of a row's text at least, for the row to count as asking (chosen on
+#: LoCoMo 26 and 30 among 0.3 … 0.7).
+QUESTION_SHARE = 0.4
+#: Characters of a row read (a long record is not a conversational question).
+MAX_TEXT_CHARS = 2_000
+
+# A transcript's leading label: "[8 May 2023] Caroline: ", "user: ", "Jon Smith: ".
+_LABEL = re.compile(
+    r"\s*(?:\[[^\]]{0,80}\]\s*)?([^\W\d_][\w'.-]{0,30}(?: [^\W\d_][\w'.-]{0,30})?)\s*(?::\s|：\s*)"
+)
+_SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+|[^.!?。！？]+$")
+_ASKS = ("?", "？")
+# A query that is a question: it ends with a question mark (or Japanese か), or opens with a question
+# word. A lookup by words ("pottery workshop") wants the rows that hold them, the asking row included.
+_QUESTION = re.compile(
+    r"(?:[?？]|か[。]?)\s*$|^\s*(?:what|when|where|who|whom|whose|why|how|which|did|do|does|is|are|was|were|"
+    r"has|have|had|can|could|would|will|should)\b",
+    re.IGNORECASE,
+)
+
+
+def asks(text: str) -> bool:
+    """True when ``text`` (less a transcript's leading label) ends with a question and question
+    sentences make up at least ``QUESTION_SHARE`` of it."""
+    if len(text) > MAX_TEXT_CHARS:
+        return False
+    label = _LABEL.match(text[:140])
+    body = (text[label.end() :] if label else text).strip()
+    if not body.endswith(_ASKS):
+        return False
+    asked = sum(len(s) for s in _SENTENCE.findall(body) if s.rstrip().endswith(_ASKS))
+    return asked >= QUESTION_SHARE * len(body)
+
+
+def speaker(row: dict[str, Any]) -> str | None:
+    """Who said a stored turn: its role (``role.row_role``: ``source.type`` or a "user:" label), else
+    the name of its leading label ("[8 May 2023] Caroline: …"), else None (a fact, a note)."""
+    said_by = role.row_role(row)
+    if said_by is not None:
+        return said_by
+    label = _LABEL.match(str(row.get("content") or "")[:140])
+    return label.group(1).casefold() if label else None
+
+
+def _reply(asked: dict[str, Any], reply: dict[str, Any] | None) -> bool:
+    """True when ``reply`` answers ``asked``: the same session, and another speaker."""
+    if reply is None or not same_session(asked, reply):
+        return False
+    asker, replier = speaker(asked), speaker(reply)
+    return asker is not None and replier is not None and asker != replier
+
+
+def is_question(query: str) -> bool:
+    """True when ``query`` is put as a question, not as words to look up."""
+    return bool(_QUESTION.search(query))
+
+
+def prefer_replies(rows: list[ScoredRow], query: str, weight: float) -> list[ScoredRow]:
+    """Multiply each memory that mostly asks, and whose reply is among ``rows``, by ``1 - weight`` and
+    re-sort (best first). ``weight`` 0, a query that is not a question, or a question in the first
+    person or about the assistant's words changes nothing."""
+    if weight <= 0 or not is_question(query) or role.asked_role(query) is not None:
+        return rows
+    memories = {int(item.row["id"]): item.row for item in rows if item.row["type"] == "memory"}
+    changed = False
+    for item in rows:
+        if item.row["type"] != "memory":
+            continue
+        reply = memories.get(int(item.row["id"]) + 1)
+        if _reply(item.row, reply) and asks(str(item.row.get("content") or "")):
+            item.factors[FACTOR] = 1.0 - weight
+            item.score *= 1.0 - weight
+            changed = True
+    if changed:
+        rows.sort(key=lambda item: item.sort_key())
+    return rows
