@@ -176,7 +176,8 @@ class Settings:
         "CPERSONA_REPLY_WEIGHT",
         0.5,  # LoCoMo 26 and 30 (0.1 to 0.7; ties 0.7, the milder ships), confirmed on 41 (docs/benchmarks.md)
         "a stored turn that mostly asks a question is scaled by 1 minus this when its reply is a candidate "
-        "too ([docs/retrieval.md](docs/retrieval.md#a-question-gives-way-to-its-reply)); `0`: off",
+        "too, and one that only speaks to the other person when the turn it reacts to is "
+        "([docs/retrieval.md](docs/retrieval.md#a-question-gives-way-to-its-reply)); `0`: off",
         minimum=0.0,
         maximum=0.9,
     )

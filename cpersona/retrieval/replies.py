@@ -13,12 +13,18 @@ and never move. A turn that tells news and then asks ("My son had
 an accident on our road trip, he's okay now. How was your week?") is mostly not a question and keeps
 its place, as does a question whose reply was not found.
 
+The same holds the other way round between people (turns labelled with names, not roles): a turn
+that only speaks to the other person ("That charity race sounds great, Mel! So proud of you!": "you",
+"your", and no "I", "my", "me") reacts to what the turn before it said, and gives way to it when both
+are candidates (factor ``ADDRESSES``). Not between a user and an assistant: an assistant's answer
+("You could try the noodle bar") speaks to the user and is the content itself.
+
 Only a query put as a question moves anything: a lookup by words ("pottery workshop") wants the rows
 that hold them, the asking row included. A question in the first person, or about what the assistant
 said (``role.asked_role``), is left alone too: in a user's history with an assistant, the user's own
 question ("I'm vegetarian, what should I cook tonight?") is often the very evidence such a question
-wants, and there the role rule orders the two sides. Chosen on LoCoMo's conversations 26 and 30, confirmed on 41 and on the long histories
-(docs/benchmarks.md#a-question-gives-way-to-its-reply).
+wants, and there the role rule orders the two sides. Chosen on LoCoMo's conversations 26 and 30,
+confirmed on 41 and on the long histories (docs/benchmarks.md#a-question-gives-way-to-its-reply).
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ from cpersona.retrieval.context import same_session
 if TYPE_CHECKING:
     from cpersona.retrieval.candidates import ScoredRow
 
-#: The factor name in ``match_reason.factors``.
+#: The factor names in ``match_reason.factors``: the row asks; the row only speaks to the other person.
 FACTOR = "asks"
+ADDRESSES = "addresses"
 #: Question sentences' share of a row's text at least, for the row to count as asking (chosen on
 #: LoCoMo 26 and 30 among 0.3 … 0.7).
 QUESTION_SHARE = 0.4
@@ -46,6 +53,8 @@ _LABEL = re.compile(
 )
 _SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+|[^.!?。！？]+$")
 _ASKS = ("?", "？")
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself|i'm|i've|i'll|i'd)\b", re.IGNORECASE)
 # A query that is a question: it ends with a question mark (or Japanese か), or opens with a question
 # word. A lookup by words ("pottery workshop") wants the rows that hold them, the asking row included.
 _QUESTION = re.compile(
@@ -60,12 +69,25 @@ def asks(text: str) -> bool:
     sentences make up at least ``QUESTION_SHARE`` of it."""
     if len(text) > MAX_TEXT_CHARS:
         return False
-    label = _LABEL.match(text[:140])
-    body = (text[label.end() :] if label else text).strip()
+    body = _body(text)
     if not body.endswith(_ASKS):
         return False
     asked = sum(len(s) for s in _SENTENCE.findall(body) if s.rstrip().endswith(_ASKS))
     return asked >= QUESTION_SHARE * len(body)
+
+
+def _body(text: str) -> str:
+    label = _LABEL.match(text[:140])
+    return (text[label.end() :] if label else text).strip()
+
+
+def addresses(text: str) -> bool:
+    """True when ``text`` (less its leading label) speaks to the other person only: "you" or "your",
+    and no "I", "my" or "me"."""
+    if len(text) > MAX_TEXT_CHARS:
+        return False
+    body = _body(text)
+    return bool(_SECOND_PERSON.search(body)) and not _FIRST_PERSON.search(body)
 
 
 def speaker(row: dict[str, Any]) -> str | None:
@@ -86,15 +108,31 @@ def _reply(asked: dict[str, Any], reply: dict[str, Any] | None) -> bool:
     return asker is not None and replier is not None and asker != replier
 
 
+def _between_people(earlier: dict[str, Any] | None, later: dict[str, Any]) -> bool:
+    """True when ``later`` replies to ``earlier`` and both name their speaker by a label, not a role."""
+    return (
+        earlier is not None
+        and role.row_role(earlier) is None
+        and role.row_role(later) is None
+        and (_reply(earlier, later))
+    )
+
+
+def _scale(item: ScoredRow, factor: str, weight: float) -> None:
+    item.factors[factor] = 1.0 - weight
+    item.score *= 1.0 - weight
+
+
 def is_question(query: str) -> bool:
     """True when ``query`` is put as a question, not as words to look up."""
     return bool(_QUESTION.search(query))
 
 
 def prefer_replies(rows: list[ScoredRow], query: str, weight: float) -> list[ScoredRow]:
-    """Multiply each memory that mostly asks, and whose reply is among ``rows``, by ``1 - weight`` and
-    re-sort (best first). ``weight`` 0, a query that is not a question, or a question in the first
-    person or about the assistant's words changes nothing."""
+    """Multiply each memory that mostly asks, and whose reply is among ``rows``, by ``1 - weight``; so
+    too each turn between people that only speaks to the other, when the turn it answers is among
+    ``rows``; re-sort (best first). ``weight`` 0, a query that is not a question, or a question in the
+    first person or about the assistant's words changes nothing."""
     if weight <= 0 or not is_question(query) or role.asked_role(query) is not None:
         return rows
     memories = {int(item.row["id"]): item.row for item in rows if item.row["type"] == "memory"}
@@ -102,10 +140,12 @@ def prefer_replies(rows: list[ScoredRow], query: str, weight: float) -> list[Sco
     for item in rows:
         if item.row["type"] != "memory":
             continue
-        reply = memories.get(int(item.row["id"]) + 1)
-        if _reply(item.row, reply) and asks(str(item.row.get("content") or "")):
-            item.factors[FACTOR] = 1.0 - weight
-            item.score *= 1.0 - weight
+        text = str(item.row.get("content") or "")
+        if _reply(item.row, memories.get(int(item.row["id"]) + 1)) and asks(text):
+            _scale(item, FACTOR, weight)
+            changed = True
+        if _between_people(memories.get(int(item.row["id"]) - 1), item.row) and addresses(text):
+            _scale(item, ADDRESSES, weight)
             changed = True
     if changed:
         rows.sort(key=lambda item: item.sort_key())

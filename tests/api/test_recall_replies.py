@@ -58,3 +58,29 @@ def test_weight_zero_turns_it_off(settings: Settings) -> None:
         _store(memory, "off")
         out = memory.recall("off", QUESTION, record=False)
     assert _best(out) == ASKS
+
+
+TOLD = (
+    "[25 May 2023] Melanie: Hey Caroline, since we last chatted a lot has happened to me. I ran a charity "
+    "race for mental health last Saturday; it made me think about taking care of myself."
+)
+REACTED = "[25 May 2023] Caroline: That charity race for mental health sounds great, Mel! So proud of you!"
+RACE = "When did Melanie run a charity race for mental health?"
+
+
+def _race(memory: Memory) -> dict:
+    for text in (*(t for t in FILLER if "charity" not in t), TOLD, REACTED):
+        memory.store("race", text, timestamp=WHEN)
+    return memory.recall("race", RACE, record=False)
+
+
+def test_a_reaction_gives_way_to_the_news_it_reacts_to(memory: Memory) -> None:
+    out = _race(memory)
+    assert _best(out) == TOLD
+    reacted = next(r for r in out["results"] if r["content"] == REACTED)
+    assert reacted["match_reason"]["factors"]["addresses"] == pytest.approx(0.5)
+
+
+def test_by_its_words_alone_the_reaction_comes_first(settings: Settings) -> None:
+    with Memory(settings.with_overrides(reply_weight=0.0), backend=NoEmbeddings()) as memory:
+        assert _best(_race(memory)) == REACTED

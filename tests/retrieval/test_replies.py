@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from cpersona.retrieval import fusion
 from cpersona.retrieval.candidates import Key, ScoredRow
-from cpersona.retrieval.replies import FACTOR, MAX_TEXT_CHARS, asks, is_question, prefer_replies
+from cpersona.retrieval.replies import (
+    ADDRESSES,
+    FACTOR,
+    MAX_TEXT_CHARS,
+    addresses,
+    asks,
+    is_question,
+    prefer_replies,
+)
 
 WHEN = "2023-05-08T13:56:00.000000Z"
 
@@ -58,6 +66,7 @@ def test_a_row_asks_when_it_ends_with_a_question_and_is_mostly_one(text: str, as
 @given(st.text(max_size=300))
 def test_any_text_is_read_without_error(text: str) -> None:
     assert asks(text) in (True, False)
+    assert addresses(text) in (True, False)
     assert is_question(text) in (True, False)
 
 
@@ -140,7 +149,11 @@ def test_roles_name_the_speakers_of_a_users_history() -> None:
 
 
 def test_the_turn_before_is_not_a_reply() -> None:
-    rows = [_row(8, 2.0, ASKING), _row(7, 1.5, REPLY)]
+    # "I" in it: the asking row does not only speak to the other, so only the rule for asking applies.
+    rows = [
+        _row(8, 2.0, "[8 May 2023] Melanie: I love it! What does it symbolize for you?"),
+        _row(7, 1.5, REPLY),
+    ]
     assert _ids(prefer_replies(rows, "What does Caroline's necklace symbolize?", 0.5)) == [8, 7]
 
 
@@ -149,3 +162,44 @@ def test_episodes_are_left_alone() -> None:
     episode.row["type"] = "episode"
     rows = [episode, _row(8, 1.5, REPLY)]
     assert _ids(prefer_replies(rows, "What does Caroline's necklace symbolize?", 0.5)) == [7, 8]
+
+
+@pytest.mark.parametrize(
+    ("text", "speaking_to"),
+    [
+        ("[25 May 2023] Caroline: That charity race sounds great, Mel! So proud of you!", True),
+        ("Jon: Congrats on the fashion editors reaching out, your hard work pays off.", True),
+        ("Caroline: That race sounds great, I'm proud of you!", False),  # "I'm": her own words too
+        ("Melanie: I ran a charity race for mental health last Saturday.", False),
+        ("Melanie: The race raised money for mental health.", False),
+    ],
+)
+def test_a_turn_speaks_to_the_other_person_when_it_says_you_and_never_i(text: str, speaking_to: bool) -> None:
+    assert addresses(text) is speaking_to
+
+
+TOLD = "[25 May 2023] Melanie: I ran a charity race for mental health last Saturday."
+REACTED = "[25 May 2023] Caroline: That charity race for mental health sounds great, Mel! So proud of you!"
+
+
+def test_a_reaction_gives_way_to_what_it_reacts_to() -> None:
+    rows = [_row(5, 2.0, REACTED), _row(4, 1.5, TOLD)]
+    out = prefer_replies(rows, "When did Melanie run a charity race?", 0.5)
+    assert _ids(out) == [4, 5]
+    assert out[1].factors == {ADDRESSES: pytest.approx(0.5)}
+
+
+@pytest.mark.parametrize(
+    ("told", "reacted"),
+    [
+        (
+            "user: I ran a charity race last Saturday.",
+            "assistant: That race sounds great, your effort counts!",
+        ),
+        (TOLD, "[25 May 2023] Melanie: And your race sounds great too!"),  # the same speaker
+        ("I ran a charity race last Saturday.", REACTED),  # a note that names no speaker
+    ],
+)
+def test_only_a_turn_between_people_after_another_speaker_gives_way(told: str, reacted: str) -> None:
+    rows = [_row(5, 2.0, reacted), _row(4, 1.5, told)]
+    assert _ids(prefer_replies(rows, "When did Melanie run a charity race?", 0.5)) == [5, 4]

@@ -1,5 +1,6 @@
-"""A stored turn that asks gives way to its reply (retrieval/replies.py), through real MCP clients over
-stdio and streamable HTTP; the turn that asked says why it fell."""
+"""A stored turn that asks gives way to its reply, and one that only speaks to the other person to the
+news it reacts to (retrieval/replies.py), through real MCP clients over stdio and streamable HTTP; the
+turn that fell says why."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ pytestmark = pytest.mark.slow
 
 WHEN = "2023-05-08T13:56:00Z"
 TURNS = (
+    "[8 May 2023] Melanie: Hey Caroline, a lot has happened to me. I ran a charity race for mental health "
+    "last Saturday; it made me think about taking care of myself.",
+    "[8 May 2023] Caroline: That charity race for mental health sounds great, Mel! So proud of you!",
     "[8 May 2023] Caroline: I went to a support group yesterday and it was powerful.",
-    "[8 May 2023] Melanie: I ran a charity race for mental health last Saturday.",
+    "[8 May 2023] Melanie: My kids loved the pottery workshop we did together.",
     "[8 May 2023] Caroline: I'm thinking of working in counseling next year.",
     "[8 May 2023] Melanie: That's a lovely necklace, Caroline! What does the necklace symbolize for you?",
     "[8 May 2023] Caroline: It symbolizes love and faith; my grandma gave me the necklace in Sweden.",
 )
+TOLD, REACTED = TURNS[0], TURNS[1]
 ASKS, REPLY = TURNS[-2], TURNS[-1]
 
 
@@ -41,3 +46,10 @@ def test_a_first_person_question_leaves_the_order_to_the_words(served: McpSessio
     out = served.call("recall", {"agent_id": "talk", "query": "What does my necklace symbolize?"})
     assert out["results"][-1]["content"] == ASKS
     assert all("asks" not in r["match_reason"]["factors"] for r in out["results"])
+
+
+def test_the_news_comes_before_the_reaction_to_it(served: McpSession) -> None:
+    out = served.call("recall", {"agent_id": "talk", "query": "When did Melanie run a charity race?"})
+    assert out["results"][-1]["content"] == TOLD
+    reacted = next(r for r in out["results"] if r["content"] == REACTED)
+    assert reacted["match_reason"]["factors"]["addresses"] == pytest.approx(0.5)
