@@ -53,6 +53,7 @@ _LABEL = re.compile(
 )
 _SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+|[^.!?。！？]+$")
 _ASKS = ("?", "？")
+_ROLES = (role.USER, role.ASSISTANT)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself|i'm|i've|i'll|i'd)\b", re.IGNORECASE)
 # A query that is a question: it ends with a question mark (or Japanese か), or opens with a question
@@ -67,11 +68,10 @@ _QUESTION = re.compile(
 def asks(text: str) -> bool:
     """True when ``text`` (less a transcript's leading label) ends with a question and question
     sentences make up at least ``QUESTION_SHARE`` of it."""
-    if len(text) > MAX_TEXT_CHARS:
+    # Most rows do not end with a question mark: that test comes first, before any regex.
+    if len(text) > MAX_TEXT_CHARS or not text.rstrip().endswith(_ASKS):
         return False
     body = _body(text)
-    if not body.endswith(_ASKS):
-        return False
     asked = sum(len(s) for s in _SENTENCE.findall(body) if s.rstrip().endswith(_ASKS))
     return asked >= QUESTION_SHARE * len(body)
 
@@ -84,7 +84,8 @@ def _body(text: str) -> str:
 def addresses(text: str) -> bool:
     """True when ``text`` (less its leading label) speaks to the other person only: "you" or "your",
     and no "I", "my" or "me"."""
-    if len(text) > MAX_TEXT_CHARS:
+    # Every second-person word holds "you": rows without it are passed over before any regex.
+    if len(text) > MAX_TEXT_CHARS or "you" not in text.lower():
         return False
     body = _body(text)
     return bool(_SECOND_PERSON.search(body)) and not _FIRST_PERSON.search(body)
@@ -100,22 +101,28 @@ def speaker(row: dict[str, Any]) -> str | None:
     return label.group(1).casefold() if label else None
 
 
-def _reply(asked: dict[str, Any], reply: dict[str, Any] | None) -> bool:
-    """True when ``reply`` answers ``asked``: the same session, and another speaker."""
-    if reply is None or not same_session(asked, reply):
-        return False
-    asker, replier = speaker(asked), speaker(reply)
-    return asker is not None and replier is not None and asker != replier
+class _Turns:
+    """The memories among one recall's rows by id, and who said each (read once per row)."""
 
+    def __init__(self, rows: list[ScoredRow]) -> None:
+        self.by_id = {int(item.row["id"]): item.row for item in rows if item.row["type"] == "memory"}
+        self._said: dict[int, str | None] = {}
 
-def _between_people(earlier: dict[str, Any] | None, later: dict[str, Any]) -> bool:
-    """True when ``later`` replies to ``earlier`` and both name their speaker by a label, not a role."""
-    return (
-        earlier is not None
-        and role.row_role(earlier) is None
-        and role.row_role(later) is None
-        and (_reply(earlier, later))
-    )
+    def said_by(self, row: dict[str, Any]) -> str | None:
+        rid = int(row["id"])
+        if rid not in self._said:
+            self._said[rid] = speaker(row)
+        return self._said[rid]
+
+    def replies(self, earlier: dict[str, Any], later: dict[str, Any], between_people: bool = False) -> bool:
+        """True when ``later`` answers ``earlier``: another speaker (with ``between_people``, both named
+        by a label, not a role), the same session."""
+        first, second = self.said_by(earlier), self.said_by(later)
+        if first is None or second is None or first == second:
+            return False
+        if between_people and (first in _ROLES or second in _ROLES):
+            return False
+        return same_session(earlier, later)
 
 
 def _scale(item: ScoredRow, factor: str, weight: float) -> None:
@@ -135,16 +142,19 @@ def prefer_replies(rows: list[ScoredRow], query: str, weight: float) -> list[Sco
     first person or about the assistant's words changes nothing."""
     if weight <= 0 or not is_question(query) or role.asked_role(query) is not None:
         return rows
-    memories = {int(item.row["id"]): item.row for item in rows if item.row["type"] == "memory"}
+    turns = _Turns(rows)
     changed = False
     for item in rows:
         if item.row["type"] != "memory":
             continue
+        # Cheapest first: a neighbour among the rows, then the text, then sessions and speakers.
         text = str(item.row.get("content") or "")
-        if _reply(item.row, memories.get(int(item.row["id"]) + 1)) and asks(text):
+        rid = int(item.row["id"])
+        later, earlier = turns.by_id.get(rid + 1), turns.by_id.get(rid - 1)
+        if later is not None and asks(text) and turns.replies(item.row, later):
             _scale(item, FACTOR, weight)
             changed = True
-        if _between_people(memories.get(int(item.row["id"]) - 1), item.row) and addresses(text):
+        if earlier is not None and addresses(text) and turns.replies(earlier, item.row, between_people=True):
             _scale(item, ADDRESSES, weight)
             changed = True
     if changed:

@@ -1,0 +1,104 @@
+"""What the conversation-turn rules (retrieval/replies.py) cost inside a real recall.
+
+    python benchmarks/research/replies_cost.py ../shared/data/locomo --models-dir DIR \
+        [--conversations 26] [--json out.json]
+
+Stores each LoCoMo conversation's turns (MiniLM, the production default path), then asks every
+question once while timing ``replies.prefer_replies`` where the pipeline calls it, and the whole
+recall around it. Prints p50 / p95 of both and the rows the rules read (the rows the gate kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import print_table, write_json  # noqa: E402
+from _locomo_data import Conversation, conversation_files  # noqa: E402
+
+from cpersona.config import Settings  # noqa: E402
+from cpersona.memory import Memory  # noqa: E402
+from cpersona.retrieval import pipeline  # noqa: E402
+from cpersona.retrieval.candidates import ScoredRow  # noqa: E402
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("data_dir", type=Path)
+    parser.add_argument("--models-dir", type=Path, required=True)
+    parser.add_argument("--model", default="all-minilm-l6-v2")
+    parser.add_argument("--conversations", nargs="*")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+
+    rule_s: list[float] = []
+    rows_read: list[int] = []
+    original = pipeline.replies.prefer_replies
+
+    def timed(rows: list[ScoredRow], query: str, weight: float) -> list[ScoredRow]:
+        start = time.perf_counter()
+        out = original(rows, query, weight)
+        rule_s.append(time.perf_counter() - start)
+        rows_read.append(len(rows))
+        return out
+
+    pipeline.replies.prefer_replies = timed  # type: ignore[assignment]
+    recall_s: list[float] = []
+    for path in conversation_files(args.data_dir, args.conversations):
+        data = Conversation.load(path)
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = Settings(
+                db_path=Path(tmp) / "locomo.db",
+                embedding_mode="onnx",
+                models_dir=args.models_dir,
+                embedding_model=args.model,
+                auto_calibrate=False,
+            )
+            with Memory(settings) as mem:
+                if not mem.wait_until_ready(300):
+                    raise SystemExit(f"model did not load: {mem.embedding_status()}")
+                mem.embeddings.settle_query_kernel()
+                for dia_id, content, stamp in data.turns():
+                    mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
+                for qa in data.questions():
+                    start = time.perf_counter()
+                    mem.recall("locomo", qa["question"], limit=10, record=False)
+                    recall_s.append(time.perf_counter() - start)
+    pipeline.replies.prefer_replies = original  # type: ignore[assignment]
+
+    table = {
+        "prefer_replies_us": {"p50": _quantile(rule_s, 0.5) * 1e6, "p95": _quantile(rule_s, 0.95) * 1e6},
+        "recall_ms": {"p50": _quantile(recall_s, 0.5) * 1e3, "p95": _quantile(recall_s, 0.95) * 1e3},
+        "rows_read": {"p50": _quantile(rows_read, 0.5), "p95": _quantile(rows_read, 0.95)},
+    }
+    print_table(
+        ["measure", "p50", "p95", "n"],
+        [
+            [
+                "the rules (µs)",
+                table["prefer_replies_us"]["p50"],
+                table["prefer_replies_us"]["p95"],
+                len(rule_s),
+            ],
+            ["whole recall (ms)", table["recall_ms"]["p50"], table["recall_ms"]["p95"], len(recall_s)],
+            ["rows read", table["rows_read"]["p50"], table["rows_read"]["p95"], len(rows_read)],
+        ],
+    )
+    write_json(args.json, {"benchmark": "replies_cost", **table})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
