@@ -18,18 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import print_table, write_json  # noqa: E402
+from _common import percentile, print_table, write_json  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import pipeline  # noqa: E402
 from cpersona.retrieval.candidates import ScoredRow  # noqa: E402
-
-
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
 def main() -> int:
@@ -79,9 +74,9 @@ def main() -> int:
     pipeline.replies.prefer_replies = original  # type: ignore[assignment]
 
     table = {
-        "prefer_replies_us": {"p50": _quantile(rule_s, 0.5) * 1e6, "p95": _quantile(rule_s, 0.95) * 1e6},
-        "recall_ms": {"p50": _quantile(recall_s, 0.5) * 1e3, "p95": _quantile(recall_s, 0.95) * 1e3},
-        "rows_read": {"p50": _quantile(rows_read, 0.5), "p95": _quantile(rows_read, 0.95)},
+        "prefer_replies_us": {"p50": percentile(rule_s, 50) * 1e6, "p95": percentile(rule_s, 95) * 1e6},
+        "recall_ms": {"p50": percentile(recall_s, 50) * 1e3, "p95": percentile(recall_s, 95) * 1e3},
+        "rows_read": {"p50": percentile(rows_read, 50), "p95": percentile(rows_read, 95)},
     }
     print_table(
         ["measure", "p50", "p95", "n"],
