@@ -127,6 +127,28 @@ def keyword_only_memory(db_url: str | None = None, **settings: Any) -> Iterator[
             yield memory
 
 
+@contextmanager
+def model_memory(models_dir: Path, model: str, **settings: Any) -> Iterator[Any]:
+    """A ``Memory`` with the ONNX model loaded, on a fresh file in a temporary folder; extra settings
+    override the defaults (no background calibration: a script calibrates itself when it measures that)."""
+    from cpersona.config import Settings
+    from cpersona.memory import Memory
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Settings(
+            db_path=Path(tmp) / "memory.db",
+            embedding_mode="onnx",
+            models_dir=models_dir,
+            embedding_model=model,
+            auto_calibrate=False,
+            **settings,
+        )
+        with Memory(config) as memory:
+            if not memory.wait_until_ready(300):
+                raise SystemExit(f"model did not load: {memory.embedding_status()}")
+            yield memory
+
+
 def parse_overrides(text: str) -> dict[str, Any]:
     """'CPERSONA_X=v,CPERSONA_Y=w' → Settings field changes, read and checked like the environment."""
     from cpersona.config import settings_table

@@ -14,18 +14,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table  # noqa: E402
+from _common import model_memory, print_table  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 from locomo import session_cue  # noqa: E402
 
-from cpersona.config import Settings  # noqa: E402
-from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
 
 ARMS = ("none", "reader-off", "sure", "likely", "vague")
@@ -48,37 +45,27 @@ def main() -> int:
     args = parser.parse_args()
     data = Conversation.load(conversation_files(args.data_dir, [args.conversation])[0])
     samples: dict[str, list[float]] = {arm: [] for arm in ARMS}
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(
-            db_path=Path(tmp) / "m.db",
-            embedding_mode="onnx",
-            models_dir=args.models_dir,
-            embedding_model=args.model,
-            recent_recall_penalty=1.0,
-            auto_calibrate=False,
-        )
-        with Memory(settings) as mem:
-            if not mem.wait_until_ready(300):
-                raise SystemExit(f"model did not load: {mem.embedding_status()}")
-            for dia_id, content, stamp in data.turns():
-                mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
-            dates = data.session_dates()
-            pipelines = {
-                True: RecallPipeline(settings),
-                False: RecallPipeline(settings.with_overrides(query_dates=False)),
-            }
-            questions = [q for q in data.questions() if q.get("evidence")]
-            for round_no in range(args.rounds):
-                for index, qa in enumerate(questions):
-                    # Untimed first call: the query's embedding is cached after it, for every arm alike.
-                    mem.recall("locomo", qa["question"], limit=10, record=False)
-                    shift = (index + round_no) % len(ARMS)  # rotate the order: no arm always goes first
-                    for arm in ARMS[shift:] + ARMS[:shift]:
-                        mem.recaller.pipeline = pipelines[arm != "reader-off"]
-                        cue = session_cue(qa, dates, arm) if arm in ("sure", "likely", "vague") else None
-                        start = time.perf_counter()
-                        mem.recall("locomo", qa["question"], limit=10, record=False, time_cue=cue)
-                        samples[arm].append(time.perf_counter() - start)
+    with model_memory(args.models_dir, args.model, recent_recall_penalty=1.0) as mem:
+        settings = mem.settings
+        for dia_id, content, stamp in data.turns():
+            mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
+        dates = data.session_dates()
+        pipelines = {
+            True: RecallPipeline(settings),
+            False: RecallPipeline(settings.with_overrides(query_dates=False)),
+        }
+        questions = [q for q in data.questions() if q.get("evidence")]
+        for round_no in range(args.rounds):
+            for index, qa in enumerate(questions):
+                # Untimed first call: the query's embedding is cached after it, for every arm alike.
+                mem.recall("locomo", qa["question"], limit=10, record=False)
+                shift = (index + round_no) % len(ARMS)  # rotate the order: no arm always goes first
+                for arm in ARMS[shift:] + ARMS[:shift]:
+                    mem.recaller.pipeline = pipelines[arm != "reader-off"]
+                    cue = session_cue(qa, dates, arm) if arm in ("sure", "likely", "vague") else None
+                    start = time.perf_counter()
+                    mem.recall("locomo", qa["question"], limit=10, record=False, time_cue=cue)
+                    samples[arm].append(time.perf_counter() - start)
     base = statistics.median(samples["none"])
     print_table(
         ["arm", "p50 ms", "p95 ms", "p50 / none", "n"],

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import percentile, print_table, write_json  # noqa: E402
+from _common import model_memory, percentile, print_table, write_json  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 
-from cpersona.config import Settings  # noqa: E402
-from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import pipeline  # noqa: E402
 from cpersona.retrieval.candidates import ScoredRow  # noqa: E402
 
@@ -53,24 +50,14 @@ def main() -> int:
     recall_s: list[float] = []
     for path in conversation_files(args.data_dir, args.conversations):
         data = Conversation.load(path)
-        with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(
-                db_path=Path(tmp) / "locomo.db",
-                embedding_mode="onnx",
-                models_dir=args.models_dir,
-                embedding_model=args.model,
-                auto_calibrate=False,
-            )
-            with Memory(settings) as mem:
-                if not mem.wait_until_ready(300):
-                    raise SystemExit(f"model did not load: {mem.embedding_status()}")
-                mem.embeddings.settle_query_kernel()
-                for dia_id, content, stamp in data.turns():
-                    mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
-                for qa in data.questions():
-                    start = time.perf_counter()
-                    mem.recall("locomo", qa["question"], limit=10, record=False)
-                    recall_s.append(time.perf_counter() - start)
+        with model_memory(args.models_dir, args.model) as mem:
+            mem.embeddings.settle_query_kernel()
+            for dia_id, content, stamp in data.turns():
+                mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
+            for qa in data.questions():
+                start = time.perf_counter()
+                mem.recall("locomo", qa["question"], limit=10, record=False)
+                recall_s.append(time.perf_counter() - start)
     pipeline.replies.prefer_replies = original  # type: ignore[assignment]
 
     table = {

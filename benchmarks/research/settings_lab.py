@@ -16,19 +16,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import print_table  # noqa: E402
+from _common import model_memory, print_table  # noqa: E402
 from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
 
-from cpersona.config import Settings  # noqa: E402
-from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 
@@ -76,45 +73,35 @@ def main() -> int:
     empties: dict[str, int] = defaultdict(int)
     for path in files:
         data = Conversation.load(path)
-        with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(
-                db_path=Path(tmp) / "lab.db",
-                embedding_mode="onnx",
-                models_dir=args.models_dir,
-                embedding_model=args.model,
-                recent_recall_penalty=1.0,
-                auto_calibrate=False,
-                embed_query_kernel=os.environ.get("LAB_KERNEL", "exact"),  # type: ignore[arg-type]
-            )
-            with Memory(settings) as mem:
-                if not mem.wait_until_ready(300):
-                    raise SystemExit(f"model did not load: {mem.embedding_status()}")
-                for dia_id, content, stamp in data.turns():
-                    mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
-                rows = mem.storage.session().memories.list_recent(Scope("locomo"), 10**9)
-                id_to_dia = {r["id"]: r["msg_id"] for r in rows}
-                if args.gate:
-                    mem.calibrate_threshold("locomo")
-                for name, overrides in variants:
-                    arm = settings.with_overrides(**overrides)
-                    gate = mem.calibration.gate() if args.gate else None
-                    mem.recaller.pipeline = RecallPipeline(arm, gate=gate)
-                    mem.recaller.settings = arm
-                    for number, qa in enumerate(data.questions()):
-                        evidence = [e for e in qa.get("evidence", []) if e]
-                        if not evidence:
-                            continue
-                        results = mem.recall("locomo", qa["question"], limit=LIMIT, record=args.record)[
-                            "results"
-                        ]
-                        ranked = [
-                            id_to_dia.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"
-                        ]
-                        key = (f"{path.stem}/{number}", int(qa["category"]))
-                        categories[key] = int(qa["category"])
-                        scores[name][key] = score_question(ranked, evidence)
-                        if not ranked and int(qa["category"]) != 5:
-                            empties[name] += 1
+        with model_memory(
+            args.models_dir,
+            args.model,
+            recent_recall_penalty=1.0,
+            embed_query_kernel=os.environ.get("LAB_KERNEL", "exact"),
+        ) as mem:
+            settings = mem.settings
+            for dia_id, content, stamp in data.turns():
+                mem.store("locomo", content, msg_id=dia_id, timestamp=stamp)
+            rows = mem.storage.session().memories.list_recent(Scope("locomo"), 10**9)
+            id_to_dia = {r["id"]: r["msg_id"] for r in rows}
+            if args.gate:
+                mem.calibrate_threshold("locomo")
+            for name, overrides in variants:
+                arm = settings.with_overrides(**overrides)
+                gate = mem.calibration.gate() if args.gate else None
+                mem.recaller.pipeline = RecallPipeline(arm, gate=gate)
+                mem.recaller.settings = arm
+                for number, qa in enumerate(data.questions()):
+                    evidence = [e for e in qa.get("evidence", []) if e]
+                    if not evidence:
+                        continue
+                    results = mem.recall("locomo", qa["question"], limit=LIMIT, record=args.record)["results"]
+                    ranked = [id_to_dia.get(r["id"], "") for r in reversed(results) if r["type"] == "memory"]
+                    key = (f"{path.stem}/{number}", int(qa["category"]))
+                    categories[key] = int(qa["category"])
+                    scores[name][key] = score_question(ranked, evidence)
+                    if not ranked and int(qa["category"]) != 5:
+                        empties[name] += 1
     base = variants[0][0]
     table = []
     for name, _ in variants:
