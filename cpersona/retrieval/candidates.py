@@ -113,6 +113,12 @@ class ScoredRow:
         """The candidate's kind and id."""
         return self.fused.key
 
+    def scale(self, name: str, factor: float) -> None:
+        """Apply a factor after fusion: the score is multiplied by it and ``factors`` records it, so
+        ``match_reason`` shows what the score is made of."""
+        self.factors[name] = factor
+        self.score *= factor
+
     def sort_key(self) -> tuple[float, int, int]:
         # Stable tie-break: memories before episodes, then newer ids first.
         return (-self.score, 0 if self.row["type"] == MEMORY else 1, -int(self.row["id"]))

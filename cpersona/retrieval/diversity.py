@@ -121,8 +121,7 @@ def diversify(rows: list[ScoredRow], decay: float, free: int = 1) -> list[Scored
         seen[key] = ahead + 1
         if ahead >= free:
             factor = decay ** (ahead - free + 1)
-            item.factors[FACTOR] = factor
-            item.score *= factor
+            item.scale(FACTOR, factor)
             changed = True
     if changed:
         rows.sort(key=lambda item: item.sort_key())

@@ -372,8 +372,7 @@ class RecallPipeline:
         for item in kept:
             factor = cue.factor(row_time(item.row))
             if factor != 1.0:
-                item.factors[TIME_FACTOR] = factor
-                item.score *= factor
+                item.scale(TIME_FACTOR, factor)
                 boosted += 1
         kept.sort(key=ScoredRow.sort_key)
         returned = kept[:limit]

@@ -76,8 +76,7 @@ def prefer_newest(rows: list[ScoredRow], query: str, weight: float, margin: floa
         if seconds is None or rank[seconds] == 0:
             continue
         factor = 1.0 - weight * rank[seconds] / span
-        item.factors[FACTOR] = factor
-        item.score *= factor
+        item.scale(FACTOR, factor)
     rows.sort(key=lambda item: item.sort_key())
     if margin > 0:
         _newest_among_equals(rows, times, margin)

@@ -55,7 +55,6 @@ _SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+|[^.!?。！？]+$")
 _ASKS = ("?", "？")
 _ROLES = (role.USER, role.ASSISTANT)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd)\b", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself|i'm|i've|i'll|i'd)\b", re.IGNORECASE)
 # A query that is a question: it ends with a question mark (or Japanese か), or opens with a question
 # word. A lookup by words ("pottery workshop") wants the rows that hold them, the asking row included.
 _QUESTION = re.compile(
@@ -88,7 +87,7 @@ def addresses(text: str) -> bool:
     if len(text) > MAX_TEXT_CHARS or "you" not in text.lower():
         return False
     body = _body(text)
-    return bool(_SECOND_PERSON.search(body)) and not _FIRST_PERSON.search(body)
+    return bool(_SECOND_PERSON.search(body)) and not role.FIRST_PERSON.search(body)
 
 
 def speaker(row: dict[str, Any]) -> str | None:
@@ -125,11 +124,6 @@ class _Turns:
         return same_session(earlier, later)
 
 
-def _scale(item: ScoredRow, factor: str, weight: float) -> None:
-    item.factors[factor] = 1.0 - weight
-    item.score *= 1.0 - weight
-
-
 def is_question(query: str) -> bool:
     """True when ``query`` is put as a question, not as words to look up."""
     return bool(_QUESTION.search(query))
@@ -152,10 +146,10 @@ def prefer_replies(rows: list[ScoredRow], query: str, weight: float) -> list[Sco
         rid = int(item.row["id"])
         later, earlier = turns.by_id.get(rid + 1), turns.by_id.get(rid - 1)
         if later is not None and asks(text) and turns.replies(item.row, later):
-            _scale(item, FACTOR, weight)
+            item.scale(FACTOR, 1.0 - weight)
             changed = True
         if earlier is not None and addresses(text) and turns.replies(earlier, item.row, between_people=True):
-            _scale(item, ADDRESSES, weight)
+            item.scale(ADDRESSES, 1.0 - weight)
             changed = True
     if changed:
         rows.sort(key=lambda item: item.sort_key())

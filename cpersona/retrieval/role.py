@@ -28,7 +28,8 @@ FACTOR = "role"
 USER = "user"
 ASSISTANT = "assistant"
 
-_FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
+#: First-person words (the user speaking of themselves; replies.py reads them too).
+FIRST_PERSON = re.compile(r"\b(?:i|my|me|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
 _ASSISTANT_SAID = re.compile(
     r"\byou (?:said|told|mentioned|recommended|suggested|gave|listed|wrote|shared|provided|explained|"
     r"described|offered|came up with)\b|\bdid you\b|\baccording to you\b|"
@@ -43,7 +44,7 @@ def asked_role(query: str) -> str | None:
     when it speaks in the first person otherwise, None when it names neither."""
     if _ASSISTANT_SAID.search(query):
         return ASSISTANT
-    if _FIRST_PERSON.search(query):
+    if FIRST_PERSON.search(query):
         return USER
     return None
 
@@ -71,8 +72,7 @@ def prefer_role(rows: list[ScoredRow], query: str, weight: float) -> list[Scored
             continue
         role = row_role(item.row)
         if role is not None and role != wanted:
-            item.factors[FACTOR] = 1.0 - weight
-            item.score *= 1.0 - weight
+            item.scale(FACTOR, 1.0 - weight)
             changed = True
     if changed:
         rows.sort(key=lambda item: item.sort_key())
