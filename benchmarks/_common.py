@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import re
@@ -168,3 +169,14 @@ def git(git_dir: Path, *args: str) -> str:
     return subprocess.run(
         ["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True
     ).stdout
+
+
+def data_models_parser(doc: str | None, model: bool = True) -> argparse.ArgumentParser:
+    """The arguments every LoCoMo-driven script starts with: the data folder, ``--models-dir`` and (with
+    ``model``) ``--model``; the script adds its own after them. ``doc`` is its module docstring."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir", type=Path)
+    parser.add_argument("--models-dir", type=Path, required=True)
+    if model:
+        parser.add_argument("--model", default="all-minilm-l6-v2")
+    return parser

@@ -23,7 +23,6 @@ Rows are mapped back to dia_ids by the ``id`` each ``store`` returned. No assert
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -36,7 +35,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
-from _common import print_table, write_json  # noqa: E402
+from _common import data_models_parser, print_table, write_json  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 from _locomo_gate import stats  # noqa: E402
 from _retrieval_metrics import LIMIT, score_question  # noqa: E402
@@ -153,11 +152,7 @@ def _row(name: str, phase: str, entry: dict[str, Any]) -> list[Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--models-dir", type=Path, required=True)
+    parser = data_models_parser(__doc__, model=False)
     parser.add_argument("--conversations", nargs="*")
     parser.add_argument(
         "--settle-wait", type=float, default=300.0, help="seconds to wait for self-calibration"

@@ -11,7 +11,6 @@ embedding fall on all arms alike. Prints p50 / p95 wall time per arm (ms) and th
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import model_memory, print_table  # noqa: E402
+from _common import data_models_parser, model_memory, print_table  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 from locomo import session_cue  # noqa: E402
 
@@ -34,12 +33,7 @@ def pct(samples: list[float], q: float) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--models-dir", type=Path, required=True)
-    parser.add_argument("--model", default="all-minilm-l6-v2")
+    parser = data_models_parser(__doc__)
     parser.add_argument("--conversation", default="41")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()

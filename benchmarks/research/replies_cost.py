@@ -10,14 +10,13 @@ recall around it. Prints p50 / p95 of both and the rows the rules read (the rows
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import model_memory, percentile, print_table, write_json  # noqa: E402
+from _common import data_models_parser, model_memory, percentile, print_table, write_json  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 
 from cpersona.retrieval import pipeline  # noqa: E402
@@ -25,12 +24,7 @@ from cpersona.retrieval.candidates import ScoredRow  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--models-dir", type=Path, required=True)
-    parser.add_argument("--model", default="all-minilm-l6-v2")
+    parser = data_models_parser(__doc__)
     parser.add_argument("--conversations", nargs="*")
     parser.add_argument("--json")
     args = parser.parse_args()

@@ -13,7 +13,6 @@ made on some conversations and confirmed on the others.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections import defaultdict
@@ -22,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import model_memory, print_table  # noqa: E402
+from _common import data_models_parser, model_memory, print_table  # noqa: E402
 from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
 
@@ -51,12 +50,7 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--models-dir", type=Path, required=True)
-    parser.add_argument("--model", default="all-minilm-l6-v2")
+    parser = data_models_parser(__doc__)
     parser.add_argument("--conversations", nargs="*", default=None)
     parser.add_argument("--variant", action="append", default=[], help="name:key=value,...")
     parser.add_argument("--gate", action="store_true", help="calibrate and run the production gate")

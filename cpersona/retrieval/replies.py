@@ -47,7 +47,9 @@ QUESTION_SHARE = 0.4
 #: Characters of a row read (a long record is not a conversational question).
 MAX_TEXT_CHARS = 2_000
 
-# A transcript's leading label: "[8 May 2023] Caroline: ", "user: ", "Jon Smith: ".
+# A transcript's leading label: "[8 May 2023] Caroline: ", "user: ", "Jon Smith: ", "メラニー：". Not
+# entities.py's label reader: that one finds the names a corpus is full of, so it takes Title-case words
+# only ("Note: …" and roles are no names); here any speaker counts, roles and scripts without case included.
 _LABEL = re.compile(
     r"\s*(?:\[[^\]]{0,80}\]\s*)?([^\W\d_][\w'.-]{0,30}(?: [^\W\d_][\w'.-]{0,30})?)\s*(?::\s|：\s*)"
 )
