@@ -12,7 +12,9 @@ independent session; ``--recent-recall-penalty 0.7`` restores it):
   self-calibration on, as shipped; the background worker calibrates when it sees fit. After the last
   turn the run waits until the worker is idle (a person takes seconds between storing and asking),
   then asks every real question (categories 1-4 with evidence) and every question of the OTHER
-  conversations in the data dir (negatives: nothing here answers them) with ``recall(limit=10)``.
+  conversations in the data dir (negatives: nothing here answers them), and the next conversation's
+  questions with its speakers renamed to this one's (renamed: as in benchmarks/locomo.py) with
+  ``recall(limit=10)``.
 - **no self-calibration**: the same with ``CPERSONA_AUTO_CALIBRATE=false`` (the heuristic gate).
 - **factor F (schedule)**: the gate of the last calibration the schedule of growth factor F (first at
   10 rows, then each time the agent has F times its last size) makes at or before this conversation's
@@ -22,7 +24,7 @@ independent session; ``--recent-recall-penalty 0.7`` restores it):
   Both are measured on the auto-off run by calibrating at those sizes as the turns arrive.
 - **explicit at end**: one ``calibrate_threshold`` after the last turn (the reference).
 
-Reported: recall@10, NDCG@10, real questions answered empty, negatives answered empty, the gate
+Reported: recall@10, NDCG@10, real questions answered empty, negatives and renamed answered empty, the gate
 threshold in force, and per factor how many calibrations the schedule makes and what they cost.
 
 Cost (``--cost N ...``): a database of N memories (LoCoMo-derived texts with random unit vectors,
@@ -35,7 +37,6 @@ self-calibration on and off.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -48,10 +49,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
+from _locomo_data import Conversation, conversation_files  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
 from latency import AGENT as FILLED_AGENT  # noqa: E402
 from latency import corpus, fill  # noqa: E402
-from locomo import conversation_files, turns  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
@@ -86,8 +87,8 @@ def settings_for(tmp: Path, models_dir: Path, penalty: float, **extra: Any) -> S
     )
 
 
-def ask(mem: Memory, real: list[dict[str, Any]], negatives: list[dict[str, Any]]) -> dict[str, Any]:
-    """Recall every question; metrics of the real ones, empty share of the negatives, the gate seen."""
+def ask(mem: Memory, real: list[dict[str, Any]], negatives: list[str], renamed: list[str]) -> dict[str, Any]:
+    """Recall every question; metrics of the real ones, empty shares of the negatives, the gate seen."""
     rows = mem.storage.session().memories.list_recent(Scope(AGENT), 10**9)
     dia = {r["id"]: r["msg_id"] for r in rows}
     scored, thresholds, kinds = [], [], set()
@@ -97,28 +98,32 @@ def ask(mem: Memory, real: list[dict[str, Any]], negatives: list[dict[str, Any]]
         kinds.add(out["gate"]["kind"])
         ranked = [dia.get(r["id"], "") for r in reversed(out["results"]) if r["type"] == "memory"]
         scored.append(score_question(ranked, [e for e in qa["evidence"] if e]))
-    empty = []
-    for qa in negatives:
-        out = mem.recall(AGENT, qa["question"], limit=LIMIT)
-        empty.append(1.0 if not [r for r in out["results"] if r["type"] != "profile"] else 0.0)
+
+    def empty(questions: list[str]) -> list[float]:
+        answers = [mem.recall(AGENT, q, limit=LIMIT)["results"] for q in questions]
+        return [1.0 if not [r for r in rows if r["type"] != "profile"] else 0.0 for rows in answers]
+
+    negative, renamed_empty = empty(negatives), empty(renamed)
     n = len(scored) or 1
     return {
         "recall@10": sum(s["recall@10"] for s in scored) / n,
         "ndcg@10": sum(s["ndcg@10"] for s in scored) / n,
         "real_empty": sum(s["empty"] for s in scored) / n,
-        "negative_empty": sum(empty) / (len(empty) or 1),
+        "negative_empty": sum(negative) / (len(negative) or 1),
+        "renamed_empty": sum(renamed_empty) / (len(renamed_empty) or 1),
         "threshold": thresholds[0] if thresholds else None,
         "gate": "/".join(sorted(kinds)),
         "n_real": len(scored),
-        "n_negative": len(empty),
+        "n_negative": len(negative),
+        "n_renamed": len(renamed_empty),
     }
 
 
-def ingest(mem: Memory, conversation: dict[str, Any], on_count: Any = None) -> float:
+def ingest(mem: Memory, conversation: Conversation, on_count: Any = None) -> float:
     """Store every turn one by one; seconds taken. ``on_count(n)`` after each stored turn."""
     started = time.perf_counter()
     stored = 0
-    for dia_id, content, stamp in turns(conversation):
+    for dia_id, content, stamp in conversation.turns():
         if mem.store(AGENT, content, msg_id=dia_id, timestamp=stamp)["result"] == "stored":
             stored += 1
             if on_count is not None:
@@ -127,12 +132,16 @@ def ingest(mem: Memory, conversation: dict[str, Any], on_count: Any = None) -> f
 
 
 def run_conversation(
-    path: Path, others: list[dict[str, Any]], models_dir: Path, factors: list[float], penalty: float
+    conversation: Conversation,
+    others: list[Conversation],
+    renamed_from: Conversation,
+    models_dir: Path,
+    factors: list[float],
+    penalty: float,
 ) -> dict[str, Any]:
-    data = json.loads(path.read_text())
-    conversation = data.get("conversation", data)
-    real = [q for q in data["qa"] if int(q["category"]) != 5 and any(q.get("evidence", []))]
-    negatives = [q for other in others for q in other["qa"] if int(q["category"]) != 5]
+    real = conversation.real()
+    negatives = [q for other in others for q in other.negatives_for(conversation)]
+    renamed = renamed_from.renamed_negatives_for(conversation)
     arms: dict[str, Any] = {}
     # 1. The default path: self-calibration as shipped.
     with tempfile.TemporaryDirectory() as tmp, Memory(settings_for(Path(tmp), models_dir, penalty)) as mem:
@@ -152,7 +161,7 @@ def run_conversation(
         waited = time.perf_counter()
         mem.self_calibration.wait_idle(120)
         arms["self-calibration (default)"] = {
-            **ask(mem, real, negatives),
+            **ask(mem, real, negatives, renamed),
             "calibrations": len(log),
             "calibrated_at_rows": [c["rows"] for c in log],
             "calibration_seconds": round(sum(c["seconds"] for c in log), 3),
@@ -163,7 +172,7 @@ def run_conversation(
     settings = settings_for(Path(tempfile.mkdtemp()), models_dir, penalty, auto_calibrate=False)
     with Memory(settings) as mem:
         mem.wait_until_ready(300)
-        final = sum(1 for _ in turns(conversation))
+        final = len(conversation.turns())
         worst = {f: max(MIN_ROWS, math.floor(final / f) + 1) for f in factors}
         sizes = sorted({s for f in factors for s in schedule(f, final)} | set(worst.values()))
         snapshots: dict[int, dict[str, Any]] = {}
@@ -183,13 +192,13 @@ def run_conversation(
                 MEMORIES, mem.embeddings.model_id, mem.embeddings.dimension
             )
         final = rows.get(AGENT, 0)
-        arms["no self-calibration"] = ask(mem, real, negatives)
+        arms["no self-calibration"] = ask(mem, real, negatives, renamed)
         for factor in factors:
             planned = [s for s in schedule(factor, final) if s in snapshots]
             last = planned[-1]
             mem.calibration.states.modify(AGENT, lambda _e, entry=snapshots[last]: entry)
             arms[f"factor {factor:g} (schedule)"] = {
-                **ask(mem, real, negatives),
+                **ask(mem, real, negatives, renamed),
                 "calibrations": len(planned),
                 "last_calibrated_rows": last,
                 "calibration_seconds": round(sum(cost[s] for s in planned), 3),
@@ -197,25 +206,28 @@ def run_conversation(
             if worst[factor] in snapshots:
                 mem.calibration.states.modify(AGENT, lambda _e, entry=snapshots[worst[factor]]: entry)
                 arms[f"factor {factor:g} (worst)"] = {
-                    **ask(mem, real, negatives),
+                    **ask(mem, real, negatives, renamed),
                     "last_calibrated_rows": worst[factor],
                 }
         out = mem.calibrate_threshold(AGENT)
-        arms["explicit at end"] = {**ask(mem, real, negatives), "calibrated_rows": out["rows"]}
+        arms["explicit at end"] = {**ask(mem, real, negatives, renamed), "calibrated_rows": out["rows"]}
     return {"rows": final, "arms": arms}
 
 
 def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
     files = conversation_files(args.data_dir, args.conversations)
     every = sorted(args.data_dir.glob("*.json"))
-    datasets = {p.stem: json.loads(p.read_text()) for p in every}
+    datasets = {p.stem: Conversation.load(p) for p in every}
+    names = list(datasets)
     report: dict[str, Any] = {"factors": args.factors, "growth_factor": self_calibration.GROWTH_FACTOR}
     per_conv = {}
     for path in files:
         others = [d for name, d in datasets.items() if name != path.stem]
+        # Renamed: the next conversation's questions (as benchmarks/locomo.py asks them).
+        renamed_from = datasets[names[(names.index(path.stem) + 1) % len(names)]]
         print(f"conversation {path.stem} ...", file=sys.stderr, flush=True)
         per_conv[path.stem] = run_conversation(
-            path, others, models_dir, args.factors, args.recent_recall_penalty
+            datasets[path.stem], others, renamed_from, models_dir, args.factors, args.recent_recall_penalty
         )
     report["conversations"] = per_conv
     arm_names = list(next(iter(per_conv.values()))["arms"])
@@ -231,6 +243,10 @@ def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
         overall[arm]["negative_empty"] = sum(
             r["negative_empty"] * w for r, w in zip(rows, negs, strict=True)
         ) / (sum(negs) or 1)
+        renamed_n = [r["n_renamed"] for r in rows]
+        overall[arm]["renamed_empty"] = sum(
+            r["renamed_empty"] * w for r, w in zip(rows, renamed_n, strict=True)
+        ) / (sum(renamed_n) or 1)
     report["overall"] = overall
     for name, conv in per_conv.items():
         print(f"\nconversation {name} ({conv['rows']} rows)")
@@ -241,6 +257,7 @@ def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
                 "NDCG@10",
                 "real empty",
                 "negatives empty",
+                "renamed empty",
                 "threshold",
                 "calibrations",
                 "cal s",
@@ -252,6 +269,7 @@ def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
                     a["ndcg@10"],
                     f"{a['real_empty']:.1%}",
                     f"{a['negative_empty']:.1%}",
+                    f"{a['renamed_empty']:.1%}",
                     "-" if a.get("threshold") is None else f"{a['threshold']:.3f}",
                     a.get("calibrations", "-"),
                     a.get("calibration_seconds", "-"),
@@ -261,9 +279,16 @@ def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
         )
     print("\noverall (weighted by questions)")
     print_table(
-        ["arm", "recall@10", "NDCG@10", "real empty", "negatives empty"],
+        ["arm", "recall@10", "NDCG@10", "real empty", "negatives empty", "renamed empty"],
         [
-            [arm, a["recall@10"], a["ndcg@10"], f"{a['real_empty']:.1%}", f"{a['negative_empty']:.1%}"]
+            [
+                arm,
+                a["recall@10"],
+                a["ndcg@10"],
+                f"{a['real_empty']:.1%}",
+                f"{a['negative_empty']:.1%}",
+                f"{a['renamed_empty']:.1%}",
+            ]
             for arm, a in overall.items()
         ],
     )

@@ -36,9 +36,10 @@ import numpy as np
 from cpersona.retrieval.entities import corpus_entities, mask
 from cpersona.retrieval.match_query import STOPWORDS, _stem
 
-#: How much a row's coverage of the query's words adds to its cosine (chosen on LoCoMo; see
-#: docs/research/held-out-2026-12.md for the curve and the rotation).
-WEIGHT = 1.0
+#: How much a row's coverage of the query's words adds to its cosine (chosen on LoCoMo 26 + 30 and
+#: confirmed on 41; see docs/research/held-out-2026-12.md for the curve and the rotation). A stored
+#: calibration keeps the weight its probes were measured with (``gate.weight``).
+WEIGHT = 1.25
 #: The evidence is taken over this many of the best fused candidates (a query's and a probe's alike):
 #: the row that is both close and covering ranks high in fusion, which weighs both.
 CANDIDATES = 30

@@ -102,7 +102,7 @@ def test_evidence_is_the_best_row_on_cosine_plus_coverage() -> None:
         "[9 July, 2023] Melanie: Great, I'll save you a seat.",  # only the masked name
     ]
     value, cover = ev.query_evidence(query, lexicon, [0.30, 0.55], rows)
-    assert cover > 0.5 and value == pytest.approx(0.30 + cover)
+    assert cover > 0.5 and value == pytest.approx(0.30 + ev.WEIGHT * cover)
     # with weight 0 the evidence is the top cosine
     assert ev.query_evidence(query, lexicon, [0.30, 0.55], rows, weight=0.0)[0] == pytest.approx(0.55)
     assert ev.query_evidence(query, lexicon, [], []) == (-math.inf, 0.0)
