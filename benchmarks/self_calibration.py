@@ -214,6 +214,12 @@ def run_conversation(
     return {"rows": final, "arms": arms}
 
 
+def quality_columns(arm: dict[str, Any]) -> list[Any]:
+    """recall@10, NDCG@10 and the three empty shares of one arm, as the tables print them."""
+    shares = (arm[key] for key in ("real_empty", "negative_empty", "renamed_empty"))
+    return [arm["recall@10"], arm["ndcg@10"], *(f"{share:.1%}" for share in shares)]
+
+
 def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
     files = conversation_files(args.data_dir, args.conversations)
     every = sorted(args.data_dir.glob("*.json"))
@@ -234,19 +240,14 @@ def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
     overall = {}
     for arm in arm_names:
         rows = [c["arms"][arm] for c in per_conv.values()]
-        weights = [r["n_real"] for r in rows]
-        negs = [r["n_negative"] for r in rows]
-        overall[arm] = {
-            key: sum(r[key] * w for r, w in zip(rows, weights, strict=True)) / (sum(weights) or 1)
-            for key in ("recall@10", "ndcg@10", "real_empty")
-        }
-        overall[arm]["negative_empty"] = sum(
-            r["negative_empty"] * w for r, w in zip(rows, negs, strict=True)
-        ) / (sum(negs) or 1)
-        renamed_n = [r["n_renamed"] for r in rows]
-        overall[arm]["renamed_empty"] = sum(
-            r["renamed_empty"] * w for r, w in zip(rows, renamed_n, strict=True)
-        ) / (sum(renamed_n) or 1)
+
+        def mean(key: str, count: str, rows: list[dict[str, Any]] = rows) -> float:
+            """``key`` over the conversations, weighted by how many questions (``count``) it is a share of."""
+            return sum(r[key] * r[count] for r in rows) / (sum(r[count] for r in rows) or 1)
+
+        overall[arm] = {key: mean(key, "n_real") for key in ("recall@10", "ndcg@10", "real_empty")}
+        overall[arm]["negative_empty"] = mean("negative_empty", "n_negative")
+        overall[arm]["renamed_empty"] = mean("renamed_empty", "n_renamed")
     report["overall"] = overall
     for name, conv in per_conv.items():
         print(f"\nconversation {name} ({conv['rows']} rows)")
@@ -265,11 +266,7 @@ def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
             [
                 [
                     arm,
-                    a["recall@10"],
-                    a["ndcg@10"],
-                    f"{a['real_empty']:.1%}",
-                    f"{a['negative_empty']:.1%}",
-                    f"{a['renamed_empty']:.1%}",
+                    *quality_columns(a),
                     "-" if a.get("threshold") is None else f"{a['threshold']:.3f}",
                     a.get("calibrations", "-"),
                     a.get("calibration_seconds", "-"),
@@ -280,17 +277,7 @@ def quality(args: argparse.Namespace, models_dir: Path) -> dict[str, Any]:
     print("\noverall (weighted by questions)")
     print_table(
         ["arm", "recall@10", "NDCG@10", "real empty", "negatives empty", "renamed empty"],
-        [
-            [
-                arm,
-                a["recall@10"],
-                a["ndcg@10"],
-                f"{a['real_empty']:.1%}",
-                f"{a['negative_empty']:.1%}",
-                f"{a['renamed_empty']:.1%}",
-            ]
-            for arm, a in overall.items()
-        ],
+        [[arm, *quality_columns(a)] for arm, a in overall.items()],
     )
     return report
 

@@ -28,18 +28,16 @@ import argparse
 import json
 import math
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import model_memory  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 
 import cpersona  # noqa: E402
-from cpersona.config import Settings  # noqa: E402
 from cpersona.core.text import utc_now  # noqa: E402
-from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 
@@ -75,45 +73,33 @@ def dump(data_dir: Path, models_dir: Path, model: str, names: list[str] | None) 
     out: dict[str, Any] = {}
     for path in conversation_files(data_dir, names):
         data = Conversation.load(path)
-        with tempfile.TemporaryDirectory() as tmp:
-            settings = Settings(
-                db_path=Path(tmp) / "answers.db",
-                embedding_mode="onnx",
-                models_dir=models_dir,
-                embedding_model=model,
-                auto_calibrate=False,  # no background calibration: the gate stays as shipped
-                # The float32 query graph: "auto" picks the int8 copy when a timing check at load says it
-                # is faster, so on a loaded machine two runs of the same code can embed queries differently.
-                embed_query_kernel="exact",
-            )
-            with Memory(settings, self_calibration=False) as mem:
-                if not mem.wait_until_ready(300):
-                    raise SystemExit(f"model did not load: {mem.embedding_status()}")
-                for dia_id, content, stamp in data.turns():
-                    mem.store(AGENT, content, msg_id=dia_id, timestamp=stamp)
-                shipped = mem.recaller.pipeline
-                recorder = RecordingGate(shipped.gate)
-                mem.recaller.pipeline = RecallPipeline(shipped.settings, gate=recorder)
-                for number, qa in enumerate(data.questions()):
-                    question = str(qa["question"])
-                    full = mem.recall(AGENT, question, limit=LIMIT, record=False, trace=True)
-                    rows = list(reversed(full["results"]))
-                    default = answer(rows, full["gate"], recorder.seen)
-                    default.update(
-                        explanation=full.get("explanation"), trace=full.get("trace"), search=full["search"]
-                    )
-                    recorder.seen = []
-                    request = RecallRequest(scope=Scope(AGENT), query=question, limit=LIMIT)
-                    with mem.recaller.store.recall_read() as session:
-                        outcome = mem.recaller.pipeline.run(
-                            session, request, query_vector=None, now=utc_now()
-                        )
-                    keyword = answer(outcome.rows, outcome.gate, recorder.seen)
-                    out[f"{path.stem}/{number}"] = {
-                        "question": question,
-                        "default": default,
-                        "keyword": keyword,
-                    }
+        # No background calibration (model_memory): the gate stays as shipped. The float32 query graph:
+        # "auto" picks the int8 copy when a timing check at load says it is faster, so on a loaded
+        # machine two runs of the same code can embed queries differently.
+        with model_memory(models_dir, model, embed_query_kernel="exact") as mem:
+            for dia_id, content, stamp in data.turns():
+                mem.store(AGENT, content, msg_id=dia_id, timestamp=stamp)
+            shipped = mem.recaller.pipeline
+            recorder = RecordingGate(shipped.gate)
+            mem.recaller.pipeline = RecallPipeline(shipped.settings, gate=recorder)
+            for number, qa in enumerate(data.questions()):
+                question = str(qa["question"])
+                full = mem.recall(AGENT, question, limit=LIMIT, record=False, trace=True)
+                rows = list(reversed(full["results"]))
+                default = answer(rows, full["gate"], recorder.seen)
+                default.update(
+                    explanation=full.get("explanation"), trace=full.get("trace"), search=full["search"]
+                )
+                recorder.seen = []
+                request = RecallRequest(scope=Scope(AGENT), query=question, limit=LIMIT)
+                with mem.recaller.store.recall_read() as session:
+                    outcome = mem.recaller.pipeline.run(session, request, query_vector=None, now=utc_now())
+                keyword = answer(outcome.rows, outcome.gate, recorder.seen)
+                out[f"{path.stem}/{number}"] = {
+                    "question": question,
+                    "default": default,
+                    "keyword": keyword,
+                }
         print(f"{path.stem}: {len(data.questions())} questions", file=sys.stderr)
     return out
 
