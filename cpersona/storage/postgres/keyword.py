@@ -20,7 +20,8 @@ the stem for the word channel); dl the row's length in tokens (characters - 2 fo
 distinct tokens for the word channel, where FTS5 counts words). Differences from FTS5,
 chosen for cost: N counts the rows in scope (kept by triggers, storage/postgres/counts.py;
 FTS5 counts the whole table), df counts matching rows in scope, and avgdl is the mean
-length of the matching rows (FTS5 keeps a running total of the whole table). As in
+length of the posted rows in scope (kept by the posting triggers, storage/postgres/lengths.py;
+FTS5 keeps a running total of the whole table). As in
 SQLite, a LIKE pass (score = terms contained) stands in for memories when no term has 3
 characters or nothing matched.
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpersona.storage.postgres.counts import rows_in_scope
+from cpersona.storage.postgres.lengths import mean_length_in_scope
 from cpersona.storage.postgres.postings import POSTED
 from cpersona.storage.postgres.sql import Executor, where
 from cpersona.storage.scope import Scope
@@ -63,6 +64,8 @@ class PostingsQuery:
             params = [*params, *source_params]
         self.scope_sql, self.scope_params = clause, list(params)
         self.total = rows_in_scope(table, scope)  # bm25's N (storage/postgres/counts.py)
+        # bm25's avgdl: the mean length of every posted row in scope (storage/postgres/lengths.py)
+        self.avgdl = mean_length_in_scope(table, self.dl, scope)
 
     # -- which tokens a term stands for ---------------------------------------------------------
 
@@ -129,10 +132,10 @@ class PostingsQuery:
             f"h AS (SELECT k.i, p.{self.rid} AS id, SUM(k.occ * p.n)::float8 AS tf, MAX(p.{self.dl})::float8 AS dl "
             f"FROM k JOIN {self.postings} p ON p.token = k.token AND {self.scope_sql} GROUP BY k.i, p.{self.rid}), "
             "s AS (SELECT h.*, COUNT(*) OVER (PARTITION BY h.i) AS df FROM h), "
-            "a AS (SELECT AVG(d.dl) AS avgdl FROM (SELECT DISTINCT id, dl FROM h) d), "
+            f"a AS (SELECT {self.avgdl[0]} AS avgdl), "
             f"n AS (SELECT {self.total[0]} AS total) "
             f"SELECT s.id, SUM({score}) AS score FROM s, a, n GROUP BY s.id ORDER BY score DESC, s.id DESC LIMIT %s",
-            [index, tokens, occurrences, *self.scope_params, *self.total[1], limit],
+            [index, tokens, occurrences, *self.scope_params, *self.avgdl[1], *self.total[1], limit],
         )
         return [(int(r["id"]), float(r["score"])) for r in rows]
 

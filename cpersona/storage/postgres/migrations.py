@@ -24,7 +24,12 @@ import psycopg
 from cpersona.core.text import format_ts, utc_now
 from cpersona.errors import DatabaseUnavailable, SchemaTooNew
 from cpersona.storage.postgres.counts import counts_migration_sql
-from cpersona.storage.postgres.postings import postings_migration_sql, postings_v7_sql, postings_v8_sql
+from cpersona.storage.postgres.postings import (
+    postings_migration_sql,
+    postings_v7_sql,
+    postings_v8_sql,
+    postings_v12_sql,
+)
 
 #: The advisory-lock key migrations serialise on (any constant; "cpersona" in ASCII).
 MIGRATION_LOCK = 0x63706572736F6E61
@@ -279,6 +284,9 @@ def migration_statements(migrations: tuple[Migration, ...] | None = None) -> lis
     ]
 
 
+# Version 12 (issue 32): the keyword channels' avgdl as FTS5 takes it (storage/postgres/lengths.py).
+_V12 = postings_v12_sql()
+
 # Version 11 (issue 39; 9 and 10 are another change's): retire and expiry, as SQLite's migration 9.
 _V11 = """
 ALTER TABLE memories ADD COLUMN retired_at TEXT;
@@ -331,6 +339,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         11,
         "retire and expiry: retired_at / retire_reason / expires_at, partial indexes of those rows",
         _script(_V11),
+    ),
+    Migration(
+        12,
+        "bm25's avgdl over every posted row in scope: posted lengths per scope kept by triggers",
+        _script(_V12),
     ),
 )
 

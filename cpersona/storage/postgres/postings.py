@@ -39,6 +39,9 @@ no writer ever waits for another on this index.
 
 from __future__ import annotations
 
+from cpersona.storage.postgres.counts import SETTLE_AT
+from cpersona.storage.postgres.lengths import LENGTH_TABLES, added_cte, lengths_tables_sql, removed_sql
+
 #: table -> (postings table, its id column, the searched text as SQL over a row, the columns it reads).
 POSTED = {
     "memories": ("memory_tokens", "memory_id", "{r}.content", "content"),
@@ -140,12 +143,14 @@ def postings_v7_sql() -> str:
     return _V7.strip()
 
 
-def _post(postings: str, rid: str, rows: str) -> str:
-    """SQL posting every row of ``rows`` (id, agent_id, project_id, channel, body) and adding new tokens."""
+def _post(postings: str, rid: str, rows: str, lengths: str | None = None) -> str:
+    """SQL posting every row of ``rows`` (id, agent_id, project_id, channel, body) and adding new tokens;
+    with ``lengths`` (the posted table's name, migration 12 on), adding their lengths per scope too."""
+    add_lengths = f"\n        {added_cte(lengths, 't')}," if lengths else ""
     return f"""WITH t AS MATERIALIZED (
             SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
                    cpersona_posted_tsv(r.body) AS tv
-            FROM ({rows}) r),
+            FROM ({rows}) r),{add_lengths}
         u AS MATERIALIZED (
             SELECT t.id, t.agent_id, t.project_id, t.channel, t.dl, length(t.tv) AS dw, x.lexeme AS token,
                    cardinality(x.positions) AS n
@@ -159,12 +164,18 @@ def _post(postings: str, rid: str, rows: str) -> str:
         SELECT token, agent_id, id, project_id, channel, n, dl, dw FROM u"""
 
 
-def _unpost(postings: str, rid: str, rows: str) -> str:
-    """SQL deleting the postings of every row of ``rows`` (id, agent_id, body as it was posted)."""
-    return f"""DELETE FROM {postings} p USING (
+def _unpost(postings: str, rid: str, rows: str, lengths: str | None = None) -> str:
+    """SQL deleting the postings of every row of ``rows`` (id, agent_id, body as it was posted); with
+    ``lengths`` (the posted table's name, migration 12 on), subtracting the lengths of the rows whose
+    postings it deleted (a row never posted, such as one still queued by an import, subtracts nothing)."""
+    delete = f"""DELETE FROM {postings} p USING (
             SELECT r.id, r.agent_id, x.lexeme AS token
             FROM ({rows}) r, unnest(cpersona_posted_tsv(r.body)) x) d
         WHERE p.token = d.token AND p.agent_id = d.agent_id AND p.{rid} = d.id"""
+    if not lengths:
+        return delete
+    returning = f"RETURNING p.{rid}, p.agent_id, p.project_id, p.channel, p.dl, p.dw"
+    return f"WITH gone AS ({delete} {returning})\n        {removed_sql(lengths, rid, 'gone')}"
 
 
 def postings_migration_sql() -> str:
@@ -267,6 +278,7 @@ def drain_sql() -> tuple[str, str]:
             SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
                    cpersona_posted_tsv(r.body) AS tv
             FROM ({rows}) r),
+        {added_cte("memories", "t")},
         p AS (
             INSERT INTO {postings}(token, agent_id, {rid}, project_id, channel, n, dl, dw)
             SELECT x.lexeme, t.agent_id, t.id, t.project_id, t.channel, cardinality(x.positions), t.dl,
@@ -278,3 +290,96 @@ def drain_sql() -> tuple[str, str]:
         FROM cpersona_drained_tokens w
         WHERE NOT EXISTS (SELECT 1 FROM keyword_vocab k WHERE k.token = w.token)"""
     return post, vocab
+
+
+# Migration 12: bm25's avgdl over every posted row in scope, as FTS5 takes it over its table, from lengths
+# kept per scope (``lengths.py``). The posting functions are the same statements with their lengths; the
+# new tables are backfilled from the postings while writers wait (the LOCK), so no row is posted by the old
+# functions after the backfill has read the postings.
+_V12_MEMORIES = """
+CREATE OR REPLACE FUNCTION cpersona_memories_posted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('{setting}', true) = 'on' THEN
+        INSERT INTO memory_unposted(memory_id) SELECT id FROM added;
+        RETURN NULL;
+    END IF;
+    {post_added};
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION cpersona_memories_reposted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM memory_unposted WHERE memory_id = OLD.id;
+    IF NOT FOUND THEN
+        {unpost_old};
+    END IF;
+    {post_new};
+    {settle_new};
+    RETURN NULL;
+END $$
+"""
+_V12_EPISODES = """
+CREATE OR REPLACE FUNCTION cpersona_episodes_posted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    {post_added};
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION cpersona_episodes_reposted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    {unpost_old};
+    {post_new};
+    {settle_new};
+    RETURN NULL;
+END $$
+"""
+_V12_BOTH = """
+CREATE OR REPLACE FUNCTION cpersona_{table}_unposted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    {unpost_removed};
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION cpersona_{table}_unposted_all() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    TRUNCATE {postings};
+    TRUNCATE {lengths};
+    RETURN NULL;
+END $$
+"""
+
+
+def postings_v12_sql() -> str:
+    """Migration 12: the length tables (``lengths.py``) and the posting functions that keep them."""
+    parts = [
+        "LOCK TABLE memories, episodes IN SHARE MODE",
+        lengths_tables_sql({table: (p, rid) for table, (p, rid, _text, _columns) in POSTED.items()}),
+    ]
+    for table, (postings, rid, text, _columns) in POSTED.items():
+
+        def row(record: str, text: str = text) -> str:
+            body = text.format(r=record)
+            return f"SELECT {record}.id, {record}.agent_id, {record}.project_id, {record}.channel, {body} AS body"
+
+        def rows(alias: str, source: str, text: str = text) -> str:
+            return f"{row(alias, text)} FROM {source}"
+
+        template = _V12_MEMORIES if table == "memories" else _V12_EPISODES
+        parts.append(
+            template.format(
+                setting=DEFER_SETTING,
+                post_added=_post(postings, rid, rows("a", "added a"), table),
+                unpost_old=_unpost(postings, rid, row("OLD"), table),
+                post_new=_post(postings, rid, row("NEW"), table),
+                # An edit adds two deltas and no row: it folds its key as often as an insert does (a
+                # move's old key is folded by the row counts' trigger, which settles both tables).
+                settle_new=f"IF random() < 1.0 / {SETTLE_AT} THEN PERFORM cpersona_settle_{LENGTH_TABLES[table]}"
+                "(NEW.agent_id, NEW.project_id, NEW.channel); END IF",
+            ).strip()
+        )
+        parts.append(
+            _V12_BOTH.format(
+                table=table,
+                postings=postings,
+                lengths=LENGTH_TABLES[table],
+                unpost_removed=_unpost(postings, rid, rows("d", "removed d"), table),
+            ).strip()
+        )
+    return ";\n".join(parts)

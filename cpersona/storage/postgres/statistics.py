@@ -22,7 +22,7 @@ from cpersona.storage.postgres.sql import Executor
 
 log = logging.getLogger(__name__)
 
-#: Every table a recall's statements read (rows, keyword postings and vocabulary, row counts).
+#: Every table a recall's statements read (rows, keyword postings and vocabulary, row counts and lengths).
 RECALL_TABLES = (
     "memories",
     "episodes",
@@ -31,6 +31,8 @@ RECALL_TABLES = (
     "keyword_vocab",
     "memory_counts",
     "episode_counts",
+    "memory_lengths",
+    "episode_lengths",
 )
 
 

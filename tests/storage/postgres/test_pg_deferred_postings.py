@@ -66,6 +66,13 @@ def _state(url: str) -> dict[str, Any]:
                 "GROUP BY 1 HAVING sum(rows) <> 0"
             ).fetchall()
         )
+        lengths = dict(
+            conn.execute(
+                "SELECT agent_id || '/' || project_id || '/' || channel, "
+                "ARRAY[sum(posted), sum(dl), sum(dw)]::bigint[] FROM memory_lengths GROUP BY 1 "
+                "HAVING sum(posted) <> 0 OR sum(dl) <> 0 OR sum(dw) <> 0"
+            ).fetchall()
+        )
         queued = conn.execute("SELECT count(*) FROM memory_unposted").fetchone()
         index = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [read_index_sql("memories")[0]]).fetchone()
     return {
@@ -73,6 +80,7 @@ def _state(url: str) -> dict[str, Any]:
         "orphans": orphans,
         "vocab": vocab,
         "counts": counts,
+        "lengths": lengths,
         "queued": queued,
         "index": index,
     }

@@ -2,10 +2,11 @@
 
 The triggers of PG migration 4 keep ``memory_tokens`` / ``episode_tokens`` (one posting per
 distinct token of a row), ``keyword_vocab`` and the per-scope row counts in the writers' own
-transactions (storage/postgres/postings.py, counts.py). After any sequence of stores, bulk
-imports, content edits, moves between agents and channels, deletes and truncation, the
-postings must equal the ones computed afresh from the rows, and the counts the rows per
-scope; nothing may wait for or deadlock with another writer.
+transactions (storage/postgres/postings.py, counts.py), and since migration 12 the posted
+lengths per scope (lengths.py). After any sequence of stores, bulk imports, content edits,
+moves between agents and channels, deletes and truncation, the postings must equal the ones
+computed afresh from the rows, the counts the rows per scope, and the lengths the rows per
+scope that hold a token; nothing may wait for or deadlock with another writer.
 """
 
 from __future__ import annotations
@@ -92,6 +93,22 @@ def _assert_consistent(store: PgStore) -> None:
                 f"EXCEPT SELECT agent_id, project_id, channel, count(*) FROM {table} GROUP BY 1, 2, 3"
             ).fetchall()
             assert rows == [] and back == [], (table, rows, back)
+        for table, lengths, text in (
+            ("memories", "memory_lengths", "s.content"),
+            ("episodes", "episode_lengths", "s.summary || ' ' || s.keywords"),
+        ):
+            fresh = (
+                "SELECT agent_id, project_id, channel, count(*) AS posted, "
+                f"sum(GREATEST(char_length({text}) - 2, 1)) AS dl, sum(length(cpersona_posted_tsv({text}))) AS dw "
+                f"FROM {table} s WHERE length(cpersona_posted_tsv({text})) > 0 GROUP BY 1, 2, 3"
+            )
+            kept = (
+                "SELECT agent_id, project_id, channel, sum(posted), sum(dl), sum(dw) "
+                f"FROM {lengths} GROUP BY 1, 2, 3 HAVING sum(posted) <> 0 OR sum(dl) <> 0 OR sum(dw) <> 0"
+            )
+            missing = conn.execute(f"({fresh}) EXCEPT ({kept})").fetchall()
+            extra = conn.execute(f"({kept}) EXCEPT ({fresh})").fetchall()
+            assert missing == [] and extra == [], (lengths, missing, extra)
 
 
 def _memory(agent: str, channel: str, text: str, msg_id: str = "") -> NewMemory:

@@ -73,7 +73,7 @@ def test_the_first_search_analyses_and_merges_once_per_process(loaded: str) -> N
     store = PgStore(loaded)
     try:
         ex = store.session().ex
-        assert {"memories", "memory_tokens", "keyword_vocab", "memory_counts"} <= set(
+        assert {"memories", "memory_tokens", "keyword_vocab", "memory_counts", "memory_lengths"} <= set(
             tables_without_statistics(ex)
         )
         assert _pending_pages(loaded) > 0
@@ -81,7 +81,12 @@ def test_the_first_search_analyses_and_merges_once_per_process(loaded: str) -> N
         with store.read() as session:
             assert session.vector_search.nearest("memories", query, Scope("a"), 5, window=None)
         # Only the tables without a row are left without statistics (ANALYZE writes none for them).
-        assert set(tables_without_statistics(ex)) == {"episodes", "episode_tokens", "episode_counts"}
+        assert set(tables_without_statistics(ex)) == {
+            "episodes",
+            "episode_tokens",
+            "episode_counts",
+            "episode_lengths",
+        }
         assert _pending_pages(loaded) == 0
         assert "keyword_vocab_trgm" in gin_indexes(ex)
         with psycopg.connect(loaded, autocommit=True) as conn:  # nothing analysed a second time
