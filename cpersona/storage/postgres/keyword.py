@@ -17,11 +17,11 @@ storage interface sees the same score shapes on both engines::
 
 tf is the term's occurrences in the row (substring occurrences for trigram terms, words of
 the stem for the word channel); dl the row's length in tokens (characters - 2 for trigrams;
-distinct tokens for the word channel, where FTS5 counts words). Differences from FTS5,
-chosen for cost: N counts the rows in scope (kept by triggers, storage/postgres/counts.py;
-FTS5 counts the whole table), df counts matching rows in scope, and avgdl is the mean
-length of the posted rows in scope (kept by the posting triggers, storage/postgres/lengths.py;
-FTS5 keeps a running total of the whole table). As in
+every token for the word channel, as FTS5 counts words); avgdl the mean length of the posted
+rows in scope (kept by the posting triggers, storage/postgres/lengths.py; FTS5 keeps a
+running total of its table). Differences from FTS5, chosen for cost: N counts the rows in
+scope (kept by triggers, storage/postgres/counts.py; FTS5 counts the whole table), df
+counts matching rows in scope, and avgdl is over the scope, not the table. As in
 SQLite, a LIKE pass (score = terms contained) stands in for memories when no term has 3
 characters or nothing matched.
 

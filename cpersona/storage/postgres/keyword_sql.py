@@ -57,7 +57,7 @@ class PostingsQuery:
     ):
         postings, rid, _text, _columns = POSTED[table]
         self.table, self.kind, self.postings, self.rid = table, kind, postings, rid
-        self.dl = "dl" if kind == TRIGRAM else "dw"  # trigram tokens (characters - 2), or distinct tokens
+        self.dl = "dl" if kind == TRIGRAM else "dw"  # trigram tokens (characters - 2), or every token
         clause, params = where(scope, "p")
         if source_sql:  # source.id lives in the row, not the postings: checked on the row (rare path)
             clause += f" AND EXISTS (SELECT 1 FROM {table} m WHERE m.id = p.{rid}{source_sql})"

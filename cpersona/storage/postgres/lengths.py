@@ -7,8 +7,9 @@ differently (docs/benchmarks.md "LoCoMo on PostgreSQL"). Scanning every posting 
 would cost what the postings exist to avoid, so the sums are kept as rows are posted.
 
 ``memory_lengths`` / ``episode_lengths`` hold signed deltas per (agent, project, channel): the rows
-posted, the sum of their trigram lengths ``dl`` and of their distinct-token lengths ``dw`` (the same
-figures each posting carries). The statements that post rows (``postings._post``, the bulk drain) add
+posted, the sum of their trigram lengths ``dl`` and of their word lengths ``dw`` (the same figures each
+posting carries; migration 12 also made ``dw`` every token of the row, as FTS5 counts a row's words,
+where it had been the distinct tokens). The statements that post rows (``postings._post``, the bulk drain) add
 one delta per scope key, and the one that deletes postings subtracts what it deleted, so the sums
 cover exactly the rows that have postings: a row queued by a bulk import (``memory_unposted``) counts
 once drained, and a row without any token counts nowhere. They are folded, as the row counts are
@@ -88,10 +89,10 @@ def lengths_tables_sql(postings: dict[str, tuple[str, str]]) -> str:
 
 def added_cte(table: str, rows: str) -> str:
     """A data-modifying CTE adding the lengths of the rows of CTE ``rows`` (agent_id, project_id, channel,
-    dl, tv: the posted tsvector) that hold at least one token, one delta per scope key."""
+    dl, dw, tv: the posted tsvector) that hold at least one token, one delta per scope key."""
     return (
         f"l AS (INSERT INTO {LENGTH_TABLES[table]}(agent_id, project_id, channel, posted, dl, dw) "
-        f"SELECT agent_id, project_id, channel, count(*), sum(dl), sum(length(tv)) FROM {rows} "
+        f"SELECT agent_id, project_id, channel, count(*), sum(dl), sum(dw) FROM {rows} "
         "WHERE length(tv) > 0 GROUP BY agent_id, project_id, channel)"
     )
 

@@ -284,7 +284,7 @@ def migration_statements(migrations: tuple[Migration, ...] | None = None) -> lis
     ]
 
 
-# Version 12 (issue 32): the keyword channels' avgdl as FTS5 takes it (storage/postgres/lengths.py).
+# Version 12 (issue 32): the keyword channels' avgdl and word lengths as FTS5 takes them (storage/postgres/lengths.py).
 _V12 = postings_v12_sql()
 
 # Version 11 (issue 39; 9 and 10 are another change's): retire and expiry, as SQLite's migration 9.
@@ -342,7 +342,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         12,
-        "bm25's avgdl over every posted row in scope: posted lengths per scope kept by triggers",
+        "bm25 as FTS5: avgdl over every posted row in scope (lengths kept by triggers), words counted whole",
         _script(_V12),
     ),
 )

@@ -21,7 +21,8 @@ lengths) in the entry itself: no row is read and no pattern is matched per row.
   FTS5 trigram index has no such limit.
 - ``memory_tokens`` / ``episode_tokens``: one row per distinct token of a row, with
   its occurrences ``n``, the row's length in trigram tokens ``dl`` (characters - 2, as
-  FTS5 trigram counts) and in distinct tokens ``dw`` (the word channel's length), and
+  FTS5 trigram counts) and in words ``dw`` (the word channel's length: every token, as FTS5
+  counts a row's words, since migration 12; its distinct tokens before), and
   the row's isolation axes, so the scope filter reads the index too.
 - ``keyword_vocab``: every token seen, with its stem (the word channel's Snowball
   stemmer). The trigram channel matches substrings: a query term (letters, digits, _)
@@ -143,16 +144,34 @@ def postings_v7_sql() -> str:
     return _V7.strip()
 
 
+def _tokenised(rows: str) -> str:
+    """The body of CTE ``t`` from migration 12 on: every row of ``rows`` with its trigram length ``dl``, its
+    posted tsvector ``tv`` and its word length ``dw``, every token counted (as FTS5 counts a row's words)."""
+    return f"""SELECT b.*, (SELECT COALESCE(sum(cardinality(x.positions)), 0) FROM unnest(b.tv) x)::int AS dw
+            FROM (SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
+                         cpersona_posted_tsv(r.body) AS tv
+                  FROM ({rows}) r) b"""
+
+
 def _post(postings: str, rid: str, rows: str, lengths: str | None = None) -> str:
-    """SQL posting every row of ``rows`` (id, agent_id, project_id, channel, body) and adding new tokens;
-    with ``lengths`` (the posted table's name, migration 12 on), adding their lengths per scope too."""
-    add_lengths = f"\n        {added_cte(lengths, 't')}," if lengths else ""
-    return f"""WITH t AS MATERIALIZED (
+    """SQL posting every row of ``rows`` (id, agent_id, project_id, channel, body) and adding new tokens.
+
+    With ``lengths`` (the posted table's name: migration 12 on) it also adds their lengths per scope, and
+    a posting's ``dw`` is the row's every token; before, it was the row's distinct tokens."""
+    if lengths:
+        tokenised = f"""WITH t AS MATERIALIZED (
+            {_tokenised(rows)}),
+        {added_cte(lengths, "t")},"""
+        dw = "t.dw"
+    else:
+        tokenised = f"""WITH t AS MATERIALIZED (
             SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
                    cpersona_posted_tsv(r.body) AS tv
-            FROM ({rows}) r),{add_lengths}
+            FROM ({rows}) r),"""
+        dw = "length(t.tv)"
+    return f"""{tokenised}
         u AS MATERIALIZED (
-            SELECT t.id, t.agent_id, t.project_id, t.channel, t.dl, length(t.tv) AS dw, x.lexeme AS token,
+            SELECT t.id, t.agent_id, t.project_id, t.channel, t.dl, {dw} AS dw, x.lexeme AS token,
                    cardinality(x.positions) AS n
             FROM t, unnest(t.tv) x),
         v AS (
@@ -275,14 +294,11 @@ def drain_sql() -> tuple[str, str]:
     # Unlike the trigger's statement, the postings stream from the tokenised rows straight into the table
     # (no tuple store of every posting of the chunk) and the distinct tokens come from a second unnest.
     post = f"""WITH t AS MATERIALIZED (
-            SELECT r.id, r.agent_id, r.project_id, r.channel, GREATEST(char_length(r.body) - 2, 1) AS dl,
-                   cpersona_posted_tsv(r.body) AS tv
-            FROM ({rows}) r),
+            {_tokenised(rows)}),
         {added_cte("memories", "t")},
         p AS (
             INSERT INTO {postings}(token, agent_id, {rid}, project_id, channel, n, dl, dw)
-            SELECT x.lexeme, t.agent_id, t.id, t.project_id, t.channel, cardinality(x.positions), t.dl,
-                   length(t.tv)
+            SELECT x.lexeme, t.agent_id, t.id, t.project_id, t.channel, cardinality(x.positions), t.dl, t.dw
             FROM t, unnest(t.tv) x)
         INSERT INTO cpersona_drained_tokens(token) SELECT DISTINCT x.lexeme FROM t, unnest(t.tv) x"""
     vocab = """INSERT INTO keyword_vocab(token, stem)
@@ -292,10 +308,11 @@ def drain_sql() -> tuple[str, str]:
     return post, vocab
 
 
-# Migration 12: bm25's avgdl over every posted row in scope, as FTS5 takes it over its table, from lengths
-# kept per scope (``lengths.py``). The posting functions are the same statements with their lengths; the
-# new tables are backfilled from the postings while writers wait (the LOCK), so no row is posted by the old
-# functions after the backfill has read the postings.
+# Migration 12: bm25's inputs as FTS5's. avgdl is the mean over every posted row in scope, as FTS5 takes it
+# over its table, from lengths kept per scope (``lengths.py``); a posting's word length ``dw`` is every token
+# of its row, as FTS5 counts a row's words (it was the distinct tokens). The posting functions are the same
+# statements with both; the postings' ``dw`` is rewritten and the new tables are backfilled while writers
+# wait (the LOCK), so no row is posted by the old functions after the backfill has read the postings.
 _V12_MEMORIES = """
 CREATE OR REPLACE FUNCTION cpersona_memories_posted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -348,10 +365,14 @@ END $$
 
 def postings_v12_sql() -> str:
     """Migration 12: the length tables (``lengths.py``) and the posting functions that keep them."""
-    parts = [
-        "LOCK TABLE memories, episodes IN SHARE MODE",
-        lengths_tables_sql({table: (p, rid) for table, (p, rid, _text, _columns) in POSTED.items()}),
+    parts = ["LOCK TABLE memories, episodes IN SHARE MODE"]
+    # A row's every token is the sum of its postings' occurrences: no text is tokenised again.
+    parts += [
+        f"UPDATE {p} x SET dw = s.words FROM (SELECT {rid}, sum(n)::int AS words FROM {p} GROUP BY {rid}) s "
+        f"WHERE x.{rid} = s.{rid} AND x.dw <> s.words"
+        for p, rid, _text, _columns in POSTED.values()
     ]
+    parts.append(lengths_tables_sql({table: (p, rid) for table, (p, rid, _text, _columns) in POSTED.items()}))
     for table, (postings, rid, text, _columns) in POSTED.items():
 
         def row(record: str, text: str = text) -> str:

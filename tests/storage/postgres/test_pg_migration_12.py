@@ -1,9 +1,10 @@
 """PostgreSQL migration 12: bm25's avgdl over every posted row in scope (storage/postgres/lengths.py).
 
-A schema-11 database with rows in several scopes (one still queued by an import) upgrades in place: the
-length tables start from what its postings hold, writes after it keep them, and the keyword channels'
-scores then divide by the mean length of the rows in scope, not of the rows that match (what FTS5 does
-with its table), so a ranking no longer depends on how long the matching rows happen to be.
+A schema-11 database with rows in several scopes (one still queued by an import) upgrades in place: a
+posting's word length becomes every token of its row (FTS5 counts a row's words; schema 11 held the
+distinct ones), the length tables start from what its postings hold, writes after it keep them, and the
+keyword channels' scores then divide by the mean length of the rows in scope, not of the rows that match
+(what FTS5 does with its table), so a ranking no longer depends on how long the matching rows happen to be.
 """
 
 from __future__ import annotations
@@ -43,11 +44,20 @@ def _kept(conn: psycopg.Connection[Any]) -> dict[tuple[str, str, str], tuple[int
 def _fresh(conn: psycopg.Connection[Any]) -> dict[tuple[str, str, str], tuple[int, int, int]]:
     rows = conn.execute(
         "SELECT agent_id, project_id, channel, count(*), sum(GREATEST(char_length(content) - 2, 1)), "
-        "sum(length(cpersona_posted_tsv(content))) FROM memories m "
+        "sum((SELECT sum(cardinality(y.positions)) FROM unnest(cpersona_posted_tsv(content)) y)) FROM memories m "
         "WHERE length(cpersona_posted_tsv(content)) > 0 "
         "AND NOT EXISTS (SELECT 1 FROM memory_unposted q WHERE q.memory_id = m.id) GROUP BY 1, 2, 3"
     ).fetchall()
     return {(r[0], r[1], r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows}
+
+
+def _word_lengths(conn: psycopg.Connection[Any], like: str) -> list[int]:
+    """The word lengths (``dw``) the postings of the rows whose content is ``LIKE like`` carry."""
+    rows = conn.execute(
+        "SELECT DISTINCT p.dw FROM memory_tokens p JOIN memories m ON m.id = p.memory_id WHERE m.content LIKE %s",
+        [like],
+    ).fetchall()
+    return [int(r[0]) for r in rows]
 
 
 def test_a_schema_11_database_starts_its_lengths_from_its_postings(pg_cluster: PgCluster) -> None:
@@ -63,9 +73,12 @@ def test_a_schema_11_database_starts_its_lengths_from_its_postings(pg_cluster: P
             with conn.transaction():  # an import's queued row: no posting yet
                 conn.execute("SET LOCAL cpersona.defer_postings = on")
                 _insert(conn, "a", "", "queued by an import that has not drained")
+            _insert(conn, "a", "", "the fence, the fence and the shed")  # "the" three times, "fence" twice
+            assert _word_lengths(conn, "the fence%") == [4]  # schema 11: the row's distinct tokens
             assert pg_migrations.migrate(conn, pg_migrations.MIGRATIONS) == [12]
+            assert _word_lengths(conn, "the fence%") == [7]  # schema 12: every token, as FTS5 counts words
             assert _kept(conn) == _fresh(conn)
-            assert _kept(conn)[("a", "", "")][0] == 2
+            assert _kept(conn)[("a", "", "")][0] == 3
             # Writes under 12 keep them: an edit, a move, a delete, the queued row drained by an edit.
             conn.execute("UPDATE memories SET content = 'short' WHERE content LIKE 'Caroline%'")
             conn.execute("UPDATE memories SET agent_id = 'b' WHERE channel = 'slack'")
@@ -95,11 +108,12 @@ def test_avgdl_is_the_mean_of_the_rows_in_scope_not_of_the_matching_ones(pg_clus
             avgdl = conn.execute(query.avgdl[0], query.avgdl[1]).fetchone()[0]
             assert avgdl == pytest.approx(sum(n - 2 for n in lengths) / 3)
             words = PostingsQuery("memories", WORDS, Scope("a"))
-            distinct = conn.execute(
-                "SELECT avg(length(cpersona_posted_tsv(content))) FROM memories WHERE agent_id = 'a'"
+            every_token = conn.execute(  # every token, as FTS5 counts a row's words
+                "SELECT avg((SELECT sum(cardinality(y.positions)) FROM unnest(cpersona_posted_tsv(content)) y)) "
+                "FROM memories WHERE agent_id = 'a'"
             ).fetchone()[0]
             assert conn.execute(words.avgdl[0], words.avgdl[1]).fetchone()[0] == pytest.approx(
-                float(distinct)
+                float(every_token)
             )
             # bm25 of the one matching row, with the scope's mean length (FTS5's k1 1.2, b 0.75): it is
             # shorter than the mean, so it scores above its idf (with the matching rows' own mean, its

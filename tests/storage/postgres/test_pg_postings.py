@@ -57,7 +57,8 @@ def store(pg_cluster: PgCluster) -> Iterator[PgStore]:
 def _expected_minus_actual(conn: psycopg.Connection, table: str, postings: str, rid: str, text: str) -> int:
     fresh = (
         f"SELECT x.lexeme AS token, r.agent_id, r.id AS {rid}, r.project_id, r.channel, "
-        "cardinality(x.positions) AS n, GREATEST(char_length(r.body) - 2, 1) AS dl, length(r.tv) AS dw "
+        "cardinality(x.positions) AS n, GREATEST(char_length(r.body) - 2, 1) AS dl, "
+        "(SELECT sum(cardinality(y.positions)) FROM unnest(r.tv) y)::int AS dw "
         f"FROM (SELECT s.*, {text} AS body, cpersona_posted_tsv({text}) AS tv "
         f"FROM {table} s) r, unnest(r.tv) x"
     )
@@ -99,7 +100,8 @@ def _assert_consistent(store: PgStore) -> None:
         ):
             fresh = (
                 "SELECT agent_id, project_id, channel, count(*) AS posted, "
-                f"sum(GREATEST(char_length({text}) - 2, 1)) AS dl, sum(length(cpersona_posted_tsv({text}))) AS dw "
+                f"sum(GREATEST(char_length({text}) - 2, 1)) AS dl, sum((SELECT sum(cardinality(y.positions)) "
+                f"FROM unnest(cpersona_posted_tsv({text})) y)) AS dw "
                 f"FROM {table} s WHERE length(cpersona_posted_tsv({text})) > 0 GROUP BY 1, 2, 3"
             )
             kept = (
