@@ -49,16 +49,7 @@ INSERT INTO {counts}(agent_id, project_id, channel, rows)
     SELECT agent_id, project_id, channel, count(*) FROM {table} GROUP BY agent_id, project_id, channel;
 CREATE FUNCTION cpersona_settle_{counts}(a TEXT, p TEXT, c TEXT) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF (SELECT count(*) FROM (SELECT 1 FROM {counts} k WHERE k.agent_id = a AND k.project_id = p
-            AND k.channel = c LIMIT 2) x) > 1 THEN
-        WITH folded AS (
-            DELETE FROM {counts} WHERE id IN (
-                SELECT k.id FROM {counts} k WHERE k.agent_id = a AND k.project_id = p AND k.channel = c
-                FOR UPDATE SKIP LOCKED)
-            RETURNING rows)
-        INSERT INTO {counts}(agent_id, project_id, channel, rows)
-            SELECT a, p, c, sum(rows) FROM folded HAVING sum(rows) <> 0;
-    END IF;
+{fold}
 END $$;
 CREATE FUNCTION cpersona_{table}_added() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE k RECORD;
@@ -111,10 +102,36 @@ CREATE TRIGGER {table}_emptied AFTER TRUNCATE ON {table} FOR EACH STATEMENT EXEC
 """
 
 
+_FOLD = """    IF (SELECT count(*) FROM (SELECT 1 FROM {deltas} k WHERE k.agent_id = a AND k.project_id = p
+            AND k.channel = c LIMIT 2) x) > 1 THEN
+        WITH folded AS (
+            DELETE FROM {deltas} WHERE id IN (
+                SELECT k.id FROM {deltas} k WHERE k.agent_id = a AND k.project_id = p AND k.channel = c
+                FOR UPDATE SKIP LOCKED)
+            RETURNING {columns})
+        INSERT INTO {deltas}(agent_id, project_id, channel, {columns})
+            SELECT a, p, c, {sums} FROM folded HAVING {nonzero};
+    END IF;"""
+
+
+def fold_sql(deltas: str, columns: tuple[str, ...]) -> str:
+    """The body of a settle function (arguments a, p, c: one scope key): the key's delta rows of table
+    ``deltas`` folded into one holding the sums of ``columns`` (none when every sum is 0), taking only
+    rows no other writer is folding (``SKIP LOCKED``). The row counts' and the lengths' (``lengths.py``)."""
+    return _FOLD.format(
+        deltas=deltas,
+        columns=", ".join(columns),
+        sums=", ".join(f"sum({c})" for c in columns),
+        nonzero=" OR ".join(f"sum({c}) <> 0" for c in columns),
+    )
+
+
 def counts_migration_sql() -> str:
     """The DDL of the count tables and their triggers, for memories and episodes (one migration)."""
     return ";\n".join(
-        _TEMPLATE.format(table=table, counts=counts, settle_at=SETTLE_AT).strip()
+        _TEMPLATE.format(
+            table=table, counts=counts, settle_at=SETTLE_AT, fold=fold_sql(counts, ("rows",))
+        ).strip()
         for table, counts in COUNT_TABLES.items()
     )
 

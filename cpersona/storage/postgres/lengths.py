@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from cpersona.storage.postgres.counts import COUNT_TABLES, fold_sql
 from cpersona.storage.postgres.sql import where
 from cpersona.storage.scope import Scope
 
 LENGTH_TABLES = {"memories": "memory_lengths", "episodes": "episode_lengths"}
-_COUNT_TABLES = {"memories": "memory_counts", "episodes": "episode_counts"}
 
 _TEMPLATE = """
 CREATE TABLE {lengths} (
@@ -47,30 +47,11 @@ INSERT INTO {lengths}(agent_id, project_id, channel, posted, dl, dw)
     GROUP BY agent_id, project_id, channel;
 CREATE FUNCTION cpersona_settle_{lengths}(a TEXT, p TEXT, c TEXT) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF (SELECT count(*) FROM (SELECT 1 FROM {lengths} k WHERE k.agent_id = a AND k.project_id = p
-            AND k.channel = c LIMIT 2) x) > 1 THEN
-        WITH folded AS (
-            DELETE FROM {lengths} WHERE id IN (
-                SELECT k.id FROM {lengths} k WHERE k.agent_id = a AND k.project_id = p AND k.channel = c
-                FOR UPDATE SKIP LOCKED)
-            RETURNING posted, dl, dw)
-        INSERT INTO {lengths}(agent_id, project_id, channel, posted, dl, dw)
-            SELECT a, p, c, sum(posted), sum(dl), sum(dw) FROM folded
-            HAVING sum(posted) <> 0 OR sum(dl) <> 0 OR sum(dw) <> 0;
-    END IF;
+{fold_lengths}
 END $$;
 CREATE OR REPLACE FUNCTION cpersona_settle_{counts}(a TEXT, p TEXT, c TEXT) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF (SELECT count(*) FROM (SELECT 1 FROM {counts} k WHERE k.agent_id = a AND k.project_id = p
-            AND k.channel = c LIMIT 2) x) > 1 THEN
-        WITH folded AS (
-            DELETE FROM {counts} WHERE id IN (
-                SELECT k.id FROM {counts} k WHERE k.agent_id = a AND k.project_id = p AND k.channel = c
-                FOR UPDATE SKIP LOCKED)
-            RETURNING rows)
-        INSERT INTO {counts}(agent_id, project_id, channel, rows)
-            SELECT a, p, c, sum(rows) FROM folded HAVING sum(rows) <> 0;
-    END IF;
+{fold_counts}
     PERFORM cpersona_settle_{lengths}(a, p, c);
 END $$
 """
@@ -81,7 +62,12 @@ def lengths_tables_sql(postings: dict[str, tuple[str, str]]) -> str:
     column)) and their settle functions, run by the row counts' settle function (part of migration 12)."""
     return ";\n".join(
         _TEMPLATE.format(
-            lengths=lengths, counts=_COUNT_TABLES[table], postings=postings[table][0], rid=postings[table][1]
+            lengths=lengths,
+            counts=COUNT_TABLES[table],
+            postings=postings[table][0],
+            rid=postings[table][1],
+            fold_lengths=fold_sql(lengths, ("posted", "dl", "dw")),
+            fold_counts=fold_sql(COUNT_TABLES[table], ("rows",)),
         ).strip()
         for table, lengths in LENGTH_TABLES.items()
     )

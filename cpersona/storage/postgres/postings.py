@@ -243,9 +243,8 @@ DEFER_SETTING = "cpersona.defer_postings"
 # them until the next drain). A content or scope change of a queued row posts the new text and
 # dequeues it (its old text was never posted); a delete needs nothing (a queued id whose row is gone
 # posts nothing).
-_V8 = """
-CREATE TABLE memory_unposted (memory_id BIGINT PRIMARY KEY);
-CREATE OR REPLACE FUNCTION cpersona_memories_posted() RETURNS trigger LANGUAGE plpgsql AS $$
+# The memories' posting functions of migration 8, defined again by migration 12 with their lengths.
+_MEMORY_POSTING_FUNCTIONS = """CREATE OR REPLACE FUNCTION cpersona_memories_posted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF current_setting('{setting}', true) = 'on' THEN
         INSERT INTO memory_unposted(memory_id) SELECT id FROM added;
@@ -264,6 +263,7 @@ BEGIN
     RETURN NULL;
 END $$
 """
+_V8 = "\nCREATE TABLE memory_unposted (memory_id BIGINT PRIMARY KEY);\n" + _MEMORY_POSTING_FUNCTIONS
 
 
 def _memory_rows(source: str) -> str:
@@ -313,27 +313,6 @@ def drain_sql() -> tuple[str, str]:
 # of its row, as FTS5 counts a row's words (it was the distinct tokens). The posting functions are the same
 # statements with both; the postings' ``dw`` is rewritten and the new tables are backfilled while writers
 # wait (the LOCK), so no row is posted by the old functions after the backfill has read the postings.
-_V12_MEMORIES = """
-CREATE OR REPLACE FUNCTION cpersona_memories_posted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF current_setting('{setting}', true) = 'on' THEN
-        INSERT INTO memory_unposted(memory_id) SELECT id FROM added;
-        RETURN NULL;
-    END IF;
-    {post_added};
-    RETURN NULL;
-END $$;
-CREATE OR REPLACE FUNCTION cpersona_memories_reposted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM memory_unposted WHERE memory_id = OLD.id;
-    IF NOT FOUND THEN
-        {unpost_old};
-    END IF;
-    {post_new};
-    {settle_new};
-    RETURN NULL;
-END $$
-"""
 _V12_EPISODES = """
 CREATE OR REPLACE FUNCTION cpersona_episodes_posted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -344,7 +323,6 @@ CREATE OR REPLACE FUNCTION cpersona_episodes_reposted() RETURNS trigger LANGUAGE
 BEGIN
     {unpost_old};
     {post_new};
-    {settle_new};
     RETURN NULL;
 END $$
 """
@@ -382,17 +360,19 @@ def postings_v12_sql() -> str:
         def rows(alias: str, source: str, text: str = text) -> str:
             return f"{row(alias, text)} FROM {source}"
 
-        template = _V12_MEMORIES if table == "memories" else _V12_EPISODES
+        # An edit adds two deltas and no row: it folds its key as often as an insert does (a move's old
+        # key is folded by the row counts' trigger, which settles both tables).
+        settle_new = (
+            f"IF random() < 1.0 / {SETTLE_AT} THEN PERFORM cpersona_settle_{LENGTH_TABLES[table]}"
+            "(NEW.agent_id, NEW.project_id, NEW.channel); END IF"
+        )
+        template = _MEMORY_POSTING_FUNCTIONS if table == "memories" else _V12_EPISODES
         parts.append(
             template.format(
                 setting=DEFER_SETTING,
                 post_added=_post(postings, rid, rows("a", "added a"), table),
                 unpost_old=_unpost(postings, rid, row("OLD"), table),
-                post_new=_post(postings, rid, row("NEW"), table),
-                # An edit adds two deltas and no row: it folds its key as often as an insert does (a
-                # move's old key is folded by the row counts' trigger, which settles both tables).
-                settle_new=f"IF random() < 1.0 / {SETTLE_AT} THEN PERFORM cpersona_settle_{LENGTH_TABLES[table]}"
-                "(NEW.agent_id, NEW.project_id, NEW.channel); END IF",
+                post_new=f"{_post(postings, rid, row('NEW'), table)};\n    {settle_new}",
             ).strip()
         )
         parts.append(

@@ -10,6 +10,7 @@ keyword channels' scores then divide by the mean length of the rows in scope, no
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -24,6 +25,14 @@ from cpersona.storage.scope import Scope
 pytestmark = pytest.mark.slow
 
 STAMP = "2024-01-01T00:00:00.000000Z"
+
+
+@pytest.fixture
+def url(pg_cluster: PgCluster) -> Iterator[str]:
+    """A fresh database at the newest schema."""
+    made = pg_cluster.create()
+    yield made
+    pg_cluster.drop(made)
 
 
 def _insert(conn: psycopg.Connection[Any], agent: str, channel: str, content: str) -> None:
@@ -92,65 +101,51 @@ def test_a_schema_11_database_starts_its_lengths_from_its_postings(pg_cluster: P
         pg_cluster.drop(url)
 
 
-def test_avgdl_is_the_mean_of_the_rows_in_scope_not_of_the_matching_ones(pg_cluster: PgCluster) -> None:
-    url = pg_cluster.create()
-    try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            _insert(conn, "a", "", "fence painted")
-            _insert(conn, "a", "", "x" * 400 + " a long row that does not hold the query's word")
-            _insert(conn, "a", "", "y" * 800 + " another long row")
-            _insert(conn, "other", "", "fence " + "z" * 5000)  # another agent: not in the scope
-            lengths = [len("fence painted"), len("x" * 400) + 47, len("y" * 800) + 17]
-            assert conn.execute("SELECT char_length(content) FROM memories WHERE agent_id = 'a' ORDER BY id").fetchall() == [
-                (n,) for n in lengths
-            ]  # fmt: skip
-            query = PostingsQuery("memories", TRIGRAM, Scope("a"))
-            avgdl = conn.execute(query.avgdl[0], query.avgdl[1]).fetchone()[0]
-            assert avgdl == pytest.approx(sum(n - 2 for n in lengths) / 3)
-            words = PostingsQuery("memories", WORDS, Scope("a"))
-            every_token = conn.execute(  # every token, as FTS5 counts a row's words
-                "SELECT avg((SELECT sum(cardinality(y.positions)) FROM unnest(cpersona_posted_tsv(content)) y)) "
-                "FROM memories WHERE agent_id = 'a'"
-            ).fetchone()[0]
-            assert conn.execute(words.avgdl[0], words.avgdl[1]).fetchone()[0] == pytest.approx(
-                float(every_token)
-            )
-            # bm25 of the one matching row, with the scope's mean length (FTS5's k1 1.2, b 0.75): it is
-            # shorter than the mean, so it scores above its idf (with the matching rows' own mean, its
-            # length would be the mean and the score exactly its idf).
-            store = PgStore(url)
-            try:
-                with store.read() as session:
-                    terms = query.resolve(session.ex, ["fence"], cap=None)
-                    ((row, score),) = query.bm25(session.ex, dict(enumerate(terms)), 10)
-            finally:
-                store.close()
-            n_rows, df, tf, dl = 3, 1, 1, lengths[0] - 2
-            idf = max(math.log((n_rows - df + 0.5) / (df + 0.5)), 1e-6)
-            mean = sum(n - 2 for n in lengths) / 3
-            expected = idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / mean))
-            assert score == pytest.approx(expected)
-            assert (
-                row == conn.execute("SELECT id FROM memories WHERE content = 'fence painted'").fetchone()[0]
-            )
-    finally:
-        pg_cluster.drop(url)
+def test_avgdl_is_the_mean_of_the_rows_in_scope_not_of_the_matching_ones(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        _insert(conn, "a", "", "fence painted")
+        _insert(conn, "a", "", "x" * 400 + " a long row that does not hold the query's word")
+        _insert(conn, "a", "", "y" * 800 + " another long row")
+        _insert(conn, "other", "", "fence " + "z" * 5000)  # another agent: not in the scope
+        lengths = [len("fence painted"), len("x" * 400) + 47, len("y" * 800) + 17]
+        assert conn.execute("SELECT char_length(content) FROM memories WHERE agent_id = 'a' ORDER BY id").fetchall() == [
+            (n,) for n in lengths
+        ]  # fmt: skip
+        query = PostingsQuery("memories", TRIGRAM, Scope("a"))
+        avgdl = conn.execute(query.avgdl[0], query.avgdl[1]).fetchone()[0]
+        assert avgdl == pytest.approx(sum(n - 2 for n in lengths) / 3)
+        words = PostingsQuery("memories", WORDS, Scope("a"))
+        every_token = conn.execute(  # every token, as FTS5 counts a row's words
+            "SELECT avg((SELECT sum(cardinality(y.positions)) FROM unnest(cpersona_posted_tsv(content)) y)) "
+            "FROM memories WHERE agent_id = 'a'"
+        ).fetchone()[0]
+        assert conn.execute(words.avgdl[0], words.avgdl[1]).fetchone()[0] == pytest.approx(float(every_token))
+        # bm25 of the one matching row, with the scope's mean length (FTS5's k1 1.2, b 0.75): it is
+        # shorter than the mean, so it scores above its idf (with the matching rows' own mean, its
+        # length would be the mean and the score exactly its idf).
+        store = PgStore(url)
+        try:
+            with store.read() as session:
+                terms = query.resolve(session.ex, ["fence"], cap=None)
+                ((row, score),) = query.bm25(session.ex, dict(enumerate(terms)), 10)
+        finally:
+            store.close()
+        n_rows, df, tf, dl = 3, 1, 1, lengths[0] - 2
+        idf = max(math.log((n_rows - df + 0.5) / (df + 0.5)), 1e-6)
+        mean = sum(n - 2 for n in lengths) / 3
+        expected = idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / mean))
+        assert score == pytest.approx(expected)
+        assert row == conn.execute("SELECT id FROM memories WHERE content = 'fence painted'").fetchone()[0]
 
 
-def test_edits_fold_their_deltas_and_a_fold_keeps_the_sums(pg_cluster: PgCluster) -> None:
-    url = pg_cluster.create()
-    try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            _insert(conn, "a", "", "the first text")
-            for n in range(1000):  # each edit adds two deltas; about one in 64 folds its key
-                conn.execute(
-                    "UPDATE memories SET content = %s", [f"edit {n} of the row, {'word ' * (n % 7)}"]
-                )
-            assert _kept(conn) == _fresh(conn)
-            deltas = conn.execute("SELECT count(*) FROM memory_lengths").fetchone()[0]
-            assert deltas < 2 * 1000 + 1  # folded at least once (unfolded: 2,001 rows; P(no fold) ~ 1e-7)
-            conn.execute("SELECT cpersona_settle_memory_lengths('a', '', '')")
-            assert conn.execute("SELECT count(*) FROM memory_lengths").fetchone()[0] == 1
-            assert _kept(conn) == _fresh(conn)
-    finally:
-        pg_cluster.drop(url)
+def test_edits_fold_their_deltas_and_a_fold_keeps_the_sums(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        _insert(conn, "a", "", "the first text")
+        for n in range(1000):  # each edit adds two deltas; about one in 64 folds its key
+            conn.execute("UPDATE memories SET content = %s", [f"edit {n} of the row, {'word ' * (n % 7)}"])
+        assert _kept(conn) == _fresh(conn)
+        deltas = conn.execute("SELECT count(*) FROM memory_lengths").fetchone()[0]
+        assert deltas < 2 * 1000 + 1  # folded at least once (unfolded: 2,001 rows; P(no fold) ~ 1e-7)
+        conn.execute("SELECT cpersona_settle_memory_lengths('a', '', '')")
+        assert conn.execute("SELECT count(*) FROM memory_lengths").fetchone()[0] == 1
+        assert _kept(conn) == _fresh(conn)
