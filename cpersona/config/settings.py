@@ -1,14 +1,12 @@
 """Every setting the server reads, in one typed place: the settings table.
 
-Each field of ``Settings`` is one row of the table: its type (a ``Literal`` for a
-choice), its default, and a ``setting(...)`` that names the environment variable,
-its bounds and its one-line doc. Everything else is derived from
-those rows: reading the environment (``Settings.from_env``), the checks (both on
-an environment value and on a ``Settings(...)`` built in code), and the README's
-configuration table (``scripts/gen_config_table.py``; tests/config/test_config.py fails
-when the README and the table disagree). Nothing else in the package reads
-``os.environ`` for configuration. Adding a setting is adding one field:
-docs/architecture.md, "Configuration".
+Each field of ``Settings`` is one row of the table: its type (a ``Literal`` for a choice), its default,
+and a ``setting(...)`` that names the environment variable, its bounds and its one-line doc. Everything
+else is derived from those rows: reading the environment (``Settings.from_env``), the checks (both on an
+environment value and on a ``Settings(...)`` built in code), and the README's configuration table
+(``scripts/gen_config_table.py``; tests/config/test_config.py fails when the README and the table
+disagree). Nothing else in the package reads ``os.environ`` for configuration. Adding a setting is
+adding one field: docs/architecture.md, "Configuration".
 """
 
 from __future__ import annotations
@@ -169,6 +167,14 @@ class Settings:
         0.3,  # the long histories' choose halves (0.1 / 0.2 / 0.3), confirmed (docs/benchmarks.md)
         "a question in the first person scales the assistant's rows by 1 minus this, one about what the "
         "assistant said the user's ([docs/retrieval.md](docs/retrieval.md#whose-words)); `0`: off",
+        minimum=0.0,
+        maximum=0.9,
+    )
+    speaker_weight: float = setting(
+        "CPERSONA_SPEAKER_WEIGHT",
+        0.2,  # LoCoMo 26 and 30, capped by the adversarial questions; confirmed on 41 (docs/benchmarks.md)
+        "a question naming one of the speakers whose labels open the rows ('Caroline: …') scales the other "
+        "speakers' rows by 1 minus this ([docs/retrieval.md](docs/retrieval.md#whose-words)); `0`: off",
         minimum=0.0,
         maximum=0.9,
     )

@@ -284,10 +284,11 @@ class RecallPipeline:
     ) -> list[ScoredRow]:
         """The gate's rows in answer order, cut to ``limit``. After the gate (which judges the query, not
         the order): a question in the first person prefers the user's rows, one about what the assistant
-        said the assistant's; a stored turn that asks gives way to its reply; a question about the
+        said the assistant's, one naming a speaker that speaker's; a stored turn that asks gives way to its reply; a question about the
         present prefers the newer of rows that match about equally, other sessions' best rows get room,
         and a time cue that boosts reorders (never filters)."""
         decision.rows = role.prefer_role(decision.rows, request.query, self.settings.role_weight)
+        decision.rows = role.prefer_speaker(decision.rows, request.query, self.settings.speaker_weight)
         decision.rows = replies.prefer_replies(decision.rows, request.query, self.settings.reply_weight)
         decision.rows = recency.prefer_newest(
             decision.rows, request.query, self.settings.recency_weight, self.settings.recency_margin

@@ -47,12 +47,6 @@ QUESTION_SHARE = 0.4
 #: Characters of a row read (a long record is not a conversational question).
 MAX_TEXT_CHARS = 2_000
 
-# A transcript's leading label: "[8 May 2023] Caroline: ", "user: ", "Jon Smith: ", "メラニー：". Not
-# entities.py's label reader: that one finds the names a corpus is full of, so it takes Title-case words
-# only ("Note: …" and roles are no names); here any speaker counts, roles and scripts without case included.
-_LABEL = re.compile(
-    r"\s*(?:\[[^\]]{0,80}\]\s*)?([^\W\d_][\w'.-]{0,30}(?: [^\W\d_][\w'.-]{0,30})?)\s*(?::\s|：\s*)"
-)
 _SENTENCE = re.compile(r"[^.!?。！？]*[.!?。！？]+|[^.!?。！？]+$")
 _ASKS = ("?", "？")
 _ROLES = (role.USER, role.ASSISTANT)
@@ -78,8 +72,8 @@ def asks(text: str) -> bool:
 
 
 def _body(text: str) -> str:
-    label = _LABEL.match(text[:140])
-    return (text[label.end() :] if label else text).strip()
+    found = role.label(text)
+    return (text[found[1] :] if found else text).strip()
 
 
 def addresses(text: str) -> bool:
@@ -92,16 +86,6 @@ def addresses(text: str) -> bool:
     return bool(_SECOND_PERSON.search(body)) and not role.FIRST_PERSON.search(body)
 
 
-def speaker(row: dict[str, Any]) -> str | None:
-    """Who said a stored turn: its role (``role.row_role``: ``source.type`` or a "user:" label), else
-    the name of its leading label ("[8 May 2023] Caroline: …"), else None (a fact, a note)."""
-    said_by = role.row_role(row)
-    if said_by is not None:
-        return said_by
-    label = _LABEL.match(str(row.get("content") or "")[:140])
-    return label.group(1).casefold() if label else None
-
-
 class _Turns:
     """The memories among one recall's rows by id, and who said each (read once per row)."""
 
@@ -112,7 +96,7 @@ class _Turns:
     def said_by(self, row: dict[str, Any]) -> str | None:
         rid = int(row["id"])
         if rid not in self._said:
-            self._said[rid] = speaker(row)
+            self._said[rid] = role.row_speaker(row)
         return self._said[rid]
 
     def replies(self, earlier: dict[str, Any], later: dict[str, Any], between_people: bool = False) -> bool:

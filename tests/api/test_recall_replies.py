@@ -54,7 +54,10 @@ def test_a_reply_stored_in_another_channel_is_not_the_reply(memory: Memory) -> N
 
 
 def test_weight_zero_turns_it_off(settings: Settings) -> None:
-    with Memory(settings.with_overrides(reply_weight=0.0), backend=NoEmbeddings()) as memory:
+    # The question names Caroline: the speaker rule (tests/api/test_recall_speaker.py) would put her
+    # reply first on its own, so it is off too.
+    off = settings.with_overrides(reply_weight=0.0, speaker_weight=0.0)
+    with Memory(off, backend=NoEmbeddings()) as memory:
         _store(memory, "off")
         out = memory.recall("off", QUESTION, record=False)
     assert _best(out) == ASKS
@@ -82,5 +85,7 @@ def test_a_reaction_gives_way_to_the_news_it_reacts_to(memory: Memory) -> None:
 
 
 def test_by_its_words_alone_the_reaction_comes_first(settings: Settings) -> None:
-    with Memory(settings.with_overrides(reply_weight=0.0), backend=NoEmbeddings()) as memory:
+    # The question names Melanie, who told the news: the speaker rule is off too.
+    off = settings.with_overrides(reply_weight=0.0, speaker_weight=0.0)
+    with Memory(off, backend=NoEmbeddings()) as memory:
         assert _best(_race(memory)) == REACTED
