@@ -1,6 +1,7 @@
 """A stored turn that asks gives way to its reply, and one that only speaks to the other person to the
-news it reacts to (retrieval/replies.py), through real MCP clients over stdio and streamable HTTP; the
-turn that fell says why."""
+news it reacts to (retrieval/replies.py); a question naming one speaker prefers that speaker's turns
+(retrieval/role.py). Through real MCP clients over stdio and streamable HTTP; the turn that fell says
+why."""
 
 from __future__ import annotations
 
@@ -53,3 +54,14 @@ def test_the_news_comes_before_the_reaction_to_it(served: McpSession) -> None:
     assert out["results"][-1]["content"] == TOLD
     reacted = next(r for r in out["results"] if r["content"] == REACTED)
     assert reacted["match_reason"]["factors"]["addresses"] == pytest.approx(0.5)
+
+
+def test_a_question_naming_one_speaker_scales_the_others_turns(served: McpSession) -> None:
+    out = served.call("recall", {"agent_id": "talk", "query": "What did Melanie's kids love doing?"})
+    said = {r["content"]: r["match_reason"]["factors"].get("speaker") for r in out["results"]}
+    assert any(text.startswith("[8 May 2023] Caroline:") for text in said)  # the rule had rows to act on
+    for text, factor in said.items():
+        expected = pytest.approx(0.8) if text.startswith("[8 May 2023] Caroline:") else None
+        assert factor == expected, text
+    mine = served.call("recall", {"agent_id": "talk", "query": "What did I tell Melanie about my kids?"})
+    assert all("speaker" not in r["match_reason"]["factors"] for r in mine["results"])
