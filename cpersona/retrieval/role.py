@@ -85,15 +85,17 @@ def prefer_role(rows: list[ScoredRow], query: str, weight: float) -> list[Scored
     wanted = asked_role(query) if weight > 0 else None
     if wanted is None:
         return rows
-    changed = False
-    for item in rows:
-        if item.row["type"] != "memory":
-            continue
-        role = row_role(item.row)
-        if role is not None and role != wanted:
-            item.scale(FACTOR, 1.0 - weight)
-            changed = True
-    if changed:
+    roles = (row_role(item.row) if item.row["type"] == "memory" else None for item in rows)
+    other = [role is not None and role != wanted for role in roles]
+    return _scale(rows, other, FACTOR, 1.0 - weight)
+
+
+def _scale(rows: list[ScoredRow], which: list[bool], factor: str, value: float) -> list[ScoredRow]:
+    """Multiply the rows ``which`` marks by ``value`` (recorded as ``factor``) and re-sort, best first."""
+    for item, marked in zip(rows, which, strict=True):
+        if marked:
+            item.scale(factor, value)
+    if any(which):
         rows.sort(key=lambda item: item.sort_key())
     return rows
 
@@ -151,12 +153,6 @@ def prefer_speaker(rows: list[ScoredRow], query: str, weight: float) -> list[Sco
     wanted = named_speaker(query, {s for s in said.values() if s is not None})
     if wanted is None:
         return rows
-    changed = False
-    for item in rows:
-        speaker = said.get(id(item))
-        if speaker is not None and speaker not in (USER, ASSISTANT) and speaker != wanted:
-            item.scale(SPEAKER_FACTOR, 1.0 - weight)
-            changed = True
-    if changed:
-        rows.sort(key=lambda item: item.sort_key())
-    return rows
+    speakers = (said.get(id(item)) for item in rows)
+    other = [s is not None and s not in (USER, ASSISTANT) and s != wanted for s in speakers]
+    return _scale(rows, other, SPEAKER_FACTOR, 1.0 - weight)
