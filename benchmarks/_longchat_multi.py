@@ -2,14 +2,15 @@
 stored history, for choosing retrieval settings (benchmarks/_longchat_data.py plants one).
 
     python benchmarks/_longchat_multi.py benchmarks/results/longchat-multi --histories 20 \
-        [--source /path/to/alpaca_eval.git] [--seed 33] [--topical [--echo]]
+        [--source /path/to/alpaca_eval.git] [--seed 33] [--topical [--echo]] [--temporal N] [--compare N]
     python benchmarks/longchat.py benchmarks/results/longchat-multi --models-dir DIR --split choose ...
 
 Same haystack, facts, phrasings, near misses and file shape as _longchat_data.py (the harness reads
 either). ``--topical`` draws each evidence session's other exchanges from prompts on its fact's topic;
 ``--echo`` besides has the rest of the session refer back to the user's statement, so a question's best
 matches crowd into one evidence session (docs/benchmarks.md "Questions that count over sessions"; built
-with seeds 34 and 35). Every history plants the five plans of _longchat_facts.py in distinct sessions, so the
+with seeds 34 and 35). ``--temporal`` and ``--compare`` plant questions about the order of two events
+(_longchat_temporal.py) and questions that compare amounts (_longchat_compare.py) besides. Every history plants the five plans of _longchat_facts.py in distinct sessions, so the
 questions of one history compete with each other's facts as well as with the haystack. Histories
 alternate between the choose and confirm halves. The seed differs from the one-question data's, so
 the two data sets share no history.
@@ -27,6 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _longchat_compare import QUESTION_TYPE as COMPARE  # noqa: E402
+from _longchat_compare import compare_plans  # noqa: E402
 from _longchat_data import (  # noqa: E402
     DATA_FILE,
     SPLITS,
@@ -48,13 +51,15 @@ def build_history(
     topical: bool = False,
     echo: bool = False,
     temporal: int = 0,
+    compare: int = 0,
 ) -> dict[str, Any]:
     """One history with a question of every type; deterministic in (index, seed, topical). ``topical``:
     every evidence session is about its fact's topic (as _longchat_data.py builds them), so a question's
     best matches crowd into the sessions that talk about its subject, as in a real assistant's memory.
     ``echo``: besides, the rest of an evidence session keeps coming back to the user's statement.
     ``temporal``: this many questions about the order of two events besides (_longchat_temporal.py);
-    with 0 the history is the same as before the option existed."""
+    ``compare``: this many questions that compare amounts besides (_longchat_compare.py); with 0 for
+    both, the history is the same as before the options existed."""
     rng = random.Random(seed * 100_003 + index)
     plans = {qtype: GENERATORS[qtype](rng) for qtype in TYPES}
     n_sessions = rng.randint(44, 60)
@@ -86,6 +91,13 @@ def build_history(
         chosen[f"{TEMPORAL}#{k}"] = pair
         for s, text in zip(pair, order.statements, strict=True):
             planted[s] = ("user", text, f"{TEMPORAL}#{k}", True)
+    comparisons = compare_plans(rng, compare) if compare else []
+    for k, comparison in enumerate(comparisons):
+        group = sorted(free[: len(comparison.statements)])
+        del free[: len(comparison.statements)]
+        chosen[f"{COMPARE}#{k}"] = group
+        for s, text in zip(group, comparison.statements, strict=True):
+            planted[s] = ("user", text, f"{COMPARE}#{k}", True)
     if topical:
         topical_sessions({s: (w, t, e) for s, (w, t, _, e) in planted.items()}, sizes, prompts, haystack, rng)
     sessions_out, moment, found = weave_sessions(
@@ -130,6 +142,23 @@ def build_history(
                 "answer_turn_ids": turns_of,
                 "distractor_turn_ids": [],
                 "wording": order.wording,
+            }
+        )
+    for k, comparison in enumerate(comparisons):
+        key = f"{COMPARE}#{k}"
+        turns_of = found.get((key, True), [])
+        questions.append(
+            {
+                "question_id": f"m{index:03d}-{COMPARE}-{k}",
+                "question_type": COMPARE,
+                "question": comparison.question,
+                "answer": comparison.answer,
+                "question_date": question_date.isoformat(),
+                "evidence_session_ids": [f"s{s:02d}" for s in chosen[key]],
+                "evidence_turn_ids": turns_of,
+                "answer_turn_ids": turns_of,
+                "distractor_turn_ids": [],
+                "wording": comparison.wording,
             }
         )
     return {
@@ -184,6 +213,9 @@ def main() -> int:
     parser.add_argument(
         "--temporal", type=int, default=0, help="questions about the order of two events per history, besides"
     )
+    parser.add_argument(
+        "--compare", type=int, default=0, help="questions that compare amounts per history, besides"
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     haystack = load_haystack(args.source, args.cache)
@@ -195,9 +227,10 @@ def main() -> int:
             "topical": args.topical,
             "echo": args.echo,
             "temporal": args.temporal,
+            "compare": args.compare,
         },
         "histories": [
-            build_history(i, haystack, args.seed, args.topical, args.echo, args.temporal)
+            build_history(i, haystack, args.seed, args.topical, args.echo, args.temporal, args.compare)
             for i in range(args.histories)
         ],
     }

@@ -50,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import parse_overrides, percentile, print_table, write_json  # noqa: E402
+from _longchat_compare import QUESTION_TYPE as COMPARE  # noqa: E402
 from _longchat_data import load  # noqa: E402
 from _longchat_facts import TYPES  # noqa: E402
 from _longchat_temporal import QUESTION_TYPE as TEMPORAL  # noqa: E402
@@ -251,7 +252,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         for state, rows in by_state.items():
             groups = {
                 "overall": rows,
-                **{t: [r for r in rows if r["type"] == t] for t in (*TYPES, TEMPORAL)},
+                **{t: [r for r in rows if r["type"] == t] for t in (*TYPES, TEMPORAL, COMPARE)},
                 **{f"wording: {w}": [r for r in rows if r.get("wording") == w] for w in WORDINGS},
             }
             entry: dict[str, Any] = {}
@@ -324,7 +325,7 @@ def main() -> int:
         + (f", turns cut to {args.cut}" if args.cut else "")
     )
     table = []
-    for group in ("overall", *TYPES, TEMPORAL, *(f"wording: {w}" for w in WORDINGS)):
+    for group in ("overall", *TYPES, TEMPORAL, COMPARE, *(f"wording: {w}" for w in WORDINGS)):
         for key, entry in summary.items():
             if group in entry:
                 table.append([group, key, *(entry[group][m] for m in METRICS), entry[group]["n"]])

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import _japanese_data  # noqa: E402
 import _jaquad_data  # noqa: E402
+import _longchat_compare  # noqa: E402
 import _longchat_data  # noqa: E402
 import _longchat_multi  # noqa: E402
 import _longchat_temporal  # noqa: E402
@@ -289,3 +290,34 @@ def test_order_questions_plant_two_events_in_order_and_leave_the_rest_alone() ->
             assert q["answer"] == f"{days} days"
         else:
             assert q["answer"] in q["question"]
+
+
+def test_comparison_questions_plant_each_amount_in_a_session_of_its_own() -> None:
+    hay = haystack()
+    plain = _longchat_multi.build_history(4, hay, seed=5, topical=True, temporal=2)
+    compared = _longchat_multi.build_history(4, hay, seed=5, topical=True, temporal=2, compare=3)
+    assert _longchat_multi.build_history(4, hay, seed=5, topical=True, temporal=2, compare=0) == plain
+    asks = [q for q in compared["questions"] if q["question_type"] == _longchat_compare.QUESTION_TYPE]
+    assert len(asks) == 3
+    before = [(q["question"], q["evidence_session_ids"]) for q in compared["questions"] if q not in asks]
+    assert before == [(q["question"], q["evidence_session_ids"]) for q in plain["questions"]]
+    turns = {t["turn_id"]: t for s in compared["sessions"] for t in s["turns"]}
+    statements = {
+        statement: item
+        for kind in _longchat_compare.KINDS
+        for item in kind.items
+        for statement in item.statements
+    }
+    used: set[str] = set()
+    for q in asks:
+        sessions = q["evidence_session_ids"]
+        assert len(sessions) in (2, 3) and len(set(sessions)) == len(sessions)
+        assert [t.split("-")[1] for t in q["evidence_turn_ids"]] == sessions
+        assert not used & set(sessions)  # every question has sessions of its own
+        used |= set(sessions)
+        items = []
+        for turn_id in q["evidence_turn_ids"]:
+            assert turns[turn_id]["role"] == "user"
+            items += [item for statement, item in statements.items() if statement in turns[turn_id]["text"]]
+        assert len(items) == len(sessions)
+        assert q["answer"] == max(items, key=lambda item: item.amount).close

@@ -131,13 +131,12 @@ class Settings:
     )
     aggregate_diversity: float = setting(
         "CPERSONA_AGGREGATE_DIVERSITY",
-        0.2,  # chosen on the long histories' choose halves (0.35 / 0.2 / 0.1), confirmed on the others;
-        # LoCoMo unchanged (docs/benchmarks.md)
-        'session diversity for a question that counts or totals ("how many", "in total", "how often did", '
-        '何回 …) or asks the order of events ("which first, A or B", "before or after", どちらが先): '
-        "each row of a session beyond its best gets this factor once more, so every session's best "
-        "row comes before any session's second ([docs/retrieval.md](docs/retrieval.md#after-fusion)); `1`: "
-        "such a question gets the ordinary rule",
+        0.2,  # chosen and confirmed on the long histories, comparisons on longchat-compare (docs/benchmarks.md)
+        'session diversity for a question that counts ("how many", "in total", "how often did", 何回 …), '
+        'orders events ("which first, A or B", "before or after", どちらが先) or compares amounts ("which '
+        'cost more, A or B", "the longest"): each row of a session beyond its best gets this factor once '
+        "more, so every session's best row comes before any session's second ([docs/retrieval.md]"
+        "(docs/retrieval.md#after-fusion)); `1`: such a question gets the ordinary rule",
         minimum=0.05,
         maximum=1.0,
     )

@@ -16,7 +16,9 @@ the mild rule, which spares a single-session answer whose evidence is the best t
 habit ("how often does he run?", present tense) is one statement, not a count, and keeps the mild rule.
 A question about the order of events ("which did I do first, A or B?", "did A come before or after
 B?", "how many days passed between A and B?", どちらが先) is answered the same way, by one row of each
-event's session, and gets the same strong rule.
+event's session, and gets the same strong rule. So does a question that compares amounts over
+occasions ("which cost more, A or B?", "which of my trips was the longest?", どちらが高い): each
+occasion's session holds one of the amounts.
 
 A session is what the memory knows of one: rows of the same agent, project and channel whose
 timestamps lie within ``SESSION_GAP_SECONDS`` of each other (the rule calibration and the context
@@ -57,6 +59,49 @@ _ORDER = re.compile(
 )
 
 
+#: Amounts measured on a scale, as comparatives and superlatives: what a comparison over occasions asks.
+_MORE = re.compile(
+    r"\b(?:more|less|fewer|longer|shorter|bigger|smaller|larger|cheaper|pricier|higher|lower|further|"
+    r"farther|faster|slower|heavier|lighter)\b",
+    re.IGNORECASE,
+)
+_MOST = re.compile(
+    r"\b(?:longest|shortest|biggest|largest|smallest|cheapest|priciest|highest|lowest|furthest|farthest|"
+    r"fastest|slowest|heaviest|lightest|greatest|(?:most|least) expensive)\b",
+    re.IGNORECASE,
+)
+_COMPARE_OPENER = re.compile(r"\b(?:which|what|who|where|did|was|were)\b", re.IGNORECASE)
+_SUPERLATIVE_OPENER = re.compile(r"\b(?:which|what|where|who)\b", re.IGNORECASE)
+_ALTERNATIVE = re.compile(r"\b(?:or|than)\b", re.IGNORECASE)
+_HOW_MUCH_MORE = re.compile(rf"\bhow (?:much|many) {_MORE.pattern}", re.IGNORECASE)
+_CHOICE_OPENER = re.compile(r"\b(?:which|where)\b", re.IGNORECASE)
+_THE_MOST = re.compile(r"\bthe (?:most|least)\b", re.IGNORECASE)
+_JA_COMPARE = re.compile(r"(?:どちら|どっち)(?:の方)?が(?:高|安|長|短|多|少|大き|小さ|遠|近|重|軽)")
+
+
+def _compares_in(clause: str) -> bool:
+    """One clause (no "?" inside): each search starts where the one before matched, so the cost stays
+    linear in the clause's length whatever it holds."""
+    if _HOW_MUCH_MORE.search(clause) or _JA_COMPARE.search(clause):
+        return True
+    choice = _CHOICE_OPENER.search(clause)
+    if choice is not None and _THE_MOST.search(clause, choice.end()):
+        return True
+    opener = _COMPARE_OPENER.search(clause)
+    if opener is not None:
+        more = _MORE.search(clause, opener.end())
+        if more is not None and _ALTERNATIVE.search(clause, more.end()):
+            return True
+    opener = _SUPERLATIVE_OPENER.search(clause)
+    if opener is None:
+        return False
+    # "one of the biggest challenges" asks for an example, not the extreme.
+    return any(
+        not clause[: most.start()].lower().endswith("one of the ")
+        for most in _MOST.finditer(clause, opener.end())
+    )
+
+
 def aggregates(query: str) -> bool:
     """True when ``query`` counts or totals over occasions ("how many", "in total", 何回 …)."""
     return bool(_AGGREGATE.search(query))
@@ -67,9 +112,15 @@ def orders(query: str) -> bool:
     return bool(_ORDER.search(query))
 
 
+def compares(query: str) -> bool:
+    """True when ``query`` compares amounts over occasions ("which cost more, A or B?", "the longest")."""
+    return any(_compares_in(clause) for clause in query.split("?"))
+
+
 def spans_sessions(query: str) -> bool:
-    """True when ``query``'s answer is one row from each of several sessions: it counts or orders."""
-    return aggregates(query) or orders(query)
+    """True when ``query``'s answer is one row from each of several sessions: it counts, orders or
+    compares."""
+    return aggregates(query) or orders(query) or compares(query)
 
 
 def strength(query: str, decay: float, free: int, aggregate_decay: float) -> tuple[float, int]:

@@ -7,7 +7,7 @@ import math
 from cpersona.retrieval import fusion
 from cpersona.retrieval.candidates import Key, ScoredRow
 from cpersona.retrieval.diversity import FACTOR as DIVERSITY
-from cpersona.retrieval.diversity import aggregates, diversify, orders, session_keys, strength
+from cpersona.retrieval.diversity import aggregates, compares, diversify, orders, session_keys, strength
 from cpersona.retrieval.recency import EQUALS_FACTOR, asks_about_now, prefer_newest
 from cpersona.retrieval.recency import FACTOR as RECENCY
 
@@ -108,6 +108,32 @@ def test_questions_about_the_order_of_events_are_told_from_other_questions() -> 
         assert not orders(single), single
     decay, free = strength("Which happened first, the camping trip or the job interview?", 0.7, 7, 0.2)
     assert (decay, free) == (0.2, 1)
+
+
+def test_questions_that_compare_amounts_over_occasions_are_told_from_other_questions() -> None:
+    for comparing in (
+        "Which was pricier, the hotel in Rome or the one in Vienna?",
+        "Did the drive to Boston take longer than the drive to Albany?",
+        "Were the concert tickets cheaper than the theatre ones?",
+        "How much more did the sofa cost than the armchair?",
+        "What is the heaviest fish I have caught?",
+        "Which of my hikes had the highest climb?",
+        "Where did I pay the least for a haircut?",
+        "What was the most expensive gift I gave this year?",
+        "東京と大阪、どちらが高かったですか",
+    ):
+        assert compares(comparing), comparing
+    for single in (
+        "What was one of the biggest challenges John faced?",  # an example, not the extreme
+        "What did I enjoy the most about the Lisbon trip?",
+        "Can you suggest a longer route for my Sunday ride?",
+        "What is my latest job title?",
+        "How much does my gym membership cost now?",
+        "何が一番好きですか",  # a superlative in Japanese is left out: it asks about one passage as often
+        "When did Melanie paint a sunrise?",
+    ):
+        assert not compares(single), single
+    assert strength("Which was pricier, the hotel in Rome or the one in Vienna?", 0.7, 7, 0.2) == (0.2, 1)
 
 
 def test_a_counting_question_gets_every_sessions_best_row_before_any_second() -> None:
