@@ -24,6 +24,9 @@ A session is what the memory knows of one: rows of the same agent, project and c
 timestamps lie within ``SESSION_GAP_SECONDS`` of each other (the rule calibration and the context
 channel use). Candidates are grouped by that rule among themselves: sorted by time, a new session
 starts at each gap wider than the rule. Episodes are left alone (each one is a session of its own).
+When the times tell no sessions apart (every candidate falls in one, as when a whole history was
+stored at once without its times), the strong rule groups by where the rows were stored instead: a
+candidate stored within ``UNTIMED_ID_GAP`` rows of the previous one belongs with it (``arrange``).
 """
 
 from __future__ import annotations
@@ -154,15 +157,54 @@ def session_keys(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, ...] | None]
     return keys
 
 
-def diversify(rows: list[ScoredRow], decay: float, free: int = 1) -> list[ScoredRow]:
+#: Untimed rows stored at most this many ids after the previous candidate count as one session: a
+#: turn and the reply stored after it, not the next exchange but one. Measured with 2, 4 and 8 on a
+#: long history stored without times (docs/benchmarks.md).
+UNTIMED_ID_GAP = 2
+
+
+def insertion_keys(
+    rows: Sequence[dict[str, Any]], keys: list[tuple[Any, ...] | None]
+) -> list[tuple[Any, ...] | None]:
+    """``keys`` again, unless the times put every keyed row in one session: then runs of rows stored
+    close together (ids at most ``UNTIMED_ID_GAP`` apart) stand for sessions."""
+    if len({key for key in keys if key is not None}) != 1:
+        return keys
+    stored = sorted((int(rows[i]["id"]), i) for i, key in enumerate(keys) if key is not None)
+    out = list(keys)
+    run, previous = 0, None
+    for row_id, index in stored:
+        if previous is None or row_id - previous > UNTIMED_ID_GAP:
+            run += 1
+        previous = row_id
+        out[index] = ("stored", run)
+    return out
+
+
+def arrange(
+    rows: list[ScoredRow], query: str, decay: float, free: int, aggregate_decay: float
+) -> list[ScoredRow]:
+    """Session diversity for ``query`` (``strength``): a question whose answer spans sessions gets the
+    strong rule, grouped by where rows were stored when their times tell no sessions apart."""
+    decay, free = strength(query, decay, free, aggregate_decay)
+    strong = spans_sessions(query) and aggregate_decay < 1.0
+    return diversify(rows, decay, free, by_insertion=strong)
+
+
+def diversify(
+    rows: list[ScoredRow], decay: float, free: int = 1, by_insertion: bool = False
+) -> list[ScoredRow]:
     """Multiply the n-th row of a session beyond its first ``free`` (best first) by ``decay ** n`` and
-    re-sort.
+    re-sort; with ``by_insertion``, rows whose times tell no sessions apart are grouped by
+    ``insertion_keys``.
 
     ``rows`` are best first; the result is best first too. ``decay`` 1 (or more) changes nothing.
     """
     if decay >= 1.0 or len(rows) < 2:
         return rows
     keys = session_keys([item.row for item in rows])
+    if by_insertion:
+        keys = insertion_keys([item.row for item in rows], keys)
     seen: dict[tuple[Any, ...], int] = {}
     changed = False
     for item, key in zip(rows, keys, strict=True):

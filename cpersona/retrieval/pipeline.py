@@ -293,13 +293,13 @@ class RecallPipeline:
         decision.rows = recency.prefer_newest(
             decision.rows, request.query, self.settings.recency_weight, self.settings.recency_margin
         )
-        decay, free = diversity.strength(
+        decision.rows = diversity.arrange(
+            decision.rows,
             request.query,
             self.settings.session_diversity,
             self.settings.session_free_rows,
             self.settings.aggregate_diversity,
         )
-        decision.rows = diversity.diversify(decision.rows, decay, free)
         if cue is None or cue_info is None or cue.filters:
             return decision.rows[: request.limit]
         # After the gate, so the boost never changes what the gate keeps: it only reorders it.

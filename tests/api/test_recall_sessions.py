@@ -37,7 +37,35 @@ FILLER = [
 ]
 
 
-def _ranked(settings: Settings, models_dir: Path, question: str) -> list[str]:
+#: Many more memories on other subjects, so that a question's candidates are a few of the rows.
+SUBJECTS = [
+    "the garden",
+    "my sister",
+    "the printer",
+    "our budget",
+    "the novel",
+    "the bakery",
+    "the gym",
+    "a podcast",
+]
+NOTES = ["needs attention this week", "came up at dinner", "was on my mind again", "is going well lately"]
+MANY = [
+    f"Note {n}: {subject} {note}."
+    for n, (subject, note) in enumerate(
+        (subject, note) for subject in SUBJECTS for note in NOTES for _ in range(5)
+    )
+]
+
+
+def _untimed_order() -> list[tuple[str, str | None]]:
+    """The memories stored at once, without their times: the crowded session's rows one after another,
+    each other flight tens of rows away, other subjects between."""
+    crowded = [text for text, _ in CROWDED]
+    texts = [*MANY[:50], *crowded, *MANY[50:100], OTHERS[0][0], *MANY[100:150], OTHERS[1][0], *MANY[150:]]
+    return [(text, None) for text in texts]
+
+
+def _ranked(settings: Settings, models_dir: Path, question: str, timed: bool = True) -> list[str]:
     """Contents, best first, with MiniLM on."""
     with Memory(
         settings.with_overrides(
@@ -48,7 +76,7 @@ def _ranked(settings: Settings, models_dir: Path, question: str) -> list[str]:
         )
     ) as mem:
         assert mem.wait_until_ready(60)
-        for text, when in [*FILLER, *CROWDED, *OTHERS]:
+        for text, when in [*FILLER, *CROWDED, *OTHERS] if timed else _untimed_order():
             mem.store("a", text, timestamp=when)
         mem.worker.drain()
         results = mem.recall("a", question, limit=10, record=False)["results"]
@@ -92,3 +120,20 @@ def test_another_question_keeps_the_crowded_sessions_rows_together(
 ) -> None:
     ranked = _ranked(settings, minilm_models_dir, "What did I do on the long flight to Tokyo?")
     assert set(ranked[:4]) == {text for text, _ in CROWDED}
+
+
+def test_stored_without_times_the_rows_stored_together_stand_for_a_session(
+    settings: Settings, minilm_models_dir: Path
+) -> None:
+    """A harness or an import that stores a whole history at once, without times: the times make one
+    session, so where the rows were stored tells the sessions apart for a question that counts."""
+    question = "How many flights have I taken?"
+    second, last_other = _second_of_crowded_and_last_other(
+        _ranked(settings, minilm_models_dir, question, timed=False)
+    )
+    assert last_other < second
+    plain = _ranked(
+        settings.with_overrides(aggregate_diversity=1.0), minilm_models_dir, question, timed=False
+    )
+    second, last_other = _second_of_crowded_and_last_other(plain)
+    assert second < last_other

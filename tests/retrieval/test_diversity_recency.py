@@ -7,7 +7,16 @@ import math
 from cpersona.retrieval import fusion
 from cpersona.retrieval.candidates import Key, ScoredRow
 from cpersona.retrieval.diversity import FACTOR as DIVERSITY
-from cpersona.retrieval.diversity import aggregates, compares, diversify, orders, session_keys, strength
+from cpersona.retrieval.diversity import (
+    aggregates,
+    arrange,
+    compares,
+    diversify,
+    insertion_keys,
+    orders,
+    session_keys,
+    strength,
+)
 from cpersona.retrieval.recency import EQUALS_FACTOR, asks_about_now, prefer_newest
 from cpersona.retrieval.recency import FACTOR as RECENCY
 
@@ -146,6 +155,27 @@ def test_a_counting_question_gets_every_sessions_best_row_before_any_second() ->
     assert _order(diversify([*crowded, *others], decay, free))[:3] == [1, 20, 30]
     mild = diversify([_row(i, 10 - i, "2023-05-01T10:00:00.000000Z") for i in range(1, 5)] + others, 0.7, 7)
     assert _order(mild)[:3] == [1, 2, 3]  # another question keeps the crowded session's rows
+
+
+def test_untimed_rows_are_grouped_by_where_they_were_stored() -> None:
+    # A whole history stored at once: every time within one hour, so the times make one session.
+    stamp = "2023-05-01T10:00:00.000000Z"
+    rows = [_row(rid, 10.0 - n, stamp) for n, rid in enumerate((40, 41, 42, 90, 91, 200))]
+    keys = insertion_keys([r.row for r in rows], session_keys([r.row for r in rows]))
+    assert keys[0] == keys[1] == keys[2] != keys[3] == keys[4] != keys[5]
+    timed = [_row(1, 5.0, stamp), _row(2, 4.0, "2023-06-01T10:00:00.000000Z")]
+    plain = session_keys([r.row for r in timed])
+    assert insertion_keys([r.row for r in timed], plain) == plain  # times that tell sessions apart win
+
+
+def test_a_counting_question_over_untimed_rows_spreads_over_where_they_were_stored() -> None:
+    stamp = "2023-05-01T10:00:00.000000Z"
+    rows = [_row(rid, 10.0 - n, stamp) for n, rid in enumerate((40, 41, 42, 90, 200))]
+    assert _order(arrange(rows, "How many races have I run?", 0.7, 7, 0.2))[:3] == [40, 90, 200]
+    rows = [_row(rid, 10.0 - n, stamp) for n, rid in enumerate((40, 41, 42, 90, 200))]
+    assert _order(arrange(rows, "Which race did I enjoy?", 0.7, 7, 0.2)) == [40, 41, 42, 90, 200]
+    rows = [_row(rid, 10.0 - n, stamp) for n, rid in enumerate((40, 41, 42, 90, 200))]
+    assert _order(arrange(rows, "How many races have I run?", 0.7, 7, 1.0)) == [40, 41, 42, 90, 200]
 
 
 def test_one_session_keeps_its_order_under_the_strong_rule() -> None:
