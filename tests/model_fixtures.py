@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cpersona.config import Settings
 from cpersona.embed.install.assemble import assemble_minilm
 from cpersona.embed.install.fetch import install_from
 from cpersona.embed.registry import ModelManifest, load_manifest
@@ -80,6 +81,18 @@ def free_loopback_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def with_minilm(settings: Settings, models_dir: Path, **overrides: object) -> Settings:
+    """``settings`` with MiniLM on from ``models_dir``, no self-calibration (a test calibrates when it
+    means to), and ``overrides``."""
+    return settings.with_overrides(
+        embedding_mode="onnx",
+        models_dir=models_dir,
+        embedding_model=MINILM,
+        auto_calibrate=False,
+        **overrides,
+    )
 
 
 @pytest.fixture(scope="session")

@@ -79,6 +79,8 @@ _ALTERNATIVE = re.compile(r"\b(?:or|than)\b", re.IGNORECASE)
 _HOW_MUCH_MORE = re.compile(rf"\bhow (?:much|many) {_MORE.pattern}", re.IGNORECASE)
 _CHOICE_OPENER = re.compile(r"\b(?:which|where)\b", re.IGNORECASE)
 _THE_MOST = re.compile(r"\bthe (?:most|least)\b", re.IGNORECASE)
+#: What stands before a superlative that asks for an example ("one of the biggest …").
+_EXAMPLE = "one of the "
 _JA_COMPARE = re.compile(r"(?:どちら|どっち)(?:の方)?が(?:高|安|長|短|多|少|大き|小さ|遠|近|重|軽)")
 
 
@@ -100,7 +102,7 @@ def _compares_in(clause: str) -> bool:
         return False
     # "one of the biggest challenges" asks for an example, not the extreme.
     return any(
-        not clause[: most.start()].lower().endswith("one of the ")
+        clause[max(0, most.start() - len(_EXAMPLE)) : most.start()].lower() != _EXAMPLE
         for most in _MOST.finditer(clause, opener.end())
     )
 
@@ -127,12 +129,19 @@ def spans_sessions(query: str) -> bool:
 
 
 def strength(query: str, decay: float, free: int, aggregate_decay: float) -> tuple[float, int]:
-    """(decay, free rows) for ``query``: a question that counts or orders (``spans_sessions``) gets one
-    free row and ``aggregate_decay`` (the stronger of the two), any other the settings' ``decay`` and
-    ``free``."""
-    if spans_sessions(query) and aggregate_decay < 1.0:
-        return min(decay, aggregate_decay), 1
-    return decay, free
+    """(decay, free rows) for ``query``: a question that counts, orders or compares (``spans_sessions``)
+    gets one free row and ``aggregate_decay`` (the stronger of the two), any other the settings'
+    ``decay`` and ``free``."""
+    return _strength(_strong(query, aggregate_decay), decay, free, aggregate_decay)
+
+
+def _strong(query: str, aggregate_decay: float) -> bool:
+    """Whether ``query`` gets the strong rule: its answer spans sessions and the rule is not off."""
+    return aggregate_decay < 1.0 and spans_sessions(query)
+
+
+def _strength(strong: bool, decay: float, free: int, aggregate_decay: float) -> tuple[float, int]:
+    return (min(decay, aggregate_decay), 1) if strong else (decay, free)
 
 
 def session_keys(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, ...] | None]:
@@ -186,8 +195,8 @@ def arrange(
 ) -> list[ScoredRow]:
     """Session diversity for ``query`` (``strength``): a question whose answer spans sessions gets the
     strong rule, grouped by where rows were stored when their times tell no sessions apart."""
-    decay, free = strength(query, decay, free, aggregate_decay)
-    strong = spans_sessions(query) and aggregate_decay < 1.0
+    strong = _strong(query, aggregate_decay)
+    decay, free = _strength(strong, decay, free, aggregate_decay)
     return diversify(rows, decay, free, by_insertion=strong)
 
 
@@ -202,9 +211,10 @@ def diversify(
     """
     if decay >= 1.0 or len(rows) < 2:
         return rows
-    keys = session_keys([item.row for item in rows])
+    plain = [item.row for item in rows]
+    keys = session_keys(plain)
     if by_insertion:
-        keys = insertion_keys([item.row for item in rows], keys)
+        keys = insertion_keys(plain, keys)
     seen: dict[tuple[Any, ...], int] = {}
     changed = False
     for item, key in zip(rows, keys, strict=True):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from model_fixtures import with_minilm
 from pg_cluster import BOTH_ENGINES
 
 from cpersona.config import Settings
@@ -28,15 +29,7 @@ QUESTION = "How many concerts have I been to?"
 def _vector_channel(settings: Settings, models_dir: Path, share: float) -> tuple[list[str], dict, dict]:
     """The vector channel's hits (contents, best first), its trace entry and the response's ``search``,
     at content ``share``."""
-    with Memory(
-        settings.with_overrides(
-            embedding_mode="onnx",
-            models_dir=models_dir,
-            embedding_model="all-minilm-l6-v2",
-            auto_calibrate=False,
-            count_query_content=share,
-        )
-    ) as mem:
+    with Memory(with_minilm(settings, models_dir, count_query_content=share)) as mem:
         assert mem.wait_until_ready(60)
         ids = {}
         for day, text in enumerate([STATEMENT, *OTHERS], start=1):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from model_fixtures import with_minilm
 from pg_cluster import BOTH_ENGINES
 
 from cpersona.config import Settings
@@ -67,14 +68,7 @@ def _untimed_order() -> list[tuple[str, str | None]]:
 
 def _ranked(settings: Settings, models_dir: Path, question: str, timed: bool = True) -> list[str]:
     """Contents, best first, with MiniLM on."""
-    with Memory(
-        settings.with_overrides(
-            embedding_mode="onnx",
-            models_dir=models_dir,
-            embedding_model="all-minilm-l6-v2",
-            auto_calibrate=False,
-        )
-    ) as mem:
+    with Memory(with_minilm(settings, models_dir)) as mem:
         assert mem.wait_until_ready(60)
         for text, when in [*FILLER, *CROWDED, *OTHERS] if timed else _untimed_order():
             mem.store("a", text, timestamp=when)
