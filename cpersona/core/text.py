@@ -135,7 +135,11 @@ def json_field(value: Any, field: str, max_bytes: int) -> str | None:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{field} is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+            # A bare word ("user") is the commonest slip: say what shape is wanted, not just where it broke.
+            raise InvalidInput(
+                f"{field} is not valid JSON: {exc.msg} at position {exc.pos}; pass a JSON object, "
+                f'for example {{"type": "user"}}'
+            ) from exc
         except RecursionError as exc:
             # The decoder gives up near the interpreter's recursion limit, far past MAX_JSON_DEPTH.
             raise InvalidInput(too_deep) from exc

@@ -1,4 +1,5 @@
-"""clean_json, the one JSON walker: its output always encodes, and clean data passes unchanged."""
+"""clean_json, the one JSON walker: its output always encodes, and clean data passes unchanged; and
+json_field, which reads an agent's source / metadata."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cpersona.core.text import LONE_SURROGATE, clean_json, clean_text
+from cpersona.core.text import LONE_SURROGATE, clean_json, clean_text, json_field
+from cpersona.errors import InvalidInput
 
 # Text as agents and decoders hand it over: lone surrogates and NUL bytes included.
 AWKWARD = st.text(
@@ -99,3 +102,11 @@ def test_without_coercion_what_json_cannot_carry_is_left_for_the_encoder_to_refu
     assert math.isnan(kept["score"]) and kept["at"] == [math.inf] and kept["k\ufffd"] == ["x"]
     coerced = clean_json({"score": math.nan, 3: Path("/a"), "at": (math.inf, 1.5)}, coerce=True)
     assert coerced == {"score": None, "3": "/a", "at": [None, 1.5]}
+
+
+def test_a_bare_word_for_a_json_field_is_refused_with_the_shape_wanted() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        json_field("user", "source", 4096)
+    assert "source is not valid JSON" in str(refused.value)
+    assert '{"type": "user"}' in str(refused.value)
+    assert json_field('{"type": "user"}', "source", 4096) == '{"type": "user"}'
