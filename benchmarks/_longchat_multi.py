@@ -2,7 +2,8 @@
 stored history, for choosing retrieval settings (benchmarks/_longchat_data.py plants one).
 
     python benchmarks/_longchat_multi.py benchmarks/results/longchat-multi --histories 20 \
-        [--source /path/to/alpaca_eval.git] [--seed 33] [--topical [--echo]] [--temporal N] [--compare N]
+        [--source /path/to/alpaca_eval.git] [--seed 33] [--topical [--echo]] [--temporal N [--span-wording W]]
+        [--compare N]
     python benchmarks/longchat.py benchmarks/results/longchat-multi --models-dir DIR --split choose ...
 
 Same haystack, facts, phrasings, near misses and file shape as _longchat_data.py (the harness reads
@@ -40,8 +41,8 @@ from _longchat_data import (  # noqa: E402
 )
 from _longchat_facts import GENERATORS, TYPES  # noqa: E402
 from _longchat_temporal import QUESTION_TYPE as TEMPORAL  # noqa: E402
+from _longchat_temporal import SPAN_WORDINGS, temporal_plans  # noqa: E402
 from _longchat_temporal import answer as temporal_answer  # noqa: E402
-from _longchat_temporal import temporal_plans  # noqa: E402
 
 
 def build_history(
@@ -52,6 +53,7 @@ def build_history(
     echo: bool = False,
     temporal: int = 0,
     compare: int = 0,
+    span_wording: str = "days",
 ) -> dict[str, Any]:
     """One history with a question of every type; deterministic in (index, seed, topical). ``topical``:
     every evidence session is about its fact's topic (as _longchat_data.py builds them), so a question's
@@ -59,7 +61,9 @@ def build_history(
     ``echo``: besides, the rest of an evidence session keeps coming back to the user's statement.
     ``temporal``: this many questions about the order of two events besides (_longchat_temporal.py);
     ``compare``: this many questions that compare amounts besides (_longchat_compare.py); with 0 for
-    both, the history is the same as before the options existed."""
+    both, the history is the same as before the options existed. ``span_wording``: how the temporal
+    questions that ask how far apart two events were are worded (_longchat_temporal.SPAN_WORDINGS); the
+    rest of the history is the same for every wording."""
     rng = random.Random(seed * 100_003 + index)
     plans = {qtype: GENERATORS[qtype](rng) for qtype in TYPES}
     n_sessions = rng.randint(44, 60)
@@ -84,7 +88,7 @@ def build_history(
         for who, text in plan.distractors:
             s = free.pop()
             planted[s] = (who, text, qtype, False)
-    orders = temporal_plans(rng, temporal) if temporal else []
+    orders = temporal_plans(rng, temporal, span_wording) if temporal else []
     for k, order in enumerate(orders):
         pair = sorted(free[:2])
         del free[:2]
@@ -216,6 +220,12 @@ def main() -> int:
     parser.add_argument(
         "--compare", type=int, default=0, help="questions that compare amounts per history, besides"
     )
+    parser.add_argument(
+        "--span-wording",
+        choices=SPAN_WORDINGS,
+        default="days",
+        help="with --temporal: how a question about the time between two events is worded",
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     haystack = load_haystack(args.source, args.cache)
@@ -228,9 +238,19 @@ def main() -> int:
             "echo": args.echo,
             "temporal": args.temporal,
             "compare": args.compare,
+            **({"span_wording": args.span_wording} if args.span_wording != "days" else {}),
         },
         "histories": [
-            build_history(i, haystack, args.seed, args.topical, args.echo, args.temporal, args.compare)
+            build_history(
+                i,
+                haystack,
+                args.seed,
+                args.topical,
+                args.echo,
+                args.temporal,
+                args.compare,
+                args.span_wording,
+            )
             for i in range(args.histories)
         ],
     }

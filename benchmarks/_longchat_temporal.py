@@ -135,8 +135,26 @@ class TemporalPlan:
     asks_days: bool
 
 
-def temporal_plans(rng: random.Random, n: int) -> list[TemporalPlan]:
-    """``n`` questions over distinct events (two each)."""
+#: How a question about the distance in time between two events is worded (``--span-wording``): "days"
+#: counts ("How many days passed between A and B?"); "time" and "long" ask the same without counting,
+#: the words a counting frame does not catch ("How much time passed …", "How long was it between …" and
+#: "How long after A was B?", by turns). Every wording draws the same numbers, so the histories are the same.
+SPAN_WORDINGS = ("days", "time", "long")
+
+
+def span_question(a: str, b: str, wording: str, k: int) -> str:
+    """The question how far apart ``a`` and ``b`` were, in ``wording``; ``k`` (the plan's index) takes
+    turns between the two forms of "long"."""
+    if wording == "time":
+        return f"How much time passed between {a} and {b}?"
+    if wording == "long":
+        return f"How long was it between {a} and {b}?" if k % 2 == 0 else f"How long after {a} was {b}?"
+    return f"How many days passed between {a} and {b}?"
+
+
+def temporal_plans(rng: random.Random, n: int, span_wording: str = "days") -> list[TemporalPlan]:
+    """``n`` questions over distinct events (two each); ``span_wording`` words those that ask how far
+    apart two events were (``SPAN_WORDINGS``)."""
     events = rng.sample(EVENTS, 2 * n)
     plans = []
     for k in range(n):
@@ -146,7 +164,7 @@ def temporal_plans(rng: random.Random, n: int) -> list[TemporalPlan]:
         a, b = (names[0], names[1]) if rng.random() < 0.5 else (names[1], names[0])
         asks_days = rng.random() < 1 / 3
         if asks_days:
-            question = f"How many days passed between {a} and {b}?"
+            question = span_question(a, b, span_wording, k)
         else:
             question = rng.choice(
                 [

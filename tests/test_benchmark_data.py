@@ -292,6 +292,26 @@ def test_order_questions_plant_two_events_in_order_and_leave_the_rest_alone() ->
             assert q["answer"] in q["question"]
 
 
+def test_a_span_wording_rewords_only_the_questions_about_the_time_between_two_events() -> None:
+    hay = haystack()
+    days = _longchat_multi.build_history(6, hay, seed=36, topical=True, temporal=3)
+    assert _longchat_multi.build_history(6, hay, seed=36, topical=True, temporal=3, span_wording="days") == days
+    for wording, opening in (("time", "How much time passed between "), ("long", "How long ")):
+        other = _longchat_multi.build_history(6, hay, seed=36, topical=True, temporal=3, span_wording=wording)
+        assert other["sessions"] == days["sessions"]  # the same turns: a stored history serves every wording
+        changed = 0
+        for before, after in zip(days["questions"], other["questions"], strict=True):
+            if before["question"].startswith("How many days passed between "):
+                assert after["question"].startswith(opening)
+                assert {k: v for k, v in after.items() if k != "question"} == {
+                    k: v for k, v in before.items() if k != "question"
+                }
+                changed += 1
+            else:
+                assert after == before
+        assert changed > 0  # seed 36, history 6 asks at least one
+
+
 def test_comparison_questions_plant_each_amount_in_a_session_of_its_own() -> None:
     hay = haystack()
     plain = _longchat_multi.build_history(4, hay, seed=5, topical=True, temporal=2)

@@ -189,9 +189,9 @@ class Settings:
     count_query_content: float = setting(
         "CPERSONA_COUNT_QUERY_CONTENT",
         0.5,  # the long histories' choose halves (0.5 / 0.7), confirmed; LoCoMo unchanged (docs/benchmarks.md)
-        'a question that counts or totals ("how many books did I finish?"): the share of its content '
-        "(the question without the counting frame) in the query vector, so the statements it counts "
-        "outrank other questions that count ([docs/retrieval.md](docs/retrieval.md#the-query-vector-of-a-count)); "
+        'a question that counts ("how many books did I finish?") or asks how long between two events: the share '
+        "of its content (the question without the counting frame) in the query vector, so the statements it "
+        "counts outrank other questions ([docs/retrieval.md](docs/retrieval.md#the-query-vector-of-a-count)); "
         "`0` turns it off",
         minimum=0.0,
         maximum=1.0,

@@ -11,14 +11,13 @@ A question that counts or totals over occasions ("how many concerts have I been 
 spend in total?", "what is the average …", "how often did I bake?", 何回) is answered by one row of
 each of several sessions and by no second row of any: for it every row beyond its session's best gets
 ``aggregate_decay`` per row ahead of it (``strength``), so each session's best row comes before any
-session's second. Other questions keep
-the mild rule, which spares a single-session answer whose evidence is the best turn's neighbour. A
-habit ("how often does he run?", present tense) is one statement, not a count, and keeps the mild rule.
-A question about the order of events ("which did I do first, A or B?", "did A come before or after
-B?", "how many days passed between A and B?", どちらが先) is answered the same way, by one row of each
-event's session, and gets the same strong rule. So does a question that compares amounts over
-occasions ("which cost more, A or B?", "which of my trips was the longest?", どちらが高い): each
-occasion's session holds one of the amounts.
+session's second. Other questions keep the mild rule, which spares a single-session answer whose
+evidence is the best turn's neighbour. A habit ("how often does he run?", present tense) is one
+statement, not a count, and keeps the mild rule. A question about the order of events ("which did I
+do first, A or B?", "did A come before or after B?", "how much time passed between A and B?",
+どちらが先) is answered the same way, by one row of each event's session, and gets the same strong
+rule. So does a question that compares amounts over occasions ("which cost more, A or B?", "which of
+my trips was the longest?", どちらが高い): each occasion's session holds one of the amounts.
 
 A session is what the memory knows of one: rows of the same agent, project and channel whose
 timestamps lie within ``SESSION_GAP_SECONDS`` of each other (the rule calibration and the context
@@ -56,8 +55,15 @@ _AGGREGATE = re.compile(
 _ORDER = re.compile(
     r"\b(?:which|what|who)\b[^?]*\b(?:first|earlier|sooner|last|later|before|after)\b[^?]*\bor\b|"
     r"\b(?:before or after|after or before)\b|\b(?:what|which|in) order\b|\border of\b|\bchronological|"
-    r"\bhow (?:long|many (?:days|weeks|months|years))\b[^?]*\b(?:between|after|before|since)\b|"
     r"どちらが先|どっちが先|前か後|先か後|順番|順序",
+    re.IGNORECASE,
+)
+
+
+#: How far apart two events were ("how long after A did B", "how much time passed between A and B"): an
+#: order question too, and one whose frame says nothing of the events (query_form.py takes it out).
+_INTERVAL = re.compile(
+    r"\bhow (?:long|much time|many (?:days|weeks|months|years))\b[^?]*\b(?:between|after|before|since)\b",
     re.IGNORECASE,
 )
 
@@ -114,7 +120,13 @@ def aggregates(query: str) -> bool:
 
 def orders(query: str) -> bool:
     """True when ``query`` asks which of several events came first, or how far apart they were."""
-    return bool(_ORDER.search(query))
+    return bool(_ORDER.search(query)) or measures_interval(query)
+
+
+def measures_interval(query: str) -> bool:
+    """True when ``query`` asks how far apart in time two events were ("how long after A …", "how much
+    time passed between A and B", "how many days since …")."""
+    return bool(_INTERVAL.search(query))
 
 
 def compares(query: str) -> bool:

@@ -8,7 +8,9 @@ counts or totals (``diversity.aggregates``) the query vector is therefore the bl
 vector and the vector of its content, the question with the frame taken out ("books did I read to the
 end"): the question's own vector keeps what the frame says about the subject, the content's pulls
 toward the statements. Measured on the vector channel alone before it was
-built, and chosen on the long histories' choose halves (docs/benchmarks.md).
+built, and chosen on the long histories' choose halves (docs/benchmarks.md). A question that asks how
+far apart two events were ("how much time passed between the move and the wedding?",
+``diversity.measures_interval``) is blended the same way: its frame says as little of the events.
 
 Only the frame's words are taken out, in English; a question in another language, or one whose
 content would be empty, keeps its one vector (no second embedding, no cost).
@@ -27,12 +29,12 @@ import re
 
 import numpy as np
 
-from cpersona.retrieval.diversity import aggregates, orders
+from cpersona.retrieval.diversity import aggregates, measures_interval, orders
 
-#: The words that frame a count or a total and say nothing of what is counted.
+#: The words that frame a count, a total or a span of time and say nothing of what is counted.
 _FRAME = re.compile(
-    r"\b(?:how many(?: times| different)?|how much|how often|in total|altogether|so far|to date|"
-    r"up to now|until now|overall|combined|in all|total)\b",
+    r"\b(?:how many(?: times| different)?|how much time|how much|how often|how long|in total|altogether|"
+    r"so far|to date|up to now|until now|overall|combined|in all|total)\b",
     re.IGNORECASE,
 )
 #: An auxiliary left at the start once the frame is gone ("[how many times] did I go …").
@@ -43,9 +45,9 @@ _MIN_CONTENT_CHARS = 3
 
 
 def content_form(query: str) -> str | None:
-    """``query`` without its counting frame, when it counts or totals and something else remains;
-    None otherwise (then the question's vector is used alone)."""
-    if not aggregates(query):
+    """``query`` without its counting frame, when it counts or totals, or asks how far apart two events
+    were, and something else remains; None otherwise (then the question's vector is used alone)."""
+    if not (aggregates(query) or measures_interval(query)):
         return None
     content = _SPACES.sub(" ", _FRAME.sub(" ", query)).strip(" ?!.,:;")
     content = _LEADING_AUX.sub("", content).strip()

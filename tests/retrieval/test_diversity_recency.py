@@ -104,6 +104,7 @@ def test_questions_about_the_order_of_events_are_told_from_other_questions() -> 
         "In what order did I visit the three museums?",
         "How many days passed between the wedding and the interview?",
         "How long after the move did I start the new job?",
+        "How much time went by between the fire drill and the audit?",
         "引っ越しと転職、どちらが先でしたか",
     ):
         assert orders(ordering), ordering
@@ -113,6 +114,7 @@ def test_questions_about_the_order_of_events_are_told_from_other_questions() -> 
         "Which café did you recommend first?",
         "How long is the trail up Greyhorn Ridge?",
         "What is my current 5k personal best?",
+        "How much time should I set aside for the museum?",  # a duration, no second event
     ):
         assert not orders(single), single
     decay, free = strength("Which happened first, the camping trip or the job interview?", 0.7, 7, 0.2)

@@ -68,6 +68,36 @@ def test_any_text_gives_none_or_a_shorter_content(text: str) -> None:
     assert content_form(text) is None or aggregates(text)
 
 
+@pytest.mark.parametrize(
+    ("question", "content"),
+    [
+        (
+            "How much time passed between the fire drill and the audit?",
+            "passed between the fire drill and the audit",
+        ),
+        ("How long after the move did I start the new job?", "after the move did I start the new job"),
+        ("How long was it between the recital and the trip?", "it between the recital and the trip"),
+    ],
+)
+def test_a_question_about_how_far_apart_two_events_were_keeps_the_events(question: str, content: str) -> None:
+    assert content_form(question) == content
+    assert (
+        keyword_share(question, content, 0.5) == 1.0
+    )  # an order question: its named events keep their words
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How long is the trail up Greyhorn Ridge?",  # a length, no second event
+        "How much time should I set aside for the museum?",
+        "How long have I been learning the cello?",
+    ],
+)
+def test_a_duration_of_one_thing_keeps_its_one_vector(question: str) -> None:
+    assert content_form(question) is None
+
+
 def test_a_count_halves_its_keywords_an_order_question_keeps_them() -> None:
     count = "How many concerts have I been to?"
     assert keyword_share(count, content_form(count), 0.5) == 0.5
