@@ -295,7 +295,9 @@ def test_order_questions_plant_two_events_in_order_and_leave_the_rest_alone() ->
 def test_a_span_wording_rewords_only_the_questions_about_the_time_between_two_events() -> None:
     hay = haystack()
     days = _longchat_multi.build_history(6, hay, seed=36, topical=True, temporal=3)
-    assert _longchat_multi.build_history(6, hay, seed=36, topical=True, temporal=3, span_wording="days") == days
+    assert (
+        _longchat_multi.build_history(6, hay, seed=36, topical=True, temporal=3, span_wording="days") == days
+    )
     for wording, opening in (("time", "How much time passed between "), ("long", "How long ")):
         other = _longchat_multi.build_history(6, hay, seed=36, topical=True, temporal=3, span_wording=wording)
         assert other["sessions"] == days["sessions"]  # the same turns: a stored history serves every wording
