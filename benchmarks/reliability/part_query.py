@@ -81,6 +81,9 @@ def queries(rng: random.Random, ab_row: str) -> dict[str, str]:
         "2,000 identifier tokens": " ".join(f"id{i}x" for i in range(2000))[:MAX_QUERY_CHARS],
         "one 8,000-char token matching nothing": "q" * MAX_QUERY_CHARS,
         "1,300 short terms matching nothing": " ".join(f"zz{i}" for i in range(1300))[:MAX_QUERY_CHARS],
+        # The question readers (retrieval/diversity.py): "which … first … or" once cost seconds this way.
+        "666 'which first' openers": ("which first " * 700)[:MAX_QUERY_CHARS],
+        "888 'how long' frames": ("how long " * 900)[:MAX_QUERY_CHARS],
     }
 
 

@@ -42,30 +42,37 @@ if TYPE_CHECKING:
 #: The factor name in ``match_reason.factors``.
 FACTOR = "session_diversity"
 
+# Patterns of the form "A … B … C" are searched one part after another (``_in_order``), never as one
+# regex with ".*" between the parts: that backtracks, to seconds on a long query of repeated openers.
+
 #: A question that counts or totals over occasions: its answer is spread over sessions.
 _AGGREGATE = re.compile(
-    r"\b(how many|how often (?:did|have|has|had)|how much\b.*\b(?:in total|altogether|so far|overall)|"
-    r"in total|in all|altogether|so far|total|average|combined)\b|"
+    r"\b(how many|how often (?:did|have|has|had)|in total|in all|altogether|so far|total|average|combined)\b|"
     r"何回|何度|いくつ|合計|平均|合わせて|全部で|何[個冊本人件枚杯軒つ]",
     re.IGNORECASE,
 )
+#: "how much" … "overall" on one line: a total too.
+_HOW_MUCH = re.compile(r"\bhow much\b", re.IGNORECASE)
+_SUMMED = re.compile(r"\b(?:in total|altogether|so far|overall)\b", re.IGNORECASE)
 
 
 #: A question about the order of events in time: each event's session holds half its answer.
 _ORDER = re.compile(
-    r"\b(?:which|what|who)\b[^?]*\b(?:first|earlier|sooner|last|later|before|after)\b[^?]*\bor\b|"
     r"\b(?:before or after|after or before)\b|\b(?:what|which|in) order\b|\border of\b|\bchronological|"
     r"どちらが先|どっちが先|前か後|先か後|順番|順序",
     re.IGNORECASE,
 )
+#: "which / what / who" … "first / later / before …" … "or" in one clause.
+_ORDER_OPENER = re.compile(r"\b(?:which|what|who)\b", re.IGNORECASE)
+_ORDER_WORD = re.compile(r"\b(?:first|earlier|sooner|last|later|before|after)\b", re.IGNORECASE)
+_OR = re.compile(r"\bor\b", re.IGNORECASE)
 
 
 #: How far apart two events were ("how long after A did B", "how much time passed between A and B"): an
-#: order question too, and one whose frame says nothing of the events (query_form.py takes it out).
-_INTERVAL = re.compile(
-    r"\bhow (?:long|much time|many (?:days|weeks|months|years))\b[^?]*\b(?:between|after|before|since)\b",
-    re.IGNORECASE,
-)
+#: order question too, and one whose frame says nothing of the events (query_form.py takes it out). The
+#: frame, then a link to the other event, in one clause.
+_SPAN_FRAME = re.compile(r"\bhow (?:long|much time|many (?:days|weeks|months|years))\b", re.IGNORECASE)
+_SPAN_LINK = re.compile(r"\b(?:between|after|before|since)\b", re.IGNORECASE)
 
 
 #: Amounts measured on a scale, as comparatives and superlatives: what a comparison over occasions asks.
@@ -90,19 +97,32 @@ _EXAMPLE = "one of the "
 _JA_COMPARE = re.compile(r"(?:どちら|どっち)(?:の方)?が(?:高|安|長|短|多|少|大き|小さ|遠|近|重|軽)")
 
 
+def _in_order(text: str, *parts: re.Pattern[str]) -> bool:
+    """True when each of ``parts`` matches in ``text`` after the one before it. Each search starts where
+    the one before ended (the earliest match leaves the most room for the rest), so the cost stays linear
+    in the text's length whatever it holds."""
+    start = 0
+    for part in parts:
+        found = part.search(text, start)
+        if found is None:
+            return False
+        start = found.end()
+    return True
+
+
+def _clauses(query: str) -> list[str]:
+    """The parts of ``query`` between question marks: "A … B … C" never reaches across one."""
+    return query.split("?")
+
+
 def _compares_in(clause: str) -> bool:
-    """One clause (no "?" inside): each search starts where the one before matched, so the cost stays
-    linear in the clause's length whatever it holds."""
+    """One clause (no "?" inside), searched part after part (``_in_order``)."""
     if _HOW_MUCH_MORE.search(clause) or _JA_COMPARE.search(clause):
         return True
-    choice = _CHOICE_OPENER.search(clause)
-    if choice is not None and _THE_MOST.search(clause, choice.end()):
+    if _in_order(clause, _CHOICE_OPENER, _THE_MOST) or _in_order(
+        clause, _COMPARE_OPENER, _MORE, _ALTERNATIVE
+    ):
         return True
-    opener = _COMPARE_OPENER.search(clause)
-    if opener is not None:
-        more = _MORE.search(clause, opener.end())
-        if more is not None and _ALTERNATIVE.search(clause, more.end()):
-            return True
     opener = _SUPERLATIVE_OPENER.search(clause)
     if opener is None:
         return False
@@ -115,23 +135,29 @@ def _compares_in(clause: str) -> bool:
 
 def aggregates(query: str) -> bool:
     """True when ``query`` counts or totals over occasions ("how many", "in total", 何回 …)."""
-    return bool(_AGGREGATE.search(query))
+    return bool(_AGGREGATE.search(query)) or any(
+        _in_order(line, _HOW_MUCH, _SUMMED) for line in query.split("\n")
+    )
 
 
 def orders(query: str) -> bool:
     """True when ``query`` asks which of several events came first, or how far apart they were."""
-    return bool(_ORDER.search(query)) or measures_interval(query)
+    if _ORDER.search(query):
+        return True
+    return any(_in_order(clause, _ORDER_OPENER, _ORDER_WORD, _OR) for clause in _clauses(query)) or (
+        measures_interval(query)
+    )
 
 
 def measures_interval(query: str) -> bool:
     """True when ``query`` asks how far apart in time two events were ("how long after A …", "how much
     time passed between A and B", "how many days since …")."""
-    return bool(_INTERVAL.search(query))
+    return any(_in_order(clause, _SPAN_FRAME, _SPAN_LINK) for clause in _clauses(query))
 
 
 def compares(query: str) -> bool:
     """True when ``query`` compares amounts over occasions ("which cost more, A or B?", "the longest")."""
-    return any(_compares_in(clause) for clause in query.split("?"))
+    return any(_compares_in(clause) for clause in _clauses(query))
 
 
 def spans_sessions(query: str) -> bool:
