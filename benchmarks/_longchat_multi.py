@@ -3,7 +3,7 @@ stored history, for choosing retrieval settings (benchmarks/_longchat_data.py pl
 
     python benchmarks/_longchat_multi.py benchmarks/results/longchat-multi --histories 20 \
         [--source /path/to/alpaca_eval.git] [--seed 33] [--topical [--echo]] [--temporal N [--span-wording W]]
-        [--compare N]
+        [--compare N] [--remind assistant|user]
     python benchmarks/longchat.py benchmarks/results/longchat-multi --models-dir DIR --split choose ...
 
 Same haystack, facts, phrasings, near misses and file shape as _longchat_data.py (the harness reads
@@ -40,6 +40,8 @@ from _longchat_data import (  # noqa: E402
     weave_sessions,
 )
 from _longchat_facts import GENERATORS, TYPES  # noqa: E402
+from _longchat_remind import QUESTION_TYPES as QUESTION_TYPES_REMINDED  # noqa: E402
+from _longchat_remind import reword  # noqa: E402
 from _longchat_temporal import QUESTION_TYPE as TEMPORAL  # noqa: E402
 from _longchat_temporal import SPAN_WORDINGS, temporal_plans  # noqa: E402
 from _longchat_temporal import answer as temporal_answer  # noqa: E402
@@ -226,6 +228,11 @@ def main() -> int:
         default="days",
         help="with --temporal: how a question about the time between two events is worded",
     )
+    parser.add_argument(
+        "--remind",
+        choices=sorted(QUESTION_TYPES_REMINDED),
+        help="ask this side's single-session questions as requests to be reminded (_longchat_remind.py)",
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     haystack = load_haystack(args.source, args.cache)
@@ -239,6 +246,7 @@ def main() -> int:
             "temporal": args.temporal,
             "compare": args.compare,
             **({"span_wording": args.span_wording} if args.span_wording != "days" else {}),
+            **({"remind": args.remind} if args.remind else {}),
         },
         "histories": [
             build_history(
@@ -254,6 +262,8 @@ def main() -> int:
             for i in range(args.histories)
         ],
     }
+    if args.remind:
+        data["histories"] = [reword(history, args.remind) for history in data["histories"]]
     out = args.cache / DATA_FILE
     partial = out.with_suffix(".partial")
     partial.write_text(json.dumps(data, ensure_ascii=False))

@@ -23,6 +23,7 @@ import _jaquad_data  # noqa: E402
 import _longchat_compare  # noqa: E402
 import _longchat_data  # noqa: E402
 import _longchat_multi  # noqa: E402
+import _longchat_remind  # noqa: E402
 import _longchat_temporal  # noqa: E402
 import japanese  # noqa: E402
 import longchat  # noqa: E402
@@ -312,6 +313,33 @@ def test_a_span_wording_rewords_only_the_questions_about_the_time_between_two_ev
             else:
                 assert after == before
         assert changed > 0  # seed 36, history 6 asks at least one
+
+
+def test_reminders_reword_one_sides_questions_and_drop_whose_words_they_want() -> None:
+    hay = haystack()
+    plain = [_longchat_multi.build_history(i, hay, seed=41, topical=True) for i in range(6)]
+    for side, qtype in _longchat_remind.QUESTION_TYPES.items():
+        asked = [
+            _longchat_remind.reword(_longchat_multi.build_history(i, hay, seed=41, topical=True), side)
+            for i in range(6)
+        ]
+        for before, after in zip(plain, asked, strict=True):
+            assert after["sessions"] == before["sessions"]
+            for q, r in zip(before["questions"], after["questions"], strict=True):
+                if q["question_type"] != qtype:
+                    assert r == q
+                    continue
+                assert r["question"].startswith("Remind me") and r["question"] != q["question"]
+                assert {k: v for k, v in r.items() if k != "question"} == {
+                    k: v for k, v in q.items() if k != "question"
+                }
+                if side == "assistant":  # no cue of whose words is left
+                    assert not any(
+                        cue in r["question"]
+                        for cue in ("you say", "you mention", "you give", "you recommend", "according to you")
+                    )
+    with pytest.raises(ValueError):
+        _longchat_remind.remind("What did you cook?", "assistant")
 
 
 def test_comparison_questions_plant_each_amount_in_a_session_of_its_own() -> None:

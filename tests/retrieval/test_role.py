@@ -92,6 +92,25 @@ def test_no_role_asked_or_weight_zero_changes_nothing() -> None:
     assert all(not r.factors for r in rows)
 
 
+def test_a_request_to_be_reminded_that_names_no_side_leaves_both_sides_alone() -> None:
+    rows = [
+        _row(1, 1.0, "assistant: Let it proof 90 minutes at room temperature."),
+        _row(2, 0.8, "user: bread?"),
+    ]
+    for question in (
+        "Remind me how long to let the dough proof?",
+        "Can you remind me where I should eat in Cork?",
+    ):
+        assert (
+            asked_role(question) == "user"
+        )  # still a question about one side: speakers and replies stay off
+        assert [r.score for r in prefer_role(rows, question, 0.3)] == [1.0, 0.8]
+    assert all(not r.factors for r in rows)
+    # Saying whose words it wants, it is the role rule's again.
+    ranked = prefer_role(rows, "Remind me what you said about proofing?", 0.3)
+    assert ranked[1].factors == {FACTOR: pytest.approx(0.7)} and int(ranked[1].row["id"]) == 2
+
+
 def test_a_rows_speaker_is_its_role_else_its_labels_name() -> None:
     assert row_speaker({"content": "[8 May 2023] Caroline: I went to a support group"}) == "caroline"
     assert row_speaker({"content": "Jon Smith: the deploy is done"}) == "jon smith"
