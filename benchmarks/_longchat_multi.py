@@ -3,7 +3,7 @@ stored history, for choosing retrieval settings (benchmarks/_longchat_data.py pl
 
     python benchmarks/_longchat_multi.py benchmarks/results/longchat-multi --histories 20 \
         [--source /path/to/alpaca_eval.git] [--seed 33] [--topical [--echo]] [--temporal N [--span-wording W]]
-        [--compare N] [--remind assistant|user]
+        [--compare N] [--remind assistant|user [--remind-form remind|chat]]
     python benchmarks/longchat.py benchmarks/results/longchat-multi --models-dir DIR --split choose ...
 
 Same haystack, facts, phrasings, near misses and file shape as _longchat_data.py (the harness reads
@@ -40,6 +40,7 @@ from _longchat_data import (  # noqa: E402
     weave_sessions,
 )
 from _longchat_facts import GENERATORS, TYPES  # noqa: E402
+from _longchat_remind import FORMS as REMIND_FORMS  # noqa: E402
 from _longchat_remind import QUESTION_TYPES as QUESTION_TYPES_REMINDED  # noqa: E402
 from _longchat_remind import reword  # noqa: E402
 from _longchat_temporal import QUESTION_TYPE as TEMPORAL  # noqa: E402
@@ -233,6 +234,12 @@ def main() -> int:
         choices=sorted(QUESTION_TYPES_REMINDED),
         help="ask this side's single-session questions as requests to be reminded (_longchat_remind.py)",
     )
+    parser.add_argument(
+        "--remind-form",
+        choices=REMIND_FORMS,
+        default="remind",
+        help="with --remind: 'remind me' or a look back",
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     haystack = load_haystack(args.source, args.cache)
@@ -246,7 +253,7 @@ def main() -> int:
             "temporal": args.temporal,
             "compare": args.compare,
             **({"span_wording": args.span_wording} if args.span_wording != "days" else {}),
-            **({"remind": args.remind} if args.remind else {}),
+            **({"remind": args.remind, "remind_form": args.remind_form} if args.remind else {}),
         },
         "histories": [
             build_history(
@@ -263,7 +270,7 @@ def main() -> int:
         ],
     }
     if args.remind:
-        data["histories"] = [reword(history, args.remind) for history in data["histories"]]
+        data["histories"] = [reword(h, args.remind, args.remind_form) for h in data["histories"]]
     out = args.cache / DATA_FILE
     partial = out.with_suffix(".partial")
     partial.write_text(json.dumps(data, ensure_ascii=False))

@@ -9,6 +9,7 @@ whose right values are known.
 
 from __future__ import annotations
 
+import itertools
 import random
 import sys
 from datetime import datetime
@@ -318,9 +319,11 @@ def test_a_span_wording_rewords_only_the_questions_about_the_time_between_two_ev
 def test_reminders_reword_one_sides_questions_and_drop_whose_words_they_want() -> None:
     hay = haystack()
     plain = [_longchat_multi.build_history(i, hay, seed=41, topical=True) for i in range(6)]
-    for side, qtype in _longchat_remind.QUESTION_TYPES.items():
+    for (side, qtype), form in itertools.product(
+        _longchat_remind.QUESTION_TYPES.items(), _longchat_remind.FORMS
+    ):
         asked = [
-            _longchat_remind.reword(_longchat_multi.build_history(i, hay, seed=41, topical=True), side)
+            _longchat_remind.reword(_longchat_multi.build_history(i, hay, seed=41, topical=True), side, form)
             for i in range(6)
         ]
         for before, after in zip(plain, asked, strict=True):
@@ -329,7 +332,10 @@ def test_reminders_reword_one_sides_questions_and_drop_whose_words_they_want() -
                 if q["question_type"] != qtype:
                     assert r == q
                     continue
-                assert r["question"].startswith("Remind me") and r["question"] != q["question"]
+                assert (
+                    r["question"].startswith(("Remind me", "I'm going back"))
+                    and r["question"] != q["question"]
+                )
                 assert {k: v for k, v in r.items() if k != "question"} == {
                     k: v for k, v in q.items() if k != "question"
                 }

@@ -8,8 +8,8 @@ it. "How long did you say to let the dough proof?" is the other way round: the a
 So a question in the first person ("I", "my", "me", …) that does not ask what the assistant said keeps
 the user's rows where they are and multiplies the assistant's by ``1 - weight``; a question about the
 assistant's words ("did you say", "you recommended", "according to you", "your answer", …) does the
-same to the user's rows. A request to be reminded ("remind me …") that does not say whose words it
-wants changes nothing: either side may hold them. A row's role is its ``source.type`` when that is
+same to the user's rows. A request to be reminded ("remind me …"), or a question that points back at
+"our previous chat", changes nothing unless it says whose words it wants: either side may hold them. A row's role is its ``source.type`` when that is
 "user" or "assistant" (the prompt hook stores "user"), else a leading "user:" / "assistant:" label of
 its text, the way a transcript writes turns. Rows of no known role (facts, summaries, a profile) and episodes are left
 alone; so is every row when the question names neither side. Runs after the gate, like recency: it
@@ -44,11 +44,15 @@ _ASSISTANT_SAID = re.compile(
     r"\byour (?:answer|reply|response|suggestion|recommendation|list|advice|explanation)\b",
     re.IGNORECASE,
 )
-#: A request to be reminded names no side by itself ("remind me where I should eat in Lisbon" may be the
+#: A request to be reminded, or a question that points back at the conversation itself, names no side by
+#: itself ("remind me where I should eat in Lisbon", "I'm going back to our previous chat: …" may want the
 #: user's words or the assistant's), so the role rule stands aside for it unless the question says whose
-#: words it wants ("remind me what you recommended"). It still counts as a question about the conversation's
-#: two sides for the rules that stand aside for those (speakers, replies).
-_REMIND = re.compile(r"\bremind me\b", re.IGNORECASE)
+#: words it wants ("remind me what you recommended"). It still counts as a question about the
+#: conversation's two sides for the rules that stand aside for those (speakers, replies).
+_NO_SIDE = re.compile(
+    r"\bremind me\b|\bour (?:previous|last|earlier|past|other) (?:conversation|chat|discussion|session)\b",
+    re.IGNORECASE,
+)
 _LABEL = re.compile(r"\s*(user|assistant)\s*:", re.IGNORECASE)
 #: The factor name of the speaker rule in ``match_reason.factors``.
 SPEAKER_FACTOR = "speaker"
@@ -88,9 +92,9 @@ def row_role(row: dict[str, object]) -> str | None:
 def prefer_role(rows: list[ScoredRow], query: str, weight: float) -> list[ScoredRow]:
     """Multiply each memory row of the other role than the one ``query`` asks about by ``1 - weight``
     and re-sort (best first); ``weight`` 0, a question that names neither role, or a request to be
-    reminded that does not say whose words (``_REMIND``) changes nothing."""
+    reminded that does not say whose words (``_NO_SIDE``) changes nothing."""
     wanted = asked_role(query) if weight > 0 else None
-    if wanted is None or (wanted == USER and _REMIND.search(query)):
+    if wanted is None or (wanted == USER and _NO_SIDE.search(query)):
         return rows
     roles = (row_role(item.row) if item.row["type"] == "memory" else None for item in rows)
     other = [role is not None and role != wanted for role in roles]

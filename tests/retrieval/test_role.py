@@ -92,7 +92,7 @@ def test_no_role_asked_or_weight_zero_changes_nothing() -> None:
     assert all(not r.factors for r in rows)
 
 
-def test_a_request_to_be_reminded_that_names_no_side_leaves_both_sides_alone() -> None:
+def test_a_reminder_or_a_look_back_at_our_chat_that_names_no_side_leaves_both_sides_alone() -> None:
     rows = [
         _row(1, 1.0, "assistant: Let it proof 90 minutes at room temperature."),
         _row(2, 0.8, "user: bread?"),
@@ -100,10 +100,11 @@ def test_a_request_to_be_reminded_that_names_no_side_leaves_both_sides_alone() -
     for question in (
         "Remind me how long to let the dough proof?",
         "Can you remind me where I should eat in Cork?",
+        "I'm going back to our previous chat: how long should my dough proof?",
+        "In our last conversation I asked about proofing; how long was it?",
     ):
-        assert (
-            asked_role(question) == "user"
-        )  # still a question about one side: speakers and replies stay off
+        # Still a question about one side: the speaker and reply rules stay off.
+        assert asked_role(question) == "user"
         assert [r.score for r in prefer_role(rows, question, 0.3)] == [1.0, 0.8]
     assert all(not r.factors for r in rows)
     # Saying whose words it wants, it is the role rule's again.
