@@ -23,7 +23,10 @@ _ASSISTANT_FORMS = [
     (r"^What timing did you give me for (.+)\?$", r"Remind me of the timing for \1?"),
     (r"^When did you say (.+) is free\?$", r"Remind me when \1 is free?"),
     (r"^What distance did you mention for (.+)\?$", r"Remind me of the distance for \1?"),
-    (r"^Remind me, where did you say I should eat when I visit (.+)\?$", r"Remind me where I should eat when I visit \1?"),
+    (
+        r"^Remind me, where did you say I should eat when I visit (.+)\?$",
+        r"Remind me where I should eat when I visit \1?",
+    ),
     (
         r"^Which day can I get into that museum in (.+) without paying, according to you\?$",
         r"Remind me which day I can get into that museum in \1 without paying?",
@@ -42,12 +45,18 @@ _ASSISTANT_CHAT_FORMS = [
     (r"^What timing did you give me for (.+)\?$", _BACK + r"what was the timing for \1?"),
     (r"^When did you say (.+) is free\?$", _BACK + r"when is \1 free?"),
     (r"^What distance did you mention for (.+)\?$", _BACK + r"what was the distance for \1?"),
-    (r"^Remind me, where did you say I should eat when I visit (.+)\?$", _BACK + r"where should I eat when I visit \1?"),
+    (
+        r"^Remind me, where did you say I should eat when I visit (.+)\?$",
+        _BACK + r"where should I eat when I visit \1?",
+    ),
     (
         r"^Which day can I get into that museum in (.+) without paying, according to you\?$",
         _BACK + r"which day can I get into that museum in \1 without paying?",
     ),
-    (r"^What was the name of the place you recommended in (.+)\?$", _BACK + r"what was the name of the place in \1?"),
+    (
+        r"^What was the name of the place you recommended in (.+)\?$",
+        _BACK + r"what was the name of the place in \1?",
+    ),
 ]  # fmt: skip
 FORMS = ("remind", "chat")
 

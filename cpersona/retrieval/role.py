@@ -9,11 +9,12 @@ So a question in the first person ("I", "my", "me", …) that does not ask what 
 the user's rows where they are and multiplies the assistant's by ``1 - weight``; a question about the
 assistant's words ("did you say", "you recommended", "according to you", "your answer", …) does the
 same to the user's rows. A request to be reminded ("remind me …"), or a question that points back at
-"our previous chat", changes nothing unless it says whose words it wants: either side may hold them. A row's role is its ``source.type`` when that is
-"user" or "assistant" (the prompt hook stores "user"), else a leading "user:" / "assistant:" label of
-its text, the way a transcript writes turns. Rows of no known role (facts, summaries, a profile) and episodes are left
-alone; so is every row when the question names neither side. Runs after the gate, like recency: it
-reorders what the gate kept, never what it keeps. English only (no data to choose Japanese words on).
+"our previous chat", changes nothing unless it says whose words it wants: either side may hold them.
+A row's role is its ``source.type`` when that is "user" or "assistant" (the prompt hook stores
+"user"), else a leading "user:" / "assistant:" label of its text, the way a transcript writes turns.
+Rows of no known role (facts, summaries, a profile) and episodes are left alone; so is every row when
+the question names neither side. Runs after the gate, like recency: it reorders what the gate kept,
+never what it keeps. English only (no data to choose Japanese words on).
 
 Between people the same holds for names: in a transcript whose turns open with who speaks ("[8 May
 2023] Caroline: …"), a question that names exactly one of the speakers among the rows ("What did
@@ -91,8 +92,8 @@ def row_role(row: dict[str, object]) -> str | None:
 
 def prefer_role(rows: list[ScoredRow], query: str, weight: float) -> list[ScoredRow]:
     """Multiply each memory row of the other role than the one ``query`` asks about by ``1 - weight``
-    and re-sort (best first); ``weight`` 0, a question that names neither role, or a request to be
-    reminded that does not say whose words (``_NO_SIDE``) changes nothing."""
+    and re-sort (best first); ``weight`` 0, a question that names neither role, or a reminder or a look
+    back at the conversation that does not say whose words it wants (``_NO_SIDE``) changes nothing."""
     wanted = asked_role(query) if weight > 0 else None
     if wanted is None or (wanted == USER and _NO_SIDE.search(query)):
         return rows
