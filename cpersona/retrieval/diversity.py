@@ -45,6 +45,12 @@ FACTOR = "session_diversity"
 # Patterns of the form "A … B … C" are searched one part after another (``_in_order``), never as one
 # regex with ".*" between the parts: that backtracks, to seconds on a long query of repeated openers.
 
+
+def _words(*alternatives: str) -> re.Pattern[str]:
+    """Any of ``alternatives`` as a whole word or phrase, in any case."""
+    return re.compile(rf"\b(?:{'|'.join(alternatives)})\b", re.IGNORECASE)
+
+
 #: A question that counts or totals over occasions: its answer is spread over sessions.
 _AGGREGATE = re.compile(
     r"\b(how many|how often (?:did|have|has|had)|in total|in all|altogether|so far|total|average|combined)\b|"
@@ -52,8 +58,8 @@ _AGGREGATE = re.compile(
     re.IGNORECASE,
 )
 #: "how much" … "overall" on one line: a total too.
-_HOW_MUCH = re.compile(r"\bhow much\b", re.IGNORECASE)
-_SUMMED = re.compile(r"\b(?:in total|altogether|so far|overall)\b", re.IGNORECASE)
+_HOW_MUCH = _words("how much")
+_SUMMED = _words("in total", "altogether", "so far", "overall")
 
 
 #: A question about the order of events in time: each event's session holds half its answer.
@@ -63,35 +69,33 @@ _ORDER = re.compile(
     re.IGNORECASE,
 )
 #: "which / what / who" … "first / later / before …" … "or" in one clause.
-_ORDER_OPENER = re.compile(r"\b(?:which|what|who)\b", re.IGNORECASE)
-_ORDER_WORD = re.compile(r"\b(?:first|earlier|sooner|last|later|before|after)\b", re.IGNORECASE)
-_OR = re.compile(r"\bor\b", re.IGNORECASE)
+_ORDER_OPENER = _words("which", "what", "who")
+_ORDER_WORD = _words("first", "earlier", "sooner", "last", "later", "before", "after")
+_OR = _words("or")
 
 
 #: How far apart two events were ("how long after A did B", "how much time passed between A and B"): an
 #: order question too, and one whose frame says nothing of the events (query_form.py takes it out). The
 #: frame, then a link to the other event, in one clause.
-_SPAN_FRAME = re.compile(r"\bhow (?:long|much time|many (?:days|weeks|months|years))\b", re.IGNORECASE)
-_SPAN_LINK = re.compile(r"\b(?:between|after|before|since)\b", re.IGNORECASE)
+_SPAN_FRAME = _words("how long", "how much time", "how many (?:days|weeks|months|years)")
+_SPAN_LINK = _words("between", "after", "before", "since")
 
 
 #: Amounts measured on a scale, as comparatives and superlatives: what a comparison over occasions asks.
-_MORE = re.compile(
-    r"\b(?:more|less|fewer|longer|shorter|bigger|smaller|larger|cheaper|pricier|higher|lower|further|"
-    r"farther|faster|slower|heavier|lighter)\b",
-    re.IGNORECASE,
-)
-_MOST = re.compile(
-    r"\b(?:longest|shortest|biggest|largest|smallest|cheapest|priciest|highest|lowest|furthest|farthest|"
-    r"fastest|slowest|heaviest|lightest|greatest|(?:most|least) expensive)\b",
-    re.IGNORECASE,
-)
-_COMPARE_OPENER = re.compile(r"\b(?:which|what|who|where|did|was|were)\b", re.IGNORECASE)
-_SUPERLATIVE_OPENER = re.compile(r"\b(?:which|what|where|who)\b", re.IGNORECASE)
-_ALTERNATIVE = re.compile(r"\b(?:or|than)\b", re.IGNORECASE)
+_MORE = _words(
+    "more", "less", "fewer", "longer", "shorter", "bigger", "smaller", "larger", "cheaper", "pricier",
+    "higher", "lower", "further", "farther", "faster", "slower", "heavier", "lighter",
+)  # fmt: skip
+_MOST = _words(
+    "longest", "shortest", "biggest", "largest", "smallest", "cheapest", "priciest", "highest", "lowest",
+    "furthest", "farthest", "fastest", "slowest", "heaviest", "lightest", "greatest", "(?:most|least) expensive",
+)  # fmt: skip
+_COMPARE_OPENER = _words("which", "what", "who", "where", "did", "was", "were")
+_SUPERLATIVE_OPENER = _words("which", "what", "where", "who")
+_ALTERNATIVE = _words("or", "than")
 _HOW_MUCH_MORE = re.compile(rf"\bhow (?:much|many) {_MORE.pattern}", re.IGNORECASE)
-_CHOICE_OPENER = re.compile(r"\b(?:which|where)\b", re.IGNORECASE)
-_THE_MOST = re.compile(r"\bthe (?:most|least)\b", re.IGNORECASE)
+_CHOICE_OPENER = _words("which", "where")
+_THE_MOST = _words("the most", "the least")
 #: What stands before a superlative that asks for an example ("one of the biggest …").
 _EXAMPLE = "one of the "
 _JA_COMPARE = re.compile(r"(?:どちら|どっち)(?:の方)?が(?:高|安|長|短|多|少|大き|小さ|遠|近|重|軽)")
