@@ -14,7 +14,7 @@ import pytest
 from cpersona.config import Settings
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
 from cpersona.memory import Memory
-from cpersona.retrieval.calibration import SCORING_VERSION
+from cpersona.retrieval.calibration import LONG_RECORD_KEYWORD_WEIGHT, SCORING_VERSION
 from cpersona.runtime import persistence
 
 pytestmark = pytest.mark.slow
@@ -161,13 +161,13 @@ def test_on_long_records_the_gate_stands_down_except_at_strict(
         assert gate["threshold"] == pytest.approx(0.15)
         watering = memory.recall("chat", "how should I water the garden")
         assert watering["count"] > 0
-        # The memory keyword channels weigh half on long records (calibration found them; any precision).
-        assert watering["search"]["keyword_weight"] == 0.5
+        # The memory keyword channels weigh less on long records (calibration found them; any precision).
+        assert watering["search"]["keyword_weight"] == LONG_RECORD_KEYWORD_WEIGHT
         memory.set_recall_precision("chat", "strict")
         assert memory.recall("chat", "what is the capital of Peru")["gate"]["kind"] == "calibrated"
 
 
-def test_long_records_weigh_the_keyword_channels_half_before_any_calibration(
+def test_long_records_weigh_the_keyword_channels_less_before_any_calibration(
     tmp_path: Path, minilm_models_dir: Path
 ) -> None:
     """A fresh history of long answers is ranked from its first question as a calibrated one is: the
@@ -180,7 +180,8 @@ def test_long_records_weigh_the_keyword_channels_half_before_any_calibration(
         for n in range(6):  # below calibration's minimum of rows: nothing to measure
             memory.store("few", "assistant: " + long_answer("garden irrigation", n))
         watering = memory.recall("chat", "how should I water the garden")
-        assert watering["search"]["keyword_weight"] == 0.5 and watering["gate"]["kind"] != "calibrated"
+        assert watering["search"]["keyword_weight"] == LONG_RECORD_KEYWORD_WEIGHT
+        assert watering["gate"]["kind"] != "calibrated"
         assert "keyword_weight" not in memory.recall("notes", "water the tomatoes")["search"]  # short rows
         assert "keyword_weight" not in memory.recall("few", "how should I water the garden")["search"]
 
