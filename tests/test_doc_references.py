@@ -36,13 +36,18 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-@cache
 def anchors(relative: str) -> frozenset[str]:
-    """Every heading anchor of one docs file, with GitHub's -1, -2 suffixes for repeated headings."""
+    """Every heading anchor of one docs file (``relative`` to docs/)."""
+    return anchors_of(ROOT / "docs" / relative)
+
+
+@cache
+def anchors_of(path: Path) -> frozenset[str]:
+    """Every heading anchor of one Markdown file, with GitHub's -1, -2 suffixes for repeated headings."""
     seen: dict[str, int] = {}
     found: set[str] = set()
     fenced = False
-    for line in (ROOT / "docs" / relative).read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         if FENCE.match(line):
             fenced = not fenced
             continue

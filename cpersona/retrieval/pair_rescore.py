@@ -16,7 +16,7 @@ trigram score's half, so what the whole corpus says of a term's rarity still wei
 
 Only a query with a CJK run is scored this way; any other keeps the trigram ranking, untouched.
 Chosen and confirmed on Japanese Wikipedia paragraphs with questions people wrote (JaQuAD) and on
-our Japanese documentation set (docs/benchmarks.md#character-pairs-for-japanese).
+our Japanese documentation set (docs/research/recall-round-three.md#character-pairs-for-japanese).
 """
 
 from __future__ import annotations
