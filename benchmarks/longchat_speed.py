@@ -20,10 +20,10 @@ the two ratios the issue names (ours long against the original long; ours long a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +35,7 @@ from _rpc import cpersona_executable  # noqa: E402
 from latency import env_for  # noqa: E402
 from longchat import LIMIT, load  # noqa: E402
 from original_japanese import Client  # noqa: E402
-
-from cpersona.config import Settings  # noqa: E402
-from cpersona.embed.runtime.embed_server import start_embed_server  # noqa: E402
-from cpersona.embed.runtime.factory import create_backend  # noqa: E402
-
-AGENT = "longchat"
-
-
-def store_all(client: Client, history: dict[str, Any], cut: int | None) -> None:
-    for session in history["sessions"]:
-        for turn in session["turns"]:
-            text = turn["text"][:cut] if cut else turn["text"]
-            message = {"id": turn["turn_id"], "content": f"{turn['role']}: {text}", "timestamp": turn["time"]}
-            out = client.tool("store", {"agent_id": AGENT, "message": message})
-            if out.get("ok") is False or "error" in out:
-                print(f"  note: {turn['turn_id']}: {str(out)[:200]}", file=sys.stderr)
+from original_longchat import AGENT, embedding_server, original_env, settle, store_history  # noqa: E402
 
 
 def settle_ours(client: Client, wait_s: float) -> float | None:
@@ -66,18 +51,6 @@ def settle_ours(client: Client, wait_s: float) -> float | None:
     return None
 
 
-def settle_original(client: Client, wait_s: float) -> float | None:
-    """Seconds until the original's write queue is empty (every stored row embedded), plus one."""
-    started = time.monotonic()
-    while time.monotonic() - started < wait_s:
-        status = client.tool("get_queue_status", {})
-        if not any(v for k, v in status.items() if "pending" in k and isinstance(v, int)):
-            time.sleep(1.0)
-            return round(time.monotonic() - started, 1)
-        time.sleep(0.5)
-    return None
-
-
 def servers(
     tmp: Path, models_dir: Path, original: str | None, embed_url: str | None, cut: int
 ) -> dict[str, tuple[Client, int | None, str]]:
@@ -88,16 +61,49 @@ def servers(
         out[name] = (Client([cpersona_executable(), "serve"], env), length, "ours")
     if original and embed_url:
         for name, length in (("original long", None), (f"original cut {cut}", cut)):
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
-            env.update(
-                CPERSONA_DB_PATH=str(tmp / f"{name.replace(' ', '-')}.db"),
-                CPERSONA_UPDATE_CHECK="false",
-                CPERSONA_EMBEDDING_MODE="http",
-                CPERSONA_EMBEDDING_URL=f"{embed_url}/embed",
-                CPERSONA_OPERATING_CONTEXT="off",
-            )
+            env = original_env(tmp / f"{name.replace(' ', '-')}.db", embed_url)
             out[name] = (Client([original], env), length, "original")
     return out
+
+
+def feed(
+    running: dict[str, tuple[Client, int | None, str]], history: dict[str, Any], settle_wait: float
+) -> list[dict[str, Any]]:
+    """Store ``history`` in every server and wait until each is settled; how long each step took."""
+    out = []
+    for name, (client, length, kind) in running.items():
+        started = time.monotonic()
+        store_history(client, history, length)
+        stored_s = round(time.monotonic() - started, 1)
+        wait = settle_ours if kind == "ours" else settle
+        out.append(
+            {
+                "history": history["history_id"],
+                "server": name,
+                "store_s": stored_s,
+                "settled_after_s": wait(client, settle_wait),
+            }
+        )
+        print(f"  {history['history_id']} {name}: {out[-1]}", file=sys.stderr)
+    return out
+
+
+def time_recalls(
+    running: dict[str, tuple[Client, int | None, str]],
+    history: dict[str, Any],
+    rounds: int,
+    samples: dict[str, list[float]],
+) -> None:
+    """Every question asked of each server in turn, the order rotated per question, ``rounds`` times."""
+    names = list(running)
+    for round_ in range(rounds):
+        for n, question in enumerate(history["questions"]):
+            shift = (n + round_) % len(names)
+            for name in names[shift:] + names[:shift]:
+                client = running[name][0]
+                begin = time.perf_counter()
+                client.tool("recall", {"agent_id": AGENT, "query": question["question"], "limit": LIMIT})
+                samples.setdefault(name, []).append(time.perf_counter() - begin)
 
 
 def main() -> int:
@@ -116,58 +122,19 @@ def main() -> int:
     parser.add_argument("--json")
     args = parser.parse_args()
     histories = load(args.data, args.split)[: args.histories]
-    embed_server = None
-    if args.original:
-        settings = Settings(
-            models_dir=args.models_dir,
-            embedding_model=args.model,
-            model_sharing="off",
-            auto_fetch_model=False,
-        )
-        backend = create_backend(settings)
-        backend.load()
-        embed_server, _ = start_embed_server(backend)
     samples: dict[str, list[float]] = {}
     settled: list[dict[str, Any]] = []
-    try:
+    with ExitStack() as stack:
+        url = stack.enter_context(embedding_server(args.models_dir, args.model)) if args.original else None
         for history in histories:
             with tempfile.TemporaryDirectory() as tmp:
-                url = embed_server.url if embed_server else None
                 running = servers(Path(tmp), args.models_dir, args.original, url, args.cut)
                 try:
-                    for name, (client, length, kind) in running.items():
-                        started = time.monotonic()
-                        store_all(client, history, length)
-                        stored_s = round(time.monotonic() - started, 1)
-                        settle = settle_ours if kind == "ours" else settle_original
-                        settled.append(
-                            {
-                                "history": history["history_id"],
-                                "server": name,
-                                "store_s": stored_s,
-                                "settled_after_s": settle(client, args.settle_wait),
-                            }
-                        )
-                        print(f"  {history['history_id']} {name}: {settled[-1]}", file=sys.stderr)
-                    names = list(running)
-                    for round_ in range(args.rounds):
-                        for n, question in enumerate(history["questions"]):
-                            shift = (n + round_) % len(names)
-                            for name in names[shift:] + names[:shift]:
-                                client = running[name][0]
-                                begin = time.perf_counter()
-                                client.tool(
-                                    "recall",
-                                    {"agent_id": AGENT, "query": question["question"], "limit": LIMIT},
-                                )
-                                samples.setdefault(name, []).append(time.perf_counter() - begin)
+                    settled += feed(running, history, args.settle_wait)
+                    time_recalls(running, history, args.rounds, samples)
                 finally:
                     for client, _, _ in running.values():
                         client.close()
-    finally:
-        if embed_server is not None:
-            embed_server.shutdown()
-            embed_server.server_close()
     rows = [[name, *(summary_ms(s)[k] for k in ("p50_ms", "p95_ms")), len(s)] for name, s in samples.items()]
     print(
         f"\n{len(histories)} histories, split {args.split}, {args.rounds} rounds, recall as the client sees it"

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,42 +40,73 @@ from cpersona.embed.runtime.factory import create_backend  # noqa: E402
 AGENT = "longchat"
 
 
-def settle(client: Client, deadline_s: float = 300.0) -> None:
-    """Until the original's write queue is empty (every stored row embedded), then one more second."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
+def original_env(db: Path, embed_url: str) -> dict[str, str]:
+    """The original's server environment: this file, embeddings from ``embed_url``, nothing else of ours."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
+    env.update(
+        CPERSONA_DB_PATH=str(db),
+        CPERSONA_UPDATE_CHECK="false",
+        CPERSONA_EMBEDDING_MODE="http",
+        CPERSONA_EMBEDDING_URL=f"{embed_url}/embed",
+        CPERSONA_OPERATING_CONTEXT="off",
+    )
+    return env
+
+
+@contextmanager
+def embedding_server(models_dir: Path, model: str) -> Iterator[str]:
+    """Our ``cpersona embed-server`` contract on loopback with ``model``; yields its URL."""
+    settings = Settings(
+        models_dir=models_dir, embedding_model=model, model_sharing="off", auto_fetch_model=False
+    )
+    backend = create_backend(settings)
+    backend.load()
+    server, _ = start_embed_server(backend)
+    try:
+        yield server.url
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def store_history(client: Client, history: dict[str, Any], cut: int | None = None) -> dict[str, str]:
+    """Every turn stored as ``"<role>: <text>"`` (cut to ``cut`` characters) with its id and time;
+    returns turn id by content, to map the original's rows back."""
+    turn_of_content: dict[str, str] = {}
+    for session in history["sessions"]:
+        for turn in session["turns"]:
+            text = turn["text"][:cut] if cut else turn["text"]
+            content = f"{turn['role']}: {text}"
+            turn_of_content[content] = turn["turn_id"]
+            message = {"id": turn["turn_id"], "content": content, "timestamp": turn["time"]}
+            out = client.tool("store", {"agent_id": AGENT, "message": message})
+            if out.get("ok") is False or "error" in out:
+                print(f"  note: {turn['turn_id']}: {str(out)[:200]}", file=sys.stderr)
+    return turn_of_content
+
+
+def settle(client: Client, deadline_s: float = 300.0) -> float | None:
+    """Until the original's write queue is empty (every stored row embedded), then one more second;
+    the seconds that took, or None when ``deadline_s`` passed first."""
+    started = time.monotonic()
+    while time.monotonic() - started < deadline_s:
         status = client.tool("get_queue_status", {})
         pending = [v for k, v in status.items() if "pending" in k and isinstance(v, int)]
         if not any(pending):
-            break
+            time.sleep(1.0)
+            return round(time.monotonic() - started, 1)
         time.sleep(0.5)
-    time.sleep(1.0)
+    return None
 
 
 def ask_original(
     command: str, url: str, history: dict[str, Any], tmp: Path
 ) -> tuple[list[dict[str, Any]], list[float]]:
     """Store ``history`` in a fresh original server and score each of its questions."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CPERSONA_", "EMBEDDING_"))}
-    env.update(
-        CPERSONA_DB_PATH=str(tmp / f"{history['history_id']}.db"),
-        CPERSONA_UPDATE_CHECK="false",
-        CPERSONA_EMBEDDING_MODE="http",
-        CPERSONA_EMBEDDING_URL=f"{url}/embed",
-        CPERSONA_OPERATING_CONTEXT="off",
-    )
-    client = Client([command], env)
+    client = Client([command], original_env(tmp / f"{history['history_id']}.db", url))
     session_of = {t["turn_id"]: s["session_id"] for s in history["sessions"] for t in s["turns"]}
-    turn_of_content: dict[str, str] = {}
     try:
-        for session in history["sessions"]:
-            for turn in session["turns"]:
-                content = f"{turn['role']}: {turn['text']}"
-                turn_of_content[content] = turn["turn_id"]
-                message = {"id": turn["turn_id"], "content": content, "timestamp": turn["time"]}
-                out = client.tool("store", {"agent_id": AGENT, "message": message})
-                if out.get("ok") is False:
-                    print(f"  note: {turn['turn_id']}: {str(out)[:200]}", file=sys.stderr)
+        turn_of_content = store_history(client, history)
         settle(client)
         client.tool("recall", {"agent_id": AGENT, "query": "warm-up", "limit": LIMIT})
         rows, samples = [], []
@@ -116,24 +149,14 @@ def main() -> int:
     parser.add_argument("--json")
     args = parser.parse_args()
     histories = load(args.data, args.split)[: args.histories]
-    settings = Settings(
-        models_dir=args.models_dir, embedding_model=args.model, model_sharing="off", auto_fetch_model=False
-    )
-    backend = create_backend(settings)
-    backend.load()
-    server, _ = start_embed_server(backend)
     rows: list[dict[str, Any]] = []
     samples: list[float] = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for n, history in enumerate(histories, 1):
-                got, times = ask_original(args.command, server.url, history, Path(tmp))
-                rows += got
-                samples += times
-                print(f"  {n}/{len(histories)} {history['history_id']} done", file=sys.stderr)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with embedding_server(args.models_dir, args.model) as url, tempfile.TemporaryDirectory() as tmp:
+        for n, history in enumerate(histories, 1):
+            got, times = ask_original(args.command, url, history, Path(tmp))
+            rows += got
+            samples += times
+            print(f"  {n}/{len(histories)} {history['history_id']} done", file=sys.stderr)
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups["overall"].append(r)
