@@ -11,9 +11,10 @@ both. Every turn is stored as ``"<role>: <text>"`` with its message id and time,
 ``longchat.py`` and ``research/original_longchat.py`` store it. The original embeds with the same
 MiniLM through our ``cpersona embed-server`` contract, served from this process
 (``CPERSONA_EMBEDDING_MODE=http``); ours embeds in-process with its defaults. Once every server is
-settled (ours: a recall reports the calibrated gate, or the floor it keeps for long records; the original: its write queue is empty), every
-question of the history is asked of each server in turn, the order rotated per question, ``--rounds``
-times; each recall is timed from the request's write to its reply. Printed: p50 / p95 per server and
+settled (ours: a recall reports the calibrated gate, or the floor it keeps for long records; the
+original: its write queue is empty) and all have idled ``--idle`` seconds more (the original calibrates
+in the background after its stores), every question of the history is asked of each server in turn,
+the order rotated per question, ``--rounds`` times; each recall is timed from the request's write to its reply. Printed: p50 / p95 per server and
 the two ratios the issue names (ours long against the original long; ours long against ours cut).
 """
 
@@ -119,6 +120,7 @@ def main() -> int:
     parser.add_argument("--cut", type=int, default=160)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--settle-wait", type=float, default=300.0)
+    parser.add_argument("--idle", type=float, default=60.0, help="seconds every server idles before timing")
     parser.add_argument("--json")
     args = parser.parse_args()
     histories = load(args.data, args.split)[: args.histories]
@@ -131,6 +133,9 @@ def main() -> int:
                 running = servers(Path(tmp), args.models_dir, args.original, url, args.cut)
                 try:
                     settled += feed(running, history, args.settle_wait)
+                    # The original calibrates in the background after its stores; a server fed first
+                    # would otherwise have had longer to settle than the one fed last.
+                    time.sleep(args.idle)
                     time_recalls(running, history, args.rounds, samples)
                 finally:
                     for client, _, _ in running.values():
