@@ -65,6 +65,9 @@ class RecallRequest:
     # The memory keyword channels' weight in fusion: lower on a corpus of long records, where a long row
     # holds many of a query's words by chance (retrieval/calibration.py LONG_RECORD_KEYWORD_WEIGHT).
     keyword_weight: float = 1.0
+    # The agent's corpus is made of long records: the memory keyword lists are ranked again by each
+    # row's best passage (retrieval/passage_rescore.py).
+    long_records: bool = False
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cpersona.retrieval import language, pair_rescore
+from cpersona.retrieval import language, pair_rescore, passage_rescore
 from cpersona.retrieval.candidates import EPISODE, Key
 from cpersona.retrieval.retriever import ChannelHits, ChannelQuery, Searching, answered
 from cpersona.storage.interface import KeywordHits, Session
@@ -33,6 +33,23 @@ def _memories(search: Callable[..., KeywordHits], query: ChannelQuery, rows: int
     )
 
 
+def _best_passage(
+    session: Session, query: ChannelQuery, hits: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """On a corpus of long records, the list ranked again by each row's best passage
+    (retrieval/passage_rescore.py); any other corpus keeps the index's ranking."""
+    words = passage_rescore.query_words(query.request.query) if query.request.long_records else ()
+    if not words:
+        return hits
+    listed = query.visible(hits)[: max(query.depth, passage_rescore.LIST_ROWS)]
+    unread = [rid for rid, _ in listed if rid not in query.passages]
+    if unread:
+        rows = session.memories.get_many(unread)
+        texts = {rid: str(row["content"]) for rid, row in rows.items()}
+        query.passages.update(passage_rescore.where(texts, words))
+    return passage_rescore.rescore(listed, query.passages, words)
+
+
 class TrigramMemories:
     """Memories whose text holds the query's terms (trigram index: any script, parts of words)."""
 
@@ -49,6 +66,8 @@ class TrigramMemories:
             rows = session.memories.get_many([rid for rid, _ in listed])
             texts = {rid: str(row["content"]) for rid, row in rows.items()}
             hits = pair_rescore.rescore(listed, texts, pieces)
+        elif found.method == "fts":
+            hits = _best_passage(session, query, hits)
         return answered(ChannelHits(query.memory_hits(hits), found.method, query.request.keyword_weight))
 
 
@@ -60,10 +79,13 @@ class WordMemories:
     def search(self, session: Session, query: ChannelQuery) -> Searching | None:
         request = query.request
         found = _memories(session.keyword.memories_words, query)
+        hits = found.hits
+        if found.method == "fts" and not pair_rescore.pieces(request.query):
+            hits = _best_passage(session, query, hits)
         # Weighed by the share of the query written with spaces (retrieval/language.py): a Japanese
         # question's words are runs the word index holds only by accident.
         weight = language.spaced_share(request.query) * request.keyword_weight
-        return answered(ChannelHits(query.memory_hits(found.hits), found.method, weight))
+        return answered(ChannelHits(query.memory_hits(hits), found.method, weight))
 
 
 class EpisodeKeywords:

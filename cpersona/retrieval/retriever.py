@@ -10,7 +10,7 @@ on another thread) returns at once, and the pipeline collects every channel afte
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from cpersona.retrieval.candidates import Hit, Key, RecallRequest
@@ -33,6 +33,9 @@ class ChannelQuery:
     period: tuple[str | None, str | None] | None  # the same period as stored timestamps, [start, end)
     vector: VectorQuery | PendingQueryVector | None  # the query's vector (None: keyword-only recall)
     window: int | None  # the vector window (CPERSONA_MAX_MEMORIES; None: every row)
+    #: Where the query's words sit in each row read by the best-passage ranking (retrieval/passage_rescore.py),
+    #: by memory id: both memory keyword channels list many of the same rows, read once per recall.
+    passages: dict[int, list[tuple[int, int]]] = field(default_factory=dict, compare=False)
 
     @property
     def include_episodes(self) -> bool:

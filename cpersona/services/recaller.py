@@ -161,11 +161,13 @@ class Recaller:
         model_on = self.embeddings.ready or self.embeddings.loading
         counting = self.settings.count_query_content > 0.0 and wants_vector and model_on
         content = query_form.content_form(request.query) if counting else None
-        keyword_weight = self.keyword_weight(request.scope.agent_id) * query_form.keyword_share(
+        # The corpus's weight is below 1 exactly when its rows are long records (calibration service).
+        corpus_weight = self.keyword_weight(request.scope.agent_id)
+        keyword_weight = corpus_weight * query_form.keyword_share(
             request.query, content, self.settings.count_keyword_weight
         )
-        if keyword_weight != 1.0:
-            request = replace(request, keyword_weight=keyword_weight)
+        if keyword_weight != 1.0 or corpus_weight != 1.0:
+            request = replace(request, keyword_weight=keyword_weight, long_records=corpus_weight != 1.0)
         query_vector = self._query_vector(request.query, content) if wants_vector else None
         if request.limit == 0:
             return self._nothing()
