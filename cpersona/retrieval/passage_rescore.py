@@ -24,7 +24,6 @@ docs/research/recall-round-three.md#the-best-passage.
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,11 @@ STEM_CHARS = 6
 K1 = 1.2
 #: Query words used at most: a long query must not cost in proportion to its length.
 MAX_WORDS = 32
+#: Characters of a row read (the default content cap): a row stored under a raised cap costs no more.
+MAX_TEXT_CHARS = 16_000
+#: Occurrences of one query word read per row: past this the word is the row's own common word, which
+#: bm25's saturation and the list's rarity already weigh at almost nothing.
+MAX_OCCURRENCES = 64
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -68,12 +72,14 @@ def _occurrences(text: str, words: Sequence[str]) -> list[tuple[int, int]]:
     for word, stem in enumerate(words):
         whole = len(stem) < STEM_CHARS
         at = text.find(stem)
-        while at >= 0:
+        kept = 0
+        while at >= 0 and kept < MAX_OCCURRENCES:
             after = at + len(stem)
             if (at == 0 or not _is_word_char(text[at - 1])) and (
                 not whole or after == len(text) or not _is_word_char(text[after])
             ):
                 found.append((at, word))
+                kept += 1
             at = text.find(stem, after)
     found.sort()
     return found
@@ -83,24 +89,34 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum()
 
 
+def _saturated(count: int) -> float:
+    """bm25's term-frequency part for ``count`` occurrences in a window (length normalisation 1)."""
+    return count * (K1 + 1) / (count + K1)
+
+
 def _best_window(found: Sequence[tuple[int, int]], idf: Sequence[float], width: int) -> float:
     """The highest bm25 of any window of ``width`` characters that starts at an occurrence (every
-    window is as long as any other, so bm25's length normalisation is 1)."""
-    positions = [pos for pos, _ in found]
-    best = 0.0
-    for start, (pos, _) in enumerate(found):
-        end = bisect.bisect_right(positions, pos + width, lo=start)
-        counts: dict[int, int] = {}
-        for _, word in found[start:end]:
-            counts[word] = counts.get(word, 0) + 1
-        score = sum(idf[word] * f * (K1 + 1) / (f + K1) for word, f in counts.items())
+    window is as long as any other, so bm25's length normalisation is 1). One pass: the window's end
+    moves forward as its start does, and its score changes by each occurrence that enters or leaves,
+    so a row costs its occurrences, not occurrences times query words."""
+    counts = [0] * len(idf)
+    score = best = 0.0
+    end = 0
+    for pos, leaving in found:
+        while end < len(found) and found[end][0] <= pos + width:
+            word = found[end][1]
+            score += idf[word] * (_saturated(counts[word] + 1) - _saturated(counts[word]))
+            counts[word] += 1
+            end += 1
         best = max(best, score)
+        score -= idf[leaving] * (_saturated(counts[leaving]) - _saturated(counts[leaving] - 1))
+        counts[leaving] -= 1
     return best
 
 
 def where(texts: Mapping[int, str], words: Sequence[str]) -> dict[int, list[tuple[int, int]]]:
     """Each row's occurrences of ``words`` (``rescore``'s input), by memory id."""
-    return {rid: _occurrences(text.lower(), words) for rid, text in texts.items()}
+    return {rid: _occurrences(text[:MAX_TEXT_CHARS].lower(), words) for rid, text in texts.items()}
 
 
 def rescore(

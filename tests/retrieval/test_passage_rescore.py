@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
-from cpersona.retrieval.passage_rescore import INDEX_SHARE, MAX_WORDS, query_words, rescore, where
+from cpersona.retrieval.passage_rescore import (
+    INDEX_SHARE,
+    K1,
+    MAX_WORDS,
+    _best_window,
+    query_words,
+    rescore,
+    where,
+)
 
 
 def test_query_words_are_stems_without_stop_words_or_short_words() -> None:
@@ -112,3 +120,21 @@ def test_only_a_corpus_of_long_records_is_ranked_by_its_best_passage(mem: Memory
     assert channel_order(mem, "ケンブリッジ大学 place", "fts_memories") == channel_order(
         mem, "ケンブリッジ大学 place", "fts_memories"
     )
+
+
+@given(st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 3)), max_size=60))
+def test_the_best_window_is_the_best_of_every_window_counted_afresh(
+    occurrences: list[tuple[int, int]],
+) -> None:
+    found = sorted(occurrences)
+    idf = [0.5, 1.0, 2.0, 3.0]
+
+    def afresh(start: int) -> float:
+        counts: dict[int, int] = {}
+        for pos, word in found:
+            if found[start][0] <= pos <= found[start][0] + 100:
+                counts[word] = counts.get(word, 0) + 1
+        return sum(idf[w] * f * (K1 + 1) / (f + K1) for w, f in counts.items())
+
+    expected = max((afresh(i) for i in range(len(found))), default=0.0)
+    assert _best_window(found, idf, 100) == pytest.approx(expected)
