@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cpersona.config import Settings
@@ -138,3 +138,20 @@ def test_the_best_window_is_the_best_of_every_window_counted_afresh(
 
     expected = max((afresh(i) for i in range(len(found))), default=0.0)
     assert _best_window(found, idf, 100) == pytest.approx(expected)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(min_size=1, max_size=400))
+@example("Which café in Valparaiso was the recommended place?")
+@example("valparaiso " * 40)
+def test_any_query_on_long_records_is_answered_from_the_stored_rows(mem: Memory, query: str) -> None:
+    # Whatever an agent asks, the best passage ranks only rows the channels found and never fails.
+    if not mem.list_memories("chat")["items"]:
+        for n in range(12):
+            mem.store("chat", f"{filler(30 + n)} Valparaiso café {n}, recommended place. {filler(20)}")
+    mem.recaller.keyword_weight = lambda agent: 0.3
+    stored = {row["id"] for row in mem.list_memories("chat")["items"]}
+    if not query.strip():
+        return
+    out = mem.recall("chat", query, record=False)
+    assert {row["id"] for row in out["results"] if row.get("type") == "memory"} <= stored
