@@ -60,6 +60,12 @@ def pieces(query: str) -> tuple[str, ...]:
     return tuple(out)[:MAX_PIECES]
 
 
+def list_idf(held: Sequence[int], rows: int) -> list[float]:
+    """FTS5's idf of each term held by ``held[i]`` of a list of ``rows`` rows, floored just above 0:
+    a term in more than half the list weighs almost nothing (also the best passage's rarity)."""
+    return [max(1e-6, math.log((rows - d + 0.5) / (d + 0.5))) for d in held]
+
+
 def rescore(
     hits: Sequence[tuple[int, float]], texts: Mapping[int, str], query_pieces: Sequence[str]
 ) -> list[tuple[int, float]]:
@@ -73,8 +79,7 @@ def rescore(
     n = len(hits)
     mean_length = sum(len(t) for t in lowered.values()) / n or 1.0
     held = [sum(1 for rid, _ in hits if counts[rid][i]) for i in range(len(query_pieces))]
-    # FTS5's idf (floored just above 0): a piece in more than half the list weighs almost nothing.
-    idf = [max(1e-6, math.log((n - d + 0.5) / (d + 0.5))) for d in held]
+    idf = list_idf(held, n)
     scored: list[tuple[float, int, int]] = []
     for order, (rid, trigram) in enumerate(hits):
         norm = K1 * (1 - B + B * len(lowered[rid]) / mean_length)

@@ -24,11 +24,11 @@ docs/research/recall-round-three.md#the-best-passage.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 
 from cpersona.retrieval.match_query import STOPWORDS
+from cpersona.retrieval.pair_rescore import K1, list_idf
 
 #: The window a passage is scored in (chosen against 30 on the choose halves: the two read alike).
 WINDOW_WORDS = 60
@@ -40,8 +40,6 @@ INDEX_SHARE = 0.25
 LIST_ROWS = 30
 #: Words compared by this many leading characters: a crude stem that matches a word's forms.
 STEM_CHARS = 6
-#: bm25's usual constants, as FTS5's own.
-K1 = 1.2
 #: Query words used at most: a long query must not cost in proportion to its length.
 MAX_WORDS = 32
 #: Characters of a row read (the default content cap): a row stored under a raised cap costs no more.
@@ -134,8 +132,7 @@ def rescore(
     for occurrences in listed.values():
         for word in {word for _, word in occurrences}:
             held[word] += 1
-    # FTS5's idf, floored just above 0: a word in more than half the list weighs almost nothing.
-    idf = [max(1e-6, math.log((n - d + 0.5) / (d + 0.5))) for d in held]
+    idf = list_idf(held, n)
     width = WINDOW_WORDS * CHARS_PER_WORD
     scored = [
         (_best_window(listed[rid], idf, width) + INDEX_SHARE * raw, order, rid)
