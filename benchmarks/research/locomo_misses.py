@@ -21,18 +21,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (_common, _locomo_data)
 
-from _common import print_table, write_json  # noqa: E402
+from _common import model_memory, print_table, write_json  # noqa: E402
 from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
 
-from cpersona.config import Settings  # noqa: E402
-from cpersona.memory import Memory  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 
 AGENT = "locomo"
@@ -60,42 +57,30 @@ def place(turn: str, trace: dict[str, Any], ref_of: dict[str, str]) -> str:
 def misses(conversation: Conversation, models_dir: Path, model: str) -> list[dict[str, Any]]:
     """One row per evidence turn of every question of categories 1-4: its place and its session's."""
     out: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(
-            db_path=Path(tmp) / "locomo.db",
-            embedding_mode="onnx",
-            models_dir=models_dir,
-            embedding_model=model,
-            recent_recall_penalty=1.0,  # off: each question is an independent session
-            auto_calibrate=False,
-            update_check=False,
-            auto_fetch_model=False,
-        )
-        with Memory(settings) as mem:
-            if not mem.wait_until_ready(300):
-                raise SystemExit(f"model did not load: {mem.embedding_status()}")
-            mem.embeddings.settle_query_kernel()
-            for dia_id, content, stamp in conversation.turns():
-                mem.store(AGENT, content, msg_id=dia_id, timestamp=stamp)
-            rows = mem.storage.session().memories.list_recent(Scope(AGENT), 10**9)
-            ref_of = {f"mem:{row['id']}": row["msg_id"] for row in rows}
-            for qa in conversation.questions():
-                category = int(qa["category"])
-                evidence = [e for e in qa.get("evidence", []) if e]
-                if category not in CATEGORIES or not evidence:
-                    continue
-                trace = mem.recall(AGENT, qa["question"], limit=LIMIT, trace=True, record=False)["trace"]
-                found_sessions = {session_of(ref_of.get(ref, "")) for ref in trace["returned"]}
-                for turn in evidence:
-                    out.append(
-                        {
-                            "category": category,
-                            "question": qa["question"],
-                            "turn": turn,
-                            "place": place(turn, trace, ref_of),
-                            "session_in_top10": session_of(turn) in found_sessions,
-                        }
-                    )
+    # The recent-recall penalty off (1.0): each question is an independent session.
+    with model_memory(models_dir, model, recent_recall_penalty=1.0) as mem:
+        mem.embeddings.settle_query_kernel()
+        for dia_id, content, stamp in conversation.turns():
+            mem.store(AGENT, content, msg_id=dia_id, timestamp=stamp)
+        rows = mem.storage.session().memories.list_recent(Scope(AGENT), 10**9)
+        ref_of = {f"mem:{row['id']}": row["msg_id"] for row in rows}
+        for qa in conversation.questions():
+            category = int(qa["category"])
+            evidence = [e for e in qa.get("evidence", []) if e]
+            if category not in CATEGORIES or not evidence:
+                continue
+            trace = mem.recall(AGENT, qa["question"], limit=LIMIT, trace=True, record=False)["trace"]
+            found_sessions = {session_of(ref_of.get(ref, "")) for ref in trace["returned"]}
+            for turn in evidence:
+                out.append(
+                    {
+                        "category": category,
+                        "question": qa["question"],
+                        "turn": turn,
+                        "place": place(turn, trace, ref_of),
+                        "session_in_top10": session_of(turn) in found_sessions,
+                    }
+                )
     return out
 
 
