@@ -9,8 +9,9 @@ once with ``limit=10, trace=True`` through ``Memory.recall`` (production default
 which on LoCoMo passes every real question). Every evidence turn outside the top 10 is then placed by the
 trace (docs/retrieval.md#trace-recalltracetrue):
 
-- ``ranked 11-30``: among the 30 best rows after every stage, below the cut: a change of order reaches it;
-- ``fused below 30``: in some channel's list but below the 30 best after fusion and the stages after it;
+- ``ranked 11-30``: among the 30 best rows after fusion and penalties (the trace's ``scored``) but not
+  returned: a change of order reaches it;
+- ``fused below 30``: in some channel's list but not among those 30;
 - ``in no list``: in none of the channels' lists (each 30 deep): only a wider or different search finds it.
 
 Besides, per missed turn: whether any row of its session is in the top 10 (LoCoMo numbers its sessions:
@@ -39,7 +40,7 @@ PLACES = ("top 10", "ranked 11-30", "fused below 30", "in no list")
 
 
 def session_of(dia_id: str) -> str:
-    """ "D12:3" → "D12" (LoCoMo's turn ids name their session)."""
+    """The session of a LoCoMo turn id, which names it: "D12:3" → "D12"."""
     return dia_id.split(":", 1)[0]
 
 
