@@ -14,6 +14,9 @@ pair every row holds (the name that found them) tells them apart no more than th
 particles do, while the pair only the answer holds ("王女", "出生") now counts. Rows keep their
 trigram score's half, so what the whole corpus says of a term's rarity still weighs.
 
+A Japanese query's pieces also hold its longer runs of kanji or of katakana whole (``pieces``), so a
+row holding the word outranks one holding its pairs apart.
+
 Only a query with a CJK run is scored this way; any other keeps the trigram ranking, untouched.
 Chosen and confirmed on Japanese Wikipedia paragraphs with questions people wrote (JaQuAD) and on
 our Japanese documentation set (docs/research/recall-round-three.md#character-pairs-for-japanese).
@@ -41,15 +44,28 @@ MAX_TEXT_CHARS = 4_000
 
 _RUNS = re.compile(f"[{CJK_CLASS}]+|[^\\W_{CJK_CLASS}]+", re.UNICODE)
 _CJK = re.compile(f"[{CJK_CLASS}]")
+#: Hiragana or katakana: the query is Japanese, whose change of script marks a word's edge.
+_KANA = re.compile("[\u3040-\u30ff]")
+#: A run of kanji, or of katakana (with its long mark), of ``MIN_WORD_RUN`` characters or more.
+MIN_WORD_RUN = 3
+_WORD_RUNS = re.compile(
+    f"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{{{MIN_WORD_RUN},}}|[\u30a0-\u30ff]{{{MIN_WORD_RUN},}}"
+)
 
 
 def pieces(query: str) -> tuple[str, ...]:
     """The query's pieces when it holds a CJK run, else (): each CJK run's overlapping pairs (a run of
-    one character whole), and every other word of two characters or more whole, lowercased, once."""
+    one character whole), and every other word of two characters or more whole, lowercased, once.
+
+    A Japanese query (one holding kana) also gives each run of one script, kanji or katakana, of three
+    characters or more whole, after its pairs: where Japanese changes script a word usually starts or
+    ends (ケンブリッジ, 相対性理論), so a row holding the whole run holds the word, not only its pairs.
+    Chinese writes every word in one script, where such a run is a clause, not a word: not taken."""
     if not _CJK.search(query):
         return ()
+    lowered = query.lower()
     out: dict[str, None] = {}
-    for run in _RUNS.findall(query.lower()):
+    for run in _RUNS.findall(lowered):
         if _CJK.match(run):
             for piece in [run] if len(run) < 2 else (run[i : i + 2] for i in range(len(run) - 1)):
                 out[piece] = None
@@ -57,6 +73,9 @@ def pieces(query: str) -> tuple[str, ...]:
             out[run] = None
         if len(out) >= MAX_PIECES:
             break
+    if _KANA.search(lowered):
+        for word in _WORD_RUNS.findall(lowered):
+            out[word] = None
     return tuple(out)[:MAX_PIECES]
 
 

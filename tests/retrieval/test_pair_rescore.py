@@ -20,6 +20,32 @@ def test_a_japanese_query_gives_its_pairs_and_its_other_words_whole() -> None:
     assert pieces("v 父") == ("父",)
 
 
+def test_a_japanese_query_also_gives_its_long_runs_of_one_script_whole() -> None:
+    assert pieces("ケンブリッジ大学で") == (
+        *("ケン", "ンブ", "ブリ", "リッ", "ッジ", "ジ大", "大学", "学で"),
+        "ケンブリッジ",  # katakana, six characters; 大学 is a pair already
+    )
+    assert pieces("相対性理論とは") == ("相対", "対性", "性理", "理論", "論と", "とは", "相対性理論")
+    # Chinese has no kana: a run of one script is a clause there, not a word.
+    assert pieces("相对论是谁提出的") == ("相对", "对论", "论是", "是谁", "谁提", "提出", "出的")
+
+
+def test_a_row_holding_the_whole_word_rises_above_one_holding_its_pairs_apart() -> None:
+    texts = {
+        1: "ケンとンブとブリとリッとッジ、ケンとンブとブリとリッとッジ。",  # every pair, twice, apart
+        2: "昨日はケンブリッジで長い一日を過ごした。",  # the word, once
+        3: "公園で遊んだ。",
+        4: "駅で待っていた。",
+        5: "家で寝た。",
+    }
+    hits = [(rid, 1.0) for rid in texts]
+    ranked = [rid for rid, _ in rescore(hits, texts, pieces("ケンブリッジ"))]
+    assert ranked[:2] == [2, 1]
+    # By its pairs alone row 1 leads: the whole word is what puts row 2 first.
+    by_pairs = [rid for rid, _ in rescore(hits, texts, pieces("ケンブリッジ")[:-1])]
+    assert by_pairs[:2] == [1, 2]
+
+
 def test_a_pair_repeated_in_the_query_is_counted_once() -> None:
     assert pieces("大学大学") == ("大学", "学大")
 
