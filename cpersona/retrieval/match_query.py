@@ -43,7 +43,13 @@ MAX_QUERY_TERM_CHARS = 256
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 #: A token with its inner hyphens and dots ("v-for", "cve-2024-3094", "vue.js"): an identifier.
 _IDENTIFIER = re.compile(r"\w+(?:[-.]\w+)*", re.UNICODE)
-CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+#: Character-class ranges, one per script: hiragana and katakana; kanji (Han, with extension A and the
+#: compatibility ideographs); katakana alone; Hangul syllables.
+KANA_CLASS = "\u3040-\u30ff"
+KANJI_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+KATAKANA_CLASS = "\u30a0-\u30ff"
+HANGUL_CLASS = "\uac00-\ud7af"
+CJK_CLASS = KANA_CLASS + KANJI_CLASS + HANGUL_CLASS
 _CJK = re.compile(f"[{CJK_CLASS}]")
 #: Runs of one script inside a token: CJK characters, or anything else.
 _SCRIPT_RUNS = re.compile(f"[{CJK_CLASS}]+|[^{CJK_CLASS}]+")

@@ -28,7 +28,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from cpersona.retrieval.match_query import CJK_CLASS
+from cpersona.retrieval.match_query import CJK_CLASS, KANA_CLASS, KANJI_CLASS, KATAKANA_CLASS
 
 #: What the trigram score weighs beside the pairs' (chosen on the choose halves, then again with the
 #: whole runs on five fresh sets: 0.25, 0.35, 0.5 read within a question of each other; 0.35 highest).
@@ -46,12 +46,10 @@ MAX_TEXT_CHARS = 4_000
 _RUNS = re.compile(f"[{CJK_CLASS}]+|[^\\W_{CJK_CLASS}]+", re.UNICODE)
 _CJK = re.compile(f"[{CJK_CLASS}]")
 #: Hiragana or katakana: the query is Japanese, whose change of script marks a word's edge.
-_KANA = re.compile("[\u3040-\u30ff]")
+_KANA = re.compile(f"[{KANA_CLASS}]")
 #: A run of kanji, or of katakana (with its long mark), of ``MIN_WORD_RUN`` characters or more.
 MIN_WORD_RUN = 3
-_WORD_RUNS = re.compile(
-    f"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{{{MIN_WORD_RUN},}}|[\u30a0-\u30ff]{{{MIN_WORD_RUN},}}"
-)
+_WORD_RUNS = re.compile(f"[{KANJI_CLASS}]{{{MIN_WORD_RUN},}}|[{KATAKANA_CLASS}]{{{MIN_WORD_RUN},}}")
 
 
 def pieces(query: str) -> tuple[str, ...]:
