@@ -41,7 +41,7 @@ from original_longchat import AGENT, embedding_server, original_env, settle, sto
 
 def settle_ours(client: Client, wait_s: float) -> float | None:
     """Seconds until a recall reports a settled gate, or None after ``wait_s``: calibrated, or the
-    heuristic floor that self-calibration chose for an agent of long records (docs/retrieval.md#long-records-and-the-gate)."""
+    heuristic floor that self-calibration chose for an agent of long records (docs/quality-gate.md#long-records-and-the-gate)."""
     started = time.monotonic()
     while time.monotonic() - started < wait_s:
         out = client.tool("recall", {"agent_id": AGENT, "query": "warm up", "limit": LIMIT})

@@ -18,7 +18,7 @@ CODE_FOLDERS = ("cpersona", "tests", "benchmarks", "scripts")
 
 #: A section citation of the external specification: the word, then a section sign and a number.
 SPEC_CITATION = re.compile("SPEC" + r"\s*§")
-#: A docs reference, optionally with an anchor: docs/retrieval.md#quality-gate.
+#: A docs reference, optionally with an anchor: docs/retrieval.md#after-fusion.
 DOC_REFERENCE = re.compile(r"docs/([\w/.-]+?\.md)(?:#([\w-]+))?")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")

@@ -6,7 +6,7 @@
 Uses the histories ``benchmarks/longchat.py --keep-stored DATA/stored`` stored (run that first). For each
 history: a copy of its stored file, one ``calibrate_threshold``, then every question recalled once; the
 line printed per question gives its type, evidence, coverage, top cosine, the threshold, whether it
-passed and how many rows came back. This is how the long-record gate (docs/retrieval.md "Long records
+passed and how many rows came back. This is how the long-record gate (docs/quality-gate.md "Long records
 and the gate") was found: before it, the probes' cut sat at 0.70–0.76 and a third of the real
 questions below it.
 """

@@ -248,7 +248,7 @@ class Settings:
         "CPERSONA_FUSED_GATE_ENABLED",
         True,
         "the per-query quality gate: a query nothing in memory resembles returns only exact lexical matches "
-        "(else nothing); `false` turns it off ([docs/retrieval.md](docs/retrieval.md#quality-gate))",
+        "(else nothing); `false` turns it off ([docs/quality-gate.md](docs/quality-gate.md))",
     )
     confidence_enabled: bool = setting(
         "CPERSONA_CONFIDENCE_ENABLED",

@@ -100,7 +100,7 @@ class Advisory(TypedDict):
 
 
 class RecallGate(TypedDict):
-    """Which quality gate was in force for a recall, and its verdict (docs/retrieval.md)."""
+    """Which quality gate was in force for a recall, and its verdict (docs/quality-gate.md)."""
 
     kind: Annotated[
         str,

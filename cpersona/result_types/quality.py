@@ -48,7 +48,7 @@ class GateCalibration(TypedDict):
         Annotated[
             bool,
             "True when that is at least 600: the gate then keeps the heuristic floor at balanced and lenient "
-            "precision (docs/retrieval.md).",
+            "precision (docs/quality-gate.md).",
         ]
     ]
 

@@ -1,4 +1,4 @@
-"""Label-free calibration of one agent's corpus (``calibrate_threshold``; docs/retrieval.md#calibration-calibrate_threshold).
+"""Label-free calibration of one agent's corpus (``calibrate_threshold``; docs/quality-gate.md#calibration-calibrate_threshold).
 
 Two calibrations, both from the agent's own data, no labels:
 
@@ -41,7 +41,7 @@ __all__ = ["SCORING_VERSION"]
 
 LEVELS = ("strict", "balanced", "lenient")
 METHODS = ("separation", "percentile", "zscore")
-#: β of sensitivity + β·specificity per precision level (docs/retrieval.md#the-precision-knob).
+#: β of sensitivity + β·specificity per precision level (docs/quality-gate.md#the-precision-knob).
 BETA = {"strict": 2.0, "balanced": 1.0, "lenient": 0.5}
 #: Row-pair vector threshold: default null percentile and z per level.
 ROW_PERCENTILE = {"strict": 99.0, "balanced": 95.0, "lenient": 90.0}
@@ -85,7 +85,7 @@ def gate_percentile(beta: float) -> float:
     """The probe percentile the query gate cuts at for ``beta``: 95 / 90 / 75 at β = 2 / 1 / 0.5.
 
     Piecewise linear in log2 β (90 + 5·log2 β above 1, 90 + 15·log2 β below), clamped to 1..99, so a
-    raw β between the levels lands between their operating points. Measured in docs/retrieval.md.
+    raw β between the levels lands between their operating points. Measured in docs/quality-gate.md.
     """
     step = math.log2(beta)
     q = 90.0 + (5.0 if step >= 0 else 15.0) * step
@@ -311,7 +311,7 @@ def long_records(gate: Any) -> int | None:
     A question's words scatter over a long row as a probe's do: on such a corpus the probes reach the
     evidence of real questions (long user–assistant histories: probes at 0.70–0.76, a third of real
     questions below 0.68), so a percentile of theirs would answer real questions empty
-    (docs/retrieval.md "Long records and the gate")."""
+    (docs/quality-gate.md "Long records and the gate")."""
     if not isinstance(gate, dict):
         return None
     value = gate.get("row_chars_p75")

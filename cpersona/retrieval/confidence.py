@@ -1,5 +1,5 @@
 """Confidence scoring (``CPERSONA_CONFIDENCE_ENABLED``, off by default;
-docs/retrieval.md#confidence-scoring-cpersona_confidence_enabled-off-by-default).
+docs/quality-gate.md#confidence-scoring-cpersona_confidence_enabled-off-by-default).
 
 Each candidate gets a confidence on the cosine scale::
 

@@ -1,5 +1,5 @@
 """The gate's evidence for one query: the best row's cosine plus its share of the query's rare words
-(issue 19, point 7; docs/retrieval.md "What it keys on").
+(issue 19, point 7; docs/quality-gate.md "What it keys on").
 
 A question another agent could have asked, with its people renamed to this agent's people, reaches a
 high top cosine on the names alone: they are in most rows. What it lacks is a row about *its* topic.

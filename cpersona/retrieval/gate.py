@@ -1,4 +1,4 @@
-"""The quality gate (design and measurements in docs/retrieval.md#quality-gate).
+"""The quality gate (design and measurements in docs/quality-gate.md).
 
 The gate answers one question per query: does anything in this scope answer it at all? It keys on
 evidence with magnitude — the query's best cosine in the scope — never on a rank-fused score (an
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from cpersona.storage.interface import VectorQuery, VectorSearch
 
 #: Uncalibrated agents: a query whose best cosine is below this is cut. Deliberately low — it only
-#: removes queries nothing in the corpus resembles at all, whatever the model (docs/retrieval.md).
+#: removes queries nothing in the corpus resembles at all, whatever the model (docs/quality-gate.md).
 HEURISTIC_TOP_COSINE = 0.15
 #: Autocut fires when the largest gap is at least this (cosine units) ...
 AUTOCUT_MIN_GAP = 0.08

@@ -53,7 +53,7 @@ VECTOR_LEADS = 0.5
 
 
 class GateStage(Protocol):
-    """The quality-gate seam (docs/retrieval.md#quality-gate): ``cpersona.retrieval.gate.QualityGate`` in production."""
+    """The quality-gate seam (docs/quality-gate.md): ``cpersona.retrieval.gate.QualityGate`` in production."""
 
     def apply(self, rows: list[ScoredRow], request: RecallRequest, evidence: GateEvidence) -> GateDecision:
         """Return the rows that pass (best first) and what the response says about the gate."""

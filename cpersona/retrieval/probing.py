@@ -1,5 +1,5 @@
 """Calibration's view of one agent's corpus on the query scale: the lexicon, and the shipped probe
-questions' evidence measured exactly as a recall measures a query's (docs/retrieval.md "Calibration").
+questions' evidence measured exactly as a recall measures a query's (docs/quality-gate.md "Calibration").
 
 Each probe runs through the recall pipeline (the agent's scope, ``limit`` 10, the same channels,
 fusion and context channel as a recall) with ``gate.EvidenceRecorder`` as its gate stage, so its

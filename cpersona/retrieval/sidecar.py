@@ -2,7 +2,7 @@
 
 The state itself lives in the store (``Store.calibration_states()``): on SQLite the sidecar
 ``<db>.calibration.json`` (``cpersona.storage.sqlite.calibration``), on PostgreSQL the
-``calibration_state`` table. Layout of one agent's entry (docs/retrieval.md)::
+``calibration_state`` table. Layout of one agent's entry (docs/quality-gate.md)::
 
     {"fingerprint": {"scoring_version": 2, "model_id": "...", "dimension": 384},
      "created_at": "...", "method": "separation", "sample_size": 2000, "rows": 1234,

@@ -1,5 +1,5 @@
 """Calibration as a service: ``calibrate_threshold``, the precision knob and the gate policy recall uses
-(docs/retrieval.md "Quality gate"). When calibration runs by itself is ``services.self_calibration``.
+(docs/quality-gate.md). When calibration runs by itself is ``services.self_calibration``.
 
 State lives in the store (``Store.calibration_states()``: the SQLite sidecar, or a PostgreSQL table);
 the maths in ``cpersona.retrieval.calibration``. Every write is refused while persistence is paused;
@@ -210,7 +210,7 @@ class Calibrator:
         *,
         work: Work | None = None,
     ) -> CalibrateThresholdResult:
-        """Derive the agent's thresholds from its own corpus, label-free, and persist them (docs/retrieval.md).
+        """Derive the agent's thresholds from its own corpus, label-free, and persist them (docs/quality-gate.md).
 
         Row pairs give the vector threshold (random pairs = null; adjacent same-session pairs =
         positives, nearest neighbours as fallback); with the fused gate on, probe questions give the

@@ -1,4 +1,4 @@
-"""Self-calibration: when an agent is (re)calibrated by itself, in the background (docs/retrieval.md#self-calibration-the-schedule).
+"""Self-calibration: when an agent is (re)calibrated by itself, in the background (docs/quality-gate.md#self-calibration-the-schedule).
 
 The schedule, per agent (counting its memories holding a vector of the active model):
 
@@ -42,7 +42,7 @@ log = logging.getLogger("cpersona.calibration")
 #: Recalibrate when the agent has this many times the rows of its last calibration. The evidence gate's
 #: threshold rises as the corpus grows, so a calibration made at N / factor rows lets through questions
 #: the corpus as it stands would empty: 1.1 keeps a conversation stored turn by turn and then asked
-#: within a point of an explicit calibration at the end (docs/retrieval.md "Why 1.1").
+#: within a point of an explicit calibration at the end (docs/quality-gate.md "Why 1.1").
 GROWTH_FACTOR = 1.1
 #: Full scan of every agent this often (other processes' writes, imports, back-filled vectors).
 SCAN_SECONDS = 60.0

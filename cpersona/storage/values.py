@@ -158,7 +158,7 @@ class LinkRow:
     to_agent: str | None
 
 
-#: One agent's calibration state (layout in docs/retrieval.md), and a change applied to a fresh copy of it.
+#: One agent's calibration state (layout in docs/quality-gate.md), and a change applied to a fresh copy of it.
 CalibrationEntry = dict[str, Any]
 Change = Callable[[CalibrationEntry | None], CalibrationEntry | None]
 

@@ -1,7 +1,7 @@
 """Renamed negatives through the Python API with the real MiniLM model, on both engines: questions about
 someone else's life, asked with this agent's people's names, pass a top-cosine gate on the names alone;
 the calibrated gate keys on evidence (cosine + coverage of the query's non-name words) and cuts them
-(docs/retrieval.md "What it keys on"). Also: arbitrary query text through a calibrated gate."""
+(docs/quality-gate.md "What it keys on"). Also: arbitrary query text through a calibrated gate."""
 
 from __future__ import annotations
 

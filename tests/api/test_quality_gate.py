@@ -1,5 +1,5 @@
 """The quality gate, calibration, the precision knob and confidence scoring through the Python API,
-with the real MiniLM model on a real file (docs/retrieval.md "Quality gate")."""
+with the real MiniLM model on a real file (docs/quality-gate.md)."""
 
 from __future__ import annotations
 

@@ -205,5 +205,5 @@ def test_a_calibration_state_that_cannot_be_saved_never_fails_a_recall(
 
 def test_the_growth_factor_is_the_documented_one() -> None:
     assert self_calibration.GROWTH_FACTOR == 1.1
-    text = (Path(__file__).resolve().parents[2] / "docs" / "retrieval.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "quality-gate.md").read_text()
     assert "**1.1 ×**" in text and "Why 1.1" in text and "Self-calibration" in text

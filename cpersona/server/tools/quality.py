@@ -1,4 +1,4 @@
-"""Retrieval quality: calibration and the precision knob (docs/retrieval.md#calibration-calibrate_threshold)."""
+"""Retrieval quality: calibration and the precision knob (docs/quality-gate.md#calibration-calibrate_threshold)."""
 
 from __future__ import annotations
 

@@ -124,7 +124,7 @@ CREATE INDEX memories_words ON memories USING gin (content_words)
 
 
 # Calibration state in the database (issue 19): every server sharing it shares one gate. One row per
-# agent; ``entry`` is the JSON the SQLite sidecar keeps per agent (docs/retrieval.md).
+# agent; ``entry`` is the JSON the SQLite sidecar keeps per agent (docs/quality-gate.md).
 _V3 = """
 CREATE TABLE calibration_state (
     agent_id TEXT PRIMARY KEY,

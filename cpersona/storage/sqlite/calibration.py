@@ -2,7 +2,7 @@
 
 The ``CalibrationStates`` protocol (``storage.interface``) has two engines: this sidecar, and a table
 in the database on PostgreSQL (``storage.postgres.calibration``) so that every server sharing that
-database shares one gate. Layout of the sidecar (docs/retrieval.md)::
+database shares one gate. Layout of the sidecar (docs/quality-gate.md)::
 
     {"format": 1, "agents": {"<agent_id>": {"fingerprint": {...}, "created_at": "...", "rows": 1234,
         "vector": {...}, "gate": {"kind": "query_top_cosine", "probe_top_cosines": [...]},
