@@ -113,7 +113,7 @@ class Settings:
     context_weight: float = setting(
         "CPERSONA_CONTEXT_WEIGHT",
         0.6,
-        "context channel (rsf only): the memories stored just before and after each of the 5 best hits, in "
+        "context channel (rsf only): the memories stored just before and after each of the 6 best hits, in "
         "the same session, get this share of that hit's score — a conversation's answer is often the turn "
         "after the question's topic ([docs/retrieval.md](docs/retrieval.md#the-context-channel)); `0` turns "
         "it off",

@@ -40,11 +40,13 @@ __all__ = ["CONTEXT", "ContextPolicy", "neighbours", "policy_for", "row_seconds"
 class ContextPolicy:
     """How the channel spreads score: from the ``parents`` best fused memories to ``reach`` rows each side.
 
-    Defaults as measured (docs/research/held-out-2026-12.md): 5 parents, 2 rows each side, weight
-    0.6 (``CPERSONA_CONTEXT_WEIGHT``), a share divided by the distance in rows.
+    Defaults as measured (docs/research/held-out-2026-12.md): 6 parents, 2 rows each side, weight
+    0.6 (``CPERSONA_CONTEXT_WEIGHT``), a share divided by the distance in rows. The grid there chose
+    4 to 7 parents in every rotation; 5 shipped, and 6 since the rules after fusion
+    (docs/research/recall-round-three.md#the-context-channels-parents-again).
     """
 
-    parents: int = 5
+    parents: int = 6
     weight: float = 0.6
     reach: int = 2
     before: bool = True
