@@ -108,9 +108,14 @@ class PgCluster:
             conn.execute(f'CREATE DATABASE "{name}"{source}')
         return self.url(name)
 
+    @staticmethod
+    def name(url: str) -> str:
+        """The database name in ``url`` (pgserver puts the socket directory in the query string)."""
+        return str(conninfo_to_dict(url)["dbname"])
+
     def drop(self, url: str) -> None:
         """Drop the database behind ``url`` (connections still open are closed by the server)."""
-        name = conninfo_to_dict(url)["dbname"]
+        name = self.name(url)
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -144,8 +149,9 @@ def _data_parent() -> str | None:
 def pg_cluster() -> Iterator[PgCluster]:
     """The session's PostgreSQL server (started only when a PostgreSQL test runs).
 
-    Not under pytest's tmp_path (``_data_parent`` says where): pytest resets /tmp/pytest-of-<user> to mode 0700 whenever a
-    session starts, and the server runs as its own system user when the tests run as root.
+    Not under pytest's tmp_path (``_data_parent`` says where): pytest resets /tmp/pytest-of-<user>
+    to mode 0700 whenever a session starts, and the server runs as its own system user when the
+    tests run as root.
     """
     base = Path(tempfile.mkdtemp(prefix="cpersona-pg-", dir=_data_parent()))
     cluster = PgCluster(base / "data")

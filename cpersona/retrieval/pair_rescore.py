@@ -9,10 +9,10 @@ question shares a word with its answer only where the next character happens to 
 The trigram index still chooses the rows (its bm25 over the whole corpus: a rare name in the
 question finds its rows). Those rows, the channel's list, are then scored again: bm25 over the
 query's pairs, counted in each row's text, with each pair's rarity and the mean length taken from
-the list itself, plus 0.35 of the row's trigram score. Rarity within the list is what ranks the list: a
-pair every row holds (the name that found them) tells them apart no more than the question's
-particles do, while the pair only the answer holds ("王女", "出生") now counts. Rows keep a share of
-their trigram score, so what the whole corpus says of a term's rarity still weighs.
+the list itself, plus ``TRIGRAM_SHARE`` of the row's trigram score. Rarity within the list is what
+ranks the list: a pair every row holds (the name that found them) tells them apart no more than the
+question's particles do, while the pair only the answer holds ("王女", "出生") now counts. Rows keep
+a share of their trigram score, so what the whole corpus says of a term's rarity still weighs.
 
 A Japanese query's pieces also hold its longer runs of kanji or of katakana whole (``pieces``), so a
 row holding the word outranks one holding its pairs apart.

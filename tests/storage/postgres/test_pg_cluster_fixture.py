@@ -18,7 +18,7 @@ def _databases(cluster: PgCluster) -> set[str]:
 
 def test_a_dropped_database_is_gone_and_the_others_stay(pg_cluster: PgCluster) -> None:
     kept, dropped = pg_cluster.create(), pg_cluster.create()
-    kept_name, dropped_name = (psycopg.conninfo.conninfo_to_dict(url)["dbname"] for url in (kept, dropped))
+    kept_name, dropped_name = PgCluster.name(kept), PgCluster.name(dropped)
     # A connection left open does not keep the database alive (the fixture's drop forces it).
     lingering = psycopg.connect(dropped)
     try:
