@@ -95,6 +95,10 @@ def minilm_models_dir(tmp: Path, stream: Any = None) -> Path:
 #: that query: ``KERNEL_CHECK_DELAY_SECONDS``, and takes ~1.5 s): MCP benchmarks measure after it.
 KERNEL_SETTLE_SECONDS = 8.0
 
+#: A tool that does almost nothing (no arguments, no storage read): the MCP benchmarks time it beside
+#: recall to see the round trip itself.
+TRIVIAL_TOOL = "persistence_status"
+
 
 def logged_query_kernel(log: Path) -> str | None:
     """The query kernel a server's log (its stderr) says it settled on ("int8" or "exact"), or None."""

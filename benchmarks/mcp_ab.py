@@ -10,7 +10,7 @@ machine's drift hits both alike: sequential runs on a shared two-core machine co
 the code. Measured once both servers report a calibrated gate (their background self-calibration has
 finished) with model sharing off on both (each holds its own model: the same cost on both sides).
 
-Per side: recall (and the trivial ``stats``) wall p50/p95, the p50 of the per-call differences b − a, the
+Per side: recall (and the trivial ``persistence_status``) wall p50/p95, the p50 of the per-call differences b − a, the
 server's CPU per call (/proc/<pid>/stat) and the client's thread CPU per call (its parsing and the SDK's
 outputSchema check). Each recall's refs must be the same on both sides. No assertion on timings.
 """
@@ -32,7 +32,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
-from _common import KERNEL_SETTLE_SECONDS, print_table, summary_ms, write_json  # noqa: E402
+from _common import KERNEL_SETTLE_SECONDS, TRIVIAL_TOOL, print_table, summary_ms, write_json  # noqa: E402
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -70,7 +70,7 @@ async def interleaved(
     rounds: int,
     src: Path | None = None,
 ) -> dict[str, Any]:
-    """Recall and stats on both servers, alternating per call."""
+    """Recall and the trivial tool on both servers, alternating per call."""
     from mcp import Client
 
     markers = (f"mcp-ab-a-{time.time()}", f"mcp-ab-b-{time.time()}")
@@ -94,7 +94,7 @@ async def interleaved(
         for client in (a, b):  # warm the page cache and the index on both
             for q in questions[:30]:
                 await client.call_tool("recall", {"agent_id": lat.AGENT, "query": q, "limit": 10})
-        for tool in ("recall", "stats"):
+        for tool in ("recall", TRIVIAL_TOOL):
             wall: dict[str, list[float]] = {"a": [], "b": []}
             client_cpu: dict[str, list[float]] = {"a": [], "b": []}
             server0 = [_cpu_seconds(pid) for pid in pids if pid is not None]
@@ -163,7 +163,7 @@ def main() -> int:
             interleaved, (first, second), args.models_dir, args.base_src, questions, args.rounds, args.src
         )
     rows = []
-    for tool in ("recall", "stats"):
+    for tool in ("recall", TRIVIAL_TOOL):
         for side in ("a", "b"):
             r = result[tool][side]
             rows.append(

@@ -18,7 +18,7 @@ On a file of LoCoMo-derived rows with random unit vectors (``latency.fill``; or 
   client: recall latency, the server's CPU per recall (from /proc/<pid>/stat) and its event loop
   thread's share of it (/proc/<pid>/task/<pid>/stat: the SDK's handling and the reply's shaping and
   serialisation; the tool runs on a worker thread), next to a trivial
-  tool (``stats``) for the round trip itself, once every server's background self-calibration of the
+  tool (``persistence_status``) for the round trip itself, once every server's background self-calibration of the
   agent has finished (the in-process stages run calibrated too; a calibration of 10k rows competes
   with every recall for the two cores while it runs), and the SDK client's own share: checking each
   recall result against the listed outputSchema as the SDK client does it (jsonschema, compiled once);
@@ -58,7 +58,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
-from _common import KERNEL_SETTLE_SECONDS, logged_query_kernel, print_table, summary_ms, write_json  # noqa: E402
+from _common import (
+    KERNEL_SETTLE_SECONDS,
+    TRIVIAL_TOOL,
+    logged_query_kernel,
+    print_table,
+    summary_ms,
+    write_json,
+)  # noqa: E402
 from _rpc import HttpServer, HttpSession, StdioServer, tool_payload  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
@@ -312,7 +319,7 @@ async def through_mcp(
     log_dir: Path,
     variants: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """Recall and stats through three clients of three servers on the same file, called in turn per
+    """Recall and the trivial tool through three clients of three servers on the same file, called in turn per
     query (the order rotates) so a busy machine's drift hits all alike: the SDK's python client over
     stdio, a raw JSON-RPC client over stdio, a raw HTTP client over streamable HTTP; plus one raw
     stdio server per entry of ``variants`` (client name → its extra settings). Per client: wall
@@ -382,7 +389,7 @@ async def through_mcp(
             }
             recalled: list[dict[str, Any]] = []
             differing = 0
-            for tool in ("recall", "stats"):
+            for tool in ("recall", TRIVIAL_TOOL):
                 for _ in range(2):  # the first pass warms the page cache and the index
                     wall: dict[str, list[float]] = {name: [] for name in clients}
                     cpu0 = {name: _cpu_seconds(pid) for name, pid in pids.items()}
@@ -506,7 +513,7 @@ def main() -> int:
             "",
             mcp[tool][client]["server_cpu_ms_per_call"],
         ]
-        for tool in ("recall", "stats")
+        for tool in ("recall", TRIVIAL_TOOL)
         for client in clients
     ]
     rows += [
@@ -529,20 +536,20 @@ def main() -> int:
         ["tool", *clients],
         [
             [tool, *(mcp[tool][c]["server_loop_cpu_ms_per_call"] for c in clients)]
-            for tool in ("recall", "stats")
+            for tool in ("recall", TRIVIAL_TOOL)
         ],
     )
     if variants:
         print("\nMCP, raw stdio variants: p50 of the per-call wall differences to the raw stdio server (ms):")
         print_table(
-            ["variant", "recall p50", "recall mean", "stats p50", "stats mean"],
+            ["variant", "recall p50", "recall mean", f"{TRIVIAL_TOOL} p50", f"{TRIVIAL_TOOL} mean"],
             [
                 [
                     name,
                     mcp["recall_minus_raw_stdio"][name]["p50_ms"],
                     mcp["recall_minus_raw_stdio"][name]["mean_ms"],
-                    mcp["stats_minus_raw_stdio"][name]["p50_ms"],
-                    mcp["stats_minus_raw_stdio"][name]["mean_ms"],
+                    mcp[f"{TRIVIAL_TOOL}_minus_raw_stdio"][name]["p50_ms"],
+                    mcp[f"{TRIVIAL_TOOL}_minus_raw_stdio"][name]["mean_ms"],
                 ]
                 for name in variants
             ],

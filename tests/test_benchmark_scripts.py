@@ -8,6 +8,7 @@ each script as a module runs its imports and nothing else (each guards its work 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -35,3 +36,20 @@ def test_the_script_imports(script: Path, monkeypatch: pytest.MonkeyPatch) -> No
     spec.loader.exec_module(module)
     if '__name__ == "__main__"' in script.read_text():  # a script, not a helper such as secret_corpus.py
         assert callable(getattr(module, "main", None)), f"{script.name} has no main()"
+
+
+def test_the_tools_the_scripts_call_exist() -> None:
+    """A tool a benchmark calls by name is still served (recall_path.py once timed a ``stats`` tool that
+    had been renamed away, and failed only when run)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from _common import TRIVIAL_TOOL
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    from cpersona.server.tools import tool_names
+
+    called = {TRIVIAL_TOOL}
+    for script in BENCHMARKS.rglob("*.py"):
+        called |= set(re.findall(r'call_tool\(\s*"([a-z_]+)"', script.read_text()))
+    assert called >= {"recall", "store", TRIVIAL_TOOL}
+    assert called <= set(tool_names())
