@@ -38,14 +38,12 @@ def test_the_script_imports(script: Path, monkeypatch: pytest.MonkeyPatch) -> No
         assert callable(getattr(module, "main", None)), f"{script.name} has no main()"
 
 
-def test_the_tools_the_scripts_call_exist() -> None:
+def test_the_tools_the_scripts_call_exist(monkeypatch: pytest.MonkeyPatch) -> None:
     """A tool a benchmark calls by name is still served (recall_path.py once timed a ``stats`` tool that
     had been renamed away, and failed only when run)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from _common import TRIVIAL_TOOL
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from _common import TRIVIAL_TOOL
+
     from cpersona.server.tools import tool_names
 
     called = {TRIVIAL_TOOL}
