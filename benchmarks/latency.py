@@ -53,6 +53,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +67,11 @@ from _latency_corpus import corpus, text_at  # noqa: E402, F401 - other benchmar
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.core.text import format_ts, utc_now  # noqa: E402
+from cpersona.embed.runtime.blocks import block_spans  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval import fusion  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline, RecallRequest  # noqa: E402
+from cpersona.storage.blocks import NewBlock  # noqa: E402
 from cpersona.storage.scope import Scope  # noqa: E402
 from cpersona.storage.values import NewMemory, VectorQuery  # noqa: E402
 from cpersona.storage.vectors import to_blob  # noqa: E402
@@ -186,12 +189,17 @@ def fill(
     db: Path,
     texts: list[str],
     count: int,
-    dim: int,
-    model_id: str,
+    meta: ModelMeta,
     vectors_at: Callable[[int, int], np.ndarray] | None = None,
 ) -> float:
     """Write ``count`` rows through the storage layer; rows/s. Vectors: random unit ones, or
-    ``vectors_at(start, n)`` (rows start .. start + n) when given."""
+    ``vectors_at(start, n)`` (rows start .. start + n) when given.
+
+    A row long enough for blocks (a lead, windows beyond the model's: docs/retrieval.md#long-records)
+    gets them as the server would store them, so a server opened on the file finds nothing to back-fill
+    (without them it re-embeds those rows in the background, for minutes at 10k rows, while it is timed).
+    Each block holds its row's own vector: less the block discount it never outranks its row, so the
+    file ranks as its rows alone do."""
     from cpersona.storage.sqlite.store import SqliteStore
 
     rng = np.random.default_rng(count)
@@ -201,28 +209,23 @@ def fill(
     for start in range(0, count, 5000):
         n = min(5000, count - start)
         if vectors_at is None:
-            vectors = rng.normal(size=(n, dim)).astype(np.float32)
+            vectors = rng.normal(size=(n, meta.dimension)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         else:
             vectors = vectors_at(start, n)
         with store.write() as s:
             for k in range(n):
-                s.memories.insert(
+                text = text_at(texts, start + k)
+                blob = to_blob(vectors[k])
+                row_id = s.memories.insert(
                     NewMemory(
-                        AGENT,
-                        "",
-                        "",
-                        "",
-                        text_at(texts, start + k),
-                        None,
-                        None,
-                        now,
-                        now,
-                        to_blob(vectors[k]),
-                        model_id,
-                        dim,
+                        AGENT, "", "", "", text, None, None, now, now, blob, meta.model_id, meta.dimension
                     )
                 )
+                spans = block_spans(text, meta.window_tokens)
+                if spans:
+                    blocks = [NewBlock(i, begin, end, blob) for i, begin, end in spans]
+                    s.memories.set_blocks(row_id, blocks, meta.model_id, meta.dimension)
     rate = count / (time.perf_counter() - started)
     store.close()
     return round(rate, 1)
@@ -268,14 +271,25 @@ def split(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
     return {"query_embedding": summary_ms(embed), **{k: summary_ms(v) for k, v in out.items()}}
 
 
-def model_meta(models_dir: Path) -> tuple[str, int]:
-    """(model id, dimension) the server will use for MiniLM."""
+@dataclass(frozen=True)
+class ModelMeta:
+    """What a file written for the server's model records: its id and dimension, and its window in
+    tokens (long rows get blocks beyond it, and a lead: ``fill``)."""
+
+    model_id: str
+    dimension: int
+    window_tokens: int | None
+
+
+def model_meta(models_dir: Path) -> ModelMeta:
+    """The model the server will use for MiniLM, as ``fill`` records it."""
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(db_path=Path(tmp) / "m.db", models_dir=models_dir, embedding_model=MODEL)
         with Memory(settings, start_background=False) as mem:
             mem.embeddings.start()
             mem.wait_until_ready(300)
-            return mem.embeddings.model_id, mem.embeddings.dimension
+            embeddings = mem.embeddings
+            return ModelMeta(embeddings.model_id, embeddings.dimension, embeddings.window_tokens)
 
 
 def ingest_with_embedding(texts: list[str], models_dir: Path, n: int) -> dict[str, Any]:
@@ -320,13 +334,11 @@ def bare_session_rate(backend: Any, texts: list[str], batch: int) -> float:
     return len(texts) / (time.perf_counter() - t0)
 
 
-def run_size(
-    size: int, texts: list[str], questions: list[str], models_dir: Path, meta: tuple[str, int]
-) -> dict:
+def run_size(size: int, texts: list[str], questions: list[str], models_dir: Path, meta: ModelMeta) -> dict:
     """Every measurement at one corpus size."""
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "latency.db"
-        bulk_rate = fill(db, texts, size - TAIL, meta[1], meta[0])
+        bulk_rate = fill(db, texts, size - TAIL, meta)
         tail = [text_at(texts, i) for i in range(size - TAIL, size)]
         stores = anyio.run(mcp_stores, env_for(db, models_dir, "none"), tail)
         # The tail was stored keyword-only: the model server back-fills its 500 vectors first.

@@ -154,7 +154,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         meta = lat.model_meta(args.models_dir)
         first = Path(tmp) / "a.db"
-        lat.fill(first, texts, args.size, meta[1], meta[0])
+        lat.fill(first, texts, args.size, meta)
         second = Path(tmp) / "b.db"
         for suffix in ("", "-wal"):
             if Path(str(first) + suffix).exists():

@@ -197,9 +197,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         models_dir = args.models_dir or minilm_models_dir(work)
-        model_id, dim = lat.model_meta(models_dir)
+        meta = lat.model_meta(models_dir)
         db = work / "memory.db"
-        lat.fill(db, texts, args.size, dim, model_id)
+        lat.fill(db, texts, args.size, meta)
         result = bench(args, work, db, models_dir, questions)
     print(
         f"recall at {args.size:,} memories, {len(questions)} queries x {args.rounds} rounds per client, limit 10"

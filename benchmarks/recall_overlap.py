@@ -196,8 +196,8 @@ def main() -> int:
                 if Path(str(args.db) + suffix).exists():
                     shutil.copy(str(args.db) + suffix, str(db) + suffix)
         else:
-            model_id, dim = lat.model_meta(args.models_dir)
-            lat.fill(db, texts, args.size, dim, model_id)
+            meta = lat.model_meta(args.models_dir)
+            lat.fill(db, texts, args.size, meta)
         result = measure(db, args.models_dir, questions, args.rounds, args.threads)
     result["load_average"] = os.getloadavg()
     result["machine"] = machine()

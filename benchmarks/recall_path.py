@@ -491,7 +491,7 @@ def main() -> int:
                     if Path(str(args.db) + suffix).exists():
                         shutil.copy(str(args.db) + suffix, str(db) + suffix)
             else:
-                lat.fill(db, texts, args.size, meta[1], meta[0])
+                lat.fill(db, texts, args.size, meta)
             if target == "in-process":
                 stages = in_process(db, models_dir, questions)
             else:

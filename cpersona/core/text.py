@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -81,12 +82,15 @@ def local_minute(value: Any) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_ts(value: str) -> datetime:
     """Parse a stored timestamp (always written by ``format_ts``).
 
     Recall parses a few timestamps per candidate row; ``strptime`` costs ~30 µs each, so the
     fixed-width form goes through ``fromisoformat``. Anything else takes the strptime path, which
-    decides what is accepted (both raise ValueError on an impossible date).
+    decides what is accepted (both raise ValueError on an impossible date). Cached: a recall reads
+    the same rows' times in several stages (~130 parses a recall on a long history), and a datetime
+    is immutable; a failure is not cached, so it raises every time.
     """
     if _STORED_TS.fullmatch(value):
         return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)

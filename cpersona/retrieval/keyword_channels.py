@@ -44,7 +44,8 @@ def _best_passage(
     listed = query.visible(hits)[: max(query.depth, passage_rescore.LIST_ROWS)]
     unread = [rid for rid, _ in listed if rid not in query.passages]
     if unread:
-        rows = session.memories.get_many(unread)
+        rows = session.memories.get_many(unread, query.request.scope)
+        query.rows.update(rows)
         texts = {rid: str(row["content"]) for rid, row in rows.items()}
         query.passages.update(passage_rescore.where(texts, words))
     return passage_rescore.rescore(listed, query.passages, words)

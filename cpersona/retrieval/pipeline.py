@@ -40,6 +40,7 @@ from cpersona.retrieval.time_cue import FACTOR as TIME_FACTOR
 from cpersona.retrieval.time_cue import QUERY_CERTAINTY, TimeCue, row_time
 from cpersona.retrieval.vector_channel import VECTOR
 from cpersona.storage.interface import Session, VectorQuery
+from cpersona.storage.values import Row
 
 __all__ = ["GateStage", "NoGate", "RecallOutcome", "RecallPipeline", "RecallRequest", "ScoredRow"]
 
@@ -149,7 +150,7 @@ class RecallPipeline:
         # model does not read) leaves the ranking to the keywords: the context channel then acts as there.
         vector_weight = weights.get(VECTOR, request.vector_weight)
         vector_leads = vector_used and vector_weight >= VECTOR_LEADS
-        scored = self._score(session, request, fused, vector_leads, hidden, query_vector, now)
+        scored = self._score(session, request, fused, vector_leads, hidden, query_vector, now, query.rows)
         decision = self._gate(session, request, scored, channels.get(VECTOR), query_vector, vector_used)
         cue_info = cue.describe() if cue is not None else None
         returned = self._order(request, decision, scored, cue, cue_info)
@@ -240,11 +241,12 @@ class RecallPipeline:
         hidden: frozenset[int],
         query_vector: VectorQuery | None,
         now: datetime,
+        read: dict[int, Row] | None = None,
     ) -> list[ScoredRow]:
         """The fused candidates as rows with their final score, best first: hydrated (with the context
         channel, as keyword-only recall has it unless ``vector_leads``), those with evidence, penalised,
         then keyed on confidence or cosine."""
-        scored = scoring.hydrate(session, request, fused, self.context_policy, vector_leads, hidden)
+        scored = scoring.hydrate(session, request, fused, self.context_policy, vector_leads, hidden, read)
         scored = [item for item in scored if scoring.has_evidence(item)]
         scored = scoring.penalise(self.settings, session, request, scored, now)
         if self.settings.confidence_enabled and query_vector is not None:

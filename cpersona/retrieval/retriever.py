@@ -16,6 +16,7 @@ from typing import Protocol
 from cpersona.retrieval.candidates import Hit, Key, RecallRequest
 from cpersona.retrieval.pending_vector import PendingQueryVector
 from cpersona.storage.interface import QueryTerms, Session, VectorQuery
+from cpersona.storage.values import Row
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class ChannelQuery:
     #: Where the query's words sit in each row read by the best-passage ranking (retrieval/passage_rescore.py),
     #: by memory id: both memory keyword channels list many of the same rows, read once per recall.
     passages: dict[int, list[tuple[int, int]]] = field(default_factory=dict, compare=False)
+    #: The memory rows read in scope on the way (by the best-passage ranking), by id: hydration reads
+    #: only the others (retrieval/scoring.py ``hydrate``).
+    rows: dict[int, Row] = field(default_factory=dict, compare=False)
 
     @property
     def include_episodes(self) -> bool:

@@ -7,7 +7,7 @@ their final score, before confidence, the gate and ordering.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
@@ -20,6 +20,7 @@ from cpersona.retrieval.gate import LEXICAL_CHANNELS
 from cpersona.retrieval.penalties import episode_boundary_factor, recent_recall_factor
 from cpersona.storage.interface import MemoryRows, Session
 from cpersona.storage.scope import Scope
+from cpersona.storage.values import Row
 
 
 def keep(row: dict[str, Any], request: RecallRequest) -> bool:
@@ -48,13 +49,19 @@ def hydrate(
     context_policy: context.ContextPolicy | None,
     vector_used: bool,
     hidden: frozenset[int] = frozenset(),
+    read: Mapping[int, Row] | None = None,
 ) -> list[ScoredRow]:
     """The fused candidates' rows (in scope, kept), with the context channel's neighbours, as
-    ``ScoredRow``s in fusion's order."""
+    ``ScoredRow``s in fusion's order. ``read``: memory rows already read in ``request.scope`` this
+    recall (the best passage's), by id; only the others are read."""
     mem_ids = [key.id for key in fused if key.kind == MEMORY]
     ep_ids = [key.id for key in fused if key.kind == EPISODE]
     found: dict[Key, dict[str, Any]] = {}
-    for rid, mem in session.memories.get_many(mem_ids, request.scope).items():
+    read = read or {}
+    for rid in mem_ids:
+        if rid in read:
+            found[Key(MEMORY, rid)] = read[rid]
+    for rid, mem in session.memories.get_many([i for i in mem_ids if i not in read], request.scope).items():
         found[Key(MEMORY, rid)] = mem
     for rid, ep in session.episodes.get_many(ep_ids, request.scope).items():
         found[Key(EPISODE, rid)] = ep

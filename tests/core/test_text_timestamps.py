@@ -61,3 +61,13 @@ def test_edge_forms_match_strptime(value: str) -> None:
 def test_microseconds_survive() -> None:
     moment = datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
     assert parse_ts(format_ts(moment + timedelta(microseconds=1))) == moment + timedelta(microseconds=1)
+
+
+def test_a_cached_read_is_the_same_and_a_refused_one_is_refused_every_time() -> None:
+    # parse_ts is cached (recall reads the same rows' times in several stages): the cache must not
+    # change an answer, and a failure is never remembered as a value.
+    stored = "2026-03-04T05:06:07.080910Z"
+    assert parse_ts(stored) == parse_ts(stored) == datetime(2026, 3, 4, 5, 6, 7, 80910, tzinfo=UTC)
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            parse_ts("2026-02-30T00:00:00.000000Z")

@@ -3,7 +3,7 @@ where the query's words meet (retrieval/passage_rescore.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
+from cpersona.retrieval import scoring
 from cpersona.retrieval.passage_rescore import (
     INDEX_SHARE,
     K1,
@@ -21,6 +22,9 @@ from cpersona.retrieval.passage_rescore import (
     rescore,
     where,
 )
+from cpersona.storage.scope import Scope
+from cpersona.storage.sqlite.rows import SqliteTableRows
+from cpersona.storage.values import Row
 
 
 def test_query_words_are_stems_without_stop_words_or_short_words() -> None:
@@ -120,6 +124,32 @@ def test_only_a_corpus_of_long_records_is_ranked_by_its_best_passage(mem: Memory
     assert channel_order(mem, "ケンブリッジ大学 place", "fts_memories") == channel_order(
         mem, "ケンブリッジ大学 place", "fts_memories"
     )
+
+
+def test_a_row_the_best_passage_read_is_not_read_again_and_the_answer_is_the_same(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hydration takes the rows the best passage read in scope (ChannelQuery.rows) and reads only the
+    # others: one read per row per recall, and the answer of a recall that reads them all again.
+    for n in range(12):
+        mem.store("chat", f"{filler(n + 8)} the place I recommend in Valparaiso, number {n}")
+    mem.recaller.keyword_weight = lambda agent: 0.3  # the corpus read as long records
+    query = "Which place did you recommend in Valparaiso?"
+    reads: list[int] = []
+    real_get_many = SqliteTableRows.get_many
+
+    def counting(self: SqliteTableRows, ids: Sequence[int], scope: Scope | None = None) -> dict[int, Row]:
+        reads.extend(ids)
+        return real_get_many(self, ids, scope)
+
+    monkeypatch.setattr(SqliteTableRows, "get_many", counting)
+    answer = mem.recall("chat", query, record=False)
+    assert answer["results"] and len(reads) == len(set(reads))
+    real_hydrate = scoring.hydrate
+    monkeypatch.setattr(scoring, "hydrate", lambda *args: real_hydrate(*args[:6]))  # no rows handed on
+    reads.clear()
+    assert mem.recall("chat", query, record=False)["results"] == answer["results"]
+    assert len(reads) > len(set(reads))  # without them hydration reads the best passage's rows again
 
 
 @given(st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 3)), max_size=60))
