@@ -16,6 +16,9 @@ original: its write queue is empty) and all have idled ``--idle`` seconds more (
 in the background after its stores), every question of the history is asked of each server in turn,
 the order rotated per question, ``--rounds`` times; each recall is timed from the request's write to its reply. Printed: p50 / p95 per server and
 the two ratios the issue names (ours long against the original long; ours long against ours cut).
+Every round asks the same texts: both servers keep recent query vectors (the original 256 texts for
+300 s, ours 256: ``CPERSONA_EMBEDDING_CACHE_SIZE``), so after the first round both answer without
+embedding the query; ``longchat_ab.py`` asks each round's questions afresh.
 """
 
 from __future__ import annotations

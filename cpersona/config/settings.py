@@ -329,6 +329,14 @@ class Settings:
         default_text="`auto`",
         value_text="`auto`, `true`, `false`",
     )
+    embedding_cache_size: int = setting(
+        "CPERSONA_EMBEDDING_CACHE_SIZE",
+        256,
+        "recent recall query texts whose vectors are kept, so a query asked again is not embedded again "
+        "(the original CPersona's name and default; the vectors are cleared whenever the model or its "
+        "query kernel changes; `0`: none)",
+        minimum=0,
+    )
     embed_query_kernel: QueryKernel = setting(
         "CPERSONA_EMBED_QUERY_KERNEL",
         "auto",

@@ -27,6 +27,8 @@ from cpersona.embed.runtime import query_kernel as kernels
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.heap import release_free_memory
 from cpersona.embed.runtime.pooling import pool, truncate_and_normalise
+from cpersona.embed.runtime.query_cache import DEFAULT_SIZE as DEFAULT_QUERY_CACHE_SIZE
+from cpersona.embed.runtime.query_cache import QueryCache
 from cpersona.embed.runtime.query_kernel import KernelChoice
 
 if TYPE_CHECKING:
@@ -74,6 +76,7 @@ class OnnxBackend(EmbeddingBackend):
         batch_size: int = 16,
         verify: str = "quick",
         query_kernel: str = "auto",
+        query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
     ) -> None:
         """Record the configuration only; all I/O happens in ``load()``.
 
@@ -81,6 +84,7 @@ class OnnxBackend(EmbeddingBackend):
         (always re-hash) or "off" (used by fetch-model on a staging copy).
         ``query_kernel``: "auto" (check the int8 copy for queries after each load: query_kernel.py),
         "exact", or "int8" (the int8 copy whenever it agrees, untimed: tests exercise it on any machine).
+        ``query_cache_size``: recent query texts whose vectors are kept (query_cache.py; 0: none).
         """
         if verify not in VERIFY_MODES:
             raise ValueError(f"verify must be one of {VERIFY_MODES}")
@@ -108,6 +112,8 @@ class OnnxBackend(EmbeddingBackend):
         self._kernel_for: Any = None  # the session the choice was made against
         self._kernel_pending = False
         self._closing = threading.Event()
+        # Cleared whenever the session or the query kernel changes: a hit is what a query computes now.
+        self.query_cache = QueryCache(query_cache_size)
 
     @classmethod
     def from_settings(cls, manifest: ModelManifest, settings: Settings, verify: str = "quick") -> OnnxBackend:
@@ -121,6 +127,7 @@ class OnnxBackend(EmbeddingBackend):
             batch_size=settings.embed_batch_size,
             verify=verify,
             query_kernel=settings.embed_query_kernel,
+            query_cache_size=settings.embedding_cache_size,
         )
 
     # -- identity ---------------------------------------------------------------------------
@@ -178,6 +185,7 @@ class OnnxBackend(EmbeddingBackend):
             session = self._open_session(ort)
             self._tokenizer, self._input_plan = tokenizer, self._plan_io(session)
             self._session = session
+            self.query_cache.clear()
             try:
                 # A real embed proves the graph runs and yields the manifest's dimension.
                 self._run([_PROBE_TEXT], "")
@@ -227,6 +235,7 @@ class OnnxBackend(EmbeddingBackend):
             choice, candidate = self._check_int8_copy(session)
             if self._session is session:  # not closed or reloaded meanwhile
                 self._query_session = candidate if choice.int8 else None
+                self.query_cache.clear()
                 self._kernel, self._kernel_for = choice, session
                 log.info("recall queries: %s kernel (%s)", choice.kernel, choice.reason)
             return choice
@@ -571,8 +580,14 @@ class OnnxBackend(EmbeddingBackend):
         return self.embed(texts, "document")
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed a recall query (query prompt applied when the model has one); shape (dimension,)."""
-        return self.embed([text], "query")[0]
+        """Embed a recall query (query prompt applied when the model has one); shape (dimension,). A
+        text asked recently is answered from ``query_cache``: the same vector, not computed again."""
+        cached, generation = self.query_cache.get(text)
+        if cached is not None:
+            return cached
+        vector = self.embed([text], "query")[0]
+        self.query_cache.put(text, vector, generation)
+        return vector
 
     def close(self) -> None:
         """Drop the session and tokenizer (memory is freed when no call still uses them)."""
@@ -581,3 +596,4 @@ class OnnxBackend(EmbeddingBackend):
             self._session = None
             self._tokenizer = None
             self._query_session = None
+            self.query_cache.clear()

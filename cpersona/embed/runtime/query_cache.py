@@ -1,0 +1,65 @@
+"""The vectors of recent recall queries, so a query asked again is not embedded again.
+
+Agents and hooks ask the same query more than once (a session-start recall, a retried call, the same
+question from two tools); the original CPersona keeps the same kind of cache (256 texts). A query's
+vector depends only on its text and the model state that computed it (the session, and the query
+kernel chosen after each load): ``clear`` runs whenever that state changes, and a vector computed
+before a clear is never stored after it (the generation it was computed under is checked), so a
+cached answer is always the vector the model would compute now, bit for bit. No expiry: a vector of
+an unchanged model cannot go stale. Vectors are handed out as copies (a caller may modify its own).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+#: Distinct query texts kept by default (``CPERSONA_EMBEDDING_CACHE_SIZE``; 384-d float32: ~0.4 MB).
+DEFAULT_SIZE = 256
+
+
+class QueryCache:
+    """A bounded, thread-safe map from query text to vector, least recently used out first."""
+
+    def __init__(self, size: int = DEFAULT_SIZE) -> None:
+        self.size = max(0, int(size))
+        self._lock = threading.Lock()
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._generation = 0
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, text: str) -> tuple[np.ndarray | None, int]:
+        """(a copy of the cached vector or None, the generation to ``put`` a computed one under)."""
+        with self._lock:
+            vector = self._vectors.get(text) if self.size else None
+            if vector is None:
+                self.misses += 1
+                return None, self._generation
+            self._vectors.move_to_end(text)
+            self.hits += 1
+            return vector.copy(), self._generation
+
+    def put(self, text: str, vector: np.ndarray, generation: int) -> None:
+        """Keep ``vector`` for ``text`` unless the model state changed since ``generation``."""
+        if not self.size:
+            return
+        with self._lock:
+            if generation != self._generation:
+                return
+            self._vectors[text] = np.array(vector, copy=True)
+            self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every vector: the model state that computed them changed."""
+        with self._lock:
+            self._vectors.clear()
+            self._generation += 1
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._vectors)
