@@ -56,12 +56,17 @@ def settle_ours(client: Client, wait_s: float) -> float | None:
 
 
 def servers(
-    tmp: Path, models_dir: Path, original: str | None, embed_url: str | None, cut: int
+    tmp: Path,
+    models_dir: Path,
+    original: str | None,
+    embed_url: str | None,
+    cut: int,
+    ours_env: dict[str, str] | None = None,
 ) -> dict[str, tuple[Client, int | None, str]]:
     """name -> (client, cut, kind); every server started before any is fed."""
     out: dict[str, tuple[Client, int | None, str]] = {}
     for name, length in (("ours long", None), (f"ours cut {cut}", cut)):
-        env = env_for(tmp / f"{name.replace(' ', '-')}.db", models_dir, "onnx")
+        env = {**env_for(tmp / f"{name.replace(' ', '-')}.db", models_dir, "onnx"), **(ours_env or {})}
         out[name] = (Client([cpersona_executable(), "serve"], env), length, "ours")
     if original and embed_url:
         for name, length in (("original long", None), (f"original cut {cut}", cut)):
@@ -124,16 +129,23 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--settle-wait", type=float, default=300.0)
     parser.add_argument("--idle", type=float, default=60.0, help="seconds every server idles before timing")
+    parser.add_argument(
+        "--ours-env",
+        nargs="*",
+        default=[],
+        help="CPERSONA_X=v settings of our servers (e.g. CPERSONA_EMBEDDING_CACHE_SIZE=0: every query embedded)",
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     histories = load(args.data, args.split)[: args.histories]
     samples: dict[str, list[float]] = {}
     settled: list[dict[str, Any]] = []
+    ours_env = dict(entry.split("=", 1) for entry in args.ours_env)
     with ExitStack() as stack:
         url = stack.enter_context(embedding_server(args.models_dir, args.model)) if args.original else None
         for history in histories:
             with tempfile.TemporaryDirectory() as tmp:
-                running = servers(Path(tmp), args.models_dir, args.original, url, args.cut)
+                running = servers(Path(tmp), args.models_dir, args.original, url, args.cut, ours_env)
                 try:
                     settled += feed(running, history, args.settle_wait)
                     # The original calibrates in the background after its stores; a server fed first
