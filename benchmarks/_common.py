@@ -168,6 +168,17 @@ def parse_overrides(text: str) -> dict[str, Any]:
     return changes
 
 
+def env_pairs(entries: Sequence[str]) -> dict[str, str]:
+    """``NAME=VALUE`` arguments as a server process's extra environment (a bad one stops the run)."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        name, sep, value = entry.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"expected NAME=VALUE, got {entry!r}")
+        out[name] = value
+    return out
+
+
 def git(git_dir: Path, *args: str) -> str:
     """What ``git --git-dir=GIT_DIR ARGS`` prints (a data builder reading a pinned commit of a local mirror)."""
     return subprocess.run(

@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import percentile, print_table, write_json  # noqa: E402
+from _common import env_pairs, percentile, print_table, write_json  # noqa: E402
 from _rpc import StdioServer, server_env, tool_payload  # noqa: E402
 from longchat import AGENT, LIMIT, load  # noqa: E402
 
@@ -42,17 +42,6 @@ from longchat import AGENT, LIMIT, load  # noqa: E402
 FTS_TABLES = ("memories_fts", "memories_words")
 #: Seconds both servers idle after warming up (the query kernel's check runs once after a load).
 SETTLE_SECONDS = 8.0
-
-
-def pairs(values: list[str]) -> dict[str, str]:
-    """``NAME=VALUE`` arguments as a mapping (a bad one stops the run with its text)."""
-    out = {}
-    for value in values:
-        name, sep, setting = value.partition("=")
-        if not sep:
-            raise SystemExit(f"expected NAME=VALUE, got {value!r}")
-        out[name] = setting
-    return out
 
 
 def fold(db: Path) -> None:
@@ -105,8 +94,8 @@ def one_history(
     """Time one history's questions on A and B; (recalls compared, recalls with the same top 10)."""
     source = stored_file(args.stored, history["history_id"])
     servers = {
-        "A": start("A", source, work, args.models_dir, args.a_src, pairs(args.a_env), False),
-        "B": start("B", source, work, args.models_dir, args.b_src, pairs(args.b_env), args.b_folded),
+        "A": start("A", source, work, args.models_dir, args.a_src, env_pairs(args.a_env), False),
+        "B": start("B", source, work, args.models_dir, args.b_src, env_pairs(args.b_env), args.b_folded),
     }
     questions = [q["question"] for q in history["questions"]]
     same = compared = 0

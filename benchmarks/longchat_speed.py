@@ -34,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "research"))
 
-from _common import percentile, print_table, summary_ms, write_json  # noqa: E402
+from _common import env_pairs, percentile, print_table, summary_ms, write_json  # noqa: E402
 from _rpc import cpersona_executable  # noqa: E402
 from latency import env_for  # noqa: E402
 from longchat import LIMIT, load  # noqa: E402
@@ -140,7 +140,7 @@ def main() -> int:
     histories = load(args.data, args.split)[: args.histories]
     samples: dict[str, list[float]] = {}
     settled: list[dict[str, Any]] = []
-    ours_env = dict(entry.split("=", 1) for entry in args.ours_env)
+    ours_env = env_pairs(args.ours_env)
     with ExitStack() as stack:
         url = stack.enter_context(embedding_server(args.models_dir, args.model)) if args.original else None
         for history in histories:

@@ -61,6 +61,7 @@ import latency as lat  # noqa: E402
 from _common import (
     KERNEL_SETTLE_SECONDS,
     TRIVIAL_TOOL,
+    env_pairs,
     logged_query_kernel,
     print_table,
     summary_ms,
@@ -469,7 +470,7 @@ def main() -> int:
     args = parser.parse_args()
     variants: dict[str, dict[str, str]] = {}
     for entries in args.stdio_variant:
-        settings = dict(entry.split("=", 1) for entry in entries)
+        settings = env_pairs(entries)
         variants[variant_name(settings)] = settings
     texts, questions = lat.corpus(args.data_dir)
     random.Random(0).shuffle(questions)
