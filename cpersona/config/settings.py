@@ -337,6 +337,14 @@ class Settings:
         "query kernel changes; `0`: none)",
         minimum=0,
     )
+    embedding_cache_ttl: float = setting(
+        "CPERSONA_EMBEDDING_CACHE_TTL",
+        300.0,
+        "`http` mode: seconds a query vector from the embedding server is kept (that server may be "
+        "restarted with another model; the original CPersona's name and default). In-process vectors "
+        "never expire: they are cleared when the model changes",
+        minimum=0.0,
+    )
     embed_query_kernel: QueryKernel = setting(
         "CPERSONA_EMBED_QUERY_KERNEL",
         "auto",

@@ -165,3 +165,63 @@ def test_factory_onnx_backend_loads_installed_model(minilm_models_dir) -> None: 
     backend.load()
     assert backend.embed_query("hello").shape == (384,)
     backend.close()
+
+
+class OtherModel(ScaledBackend):
+    """Another model of the same dimension, as a server restarted with another model would serve."""
+
+    @property
+    def model_id(self) -> str:
+        return "other"
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return np.array([[0.0, 3.0] for _ in texts], dtype=np.float32)
+
+
+def test_a_repeated_query_is_answered_without_a_request(minilm_server: EmbedHTTPServer) -> None:
+    backend = HttpBackend(minilm_server.url, timeout=10)
+    first = backend.embed_query("Where does the deploy runbook live?")
+    sent = backend.requests_sent
+    again = backend.embed_query("Where does the deploy runbook live?")
+    assert backend.requests_sent == sent  # answered from the kept vector
+    np.testing.assert_array_equal(again, first)
+    backend.embed_query("another question")
+    assert backend.requests_sent == sent + 1
+    for size, ttl in ((0, 300.0), (256, 0.0)):  # no cache; a lifetime of 0 s
+        uncached = HttpBackend(minilm_server.url, timeout=10, query_cache_size=size, query_cache_ttl=ttl)
+        uncached.embed_query("Where does the deploy runbook live?")
+        sent = uncached.requests_sent
+        uncached.embed_query("Where does the deploy runbook live?")
+        assert uncached.requests_sent == sent + 1
+
+
+def test_a_reply_naming_another_model_forgets_the_kept_query_vectors() -> None:
+    first_srv, first_thread = start_embed_server(ScaledBackend(), "127.0.0.1", 0)
+    second_srv, second_thread = start_embed_server(OtherModel(), "127.0.0.1", 0)
+    try:
+        backend = HttpBackend(first_srv.url, timeout=10)
+        np.testing.assert_allclose(backend.embed_query("q"), [1.0, 0.0])
+        backend.url = normalise_url(second_srv.url)  # the server behind the address changed its model
+        np.testing.assert_allclose(backend.embed_query("q"), [1.0, 0.0])  # no reply seen yet: the TTL's case
+        backend.embed_documents(["a stored text"])  # this reply names "other"
+        np.testing.assert_allclose(backend.embed_query("q"), [0.0, 1.0])
+    finally:
+        for srv, thread in ((first_srv, first_thread), (second_srv, second_thread)):
+            srv.shutdown()
+            srv.server_close()
+            thread.join(5)
+
+
+def test_the_factory_sizes_the_remote_query_cache(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings.from_env(
+        {
+            "CPERSONA_EMBEDDING_MODE": "http",
+            "CPERSONA_EMBEDDING_URL": "http://127.0.0.1:9/embed",
+            "CPERSONA_EMBEDDING_CACHE_SIZE": "8",
+            "CPERSONA_EMBEDDING_CACHE_TTL": "5",
+            "CPERSONA_DATA_DIR": str(tmp_path),
+        }
+    )
+    backend = create_backend(settings)
+    assert isinstance(backend, HttpBackend)
+    assert backend.query_cache.size == 8 and backend.query_cache.ttl == 5.0

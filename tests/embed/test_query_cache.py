@@ -80,3 +80,17 @@ def test_the_setting_sizes_the_cache_and_zero_turns_it_off(tmp_path: Path, minil
     off.embed_query(QUESTION)
     assert off.query_cache.hits == 0 and len(off.query_cache) == 0
     off.close()
+
+
+def test_a_vector_with_a_lifetime_is_computed_again_once_it_has_expired() -> None:
+    now = [100.0]
+    cache = QueryCache(4, ttl=300.0, clock=lambda: now[0])
+    cache.put("q", np.ones(3, dtype=np.float32), cache.get("q")[1])
+    now[0] += 299.0
+    assert cache.get("q")[0] is not None
+    now[0] += 1.0  # 300 s after it was computed, however often it was asked in between
+    assert cache.get("q")[0] is None
+    assert len(cache) == 0  # the expired vector is gone, not merely skipped
+    cache.put("q", np.zeros(3, dtype=np.float32), cache.get("q")[1])
+    again = cache.get("q")[0]
+    assert again is not None and not again.any()  # the new one is answered

@@ -7,6 +7,11 @@ a query prompt (``cpersona embed-server``) applies it; documents send no role
 (the contract's default). Vectors are L2-normalised here whether or not the
 server did.
 
+Recent query vectors are kept (``query_cache.py``) for ``CPERSONA_EMBEDDING_CACHE_TTL`` seconds: the
+server may be restarted with another model, which a reply's ``"model"`` shows only when the server
+names it, so a kept vector also expires. The cache is cleared at ``load()`` and whenever a reply names
+another model than the one before.
+
 Uses the standard library's urllib: the backend needs one JSON POST with a
 timeout, and mcp's HTTP client package (``httpx2`` at the time of writing) is
 a transitive dependency whose name has already changed once.
@@ -24,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind, l2_normalise
+from cpersona.embed.runtime.query_cache import DEFAULT_SIZE as DEFAULT_QUERY_CACHE_SIZE
+from cpersona.embed.runtime.query_cache import QueryCache
 from cpersona.http.addresses import is_loopback
 
 if TYPE_CHECKING:
@@ -31,6 +38,8 @@ if TYPE_CHECKING:
 
 MAX_TEXTS_PER_REQUEST = 32
 _PROBE_TEXT = "cpersona dimension probe"
+#: Seconds a remote query vector is kept by default (``CPERSONA_EMBEDDING_CACHE_TTL``).
+DEFAULT_QUERY_CACHE_TTL = 300.0
 
 
 def normalise_url(url: str) -> str:
@@ -47,7 +56,12 @@ class HttpBackend(EmbeddingBackend):
     mode = "http"
 
     def __init__(
-        self, url: str | None, timeout: float = 30.0, max_batch: int = MAX_TEXTS_PER_REQUEST
+        self,
+        url: str | None,
+        timeout: float = 30.0,
+        max_batch: int = MAX_TEXTS_PER_REQUEST,
+        query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
+        query_cache_ttl: float = DEFAULT_QUERY_CACHE_TTL,
     ) -> None:
         """Record the endpoint only; ``load()`` probes it."""
         self.url = normalise_url(url) if url else None
@@ -55,6 +69,8 @@ class HttpBackend(EmbeddingBackend):
         self.max_batch = max(1, min(int(max_batch), MAX_TEXTS_PER_REQUEST))
         self._dimension = 0
         self._server_model = ""
+        self._reported_model = ""  # the model named by the newest reply ("" when none was named)
+        self.query_cache = QueryCache(query_cache_size, ttl=query_cache_ttl)
         self.requests_sent = 0
         host = urllib.parse.urlsplit(self.url).hostname if self.url else None
         # A loopback endpoint must never be routed through HTTP(S)_PROXY.
@@ -63,8 +79,13 @@ class HttpBackend(EmbeddingBackend):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HttpBackend:
-        """Build from ``embedding_url`` and ``embedding_timeout``."""
-        return cls(settings.embedding_url, timeout=settings.embedding_timeout)
+        """Build from ``embedding_url``, ``embedding_timeout`` and the query cache's settings."""
+        return cls(
+            settings.embedding_url,
+            timeout=settings.embedding_timeout,
+            query_cache_size=settings.embedding_cache_size,
+            query_cache_ttl=settings.embedding_cache_ttl,
+        )
 
     @property
     def model_id(self) -> str:
@@ -140,10 +161,11 @@ class HttpBackend(EmbeddingBackend):
 
     def load(self) -> None:
         """Probe the endpoint with one text to learn the dimension and model name."""
+        self.query_cache.clear()
         vectors, payload = self._post([_PROBE_TEXT])
         self._dimension = int(vectors.shape[1])
         model = payload.get("model")
-        self._server_model = str(model) if model else ""
+        self._server_model = self._reported_model = str(model) if model else ""
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed in requests of at most 32 texts; unit-length float32 rows."""
@@ -156,7 +178,8 @@ class HttpBackend(EmbeddingBackend):
             return np.zeros((0, self._dimension), dtype=np.float32)
         parts = []
         for start in range(0, len(texts), self.max_batch):
-            vectors, _ = self._post(texts[start : start + self.max_batch], role)
+            vectors, payload = self._post(texts[start : start + self.max_batch], role)
+            self._note_reported_model(payload)
             if vectors.shape[1] != self._dimension:
                 raise EmbeddingFault(
                     FaultKind.DIMENSION_MISMATCH,
@@ -167,6 +190,22 @@ class HttpBackend(EmbeddingBackend):
             parts.append(vectors)
         return l2_normalise(np.vstack(parts))
 
+    def _note_reported_model(self, payload: dict[str, Any]) -> None:
+        """Forget kept query vectors when a reply names another model than the reply before."""
+        model = payload.get("model")
+        reported = str(model) if model else ""
+        if reported and reported != self._reported_model:
+            self._reported_model = reported
+            self.query_cache.clear()
+
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query, sent with ``"role": "query"`` (the server applies the model's query prompt)."""
-        return self._embed([text], "query")[0]
+        """Embed one query, sent with ``"role": "query"`` (the server applies the model's query prompt);
+        a text asked within the cache's lifetime is answered from ``query_cache``."""
+        if not self._dimension:
+            self.load()  # first: loading clears the cache, which would drop this query's vector
+        cached, generation = self.query_cache.get(text)
+        if cached is not None:
+            return cached
+        vector = self._embed([text], "query")[0]
+        self.query_cache.put(text, vector, generation)
+        return vector

@@ -5,14 +5,18 @@ question from two tools); the original CPersona keeps the same kind of cache (25
 vector depends only on its text and the model state that computed it (the session, and the query
 kernel chosen after each load): ``clear`` runs whenever that state changes, and a vector computed
 before a clear is never stored after it (the generation it was computed under is checked), so a
-cached answer is always the vector the model would compute now, bit for bit. No expiry: a vector of
-an unchanged model cannot go stale. Vectors are handed out as copies (a caller may modify its own).
+cached answer is always the vector the model would compute now, bit for bit. In-process the model
+cannot change unseen, so its vectors never expire; a remote embedding server's model can (it may be
+restarted with another), so the HTTP backend gives its vectors a lifetime (``ttl``, seconds).
+Vectors are handed out as copies (a caller may modify its own).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -21,12 +25,23 @@ DEFAULT_SIZE = 256
 
 
 class QueryCache:
-    """A bounded, thread-safe map from query text to vector, least recently used out first."""
+    """A bounded, thread-safe map from query text to vector, least recently used out first.
 
-    def __init__(self, size: int = DEFAULT_SIZE) -> None:
+    ``ttl``: seconds a vector is answered after it was computed (None: until evicted or cleared).
+    ``clock``: a monotonic clock in seconds (tests pass their own)."""
+
+    def __init__(
+        self,
+        size: int = DEFAULT_SIZE,
+        ttl: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.size = max(0, int(size))
+        self.ttl = ttl
+        self._clock = clock
         self._lock = threading.Lock()
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        # text -> (vector, when it was stored)
+        self._vectors: OrderedDict[str, tuple[np.ndarray, float]] = OrderedDict()
         self._generation = 0
         self.hits = 0
         self.misses = 0
@@ -34,13 +49,16 @@ class QueryCache:
     def get(self, text: str) -> tuple[np.ndarray | None, int]:
         """(a copy of the cached vector or None, the generation to ``put`` a computed one under)."""
         with self._lock:
-            vector = self._vectors.get(text) if self.size else None
-            if vector is None:
+            entry = self._vectors.get(text) if self.size else None
+            if entry is not None and self.ttl is not None and self._clock() - entry[1] >= self.ttl:
+                del self._vectors[text]  # expired: computed again, and stored afresh by ``put``
+                entry = None
+            if entry is None:
                 self.misses += 1
                 return None, self._generation
             self._vectors.move_to_end(text)
             self.hits += 1
-            return vector.copy(), self._generation
+            return entry[0].copy(), self._generation
 
     def put(self, text: str, vector: np.ndarray, generation: int) -> None:
         """Keep ``vector`` for ``text`` unless the model state changed since ``generation``."""
@@ -49,7 +67,7 @@ class QueryCache:
         with self._lock:
             if generation != self._generation:
                 return
-            self._vectors[text] = np.array(vector, copy=True)
+            self._vectors[text] = (np.array(vector, copy=True), self._clock())
             self._vectors.move_to_end(text)
             while len(self._vectors) > self.size:
                 self._vectors.popitem(last=False)
