@@ -25,6 +25,7 @@ from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
 from cpersona.embed.runtime import int8_matmul, int8_outliers
 from cpersona.embed.runtime import query_kernel as kernels
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
+from cpersona.embed.runtime.batching import BatchPlan, plan_batches
 from cpersona.embed.runtime.heap import release_free_memory
 from cpersona.embed.runtime.pooling import pool, truncate_and_normalise
 from cpersona.embed.runtime.query_cache import DEFAULT_SIZE as DEFAULT_QUERY_CACHE_SIZE
@@ -94,6 +95,7 @@ class OnnxBackend(EmbeddingBackend):
         self.embedding_dim = embedding_dim
         self.threads = threads or default_threads()
         self.batch_size = max(1, int(batch_size))
+        self.batch_plan: BatchPlan = plan_batches  # benchmarks/embed_batching.py compares another
         self.verify = verify
         self._load_lock = threading.Lock()
         # The Rust tokenizer is shared; a lock keeps concurrent callers from racing on it.
@@ -534,10 +536,8 @@ class OnnxBackend(EmbeddingBackend):
             if session is None or tokenizer is None:
                 raise RuntimeError("the model was closed")
             encodings = self._encode(tokenizer, texts, prompt)
-            # Sorting by length groups similar texts so each batch pads little.
-            order = sorted(range(count), key=lambda i: len(encodings[i].ids))
-            for start in range(0, count, self.batch_size):
-                idx = order[start : start + self.batch_size]
+            # Texts of neighbouring lengths share a batch, cut where padding would cost more than a call.
+            for idx in self.batch_plan([len(e.ids) for e in encodings], self.batch_size):
                 feeds, mask = self._feeds([encodings[i] for i in idx])
                 (hidden,) = session.run([self.manifest.output_name], feeds)
                 pooled = hidden if hidden.ndim == 2 else pool(self.manifest.pooling, hidden, mask)
