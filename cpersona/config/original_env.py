@@ -9,7 +9,10 @@ which of them it ignores, so nobody believes a setting is in force that is not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
+
+log = logging.getLogger("cpersona.config")
 
 #: Its variables with no counterpart in this edition (facts: the names its 2.5.12 and 2.6.14 read).
 ORIGINAL_ONLY = frozenset(
@@ -109,3 +112,34 @@ ORIGINAL_ONLY = frozenset(
 def ignored(env: Mapping[str, str]) -> list[str]:
     """The original's variables set in ``env`` that this edition does not read."""
     return sorted(name for name in ORIGINAL_ONLY if env.get(name, "").strip())
+
+
+_NOTICED: set[str] = set()
+
+
+def notice_names(env: Mapping[str, str], names: Sequence[tuple[str, tuple[str, ...]]]) -> None:
+    """One line, once per process, for each alias in use (naming ours) and for the original CPersona's
+    variables this edition ignores (docs/moving-from-cpersona.md#environment-variables). ``names``: each
+    setting's canonical name and its aliases."""
+    for name, aliases in names:
+        if first_set(env, (name,)) is not None:
+            continue
+        for alias in aliases:
+            if first_set(env, (alias,)) is not None and alias not in _NOTICED:
+                _NOTICED.add(alias)
+                log.warning("%s is read as %s (this edition's name; set that instead)", alias, name)
+                break
+    unread = [name for name in ignored(env) if name not in _NOTICED]
+    if unread:
+        _NOTICED.update(unread)
+        log.warning("the original CPersona's settings %s have no effect in this edition", ", ".join(unread))
+
+
+def first_set(env: Mapping[str, str], names: tuple[str, ...]) -> str | None:
+    """The value of the first of ``names`` set (not blank) in ``env``: the canonical CPERSONA_ name comes
+    first, so it overrides its aliases."""
+    for name in names:
+        value = env.get(name)
+        if value is not None and value.strip() != "":
+            return value.strip()
+    return None

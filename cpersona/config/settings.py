@@ -12,7 +12,6 @@ adding one field: docs/architecture.md, "Configuration".
 from __future__ import annotations
 
 import functools
-import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -45,8 +44,6 @@ from cpersona.config.fields import (
     setting_computed,
 )
 from cpersona.config.settings_file import SettingsFileError, read_settings_file, settings_file_path
-
-log = logging.getLogger("cpersona.config")
 
 
 @dataclass(frozen=True)
@@ -564,10 +561,10 @@ class Settings:
         origins: dict[str, str] = {}
         for row in settings_table():
             names = (row.var.name, *row.var.aliases)
-            raw = _first_set(e, names)  # the environment overrides the file, name by name
+            raw = original_env.first_set(e, names)  # the environment overrides the file, name by name
             origin = "environment"
             if raw is None:
-                raw, origin = _first_set(in_file, names), f"settings file {path}"
+                raw, origin = original_env.first_set(in_file, names), f"settings file {path}"
             if raw is not None:
                 try:
                     values[row.attr] = row.read(raw)
@@ -576,7 +573,7 @@ class Settings:
                         raise
                     raise ConfigError(f"{exc} (in the {origin})") from exc
                 origins[row.attr] = origin
-        _notice_original_names(e)
+        original_env.notice_names(e, [(row.var.name, row.var.aliases) for row in settings_table()])
         return cls(runtime_dir=default_runtime_dir(e), settings_file=path, origins=origins, **values)
 
 
@@ -595,32 +592,3 @@ def settings_table() -> tuple[Row, ...]:
         kind, optional, choices = describe_hint(hints[spec.name])
         rows.append(Row(spec.name, var, kind, optional, choices, spec))
     return tuple(rows)
-
-
-_NOTICED: set[str] = set()
-
-
-def _notice_original_names(env: Mapping[str, str]) -> None:
-    """One line, once per process, for each alias in use (naming ours) and for the original CPersona's
-    variables this edition ignores (docs/moving-from-cpersona.md#environment-variables)."""
-    for row in settings_table():
-        if _first_set(env, (row.var.name,)) is not None:
-            continue
-        for alias in row.var.aliases:
-            if _first_set(env, (alias,)) is not None and alias not in _NOTICED:
-                _NOTICED.add(alias)
-                log.warning("%s is read as %s (this edition's name; set that instead)", alias, row.var.name)
-                break
-    unread = [name for name in original_env.ignored(env) if name not in _NOTICED]
-    if unread:
-        _NOTICED.update(unread)
-        log.warning("the original CPersona's settings %s have no effect in this edition", ", ".join(unread))
-
-
-def _first_set(env: Mapping[str, str], names: tuple[str, ...]) -> str | None:
-    # The first name is the canonical CPERSONA_ one; later names are aliases it overrides.
-    for name in names:
-        value = env.get(name)
-        if value is not None and value.strip() != "":
-            return value.strip()
-    return None

@@ -102,7 +102,7 @@ def test_add_client_leaves_an_original_acl_file_alone(tmp_path: Path) -> None:
 
 
 def test_the_original_env_names_work_with_one_notice_each(caplog: pytest.LogCaptureFixture) -> None:
-    config.settings._NOTICED.clear()
+    config.original_env._NOTICED.clear()
     env = {
         "EMBEDDING_MODE": "http",
         "EMBEDDING_HTTP_URL": "http://127.0.0.1:8100/embed",
@@ -124,7 +124,7 @@ def test_the_original_env_names_work_with_one_notice_each(caplog: pytest.LogCapt
 
 
 def test_our_own_name_wins_over_the_original_s_silently(caplog: pytest.LogCaptureFixture) -> None:
-    config.settings._NOTICED.clear()
+    config.original_env._NOTICED.clear()
     with caplog.at_level(logging.WARNING, logger="cpersona.config"):
         settings = Settings.from_env({"CPERSONA_EMBEDDING_MODE": "none", "EMBEDDING_MODE": "http"})
     assert settings.embedding_mode == "none" and caplog.records == []
