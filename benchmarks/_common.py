@@ -132,10 +132,19 @@ def keyword_only_memory(db_url: str | None = None, **settings: Any) -> Iterator[
             yield memory
 
 
+#: The setting every benchmark that times recall gives its memories: no recent query vectors kept. A
+#: script asks a question of several arms, states or rounds in one process, and the model (shared by
+#: every ``Memory`` of a process) would answer all but the first from its recent query vectors (kept since
+#: 2026-12-07), timing the cache instead of a recall. Off, every recall embeds its query, as a question
+#: asked once does. (``longchat_speed.py`` measures the cache on purpose, with servers as users run them.)
+QUERY_CACHE_OFF = {"embedding_cache_size": 0}
+
+
 @contextmanager
 def model_memory(models_dir: Path, model: str, **settings: Any) -> Iterator[Any]:
     """A ``Memory`` with the ONNX model loaded, on a fresh file in a temporary folder; extra settings
-    override the defaults (no background calibration: a script calibrates itself when it measures that)."""
+    override the defaults (no background calibration: a script calibrates itself when it measures that;
+    no query cache: ``QUERY_CACHE_OFF``)."""
     from cpersona.config import Settings
     from cpersona.memory import Memory
 
@@ -146,7 +155,7 @@ def model_memory(models_dir: Path, model: str, **settings: Any) -> Iterator[Any]
             models_dir=models_dir,
             embedding_model=model,
             auto_calibrate=False,
-            **settings,
+            **{**QUERY_CACHE_OFF, **settings},
         )
         with Memory(config) as memory:
             if not memory.wait_until_ready(300):

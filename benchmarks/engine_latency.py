@@ -79,7 +79,9 @@ def real_vectors(data_dir: Path, models_dir: Path, cache: Path) -> tuple[np.ndar
     from cpersona.memory import Memory
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(db_path=Path(tmp) / "v.db", models_dir=models_dir, embedding_model=MODEL)
+        settings = Settings(
+            db_path=Path(tmp) / "v.db", models_dir=models_dir, embedding_model=MODEL, embedding_cache_size=0
+        )
         with Memory(settings, start_background=False) as mem:
             mem.embeddings.start()
             if not mem.wait_until_ready(300):
@@ -127,6 +129,7 @@ def _settings(engine: str, db: Path, url: str | None, models_dir: Path) -> Any:
     from cpersona.config import Settings
 
     return Settings(
+        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
         db_path=db,
         db_url=url,
         models_dir=models_dir,

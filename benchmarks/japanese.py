@@ -125,6 +125,7 @@ def main() -> int:
     per_question: dict[str, Any] = defaultdict(dict)
     with tempfile.TemporaryDirectory() as tmp:
         base = Settings(
+            embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
             db_path=Path(tmp) / "unused.db",
             models_dir=args.models_dir,
             embedding_model=args.model,

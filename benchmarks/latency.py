@@ -343,7 +343,12 @@ def run_size(size: int, texts: list[str], questions: list[str], models_dir: Path
         stores = anyio.run(mcp_stores, env_for(db, models_dir, "none"), tail)
         # The tail was stored keyword-only: the model server back-fills its 500 vectors first.
         marker = f"latency-{size}-{time.time()}"
-        env = {**env_for(db, models_dir, "onnx"), "CPERSONA_BENCH_MARKER": marker}
+        # Every recall embeds its query (_common.QUERY_CACHE_OFF), whether or not a question repeats.
+        env = {
+            **env_for(db, models_dir, "onnx"),
+            "CPERSONA_BENCH_MARKER": marker,
+            "CPERSONA_EMBEDDING_CACHE_SIZE": "0",
+        }
         recalls = anyio.run(mcp_recalls, env, questions, marker)
         db_mb = round(sum(p.stat().st_size for p in db.parent.glob(db.name + "*")) / 1e6, 1)
         parts = split(db, models_dir, questions)

@@ -172,6 +172,7 @@ def run(
                 else None
             )
             settings = Settings(
+                embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
                 db_path=Path(tmp) / "locomo.db",
                 db_url=url,
                 pg_vector_index=pg_vector_index,

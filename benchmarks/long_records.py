@@ -106,6 +106,7 @@ def interleaved(
 
 def settings(tmp: Path, name: str, models: Path) -> Settings:
     return Settings(
+        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
         db_path=tmp / name / "memory.db",
         embedding_mode="onnx",
         models_dir=models,

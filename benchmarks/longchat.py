@@ -308,6 +308,7 @@ def main() -> int:
     histories = load(args.data, args.split)[: args.histories]
     with tempfile.TemporaryDirectory() as tmp:
         base = Settings(
+            embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
             db_path=Path(tmp) / "unused.db",
             embedding_mode="onnx",
             models_dir=args.models_dir,

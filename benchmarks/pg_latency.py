@@ -255,6 +255,7 @@ def compare(
                     common = dict(
                         db_path=Path(tmp) / "bench.db",
                         recent_recall_penalty=1.0,
+                        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
                         update_check=False,
                         auto_fetch_model=False,
                         pg_vector_index=pg_vector_index,

@@ -113,6 +113,7 @@ def measure(
     run_dir = db.parent / "run"
     run_dir.mkdir(mode=0o700, exist_ok=True)
     settings = Settings(
+        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
         db_path=db,
         models_dir=models_dir,
         embedding_model=lat.MODEL,

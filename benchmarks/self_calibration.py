@@ -76,6 +76,7 @@ def schedule(factor: float, final: int) -> list[int]:
 
 def settings_for(tmp: Path, models_dir: Path, penalty: float, **extra: Any) -> Settings:
     return Settings(
+        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
         db_path=tmp / "locomo.db",
         embedding_mode="onnx",
         models_dir=models_dir,

@@ -91,7 +91,12 @@ def run_size(size: int, queries: int, settings_kwargs: dict, backend_factory) ->
     """Store ``size`` memories, then run ``queries`` recalls; time both."""
     rng = random.Random(size)
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(db_path=Path(tmp) / "bench.db", recent_recall_penalty=1.0, **settings_kwargs)
+        settings = Settings(
+            db_path=Path(tmp) / "bench.db",
+            recent_recall_penalty=1.0,
+            embedding_cache_size=0,
+            **settings_kwargs,
+        )
         backend = backend_factory(settings)
         with Memory(settings, backend=backend) as mem:
             mem.wait_until_ready(300)
