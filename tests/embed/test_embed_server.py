@@ -81,6 +81,8 @@ def test_the_query_role_embeds_as_a_query(server: EmbedHTTPServer, minilm_backen
         (json.dumps({"texts": []}).encode(), "at least one"),
         (json.dumps({"texts": [1, 2]}).encode(), "texts"),
         (json.dumps(["a"]).encode(), "texts"),
+        (json.dumps({"texts": ["x"], "role": "query", "asker": 7}).encode(), "asker"),
+        (json.dumps({"texts": ["x"], "role": "query", "asker": "p" * 65}).encode(), "asker"),
     ],
 )
 def test_bad_requests_get_400_json(server: EmbedHTTPServer, body: bytes, fragment: str) -> None:

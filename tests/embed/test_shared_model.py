@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,10 +31,10 @@ from cpersona.embed.runtime.rendezvous import HostLock, Rendezvous, RendezvousEr
 from cpersona.embed.runtime.shared_backend import CLIENT, HOST, SharedModelBackend
 
 
-def minilm_shared(models: Path, run_dir: Path, **kwargs: float) -> SharedModelBackend:
-    inner = OnnxBackend(load_manifest(MINILM), models / MINILM)
+def minilm_shared(models: Path, run_dir: Path, kernel: str = "auto", **kwargs: Any) -> SharedModelBackend:
+    inner = OnnxBackend(load_manifest(MINILM), models / MINILM, query_kernel=kernel)
     key = sharing_key(
-        inner.model_path, MINILM, inner.dimension, int(inner.max_tokens), os.getuid(), query_kernel="auto"
+        inner.model_path, MINILM, inner.dimension, int(inner.max_tokens), os.getuid(), query_kernel=kernel
     )
     rendezvous = Rendezvous(run_dir, key)
     rendezvous.check()
@@ -63,6 +64,31 @@ def test_first_loader_hosts_and_the_second_uses_its_model(minilm_models_dir: Pat
         second.close()
         first.close()
     assert not Path(first.socket_path).exists()
+
+
+def test_each_process_is_answered_from_its_own_recent_query_vectors(
+    minilm_models_dir: Path, run_dir: Path
+) -> None:
+    # Exact queries: no kernel switch (which clears the cache) can happen while the counts are read.
+    host = minilm_shared(minilm_models_dir, run_dir, kernel="exact")
+    other = minilm_shared(minilm_models_dir, run_dir, kernel="exact", asker="another process")
+    try:
+        host.load()
+        other.load()
+        assert other.role == CLIENT
+        cache = host.inner.query_cache
+        first = host.embed_query("Where does the deploy runbook live?")
+        misses = cache.misses
+        # The same question from another server is computed for it, not answered from the host's cache:
+        # each server's recall costs what it would cost alone.
+        np.testing.assert_array_equal(other.embed_query("Where does the deploy runbook live?"), first)
+        assert (cache.misses, cache.hits) == (misses + 1, 0)
+        other.embed_query("Where does the deploy runbook live?")
+        host.embed_query("Where does the deploy runbook live?")
+        assert cache.hits == 2  # each asked again: each from its own
+    finally:
+        other.close()
+        host.close()
 
 
 def test_the_query_role_reaches_the_host(tiny_jina_models_dir: Path, run_dir: Path) -> None:

@@ -86,6 +86,12 @@ class EmbeddingBackend(ABC):
     def embed_query(self, text: str) -> np.ndarray:
         """Embed a recall query (query prompt applied when the model has one); shape (dimension,)."""
 
+    def embed_query_as(self, text: str, asker: str) -> np.ndarray:
+        """``embed_query`` on behalf of ``asker`` (a process sharing this model). A backend that keeps
+        recent query vectors keeps them per asker, so one server's questions are never answered from
+        another's: each server's speed is its own, as if it held the model alone."""
+        return self.embed_query(text)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (sessions, connections)."""
 

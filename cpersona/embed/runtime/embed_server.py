@@ -1,8 +1,9 @@
 """The /embed contract served over TCP (``cpersona embed-server``) or a Unix socket (model sharing).
 
 ``POST /embed {"texts": [...], "role": "document" | "query"}`` (1..32 strings;
-``role`` optional, default ``document``: a query gets the model's query prompt)
-answers ``{"embeddings": [[...]], "model": ..., "dimension": ...}``;
+``role`` optional, default ``document``: a query gets the model's query prompt;
+``"asker"`` optional, a string naming the process that asks: recent query vectors
+are kept per asker) answers ``{"embeddings": [[...]], "model": ..., "dimension": ...}``;
 ``GET /health`` answers ``{"status": "ok", "model", "dimension", "roles", "pid"}``.
 Bad requests get HTTP 400 with ``{"error": ...}``. The TCP server binds to
 loopback unless told otherwise: there is no authentication, so exposing it is
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8403
 MAX_TEXTS = 32
+#: The longest ``asker`` accepted (a process id, or a name a client chooses).
+MAX_ASKER_CHARS = 64
 # Generous for 32 long memories, small enough that one request cannot exhaust memory.
 MAX_BODY_BYTES = 8 * 1024 * 1024
 ROLES = ("document", "query")
@@ -40,12 +43,13 @@ class _ServesBackend(Protocol):
     backend: EmbeddingBackend
 
 
-def embed_for_role(backend: EmbeddingBackend, texts: Sequence[str], role: str) -> np.ndarray:
-    """Vectors for ``texts`` as documents or as queries (the query prompt applied per text)."""
+def embed_for_role(backend: EmbeddingBackend, texts: Sequence[str], role: str, asker: str = "") -> np.ndarray:
+    """Vectors for ``texts`` as documents or as queries (the query prompt applied per text; recent query
+    vectors kept per ``asker``: base.EmbeddingBackend.embed_query_as)."""
     if role == "query":
         import numpy as np
 
-        return np.vstack([backend.embed_query(text) for text in texts])
+        return np.vstack([backend.embed_query_as(text, asker) for text in texts])
     return backend.embed_documents(list(texts))
 
 
@@ -115,9 +119,13 @@ class _Handler(BaseHTTPRequestHandler):
         if role not in ROLES:
             self._send(400, {"error": f"role must be one of {', '.join(ROLES)}, got {role!r}"})
             return
+        asker = payload.get("asker", "")
+        if not isinstance(asker, str) or len(asker) > MAX_ASKER_CHARS:
+            self._send(400, {"error": f"asker must be a string of at most {MAX_ASKER_CHARS} characters"})
+            return
         backend = self.server.backend
         try:
-            vectors = embed_for_role(backend, texts, role)
+            vectors = embed_for_role(backend, texts, role, asker)
         except EmbeddingFault as fault:
             self._send(503, {"error": str(fault), "kind": fault.kind})
             return

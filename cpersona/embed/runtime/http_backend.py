@@ -203,9 +203,4 @@ class HttpBackend(EmbeddingBackend):
         a text asked within the cache's lifetime is answered from ``query_cache``."""
         if not self._dimension:
             self.load()  # first: loading clears the cache, which would drop this query's vector
-        cached, generation = self.query_cache.get(text)
-        if cached is not None:
-            return cached
-        vector = self._embed([text], "query")[0]
-        self.query_cache.put(text, vector, generation)
-        return vector
+        return self.query_cache.through(text, lambda: self._embed([text], "query")[0])

@@ -580,14 +580,13 @@ class OnnxBackend(EmbeddingBackend):
         return self.embed(texts, "document")
 
     def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_query_as(text, "")
+
+    def embed_query_as(self, text: str, asker: str) -> np.ndarray:
         """Embed a recall query (query prompt applied when the model has one); shape (dimension,). A
-        text asked recently is answered from ``query_cache``: the same vector, not computed again."""
-        cached, generation = self.query_cache.get(text)
-        if cached is not None:
-            return cached
-        vector = self.embed([text], "query")[0]
-        self.query_cache.put(text, vector, generation)
-        return vector
+        text ``asker`` asked recently is answered from ``query_cache``: the same vector, not computed
+        again."""
+        return self.query_cache.through(f"{asker}\x00{text}", lambda: self.embed([text], "query")[0])
 
     def close(self) -> None:
         """Drop the session and tokenizer (memory is freed when no call still uses them)."""

@@ -72,6 +72,15 @@ class QueryCache:
             while len(self._vectors) > self.size:
                 self._vectors.popitem(last=False)
 
+    def through(self, text: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """The vector kept for ``text``, or ``compute()``'s, kept unless the model state changed meanwhile."""
+        cached, generation = self.get(text)
+        if cached is not None:
+            return cached
+        vector = compute()
+        self.put(text, vector, generation)
+        return vector
+
     def clear(self) -> None:
         """Forget every vector: the model state that computed them changed."""
         with self._lock:

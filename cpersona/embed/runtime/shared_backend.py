@@ -72,8 +72,10 @@ class SharedModelBackend(EmbeddingBackend):
         timeout: float = 30.0,
         load_wait: float = LOAD_WAIT_SECONDS,
         takeover_wait: float | None = None,
+        asker: str | None = None,
     ) -> None:
-        """Wrap ``inner`` (not loaded unless this process is elected) and meet others at ``rendezvous``."""
+        """Wrap ``inner`` (not loaded unless this process is elected) and meet others at ``rendezvous``;
+        ``asker`` names this process's queries to the host (default: its pid)."""
         self.inner = inner
         self.rendezvous = rendezvous
         self.timeout = float(timeout)
@@ -89,6 +91,8 @@ class SharedModelBackend(EmbeddingBackend):
         self._server_thread: threading.Thread | None = None
         self.host_pid: int | None = None
         self.takeovers = 0
+        # Named, so the host keeps this process's recent query vectors apart from other processes'.
+        self._asker = asker or f"pid {os.getpid()}"
 
     # -- identity (known without loading: the inner backend computes it from its manifest) ----------
     @property
@@ -292,7 +296,7 @@ class SharedModelBackend(EmbeddingBackend):
         return answer
 
     def _remote(self, texts: list[str], role: str) -> np.ndarray:
-        answer = self._request("POST", "/embed", {"texts": texts, "role": role})
+        answer = self._request("POST", "/embed", {"texts": texts, "role": role, "asker": self._asker})
         try:
             vectors = np.asarray(answer["embeddings"], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
@@ -316,7 +320,7 @@ class SharedModelBackend(EmbeddingBackend):
         if self._role == "":
             self.load()
         if self._role == HOST:
-            return embed_for_role(self.inner, texts, role)
+            return embed_for_role(self.inner, texts, role, self._asker)
         parts = []
         for start in range(0, len(texts), MAX_TEXTS):
             chunk = texts[start : start + MAX_TEXTS]
@@ -326,7 +330,7 @@ class SharedModelBackend(EmbeddingBackend):
                 self._take_over()
                 # Once more, in-process or through the new host; a second loss is a plain fault.
                 if self._role == HOST:
-                    parts.append(embed_for_role(self.inner, chunk, role))
+                    parts.append(embed_for_role(self.inner, chunk, role, self._asker))
                     continue
                 try:
                     parts.append(self._remote(chunk, role))
