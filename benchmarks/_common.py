@@ -138,6 +138,8 @@ def keyword_only_memory(db_url: str | None = None, **settings: Any) -> Iterator[
 #: 2026-12-07), timing the cache instead of a recall. Off, every recall embeds its query, as a question
 #: asked once does. (``longchat_speed.py`` measures the cache on purpose, with servers as users run them.)
 QUERY_CACHE_OFF = {"embedding_cache_size": 0}
+#: The same for a server's environment.
+QUERY_CACHE_OFF_ENV = {"CPERSONA_EMBEDDING_CACHE_SIZE": "0"}
 
 
 @contextmanager

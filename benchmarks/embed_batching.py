@@ -40,8 +40,8 @@ from long_records import long_rows, turns  # noqa: E402
 
 from cpersona.embed.registry import load_manifest  # noqa: E402
 from cpersona.embed.runtime import batching  # noqa: E402
-from cpersona.embed.runtime.blocks import block_spans  # noqa: E402
 from cpersona.embed.runtime.onnx_backend import OnnxBackend  # noqa: E402
+from cpersona.services.long_records import embedding_inputs  # noqa: E402
 
 MODEL = "all-minilm-l6-v2"
 WIDTHS = (16, 32, 64, 128, 192, 256)
@@ -94,8 +94,8 @@ def fit(points: list[tuple[int, int, float]]) -> dict[str, float]:
 
 
 def pieces_of(text: str, window: int) -> list[str]:
-    """What a store embeds for ``text`` in one call: the text, then its lead and blocks."""
-    return [text, *(text[s:e] for _, s, e in block_spans(text, window))]
+    """What a store embeds for ``text`` in one call (services/long_records.py)."""
+    return embedding_inputs([text], window)[0]
 
 
 def store_ab(backend: OnnxBackend, calls: list[list[str]]) -> dict[str, Any]:

@@ -52,7 +52,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, print_table, summary_ms, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, machine, print_table, summary_ms, write_json  # noqa: E402
 
 AGENT = "bench"
 MODEL = "all-minilm-l6-v2"
@@ -80,7 +80,7 @@ def real_vectors(data_dir: Path, models_dir: Path, cache: Path) -> tuple[np.ndar
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
-            db_path=Path(tmp) / "v.db", models_dir=models_dir, embedding_model=MODEL, embedding_cache_size=0
+            db_path=Path(tmp) / "v.db", models_dir=models_dir, embedding_model=MODEL, **QUERY_CACHE_OFF
         )
         with Memory(settings, start_background=False) as mem:
             mem.embeddings.start()
@@ -129,7 +129,7 @@ def _settings(engine: str, db: Path, url: str | None, models_dir: Path) -> Any:
     from cpersona.config import Settings
 
     return Settings(
-        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+        **QUERY_CACHE_OFF,  # every recall embeds its query
         db_path=db,
         db_url=url,
         models_dir=models_dir,

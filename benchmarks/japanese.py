@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import percentile, print_table, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, percentile, print_table, write_json  # noqa: E402
 from _japanese_data import load  # noqa: E402
 from longchat import ARM_PRESETS, STATES, copy_db, read_arms  # noqa: E402
 
@@ -125,7 +125,7 @@ def main() -> int:
     per_question: dict[str, Any] = defaultdict(dict)
     with tempfile.TemporaryDirectory() as tmp:
         base = Settings(
-            embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+            **QUERY_CACHE_OFF,  # every recall embeds its query
             db_path=Path(tmp) / "unused.db",
             models_dir=args.models_dir,
             embedding_model=args.model,

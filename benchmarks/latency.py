@@ -62,7 +62,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF_ENV, machine, minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
 from _latency_corpus import corpus, text_at  # noqa: E402, F401 - other benchmarks read them through this module
 
 from cpersona.config import Settings  # noqa: E402
@@ -343,11 +343,10 @@ def run_size(size: int, texts: list[str], questions: list[str], models_dir: Path
         stores = anyio.run(mcp_stores, env_for(db, models_dir, "none"), tail)
         # The tail was stored keyword-only: the model server back-fills its 500 vectors first.
         marker = f"latency-{size}-{time.time()}"
-        # Every recall embeds its query (_common.QUERY_CACHE_OFF), whether or not a question repeats.
         env = {
             **env_for(db, models_dir, "onnx"),
             "CPERSONA_BENCH_MARKER": marker,
-            "CPERSONA_EMBEDDING_CACHE_SIZE": "0",
+            **QUERY_CACHE_OFF_ENV,  # every recall embeds its query, whether or not a question repeats
         }
         recalls = anyio.run(mcp_recalls, env, questions, marker)
         db_mb = round(sum(p.stat().st_size for p in db.parent.glob(db.name + "*")) / 1e6, 1)

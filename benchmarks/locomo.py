@@ -70,7 +70,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse_overrides, print_table, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, parse_overrides, print_table, write_json  # noqa: E402
 from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
 from _locomo_gate import DEFAULT_ARMS, LEVELS, QuestionSets, default_arms, gate_curve, summarise  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
@@ -172,7 +172,7 @@ def run(
                 else None
             )
             settings = Settings(
-                embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+                **QUERY_CACHE_OFF,  # every recall embeds its query
                 db_path=Path(tmp) / "locomo.db",
                 db_url=url,
                 pg_vector_index=pg_vector_index,

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, machine, minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
 from _locomo_data import Conversation  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
 
@@ -106,7 +106,7 @@ def interleaved(
 
 def settings(tmp: Path, name: str, models: Path) -> Settings:
     return Settings(
-        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+        **QUERY_CACHE_OFF,  # every recall embeds its query
         db_path=tmp / name / "memory.db",
         embedding_mode="onnx",
         models_dir=models,

@@ -49,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parse_overrides, percentile, print_table, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, parse_overrides, percentile, print_table, write_json  # noqa: E402
 from _longchat_compare import QUESTION_TYPE as COMPARE  # noqa: E402
 from _longchat_data import load  # noqa: E402
 from _longchat_facts import TYPES  # noqa: E402
@@ -308,7 +308,7 @@ def main() -> int:
     histories = load(args.data, args.split)[: args.histories]
     with tempfile.TemporaryDirectory() as tmp:
         base = Settings(
-            embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+            **QUERY_CACHE_OFF,  # every recall embeds its query
             db_path=Path(tmp) / "unused.db",
             embedding_mode="onnx",
             models_dir=args.models_dir,

@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, peak_rss_mb, print_table, summary_ms, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, machine, peak_rss_mb, print_table, summary_ms, write_json  # noqa: E402
 from store_recall import WORDS, make_text  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
@@ -255,7 +255,7 @@ def compare(
                     common = dict(
                         db_path=Path(tmp) / "bench.db",
                         recent_recall_penalty=1.0,
-                        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+                        **QUERY_CACHE_OFF,  # every recall embeds its query
                         update_check=False,
                         auto_fetch_model=False,
                         pg_vector_index=pg_vector_index,

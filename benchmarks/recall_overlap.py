@@ -35,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
-from _common import machine, print_table, summary_ms, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, machine, print_table, summary_ms, write_json  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.registry import load_manifest  # noqa: E402
@@ -113,7 +113,7 @@ def measure(
     run_dir = db.parent / "run"
     run_dir.mkdir(mode=0o700, exist_ok=True)
     settings = Settings(
-        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+        **QUERY_CACHE_OFF,  # every recall embeds its query
         db_path=db,
         models_dir=models_dir,
         embedding_model=lat.MODEL,

@@ -60,6 +60,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import latency as lat  # noqa: E402
 from _common import (
     KERNEL_SETTLE_SECONDS,
+    QUERY_CACHE_OFF,
+    QUERY_CACHE_OFF_ENV,
     TRIVIAL_TOOL,
     env_pairs,
     logged_query_kernel,
@@ -120,7 +122,7 @@ def _private_runtime_dir(path: Path) -> Path:
 def in_process(db: Path, models_dir: Path, questions: list[str]) -> dict[str, Any]:
     """Per-stage CPU and wall time of one recall, in this process."""
     settings = Settings(
-        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+        **QUERY_CACHE_OFF,  # every recall embeds its query
         db_path=db,
         models_dir=models_dir,
         embedding_model=lat.MODEL,
@@ -332,8 +334,8 @@ async def through_mcp(
     clients = (*CLIENTS, *variants)
 
     marker = f"recall-path-{time.time()}"
-    # Every recall embeds its query (_common.QUERY_CACHE_OFF): the warm-up pass asks the timed questions.
-    env = {**lat.env_for(db, models_dir, "onnx"), "CPERSONA_EMBEDDING_CACHE_SIZE": "0"}
+    # The warm-up pass asks the timed questions: every recall embeds its query all the same.
+    env = {**lat.env_for(db, models_dir, "onnx"), **QUERY_CACHE_OFF_ENV}
 
     def own(name: str) -> dict[str, str]:  # each server its own model (see _private_runtime_dir)
         return {**env, "XDG_RUNTIME_DIR": str(_private_runtime_dir(log_dir / f"run-{name}"))}

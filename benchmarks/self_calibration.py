@@ -48,7 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, minilm_models_dir, print_table, summary_ms, write_json  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
 from latency import AGENT as FILLED_AGENT  # noqa: E402
@@ -76,7 +76,7 @@ def schedule(factor: float, final: int) -> list[int]:
 
 def settings_for(tmp: Path, models_dir: Path, penalty: float, **extra: Any) -> Settings:
     return Settings(
-        embedding_cache_size=0,  # every recall embeds its query (_common.QUERY_CACHE_OFF)
+        **QUERY_CACHE_OFF,  # every recall embeds its query
         db_path=tmp / "locomo.db",
         embedding_mode="onnx",
         models_dir=models_dir,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import peak_rss_mb, print_table, summary_ms, write_json  # noqa: E402
+from _common import QUERY_CACHE_OFF, peak_rss_mb, print_table, summary_ms, write_json  # noqa: E402
 
 from cpersona.config import Settings  # noqa: E402
 from cpersona.embed.runtime.none_backend import NoEmbeddings  # noqa: E402
@@ -94,7 +94,7 @@ def run_size(size: int, queries: int, settings_kwargs: dict, backend_factory) ->
         settings = Settings(
             db_path=Path(tmp) / "bench.db",
             recent_recall_penalty=1.0,
-            embedding_cache_size=0,
+            **QUERY_CACHE_OFF,  # every recall embeds its query
             **settings_kwargs,
         )
         backend = backend_factory(settings)

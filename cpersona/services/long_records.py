@@ -24,16 +24,27 @@ class Embedded:
     blocks: list[NewBlock]
 
 
+Spans = list[tuple[int, int, int]]
+
+
+def embedding_inputs(
+    texts: Sequence[str], window: int | None, blocked: Sequence[bool] | None = None
+) -> tuple[list[str], list[Spans]]:
+    """What one call embeds for ``texts``: the texts, then the blocks (lead first) of each where
+    ``blocked`` (default: every text); and each text's block spans."""
+    spans = [
+        block_spans(text, window) if blocked is None or blocked[k] else [] for k, text in enumerate(texts)
+    ]
+    pieces = [*texts, *(text[s:e] for text, found in zip(texts, spans, strict=True) for _, s, e in found)]
+    return pieces, spans
+
+
 def embed_with_blocks(
     embeddings: EmbeddingService, texts: Sequence[str], blocked: Sequence[bool] | None = None
 ) -> list[Embedded] | None:
     """Each text's vector and, where ``blocked`` (default: every text), its blocks' vectors, all in one
     ``embed_documents`` batch; None when the model could not embed (the rows are left to the queue)."""
-    window = embeddings.window_tokens
-    spans = [
-        block_spans(text, window) if blocked is None or blocked[k] else [] for k, text in enumerate(texts)
-    ]
-    pieces = [*texts, *(text[s:e] for text, found in zip(texts, spans, strict=True) for _, s, e in found)]
+    pieces, spans = embedding_inputs(texts, embeddings.window_tokens, blocked)
     vectors = embeddings.embed_documents(pieces) if pieces else None
     if vectors is None:
         return None

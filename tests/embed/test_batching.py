@@ -14,8 +14,8 @@ from cpersona.embed.runtime.batching import (
     fixed_batches,
     plan_batches,
 )
-from cpersona.embed.runtime.blocks import block_spans
 from cpersona.embed.runtime.onnx_backend import OnnxBackend
+from cpersona.services.long_records import embedding_inputs
 
 
 def plan_cost(lengths: list[int], batches: list[list[int]]) -> float:
@@ -50,7 +50,7 @@ def test_the_vectors_are_those_of_the_fixed_cuts(minilm_backend: OnnxBackend) ->
         f"On day {n} we walked to the harbour, bought bread at the corner bakery and talked about the trip."
         for n in range(30)
     )
-    pieces = [text, *(text[s:e] for _, s, e in block_spans(text, minilm_backend.max_tokens))]
+    pieces, _ = embedding_inputs([text], minilm_backend.max_tokens)  # what a store embeds in one call
     assert len(pieces) > 3
     planned = minilm_backend.embed_documents(pieces)
     minilm_backend.batch_plan = fixed_batches
