@@ -8,6 +8,8 @@ the user settings file; ``original_env`` the original CPersona's variable names.
 from cpersona.config.fields import (
     APP_NAME,
     DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_QUERY_CACHE_SIZE,
+    DEFAULT_QUERY_CACHE_TTL,
     ConfigError,
     EmbeddingMode,
     ModelSharing,
@@ -28,6 +30,8 @@ from cpersona.config.settings import Settings, settings_table
 __all__ = [
     "APP_NAME",
     "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_QUERY_CACHE_SIZE",
+    "DEFAULT_QUERY_CACHE_TTL",
     "ConfigError",
     "EmbeddingMode",
     "ModelSharing",

@@ -21,6 +21,13 @@ APP_NAME = "cpersona"
 #: The model CPERSONA_EMBEDDING_MODEL names when unset (docs/models.md#registry); licence CC BY-NC 4.0.
 DEFAULT_EMBEDDING_MODEL = "jina-v5-nano"
 
+#: Recent recall query texts whose vectors are kept when CPERSONA_EMBEDDING_CACHE_SIZE is unset (the
+#: original CPersona's default); the backends' own default, so a backend built without Settings agrees.
+DEFAULT_QUERY_CACHE_SIZE = 256
+
+#: Seconds a query vector from an /embed server is kept when CPERSONA_EMBEDDING_CACHE_TTL is unset.
+DEFAULT_QUERY_CACHE_TTL = 300.0
+
 
 # The choices of the choice settings: the type checker sees them, and so do the checks and the README.
 PgVectorIndex = Literal["hnsw", "exact"]

@@ -22,6 +22,8 @@ from cpersona.config import original_env
 from cpersona.config.fields import (
     _VAR,
     DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_QUERY_CACHE_SIZE,
+    DEFAULT_QUERY_CACHE_TTL,
     ConfigError,
     EmbeddingMode,
     ModelSharing,
@@ -328,7 +330,7 @@ class Settings:
     )
     embedding_cache_size: int = setting(
         "CPERSONA_EMBEDDING_CACHE_SIZE",
-        256,
+        DEFAULT_QUERY_CACHE_SIZE,
         "recent recall query texts whose vectors are kept, so a query asked again is not embedded again "
         "(the original CPersona's name and default; the vectors are cleared whenever the model or its "
         "query kernel changes; `0`: none)",
@@ -336,7 +338,7 @@ class Settings:
     )
     embedding_cache_ttl: float = setting(
         "CPERSONA_EMBEDDING_CACHE_TTL",
-        300.0,
+        DEFAULT_QUERY_CACHE_TTL,
         "`http` mode: seconds a query vector from the embedding server is kept (that server may be "
         "restarted with another model; the original CPersona's name and default). In-process vectors "
         "never expire: they are cleared when the model changes",

@@ -6,9 +6,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
-from model_fixtures import free_loopback_port, tiny_jina_manifest
+from model_fixtures import MINILM, free_loopback_port, tiny_jina_manifest
 
 from cpersona.config import Settings
+from cpersona.embed.registry import load_manifest
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.embed_server import EmbedHTTPServer, start_embed_server
 from cpersona.embed.runtime.factory import MisconfiguredBackend, create_backend
@@ -193,6 +194,27 @@ def test_a_repeated_query_is_answered_without_a_request(minilm_server: EmbedHTTP
         sent = uncached.requests_sent
         uncached.embed_query("Where does the deploy runbook live?")
         assert uncached.requests_sent == sent + 1
+
+
+def test_two_clients_of_one_server_are_not_answered_from_each_others_queries(minilm_models_dir) -> None:  # type: ignore[no-untyped-def]
+    # Exact queries: no kernel switch (which clears the server's cache) can happen while the counts are read.
+    served = OnnxBackend(load_manifest(MINILM), minilm_models_dir / MINILM, query_kernel="exact")
+    served.load()
+    srv, thread = start_embed_server(served, "127.0.0.1", 0)
+    try:
+        first = HttpBackend(srv.url, timeout=10)  # named by its pid, as a server is
+        second = HttpBackend(srv.url, timeout=10, asker="another server")
+        question = "Where does the deploy runbook live?"
+        vector = first.embed_query(question)
+        misses, hits = served.query_cache.misses, served.query_cache.hits
+        np.testing.assert_array_equal(second.embed_query(question), vector)
+        # computed for the second client, not answered from the first one's recent query
+        assert (served.query_cache.misses, served.query_cache.hits) == (misses + 1, hits)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(5)
+        served.close()
 
 
 def test_a_reply_naming_another_model_forgets_the_kept_query_vectors() -> None:

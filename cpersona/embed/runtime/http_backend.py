@@ -3,8 +3,9 @@
 Contract: ``POST {"texts": [...]}`` (at most 32 texts) answers
 ``{"embeddings": [[...], ...]}``, optionally with ``"model"`` and
 ``"dimension"``. Queries add ``"role": "query"`` so a server whose model has
-a query prompt (``cpersona embed-server``) applies it; documents send no role
-(the contract's default). Vectors are L2-normalised here whether or not the
+a query prompt (``cpersona embed-server``) applies it, and ``"asker"`` (this
+process) so a server that keeps recent query vectors keeps them per client;
+documents send neither (the contract's default). Vectors are L2-normalised here whether or not the
 server did.
 
 Recent query vectors are kept (``query_cache.py``) for ``CPERSONA_EMBEDDING_CACHE_TTL`` seconds: the
@@ -20,6 +21,7 @@ a transitive dependency whose name has already changed once.
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cpersona.config import DEFAULT_QUERY_CACHE_SIZE, DEFAULT_QUERY_CACHE_TTL
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind, l2_normalise
-from cpersona.embed.runtime.query_cache import DEFAULT_SIZE as DEFAULT_QUERY_CACHE_SIZE
 from cpersona.embed.runtime.query_cache import QueryCache
 from cpersona.http.addresses import is_loopback
 
@@ -38,8 +40,6 @@ if TYPE_CHECKING:
 
 MAX_TEXTS_PER_REQUEST = 32
 _PROBE_TEXT = "cpersona dimension probe"
-#: Seconds a remote query vector is kept by default (``CPERSONA_EMBEDDING_CACHE_TTL``).
-DEFAULT_QUERY_CACHE_TTL = 300.0
 
 
 def normalise_url(url: str) -> str:
@@ -62,8 +62,10 @@ class HttpBackend(EmbeddingBackend):
         max_batch: int = MAX_TEXTS_PER_REQUEST,
         query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
         query_cache_ttl: float = DEFAULT_QUERY_CACHE_TTL,
+        asker: str | None = None,
     ) -> None:
-        """Record the endpoint only; ``load()`` probes it."""
+        """Record the endpoint only; ``load()`` probes it. ``asker`` names this process's queries to the
+        server (default: its pid), which keeps recent query vectors per asker."""
         self.url = normalise_url(url) if url else None
         self.timeout = float(timeout)
         self.max_batch = max(1, min(int(max_batch), MAX_TEXTS_PER_REQUEST))
@@ -71,6 +73,9 @@ class HttpBackend(EmbeddingBackend):
         self._server_model = ""
         self._reported_model = ""  # the model named by the newest reply ("" when none was named)
         self.query_cache = QueryCache(query_cache_size, ttl=query_cache_ttl)
+        # Two servers sharing one /embed server are not answered from each other's recent queries (as
+        # with a shared model host): each server's recall costs what it would cost alone.
+        self.asker = asker or f"pid {os.getpid()}"
         self.requests_sent = 0
         host = urllib.parse.urlsplit(self.url).hostname if self.url else None
         # A loopback endpoint must never be routed through HTTP(S)_PROXY.
@@ -112,6 +117,8 @@ class HttpBackend(EmbeddingBackend):
         request_body: dict[str, Any] = {"texts": texts}
         if role is not None:
             request_body["role"] = role
+        if role == "query":
+            request_body["asker"] = self.asker
         body = json.dumps(request_body).encode("utf-8")
         request = urllib.request.Request(
             url,

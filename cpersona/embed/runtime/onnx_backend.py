@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cpersona.config import DEFAULT_QUERY_CACHE_SIZE
 from cpersona.embed.integrity import read_record, verify_against_record, write_record
 from cpersona.embed.model_hint import fetch_command, model_hint
 from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
@@ -28,7 +29,6 @@ from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultK
 from cpersona.embed.runtime.batching import BatchPlan, plan_batches
 from cpersona.embed.runtime.heap import release_free_memory
 from cpersona.embed.runtime.pooling import pool, truncate_and_normalise
-from cpersona.embed.runtime.query_cache import DEFAULT_SIZE as DEFAULT_QUERY_CACHE_SIZE
 from cpersona.embed.runtime.query_cache import QueryCache
 from cpersona.embed.runtime.query_kernel import KernelChoice
 

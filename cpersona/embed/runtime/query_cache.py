@@ -20,8 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-#: Distinct query texts kept by default (``CPERSONA_EMBEDDING_CACHE_SIZE``; 384-d float32: ~0.4 MB).
-DEFAULT_SIZE = 256
+from cpersona.config import DEFAULT_QUERY_CACHE_SIZE
 
 
 class QueryCache:
@@ -32,7 +31,7 @@ class QueryCache:
 
     def __init__(
         self,
-        size: int = DEFAULT_SIZE,
+        size: int = DEFAULT_QUERY_CACHE_SIZE,
         ttl: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
