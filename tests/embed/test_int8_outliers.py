@@ -1,4 +1,5 @@
-"""The u8s8 query copy: int8 products over the stored weights, each input's outlier columns in float."""
+"""The outlier query copies (u8s8, u8u8): int8 products over the stored weights, each input's outlier columns
+in float."""
 
 from __future__ import annotations
 
@@ -45,12 +46,27 @@ def _unit_rows(session: ort.InferenceSession, backend: OnnxBackend) -> np.ndarra
 def _peaks(path: Path, backend: OnnxBackend) -> tuple[list[str], dict[str, np.ndarray]]:
     per_block = int8_matmul.rewrite(str(path))
     assert per_block is not None
-    names = list(per_block.inputs)
-    capture = ort.InferenceSession(
-        int8_outliers.with_outputs(per_block.model, names), providers=["CPUExecutionProvider"]
-    )
     feeds = [_feeds(backend, t) for t in int8_outliers.CALIBRATION_TEXTS]
-    return names, int8_outliers.column_peaks(lambda feed: capture.run(names, feed), names, feeds)
+    return list(per_block.inputs), int8_outliers.measure_peaks(per_block, _session, feeds)
+
+
+def _session(model: bytes | str) -> ort.InferenceSession:
+    return ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+
+
+def _probe_agreement(
+    float32: ort.InferenceSession, copy: ort.InferenceSession, backend: OnnxBackend
+) -> float:
+    """The lowest cosine of the two graphs' vectors of the check's probe texts (what the check measures)."""
+    rows = []
+    for session in (float32, copy):
+        rows.append([_unit_row(session, backend, text) for text in query_kernel.PROBE_TEXTS])
+    return float((np.array(rows[0]) * np.array(rows[1])).sum(axis=1).min())
+
+
+def _unit_row(session: ort.InferenceSession, backend: OnnxBackend, text: str) -> np.ndarray:
+    mean = session.run(None, _feeds(backend, text))[0][0].mean(axis=0)
+    return mean / np.linalg.norm(mean)
 
 
 def test_each_product_is_split_and_the_copy_stays_close(minilm_models_dir: Path) -> None:
@@ -82,16 +98,27 @@ def test_each_product_is_split_and_the_copy_stays_close(minilm_models_dir: Path)
     floats = [int(np.prod(i.dims)) for i in graph.initializer if i.data_type == onnx.TensorProto.FLOAT]
     assert max(floats) < 100_000
 
-    float32 = _unit_rows(ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]), backend)
-    u8s8 = _unit_rows(ort.InferenceSession(split.model, providers=["CPUExecutionProvider"]), backend)
-    cosines = (float32 * u8s8).sum(axis=1)
+    float32 = _unit_rows(_session(str(path)), backend)
+    # u8u8: the same integers as uint8 with a zero point of 128, whose sums never saturate: close to float32
+    # on every CPU (u8s8 is not, where the CPU has no VNNI: int8_outliers.py).
+    unsigned = int8_outliers.rewrite(str(path), peaks, unsigned=True)
+    assert unsigned is not None and unsigned.matmuls == 36
+    weights = {i.name: i for i in onnx.load_model_from_string(unsigned.model).graph.initializer}
+    stored = next(n for n in weights if n.endswith(".u8s8"))
+    signed = onnx.numpy_helper.to_array(next(i for i in graph.initializer if i.name == stored)).astype(
+        np.int16
+    )
+    assert weights[stored].data_type == onnx.TensorProto.UINT8
+    np.testing.assert_array_equal(onnx.numpy_helper.to_array(weights[stored]).astype(np.int16) - 128, signed)
+    u8u8 = _unit_rows(_session(unsigned.model), backend)
+    cosines = (float32 * u8u8).sum(axis=1)
     assert cosines.min() >= query_kernel.MIN_COSINE
-    assert not np.allclose(float32, u8s8, atol=1e-6)  # int8 arithmetic, not a copy of the graph
+    assert not np.allclose(float32, u8u8, atol=1e-6)  # int8 arithmetic, not a copy of the graph
 
     # Without the outlier columns one scale per tensor is too coarse: that is what the split is for.
-    plain = int8_outliers.rewrite(str(path), peaks, outliers=0)
+    plain = int8_outliers.rewrite(str(path), peaks, outliers=0, unsigned=True)
     assert plain is not None
-    coarse = _unit_rows(ort.InferenceSession(plain.model, providers=["CPUExecutionProvider"]), backend)
+    coarse = _unit_rows(_session(plain.model), backend)
     assert (float32 * coarse).sum(axis=1).min() < cosines.min()
     backend.close()
 
@@ -109,13 +136,20 @@ def test_missing_peaks_or_a_float_graph_give_no_copy(
     assert int8_outliers.rewrite(tiny, {}) is None
 
 
-def test_the_check_prefers_the_u8s8_copy_when_it_passes(minilm_models_dir: Path) -> None:
+def test_the_check_takes_the_first_outlier_copy_that_agrees_here(minilm_models_dir: Path) -> None:
     # Forced (CPERSONA_EMBED_QUERY_KERNEL=int8): the timed part is skipped, so this asserts the choice
     # on any machine; with "auto" a machine without a fast int8 kernel would assert nothing.
     backend = OnnxBackend(load_manifest(MINILM), minilm_models_dir / MINILM, query_kernel="int8")
     backend.load()
     choice = backend.choose_query_kernel()
     assert choice.int8, choice
-    assert choice.reason.endswith(f"(u8s8 products, {int8_outliers.OUTLIERS} outlier columns in float)")
     assert choice.min_cosine is not None and choice.min_cosine >= query_kernel.MIN_COSINE
+    # Which one is this machine's: u8s8 where its products agree with float32 here, else u8u8.
+    path = minilm_models_dir / MINILM / "onnx" / "model.onnx"
+    _, peaks = _peaks(path, backend)
+    signed = int8_outliers.rewrite(str(path), peaks)
+    assert signed is not None
+    agrees = _probe_agreement(_session(str(path)), _session(signed.model), backend) >= query_kernel.MIN_COSINE
+    kind = "u8s8" if agrees else "u8u8"
+    assert choice.reason.endswith(f"({kind} products, {int8_outliers.OUTLIERS} outlier columns in float)")
     backend.close()

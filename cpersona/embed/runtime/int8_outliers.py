@@ -14,6 +14,13 @@ the values the export stores); the two products are added. Embedding tables stor
 gathered in int8 as in int8_matmul.py. The weights are still the stored ones;
 only the activations outside the outlier columns are quantised. The caller checks the result against
 the float32 graph before using it (query_kernel.py), as for the ``MatMulNBits`` copy.
+
+Two copies, tried in turn (``KINDS``). **u8s8** hands the kernel the signed weights as stored. Where the
+CPU has no VNNI or AMX (AVX2, or AVX-512 without VNNI), that kernel adds pairs of uint8 × int8
+products into 16-bit sums (``vpmaddubsw``), which saturate: on such a machine (measured on an AMD CPU
+with AVX2) the copy's cosine to float32 falls to 0.991 and the check refuses it. **u8u8** hands it the same weights shifted by 128 with
+a zero point of 128 (the same integers: ``(w + 128) - 128``), which ONNX Runtime multiplies after
+widening to 16 bits, with no saturation: cosine 0.9988 there, slower than u8s8 where VNNI runs it.
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ from typing import Any
 import numpy as np
 
 from cpersona.embed.runtime.int8_matmul import GraphEdit, Rewritten, load_graph
+
+#: The outlier copies in the order the check tries them (the module's docstring says why both).
+KINDS = ("u8s8", "u8u8")
 
 #: Input columns per product multiplied in float (chosen on LoCoMo: docs/history/decisions-rounds.md, round 11).
 OUTLIERS = 16
@@ -68,12 +78,22 @@ def column_peaks(
     return peaks
 
 
+def measure_peaks(
+    per_block: Rewritten, session_of: Callable[[bytes], Any], feeds: Iterable[Mapping[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """``column_peaks`` of every product input of ``per_block`` (int8_matmul.py's copy) over the runs of
+    ``feeds``, read from its activations in a session ``session_of`` builds from a model's bytes."""
+    names = list(per_block.inputs)
+    capture = session_of(with_outputs(per_block.model, names))
+    return column_peaks(lambda feed: capture.run(names, feed), names, feeds)
+
+
 def rewrite(
-    source: bytes | str, peaks: Mapping[str, np.ndarray], outliers: int | None = None
+    source: bytes | str, peaks: Mapping[str, np.ndarray], outliers: int | None = None, unsigned: bool = False
 ) -> Rewritten | None:
     """The graph at ``source`` with each int8-weight product split as the module says, the outlier columns
     of each input being its ``outliers`` (default ``OUTLIERS``) largest in ``peaks``; ``None`` when it has no such product or a
-    product's input has no peaks."""
+    product's input has no peaks. ``unsigned``: the u8u8 copy (weights shifted by 128), else u8s8."""
     from onnx import helper, numpy_helper
 
     outliers = OUTLIERS if outliers is None else outliers
@@ -83,10 +103,15 @@ def rewrite(
         weights, base = product.weights, product.name
         k, n = weights.shape
         scale = np.ascontiguousarray(np.broadcast_to(product.scale.reshape(-1), (n,)), dtype=np.float32)
+        if unsigned:  # the same integers, as uint8 with a zero point of 128
+            stored = (weights.astype(np.int16) + 128).astype(np.uint8)
+            zero = np.full(n, 128, dtype=np.uint8)
+        else:
+            stored, zero = weights, np.zeros(n, dtype=np.int8)
         edit.added += [
-            numpy_helper.from_array(weights, f"{base}.u8s8"),
+            numpy_helper.from_array(stored, f"{base}.u8s8"),
             numpy_helper.from_array(scale, f"{base}.u8s8_scales"),
-            numpy_helper.from_array(np.zeros(n, dtype=np.int8), f"{base}.u8s8_zero_points"),
+            numpy_helper.from_array(zero, f"{base}.u8s8_zero_points"),
         ]
         for matmul in product.matmuls:
             a, out = matmul.input[0], matmul.output[0]

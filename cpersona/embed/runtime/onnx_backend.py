@@ -257,15 +257,17 @@ class OnnxBackend(EmbeddingBackend):
         ort, _ = self._import_runtime()
         prompt = self._prompt("query")
         choice = kernels.exact("the model was closed during the check")
+        peaks: dict[str, np.ndarray] | None = None
         try:
-            for kind in ("u8s8", "per-block"):
+            for kind in (*int8_outliers.KINDS, "per-block"):
                 if self._closing.is_set():
                     break
-                if kind == "u8s8":
-                    candidate = self._outlier_copy(ort, path, rewritten, prompt)
-                    label = f"u8s8 products, {int8_outliers.OUTLIERS} outlier columns in float"
-                else:
+                if kind == "per-block":
                     candidate, label = self._query_copy(ort, rewritten.model), "per-block int8 products"
+                else:
+                    peaks = self._outlier_peaks(ort, rewritten, prompt) if peaks is None else peaks
+                    candidate = self._outlier_copy(ort, path, peaks, kind)
+                    label = f"{kind} products, {int8_outliers.OUTLIERS} outlier columns in float"
                 if candidate is None:
                     continue
                 choice = kernels.check(
@@ -298,29 +300,35 @@ class OnnxBackend(EmbeddingBackend):
             model, sess_options=self._session_options(ort, 1), providers=["CPUExecutionProvider"]
         )
 
-    def _outlier_copy(self, ort: Any, path: str, per_block: int8_matmul.Rewritten, prompt: str) -> Any:
-        """The u8s8 copy's session, its outlier columns read from the per-block copy's activations on
-        ``int8_outliers.CALIBRATION_TEXTS``; None when it cannot be built or run here."""
+    def _outlier_peaks(
+        self, ort: Any, per_block: int8_matmul.Rewritten, prompt: str
+    ) -> dict[str, np.ndarray]:
+        """``int8_outliers.measure_peaks`` on this model (empty when they cannot be read here: then no
+        outlier copy is built, and the per-block copy is still checked)."""
+        tokenizer = self._tokenizer
+        if tokenizer is None:
+            return {}
+        texts = int8_outliers.CALIBRATION_TEXTS
+        feeds = (self._feeds(self._encode(tokenizer, [text], prompt))[0] for text in texts)
         try:
-            names = list(per_block.inputs)
-            capture = self._query_copy(ort, int8_outliers.with_outputs(per_block.model, names))
-            tokenizer = self._tokenizer
-            if tokenizer is None:
-                return None
-            feeds = (
-                self._feeds(self._encode(tokenizer, [text], prompt))[0]
-                for text in int8_outliers.CALIBRATION_TEXTS
-            )
-            peaks = int8_outliers.column_peaks(lambda feed: capture.run(names, feed), names, feeds)
-            capture = None  # its session (a second per-block copy) is needed no longer
-            release_free_memory()
-            split = int8_outliers.rewrite(path, peaks)
+            return int8_outliers.measure_peaks(per_block, lambda model: self._query_copy(ort, model), feeds)
+        except Exception as exc:  # an unusual graph
+            log.info("recall queries: no outlier peaks (%s: %s)", type(exc).__name__, str(exc)[:200])
+            return {}
+        finally:
+            release_free_memory()  # what the capture session (a second per-block copy) left on the heap
+
+    def _outlier_copy(self, ort: Any, path: str, peaks: dict[str, np.ndarray], kind: str) -> Any:
+        """The session of the outlier copy ``kind`` (``int8_outliers.KINDS``); None when it cannot be built
+        or run here."""
+        try:
+            split = int8_outliers.rewrite(path, peaks, unsigned=kind == "u8u8") if peaks else None
             if split is None:
                 return None
             model, split = split.model, None
             return self._query_copy(ort, model)
-        except Exception as exc:  # a runtime without the u8s8 kernel, an unusual graph: the per-block copy
-            log.info("recall queries: no u8s8 int8 copy (%s: %s)", type(exc).__name__, str(exc)[:200])
+        except Exception as exc:  # a runtime without the kernel, an unusual graph: the next copy
+            log.info("recall queries: no %s int8 copy (%s: %s)", kind, type(exc).__name__, str(exc)[:200])
             return None
 
     def _check_config(self) -> None:
