@@ -278,6 +278,7 @@ class OnnxBackend(EmbeddingBackend):
                 )
                 if choice.int8:
                     return replace(choice, reason=f"{choice.reason} ({label})"), candidate
+                candidate = None  # a refused copy's session goes before the next one is built
         except EmbeddingFault as fault:  # closed meanwhile, or the copy fails to run: keep the model's own
             return kernels.exact(f"the check could not run: {fault.reason}"), None
         except Exception as exc:
