@@ -15,12 +15,13 @@ gathered in int8 as in int8_matmul.py. The weights are still the stored ones;
 only the activations outside the outlier columns are quantised. The caller checks the result against
 the float32 graph before using it (query_kernel.py), as for the ``MatMulNBits`` copy.
 
-Two copies, tried in turn (``KINDS``). **u8s8** hands the kernel the signed weights as stored. Where the
-CPU has no VNNI or AMX (AVX2, or AVX-512 without VNNI), that kernel adds pairs of uint8 × int8
+Two copies, tried in turn (``KINDS``). **u8s8** hands the kernel the signed weights as stored. Where
+the CPU has no VNNI or AMX (AVX2, or AVX-512 without VNNI), that kernel adds pairs of uint8 × int8
 products into 16-bit sums (``vpmaddubsw``), which saturate: on such a machine (measured on an AMD CPU
-with AVX2) the copy's cosine to float32 falls to 0.991 and the check refuses it. **u8u8** hands it the same weights shifted by 128 with
-a zero point of 128 (the same integers: ``(w + 128) - 128``), which ONNX Runtime multiplies after
-widening to 16 bits, with no saturation: cosine 0.9988 there, slower than u8s8 where VNNI runs it.
+with AVX2) the copy's cosine to float32 falls to 0.991 and the check refuses it. **u8u8** hands it the
+same weights shifted by 128 with a zero point of 128 (the same integers: ``(w + 128) - 128``), which
+ONNX Runtime multiplies after widening to 16 bits, with no saturation: cosine 0.9988 there, slower
+than u8s8 where VNNI runs it.
 """
 
 from __future__ import annotations
