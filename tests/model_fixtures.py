@@ -83,6 +83,16 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def minilm_feeds(backend: OnnxBackend, text: str) -> dict[str, np.ndarray]:
+    """MiniLM's inputs for ``text`` as one query, to run an ONNX session of the model or a copy directly."""
+    ids = backend.token_ids([text], "query")[0]
+    return {
+        "input_ids": np.array([ids], dtype=np.int64),
+        "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
+        "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
+    }
+
+
 def with_minilm(settings: Settings, models_dir: Path, **overrides: object) -> Settings:
     """``settings`` with MiniLM on from ``models_dir``, no self-calibration (a test calibrates when it
     means to), and ``overrides``."""

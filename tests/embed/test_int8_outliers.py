@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
-from model_fixtures import TinyJina, tiny_jina_manifest
+from model_fixtures import TinyJina, minilm_feeds, tiny_jina_manifest
 
 from cpersona.embed.registry import load_manifest
 from cpersona.embed.runtime import int8_matmul, int8_outliers, query_kernel
@@ -26,19 +26,10 @@ SENTENCES = [
 ]
 
 
-def _feeds(backend: OnnxBackend, text: str) -> dict[str, np.ndarray]:
-    ids = backend.token_ids([text], "query")[0]
-    return {
-        "input_ids": np.array([ids], dtype=np.int64),
-        "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
-        "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
-    }
-
-
 def _unit_rows(session: ort.InferenceSession, backend: OnnxBackend) -> np.ndarray:
     rows = []
     for text in SENTENCES:
-        mean = session.run(None, _feeds(backend, text))[0][0].mean(axis=0)
+        mean = session.run(None, minilm_feeds(backend, text))[0][0].mean(axis=0)
         rows.append(mean / np.linalg.norm(mean))
     return np.array(rows)
 
@@ -46,7 +37,7 @@ def _unit_rows(session: ort.InferenceSession, backend: OnnxBackend) -> np.ndarra
 def _peaks(path: Path, backend: OnnxBackend) -> tuple[list[str], dict[str, np.ndarray]]:
     per_block = int8_matmul.rewrite(str(path))
     assert per_block is not None
-    feeds = [_feeds(backend, t) for t in int8_outliers.CALIBRATION_TEXTS]
+    feeds = [minilm_feeds(backend, t) for t in int8_outliers.CALIBRATION_TEXTS]
     return list(per_block.inputs), int8_outliers.measure_peaks(per_block, _session, feeds)
 
 
@@ -65,7 +56,7 @@ def _probe_agreement(
 
 
 def _unit_row(session: ort.InferenceSession, backend: OnnxBackend, text: str) -> np.ndarray:
-    mean = session.run(None, _feeds(backend, text))[0][0].mean(axis=0)
+    mean = session.run(None, minilm_feeds(backend, text))[0][0].mean(axis=0)
     return mean / np.linalg.norm(mean)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from model_fixtures import TinyJina, tiny_jina_manifest
+from model_fixtures import TinyJina, minilm_feeds, tiny_jina_manifest
 
 from cpersona.config import Settings
 from cpersona.embed.registry import load_manifest
@@ -60,7 +60,7 @@ def _copy_vector(backend: OnnxBackend, models_dir: Path, reason: str, text: str)
     model = per_block.model
     for kind in int8_outliers.KINDS:
         if f"({kind} products" in reason:
-            feeds = [_feeds(backend, t) for t in int8_outliers.CALIBRATION_TEXTS]
+            feeds = [minilm_feeds(backend, t) for t in int8_outliers.CALIBRATION_TEXTS]
             peaks = int8_outliers.measure_peaks(per_block, _session, feeds)
             split = int8_outliers.rewrite(path, peaks, unsigned=kind == "u8u8")
             assert split is not None
@@ -71,15 +71,6 @@ def _copy_vector(backend: OnnxBackend, models_dir: Path, reason: str, text: str)
 
 def _session(model: bytes) -> ort.InferenceSession:
     return ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-
-
-def _feeds(backend: OnnxBackend, text: str) -> dict[str, np.ndarray]:
-    ids = backend.token_ids([text], "query")[0]
-    return {
-        "input_ids": np.array([ids], dtype=np.int64),
-        "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
-        "token_type_ids": np.zeros((1, len(ids)), dtype=np.int64),
-    }
 
 
 def test_rewrite_runs_every_int8_matmul_in_int8_and_stays_close(minilm_models_dir: Path) -> None:
