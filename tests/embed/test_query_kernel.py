@@ -13,7 +13,7 @@ from model_fixtures import TinyJina, minilm_feeds, tiny_jina_manifest
 
 from cpersona.config import Settings
 from cpersona.embed.registry import load_manifest
-from cpersona.embed.runtime import int8_matmul, int8_outliers, query_kernel
+from cpersona.embed.runtime import int8_copies, int8_matmul, int8_outliers, query_kernel
 from cpersona.embed.runtime.onnx_backend import OnnxBackend
 from cpersona.memory import Memory
 
@@ -203,7 +203,7 @@ def test_without_the_u8s8_copy_the_per_block_copy_is_checked(
     minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A runtime that cannot build or run the u8s8 copy (int8_outliers.py) falls back to the per-block one."""
-    monkeypatch.setattr(OnnxBackend, "_outlier_copy", lambda self, *args: None)
+    monkeypatch.setattr(int8_copies, "outlier_copy", lambda *args: None)
     backend = _backend(minilm_models_dir)
     choice = backend.choose_query_kernel()
     if choice.int8:
@@ -237,7 +237,7 @@ def test_forced_int8_queries_take_an_outlier_copy_on_any_machine(minilm_models_d
 def test_forced_int8_falls_back_to_the_per_block_copy(
     minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(OnnxBackend, "_outlier_copy", lambda self, *args: None)
+    monkeypatch.setattr(int8_copies, "outlier_copy", lambda *args: None)
     backend = _backend(minilm_models_dir, "int8")
     choice = backend.choose_query_kernel()
     assert choice.int8 and "per-block" in choice.reason
@@ -251,16 +251,14 @@ def test_without_the_u8s8_copy_the_u8u8_copy_is_checked_next(
 ) -> None:
     """As on a CPU whose u8s8 products saturate (no VNNI): the same weights shifted to uint8 come next,
     before the per-block copy, and agree on every CPU."""
-    build = OnnxBackend._outlier_copy
+    build = int8_copies.outlier_copy
     kinds: list[str] = []
 
-    def without_u8s8(
-        self: OnnxBackend, ort_module: object, path: str, peaks: dict[str, np.ndarray], kind: str
-    ) -> object:
+    def without_u8s8(maker: int8_copies.CopyMaker, peaks: dict[str, np.ndarray], kind: str) -> object:
         kinds.append(kind)
-        return None if kind == "u8s8" else build(self, ort_module, path, peaks, kind)
+        return None if kind == "u8s8" else build(maker, peaks, kind)
 
-    monkeypatch.setattr(OnnxBackend, "_outlier_copy", without_u8s8)
+    monkeypatch.setattr(int8_copies, "outlier_copy", without_u8s8)
     backend = _backend(minilm_models_dir, "int8")
     choice = backend.choose_query_kernel()
     assert kinds == ["u8s8", "u8u8"]

@@ -13,7 +13,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,7 @@ from cpersona.config import DEFAULT_QUERY_CACHE_SIZE
 from cpersona.embed.integrity import read_record, verify_against_record, write_record
 from cpersona.embed.model_hint import fetch_command, model_hint
 from cpersona.embed.registry import SUPPORTED_INPUTS, ModelManifest
-from cpersona.embed.runtime import int8_matmul, int8_outliers
+from cpersona.embed.runtime import int8_copies, int8_outliers
 from cpersona.embed.runtime import query_kernel as kernels
 from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind
 from cpersona.embed.runtime.batching import BatchPlan, plan_batches
@@ -243,50 +242,22 @@ class OnnxBackend(EmbeddingBackend):
             return choice
 
     def _check_int8_copy(self, session: Any) -> tuple[KernelChoice, Any]:
-        """The first int8 copy that passes the check, and the choice: the u8s8 copy (int8_outliers.py),
-        else the per-block one (int8_matmul.py); the float32 graph when neither passes or builds."""
-        path = str(self.model_path / self.manifest.onnx_file)
-        try:
-            rewritten = int8_matmul.rewrite(path)
-        except ImportError:
-            return kernels.exact(kernels.NO_ONNX), None
-        except Exception as exc:  # an unusual graph: keep the model's own
-            return kernels.exact(f"the graph could not be rewritten: {type(exc).__name__}: {exc}"[:300]), None
-        if rewritten is None:
-            return kernels.exact("the model stores no int8 MatMul weights"), None
-        ort, _ = self._import_runtime()
-        prompt = self._prompt("query")
-        choice = kernels.exact("the model was closed during the check")
-        peaks: dict[str, np.ndarray] | None = None
-        try:
-            for kind in (*int8_outliers.KINDS, "per-block"):
-                if self._closing.is_set():
-                    break
-                if kind == "per-block":
-                    candidate, label = self._query_copy(ort, rewritten.model), "per-block int8 products"
-                else:
-                    peaks = self._outlier_peaks(ort, rewritten, prompt) if peaks is None else peaks
-                    candidate = self._outlier_copy(ort, path, peaks, kind)
-                    label = f"{kind} products, {int8_outliers.OUTLIERS} outlier columns in float"
-                if candidate is None:
-                    continue
-                choice = kernels.check(
-                    self._embedder(prompt, session),
-                    self._embedder(prompt, candidate),
-                    stop=self._closing.is_set,
-                    timed=self.query_kernel_mode == "auto",
-                )
-                if choice.int8:
-                    return replace(choice, reason=f"{choice.reason} ({label})"), candidate
-                candidate = None  # a refused copy's session goes before the next one is built
-        except EmbeddingFault as fault:  # closed meanwhile, or the copy fails to run: keep the model's own
-            return kernels.exact(f"the check could not run: {fault.reason}"), None
-        except Exception as exc:
-            return kernels.exact(f"ONNX Runtime cannot run the int8 copy: {type(exc).__name__}"), None
-        finally:
-            rewritten = None  # the serialised copy (~20 MB) and what building it left on the heap
-            release_free_memory()
-        return choice, None
+        """``int8_copies.choose`` on this model: the first int8 copy that passes the check, and the choice."""
+        tokenizer, prompt = self._tokenizer, self._prompt("query")
+
+        def calibration_feeds() -> list[dict[str, np.ndarray]]:
+            texts = int8_outliers.CALIBRATION_TEXTS if tokenizer is not None else ()
+            return [self._feeds(self._encode(tokenizer, [text], prompt))[0] for text in texts]
+
+        maker = int8_copies.CopyMaker(
+            path=str(self.model_path / self.manifest.onnx_file),
+            session_of=lambda model: self._query_copy(self._import_runtime()[0], model),
+            embedder=lambda copy: self._embedder(prompt, copy),
+            calibration_feeds=calibration_feeds,
+            stop=self._closing.is_set,
+            timed=self.query_kernel_mode == "auto",
+        )
+        return int8_copies.choose(maker, session)
 
     def _embedder(self, prompt: str, session: Any) -> Callable[[str], np.ndarray]:
         def embed(text: str) -> np.ndarray:
@@ -300,37 +271,6 @@ class OnnxBackend(EmbeddingBackend):
         return ort.InferenceSession(
             model, sess_options=self._session_options(ort, 1), providers=["CPUExecutionProvider"]
         )
-
-    def _outlier_peaks(
-        self, ort: Any, per_block: int8_matmul.Rewritten, prompt: str
-    ) -> dict[str, np.ndarray]:
-        """``int8_outliers.measure_peaks`` on this model (empty when they cannot be read here: then no
-        outlier copy is built, and the per-block copy is still checked)."""
-        tokenizer = self._tokenizer
-        if tokenizer is None:
-            return {}
-        texts = int8_outliers.CALIBRATION_TEXTS
-        feeds = (self._feeds(self._encode(tokenizer, [text], prompt))[0] for text in texts)
-        try:
-            return int8_outliers.measure_peaks(per_block, lambda model: self._query_copy(ort, model), feeds)
-        except Exception as exc:  # an unusual graph
-            log.info("recall queries: no outlier peaks (%s: %s)", type(exc).__name__, str(exc)[:200])
-            return {}
-        finally:
-            release_free_memory()  # what the capture session (a second per-block copy) left on the heap
-
-    def _outlier_copy(self, ort: Any, path: str, peaks: dict[str, np.ndarray], kind: str) -> Any:
-        """The session of the outlier copy ``kind`` (``int8_outliers.KINDS``); None when it cannot be built
-        or run here."""
-        try:
-            split = int8_outliers.rewrite(path, peaks, unsigned=kind == "u8u8") if peaks else None
-            if split is None:
-                return None
-            model, split = split.model, None
-            return self._query_copy(ort, model)
-        except Exception as exc:  # a runtime without the kernel, an unusual graph: the next copy
-            log.info("recall queries: no %s int8 copy (%s: %s)", kind, type(exc).__name__, str(exc)[:200])
-            return None
 
     def _check_config(self) -> None:
         dim = self.embedding_dim
