@@ -41,9 +41,9 @@ log = logging.getLogger("cpersona.calibration")
 
 #: Recalibrate when the agent has this many times the rows of its last calibration. The evidence gate's
 #: threshold rises as the corpus grows, so a calibration made at N / factor rows lets through questions
-#: the corpus as it stands would empty: 1.1 keeps a conversation stored turn by turn and then asked
-#: within a point of an explicit calibration at the end (docs/quality-gate.md "Why 1.1").
-GROWTH_FACTOR = 1.1
+#: the corpus as it stands would empty: 1.05 lands a conversation stored turn by turn and then asked
+#: where an explicit calibration at the end does, also on a slow machine (docs/quality-gate.md "Why 1.05").
+GROWTH_FACTOR = 1.05
 #: Full scan of every agent this often (other processes' writes, imports, back-filled vectors).
 SCAN_SECONDS = 60.0
 #: After a pass, wait at least this long before the next (a burst of stores makes one pass, not many).
@@ -55,7 +55,8 @@ def next_size(entry: dict[str, Any] | None, current: Fingerprint | None, *, need
     if _uncalibrated(entry, current, needs_gate):
         return MIN_ROWS
     rows = int((entry or {}).get("rows") or 0)
-    # Rounded first: 100 × 1.1 is 110.00000000000001 in binary floating point, and 110 is due.
+    # Rounded first: a product such as 100 × 1.1 is 110.00000000000001 in binary floating point, and
+    # 110 is due.
     return max(MIN_ROWS, rows + 1, math.ceil(round(rows * GROWTH_FACTOR, 6)))
 
 

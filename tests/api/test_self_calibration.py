@@ -74,11 +74,11 @@ def store(memory: Memory, facts: list[str], agent: str = "a") -> None:
 
 def test_the_schedule_in_numbers() -> None:
     calibrated = {"fingerprint": FP, "gate": {"probe_top_cosines": [0.1]}, "rows": 100}
-    assert next_size(None, FP) == MIN_ROWS and next_size(calibrated, FP) == round(100 * GROWTH_FACTOR) == 110
+    assert next_size(None, FP) == MIN_ROWS and next_size(calibrated, FP) == round(100 * GROWTH_FACTOR) == 105
     assert trigger_for(None, MIN_ROWS - 1, FP, growth=True) is None
     assert trigger_for(None, MIN_ROWS, FP, growth=True) == "first"
-    assert trigger_for(calibrated, 109, FP, growth=True) is None
-    assert trigger_for(calibrated, 110, FP, growth=True) == "growth"
+    assert trigger_for(calibrated, 104, FP, growth=True) is None
+    assert trigger_for(calibrated, 105, FP, growth=True) == "growth"
     stale = {**calibrated, "fingerprint": {**FP, "dimension": 768}}
     assert trigger_for(stale, 10, FP, growth=False) == "fingerprint"  # kept with auto off
     assert trigger_for(None, 500, FP, growth=False) is None
@@ -199,11 +199,13 @@ def test_a_calibration_state_that_cannot_be_saved_never_fails_a_recall(
         assert report["status"] == "degraded" and report["checks"]["calibration"]["unsaved"]
         assert "cannot be saved" in report["findings"][0]["message"]
         runs = memory.self_calibration.runs
-        store(memory, FACTS[12:13])  # no loop of retries: the unsaved entry counts as calibrated
+        # No loop of retries: a pass that counts every agent (as after an import) finds the agent, whose
+        # entry could not be saved, calibrated at its size, and leaves it (a store would be growth here).
+        memory.self_calibration.notice_rows()
         assert memory.self_calibration.wait_idle(30) and memory.self_calibration.runs == runs
 
 
 def test_the_growth_factor_is_the_documented_one() -> None:
-    assert self_calibration.GROWTH_FACTOR == 1.1
+    assert self_calibration.GROWTH_FACTOR == 1.05
     text = (Path(__file__).resolve().parents[2] / "docs" / "quality-gate.md").read_text()
-    assert "**1.1 ×**" in text and "Why 1.1" in text and "Self-calibration" in text
+    assert "**1.05 ×**" in text and "Why 1.05" in text and "Self-calibration" in text
