@@ -31,32 +31,25 @@ from _common import print_table, summary_ms, write_json  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
 
 from cpersona.embed.registry import load_manifest  # noqa: E402
-from cpersona.embed.runtime import int8_matmul, int8_outliers, query_kernel  # noqa: E402
+from cpersona.embed.runtime import int8_copies, int8_matmul, int8_outliers, query_kernel  # noqa: E402
 from cpersona.embed.runtime.onnx_backend import OnnxBackend  # noqa: E402
 
 MODEL = "all-minilm-l6-v2"
 
 
 def graphs(backend: OnnxBackend) -> dict[str, Any]:
-    """Name → ONNX Runtime session: float32 and the three int8 copies the check may take."""
-    import onnxruntime as ort
-
-    path = str(backend.model_path / backend.manifest.onnx_file)
-    per_block = int8_matmul.rewrite(path)
+    """Name → ONNX Runtime session: float32 and the three int8 copies the check may take, each built as
+    the check builds it (``int8_copies``)."""
+    maker = backend.int8_copy_maker()
+    per_block = int8_matmul.rewrite(maker.path)
     if per_block is None:
         raise SystemExit(f"{MODEL} stores no int8 MatMul weights here")
-    tokenizer = backend._tokenizer
-    prompt = backend._prompt("query")
-    feeds = [
-        backend._feeds(backend._encode(tokenizer, [t], prompt))[0] for t in int8_outliers.CALIBRATION_TEXTS
-    ]
-    peaks = int8_outliers.measure_peaks(per_block, lambda model: backend._query_copy(ort, model), feeds)
-    sessions = {"float32": backend._session, "per-block": backend._query_copy(ort, per_block.model)}
+    peaks = int8_copies.outlier_peaks(maker, per_block)
+    sessions = {"float32": backend._session, "per-block": maker.session_of(per_block.model)}
     for kind in int8_outliers.KINDS:
-        split = int8_outliers.rewrite(path, peaks, unsigned=kind == "u8u8")
-        if split is None:
-            raise SystemExit(f"the {kind} copy could not be built")
-        sessions[kind] = backend._query_copy(ort, split.model)
+        sessions[kind] = int8_copies.outlier_copy(maker, peaks, kind)
+        if sessions[kind] is None:
+            raise SystemExit(f"the {kind} copy could not be built here")
     return sessions
 
 

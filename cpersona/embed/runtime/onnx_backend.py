@@ -243,13 +243,17 @@ class OnnxBackend(EmbeddingBackend):
 
     def _check_int8_copy(self, session: Any) -> tuple[KernelChoice, Any]:
         """``int8_copies.choose`` on this model: the first int8 copy that passes the check, and the choice."""
+        return int8_copies.choose(self.int8_copy_maker(), session)
+
+    def int8_copy_maker(self) -> int8_copies.CopyMaker:
+        """What ``int8_copies`` needs to build and check this loaded model's int8 query copies."""
         tokenizer, prompt = self._tokenizer, self._prompt("query")
 
         def calibration_feeds() -> list[dict[str, np.ndarray]]:
             texts = int8_outliers.CALIBRATION_TEXTS if tokenizer is not None else ()
             return [self._feeds(self._encode(tokenizer, [text], prompt))[0] for text in texts]
 
-        maker = int8_copies.CopyMaker(
+        return int8_copies.CopyMaker(
             path=str(self.model_path / self.manifest.onnx_file),
             session_of=lambda model: self._query_copy(self._import_runtime()[0], model),
             embedder=lambda copy: self._embedder(prompt, copy),
@@ -257,7 +261,6 @@ class OnnxBackend(EmbeddingBackend):
             stop=self._closing.is_set,
             timed=self.query_kernel_mode == "auto",
         )
-        return int8_copies.choose(maker, session)
 
     def _embedder(self, prompt: str, session: Any) -> Callable[[str], np.ndarray]:
         def embed(text: str) -> np.ndarray:
