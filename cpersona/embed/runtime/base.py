@@ -9,6 +9,7 @@ person needs; the health state machine turns them into advisories.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -94,6 +95,12 @@ class EmbeddingBackend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (sessions, connections)."""
+
+
+def this_process_asker() -> str:
+    """How this process names its queries to a model host or an /embed server that keeps recent query
+    vectors per asker (``embed_query_as``)."""
+    return f"pid {os.getpid()}"
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

@@ -21,7 +21,6 @@ a transitive dependency whose name has already changed once.
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -31,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cpersona.config import DEFAULT_QUERY_CACHE_SIZE, DEFAULT_QUERY_CACHE_TTL
-from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind, l2_normalise
+from cpersona.embed.runtime.base import (
+    EmbeddingBackend,
+    EmbeddingFault,
+    FaultKind,
+    l2_normalise,
+    this_process_asker,
+)
 from cpersona.embed.runtime.query_cache import QueryCache
 from cpersona.http.addresses import is_loopback
 
@@ -75,7 +80,7 @@ class HttpBackend(EmbeddingBackend):
         self.query_cache = QueryCache(query_cache_size, ttl=query_cache_ttl)
         # Two servers sharing one /embed server are not answered from each other's recent queries (as
         # with a shared model host): each server's recall costs what it would cost alone.
-        self.asker = asker or f"pid {os.getpid()}"
+        self.asker = asker or this_process_asker()
         self.requests_sent = 0
         host = urllib.parse.urlsplit(self.url).hostname if self.url else None
         # A loopback endpoint must never be routed through HTTP(S)_PROXY.

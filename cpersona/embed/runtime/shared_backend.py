@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cpersona.embed.runtime.base import EmbeddingBackend, EmbeddingFault, FaultKind, l2_normalise
+from cpersona.embed.runtime.base import (
+    EmbeddingBackend,
+    EmbeddingFault,
+    FaultKind,
+    l2_normalise,
+    this_process_asker,
+)
 from cpersona.embed.runtime.embed_server import MAX_TEXTS, UnixEmbedServer, embed_for_role
 from cpersona.embed.runtime.rendezvous import (
     HOST_GONE_ERRORS,
@@ -92,7 +98,7 @@ class SharedModelBackend(EmbeddingBackend):
         self.host_pid: int | None = None
         self.takeovers = 0
         # Named, so the host keeps this process's recent query vectors apart from other processes'.
-        self._asker = asker or f"pid {os.getpid()}"
+        self._asker = asker or this_process_asker()
 
     # -- identity (known without loading: the inner backend computes it from its manifest) ----------
     @property
