@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -170,6 +171,42 @@ def test_auto_backend_uses_the_kernel_its_check_chose(minilm_models_dir: Path) -
         np.testing.assert_allclose(query, document, atol=1e-6)
     backend.close()
     assert backend.query_kernel.kernel == choice.kernel  # the choice is kept; the sessions are dropped
+
+
+#: A program that asks one query (which starts the background check) and ends without closing the model.
+#: ``atexit`` runs after Python has joined the check's thread: it prints what the check had decided.
+_ENDS_UNCLOSED = """
+import atexit, sys, time
+from pathlib import Path
+from cpersona.embed.registry import load_manifest
+from cpersona.embed.runtime import onnx_backend
+if sys.argv[2] == "checking":
+    onnx_backend.KERNEL_CHECK_DELAY_SECONDS = 0.0
+backend = onnx_backend.OnnxBackend(load_manifest("all-minilm-l6-v2"), Path(sys.argv[1]) / "all-minilm-l6-v2")
+backend.load()
+backend.embed_query("what did we decide about the schema?")
+atexit.register(lambda: print(backend.query_kernel.reason, flush=True))
+while sys.argv[2] == "checking" and "onnx" not in sys.modules:  # the check is building its first copy
+    time.sleep(0.005)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending_while", ["waiting", "checking"])
+def test_a_program_that_ends_without_closing_the_model_stops_the_check(
+    minilm_models_dir: Path, ending_while: str
+) -> None:
+    # Python joins a non-daemon thread before it runs atexit: a program that ended during the check's
+    # wait used to wait it out and then run the whole check (seconds) before it could exit.
+    ended = subprocess.run(
+        [sys.executable, "-c", _ENDS_UNCLOSED, str(minilm_models_dir), ending_while],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ended.returncode == 0 and "terminate called" not in ended.stderr, ended.stderr
+    expected = query_kernel.NOT_CHECKED if ending_while == "waiting" else query_kernel.STOPPED
+    assert ended.stdout.strip() == expected
 
 
 def test_exact_setting_keeps_queries_on_the_float32_graph(minilm_models_dir: Path) -> None:

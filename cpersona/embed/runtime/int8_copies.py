@@ -43,7 +43,7 @@ class CopyMaker:
     embedder: Callable[[Any], Callable[[str], np.ndarray]]
     #: ``int8_outliers.CALIBRATION_TEXTS`` as the model's inputs (none: no outlier copy is built).
     calibration_feeds: Callable[[], Sequence[Mapping[str, np.ndarray]]]
-    #: True once the model is closing: the check ends with the float32 graph.
+    #: True once the model is closing or the program ending: the check ends with the float32 graph.
     stop: Callable[[], bool]
     #: False under ``CPERSONA_EMBED_QUERY_KERNEL=int8``: agreement alone decides.
     timed: bool
@@ -59,7 +59,7 @@ def choose(maker: CopyMaker, float32: Any) -> tuple[KernelChoice, Any]:
         return kernels.exact(f"the graph could not be rewritten: {type(exc).__name__}: {exc}"[:300]), None
     if rewritten is None:
         return kernels.exact("the model stores no int8 MatMul weights"), None
-    choice = kernels.exact("the model was closed during the check")
+    choice = kernels.exact(kernels.STOPPED)
     peaks: dict[str, np.ndarray] | None = None
     try:
         for kind in (*int8_outliers.KINDS, PER_BLOCK):

@@ -45,6 +45,8 @@ _INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
 
 #: How long after the first query the query-kernel check starts (query_kernel.py).
 KERNEL_CHECK_DELAY_SECONDS = 2.0
+#: How often the check's wait looks whether the program is ending (``OnnxBackend._check_stopped``).
+_EXIT_POLL_SECONDS = 0.1
 
 
 def default_threads() -> int:
@@ -203,7 +205,8 @@ class OnnxBackend(EmbeddingBackend):
     def _start_kernel_check(self) -> None:
         """Run ``choose_query_kernel`` in the background, once per load. Meanwhile queries use the
         float32 graph. Not a daemon thread: one stopped inside ONNX Runtime at interpreter exit aborts
-        the process, so exit waits for it; close() makes it end at its next step (at most ~0.3 s)."""
+        the process, so exit waits for it; close(), or the end of the main thread, makes it end at its
+        next step (``_check_stopped``)."""
         with self._kernel_lock:
             if not self._kernel_pending:
                 return
@@ -214,8 +217,19 @@ class OnnxBackend(EmbeddingBackend):
     def _check_later(self) -> None:
         # A one-shot command (`cpersona recall`) closes the model within this wait: it never pays for
         # a check whose answer it would not use, and its exit does not wait for one.
-        if not self._closing.wait(KERNEL_CHECK_DELAY_SECONDS):
-            self.choose_query_kernel()
+        waited = 0.0
+        while waited < KERNEL_CHECK_DELAY_SECONDS:
+            if self._closing.wait(_EXIT_POLL_SECONDS) or self._check_stopped():
+                return
+            waited += _EXIT_POLL_SECONDS
+        self.choose_query_kernel()
+
+    def _check_stopped(self) -> bool:
+        """Whether a running kernel check should end with the float32 graph: the model is closing, or the
+        program is ending. Python joins non-daemon threads such as the check before it runs ``atexit``
+        (where an unclosed model would be closed), but marks the main thread stopped first: without
+        this, a program that ends without ``close()`` waited for the whole check (up to ~4 s)."""
+        return self._closing.is_set() or not threading.main_thread().is_alive()
 
     @property
     def query_kernel(self) -> KernelChoice:
@@ -258,7 +272,7 @@ class OnnxBackend(EmbeddingBackend):
             session_of=lambda model: self._query_copy(self._import_runtime()[0], model),
             embedder=lambda copy: self._embedder(prompt, copy),
             calibration_feeds=calibration_feeds,
-            stop=self._closing.is_set,
+            stop=self._check_stopped,
             timed=self.query_kernel_mode == "auto",
         )
 

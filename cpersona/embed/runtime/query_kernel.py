@@ -31,6 +31,8 @@ NO_ONNX = (
     "the onnx package is not installed: `pip install 'cpersona-embedded[fast-query]'` adds the int8 "
     "query kernel (about 2x faster query embeddings on int8 models)"
 )
+#: The reason when the check was told to stop before it decided.
+STOPPED = "the check stopped before it decided: the model was closed or the program ended"
 MIN_COSINE = 0.995
 MAX_TIME_RATIO = 0.95
 #: Timed runs of each graph per probe text, alternating which goes first (docs/history/decisions-rounds.md, round 11).
@@ -144,14 +146,14 @@ def check(
     cosines = []
     for text in texts:  # also warms both up
         if stop():
-            return exact("the model was closed during the check")
+            return exact(STOPPED)
         cosines.append(float(np.dot(float32(text), int8(text))))
     if not timed:
         return decide(min(cosines), 0.0, forced=True)
     fastest: dict[str, list[float]] = {"float32": [], "int8": []}
     for text in texts:
         if stop():
-            return exact("the model was closed during the check")
+            return exact(STOPPED)
         runs: dict[str, list[float]] = {"float32": [], "int8": []}
         for turn in range(rounds):
             order = (("float32", float32), ("int8", int8))
