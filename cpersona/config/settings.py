@@ -522,7 +522,7 @@ class Settings:
         "CPERSONA_AUTO_CALIBRATE",
         True,
         "self-calibration: each agent's gate is calibrated in the background when it reaches 10 memories and "
-        "again each time it grows 1.05× (`false`: only by hand, `cpersona calibrate`)",
+        "again each time it grows 1.05× (1.25× for long records, whose calibrated threshold stands down below strict; `false`: only by hand, `cpersona calibrate`)",
     )
 
     def __post_init__(self) -> None:

@@ -85,6 +85,10 @@ class Calibrator:
             return None
         return fingerprint(cal.SCORING_VERSION, self.embeddings.model_id, self.embeddings.dimension)
 
+    def precision_level(self, entry: dict[str, Any] | None) -> str:
+        """The precision level in force for an agent's entry (its own, else the setting)."""
+        return self._precision(entry)[0]
+
     def _precision(self, entry: dict[str, Any] | None) -> tuple[str, float, bool]:
         """(level, β, overridden) for an agent's entry."""
         override = (entry or {}).get("precision")

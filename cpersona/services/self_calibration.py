@@ -3,7 +3,8 @@
 The schedule, per agent (counting its memories holding a vector of the active model):
 
 - **first**: when it reaches ``MIN_ROWS`` (the gate's minimum size);
-- **growth**: again when it has grown by ``GROWTH_FACTOR`` since its last calibration;
+- **growth**: again when it has grown by ``GROWTH_FACTOR`` since its last calibration
+  (``LONG_RECORD_GROWTH_FACTOR`` where the calibrated threshold stands down for long records);
 - **fingerprint**: when its stored calibration is for another model, dimension or scoring version;
 - checked at start-up (when the model is ready), after stores, and every ``SCAN_SECONDS`` (rows written by
   other processes or imports).
@@ -31,7 +32,7 @@ from cpersona.core.work import Work
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
 from cpersona.result_types.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
-from cpersona.retrieval.calibration import LEVELS, MIN_ROWS
+from cpersona.retrieval.calibration import LEVELS, MIN_ROWS, long_records
 from cpersona.runtime import persistence
 from cpersona.services.calibration import Calibrator
 from cpersona.storage.interface import Store
@@ -44,20 +45,41 @@ log = logging.getLogger("cpersona.calibration")
 #: the corpus as it stands would empty: 1.05 lands a conversation stored turn by turn and then asked
 #: where an explicit calibration at the end does, also on a slow machine (docs/quality-gate.md "Why 1.05").
 GROWTH_FACTOR = 1.05
+#: The factor for an agent whose last calibration found long records, at a precision other than strict:
+#: its calibrated threshold is not in force there (the heuristic floor is: docs/quality-gate.md "Long
+#: records and the gate"), so a recalibration only refreshes the row-length measure, which moves slowly;
+#: 1.05's calibrations cost such a history's stores about 15% more on two cores.
+LONG_RECORD_GROWTH_FACTOR = 1.25
 #: Full scan of every agent this often (other processes' writes, imports, back-filled vectors).
 SCAN_SECONDS = 60.0
 #: After a pass, wait at least this long before the next (a burst of stores makes one pass, not many).
 MIN_PASS_INTERVAL_SECONDS = 1.0
 
 
-def next_size(entry: dict[str, Any] | None, current: Fingerprint | None, *, needs_gate: bool = True) -> int:
-    """Rows (with vectors) at which the agent is due next: the minimum size, or its last size × factor."""
+def growth_factor(entry: dict[str, Any] | None, level: str | None) -> float:
+    """``LONG_RECORD_GROWTH_FACTOR`` when the agent's last calibration found long records and its
+    precision ``level`` is not strict (None: unknown, so the calibrated threshold may be in force);
+    ``GROWTH_FACTOR`` otherwise."""
+    if level is not None and level != "strict" and long_records((entry or {}).get("gate")) is not None:
+        return LONG_RECORD_GROWTH_FACTOR
+    return GROWTH_FACTOR
+
+
+def next_size(
+    entry: dict[str, Any] | None,
+    current: Fingerprint | None,
+    *,
+    needs_gate: bool = True,
+    level: str | None = None,
+) -> int:
+    """Rows (with vectors) at which the agent is due next: the minimum size, or its last size × its
+    ``growth_factor`` (``level``: the agent's precision)."""
     if _uncalibrated(entry, current, needs_gate):
         return MIN_ROWS
     rows = int((entry or {}).get("rows") or 0)
     # Rounded first: a product such as 100 × 1.1 is 110.00000000000001 in binary floating point, and
     # 110 is due.
-    return max(MIN_ROWS, rows + 1, math.ceil(round(rows * GROWTH_FACTOR, 6)))
+    return max(MIN_ROWS, rows + 1, math.ceil(round(rows * growth_factor(entry, level), 6)))
 
 
 def _uncalibrated(entry: dict[str, Any] | None, current: Fingerprint | None, needs_gate: bool) -> bool:
@@ -74,11 +96,13 @@ def trigger_for(
     *,
     growth: bool,
     needs_gate: bool = True,
+    level: str | None = None,
 ) -> str | None:
     """Why an agent with ``count`` rows is due now ("first" | "growth" | "fingerprint"), or None.
 
     ``growth`` False (CPERSONA_AUTO_CALIBRATE=false) keeps only the fingerprint trigger; ``needs_gate``
-    (the fused gate is on) makes a calibration without probe cosines count as none.
+    (the fused gate is on) makes a calibration without probe cosines count as none; ``level`` is the
+    agent's precision (``next_size``).
     """
     if count < MIN_ROWS or current is None:
         return None
@@ -89,7 +113,7 @@ def trigger_for(
         return None
     if _uncalibrated(entry, current, needs_gate):
         return "first"
-    return "growth" if count >= next_size(entry, current, needs_gate=needs_gate) else None
+    return "growth" if count >= next_size(entry, current, needs_gate=needs_gate, level=level) else None
 
 
 class SelfCalibration:
@@ -249,6 +273,7 @@ class SelfCalibration:
             current,
             growth=self.settings.auto_calibrate if growth is None else growth,
             needs_gate=self.settings.fused_gate_enabled,
+            level=self.calibrator.precision_level(entry),
         )
 
     def _counts(self) -> dict[str, int]:
@@ -271,8 +296,12 @@ class SelfCalibration:
         for agent, stored in since.items():
             known = self._counted.get(agent)
             estimate = (known or 0) + stored
+            entry = self.calibrator.states.get(agent)
             due = next_size(
-                self.calibrator.states.get(agent), current, needs_gate=self.settings.fused_gate_enabled
+                entry,
+                current,
+                needs_gate=self.settings.fused_gate_enabled,
+                level=self.calibrator.precision_level(entry),
             )
             if known is None or estimate >= max(due, self._failed_at.get(agent, -1) + 1):
                 worth.append(agent)

@@ -12,12 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from long_answer import LONG
 
 from cpersona.config import Settings
 from cpersona.memory import Memory
-from cpersona.retrieval.calibration import MIN_ROWS
+from cpersona.retrieval.calibration import LONG_ROW_CHARS, MIN_ROWS
 from cpersona.services import self_calibration
-from cpersona.services.self_calibration import GROWTH_FACTOR, next_size, trigger_for
+from cpersona.services.self_calibration import (
+    GROWTH_FACTOR,
+    LONG_RECORD_GROWTH_FACTOR,
+    next_size,
+    trigger_for,
+)
 from cpersona.storage.sqlite.calibration import sidecar_path
 
 pytestmark = pytest.mark.slow
@@ -83,6 +89,51 @@ def test_the_schedule_in_numbers() -> None:
     assert trigger_for(stale, 10, FP, growth=False) == "fingerprint"  # kept with auto off
     assert trigger_for(None, 500, FP, growth=False) is None
     assert trigger_for(calibrated, 10**6, None, growth=True) is None  # no model: nothing to measure
+
+
+def test_long_records_outside_strict_are_recalibrated_at_the_larger_factor() -> None:
+    # Their calibrated threshold stands down at balanced and lenient: recalibrating at 1.05 only
+    # refreshed the row-length measure, for twice the background CPU.
+    long = {
+        "fingerprint": FP,
+        "gate": {"probe_top_cosines": [0.1], "row_chars_p75": LONG_ROW_CHARS},
+        "rows": 100,
+    }
+    short = {**long, "gate": {"probe_top_cosines": [0.1], "row_chars_p75": LONG_ROW_CHARS - 1}}
+    assert LONG_RECORD_GROWTH_FACTOR == 1.25
+    assert next_size(long, FP, level="balanced") == next_size(long, FP, level="lenient") == 125
+    assert next_size(long, FP, level="strict") == 105  # strict keeps the calibrated gate: kept fresh
+    assert next_size(long, FP) == 105  # the level unknown: the calibrated gate may be in force
+    assert next_size(short, FP, level="balanced") == 105
+    assert trigger_for(long, 124, FP, growth=True, level="balanced") is None
+    assert trigger_for(long, 125, FP, growth=True, level="balanced") == "growth"
+    assert trigger_for(long, 105, FP, growth=True, level="strict") == "growth"
+
+
+def test_a_history_of_long_answers_is_recalibrated_at_the_larger_factor(mem: Memory) -> None:
+    answers = [f"Answer {i}: " + LONG for i in range(40)]
+    store(mem, answers[:MIN_ROWS])
+    assert mem.self_calibration.wait_idle(60)
+    entry = mem.calibration.states.get("a")
+    assert entry is not None and entry["gate"]["row_chars_p75"] >= LONG_ROW_CHARS
+    due = next_size(entry, mem.calibration.current_fingerprint(), level="balanced")
+    assert due == 13  # 10 x 1.25, rounded up; 1.05 makes 11
+    store(mem, answers[MIN_ROWS : due - 1])
+    assert mem.self_calibration.wait_idle(60)
+    assert mem.self_calibration.runs == 1
+    store(mem, answers[due - 1 : due])
+    assert mem.self_calibration.wait_idle(60)
+    state = mem.get_recall_precision("a")["calibration"]
+    assert state["rows"] == due and state["trigger"] == "growth" and mem.self_calibration.runs == 2
+    # At strict the calibrated gate is in force: the agent is due again at 1.05x.
+    mem.set_recall_precision("a", "strict")
+    strict_due = next_size(
+        mem.calibration.states.get("a"), mem.calibration.current_fingerprint(), level="strict"
+    )
+    assert strict_due == due + 1 < round(due * LONG_RECORD_GROWTH_FACTOR)
+    store(mem, answers[due:strict_due])
+    assert mem.self_calibration.wait_idle(60)
+    assert mem.get_recall_precision("a")["calibration"]["rows"] == strict_due
 
 
 def test_an_agent_calibrates_itself_at_the_minimum_size_and_again_after_growing(mem: Memory) -> None:
