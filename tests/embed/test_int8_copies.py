@@ -27,7 +27,10 @@ class Copy:
 
 
 def _choose(
-    models_dir: Path, monkeypatch: pytest.MonkeyPatch, agrees: dict[str, bool]
+    models_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    agrees: dict[str, bool],
+    kinds: tuple[str, ...] = int8_outliers.KINDS,
 ) -> tuple[int8_copies.KernelChoice, Copy | None, list[str], list[list[bool]]]:
     """Run the choice with stand-in copies; returns the choice, the copy chosen, the kinds built in
     order, and for each build whether the copies built before it were still alive."""
@@ -54,6 +57,7 @@ def _choose(
         calibration_feeds=list,
         stop=lambda: False,
         timed=False,
+        kinds=kinds,
     )
     choice, chosen = int8_copies.choose(maker, Copy("float32"))
     return choice, chosen, [kind for kind, _ in built], alive_at_build
@@ -91,3 +95,19 @@ def test_when_no_copy_agrees_queries_keep_the_float32_graph(
     )
     assert kinds == ["u8s8", "u8u8", "per-block"]
     assert chosen is None and choice.kernel == "exact" and "differ too much" in choice.reason
+
+
+def test_on_a_cpu_without_vnni_the_u8u8_copy_is_tried_first(
+    minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order = int8_outliers.kinds_for(frozenset({"sse4_2", "avx2", "fma"}))
+    assert order == ("u8u8", "u8s8")
+    choice, chosen, kinds, _ = _choose(
+        minilm_models_dir, monkeypatch, {"u8s8": True, "u8u8": True, "per-block": True}, order
+    )
+    assert kinds == ["u8u8"]  # no u8s8 copy built only to be refused
+    assert chosen is not None and chosen.kind == "u8u8"
+    choice, chosen, kinds, _ = _choose(
+        minilm_models_dir, monkeypatch, {"u8s8": True, "u8u8": False, "per-block": True}, order
+    )
+    assert kinds == ["u8u8", "u8s8"] and chosen is not None and chosen.kind == "u8s8"

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from model_fixtures import TinyJina, minilm_feeds, tiny_jina_manifest
 
 from cpersona.embed.registry import load_manifest
@@ -127,9 +128,13 @@ def test_missing_peaks_or_a_float_graph_give_no_copy(
     assert int8_outliers.rewrite(tiny, {}) is None
 
 
-def test_the_check_takes_the_first_outlier_copy_that_agrees_here(minilm_models_dir: Path) -> None:
+def test_the_check_takes_the_first_outlier_copy_that_agrees_here(
+    minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Forced (CPERSONA_EMBED_QUERY_KERNEL=int8): the timed part is skipped, so this asserts the choice
-    # on any machine; with "auto" a machine without a fast int8 kernel would assert nothing.
+    # on any machine; with "auto" a machine without a fast int8 kernel would assert nothing. The order
+    # of a VNNI CPU on any CPU (u8s8 first; without VNNI u8u8 is tried first: test_int8_copies.py).
+    monkeypatch.setattr(int8_outliers, "cpu_flags", lambda: None)
     backend = OnnxBackend(load_manifest(MINILM), minilm_models_dir / MINILM, query_kernel="int8")
     backend.load()
     choice = backend.choose_query_kernel()
@@ -144,3 +149,27 @@ def test_the_check_takes_the_first_outlier_copy_that_agrees_here(minilm_models_d
     kind = "u8s8" if agrees else "u8u8"
     assert choice.reason.endswith(f"({kind} products, {int8_outliers.OUTLIERS} outlier columns in float)")
     backend.close()
+
+
+@pytest.mark.parametrize(
+    ("flags", "order"),
+    [
+        (None, ("u8s8", "u8u8")),  # unknown (not Linux): as measured on VNNI machines
+        (frozenset({"avx2", "avx512f", "avx512_vnni"}), ("u8s8", "u8u8")),
+        (frozenset({"avx2", "avx_vnni"}), ("u8s8", "u8u8")),
+        (frozenset({"avx2", "amx_int8"}), ("u8s8", "u8u8")),
+        (frozenset({"avx2", "avx512f", "avx512bw"}), ("u8u8", "u8s8")),  # AVX-512 without VNNI
+        (frozenset({"sse4_2", "avx2"}), ("u8u8", "u8s8")),
+        (frozenset({"fp", "asimd", "asimddp"}), ("u8s8", "u8u8")),  # an ARM CPU: not x86, not measured
+    ],
+)
+def test_the_outlier_copies_order_by_cpu(flags: frozenset[str] | None, order: tuple[str, ...]) -> None:
+    assert int8_outliers.kinds_for(flags) == order
+
+
+def test_this_cpus_flags_are_read_where_linux_lists_them() -> None:
+    flags = int8_outliers.cpu_flags()
+    if Path("/proc/cpuinfo").exists():
+        assert flags and ("avx2" in flags or "asimd" in flags or "fpu" in flags)
+    else:
+        assert flags is None

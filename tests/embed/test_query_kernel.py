@@ -146,6 +146,11 @@ def test_check_measures_both_graphs_on_every_probe_text() -> None:
     b = np.array([0.6, 0.8], dtype=np.float32)
     choice = query_kernel.check(embed("f", a), embed("i", b), texts=("one", "two"), rounds=2)
     assert choice.kernel == "exact" and choice.min_cosine == pytest.approx(0.6)
+    assert "differ too much" in choice.reason and choice.speedup is None
+    assert seen == [("f", "one"), ("i", "one"), ("f", "two"), ("i", "two")]  # refused untimed
+    seen.clear()
+    choice = query_kernel.check(embed("f", a), embed("i", a), texts=("one", "two"), rounds=2)
+    assert choice.min_cosine == pytest.approx(1.0) and choice.speedup is not None
     assert sorted(set(seen)) == [("f", "one"), ("f", "two"), ("i", "one"), ("i", "two")]
     assert len(seen) == 2 * 2 * (1 + 2)  # the cosine pass, then two timed rounds
     # Per text the graphs take turns, each going first every other round: f i, i f.
@@ -296,6 +301,7 @@ def test_without_the_u8s8_copy_the_u8u8_copy_is_checked_next(
         return None if kind == "u8s8" else build(maker, peaks, kind)
 
     monkeypatch.setattr(int8_copies, "outlier_copy", without_u8s8)
+    monkeypatch.setattr(int8_outliers, "cpu_flags", lambda: None)  # the order of a VNNI CPU, on any CPU
     backend = _backend(minilm_models_dir, "int8")
     choice = backend.choose_query_kernel()
     assert kinds == ["u8s8", "u8u8"]
@@ -305,6 +311,27 @@ def test_without_the_u8s8_copy_the_u8u8_copy_is_checked_next(
     assert choice.min_cosine is not None and choice.min_cosine >= query_kernel.MIN_COSINE
     expected = _copy_vector(backend, minilm_models_dir, choice.reason, PINNED_SENTENCE)
     np.testing.assert_allclose(backend.embed_query(PINNED_SENTENCE), expected, atol=1e-5)
+    backend.close()
+
+
+def test_on_a_cpu_without_vnni_the_backend_tries_the_u8u8_copy_first(
+    minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build = int8_copies.outlier_copy
+    kinds: list[str] = []
+
+    def recorded(maker: int8_copies.CopyMaker, peaks: dict[str, np.ndarray], kind: str) -> object:
+        kinds.append(kind)
+        return build(maker, peaks, kind)
+
+    monkeypatch.setattr(int8_copies, "outlier_copy", recorded)
+    monkeypatch.setattr(int8_outliers, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    backend = _backend(minilm_models_dir, "int8")
+    choice = backend.choose_query_kernel()
+    assert kinds == ["u8u8"]  # agrees on every CPU: the u8s8 copy is never built
+    assert choice.int8 and choice.reason.endswith(
+        f"(u8u8 products, {int8_outliers.OUTLIERS} outlier columns in float)"
+    )
     backend.close()
 
 

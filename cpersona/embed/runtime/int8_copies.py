@@ -1,8 +1,9 @@
 """Which int8 copy of a loaded graph recall queries run on: each copy is built in turn and checked
 against the float32 graph (``query_kernel.check``) until one passes.
 
-The copies, in the order they are tried: the outlier copies (``int8_outliers.KINDS``: u8s8, then u8u8,
-whose outlier columns are measured once for both), then the per-block copy (``int8_matmul.py``). The
+The copies, in the order they are tried: the outlier copies (``int8_outliers.KINDS``: u8s8, then u8u8 —
+u8u8 first on an x86 CPU without VNNI, ``int8_outliers.kinds_for`` — whose outlier columns are measured
+once for both), then the per-block copy (``int8_matmul.py``). The
 first that agrees with the float32 graph on the probe texts (and, under ``auto``, is faster) is used;
 when none passes or none can be built here, queries keep the float32 graph. A refused copy's session
 is dropped before the next is built, so at most one copy is alive beside the model while the check
@@ -47,6 +48,8 @@ class CopyMaker:
     stop: Callable[[], bool]
     #: False under ``CPERSONA_EMBED_QUERY_KERNEL=int8``: agreement alone decides.
     timed: bool
+    #: The outlier copies in the order to try them (``int8_outliers.kinds_for`` this CPU).
+    kinds: tuple[str, ...] = int8_outliers.KINDS
 
 
 def choose(maker: CopyMaker, float32: Any) -> tuple[KernelChoice, Any]:
@@ -62,7 +65,7 @@ def choose(maker: CopyMaker, float32: Any) -> tuple[KernelChoice, Any]:
     choice = kernels.exact(kernels.STOPPED)
     peaks: dict[str, np.ndarray] | None = None
     try:
-        for kind in (*int8_outliers.KINDS, PER_BLOCK):
+        for kind in (*maker.kinds, PER_BLOCK):
             if maker.stop():
                 break
             if kind == PER_BLOCK:

@@ -21,7 +21,8 @@ products into 16-bit sums (``vpmaddubsw``), which saturate: on such a machine (m
 with AVX2) the copy's cosine to float32 falls to 0.991 and the check refuses it. **u8u8** hands it the
 same weights shifted by 128 with a zero point of 128 (the same integers: ``(w + 128) - 128``), which
 ONNX Runtime multiplies after widening to 16 bits, with no saturation: cosine 0.9988 there, slower
-than u8s8 where VNNI runs it.
+than u8s8 where VNNI runs it. So on an x86 CPU known to lack VNNI, u8u8 is tried first (``kinds_for``):
+building and checking a u8s8 copy there only to refuse it cost about half a second of each process.
 """
 
 from __future__ import annotations
@@ -35,6 +36,29 @@ from cpersona.embed.runtime.int8_matmul import GraphEdit, Rewritten, load_graph
 
 #: The outlier copies in the order the check tries them (the module's docstring says why both).
 KINDS = ("u8s8", "u8u8")
+#: CPU flags (Linux's names) of an x86 int8 dot product that does not saturate: VNNI, AMX.
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
+
+
+def cpu_flags() -> frozenset[str] | None:
+    """This CPU's feature flags as Linux lists them in /proc/cpuinfo (None where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return None
+
+
+def kinds_for(flags: frozenset[str] | None) -> tuple[str, ...]:
+    """``KINDS`` in the order to try them on a CPU with these flags: u8u8 first on an x86 CPU with AVX2
+    and no VNNI (its u8s8 sums saturate), else u8s8 first (None: flags unknown)."""
+    if flags is not None and "avx2" in flags and not flags & VNNI_FLAGS:
+        return ("u8u8", "u8s8")
+    return KINDS
+
 
 #: Input columns per product multiplied in float (chosen on LoCoMo: docs/history/decisions-rounds.md, round 11).
 OUTLIERS = 16

@@ -274,6 +274,7 @@ class OnnxBackend(EmbeddingBackend):
             calibration_feeds=calibration_feeds,
             stop=self._check_stopped,
             timed=self.query_kernel_mode == "auto",
+            kinds=int8_outliers.kinds_for(int8_outliers.cpu_flags()),
         )
 
     def _embedder(self, prompt: str, session: Any) -> Callable[[str], np.ndarray]:

@@ -97,10 +97,10 @@ def expected(mode: str) -> str:
     return "a model with int8 weights gets an int8 copy, checked after the first recall (`cpersona stats` shows the choice)"
 
 
-def decide(min_cosine: float, time_ratio: float, forced: bool = False) -> KernelChoice:
-    """The choice for a measured lowest cosine and int8/float32 median time ratio (``forced``: not
-    timed, agreement alone decides)."""
-    speedup = 1.0 / time_ratio if time_ratio > 0 else float("inf")
+def decide(min_cosine: float, time_ratio: float | None, forced: bool = False) -> KernelChoice:
+    """The choice for a measured lowest cosine and int8/float32 median time ratio (None: not timed, as
+    for a copy refused on agreement; ``forced``: not timed, agreement alone decides)."""
+    speedup = None if time_ratio is None else 1.0 / time_ratio if time_ratio > 0 else float("inf")
     if min_cosine < MIN_COSINE:
         return KernelChoice(
             "exact",
@@ -112,7 +112,7 @@ def decide(min_cosine: float, time_ratio: float, forced: bool = False) -> Kernel
         return KernelChoice(
             "int8", "CPERSONA_EMBED_QUERY_KERNEL=int8: the int8 copy agrees (speed not checked)", min_cosine
         )
-    if time_ratio > MAX_TIME_RATIO:
+    if time_ratio is None or time_ratio > MAX_TIME_RATIO:
         return KernelChoice(
             "exact",
             f"the int8 copy is not faster here ({speedup:.2f}x; needs {1 / MAX_TIME_RATIO:.2f}x)",
@@ -132,7 +132,8 @@ def check(
     stop: Callable[[], bool] = lambda: False,
     timed: bool = True,
 ) -> KernelChoice:
-    """Embed ``texts`` with both (unit vectors), interleaved, and ``decide``.
+    """Embed ``texts`` with both (unit vectors), interleaved, and ``decide``: first every text once with
+    each (the agreement; a copy that disagrees is refused there, untimed), then the timed rounds.
 
     The time ratio compares each text's fastest run of ``rounds`` (summed over the texts): a start-up
     shares the machine with other work, and the fastest run is the one least disturbed by it. The two
@@ -148,6 +149,8 @@ def check(
         if stop():
             return exact(STOPPED)
         cosines.append(float(np.dot(float32(text), int8(text))))
+    if min(cosines) < MIN_COSINE:  # refused on agreement: timing it would change nothing
+        return decide(min(cosines), None)
     if not timed:
         return decide(min(cosines), 0.0, forced=True)
     fastest: dict[str, list[float]] = {"float32": [], "int8": []}
