@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from cpersona.config import Settings
+from cpersona.embed.runtime.onnx_backend import OnnxBackend
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
 from cpersona.memory import Memory
 from cpersona.retrieval.calibration import LONG_RECORD_KEYWORD_WEIGHT, SCORING_VERSION
@@ -76,12 +77,14 @@ def seed(mem: Memory, agent: str = "a") -> None:
 
 
 @pytest.fixture
-def mem(tmp_path: Path, minilm_models_dir: Path) -> Iterator[Memory]:
-    # Self-calibration off: these tests calibrate by hand and look at the gate before and after.
-    with Memory(minilm_settings(tmp_path, minilm_models_dir, auto_calibrate=False)) as memory:
+def mem(tmp_path: Path, minilm_models_dir: Path, minilm_backend: OnnxBackend) -> Iterator[Memory]:
+    # Self-calibration off: these tests calibrate by hand and look at the gate before and after. The
+    # session's loaded model, its query kernel settled: one kernel for the probes and every recall (some
+    # queries sit between two levels' cuts), and no model load and kernel check per test.
+    with Memory(
+        minilm_settings(tmp_path, minilm_models_dir, auto_calibrate=False), backend=minilm_backend
+    ) as memory:
         assert memory.wait_until_ready(60)
-        # One query kernel for the probes and every recall: some queries sit between two levels' cuts.
-        memory.embeddings.settle_query_kernel()
         seed(memory)
         yield memory
 
