@@ -341,6 +341,12 @@ def test_forced_int8_still_refuses_a_copy_that_disagrees() -> None:
     assert choice.kernel == "exact" and "differ too much" in choice.reason
 
 
+def test_an_untimed_copy_is_never_chosen_unless_forced() -> None:
+    untimed = query_kernel.decide(0.999, None)
+    assert untimed.kernel == "exact" and "not timed" in untimed.reason and untimed.speedup is None
+    assert query_kernel.decide(0.9, None).reason.startswith("the int8 copy's vectors differ too much")
+
+
 def test_without_onnx_queries_use_the_float32_graph_and_say_how_to_add_the_kernel(
     minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -112,7 +112,9 @@ def decide(min_cosine: float, time_ratio: float | None, forced: bool = False) ->
         return KernelChoice(
             "int8", "CPERSONA_EMBED_QUERY_KERNEL=int8: the int8 copy agrees (speed not checked)", min_cosine
         )
-    if time_ratio is None or time_ratio > MAX_TIME_RATIO:
+    if time_ratio is None:  # agreement alone never makes the copy the default
+        return KernelChoice("exact", "the int8 copy agrees but was not timed", min_cosine)
+    if time_ratio > MAX_TIME_RATIO:
         return KernelChoice(
             "exact",
             f"the int8 copy is not faster here ({speedup:.2f}x; needs {1 / MAX_TIME_RATIO:.2f}x)",
