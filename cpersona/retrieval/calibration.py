@@ -320,6 +320,12 @@ def long_records(gate: Any) -> int | None:
     return None
 
 
+def stands_down(gate: Any, level: str) -> int | None:
+    """``long_records`` when the calibrated threshold stands down for them at precision ``level``
+    (every level but strict), else None: the heuristic floor is in force instead."""
+    return long_records(gate) if level != "strict" else None
+
+
 def gate_inputs(gate: Any) -> tuple[list[float], ev.Lexicon | None, float] | None:
     """(the distribution the threshold is a percentile of, the lexicon — None: key on the top cosine —,
     the coverage weight) from a stored gate entry; None when it holds no probe measurement."""

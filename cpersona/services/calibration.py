@@ -127,8 +127,8 @@ class Calibrator:
                 f"v{stale.get('scoring_version')}); recalibration pending in the background, heuristic floor "
                 "in force",
             )
-        long_rows = cal.long_records((entry or {}).get("gate"))
-        if long_rows is not None and level != "strict":
+        long_rows = cal.stands_down((entry or {}).get("gate"), level)
+        if long_rows is not None:
             return GatePolicy(
                 "heuristic",
                 level,

@@ -32,7 +32,7 @@ from cpersona.core.work import Work
 from cpersona.embed.runtime.service import EmbeddingService
 from cpersona.errors import CalibrationUnavailable, InvalidInput, PersistencePaused
 from cpersona.result_types.quality import CalibrateResult, CalibrateThresholdResult, Fingerprint
-from cpersona.retrieval.calibration import LEVELS, MIN_ROWS, long_records
+from cpersona.retrieval.calibration import LEVELS, MIN_ROWS, stands_down
 from cpersona.runtime import persistence
 from cpersona.services.calibration import Calibrator
 from cpersona.storage.interface import Store
@@ -60,7 +60,7 @@ def growth_factor(entry: dict[str, Any] | None, level: str | None) -> float:
     """``LONG_RECORD_GROWTH_FACTOR`` when the agent's last calibration found long records and its
     precision ``level`` is not strict (None: unknown, so the calibrated threshold may be in force);
     ``GROWTH_FACTOR`` otherwise."""
-    if level is not None and level != "strict" and long_records((entry or {}).get("gate")) is not None:
+    if level is not None and stands_down((entry or {}).get("gate"), level) is not None:
         return LONG_RECORD_GROWTH_FACTOR
     return GROWTH_FACTOR
 

@@ -50,6 +50,20 @@ def _unit_rows(session: ort.InferenceSession, backend: OnnxBackend, texts: list[
     return np.array(rows)
 
 
+def _record_outlier_copies(monkeypatch: pytest.MonkeyPatch, without: str | None = None) -> list[str]:
+    """The outlier copies the check asks for, in order (the list fills as it runs); ``without``: that
+    kind cannot be built here."""
+    build = int8_copies.outlier_copy
+    kinds: list[str] = []
+
+    def recorded(maker: int8_copies.CopyMaker, peaks: dict[str, np.ndarray], kind: str) -> object:
+        kinds.append(kind)
+        return None if kind == without else build(maker, peaks, kind)
+
+    monkeypatch.setattr(int8_copies, "outlier_copy", recorded)
+    return kinds
+
+
 def _copy_vector(backend: OnnxBackend, models_dir: Path, reason: str, text: str) -> np.ndarray:
     """``text``'s query vector from the int8 copy ``reason`` names, built here from the module functions
     and run in a session of its own: int8 arithmetic differs between CPUs (VNNI or not, ONNX Runtime's
@@ -293,14 +307,7 @@ def test_without_the_u8s8_copy_the_u8u8_copy_is_checked_next(
 ) -> None:
     """As on a CPU whose u8s8 products saturate (no VNNI): the same weights shifted to uint8 come next,
     before the per-block copy, and agree on every CPU."""
-    build = int8_copies.outlier_copy
-    kinds: list[str] = []
-
-    def without_u8s8(maker: int8_copies.CopyMaker, peaks: dict[str, np.ndarray], kind: str) -> object:
-        kinds.append(kind)
-        return None if kind == "u8s8" else build(maker, peaks, kind)
-
-    monkeypatch.setattr(int8_copies, "outlier_copy", without_u8s8)
+    kinds = _record_outlier_copies(monkeypatch, without="u8s8")
     monkeypatch.setattr(int8_outliers, "cpu_flags", lambda: None)  # the order of a VNNI CPU, on any CPU
     backend = _backend(minilm_models_dir, "int8")
     choice = backend.choose_query_kernel()
@@ -317,14 +324,7 @@ def test_without_the_u8s8_copy_the_u8u8_copy_is_checked_next(
 def test_on_a_cpu_without_vnni_the_backend_tries_the_u8u8_copy_first(
     minilm_models_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    build = int8_copies.outlier_copy
-    kinds: list[str] = []
-
-    def recorded(maker: int8_copies.CopyMaker, peaks: dict[str, np.ndarray], kind: str) -> object:
-        kinds.append(kind)
-        return build(maker, peaks, kind)
-
-    monkeypatch.setattr(int8_copies, "outlier_copy", recorded)
+    kinds = _record_outlier_copies(monkeypatch)
     monkeypatch.setattr(int8_outliers, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
     backend = _backend(minilm_models_dir, "int8")
     choice = backend.choose_query_kernel()

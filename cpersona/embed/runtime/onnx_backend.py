@@ -217,11 +217,9 @@ class OnnxBackend(EmbeddingBackend):
     def _check_later(self) -> None:
         # A one-shot command (`cpersona recall`) closes the model within this wait: it never pays for
         # a check whose answer it would not use, and its exit does not wait for one.
-        waited = 0.0
-        while waited < KERNEL_CHECK_DELAY_SECONDS:
+        for _ in range(round(KERNEL_CHECK_DELAY_SECONDS / _EXIT_POLL_SECONDS)):
             if self._closing.wait(_EXIT_POLL_SECONDS) or self._check_stopped():
                 return
-            waited += _EXIT_POLL_SECONDS
         self.choose_query_kernel()
 
     def _check_stopped(self) -> bool:
