@@ -45,8 +45,9 @@ AGENT = "locomo"
 PHASES = ("as stored", "settled")
 
 
-async def _recall(client: Any, query: str) -> dict[str, Any]:
-    result = await client.call_tool("recall", {"agent_id": AGENT, "query": query, "limit": LIMIT})
+async def recall_tool(client: Any, query: str, agent: str = AGENT) -> dict[str, Any]:
+    """One ``recall`` (limit 10) through the MCP client; an error ends the run."""
+    result = await client.call_tool("recall", {"agent_id": agent, "query": query, "limit": LIMIT})
     content = result.structured_content or {}
     if result.is_error or content.get("ok") is False:
         raise SystemExit(f"recall failed for {query!r}: {content or result.content}")
@@ -64,7 +65,7 @@ async def _ask(
         evidence = [e for e in qa.get("evidence", []) if e]
         if not evidence:
             continue
-        content = await _recall(client, qa["question"])
+        content = await recall_tool(client, qa["question"])
         kinds[(content.get("gate") or {}).get("kind", "none")] += 1
         ranked = [
             dia_of.get(r.get("id"), "")
@@ -82,7 +83,7 @@ async def _ask(
     ):
         flags = []
         for q in questions:
-            rows = (await _recall(client, q)).get("results", [])
+            rows = (await recall_tool(client, q)).get("results", [])
             flags.append(1.0 if not [r for r in rows if r.get("type") != "profile"] else 0.0)
         out[f"{name}_empty"] = flags
     return out
@@ -91,7 +92,7 @@ async def _ask(
 async def _until_calibrated(client: Any, wait_s: float) -> float | None:
     started = time.perf_counter()
     while time.perf_counter() - started < wait_s:
-        content = await _recall(client, "warm up")
+        content = await recall_tool(client, "warm up")
         if (content.get("search") or {}).get("vector") and (content.get("gate") or {}).get(
             "kind"
         ) == "calibrated":
