@@ -245,27 +245,38 @@ def run(
     return {"rows": rows, "timings": timings, "ingest_s": ingest}
 
 
+def gate_settled(answer: dict[str, Any]) -> bool:
+    """Whether a recall ``answer`` of our server reports a settled gate: calibrated, or the heuristic
+    floor self-calibration keeps for an agent of long records (docs/quality-gate.md#long-records-and-the-gate)."""
+    gate = answer.get("gate") or {}
+    return gate.get("kind") == "calibrated" or str(gate.get("reason", "")).startswith("long records")
+
+
+def type_means(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Means of ``METRICS`` over every question, per question type and per wording (``newest@5`` over
+    knowledge updates only: nan for a group without one); ``n`` per group."""
+    groups = {
+        "overall": rows,
+        **{t: [r for r in rows if r["type"] == t] for t in (*TYPES, TEMPORAL, COMPARE)},
+        **{f"wording: {w}": [r for r in rows if r.get("wording") == w] for w in WORDINGS},
+    }
+    out: dict[str, dict[str, float]] = {}
+    for name, group in groups.items():
+        if not group:
+            continue
+        means = {m: sum(r[m] for r in group if m in r) / max(1, sum(m in r for r in group)) for m in METRICS}
+        if not any("newest@5" in r for r in group):
+            means["newest@5"] = float("nan")
+        out[name] = {**means, "n": len(group)}
+    return out
+
+
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
     """Per arm and state: means per question type and overall, and recall p50/p95."""
     out: dict[str, Any] = {}
     for arm, by_state in result["rows"].items():
         for state, rows in by_state.items():
-            groups = {
-                "overall": rows,
-                **{t: [r for r in rows if r["type"] == t] for t in (*TYPES, TEMPORAL, COMPARE)},
-                **{f"wording: {w}": [r for r in rows if r.get("wording") == w] for w in WORDINGS},
-            }
-            entry: dict[str, Any] = {}
-            for name, group in groups.items():
-                if not group:
-                    continue
-                means = {
-                    m: sum(r[m] for r in group if m in r) / max(1, sum(m in r for r in group))
-                    for m in METRICS
-                }
-                if not any("newest@5" in r for r in group):
-                    means["newest@5"] = float("nan")
-                entry[name] = {**means, "n": len(group)}
+            entry: dict[str, Any] = type_means(rows)
             samples = result["timings"][arm][state]
             entry["recall_ms"] = {
                 "p50": percentile(samples, 50) * 1000,

@@ -20,7 +20,8 @@ stored with the ``store`` tool (content ``"<role>: <text>"``, ``message.id`` = t
 
 Each time: an evidence session in the top 5, every evidence session in the top 10, session NDCG@10,
 evidence turns in the top 10, real questions answered empty and, for knowledge updates, the newest
-statement in the top 5 above the older ones (``longchat.score``), overall and per question type. Rows
+statement in the top 5 above the older ones (``longchat.score``), overall, per question type and per
+wording (``longchat.type_means``). Rows
 are mapped back to turn ids by the ``id`` each ``store`` returned. The questions of one history are asked
 of one server in turn; recall's own bookkeeping (recall counts, the query cache) is what a user's server
 does between questions too. No assertion on the figures.
@@ -31,7 +32,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -40,28 +41,18 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
-from _common import data_models_parser, print_table, write_json  # noqa: E402
-from _longchat_compare import QUESTION_TYPE as COMPARE  # noqa: E402
+from _common import data_models_parser, percentile, print_table, write_json  # noqa: E402
 from _longchat_data import load  # noqa: E402
-from _longchat_facts import TYPES  # noqa: E402
-from _longchat_temporal import QUESTION_TYPE as TEMPORAL  # noqa: E402
 from locomo_mcp import recall_tool  # noqa: E402
-from longchat import AGENT, METRICS, score  # noqa: E402
+from longchat import AGENT, METRICS, gate_settled, score, type_means  # noqa: E402
 
 PHASES = ("as stored", "settled")
-
-
-def _settled(content: dict[str, Any]) -> bool:
-    """A calibrated gate, or the heuristic floor self-calibration keeps for an agent of long records
-    (docs/quality-gate.md#long-records-and-the-gate)."""
-    gate = content.get("gate") or {}
-    return gate.get("kind") == "calibrated" or str(gate.get("reason", "")).startswith("long records")
 
 
 async def _until_settled(client: Any, wait_s: float) -> float | None:
     started = time.perf_counter()
     while time.perf_counter() - started < wait_s:
-        if _settled(await recall_tool(client, "warm up", AGENT)):
+        if gate_settled(await recall_tool(client, "warm up", AGENT)):
             return round(time.perf_counter() - started, 1)
         await anyio.sleep(0.5)
     return None
@@ -83,7 +74,12 @@ async def _ask(
             if r.get("type") == "memory"
         ]
         rows.append(
-            {"question_id": q["question_id"], "type": q["question_type"], **score(ranked, q, session_of)}
+            {
+                "question_id": q["question_id"],
+                "type": q["question_type"],
+                "wording": q.get("wording", ""),
+                **score(ranked, q, session_of),
+            }
         )
     return rows, kinds
 
@@ -127,24 +123,6 @@ async def history_run(history: dict[str, Any], models_dir: Path, settle_wait: fl
     }
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Means per question type and overall (``newest@5`` over knowledge updates only)."""
-    groups = {
-        "overall": rows,
-        **{t: [r for r in rows if r["type"] == t] for t in (*TYPES, TEMPORAL, COMPARE)},
-    }
-    out: dict[str, dict[str, float]] = {}
-    for name, group in groups.items():
-        if not group:
-            continue
-        entry: dict[str, float] = {"n": float(len(group))}
-        for metric in METRICS:
-            values = [r[metric] for r in group if metric in r]
-            entry[metric] = sum(values) / len(values) if values else float("nan")
-        out[name] = entry
-    return out
-
-
 def main() -> int:
     parser = data_models_parser(__doc__, model=False)
     parser.add_argument("--split", choices=("choose", "confirm", "all"), default="all")
@@ -166,12 +144,13 @@ def main() -> int:
         )
     table = []
     summary: dict[str, Any] = {}
+    by_question: dict[str, list[dict[str, Any]]] = {}
     for phase in PHASES:
-        rows = [r for run in runs for r in run[phase][0]]
+        by_question[phase] = [r for run in runs for r in run[phase][0]]
         kinds: Counter[str] = Counter()
         for run in runs:
             kinds.update(run[phase][1])
-        summary[phase] = {"groups": summarise(rows), "gate_kinds": dict(kinds)}
+        summary[phase] = {"groups": type_means(by_question[phase]), "gate_kinds": dict(kinds)}
         for name, entry in summary[phase]["groups"].items():
             table.append([name, phase, *(entry[m] for m in METRICS), int(entry["n"])])
     print(f"\n{len(histories)} histories, split {args.split}, through MCP stdio, default settings")
@@ -179,12 +158,7 @@ def main() -> int:
     for phase in PHASES:
         kinds_text = ", ".join(f"{k} {v}" for k, v in sorted(summary[phase]["gate_kinds"].items()))
         print(f"gate of the answers, {phase}: {kinds_text}")
-    stores = sorted(run["store_s"] for run in runs)
-    print(f"storing one history: p50 {stores[len(stores) // 2]:.1f} s")
-    by_question: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for run in runs:
-        for phase in PHASES:
-            by_question[phase] += run[phase][0]
+    print(f"storing one history: p50 {percentile([run['store_s'] for run in runs], 50):.1f} s")
     write_json(
         args.json,
         {

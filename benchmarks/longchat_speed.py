@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "research"))
 from _common import env_pairs, percentile, print_table, summary_ms, write_json  # noqa: E402
 from _rpc import cpersona_executable  # noqa: E402
 from latency import env_for  # noqa: E402
-from longchat import LIMIT, load  # noqa: E402
+from longchat import LIMIT, gate_settled, load  # noqa: E402
 from original_japanese import Client  # noqa: E402
 from original_longchat import AGENT, embedding_server, original_env, settle, store_history  # noqa: E402
 
@@ -47,9 +47,7 @@ def settle_ours(client: Client, wait_s: float) -> float | None:
     heuristic floor that self-calibration chose for an agent of long records (docs/quality-gate.md#long-records-and-the-gate)."""
     started = time.monotonic()
     while time.monotonic() - started < wait_s:
-        out = client.tool("recall", {"agent_id": AGENT, "query": "warm up", "limit": LIMIT})
-        gate = out.get("gate") or {}
-        if gate.get("kind") == "calibrated" or str(gate.get("reason", "")).startswith("long records"):
+        if gate_settled(client.tool("recall", {"agent_id": AGENT, "query": "warm up", "limit": LIMIT})):
             return round(time.monotonic() - started, 1)
         time.sleep(0.5)
     return None
