@@ -111,13 +111,22 @@ def main() -> int:
             out = client.tool("store", {"agent_id": "ja", "message": {"id": p["id"], "content": p["text"]}})
             ids[out.get("id")] = p["id"]
         by_content = {p["text"]: p["id"] for p in paragraphs}
+        paragraph_ids = {p["id"] for p in paragraphs}
         hits = top5 = 0
         rr = 0.0
         per_question: dict[str, list[str]] = {}
         for q in questions:
             out = client.tool("recall", {"agent_id": "ja", "query": q["question"], "limit": 10})
             rows = list(reversed(out.get("results") or out.get("memories") or out.get("messages") or []))
-            ranked = [by_content.get(str(r.get("content", "")), ids.get(r.get("id"), "")) for r in rows]
+            # The original's rows carry the message id we stored as ``id``, and their content cut to 500
+            # characters, so a long paragraph is found by its id; a server that returns its own row id
+            # instead is mapped back by the id its store returned, or by the content.
+            ranked = [
+                str(r.get("id"))
+                if str(r.get("id")) in paragraph_ids
+                else by_content.get(str(r.get("content", "")), ids.get(r.get("id"), ""))
+                for r in rows
+            ]
             per_question[q["id"]] = ranked
             if ranked[:1] == [q["gold"]]:
                 hits += 1
