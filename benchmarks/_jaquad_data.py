@@ -1,7 +1,7 @@
 """Japanese Wikipedia paragraphs with questions people wrote, for benchmarks/japanese.py (JaQuAD).
 
     python benchmarks/_jaquad_data.py CACHE_DIR --source GIT_DIR [--set dev|train] [--paragraphs 1145]
-        [--questions 300] [--seed 32] [--title]
+        [--questions 300] [--seed 32] [--title] [--spaced]
 
 Text: JaQuAD (github.com/SkelterLabsInc/JaQuAD, pinned below; CC BY-SA 3.0), a SQuAD-like reading
 comprehension set: paragraphs of Japanese Wikipedia articles, questions and answers written by
@@ -12,7 +12,9 @@ repository (e.g. the one the ``fetch`` tool mirrors). Nothing is committed.
 Paragraphs are drawn whole articles at a time (an article's paragraphs compete with each other, as in
 the data set), up to ``--paragraphs``; questions are drawn a paragraph at a time, one to four of that
 paragraph's questions in the data set's order, up to ``--questions``. ``--title`` stores each paragraph
-as "TITLE [SEP] TEXT" (the form in which some Japanese QA sets ship their contexts). Split by article:
+as "TITLE [SEP] TEXT" (the form in which some Japanese QA sets ship their contexts); ``--spaced`` puts a
+space wherever a run of Latin letters or digits meets a Japanese character, in paragraphs and questions
+alike ("1987 年 4 月", "JR 東海": the form JGLUE's JSQuAD ships, as its documentation shows). Split by article:
 articles in even positions of the sorted title list are "choose", odd "confirm". The output has the shape
 of benchmarks/_japanese_data.py's (same ``load``).
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,15 @@ from _japanese_data import described, question_row, save
 
 REPO = "SkelterLabsInc/JaQuAD"
 COMMIT = "23f5d72cc273c49b35e2d9efe0f51757aa1770bd"
+
+_JAPANESE = "\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
+_LATIN_THEN_JAPANESE = re.compile(rf"([A-Za-z0-9])(?=[{_JAPANESE}])")
+_JAPANESE_THEN_LATIN = re.compile(rf"([{_JAPANESE}])(?=[A-Za-z0-9])")
+
+
+def spaced(text: str) -> str:
+    """``text`` with a space wherever a run of Latin letters or digits meets a Japanese character."""
+    return _JAPANESE_THEN_LATIN.sub(r"\1 ", _LATIN_THEN_JAPANESE.sub(r"\1 ", text))
 
 
 def articles(git_dir: Path, which: str) -> list[dict[str, Any]]:
@@ -49,9 +61,11 @@ def build(
     n_questions: int,
     seed: int,
     title: bool,
+    space: bool = False,
 ) -> Path:
     """Write CACHE/japanese.json from ``source``, the articles of JaQuAD's ``which`` set."""
     rng = random.Random(seed)
+    form = spaced if space else str
     shuffled = list(source)
     rng.shuffle(shuffled)
     chosen: list[dict[str, Any]] = []
@@ -67,12 +81,12 @@ def build(
     asked: list[tuple[int, list[dict[str, Any]]]] = []
     for article in chosen:
         for para in article["paragraphs"]:
-            text = para["context"].strip()
+            text = form(para["context"].strip())
             items.append(
                 {
                     "id": f"p{len(items):04d}",
                     "page": article["title"],
-                    "text": f"{article['title']} [SEP] {text}" if title else text,
+                    "text": f"{form(article['title'])} [SEP] {text}" if title else text,
                 }
             )
             asked.append((len(items) - 1, para["qas"]))
@@ -83,10 +97,15 @@ def build(
         _, qas = asked[index]
         wanted = min(rng.randint(1, 4), len(qas), n_questions - len(questions))
         for qa in qas[:wanted]:
-            written = {"question": qa["question"], "answer": qa["answers"][0]["text"]}
+            written = {"question": form(qa["question"]), "answer": form(qa["answers"][0]["text"])}
             questions.append(question_row(len(questions), items[index], split_of, written))
     data = {
-        "meta": {"sources": {"jaquad": f"{REPO}@{COMMIT}:{which}"}, "seed": seed, "title": title},
+        "meta": {
+            "sources": {"jaquad": f"{REPO}@{COMMIT}:{which}"},
+            "seed": seed,
+            "title": title,
+            "spaced": space,
+        },
         "paragraphs": items,
         "questions": questions,
     }
@@ -104,10 +123,17 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--seed", type=int, default=32)
     parser.add_argument("--title", action="store_true", help='store paragraphs as "TITLE [SEP] TEXT"')
+    parser.add_argument(
+        "--spaced",
+        action="store_true",
+        help="a space between Latin letters or digits and Japanese characters",
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     source = articles(args.source, args.which)
-    out = build(args.cache, source, args.which, args.paragraphs, args.questions, args.seed, args.title)
+    out = build(
+        args.cache, source, args.which, args.paragraphs, args.questions, args.seed, args.title, args.spaced
+    )
     print(described(out))
     return 0
 

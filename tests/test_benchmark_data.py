@@ -215,6 +215,28 @@ def test_jaquad_keeps_articles_whole_splits_by_article_and_asks_in_the_sets_orde
     assert _japanese_data.load(again) == data
 
 
+def test_jaquad_in_jsquads_form_spaces_latin_and_digits_from_japanese(tmp_path: Path) -> None:
+    assert (
+        _jaquad_data.spaced("1987年(昭和62年)4月1日にJR東海が") == "1987 年(昭和 62 年)4 月 1 日に JR 東海が"
+    )
+    assert (
+        _jaquad_data.spaced("ケンブリッジ大学で、 ABC と") == "ケンブリッジ大学で、 ABC と"
+    )  # nothing to add
+    source = [_article(f"記事{a}", 2) for a in range(6)]
+    plain = _japanese_data.load(_jaquad_data.build(tmp_path, source, "dev", 8, 6, seed=3, title=True))
+    (tmp_path / "spaced").mkdir()
+    out = _jaquad_data.build(tmp_path / "spaced", source, "dev", 8, 6, seed=3, title=True, space=True)
+    data = _japanese_data.load(out)
+    assert data["meta"]["spaced"] is True and plain["meta"]["spaced"] is False
+    assert [p["id"] for p in data["paragraphs"]] == [p["id"] for p in plain["paragraphs"]]  # the same draw
+    for para, before in zip(data["paragraphs"], plain["paragraphs"], strict=True):
+        assert para["text"] == _jaquad_data.spaced(before["text"]) and " [SEP] " in para["text"]
+    assert [q["question"] for q in data["questions"]] == [
+        _jaquad_data.spaced(q["question"]) for q in plain["questions"]
+    ]
+    assert any(" 0 " in q["question"] or " 1 " in q["question"] for q in data["questions"])
+
+
 def test_japanese_metrics() -> None:
     assert japanese.score(["p1", "p2"], "p1") == {"hit@1": 1.0, "top5": 1.0, "mrr": 1.0, "empty": 0.0}
     assert japanese.score(["p3", "p4", "p1"], "p1")["mrr"] == pytest.approx(1 / 3)
