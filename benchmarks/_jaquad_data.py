@@ -1,7 +1,7 @@
 """Japanese Wikipedia paragraphs with questions people wrote, for benchmarks/japanese.py (JaQuAD).
 
     python benchmarks/_jaquad_data.py CACHE_DIR --source GIT_DIR [--set dev|train] [--paragraphs 1145]
-        [--questions 300] [--seed 32] [--title] [--spaced]
+        [--questions 300] [--seed 32] [--title] [--spaced] [--per-article N]
 
 Text: JaQuAD (github.com/SkelterLabsInc/JaQuAD, pinned below; CC BY-SA 3.0), a SQuAD-like reading
 comprehension set: paragraphs of Japanese Wikipedia articles, questions and answers written by
@@ -14,7 +14,9 @@ the data set), up to ``--paragraphs``; questions are drawn a paragraph at a time
 paragraph's questions in the data set's order, up to ``--questions``. ``--title`` stores each paragraph
 as "TITLE [SEP] TEXT" (the form in which some Japanese QA sets ship their contexts); ``--spaced`` puts a
 space wherever a run of Latin letters or digits meets a Japanese character, in paragraphs and questions
-alike ("1987 年 4 月", "JR 東海": the form JGLUE's JSQuAD ships, as its documentation shows). Split by article:
+alike ("1987 年 4 月", "JR 東海": the form JGLUE's JSQuAD ships, as its documentation shows);
+``--per-article N`` keeps at most N paragraphs of each article, drawn at random among those with
+questions, so fewer of an article's paragraphs compete with each other. Split by article:
 articles in even positions of the sorted title list are "choose", odd "confirm". The output has the shape
 of benchmarks/_japanese_data.py's (same ``load``).
 """
@@ -44,6 +46,13 @@ def spaced(text: str) -> str:
     return _JAPANESE_THEN_LATIN.sub(r"\1 ", _LATIN_THEN_JAPANESE.sub(r"\1 ", text))
 
 
+def sampled(article: dict[str, Any], most: int, rng: random.Random) -> dict[str, Any]:
+    """``article`` with at most ``most`` of its paragraphs that have questions, in the article's order."""
+    asked = [i for i, para in enumerate(article["paragraphs"]) if para["qas"]]
+    kept = sorted(rng.sample(asked, min(most, len(asked))))
+    return {**article, "paragraphs": [article["paragraphs"][i] for i in kept]}
+
+
 def articles(git_dir: Path, which: str) -> list[dict[str, Any]]:
     """Every article of JaQuAD's ``which`` set (dev or train), in file order."""
     names = git(git_dir, "ls-tree", "-r", "--name-only", COMMIT, f"data/{which}/").split()
@@ -62,6 +71,7 @@ def build(
     seed: int,
     title: bool,
     space: bool = False,
+    per_article: int | None = None,
 ) -> Path:
     """Write CACHE/japanese.json from ``source``, the articles of JaQuAD's ``which`` set."""
     rng = random.Random(seed)
@@ -71,6 +81,8 @@ def build(
     chosen: list[dict[str, Any]] = []
     count = 0
     for article in shuffled:
+        if per_article is not None:
+            article = sampled(article, per_article, rng)
         if count + len(article["paragraphs"]) > n_paragraphs:
             continue
         chosen.append(article)
@@ -105,6 +117,7 @@ def build(
             "seed": seed,
             "title": title,
             "spaced": space,
+            "per_article": per_article,
         },
         "paragraphs": items,
         "questions": questions,
@@ -128,11 +141,22 @@ def main() -> int:
         action="store_true",
         help="a space between Latin letters or digits and Japanese characters",
     )
+    parser.add_argument(
+        "--per-article", type=int, help="at most this many paragraphs of each article (default: all)"
+    )
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     source = articles(args.source, args.which)
     out = build(
-        args.cache, source, args.which, args.paragraphs, args.questions, args.seed, args.title, args.spaced
+        args.cache,
+        source,
+        args.which,
+        args.paragraphs,
+        args.questions,
+        args.seed,
+        args.title,
+        args.spaced,
+        args.per_article,
     )
     print(described(out))
     return 0

@@ -237,6 +237,23 @@ def test_jaquad_in_jsquads_form_spaces_latin_and_digits_from_japanese(tmp_path: 
     assert any(" 0 " in q["question"] or " 1 " in q["question"] for q in data["questions"])
 
 
+def test_jaquad_keeps_at_most_n_paragraphs_an_article_and_only_paragraphs_with_questions(
+    tmp_path: Path,
+) -> None:
+    source = [_article(f"記事{a}", 5) for a in range(8)]
+    for article in source:
+        article["paragraphs"][0]["qas"] = []  # no question: never drawn
+    out = _jaquad_data.build(tmp_path, source, "train", 100, 12, seed=4, title=False, per_article=2)
+    data = _japanese_data.load(out)
+    assert data["meta"]["per_article"] == 2
+    pages: dict[str, list[str]] = {}
+    for para in data["paragraphs"]:
+        pages.setdefault(para["page"], []).append(para["text"])
+    assert len(pages) == 8 and all(len(texts) == 2 for texts in pages.values())
+    assert not any(text.endswith("の第0段落。") for texts in pages.values() for text in texts)
+    assert all(texts == sorted(texts) for texts in pages.values())  # in the article's order
+
+
 def test_japanese_metrics() -> None:
     assert japanese.score(["p1", "p2"], "p1") == {"hit@1": 1.0, "top5": 1.0, "mrr": 1.0, "empty": 0.0}
     assert japanese.score(["p3", "p4", "p1"], "p1")["mrr"] == pytest.approx(1 / 3)
