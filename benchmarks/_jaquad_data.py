@@ -33,10 +33,12 @@ from typing import Any
 from _common import git
 from _japanese_data import described, question_row, save
 
+from cpersona.retrieval.match_query import KANA_CLASS, KANJI_CLASS
+
 REPO = "SkelterLabsInc/JaQuAD"
 COMMIT = "23f5d72cc273c49b35e2d9efe0f51757aa1770bd"
 
-_JAPANESE = "\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff"
+_JAPANESE = KANA_CLASS + KANJI_CLASS  # the characters the product reads as Japanese (match_query)
 _LATIN_THEN_JAPANESE = re.compile(rf"([A-Za-z0-9])(?=[{_JAPANESE}])")
 _JAPANESE_THEN_LATIN = re.compile(rf"([{_JAPANESE}])(?=[A-Za-z0-9])")
 

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import print_table, write_json  # noqa: E402
 from _japanese_data import load  # noqa: E402
+from japanese import score  # noqa: E402
 
 THRESHOLDS = (0.0, 0.3, 0.35, 0.4, 0.45, 0.5)
 
@@ -51,11 +52,6 @@ def overlap(question: str, paragraph: str) -> float:
     return len(asked & trigrams(paragraph)) / len(asked) if asked else 0.0
 
 
-def reciprocal_rank(ranked: Sequence[str], gold: str, depth: int = 10) -> float:
-    top = list(ranked[:depth])
-    return 1 / (top.index(gold) + 1) if gold in top else 0.0
-
-
 def questions_of(data: Path, ours: Path, original: Path, arm: str) -> list[Question]:
     """Each question of ``data`` with both servers' hit@1 and reciprocal rank."""
     corpus = load(data)
@@ -66,14 +62,14 @@ def questions_of(data: Path, ours: Path, original: Path, arm: str) -> list[Quest
     for q in corpus["questions"]:
         if q["id"] not in ours_rows or q["id"] not in original_ranked:
             raise SystemExit(f"{q['id']} of {data} is missing from a result file: run both with --split all")
-        ranked = original_ranked[q["id"]]
+        ours, original = ours_rows[q["id"]], score(original_ranked[q["id"]], q["gold"])
         found.append(
             Question(
                 overlap(q["question"], text[q["gold"]]),
-                ours_rows[q["id"]]["hit@1"],
-                ours_rows[q["id"]]["mrr"],
-                float(ranked[:1] == [q["gold"]]),
-                reciprocal_rank(ranked, q["gold"]),
+                ours["hit@1"],
+                ours["mrr"],
+                original["hit@1"],
+                original["mrr"],
             )
         )
     return found

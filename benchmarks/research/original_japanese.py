@@ -24,6 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _japanese_data import load  # noqa: E402
+from japanese import score  # noqa: E402
 
 
 class Client:
@@ -112,8 +113,7 @@ def main() -> int:
             ids[out.get("id")] = p["id"]
         by_content = {p["text"]: p["id"] for p in paragraphs}
         paragraph_ids = {p["id"] for p in paragraphs}
-        hits = top5 = 0
-        rr = 0.0
+        totals = {"hit@1": 0.0, "top5": 0.0, "mrr": 0.0}
         per_question: dict[str, list[str]] = {}
         for q in questions:
             out = client.tool("recall", {"agent_id": "ja", "query": q["question"], "limit": 10})
@@ -128,15 +128,12 @@ def main() -> int:
                 for r in rows
             ]
             per_question[q["id"]] = ranked
-            if ranked[:1] == [q["gold"]]:
-                hits += 1
-            if q["gold"] in ranked[:5]:
-                top5 += 1
-            if q["gold"] in ranked[:10]:
-                rr += 1 / (ranked.index(q["gold"]) + 1)
+            for metric, value in score(ranked, q["gold"]).items():
+                if metric in totals:
+                    totals[metric] += value
         client.close()
     n = len(questions)
-    print(f"{n} questions: hit@1 {hits / n:.3f}  top5 {top5 / n:.3f}  mrr {rr / n:.3f}")
+    print(f"{n} questions: " + "  ".join(f"{metric} {total / n:.3f}" for metric, total in totals.items()))
     if args.json:
         args.json.write_text(json.dumps(per_question, ensure_ascii=False, indent=1))
     return 0
