@@ -71,18 +71,21 @@ def embedding_server(models_dir: Path, model: str) -> Iterator[str]:
 
 def store_history(client: Client, history: dict[str, Any], cut: int | None = None) -> dict[str, str]:
     """Every turn stored as ``"<role>: <text>"`` (cut to ``cut`` characters) with its id and time;
-    returns turn id by content, to map the original's rows back."""
-    turn_of_content: dict[str, str] = {}
+    returns turn id by content and by the row id ``store`` answered with (when it answers one), to map
+    a server's rows back."""
+    turn_of: dict[str, str] = {}
     for session in history["sessions"]:
         for turn in session["turns"]:
             text = turn["text"][:cut] if cut else turn["text"]
             content = f"{turn['role']}: {text}"
-            turn_of_content[content] = turn["turn_id"]
+            turn_of[content] = turn["turn_id"]
             message = {"id": turn["turn_id"], "content": content, "timestamp": turn["time"]}
             out = client.tool("store", {"agent_id": AGENT, "message": message})
             if out.get("ok") is False or "error" in out:
                 print(f"  note: {turn['turn_id']}: {str(out)[:200]}", file=sys.stderr)
-    return turn_of_content
+            if isinstance(out.get("id"), int):  # our server answers the row id it stored
+                turn_of[f"row:{out['id']}"] = turn["turn_id"]
+    return turn_of
 
 
 def settle(client: Client, deadline_s: float = 300.0) -> float | None:
@@ -99,6 +102,16 @@ def settle(client: Client, deadline_s: float = 300.0) -> float | None:
     return None
 
 
+def _turn_of_row(row: dict[str, Any], session_of: dict[str, str], turn_of: dict[str, str]) -> str:
+    """The turn id a returned row stands for, or "" when none maps."""
+    row_id = row.get("id")
+    if str(row_id) in session_of:
+        return str(row_id)
+    if isinstance(row_id, int) and f"row:{row_id}" in turn_of:
+        return turn_of[f"row:{row_id}"]
+    return turn_of.get(str(row.get("content")), "")
+
+
 def ask_original(
     command: str, url: str, history: dict[str, Any], tmp: Path
 ) -> tuple[list[dict[str, Any]], list[float]]:
@@ -106,7 +119,7 @@ def ask_original(
     client = Client([command], original_env(tmp / f"{history['history_id']}.db", url))
     session_of = {t["turn_id"]: s["session_id"] for s in history["sessions"] for t in s["turns"]}
     try:
-        turn_of_content = store_history(client, history)
+        turn_of = store_history(client, history)
         settle(client)
         client.tool("recall", {"agent_id": AGENT, "query": "warm-up", "limit": LIMIT})
         rows, samples = [], []
@@ -115,13 +128,9 @@ def ask_original(
             out = client.tool("recall", {"agent_id": AGENT, "query": q["question"], "limit": LIMIT})
             samples.append(time.perf_counter() - start)
             found = out.get("results") or out.get("memories") or out.get("messages") or []
-            # Its rows carry the message id we stored as ``id`` (their content is cut to 500 characters).
-            ranked = [
-                str(r.get("id"))
-                if str(r.get("id")) in session_of
-                else turn_of_content.get(str(r.get("content")), "")
-                for r in reversed(found)
-            ]
+            # The original's rows carry the message id we stored as ``id`` (their content is cut to 500
+            # characters); ours carry the row id ``store`` answered with (and a preview of long content).
+            ranked = [_turn_of_row(r, session_of, turn_of) for r in reversed(found)]
             rows.append(
                 {
                     "question_id": q["question_id"],

@@ -1,0 +1,110 @@
+"""The research scripts' own arithmetic (benchmarks/research/): how a server's rows map back to turns,
+and how the long-history figures are carried to LongMemEval through the original's anchor. Checked on
+rows whose right values are known; the scripts' runs against real servers are measurements, not tests."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS / "research"))
+
+import longchat_anchor  # noqa: E402
+import original_longchat  # noqa: E402
+
+
+def test_a_row_maps_back_by_message_id_then_row_id_then_content() -> None:
+    session_of = {"h-s01-t00": "s01", "h-s02-t03": "s02"}
+    turn_of = {"user: hello": "h-s01-t00", "row:17": "h-s02-t03"}
+    # The original answers the message id it was stored with; its content is cut to 500 characters.
+    assert (
+        original_longchat._turn_of_row({"id": "h-s01-t00", "content": "cut…"}, session_of, turn_of)
+        == "h-s01-t00"
+    )
+    # Ours answers the row id ``store`` returned, and a preview of a long row's content.
+    assert (
+        original_longchat._turn_of_row({"id": 17, "content": "preview…"}, session_of, turn_of) == "h-s02-t03"
+    )
+    assert (
+        original_longchat._turn_of_row({"id": 99, "content": "user: hello"}, session_of, turn_of)
+        == "h-s01-t00"
+    )
+    assert original_longchat._turn_of_row({"id": 99, "content": "other"}, session_of, turn_of) == ""
+    # A row id no store answered, and no content: nothing maps.
+    assert original_longchat._turn_of_row({"id": 18}, session_of, turn_of) == ""
+
+
+def test_rates_split_where_the_original_finds_and_where_it_misses() -> None:
+    original = {"a": {"all@10": 1.0}, "b": {"all@10": 1.0}, "c": {"all@10": 0.0}, "d": {"all@10": 0.0}}
+    server = {"a": {"all@10": 1.0}, "b": {"all@10": 0.0}, "c": {"all@10": 1.0}, "d": {"all@10": 1.0}}
+    found, missed, n_found, n_missed = longchat_anchor.split_rates(server, original, list(original), "all@10")
+    assert (found, missed, n_found, n_missed) == (0.5, 1.0, 2, 2)
+    # Carried to where the original finds 90%: half of that, and all of the other 10%.
+    assert longchat_anchor.carried(found, missed, 0.9) == pytest.approx(0.5 * 0.9 + 1.0 * 0.1)
+    # Where the original finds everything, only the found questions' rate counts.
+    assert longchat_anchor.carried(found, missed, 1.0) == 0.5
+    # The original carried to its own anchor reads the anchor.
+    own = longchat_anchor.split_rates(original, original, list(original), "all@10")
+    assert longchat_anchor.carried(own[0], own[1], 0.903) == pytest.approx(0.903)
+
+
+def test_rows_are_read_from_each_harness_shape(tmp_path: Path) -> None:
+    row = {"question_id": "m000-preference", "session@5": 1.0, "all@10": 0.0}
+    other = {**row, "session@5": 0.0}
+    shapes = {
+        "original.json": {"rows": [row]},  # original_longchat.py
+        "mcp.json": {"rows": {"as stored": [other], "settled": [row]}},  # longchat_mcp.py
+        "inprocess.json": {
+            "rows": {"default": {"uncalibrated": [row], "calibrated": [other]}}
+        },  # longchat.py
+    }
+    for name, payload in shapes.items():
+        (tmp_path / name).write_text(json.dumps(payload))
+    assert longchat_anchor.question_rows(str(tmp_path / "original.json"))["m000-preference"] == row
+    assert longchat_anchor.question_rows(str(tmp_path / "mcp.json"))["m000-preference"] == row
+    assert longchat_anchor.question_rows(str(tmp_path / "mcp.json@as stored"))["m000-preference"] == other
+    inprocess = str(tmp_path / "inprocess.json")
+    assert longchat_anchor.question_rows(inprocess)["m000-preference"] == row
+    assert longchat_anchor.question_rows(inprocess + "@default/calibrated")["m000-preference"] == other
+
+
+def test_a_graded_figure_is_carried_by_the_anchors_misses() -> None:
+    # Half the anchor's misses here: half its misses there.
+    assert longchat_anchor.scaled_misses(0.8, 0.6, 0.9) == pytest.approx(0.95)
+    # An anchor carried by itself reads its own figure.
+    assert longchat_anchor.scaled_misses(0.6, 0.6, 0.801) == pytest.approx(0.801)
+    # An anchor that misses nothing here carries nothing.
+    assert longchat_anchor.scaled_misses(0.7, 1.0, 0.9) != longchat_anchor.scaled_misses(0.7, 1.0, 0.9)
+
+
+def test_sets_pool_by_data_and_question_and_keep_only_what_every_server_answered(tmp_path: Path) -> None:
+    def write(path: Path, payload: dict) -> str:
+        path.write_text(json.dumps(payload))
+        return str(path)
+
+    sets = []
+    for name, hit in (("a", 1.0), ("b", 0.0)):
+        data = tmp_path / name
+        data.mkdir()
+        questions = [{"question_id": "m000-preference"}, {"question_id": "m000-multi-session"}]
+        write(data / "longchat.json", {"histories": [{"history_id": "m000", "questions": questions}]})
+        both = {"rows": [{"question_id": q["question_id"], "all@10": hit} for q in questions]}
+        one = {"rows": [{"question_id": "m000-preference", "all@10": 1.0 - hit}]}
+        sets.append(
+            [
+                str(data),
+                write(tmp_path / f"{name}-o.json", both),
+                write(tmp_path / f"{name}-s.json", both),
+                write(tmp_path / f"{name}-u.json", one),
+            ]
+        )
+    servers, ids = longchat_anchor.pooled(sets)
+    # The same question id in two sets is two questions; one ours did not answer is left out of both.
+    assert ids == [f"{tmp_path / 'a'}#m000-preference", f"{tmp_path / 'b'}#m000-preference"]
+    assert [servers["ours"][q]["all@10"] for q in ids] == [0.0, 1.0]
+    assert [servers["original"][q]["all@10"] for q in ids] == [1.0, 0.0]
