@@ -35,6 +35,9 @@ def test_a_row_maps_back_by_message_id_then_row_id_then_content() -> None:
         == "h-s01-t00"
     )
     assert original_longchat._turn_of_row({"id": 99, "content": "other"}, session_of, turn_of) == ""
+    # An episode of ours shares no numbering with memories: it never maps to a turn.
+    episode = {"id": 17, "type": "episode", "content": "user: hello"}
+    assert original_longchat._turn_of_row(episode, session_of, turn_of) == ""
     # A row id no store answered, and no content: nothing maps.
     assert original_longchat._turn_of_row({"id": 18}, session_of, turn_of) == ""
 

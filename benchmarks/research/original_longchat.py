@@ -107,6 +107,8 @@ def _turn_of_row(row: dict[str, Any], session_of: dict[str, str], turn_of: dict[
     row_id = row.get("id")
     if str(row_id) in session_of:
         return str(row_id)
+    if row.get("type", "memory") != "memory":  # ours numbers episodes apart from memories
+        return ""
     if isinstance(row_id, int) and f"row:{row_id}" in turn_of:
         return turn_of[f"row:{row_id}"]
     return turn_of.get(str(row.get("content")), "")
