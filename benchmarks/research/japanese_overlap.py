@@ -62,14 +62,14 @@ def questions_of(data: Path, ours: Path, original: Path, arm: str) -> list[Quest
     for q in corpus["questions"]:
         if q["id"] not in ours_rows or q["id"] not in original_ranked:
             raise SystemExit(f"{q['id']} of {data} is missing from a result file: run both with --split all")
-        ours, original = ours_rows[q["id"]], score(original_ranked[q["id"]], q["gold"])
+        ours_scores, original_scores = ours_rows[q["id"]], score(original_ranked[q["id"]], q["gold"])
         found.append(
             Question(
                 overlap(q["question"], text[q["gold"]]),
-                ours["hit@1"],
-                ours["mrr"],
-                original["hit@1"],
-                original["mrr"],
+                ours_scores["hit@1"],
+                ours_scores["mrr"],
+                original_scores["hit@1"],
+                original_scores["mrr"],
             )
         )
     return found

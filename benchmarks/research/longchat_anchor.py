@@ -63,17 +63,18 @@ def question_rows(spec: str) -> dict[str, dict[str, Any]]:
     return {row["question_id"]: row for row in rows}
 
 
+def mean(rows: dict[str, dict[str, Any]], ids: list[str], metric: str) -> float:
+    """``metric`` averaged over the questions ``ids`` (NaN for none)."""
+    return sum(rows[q][metric] for q in ids) / len(ids) if ids else float("nan")
+
+
 def split_rates(
     server: dict[str, dict[str, Any]], original: dict[str, dict[str, Any]], ids: list[str], metric: str
 ) -> tuple[float, float, int, int]:
     """How often ``server`` hits ``metric`` where the original does and where it does not; both counts."""
     found = [q for q in ids if original[q][metric] >= 1.0]
     missed = [q for q in ids if original[q][metric] < 1.0]
-
-    def rate(group: list[str]) -> float:
-        return sum(server[q][metric] for q in group) / len(group) if group else float("nan")
-
-    return rate(found), rate(missed), len(found), len(missed)
+    return mean(server, found, metric), mean(server, missed, metric), len(found), len(missed)
 
 
 def carried(found_rate: float, missed_rate: float, original_there: float) -> float:
@@ -94,11 +95,7 @@ def graded_table(servers: dict[str, dict[str, dict[str, Any]]], ids: list[str]) 
     """Per server and graded figure: its mean where the original finds every evidence session, and
     that carried to LongMemEval by the original and by the round's start."""
     where = [q for q in ids if servers["original"][q]["all@10"] >= 1.0]
-    means = {
-        (name, metric): sum(rows[q][metric] for q in where) / len(where) if where else float("nan")
-        for name, rows in servers.items()
-        for metric in GRADED
-    }
+    means = {(name, metric): mean(rows, where, metric) for name, rows in servers.items() for metric in GRADED}
     table = []
     for name in servers:
         for metric in GRADED:
@@ -148,14 +145,14 @@ def hit_table(
     for name, rows in servers.items():
         for metric in HITS:
             found, missed, n_found, n_missed = split_rates(rows, servers["original"], ids, metric)
-            mean = sum(rows[q][metric] for q in ids) / len(ids)
+            here = mean(rows, ids, metric)
             estimate = carried(found, missed, LONGMEMEVAL["original"][metric])
             measured = LONGMEMEVAL.get(name, {}).get(metric)
             table.append(
                 [
                     name,
                     metric,
-                    round(mean, 3),
+                    round(here, 3),
                     f"{found:.3f} ({n_found})",
                     f"{missed:.3f} ({n_missed})",
                     round(estimate, 3),
@@ -163,7 +160,7 @@ def hit_table(
                 ]
             )
             out[f"{name}/{metric}"] = {
-                "mean": mean,
+                "mean": here,
                 "where_found": found,
                 "where_missed": missed,
                 "carried": estimate,
