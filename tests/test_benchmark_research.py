@@ -1,6 +1,7 @@
 """The research scripts' own arithmetic (benchmarks/research/): how a server's rows map back to turns,
-and how the long-history figures are carried to LongMemEval through the original's anchor. Checked on
-rows whose right values are known; the scripts' runs against real servers are measurements, not tests."""
+how the long-history figures are carried to LongMemEval through the original's anchor, and how the gate
+witness study reads a trace and places its cut. Checked on rows whose right values are known; the
+scripts' runs against real servers and models are measurements, not tests."""
 
 from __future__ import annotations
 
@@ -111,3 +112,22 @@ def test_sets_pool_by_data_and_question_and_keep_only_what_every_server_answered
     assert ids == [f"{tmp_path / 'a'}#m000-preference", f"{tmp_path / 'b'}#m000-preference"]
     assert [servers["ours"][q]["all@10"] for q in ids] == [0.0, 1.0]
     assert [servers["original"][q]["all@10"] for q in ids] == [1.0, 0.0]
+
+
+def test_a_witness_is_read_from_the_traced_lists_and_the_cut_keeps_as_many_real_questions() -> None:
+    import gate_witness
+
+    lists = {"vector": ["m1", "m2", "m3"], "fts_words": ["m2", "m9"], "fts_memories": ["m7", "m3"]}
+    found = gate_witness.features({"evidence": 0.7, "threshold": 0.6}, lists, [0.9, 0.5, 0.4, 0.3])
+    assert found["margin"] == pytest.approx(0.1)
+    assert found["agree5"] == found["agree10"] == 2.0  # m2 and m3 are in a keyword list's best rows
+    assert found["top1_in_keyword"] == 0.0  # m1 is in no keyword list
+    assert found["vector_gap"] == pytest.approx(0.9 - 0.4)
+    assert gate_witness.auc([2, 3], [1, 2]) == 0.875  # three pairs above, one tie counted half
+    assert gate_witness.auc([1.0], [0.0]) == 1.0 and gate_witness.auc([0.0], [1.0]) == 0.0
+    real = [0.3, -0.2, 0.1, -0.05]
+    # The calibrated threshold (0) empties two: the cut lies between the second and third lowest.
+    cut = gate_witness.equal_real_cut(real, 2)
+    assert sum(r < cut for r in real) == 2 and -0.05 < cut < 0.1
+    assert sum(r < gate_witness.equal_real_cut(real, 0) for r in real) == 0
+    assert gate_witness.empty_share([0.0, 0.02, 0.2], cut) == pytest.approx(2 / 3)  # the cut is 0.025
