@@ -82,6 +82,11 @@ def equal_real_cut(real_scores: Sequence[float], empties: int) -> float:
     return float((ordered[empties - 1] + ordered[empties]) / 2)
 
 
+def real_empties(sets: dict[str, Any]) -> int:
+    """How many of a conversation's real questions fall below the calibrated threshold (answered empty)."""
+    return sum(f["margin"] < 0 for f in sets["real"])
+
+
 def empty_share(scores: Sequence[float], cut: float) -> float:
     return float(np.mean(np.asarray(scores, dtype=float) < cut)) if len(scores) else 0.0
 
@@ -153,7 +158,7 @@ def oracle_rows(per_conv: dict[str, dict[str, Any]]) -> list[list[Any]]:
             cells: list[Any] = [witness, weight]
             pooled = {"negative": [0.0, 0], "renamed": [0.0, 0]}
             for sets in per_conv.values():
-                empties = sum(f["margin"] < 0 for f in sets["real"])
+                empties = real_empties(sets)
                 cut = equal_real_cut([score(f) for f in sets["real"]], empties)
                 shares = []
                 for kind in ("negative", "renamed"):
@@ -198,7 +203,7 @@ def main() -> None:
                 sets["rows"],
                 sets["threshold"],
                 sets["probe_top_cosine_p90"],
-                sum(f["margin"] < 0 for f in sets["real"]),
+                real_empties(sets),
             ]
             for c, sets in per_conv.items()
         ],
