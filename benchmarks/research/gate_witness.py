@@ -122,7 +122,7 @@ def measure(
             if not memory.wait_until_ready(300):
                 raise SystemExit(f"model did not load: {memory.embedding_status()}")
             memory.embeddings.settle_query_kernel()
-            turns = data.turns()[:first_turns] if first_turns else data.turns()
+            turns = data.turns()[:first_turns]  # None: every turn
             stored = {dia_id for dia_id, _, _ in turns}
             for dia_id, content, stamp in turns:
                 memory.store(AGENT, content, msg_id=dia_id, timestamp=stamp)
@@ -187,6 +187,8 @@ def main() -> None:
         help="store only each conversation's first N turns (how the calibrated threshold moves with the corpus's size)",
     )
     args = parser.parse_args()
+    if args.first_turns is not None and args.first_turns < 10:
+        parser.error("--first-turns must be at least 10 (calibration needs 10 memories with vectors)")
     files = conversation_files(args.data_dir, None)
     datasets = [Conversation.load(p) for p in files]
     with tempfile.TemporaryDirectory() as tmp:
