@@ -1,12 +1,15 @@
 """The research scripts' own arithmetic (benchmarks/research/): how a server's rows map back to turns,
-how the long-history figures are carried to LongMemEval through the original's anchor, and how the gate
-witness study reads a trace and places its cut. Checked on rows whose right values are known; the
+how the long-history figures are carried to LongMemEval through the original's anchor, how the gate
+witness study reads a trace and places its cut, and when the original's LoCoMo run takes it as settled. Checked on rows whose right values are known; the
 scripts' runs against real servers and models are measurements, not tests."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ sys.path.insert(0, str(BENCHMARKS))
 sys.path.insert(0, str(BENCHMARKS / "research"))
 
 import longchat_anchor  # noqa: E402
+import original_locomo  # noqa: E402
 import original_longchat  # noqa: E402
 
 
@@ -131,3 +135,43 @@ def test_a_witness_is_read_from_the_traced_lists_and_the_cut_keeps_as_many_real_
     assert sum(r < cut for r in real) == 2 and -0.05 < cut < 0.1
     assert sum(r < gate_witness.equal_real_cut(real, 0) for r in real) == 0
     assert gate_witness.empty_share([0.0, 0.02, 0.2], cut) == pytest.approx(2 / 3)  # the cut is 0.025
+
+
+def test_the_originals_rows_are_read_best_first_from_either_answer_shape() -> None:
+    rows = [{"id": "D1:1"}, {"id": "D1:2"}, "not a row", {"id": "D2:5"}]
+    # The original lists its best match last.
+    assert [r["id"] for r in original_locomo.rows_of({"results": rows})] == ["D2:5", "D1:2", "D1:1"]
+    assert [r["id"] for r in original_locomo.rows_of({"memories": rows[:2]})] == ["D1:2", "D1:1"]
+    assert original_locomo.rows_of({"ok": True}) == []
+
+
+def test_the_original_is_settled_once_its_calibration_file_stops_changing(tmp_path: Path) -> None:
+    db = tmp_path / "locomo.db"
+    sidecar = tmp_path / "locomo.db.calibration.json"
+    # No calibration written: not settled within the wait.
+    assert original_locomo.until_calibrated(db, time.time(), wait_s=1.0, quiet_s=0.2) is None
+    # A file older than this server's start is the previous server's: still not settled.
+    sidecar.write_text("{}")
+    os.utime(sidecar, (time.time() - 60, time.time() - 60))
+    assert original_locomo.until_calibrated(db, time.time(), wait_s=1.0, quiet_s=0.2) is None
+    # Written after the start and then left alone: settled once quiet.
+    since = time.time() - 1
+    sidecar.write_text('{"agent_thresholds": {"locomo": 0.65}}')
+    assert original_locomo.until_calibrated(db, since, wait_s=5.0, quiet_s=0.5) is not None
+    # Still being rewritten more often than the quiet time: not settled.
+    stop = threading.Event()
+
+    def rewrite() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            sidecar.write_text(json.dumps({"agent_thresholds": {"locomo": n}}))
+            time.sleep(0.1)
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        assert original_locomo.until_calibrated(db, since, wait_s=1.5, quiet_s=0.5) is None
+    finally:
+        stop.set()
+        writer.join()
