@@ -13,6 +13,7 @@ question is used for calibration), and ``Memory.recall`` answers with the real p
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -146,6 +147,23 @@ def stats(entry: dict[str, Any]) -> dict[str, Any]:
         if key in entry:
             out[key] = entry[key]
     return out
+
+
+def pool(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several conversations' answers (``by_cat``, ``real`` and the negatives' empty flags) as one,
+    question-weighted: what ``stats`` reads for "overall"."""
+    pooled: dict[str, Any] = {
+        "by_cat": defaultdict(list),
+        "real": [],
+        "negative_empty": [],
+        "renamed_empty": [],
+    }
+    for entry in entries:
+        for cat, scored in entry["by_cat"].items():
+            pooled["by_cat"][cat] += scored
+        for key in ("real", "negative_empty", "renamed_empty"):
+            pooled[key] += entry[key]
+    return pooled
 
 
 def summarise(per_conv: dict[str, dict[str, dict[str, Any]]], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import latency as lat  # noqa: E402
 from _common import data_models_parser, print_table, write_json  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
-from _locomo_gate import stats  # noqa: E402
+from _locomo_gate import pool, stats  # noqa: E402
 from _retrieval_metrics import LIMIT, score_question  # noqa: E402
 from locomo import summarise_arm  # noqa: E402
 
@@ -177,14 +177,9 @@ def main() -> int:
         )
     rows = []
     for phase in PHASES:
-        pooled: dict[str, Any] = {"by_cat": defaultdict(list), "real": [], "gate_kinds": Counter()}
-        pooled.update(negative_empty=[], renamed_empty=[])
-        for entry in (c[phase] for c in per_conv.values()):
-            for cat, scored in entry["by_cat"].items():
-                pooled["by_cat"][cat] += scored
-            for key in ("real", "negative_empty", "renamed_empty"):
-                pooled[key] += entry[key]
-            pooled["gate_kinds"].update(entry["gate_kinds"])
+        entries = [c[phase] for c in per_conv.values()]
+        pooled = pool(entries)
+        pooled["gate_kinds"] = sum((Counter(e["gate_kinds"]) for e in entries), Counter())
         rows.append(_row("overall", phase, pooled))
         rows += [_row(name, phase, c[phase]) for name, c in per_conv.items()]
     print_table(

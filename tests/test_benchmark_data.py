@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import _japanese_data  # noqa: E402
 import _jaquad_data  # noqa: E402
+import _locomo_gate  # noqa: E402
 import _longchat_compare  # noqa: E402
 import _longchat_data  # noqa: E402
 import _longchat_multi  # noqa: E402
@@ -416,3 +417,28 @@ def test_comparison_questions_plant_each_amount_in_a_session_of_its_own() -> Non
             items += [item for statement, item in statements.items() if statement in turns[turn_id]["text"]]
         assert len(items) == len(sessions)
         assert q["answer"] == max(items, key=lambda item: item.amount).close
+
+
+def test_locomo_conversations_pool_question_by_question() -> None:
+    """ "overall" weighs every question once, whichever conversation it came from."""
+    big = {
+        "by_cat": {1: [{"recall@10": 1.0}], 4: [{"recall@10": 1.0}] * 2},
+        "real": [{"recall@10": 1.0, "ndcg@10": 1.0, "empty": 0.0}] * 3,
+        "negative_empty": [1.0, 1.0, 0.0],
+        "renamed_empty": [0.0],
+    }
+    small = {
+        "by_cat": {4: [{"recall@10": 0.0}]},
+        "real": [{"recall@10": 0.0, "ndcg@10": 0.0, "empty": 1.0}],
+        "negative_empty": [0.0],
+        "renamed_empty": [1.0, 1.0, 1.0],
+    }
+    pooled = _locomo_gate.pool([big, small])
+    assert {cat: len(rows) for cat, rows in pooled["by_cat"].items()} == {1: 1, 4: 3}
+    overall = _locomo_gate.stats(pooled)
+    assert overall["recall@10"] == overall["ndcg@10"] == pytest.approx(0.75)
+    assert overall["real_empty"] == pytest.approx(0.25)
+    assert (overall["negative_empty"], overall["renamed_empty"]) == (pytest.approx(0.5), pytest.approx(0.75))
+    assert (overall["n_real"], overall["n_negative"], overall["n_renamed"]) == (4, 4, 4)
+    # The entries pooled are left as they were.
+    assert len(big["real"]) == 3 and len(small["by_cat"][4]) == 1

@@ -21,14 +21,14 @@ limit 10), the next conversation's questions (negatives) and the same renamed (r
   asked once its calibration file has stopped changing (``QUIET_S``; at most ``--settle-wait``
   seconds), as a user's server answers from its next start on.
 
-``real_short`` is the share of real questions answered with fewer than 10 rows. ``--json`` also keeps
-every question's ten dia_ids, best first (``answers``), to set beside ours question by question. Rows are mapped back by the message id the original returns.
-Used to compare, never to choose a constant.
+``real_short`` is the share of real questions answered with fewer than 10 rows. Rows are mapped back
+by the message id the original returns; ``--json`` also keeps every question's ten dia_ids, best first
+(``answers``), to set beside ours question by question. An answer with an error ends the run (it would
+read as an empty answer). Used to compare, never to choose a constant.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -39,9 +39,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import print_table, write_json  # noqa: E402
+from _common import data_models_parser, print_table, write_json  # noqa: E402
 from _locomo_data import Conversation, conversation_files  # noqa: E402
-from _locomo_gate import stats  # noqa: E402
+from _locomo_gate import pool, stats  # noqa: E402
 from _retrieval_metrics import LIMIT, score_question  # noqa: E402
 from locomo import summarise_arm  # noqa: E402
 from original_japanese import Client  # noqa: E402
@@ -93,6 +93,14 @@ def rows_of(out: dict[str, Any]) -> list[dict[str, Any]]:
     return list(reversed([r for r in found if isinstance(r, dict)]))
 
 
+def recall(client: Client, query: str) -> list[dict[str, Any]]:
+    """One ``recall`` (limit 10), its rows best first; an answer with an error ends the run."""
+    out = client.tool("recall", {"agent_id": AGENT, "query": query, "limit": LIMIT})
+    if out.get("ok") is False or "error" in out:
+        raise SystemExit(f"recall failed for {query!r}: {str(out)[:300]}")
+    return rows_of(out)
+
+
 def ask(client: Client, data: Conversation, other: Conversation) -> dict[str, Any]:
     """Every question with evidence, every negative and renamed negative, once."""
     by_cat: dict[int, list[dict[str, float]]] = defaultdict(list)
@@ -102,8 +110,8 @@ def ask(client: Client, data: Conversation, other: Conversation) -> dict[str, An
         evidence = [e for e in qa.get("evidence", []) if e]
         if not evidence:
             continue
-        out = client.tool("recall", {"agent_id": AGENT, "query": qa["question"], "limit": LIMIT})
-        ranked = [str(r.get("id", "")) for r in rows_of(out) if r.get("type", "memory") == "memory"]
+        rows = recall(client, qa["question"])
+        ranked = [str(r.get("id", "")) for r in rows if r.get("type", "memory") == "memory"]
         scored = score_question(ranked, evidence)
         by_cat[int(qa["category"])].append(scored)
         if int(qa["category"]) != 5:
@@ -118,8 +126,7 @@ def ask(client: Client, data: Conversation, other: Conversation) -> dict[str, An
     ):
         flags = []
         for q in questions:
-            out = client.tool("recall", {"agent_id": AGENT, "query": q, "limit": LIMIT})
-            flags.append(1.0 if not [r for r in rows_of(out) if r.get("type") != "profile"] else 0.0)
+            flags.append(1.0 if not [r for r in recall(client, q) if r.get("type") != "profile"] else 0.0)
         entry[f"{name}_empty"] = flags
     return entry
 
@@ -172,30 +179,9 @@ def table_row(name: str, phase: str, entry: dict[str, Any]) -> list[Any]:
     ]
 
 
-def pool(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Several conversations' answers as one (question-weighted)."""
-    pooled: dict[str, Any] = {
-        "by_cat": defaultdict(list),
-        "real": [],
-        "negative_empty": [],
-        "renamed_empty": [],
-    }
-    for entry in entries:
-        for cat, scored in entry["by_cat"].items():
-            pooled["by_cat"][cat] += scored
-        for key in ("real", "negative_empty", "renamed_empty"):
-            pooled[key] += entry[key]
-    return pooled
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
+    parser = data_models_parser(__doc__)
     parser.add_argument("--command", required=True, help="the original's executable (cpersona)")
-    parser.add_argument("--models-dir", type=Path, required=True)
-    parser.add_argument("--model", default="all-minilm-l6-v2")
     parser.add_argument("--conversations", nargs="*")
     parser.add_argument("--settle-wait", type=float, default=300.0, help="seconds to wait for a calibration")
     parser.add_argument("--json")
