@@ -149,15 +149,15 @@ def test_the_original_is_settled_once_its_calibration_file_stops_changing(tmp_pa
     db = tmp_path / "locomo.db"
     sidecar = tmp_path / "locomo.db.calibration.json"
     # No calibration written: not settled within the wait.
-    assert original_locomo.until_calibrated(db, time.time(), wait_s=1.0, quiet_s=0.2) is None
+    assert original_locomo.until_calibrated(db, time.time(), wait_s=0.4, quiet_s=0.2) is None
     # A file older than this server's start is the previous server's: still not settled.
     sidecar.write_text("{}")
     os.utime(sidecar, (time.time() - 60, time.time() - 60))
-    assert original_locomo.until_calibrated(db, time.time(), wait_s=1.0, quiet_s=0.2) is None
+    assert original_locomo.until_calibrated(db, time.time(), wait_s=0.4, quiet_s=0.2) is None
     # Written after the start and then left alone: settled once quiet.
     since = time.time() - 1
     sidecar.write_text('{"agent_thresholds": {"locomo": 0.65}}')
-    assert original_locomo.until_calibrated(db, since, wait_s=5.0, quiet_s=0.5) is not None
+    assert original_locomo.until_calibrated(db, since, wait_s=5.0, quiet_s=0.4) is not None
     # Still being rewritten more often than the quiet time: not settled.
     stop = threading.Event()
 
@@ -166,12 +166,12 @@ def test_the_original_is_settled_once_its_calibration_file_stops_changing(tmp_pa
         while not stop.is_set():
             n += 1
             sidecar.write_text(json.dumps({"agent_thresholds": {"locomo": n}}))
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     writer = threading.Thread(target=rewrite)
     writer.start()
     try:
-        assert original_locomo.until_calibrated(db, since, wait_s=1.5, quiet_s=0.5) is None
+        assert original_locomo.until_calibrated(db, since, wait_s=1.2, quiet_s=0.4) is None
     finally:
         stop.set()
         writer.join()
