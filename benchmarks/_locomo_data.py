@@ -119,3 +119,12 @@ def conversation_files(data_dir: Path, names: list[str] | None) -> list[Path]:
     if not files:
         raise SystemExit(f"no conversation files (*.json) in {data_dir}")
     return files
+
+
+def paired_conversations(data_dir: Path, names: list[str] | None) -> list[tuple[Conversation, Conversation]]:
+    """Each conversation to run with the one whose questions are its negatives (the next, the last
+    wrapping to the first); at least two are needed."""
+    datasets = [Conversation.load(p) for p in conversation_files(data_dir, names)]
+    if len(datasets) < 2:
+        raise SystemExit("needs two conversations or more: negatives are the next one's questions")
+    return [(data, datasets[(i + 1) % len(datasets)]) for i, data in enumerate(datasets)]

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import latency as lat  # noqa: E402
 from _common import data_models_parser, print_table, write_json  # noqa: E402
-from _locomo_data import Conversation, conversation_files  # noqa: E402
+from _locomo_data import Conversation, paired_conversations  # noqa: E402
 from _locomo_gate import pool, stats  # noqa: E402
 from _retrieval_metrics import LIMIT, score_question  # noqa: E402
 from locomo import summarise_arm  # noqa: E402
@@ -160,19 +160,12 @@ def main() -> int:
     )
     parser.add_argument("--json")
     args = parser.parse_args()
-    files = conversation_files(args.data_dir, args.conversations)
-    datasets = [Conversation.load(p) for p in files]
-    if len(datasets) < 2:
-        raise SystemExit("needs two conversations or more: negatives are the next one's questions")
     per_conv: dict[str, dict[str, Any]] = {}
-    for index, path in enumerate(files):
-        other = datasets[(index + 1) % len(datasets)]
-        per_conv[path.stem] = anyio.run(
-            conversation, datasets[index], other, args.models_dir, args.settle_wait
-        )
-        done = per_conv[path.stem]
+    for data, other in paired_conversations(args.data_dir, args.conversations):
+        per_conv[data.name] = anyio.run(conversation, data, other, args.models_dir, args.settle_wait)
+        done = per_conv[data.name]
         print(
-            f"  {path.stem}: stored in {done['store_s']} s, calibrated after {done['calibrated_after_s']} s",
+            f"  {data.name}: stored in {done['store_s']} s, calibrated after {done['calibrated_after_s']} s",
             file=sys.stderr,
         )
     rows = []

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import _japanese_data  # noqa: E402
 import _jaquad_data  # noqa: E402
+import _locomo_data  # noqa: E402
 import _locomo_gate  # noqa: E402
 import _longchat_compare  # noqa: E402
 import _longchat_data  # noqa: E402
@@ -442,3 +443,16 @@ def test_locomo_conversations_pool_question_by_question() -> None:
     assert (overall["n_real"], overall["n_negative"], overall["n_renamed"]) == (4, 4, 4)
     # The entries pooled are left as they were.
     assert len(big["real"]) == 3 and len(small["by_cat"][4]) == 1
+
+
+def test_each_locomo_conversation_is_paired_with_the_next_for_its_negatives(tmp_path: Path) -> None:
+    for name in ("41", "26", "30"):
+        (tmp_path / f"{name}.json").write_text('{"speaker_a": "A", "speaker_b": "B", "qa": []}')
+    pairs = _locomo_data.paired_conversations(tmp_path, None)
+    assert [(a.name, b.name) for a, b in pairs] == [("26", "30"), ("30", "41"), ("41", "26")]
+    assert [(a.name, b.name) for a, b in _locomo_data.paired_conversations(tmp_path, ["41", "26.json"])] == [
+        ("26", "41"),
+        ("41", "26"),
+    ]
+    with pytest.raises(SystemExit, match="needs two conversations"):
+        _locomo_data.paired_conversations(tmp_path, ["30"])

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import data_models_parser, print_table, write_json  # noqa: E402
-from _locomo_data import Conversation, conversation_files  # noqa: E402
+from _locomo_data import Conversation, paired_conversations  # noqa: E402
 from _locomo_gate import pool, stats  # noqa: E402
 from _retrieval_metrics import LIMIT, score_question  # noqa: E402
 from locomo import summarise_arm  # noqa: E402
@@ -186,14 +186,10 @@ def main() -> int:
     parser.add_argument("--settle-wait", type=float, default=300.0, help="seconds to wait for a calibration")
     parser.add_argument("--json")
     args = parser.parse_args()
-    files = conversation_files(args.data_dir, args.conversations)
-    datasets = [Conversation.load(p) for p in files]
-    if len(datasets) < 2:
-        raise SystemExit("needs two conversations or more: negatives are the next one's questions")
+    pairs = paired_conversations(args.data_dir, args.conversations)
     per_conv: dict[str, dict[str, Any]] = {}
     with embedding_server(args.models_dir, args.model) as url, tempfile.TemporaryDirectory() as tmp:
-        for index, data in enumerate(datasets):
-            other = datasets[(index + 1) % len(datasets)]
+        for data, other in pairs:
             per_conv[data.name] = conversation(args.command, url, data, other, Path(tmp), args.settle_wait)
             done = per_conv[data.name]
             print(
