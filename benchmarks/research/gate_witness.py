@@ -31,10 +31,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import QUERY_CACHE_OFF, minilm_models_dir, print_table, write_json  # noqa: E402
-from _locomo_data import Conversation, conversation_files  # noqa: E402
+from _common import minilm_models_dir, model_memory, print_table, write_json  # noqa: E402
+from _locomo_data import Conversation, paired_conversations  # noqa: E402
 
-from cpersona.config import Settings  # noqa: E402
 from cpersona.memory import Memory  # noqa: E402
 from cpersona.retrieval.pipeline import RecallPipeline  # noqa: E402
 
@@ -108,38 +107,27 @@ def measure(
     """One conversation (its first ``first_turns`` turns, or all; real questions only where every
     evidence turn is stored): every query's features under the product's calibrated gate, and the
     threshold it calibrated."""
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(
-            **QUERY_CACHE_OFF,
-            db_path=Path(tmp) / "locomo.db",
-            embedding_mode="onnx",
-            models_dir=models_dir,
-            embedding_model="all-minilm-l6-v2",
-            recent_recall_penalty=1.0,
-            auto_calibrate=False,  # one explicit calibration after the last store, as locomo.py
-        )
-        with Memory(settings) as memory:
-            if not memory.wait_until_ready(300):
-                raise SystemExit(f"model did not load: {memory.embedding_status()}")
-            memory.embeddings.settle_query_kernel()
-            turns = data.turns()[:first_turns]  # None: every turn
-            stored = {dia_id for dia_id, _, _ in turns}
-            for dia_id, content, stamp in turns:
-                memory.store(AGENT, content, msg_id=dia_id, timestamp=stamp)
-            gate = memory.calibrate_threshold(AGENT)["gate"]
-            memory.recaller.pipeline = RecallPipeline(settings, gate=memory.calibration.gate())
-            return {
-                "rows": len(turns),
-                "threshold": gate["threshold"],
-                "probe_top_cosine_p90": gate["probe_top_cosine"]["p90"],
-                "real": [
-                    _traced(memory, qa["question"])
-                    for qa in data.real()
-                    if {e for e in qa.get("evidence", []) if e} <= stored  # answerable from the turns stored
-                ],
-                "negative": [_traced(memory, q) for q in other.negatives_for(data)],
-                "renamed": [_traced(memory, q) for q in other.renamed_negatives_for(data)],
-            }
+    # One explicit calibration after the last store, as locomo.py (model_memory: none in the background).
+    with model_memory(models_dir, "all-minilm-l6-v2", recent_recall_penalty=1.0) as memory:
+        memory.embeddings.settle_query_kernel()
+        turns = data.turns()[:first_turns]  # None: every turn
+        stored = {dia_id for dia_id, _, _ in turns}
+        for dia_id, content, stamp in turns:
+            memory.store(AGENT, content, msg_id=dia_id, timestamp=stamp)
+        gate = memory.calibrate_threshold(AGENT)["gate"]
+        memory.recaller.pipeline = RecallPipeline(memory.settings, gate=memory.calibration.gate())
+        return {
+            "rows": len(turns),
+            "threshold": gate["threshold"],
+            "probe_top_cosine_p90": gate["probe_top_cosine"]["p90"],
+            "real": [
+                _traced(memory, qa["question"])
+                for qa in data.real()
+                if {e for e in qa.get("evidence", []) if e} <= stored  # answerable from the turns stored
+            ],
+            "negative": [_traced(memory, q) for q in other.negatives_for(data)],
+            "renamed": [_traced(memory, q) for q in other.renamed_negatives_for(data)],
+        }
 
 
 def oracle_rows(per_conv: dict[str, dict[str, Any]]) -> list[list[Any]]:
@@ -189,14 +177,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.first_turns is not None and args.first_turns < 10:
         parser.error("--first-turns must be at least 10 (calibration needs 10 memories with vectors)")
-    files = conversation_files(args.data_dir, None)
-    datasets = [Conversation.load(p) for p in files]
+    pairs = paired_conversations(args.data_dir, None)
     with tempfile.TemporaryDirectory() as tmp:
         models_dir = args.models_dir or minilm_models_dir(Path(tmp))
-        per_conv = {
-            path.stem: measure(datasets[i], datasets[(i + 1) % len(datasets)], models_dir, args.first_turns)
-            for i, path in enumerate(files)
-        }
+        per_conv = {data.name: measure(data, other, models_dir, args.first_turns) for data, other in pairs}
     print_table(
         ["conversation", "rows", "threshold", "probes' top cosine p90", "real questions empty"],
         [
