@@ -7,7 +7,7 @@ without saying whose words they want: ``benchmarks/_longchat_multi.py --remind a
 For the assistant's questions the cue of whose words goes ("did you say", "you recommended",
 "according to you"); the user's get "Remind me, " or "I'm going back to our previous chat: " in front.
 Invented for the benchmark, written for the role rule's cases of a question that names no side
-(docs/research/recall-round-three.md#whose-words-the-role-of-a-row).
+(docs/research/recall-round-three/whose-words.md#whose-words-the-role-of-a-row).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ fresh PostgreSQL database (``auto``: a throwaway pgserver cluster), keyword-only
 both halves is recalled with limit 10, not recorded (so the two passes see the same rows), first as
 shipped, then with ``retrieval/pair_rescore.pieces`` answering nothing (the trigram ranking alone).
 Prints hit@1 and MRR per half. Checks that the re-ranking, chosen on SQLite, holds on the other engine
-(docs/research/recall-round-three.md#character-pairs-for-japanese).
+(docs/research/recall-round-three/japanese.md#character-pairs-for-japanese).
 """
 
 from __future__ import annotations

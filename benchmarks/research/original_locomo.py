@@ -6,7 +6,7 @@
 Why: the issue gives the original's newest release's figure on LoCoMo conversations we have not seen
 (recall@10 0.592); its figure on the three we have says how much harder the unseen ones are for a
 server that chose nothing on ours, a second anchor for our own held-out estimate besides the round's
-start (docs/research/recall-round-three.md, "The original's newest release on LoCoMo").
+start (docs/research/recall-round-three/held-out-estimates.md, "The original's newest release on LoCoMo").
 
 As ``benchmarks/locomo_mcp.py`` stores and asks, with the same model: our ``cpersona embed-server``
 contract serves MiniLM on loopback and the original embeds through it (``original_longchat.py``).

@@ -131,7 +131,7 @@ class Settings:
     aggregate_diversity: float = setting(
         "CPERSONA_AGGREGATE_DIVERSITY",
         0.2,  # chosen and confirmed on the long histories, comparisons on longchat-compare
-        # (docs/research/recall-round-three.md#the-figures-and-how-they-moved)
+        # (docs/research/recall-round-three/figures.md#the-figures-and-how-they-moved)
         'session diversity for a question that counts ("how many", "in total", "how often did", 何回 …), '
         'orders events ("which first, A or B", "before or after", どちらが先) or compares amounts ("which '
         'cost more, A or B", "the longest"): each row of a session beyond its best gets this factor once '
@@ -145,7 +145,7 @@ class Settings:
         0.45,  # chosen on the long histories' choose half (newest first .2 -> .4, nothing lost; 0.6 lost a
         # question), confirmed on the other (.3 -> .5); LoCoMo unchanged. 0.6-0.9, measured again on nine
         # sets, push an old value's session out of the top 10
-        # (docs/research/recall-round-three.md#the-newest-statement-a-heavier-recency-weight-not-kept)
+        # (docs/research/recall-round-three/not-kept.md#the-newest-statement-a-heavier-recency-weight-not-kept)
         'a question about the present ("now", "currently", "these days", 今, 現在 …, no word of the past): '
         "the rows kept are ranked by time and the oldest loses this share of its score, so the newest "
         "statement of a changing fact comes first ([docs/retrieval.md](docs/retrieval.md#after-fusion)); "
@@ -157,7 +157,7 @@ class Settings:
         "CPERSONA_RECENCY_MARGIN",
         0.04,  # chosen on the long histories' choose halves (newest first 23 -> 25 of 40; 0.02 and 0.08
         # tried), confirmed on the others (21 -> 22); LoCoMo unchanged
-        # (docs/research/recall-round-three.md#the-figures-and-how-they-moved)
+        # (docs/research/recall-round-three/figures.md#the-figures-and-how-they-moved)
         "a question about the present: the rows kept whose cosine is within this of the best of theirs "
         "match it equally by meaning, and trade places newest first, so an update worded unlike the "
         "question still comes first ([docs/retrieval.md](docs/retrieval.md#after-fusion)); `0` turns it off",
@@ -167,7 +167,7 @@ class Settings:
     role_weight: float = setting(
         "CPERSONA_ROLE_WEIGHT",
         0.3,  # the long histories' choose halves (0.1 / 0.2 / 0.3), confirmed
-        # (docs/research/recall-round-three.md#whose-words-the-role-of-a-row)
+        # (docs/research/recall-round-three/whose-words.md#whose-words-the-role-of-a-row)
         "a question in the first person scales the assistant's rows by 1 minus this, one about what the "
         "assistant said the user's ([docs/retrieval.md](docs/retrieval.md#whose-words)); `0`: off",
         minimum=0.0,
@@ -176,7 +176,7 @@ class Settings:
     speaker_weight: float = setting(
         "CPERSONA_SPEAKER_WEIGHT",
         0.2,  # LoCoMo 26 and 30, capped by the adversarial questions; confirmed on 41
-        # (docs/research/recall-round-three.md#whose-words-named-speakers)
+        # (docs/research/recall-round-three/whose-words.md#whose-words-named-speakers)
         "a question naming one of the speakers whose labels open the rows ('Caroline: …') scales the other "
         "speakers' rows by 1 minus this ([docs/retrieval.md](docs/retrieval.md#whose-words)); `0`: off",
         minimum=0.0,
@@ -185,7 +185,7 @@ class Settings:
     reply_weight: float = setting(
         "CPERSONA_REPLY_WEIGHT",
         0.5,  # LoCoMo 26 and 30 (0.1 to 0.7; ties 0.7, the milder ships), confirmed on 41
-        # (docs/research/recall-round-three.md#a-question-gives-way-to-its-reply)
+        # (docs/research/recall-round-three/replies-and-context.md#a-question-gives-way-to-its-reply)
         "a stored turn that mostly asks a question is scaled by 1 minus this when its reply is a candidate "
         "too, and one that only speaks to the other person when the turn it reacts to is "
         "([docs/retrieval.md](docs/retrieval.md#a-question-gives-way-to-its-reply)); `0`: off",
@@ -195,7 +195,7 @@ class Settings:
     count_query_content: float = setting(
         "CPERSONA_COUNT_QUERY_CONTENT",
         0.5,  # the long histories' choose halves (0.5 / 0.7), confirmed; LoCoMo unchanged
-        # (docs/research/recall-round-three.md#the-query-vector-of-a-count)
+        # (docs/research/recall-round-three/question-forms.md#the-query-vector-of-a-count)
         'a question that counts ("how many books did I finish?") or asks how long between two events: the share '
         "of its content (the question without the counting frame) in the query vector, so the statements it "
         "counts outrank other questions ([docs/retrieval.md](docs/retrieval.md#the-query-vector-of-a-count)); "
@@ -206,7 +206,7 @@ class Settings:
     count_keyword_weight: float = setting(
         "CPERSONA_COUNT_KEYWORD_WEIGHT",
         0.5,  # the long histories' choose halves (0.5 / 0), confirmed; 0 cost LoCoMo
-        # (docs/research/recall-round-three.md#the-query-vector-of-a-count)
+        # (docs/research/recall-round-three/question-forms.md#the-query-vector-of-a-count)
         "a question that counts, its content blended in (`CPERSONA_COUNT_QUERY_CONTENT`), that does not ask "
         "the order of events: the memory keyword channels' weight in fusion is multiplied by this, since "
         "the statements it counts seldom share its words; `1` turns it off",

@@ -43,7 +43,7 @@ class ContextPolicy:
     Defaults as measured (docs/research/held-out-2026-12.md): 6 parents, 2 rows each side, weight
     0.6 (``CPERSONA_CONTEXT_WEIGHT``), a share divided by the distance in rows. The grid there chose
     4 to 7 parents in every rotation; 5 shipped, and 6 since the rules after fusion
-    (docs/research/recall-round-three.md#the-context-channels-parents-again).
+    (docs/research/recall-round-three/replies-and-context.md#the-context-channels-parents-again).
     """
 
     parents: int = 6

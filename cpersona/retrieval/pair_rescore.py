@@ -19,7 +19,7 @@ row holding the word outranks one holding its pairs apart.
 
 Only a query with a CJK run is scored this way; any other keeps the trigram ranking, untouched.
 Chosen and confirmed on Japanese Wikipedia paragraphs with questions people wrote (JaQuAD) and on
-our Japanese documentation set (docs/research/recall-round-three.md#character-pairs-for-japanese).
+our Japanese documentation set (docs/research/recall-round-three/japanese.md#character-pairs-for-japanese).
 """
 
 from __future__ import annotations

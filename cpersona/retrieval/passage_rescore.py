@@ -19,7 +19,7 @@ the query's words in the row, so a row costs in proportion to its matches, not i
 Only a corpus of long records is scored this way (the keyword weight of long records applies; a
 short-row corpus such as LoCoMo and a question written without spaces keep the index's ranking).
 Chosen on the choose halves of five long-history sets and confirmed on nine others:
-docs/research/recall-round-three.md#the-best-passage.
+docs/research/recall-round-three/long-records.md#the-best-passage.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ vector and the vector of its content, the question with the frame taken out ("bo
 end"): the question's own vector keeps what the frame says about the subject, the content's pulls
 toward the statements. Measured on the vector channel alone before it was
 built, and chosen on the long histories' choose halves
-(docs/research/recall-round-three.md#the-query-vector-of-a-count). A question that asks how
+(docs/research/recall-round-three/question-forms.md#the-query-vector-of-a-count). A question that asks how
 far apart two events were ("how much time passed between the move and the wedding?",
 ``diversity.measures_interval``) is blended the same way: its frame says as little of the events.
 

@@ -22,7 +22,7 @@ Caroline research?") is answered by that speaker's own turns, so the turns of th
 multiplied by ``1 - speaker weight``. Rows with no speaker, turns labelled with a role, and every row
 when the question names no speaker or several, or is the role rule's (first person, the assistant's
 words), are left alone. Chosen on LoCoMo 26 and 30, confirmed on 41
-(docs/research/recall-round-three.md#whose-words-named-speakers).
+(docs/research/recall-round-three/whose-words.md#whose-words-named-speakers).
 """
 
 from __future__ import annotations
