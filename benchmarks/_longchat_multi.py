@@ -9,8 +9,9 @@ stored history, for choosing retrieval settings (benchmarks/_longchat_data.py pl
 Same haystack, facts, phrasings, near misses and file shape as _longchat_data.py (the harness reads
 either). ``--topical`` draws each evidence session's other exchanges from prompts on its fact's topic;
 ``--echo`` besides has the rest of the session refer back to the user's statement, so a question's best
-matches crowd into one evidence session (docs/research/recall-round-three/figures.md#the-figures-and-how-they-moved, "Questions that count over sessions"; built
-with seeds 34 and 35). ``--temporal`` and ``--compare`` plant questions about the order of two events
+matches crowd into one evidence session
+(docs/research/recall-round-three/figures.md#the-figures-and-how-they-moved, "Questions that count over
+sessions"; built with seeds 34 and 35). ``--temporal`` and ``--compare`` plant questions about the order of two events
 (_longchat_temporal.py) and questions that compare amounts (_longchat_compare.py) besides. Every history plants the five plans of _longchat_facts.py in distinct sessions, so the
 questions of one history compete with each other's facts as well as with the haystack. Histories
 alternate between the choose and confirm halves. The seed differs from the one-question data's, so

@@ -12,7 +12,8 @@ or above each overlap threshold.
 Why: the held-out Japanese set (JGLUE's JSQuAD) is easier for the original than JaQuAD is (its hit@1
 there is .893; on JaQuAD .78 to .81), and its questions repeat more of their paragraph. Reading both
 servers on the JaQuAD questions where the original scores as it does on JSQuAD estimates our lead there
-without touching JSQuAD (docs/research/recall-round-three/japanese.md#the-originals-japanese-figures-corrected).
+without touching JSQuAD
+(docs/research/recall-round-three/japanese.md#the-originals-japanese-figures-corrected).
 Nothing is chosen on it.
 """
 

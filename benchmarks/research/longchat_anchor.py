@@ -25,7 +25,8 @@ read on the questions where the original finds every evidence session in the top
 LongMemEval's), and a server's misses there (one minus its mean) are scaled to LongMemEval by either
 anchor: ``1 − (1 − anchor's figure there) × (server's misses / anchor's misses)``, by the original and
 by the round's start. The start carried by the original checks that route as above. Never used to
-choose a constant (docs/research/recall-round-three/held-out-estimates.md, "Two anchors, question by question").
+choose a constant (docs/research/recall-round-three/held-out-estimates.md, "Two anchors, question by
+question").
 """
 
 from __future__ import annotations

@@ -62,7 +62,8 @@ LONG_ROW_CHARS = 600
 #: together outscored the vector channel's best rows (an evidence turn ranked 1st to 5th by the
 #: vector channel fell to 12th–16th). First 0.5; 0.3 since the rules after fusion were in place,
 #: chosen on three long-history sets (0.2 to 0.5) and confirmed on six others
-#: (docs/research/recall-round-three/long-records.md#the-keyword-weight-of-long-records). LoCoMo never reaches it (short rows).
+#: (docs/research/recall-round-three/long-records.md#the-keyword-weight-of-long-records). LoCoMo never
+#: reaches it (short rows).
 LONG_RECORD_KEYWORD_WEIGHT = 0.3
 #: Calibration needs at least this many rows with vectors of the active model.
 MIN_ROWS = 10

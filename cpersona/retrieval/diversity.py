@@ -210,7 +210,8 @@ def session_keys(rows: Sequence[dict[str, Any]]) -> list[tuple[Any, ...] | None]
 
 #: Untimed rows stored at most this many ids after the previous candidate count as one session: a
 #: turn and the reply stored after it, not the next exchange but one. Measured with 2, 4 and 8 on a
-#: long history stored without times (docs/research/recall-round-three/question-forms.md#stored-without-times).
+#: long history stored without times
+#: (docs/research/recall-round-three/question-forms.md#stored-without-times).
 UNTIMED_ID_GAP = 2
 
 

@@ -24,7 +24,8 @@ that hold them, the asking row included. A question in the first person, or abou
 said (``role.asked_role``), is left alone too: in a user's history with an assistant, the user's own
 question ("I'm vegetarian, what should I cook tonight?") is often the very evidence such a question
 wants, and there the role rule orders the two sides. Chosen on LoCoMo's conversations 26 and 30,
-confirmed on 41 and on the long histories (docs/research/recall-round-three/replies-and-context.md#a-question-gives-way-to-its-reply).
+confirmed on 41 and on the long histories
+(docs/research/recall-round-three/replies-and-context.md#a-question-gives-way-to-its-reply).
 """
 
 from __future__ import annotations

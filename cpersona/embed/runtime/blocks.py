@@ -46,7 +46,8 @@ _SPECIAL_TOKENS = 2
 #: A cut moves back at most this share of a block to land on a boundary.
 _BOUNDARY_SLACK = 0.2
 #: Texts this long (characters) or longer get a lead block; chosen on our long histories' choose halves
-#: (200, then 120: every half gained), confirmed on the others (docs/research/recall-round-three/long-records.md#the-lead-block).
+#: (200, then 120: every half gained), confirmed on the others
+#: (docs/research/recall-round-three/long-records.md#the-lead-block).
 LEAD_MIN_CHARS = 120
 #: A lead ends within this many characters, or there is none.
 LEAD_MAX_CHARS = 300

@@ -3,7 +3,8 @@
 FTS5's bm25 divides a row's length by the mean length of the table's rows (avgdl). Taking the mean
 over the rows that match the query instead (what PostgreSQL did before migration 12) shifts every
 score by how long the matching rows happen to be, so the two engines ranked the same rows a little
-differently (docs/research/recall-round-three/engines.md#sqlite-and-postgresql-rank-alike-postgresql-migration-12).
+differently
+(docs/research/recall-round-three/engines.md#sqlite-and-postgresql-rank-alike-postgresql-migration-12).
 Scanning every posting in scope per recall would cost what the postings exist to avoid, so the sums are
 kept as rows are posted.
 
