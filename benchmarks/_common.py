@@ -197,12 +197,15 @@ def git(git_dir: Path, *args: str) -> str:
     ).stdout
 
 
-def data_models_parser(doc: str | None, model: bool = True) -> argparse.ArgumentParser:
-    """The arguments every LoCoMo-driven script starts with: the data folder, ``--models-dir`` and (with
-    ``model``) ``--model``; the script adds its own after them. ``doc`` is its module docstring."""
+def data_models_parser(
+    doc: str | None, model: bool = True, models_required: bool = True
+) -> argparse.ArgumentParser:
+    """The arguments every LoCoMo-driven script starts with: the data folder, ``--models-dir`` (optional
+    when not ``models_required``: the script then finds MiniLM itself) and (with ``model``) ``--model``;
+    the script adds its own after them. ``doc`` is its module docstring."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--models-dir", type=Path, required=True)
+    parser.add_argument("--models-dir", type=Path, required=models_required, default=None)
     if model:
         parser.add_argument("--model", default="all-minilm-l6-v2")
     return parser

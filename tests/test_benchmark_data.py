@@ -19,6 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import _common  # noqa: E402
 import _japanese_data  # noqa: E402
 import _jaquad_data  # noqa: E402
 import _locomo_data  # noqa: E402
@@ -456,3 +457,13 @@ def test_each_locomo_conversation_is_paired_with_the_next_for_its_negatives(tmp_
     ]
     with pytest.raises(SystemExit, match="needs two conversations"):
         _locomo_data.paired_conversations(tmp_path, ["30"])
+
+
+def test_the_locomo_scripts_arguments_require_the_models_dir_unless_told_not_to() -> None:
+    required = _common.data_models_parser("doc", model=False)
+    with pytest.raises(SystemExit):
+        required.parse_args(["data"])
+    assert required.parse_args(["data", "--models-dir", "m"]).models_dir == Path("m")
+    optional = _common.data_models_parser("doc", models_required=False)
+    args = optional.parse_args(["data"])
+    assert (args.data_dir, args.models_dir, args.model) == (Path("data"), None, "all-minilm-l6-v2")

@@ -20,7 +20,6 @@ calibration would put the cut).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import minilm_models_dir, model_memory, print_table, write_json  # noqa: E402
+from _common import data_models_parser, minilm_models_dir, model_memory, print_table, write_json  # noqa: E402
 from _locomo_data import Conversation, paired_conversations  # noqa: E402
 
 from cpersona.memory import Memory  # noqa: E402
@@ -162,11 +161,7 @@ def oracle_rows(per_conv: dict[str, dict[str, Any]]) -> list[list[Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--models-dir", type=Path, default=None)
+    parser = data_models_parser(__doc__, model=False, models_required=False)
     parser.add_argument("--json", default=None)
     parser.add_argument(
         "--first-turns",

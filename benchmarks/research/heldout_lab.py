@@ -15,7 +15,6 @@ Config syntax: ``name=stage:key=value,key=value`` with stage ``context`` (``Cont
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import defaultdict
 from dataclasses import fields
@@ -25,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import print_table, write_json  # noqa: E402
+from _common import data_models_parser, print_table, write_json  # noqa: E402
 from _heldout_cache import AGENT, QueryVectors, cached_memory, ensure_database  # noqa: E402
 from _locomo_data import CATEGORY_NAMES, Conversation, conversation_files  # noqa: E402
 from _retrieval_metrics import score_question  # noqa: E402
@@ -119,11 +118,7 @@ def rotation(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--models-dir", type=Path, required=True)
+    parser = data_models_parser(__doc__, model=False)
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/qlab/cache"))
     parser.add_argument("--conversations", nargs="+")
     parser.add_argument("--config", action="append", default=[], help="repeatable; see the module doc")
