@@ -77,8 +77,9 @@ def until_calibrated(db: Path, since: float, wait_s: float, quiet_s: float = QUI
     seen: tuple[float, int] | None = None
     seen_at = started
     while time.monotonic() - started < wait_s:
-        if sidecar.exists() and sidecar.stat().st_mtime >= since:
-            now = (sidecar.stat().st_mtime, sidecar.stat().st_size)
+        stat = sidecar.stat() if sidecar.exists() else None
+        if stat is not None and stat.st_mtime >= since:
+            now = (stat.st_mtime, stat.st_size)
             if now != seen:
                 seen, seen_at = now, time.monotonic()
             elif time.monotonic() - seen_at >= quiet_s:
@@ -197,9 +198,10 @@ def main() -> int:
                 f"calibration last written after {done['calibrated_after_s']} s",
                 file=sys.stderr,
             )
+    pooled = {phase: pool([c[phase] for c in per_conv.values()]) for phase in PHASES}
     rows = []
     for phase in PHASES:
-        rows.append(table_row("overall", phase, pool([c[phase] for c in per_conv.values()])))
+        rows.append(table_row("overall", phase, pooled[phase]))
         rows += [table_row(name, phase, c[phase]) for name, c in per_conv.items()]
     print_table(
         [
@@ -221,10 +223,8 @@ def main() -> int:
             "command": args.command,
             **{
                 phase: {
-                    "overall": summary(pool([c[phase] for c in per_conv.values()])),
-                    "categories": summarise_arm(pool([c[phase] for c in per_conv.values()])["by_cat"])[
-                        "categories"
-                    ],
+                    "overall": summary(pooled[phase]),
+                    "categories": summarise_arm(pooled[phase]["by_cat"])["categories"],
                     "per_conversation": {name: summary(c[phase]) for name, c in per_conv.items()},
                     "answers": {name: c[phase]["answers"] for name, c in per_conv.items()},
                 }
