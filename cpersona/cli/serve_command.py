@@ -52,7 +52,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         overrides["http_port"] = args.port
     if overrides:
         settings = settings.with_overrides(**overrides)
+    received: list[int] = []  # the signals that stop this server, in the order they came
+    with _ctrl_c_stops_http(received, settings.transport == "streamable-http") as attach:
+        return _serve(settings, received, attach)
 
+
+def _serve(settings: Settings, received: list[int], attach: Callable[[Any], None]) -> int:
+    """``cmd_serve`` once the settings are final: ``received`` collects the stopping signals, and
+    ``attach`` hands the HTTP server to ``_ctrl_c_stops_http``."""
     from cpersona.server.transport import EXIT_REFUSED, http_refusal, run_http, run_stdio
 
     listeners = None
@@ -100,13 +107,16 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     stopped_by: int | None = None
     hooks = None
-    with _sigterm_as_ctrl_c() as received:
+    with _sigterm_as_ctrl_c(received):
         try:
             pending.start()
             # Host hooks (cpersona register --hooks) ask this warm process instead of loading a model per prompt.
             hooks = start_endpoint(settings, pending.get)
             if settings.transport == "streamable-http":
-                return run_http(pending, settings, listeners)
+                code = run_http(pending, settings, listeners, on_server=attach)
+                if received:  # stopped by a signal (recorded, not raised): the Ctrl-C path below
+                    raise KeyboardInterrupt
+                return code
             if sys.stdin.isatty():  # a person started it; an MCP host always connects a pipe
                 print(terminal_hint(os.path.abspath(sys.argv[0])), file=sys.stderr, flush=True)
             run_stdio(pending, settings)
@@ -153,8 +163,46 @@ def _model_preparation(settings: Settings) -> Callable[[], str | None] | None:
 
 
 @contextmanager
-def _sigterm_as_ctrl_c() -> Iterator[list[int]]:
-    """While serving, SIGTERM takes Ctrl-C's graceful path; yields the signals received.
+def _ctrl_c_stops_http(received: list[int], http: bool) -> Iterator[Callable[[Any], None]]:
+    """For an HTTP server (``http``), from the settings on: Ctrl-C is recorded in ``received`` and asks
+    uvicorn to stop; yields the callback that hands run_http's uvicorn server over.
+
+    Python's own Ctrl-C raises KeyboardInterrupt wherever the main thread is. Before uvicorn takes
+    SIGINT over, that is inside imports and start-up code, where it can be swallowed (an import lock's
+    callback reports it as "Exception ignored" and the server went on serving) or break the logging
+    lock that the exit needs. Recorded here and passed to ``should_exit``, the stop takes uvicorn's
+    orderly path however early it comes. Over stdio, asyncio's runner handles Ctrl-C itself (it
+    cancels the session), so nothing is installed. Installed by the main thread only.
+    """
+    servers: list[Any] = []
+
+    def on_int(signum: int, frame: Any) -> None:
+        received.append(signum)
+        for server in servers:
+            server.should_exit = True
+
+    def attach(server: Any) -> None:
+        servers.append(server)
+        if received:  # Ctrl-C came before the server existed
+            server.should_exit = True
+
+    if not http:
+        yield attach
+        return
+    try:
+        previous = signal.signal(signal.SIGINT, on_int)
+    except ValueError:  # not the main thread (an in-process caller): signals are not ours to handle
+        yield attach
+        return
+    try:
+        yield attach
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _sigterm_as_ctrl_c(received: list[int]) -> Iterator[None]:
+    """While serving, SIGTERM takes Ctrl-C's graceful path; each signal received goes into ``received``.
 
     Python's default for SIGTERM ends the process on the spot: no session teardown, no
     ``Memory.close``. Re-raised as SIGINT, it reaches asyncio's runner (stdio: cancel the session)
@@ -165,7 +213,6 @@ def _sigterm_as_ctrl_c() -> Iterator[list[int]]:
     anything, while uvicorn (HTTP) stops on SIGINT regardless. While serving, SIGINT is Python's
     KeyboardInterrupt on both transports, as for any server started from a shell.
     """
-    received: list[int] = []
 
     def on_term(signum: int, frame: Any) -> None:
         received.append(signum)
@@ -174,13 +221,13 @@ def _sigterm_as_ctrl_c() -> Iterator[list[int]]:
     try:
         previous = signal.signal(signal.SIGTERM, on_term)
     except ValueError:  # not the main thread (an in-process caller): signals are not ours to handle
-        yield received
+        yield
         return
     ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     if ignored:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        yield received
+        yield
     finally:
         signal.signal(signal.SIGTERM, previous)
         if ignored:

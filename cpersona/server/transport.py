@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -207,14 +208,19 @@ def stdio_acl_notice(settings: Settings) -> str | None:
 
 
 def run_http(
-    memory: Memory | PendingMemory, settings: Settings, sockets: list[socket.socket] | None = None
+    memory: Memory | PendingMemory,
+    settings: Settings,
+    sockets: list[socket.socket] | None = None,
+    on_server: Callable[[uvicorn.Server], None] | None = None,
 ) -> int:
     """Blocking streamable-HTTP server on ``settings.http_host:http_port``; returns an exit code.
 
     Returns EXIT_REFUSED (2) without binding anything when the configuration
     forbids HTTP (no token, no ACL and no explicit opt-out; or a malformed ACL file),
     and EXIT_BIND (4) when the port cannot be bound. ``sockets`` are listeners the
-    caller bound already (``cmd_serve`` binds before opening anything).
+    caller bound already (``cmd_serve`` binds before opening anything). ``on_server`` is
+    handed the uvicorn server before it starts, so a stop asked for by then (``cmd_serve``'s
+    Ctrl-C) reaches it.
     """
     try:
         app = build_http_app(memory, settings)
@@ -245,5 +251,8 @@ def run_http(
         # uvicorn's own loggers write to stderr; keep its access log off (tokens never appear, but noise does).
         access_log=False,
     )
-    uvicorn.Server(config).run(sockets=sockets)
+    server = uvicorn.Server(config)
+    if on_server is not None:
+        on_server(server)
+    server.run(sockets=sockets)
     return 0

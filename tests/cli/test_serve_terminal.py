@@ -168,6 +168,27 @@ def test_one_ctrl_c_in_a_terminal_stops_serve(tmp_path: Path, transport: str) ->
         os.close(primary)
 
 
+@pytest.mark.slow
+def test_ctrl_c_in_an_http_servers_first_moments_stops_it(tmp_path: Path) -> None:
+    # Typed as soon as the server says it is starting (before uvicorn takes SIGINT over, while modules
+    # still load). Python's own KeyboardInterrupt used to land wherever the main thread was: most
+    # often before the stop path, so the server exited without its orderly stop; about one start in
+    # six inside an import lock's callback, reported as "Exception ignored", and the server went on
+    # serving. Four starts, each must stop as from a later Ctrl-C (this test failed 5 runs of 5 then).
+    env = _env(tmp_path) | {"CPERSONA_ALLOW_UNAUTHENTICATED_HTTP": "true"}
+    for _ in range(4):
+        primary, proc = _in_terminal([_cpersona(), *SERVE_ARGV["http"][0]], env)
+        try:
+            _read_until(proc, b"serving MCP over streamable-http")
+            os.write(primary, b"\x03")
+            status, said = _stopped(proc)
+            assert status == 130 and b"cpersona: stopped (SIGINT)" in said, said
+            assert b"Exception ignored" not in said and b"Traceback" not in said, said
+        finally:
+            _reap(proc)
+            os.close(primary)
+
+
 def _rpc(proc: subprocess.Popen[bytes], message: dict[str, object]) -> dict[str, object]:
     import json
 
